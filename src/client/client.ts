@@ -1,0 +1,981 @@
+/**
+ * The corral client: one session, carried by one long-lived gRPC bidirectional stream at a time
+ * (DESIGN.md §5, §6). Requests are written in call order and answered in that order, so in-flight
+ * requests wait in a FIFO and each response must match its head. Watch events arrive on the same
+ * stream, before the answer of any later read that could see their change.
+ *
+ * Connection life: connect frame → connect answer → requests/events/pings; on loss every in-flight
+ * request fails CONNECTIONLOSS, hosts are retried round-robin with a capped back-off, resuming the
+ * session (id + password + last zxid seen), and the first request on the new stream re-registers
+ * the watches still held here (setWatches). The server alone decides expiry.
+ */
+import { EventEmitter } from "node:events";
+import * as grpc from "@grpc/grpc-js";
+import { CLIENT_PROTOCOL_VERSION, limits } from "../common/constants.js";
+import { ZkError, ZkErrorCode } from "../common/errors.js";
+import type { ZkErrorName } from "../common/errors.js";
+import { validatePath } from "../common/paths.js";
+import {
+  GRPC_CHANNEL_OPTIONS,
+  corralServiceDefinition,
+} from "../protocol/client-wire.js";
+import type {
+  ClientFrame,
+  ConnectResponse,
+  RequestOp,
+  Response,
+  ServerFrame,
+  WireWatchEvent,
+} from "../protocol/client-wire.js";
+import { parseConnectString, prependChroot, shuffled, stripChroot } from "./connect-string.js";
+import type { HostPort } from "./connect-string.js";
+import {
+  aclFromWire,
+  aclToWire,
+  checkVersion,
+  eventTypeName,
+  modeFlag,
+  statFromWire,
+  toBytes,
+  ttlToWire,
+  zxidGreater,
+} from "./convert.js";
+import { Fifo } from "./fifo.js";
+import { multiErrorFromWire, multiResultsFromWire, opsToWire } from "./ops.js";
+import type {
+  Acl,
+  ClientLogger,
+  ClientState,
+  ConnectOptions,
+  CreateMode,
+  CreateOptions,
+  Data,
+  Op,
+  OpResult,
+  Stat,
+  VersionOptions,
+  WatchOptions,
+  Watcher,
+} from "./types.js";
+import { isSequentialMode } from "./types.js";
+import { WatchRegistry } from "./watch-registry.js";
+
+export const DEFAULT_SESSION_TIMEOUT_MS = 10_000;
+/** Back-off between connection attempts: first retry at once, then 50 ms doubling up to 1 s. */
+export const RECONNECT_BACKOFF_MS_MIN = 50;
+export const RECONNECT_BACKOFF_MS_MAX = 1_000;
+/** The liveness timer ticks 12 times per negotiated timeout. */
+const TICKS_PER_TIMEOUT = 12;
+/** Idle sending for 4 ticks (≈ timeout/3) → ping. */
+const PING_AFTER_IDLE_TICKS = 4;
+/** Nothing received for 8 ticks (≈ 2/3 of the timeout) → the connection is dead. */
+const DEAD_AFTER_IDLE_TICKS = 8;
+/** setWatches requests are split so that each stays well inside the message limit. */
+const SET_WATCHES_BYTES_MAX = 256 * 1024;
+const XID_MAX = 0x7fffffff;
+
+/** The next client xid: increasing int32 from 1, wrapping to 1 (never 0 or negative, as ZooKeeper reserves those). */
+export function nextXid(xid: number): number {
+  return xid >= XID_MAX ? 1 : xid + 1;
+}
+
+/** Delay before connection attempt number `attempt` (0-based, counted since the last success). */
+export function reconnectDelayMs(attempt: number): number {
+  if (attempt <= 0) return 0;
+  return Math.min(RECONNECT_BACKOFF_MS_MAX, RECONNECT_BACKOFF_MS_MIN * 2 ** Math.min(attempt - 1, 20));
+}
+
+/** What a pending request turns its answer into. */
+const Kind = {
+  create: 0,
+  createWithStat: 1,
+  delete: 2,
+  exists: 3,
+  getData: 4,
+  setData: 5,
+  getChildren: 6,
+  getChildrenWithStat: 7,
+  multi: 8,
+  sync: 9,
+  setWatches: 10,
+  close: 11,
+  getAcl: 12,
+  setAcl: 13,
+} as const;
+type KindValue = (typeof Kind)[keyof typeof Kind];
+
+interface Pending {
+  xid: number;
+  kind: KindValue;
+  /** The user's path (for error messages). */
+  path: string | undefined;
+  /** The server's path (for watch registration). */
+  serverPath: string;
+  watcher: Watcher | undefined;
+  ops: Op[] | undefined;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  resolve: (value: any) => void;
+  reject: (err: ZkError) => void;
+}
+
+type ConnectionPhase = "connecting" | "open" | "dead";
+
+interface Connection {
+  readonly host: HostPort;
+  readonly channel: grpc.Client;
+  readonly call: grpc.ClientDuplexStream<ClientFrame, ServerFrame>;
+  phase: ConnectionPhase;
+  readonly pending: Fifo<Pending>;
+  attemptTimer: NodeJS.Timeout | undefined;
+  ticker: NodeJS.Timeout | undefined;
+  sentSinceTick: boolean;
+  receivedSinceTick: boolean;
+  sendIdleTicks: number;
+  receiveIdleTicks: number;
+}
+
+type Lifecycle = "active" | "closing" | "closed" | "expired";
+
+interface ClientConfig {
+  hosts: HostPort[];
+  chroot: string | undefined;
+  sessionTimeoutMs: number;
+  connectTimeoutMs: number;
+  sessionId: bigint;
+  password: Uint8Array;
+  logger: ClientLogger | undefined;
+  credentials: grpc.ChannelCredentials;
+}
+
+const EMPTY_BYTES = new Uint8Array(0);
+const noop = (): void => {};
+
+function positiveInteger(value: unknown, name: string): number {
+  if (typeof value !== "number" || !Number.isInteger(value) || value <= 0 || value > 0x7fffffff) {
+    throw new ZkError("BADARGUMENTS", `${name} must be a positive integer number of ms, not ${String(value)}`);
+  }
+  return value;
+}
+
+function configFrom(connectString: string, options: ConnectOptions & { credentials?: grpc.ChannelCredentials }): ClientConfig {
+  const parsed = parseConnectString(connectString);
+  const sessionTimeoutMs = positiveInteger(options.sessionTimeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS, "sessionTimeoutMs");
+  const connectTimeoutMs = positiveInteger(options.connectTimeoutMs ?? sessionTimeoutMs, "connectTimeoutMs");
+  if ((options.sessionId === undefined) !== (options.password === undefined)) {
+    throw new ZkError("BADARGUMENTS", "resuming a session needs both sessionId and password");
+  }
+  if (options.sessionId !== undefined && typeof options.sessionId !== "bigint") {
+    throw new ZkError("BADARGUMENTS", "sessionId must be a bigint");
+  }
+  if (options.password !== undefined && !(options.password instanceof Uint8Array)) {
+    throw new ZkError("BADARGUMENTS", "password must be a Uint8Array");
+  }
+  return {
+    hosts: options.shuffleHosts === false ? parsed.hosts : shuffled(parsed.hosts),
+    chroot: parsed.chroot,
+    sessionTimeoutMs,
+    connectTimeoutMs,
+    sessionId: options.sessionId ?? 0n,
+    password: options.password ?? EMPTY_BYTES,
+    logger: options.logger,
+    credentials: options.credentials ?? grpc.credentials.createInsecure(),
+  };
+}
+
+export interface Client {
+  on(event: "state", listener: (state: ClientState) => void): this;
+  on(event: "error", listener: (err: unknown) => void): this;
+  once(event: "state", listener: (state: ClientState) => void): this;
+  once(event: "error", listener: (err: unknown) => void): this;
+  off(event: "state", listener: (state: ClientState) => void): this;
+  off(event: "error", listener: (err: unknown) => void): this;
+}
+
+/** A corral session. Create one with `Client.connect`. */
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
+export class Client extends EventEmitter {
+  /**
+   * Connects to one of the hosts of `connectString` ("h1:p1,h2:p2/optional/chroot") and resolves
+   * once a server accepted the session. Rejects with ZkError CONNECTIONLOSS if none did within
+   * connectTimeoutMs, SESSIONEXPIRED if the session to resume is gone, BADARGUMENTS for bad options.
+   */
+  static connect(connectString: string, options: ConnectOptions & { credentials?: grpc.ChannelCredentials } = {}): Promise<Client> {
+    let config: ClientConfig;
+    try {
+      config = configFrom(connectString, options);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return new Client(config).start();
+  }
+
+  private readonly config: ClientConfig;
+  private readonly registry = new WatchRegistry();
+  private readonly method: grpc.MethodDefinition<ClientFrame, ServerFrame>;
+  private lifecycle: Lifecycle = "active";
+  private stateValue: ClientState = "connecting";
+  private everConnected = false;
+  private conn: Connection | null = null;
+  private xid = 0;
+  private hostIndex = 0;
+  private attempt = 0;
+  private sessionIdWire: string;
+  private password: Uint8Array;
+  private timeoutMs: number;
+  private lastZxid = "0";
+  private reconnectTimer: NodeJS.Timeout | undefined;
+  private connectTimer: NodeJS.Timeout | undefined;
+  private closeTimer: NodeJS.Timeout | undefined;
+  private connectSettle: { resolve: (c: Client) => void; reject: (e: ZkError) => void } | undefined;
+  private closePromise: Promise<void> | undefined;
+  private closeResolve: (() => void) | undefined;
+
+  private constructor(config: ClientConfig) {
+    super();
+    this.config = config;
+    this.sessionIdWire = config.sessionId.toString();
+    this.password = config.password;
+    this.timeoutMs = config.sessionTimeoutMs;
+    this.method = corralServiceDefinition()["Session"] as grpc.MethodDefinition<ClientFrame, ServerFrame>;
+  }
+
+  /** The last state reported through the "state" event ("reconnected" means connected again). */
+  get state(): ClientState {
+    return this.stateValue;
+  }
+
+  /** True while a server holds this session on an open stream. */
+  get connected(): boolean {
+    return this.conn !== null && this.conn.phase === "open";
+  }
+
+  get sessionId(): bigint {
+    return BigInt(this.sessionIdWire);
+  }
+
+  get sessionPassword(): Uint8Array {
+    return this.password;
+  }
+
+  get negotiatedTimeoutMs(): number {
+    return this.timeoutMs;
+  }
+
+  /** The highest zxid of any response or watch event received. */
+  get lastZxidSeen(): bigint {
+    return BigInt(this.lastZxid);
+  }
+
+  /** The chroot of the connect string, if any. */
+  get chroot(): string | undefined {
+    return this.config.chroot;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Operations
+
+  /** Creates a znode; resolves with its actual path (sequential suffix included, chroot stripped). */
+  create(path: string, data?: Data, options: CreateOptions = {}): Promise<string> {
+    return this.sendCreate(Kind.create, path, data, options);
+  }
+
+  createWithStat(path: string, data?: Data, options: CreateOptions = {}): Promise<{ path: string; stat: Stat }> {
+    return this.sendCreate(Kind.createWithStat, path, data, options);
+  }
+
+  /** The node's Stat, or null if it does not exist. A watch is set either way (data or exist watch). */
+  exists(path: string, options: WatchOptions = {}): Promise<Stat | null> {
+    let serverPath: string;
+    try {
+      serverPath = this.serverPath(path);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const watcher = checkWatcher(options.watch);
+    return this.send(Kind.exists, { op: "exists", exists: { path: serverPath, watch: watcher !== undefined } }, path, serverPath, watcher);
+  }
+
+  getData(path: string, options: WatchOptions = {}): Promise<{ data: Uint8Array; stat: Stat }> {
+    let serverPath: string;
+    try {
+      serverPath = this.serverPath(path);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const watcher = checkWatcher(options.watch);
+    return this.send(Kind.getData, { op: "getData", getData: { path: serverPath, watch: watcher !== undefined } }, path, serverPath, watcher);
+  }
+
+  setData(path: string, data: Data, options: VersionOptions = {}): Promise<Stat> {
+    let serverPath: string;
+    let bytes: Uint8Array;
+    let version: number;
+    try {
+      serverPath = this.serverPath(path);
+      bytes = toBytes(data);
+      version = checkVersion(options.version);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.send(Kind.setData, { op: "setData", setData: { path: serverPath, data: bytes, version } }, path, serverPath);
+  }
+
+  delete(path: string, options: VersionOptions = {}): Promise<void> {
+    let serverPath: string;
+    let version: number;
+    try {
+      serverPath = this.serverPath(path);
+      version = checkVersion(options.version);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.send(Kind.delete, { op: "delete", delete: { path: serverPath, version } }, path, serverPath);
+  }
+
+  /** Child names (not paths), in the server's order. */
+  getChildren(path: string, options: WatchOptions = {}): Promise<string[]> {
+    return this.sendGetChildren(Kind.getChildren, path, options);
+  }
+
+  getChildrenWithStat(path: string, options: WatchOptions = {}): Promise<{ children: string[]; stat: Stat }> {
+    return this.sendGetChildren(Kind.getChildrenWithStat, path, options);
+  }
+
+  getAcl(path: string): Promise<{ acl: Acl[]; stat: Stat }> {
+    let serverPath: string;
+    try {
+      serverPath = this.serverPath(path);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.send(Kind.getAcl, { op: "getAcl", getAcl: { path: serverPath } }, path, serverPath);
+  }
+
+  setAcl(path: string, acl: readonly Acl[], options: VersionOptions = {}): Promise<Stat> {
+    let serverPath: string;
+    let version: number;
+    let wireAcl;
+    try {
+      serverPath = this.serverPath(path);
+      version = checkVersion(options.version);
+      wireAcl = aclToWire(acl ?? []);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.send(Kind.setAcl, { op: "setAcl", setAcl: { path: serverPath, acl: wireAcl, version } }, path, serverPath);
+  }
+
+  /**
+   * Applies every op or none. Resolves with one OpResult per op; on failure rejects with a
+   * ZkMultiError whose `code` is the failing op's error and `results` the per-op list.
+   */
+  multi(ops: readonly Op[]): Promise<OpResult[]> {
+    let wireOps;
+    try {
+      wireOps = opsToWire(ops, this.config.chroot);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.send(Kind.multi, { op: "multi", multi: { ops: wireOps } }, undefined, "", undefined, ops.slice());
+  }
+
+  /** Resolves once this server has applied everything the leader had committed when the sync began. */
+  sync(path: string): Promise<void> {
+    let serverPath: string;
+    try {
+      serverPath = this.serverPath(path);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.send(Kind.sync, { op: "sync", sync: { path: serverPath } }, path, serverPath);
+  }
+
+  /**
+   * Ends the session: the server deletes its ephemerals. Requests sent before close are answered
+   * first; requests after it fail SESSIONEXPIRED. Never rejects.
+   */
+  close(): Promise<void> {
+    if (this.closePromise) return this.closePromise;
+    this.closePromise = new Promise<void>((resolve) => {
+      this.closeResolve = resolve;
+    });
+    if (this.lifecycle !== "active") {
+      this.finishClose();
+      return this.closePromise;
+    }
+    this.lifecycle = "closing";
+    this.clearReconnectTimer();
+    const conn = this.conn;
+    if (conn && conn.phase === "open") {
+      const pending: Pending = {
+        xid: (this.xid = nextXid(this.xid)),
+        kind: Kind.close,
+        path: undefined,
+        serverPath: "",
+        watcher: undefined,
+        ops: undefined,
+        resolve: () => this.finishClose(),
+        reject: noop,
+      };
+      this.write(conn, pending, { op: "close", close: {} });
+      this.closeTimer = setTimeout(() => this.finishClose(), this.timeoutMs);
+    } else {
+      this.finishClose();
+    }
+    return this.closePromise;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Request plumbing
+
+  private serverPath(path: string, sequential = false): string {
+    if (typeof path !== "string") throw new ZkError("BADARGUMENTS", "path must be a string");
+    validatePath(path, sequential);
+    return prependChroot(this.config.chroot, path);
+  }
+
+  private sendCreate<T>(kind: KindValue, path: string, data: Data | undefined, options: CreateOptions): Promise<T> {
+    let request: RequestOp;
+    let serverPath: string;
+    try {
+      const mode: CreateMode = options.mode ?? "persistent";
+      const flag = modeFlag(mode);
+      serverPath = this.serverPath(path, isSequentialMode(mode));
+      request = {
+        op: "create",
+        create: {
+          path: serverPath,
+          data: toBytes(data),
+          acl: aclToWire(options.acl),
+          mode: flag,
+          ttlMs: ttlToWire(mode, options.ttlMs),
+        },
+      };
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.send(kind, request, path, serverPath);
+  }
+
+  private sendGetChildren<T>(kind: KindValue, path: string, options: WatchOptions): Promise<T> {
+    let serverPath: string;
+    try {
+      serverPath = this.serverPath(path);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const watcher = checkWatcher(options.watch);
+    return this.send(kind, { op: "getChildren", getChildren: { path: serverPath, watch: watcher !== undefined } }, path, serverPath, watcher);
+  }
+
+  private send<T>(
+    kind: KindValue,
+    request: RequestOp,
+    path: string | undefined,
+    serverPath: string,
+    watcher?: Watcher,
+    ops?: Op[],
+  ): Promise<T> {
+    if (this.lifecycle !== "active") {
+      const why = this.lifecycle === "expired" ? "session expired" : "client closed";
+      return Promise.reject(new ZkError("SESSIONEXPIRED", `SESSIONEXPIRED: ${why}`, path));
+    }
+    const conn = this.conn;
+    if (conn === null || conn.phase !== "open") {
+      return Promise.reject(new ZkError("CONNECTIONLOSS", "CONNECTIONLOSS: not connected", path));
+    }
+    return new Promise<T>((resolve, reject) => {
+      const pending: Pending = {
+        xid: (this.xid = nextXid(this.xid)),
+        kind,
+        path,
+        serverPath,
+        watcher,
+        ops,
+        resolve,
+        reject,
+      };
+      this.write(conn, pending, request);
+    });
+  }
+
+  private write(conn: Connection, pending: Pending, op: RequestOp): void {
+    conn.pending.push(pending);
+    conn.sentSinceTick = true;
+    conn.call.write({ frame: "request", request: { xid: pending.xid, ...op } as ClientFrame & { frame: "request" } extends { request: infer R } ? R : never });
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Connection management
+
+  private start(): Promise<Client> {
+    const promise = new Promise<Client>((resolve, reject) => {
+      this.connectSettle = { resolve, reject };
+    });
+    this.connectTimer = setTimeout(() => {
+      this.connectTimer = undefined;
+      if (this.everConnected || this.lifecycle !== "active") return;
+      this.log("warn", { hosts: this.config.hosts }, "no server accepted the session in time");
+      this.abandon(new ZkError("CONNECTIONLOSS", `CONNECTIONLOSS: could not connect within ${this.config.connectTimeoutMs} ms`));
+    }, this.config.connectTimeoutMs);
+    this.startAttempt();
+    return promise;
+  }
+
+  /** The per-attempt connect timeout: ZooKeeper's sessionTimeout / hosts, but not absurdly small. */
+  private attemptTimeoutMs(): number {
+    const perHost = Math.floor(this.timeoutMs / this.config.hosts.length);
+    return Math.max(perHost, Math.min(this.timeoutMs, 1_000));
+  }
+
+  private startAttempt(): void {
+    this.reconnectTimer = undefined;
+    if (this.lifecycle !== "active") return;
+    const host = this.config.hosts[this.hostIndex] as HostPort;
+    this.hostIndex = (this.hostIndex + 1) % this.config.hosts.length;
+    const address = host.host.includes(":") ? `[${host.host}]:${host.port}` : `${host.host}:${host.port}`;
+    const channel = new grpc.Client(address, this.config.credentials, {
+      ...GRPC_CHANNEL_OPTIONS,
+      // One TCP connection per session, as ZooKeeper: a dead connection is discarded with its channel.
+      "grpc.use_local_subchannel_pool": 1,
+    });
+    const call = channel.makeBidiStreamRequest<ClientFrame, ServerFrame>(
+      this.method.path,
+      this.method.requestSerialize,
+      this.method.responseDeserialize,
+    );
+    const conn: Connection = {
+      host,
+      channel,
+      call,
+      phase: "connecting",
+      pending: new Fifo<Pending>(),
+      attemptTimer: undefined,
+      ticker: undefined,
+      sentSinceTick: true,
+      receivedSinceTick: true,
+      sendIdleTicks: 0,
+      receiveIdleTicks: 0,
+    };
+    this.conn = conn;
+    call.on("data", (frame: ServerFrame) => this.onFrame(conn, frame));
+    call.on("error", (err: grpc.ServiceError) => this.onStreamGone(conn, err));
+    call.on("end", () => this.onStreamGone(conn, undefined));
+    this.log("debug", { address, sessionId: this.sessionIdWire, lastZxidSeen: this.lastZxid }, "connecting");
+    conn.attemptTimer = setTimeout(() => {
+      conn.attemptTimer = undefined;
+      this.onStreamGone(conn, new Error("connect attempt timed out"));
+    }, this.attemptTimeoutMs());
+    call.write({
+      frame: "connect",
+      connect: {
+        protocolVersion: CLIENT_PROTOCOL_VERSION,
+        lastZxidSeen: this.lastZxid,
+        timeoutMs: this.config.sessionTimeoutMs,
+        sessionId: this.sessionIdWire,
+        password: this.password,
+      },
+    });
+  }
+
+  private scheduleReconnect(): void {
+    if (this.lifecycle !== "active" || this.reconnectTimer !== undefined) return;
+    const delay = reconnectDelayMs(this.attempt);
+    this.attempt++;
+    this.reconnectTimer = setTimeout(() => this.startAttempt(), delay);
+  }
+
+  private clearReconnectTimer(): void {
+    if (this.reconnectTimer !== undefined) {
+      clearTimeout(this.reconnectTimer);
+      this.reconnectTimer = undefined;
+    }
+  }
+
+  private onFrame(conn: Connection, frame: ServerFrame): void {
+    if (conn !== this.conn || conn.phase === "dead") return;
+    conn.receivedSinceTick = true;
+    switch (frame.frame) {
+      case "response":
+        this.onResponse(conn, frame.response);
+        return;
+      case "event":
+        this.onEvent(conn, frame.event);
+        return;
+      case "pong":
+        return;
+      case "connect":
+        this.onConnectResponse(conn, frame.connect);
+        return;
+      default:
+        this.protocolError(conn, `unknown frame ${JSON.stringify((frame as { frame?: unknown }).frame)}`);
+    }
+  }
+
+  private onConnectResponse(conn: Connection, answer: ConnectResponse): void {
+    if (conn.phase !== "connecting") {
+      this.protocolError(conn, "a second connect answer on one stream");
+      return;
+    }
+    if (conn.attemptTimer !== undefined) {
+      clearTimeout(conn.attemptTimer);
+      conn.attemptTimer = undefined;
+    }
+    const resuming = this.sessionIdWire !== "0";
+    if (answer.err === ZkErrorCode.SESSIONEXPIRED || (answer.err === 0 && answer.timeoutMs <= 0)) {
+      this.log("info", { sessionId: this.sessionIdWire }, "session expired");
+      this.expire(conn);
+      return;
+    }
+    if (answer.err !== 0) {
+      this.log("warn", { err: answer.err, host: conn.host }, "server refused the connection");
+      this.dropConnection(conn, "CONNECTIONLOSS");
+      return;
+    }
+    if (resuming && answer.sessionId !== this.sessionIdWire) {
+      this.log("error", { asked: this.sessionIdWire, got: answer.sessionId }, "server answered another session; treating ours as expired");
+      this.expire(conn);
+      return;
+    }
+    this.sessionIdWire = answer.sessionId;
+    this.password = answer.password;
+    this.timeoutMs = answer.timeoutMs;
+    this.attempt = 0;
+    conn.phase = "open";
+    const tickMs = Math.max(1, Math.floor(this.timeoutMs / TICKS_PER_TIMEOUT));
+    conn.ticker = setInterval(() => this.tick(conn), tickMs);
+    conn.ticker.unref();
+    this.log("debug", { host: conn.host, sessionId: this.sessionIdWire, timeoutMs: this.timeoutMs, serverId: answer.serverId }, "connected");
+    if (!this.everConnected) {
+      this.everConnected = true;
+      if (this.connectTimer !== undefined) {
+        clearTimeout(this.connectTimer);
+        this.connectTimer = undefined;
+      }
+      this.setState("connected");
+      const settle = this.connectSettle;
+      this.connectSettle = undefined;
+      settle?.resolve(this);
+    } else {
+      // Re-register watches before anything a "reconnected" listener may send.
+      this.sendSetWatches(conn);
+      this.setState("reconnected");
+    }
+  }
+
+  private sendSetWatches(conn: Connection): void {
+    if (this.registry.size === 0) return;
+    const all = this.registry.paths();
+    let chunk = { dataWatches: [] as string[], existWatches: [] as string[], childWatches: [] as string[] };
+    let bytes = 0;
+    const flush = (): void => {
+      const pending: Pending = {
+        xid: (this.xid = nextXid(this.xid)),
+        kind: Kind.setWatches,
+        path: undefined,
+        serverPath: "",
+        watcher: undefined,
+        ops: undefined,
+        resolve: noop,
+        reject: noop,
+      };
+      this.write(conn, pending, { op: "setWatches", setWatches: { relativeZxid: this.lastZxid, ...chunk } });
+      chunk = { dataWatches: [], existWatches: [], childWatches: [] };
+      bytes = 0;
+    };
+    const lists: [keyof typeof chunk, string[]][] = [
+      ["dataWatches", all.dataWatches],
+      ["existWatches", all.existWatches],
+      ["childWatches", all.childWatches],
+    ];
+    for (const [key, paths] of lists) {
+      for (const path of paths) {
+        const size = path.length * 3 + 4;
+        if (bytes > 0 && bytes + size > SET_WATCHES_BYTES_MAX) flush();
+        chunk[key].push(path);
+        bytes += size;
+      }
+    }
+    if (bytes > 0) flush();
+  }
+
+  private onResponse(conn: Connection, response: Response): void {
+    if (conn.phase !== "open") {
+      this.protocolError(conn, "a response before the connect answer");
+      return;
+    }
+    const zxid = response.zxid;
+    if (zxidGreater(zxid, this.lastZxid)) this.lastZxid = zxid;
+    const pending = conn.pending.shift();
+    if (pending === undefined || pending.xid !== response.xid) {
+      if (pending !== undefined) pending.reject(new ZkError("CONNECTIONLOSS", "CONNECTIONLOSS: xid out of order", pending.path));
+      this.protocolError(conn, `response xid ${response.xid} but expected ${pending === undefined ? "none" : pending.xid}`);
+      return;
+    }
+    try {
+      this.complete(pending, response);
+    } catch (err) {
+      // A malformed answer (e.g. a missing stat): fail this request, keep the session.
+      pending.reject(err instanceof ZkError ? err : new ZkError("MARSHALLINGERROR", String(err), pending.path));
+    }
+  }
+
+  private complete(p: Pending, r: Response): void {
+    const err = r.err;
+    if (err !== 0) {
+      switch (p.kind) {
+        case Kind.exists:
+          if (err === ZkErrorCode.NONODE) {
+            if (p.watcher) this.registry.add("exist", p.serverPath, p.watcher);
+            p.resolve(null);
+            return;
+          }
+          break;
+        case Kind.setWatches:
+          this.log("warn", { err }, "setWatches failed");
+          p.resolve(undefined);
+          return;
+        case Kind.close:
+          p.resolve(undefined);
+          return;
+        case Kind.multi:
+          p.reject(multiErrorFromWire(err, p.ops as Op[], r.results));
+          return;
+      }
+      p.reject(ZkError.fromErrno(err, p.path));
+      return;
+    }
+    const chroot = this.config.chroot;
+    switch (p.kind) {
+      case Kind.create:
+        p.resolve(stripChroot(chroot, r.path));
+        return;
+      case Kind.createWithStat:
+        p.resolve({ path: stripChroot(chroot, r.path), stat: statFromWire(r.stat) });
+        return;
+      case Kind.delete:
+      case Kind.sync:
+      case Kind.setWatches:
+      case Kind.close:
+        p.resolve(undefined);
+        return;
+      case Kind.exists: {
+        const stat = statFromWire(r.stat);
+        if (p.watcher) this.registry.add("data", p.serverPath, p.watcher);
+        p.resolve(stat);
+        return;
+      }
+      case Kind.getData: {
+        const stat = statFromWire(r.stat);
+        if (p.watcher) this.registry.add("data", p.serverPath, p.watcher);
+        p.resolve({ data: r.data, stat });
+        return;
+      }
+      case Kind.setData:
+      case Kind.setAcl:
+        p.resolve(statFromWire(r.stat));
+        return;
+      case Kind.getChildren:
+        if (p.watcher) this.registry.add("child", p.serverPath, p.watcher);
+        p.resolve(r.children);
+        return;
+      case Kind.getChildrenWithStat: {
+        const stat = statFromWire(r.stat);
+        if (p.watcher) this.registry.add("child", p.serverPath, p.watcher);
+        p.resolve({ children: r.children, stat });
+        return;
+      }
+      case Kind.getAcl:
+        p.resolve({ acl: aclFromWire(r.acl), stat: statFromWire(r.stat) });
+        return;
+      case Kind.multi:
+        p.resolve(multiResultsFromWire(p.ops as Op[], r.results, chroot));
+        return;
+    }
+  }
+
+  private onEvent(conn: Connection, event: WireWatchEvent): void {
+    if (conn.phase !== "open") {
+      this.protocolError(conn, "a watch event before the connect answer");
+      return;
+    }
+    if (zxidGreater(event.zxid, this.lastZxid)) this.lastZxid = event.zxid;
+    const type = eventTypeName(event.type);
+    if (type === undefined) {
+      this.log("debug", { type: event.type, path: event.path }, "ignoring an event of unknown type");
+      return;
+    }
+    const watchers = this.registry.materialize(type, event.path);
+    if (watchers.size === 0) return;
+    const delivered = { type, path: stripChroot(this.config.chroot, event.path), zxid: BigInt(event.zxid) };
+    for (const watcher of watchers) {
+      try {
+        watcher({ ...delivered });
+      } catch (err) {
+        this.reportCallbackError(err);
+      }
+    }
+  }
+
+  /** One liveness tick: ping when idle, declare the connection dead when the server went quiet. */
+  private tick(conn: Connection): void {
+    if (conn !== this.conn || conn.phase !== "open") return;
+    if (conn.receivedSinceTick) {
+      conn.receivedSinceTick = false;
+      conn.receiveIdleTicks = 0;
+    } else if (++conn.receiveIdleTicks >= DEAD_AFTER_IDLE_TICKS) {
+      this.log("warn", { host: conn.host }, "nothing received for 2/3 of the session timeout; reconnecting");
+      this.dropConnection(conn, "CONNECTIONLOSS");
+      return;
+    }
+    if (conn.sentSinceTick) {
+      conn.sentSinceTick = false;
+      conn.sendIdleTicks = 0;
+    } else if (++conn.sendIdleTicks >= PING_AFTER_IDLE_TICKS) {
+      conn.sendIdleTicks = 0;
+      conn.call.write({ frame: "ping", ping: {} });
+    }
+  }
+
+  private onStreamGone(conn: Connection, err: (Error & { code?: number }) | undefined): void {
+    if (conn !== this.conn || conn.phase === "dead") return;
+    if (err !== undefined && err.code === grpc.status.FAILED_PRECONDITION) {
+      this.log("info", { host: conn.host, details: err.message }, "server is behind our last seen zxid; trying the next host");
+    } else {
+      this.log("debug", { host: conn.host, err: err?.message }, "stream ended");
+    }
+    this.dropConnection(conn, "CONNECTIONLOSS");
+  }
+
+  private protocolError(conn: Connection, what: string): void {
+    this.log("error", { host: conn.host }, `protocol violation: ${what}`);
+    this.dropConnection(conn, "CONNECTIONLOSS");
+  }
+
+  /** Ends a connection: fails its in-flight requests, then reconnects, or finishes a close. */
+  private dropConnection(conn: Connection, code: ZkErrorName): void {
+    const wasOpen = conn.phase === "open";
+    this.teardown(conn, code);
+    if (this.lifecycle === "closing") {
+      this.finishClose();
+      return;
+    }
+    if (this.lifecycle !== "active") return;
+    if (wasOpen) this.setState("disconnected");
+    if (this.lifecycle === "active") this.scheduleReconnect();
+  }
+
+  private teardown(conn: Connection, code: ZkErrorName): void {
+    if (conn.phase === "dead") return;
+    conn.phase = "dead";
+    if (this.conn === conn) this.conn = null;
+    if (conn.attemptTimer !== undefined) clearTimeout(conn.attemptTimer);
+    if (conn.ticker !== undefined) clearInterval(conn.ticker);
+    conn.attemptTimer = undefined;
+    conn.ticker = undefined;
+    try {
+      conn.call.cancel();
+    } catch {
+      // already finished
+    }
+    conn.channel.close();
+    for (const pending of conn.pending.drain()) {
+      pending.reject(new ZkError(code, `${code}: ${code === "CONNECTIONLOSS" ? "connection lost" : "session expired"}`, pending.path));
+    }
+  }
+
+  private expire(conn: Connection): void {
+    const closing = this.lifecycle === "closing";
+    this.lifecycle = "expired";
+    this.teardown(conn, "SESSIONEXPIRED");
+    this.clearReconnectTimer();
+    this.clearConnectTimer();
+    this.registry.clear();
+    const settle = this.connectSettle;
+    this.connectSettle = undefined;
+    if (settle) {
+      this.stateValue = "expired";
+      settle.reject(new ZkError("SESSIONEXPIRED", "SESSIONEXPIRED: the session to resume is gone"));
+      return;
+    }
+    this.setState("expired");
+    if (closing) this.finishClose();
+  }
+
+  /** Gives up before ever connecting (connect timeout): no events, the connect promise rejects. */
+  private abandon(err: ZkError): void {
+    this.lifecycle = "closed";
+    this.stateValue = "closed";
+    this.clearReconnectTimer();
+    this.clearConnectTimer();
+    if (this.conn) this.teardown(this.conn, "CONNECTIONLOSS");
+    const settle = this.connectSettle;
+    this.connectSettle = undefined;
+    settle?.reject(err);
+  }
+
+  private finishClose(): void {
+    if (this.closeTimer !== undefined) {
+      clearTimeout(this.closeTimer);
+      this.closeTimer = undefined;
+    }
+    const alreadyClosed = this.lifecycle === "closed";
+    this.lifecycle = "closed";
+    this.clearReconnectTimer();
+    this.clearConnectTimer();
+    if (this.conn) this.teardown(this.conn, "CONNECTIONLOSS");
+    this.registry.clear();
+    if (!alreadyClosed || this.stateValue !== "closed") this.setState("closed");
+    const resolve = this.closeResolve;
+    this.closeResolve = undefined;
+    resolve?.();
+  }
+
+  private clearConnectTimer(): void {
+    if (this.connectTimer !== undefined) {
+      clearTimeout(this.connectTimer);
+      this.connectTimer = undefined;
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Reporting
+
+  private setState(state: ClientState): void {
+    this.stateValue = state;
+    try {
+      this.emit("state", state);
+    } catch (err) {
+      this.reportCallbackError(err);
+    }
+  }
+
+  /** A user callback threw: report it on "error" if anyone listens, never let it break the session. */
+  private reportCallbackError(err: unknown): void {
+    if (this.listenerCount("error") === 0) return;
+    try {
+      this.emit("error", err);
+    } catch {
+      // an error listener that throws is ignored too
+    }
+  }
+
+  private log(level: keyof ClientLogger, obj: object, msg: string): void {
+    const logger = this.config.logger;
+    if (logger === undefined) return;
+    try {
+      logger[level](obj, msg);
+    } catch {
+      // logging must never break the client
+    }
+  }
+}
+
+function checkWatcher(watch: Watcher | undefined): Watcher | undefined {
+  if (watch === undefined || watch === null) return undefined;
+  if (typeof watch !== "function") throw new ZkError("BADARGUMENTS", "watch must be a function");
+  return watch;
+}
+
+/** Exposed for tests and for the server author's reference: the data limit the SDK enforces. */
+export const DATA_BYTES_MAX = limits.dataBytesMax;

@@ -1,0 +1,116 @@
+/** Conversions between the SDK's types and the decoded wire shapes of proto/client.proto. */
+import { ZkError } from "../common/errors.js";
+import { limits } from "../common/constants.js";
+import type { WireAcl, WireStat } from "../protocol/client-wire.js";
+import type { Acl, CreateMode, Data, Stat, WatchedEventType } from "./types.js";
+import { CREATE_MODE_FLAGS, isTtlMode } from "./types.js";
+
+const encoder = new TextEncoder();
+const EMPTY = new Uint8Array(0);
+
+/** Data argument to bytes; strings are UTF-8. Over the data limit → BADARGUMENTS (the server would refuse it anyway). */
+export function toBytes(data: Data | undefined | null): Uint8Array {
+  if (data === undefined || data === null) return EMPTY;
+  let bytes: Uint8Array;
+  if (typeof data === "string") bytes = encoder.encode(data);
+  else if (data instanceof Uint8Array) bytes = data;
+  else throw new ZkError("BADARGUMENTS", "data must be a Uint8Array or a string");
+  if (bytes.length > limits.dataBytesMax) {
+    throw new ZkError("BADARGUMENTS", `data is ${bytes.length} bytes, more than the ${limits.dataBytesMax} allowed`);
+  }
+  return bytes;
+}
+
+export function statFromWire(wire: WireStat | null | undefined): Stat {
+  if (!wire) throw new ZkError("MARSHALLINGERROR", "response is missing its stat");
+  return {
+    czxid: BigInt(wire.czxid),
+    mzxid: BigInt(wire.mzxid),
+    pzxid: BigInt(wire.pzxid),
+    ctime: Number(wire.ctime),
+    mtime: Number(wire.mtime),
+    version: wire.version,
+    cversion: wire.cversion,
+    aversion: wire.aversion,
+    ephemeralOwner: BigInt(wire.ephemeralOwner),
+    dataLength: wire.dataLength,
+    numChildren: wire.numChildren,
+  };
+}
+
+export function aclFromWire(wire: readonly WireAcl[]): Acl[] {
+  return wire.map((a) => ({ perms: a.perms, id: { scheme: a.id?.scheme ?? "", id: a.id?.id ?? "" } }));
+}
+
+/** User ACL to wire; undefined → [] (the server's default). An explicitly empty list is INVALIDACL, as in ZooKeeper. */
+export function aclToWire(acl: readonly Acl[] | undefined): WireAcl[] {
+  if (acl === undefined) return [];
+  if (!Array.isArray(acl) || acl.length === 0) throw new ZkError("INVALIDACL", "an ACL list must not be empty");
+  return acl.map((a) => {
+    if (!a || typeof a.perms !== "number" || !a.id || typeof a.id.scheme !== "string" || typeof a.id.id !== "string") {
+      throw new ZkError("INVALIDACL", "an ACL entry needs perms and id { scheme, id }");
+    }
+    return { perms: a.perms, id: { scheme: a.id.scheme, id: a.id.id } };
+  });
+}
+
+export function modeFlag(mode: CreateMode): number {
+  const flag = (CREATE_MODE_FLAGS as Record<string, number | undefined>)[mode];
+  if (flag === undefined) throw new ZkError("BADARGUMENTS", `unknown create mode ${JSON.stringify(mode)}`);
+  return flag;
+}
+
+/** Largest TTL a TTL node's ephemeralOwner can carry (40 bits), as ZooKeeper's EphemeralType.TTL. */
+export const TTL_MS_MAX = 2 ** 40 - 1;
+
+/** Validates the TTL against the mode; returns the wire value ("0" when the mode has none). */
+export function ttlToWire(mode: CreateMode, ttlMs: number | undefined): string {
+  if (isTtlMode(mode)) {
+    if (ttlMs === undefined || !Number.isInteger(ttlMs) || ttlMs <= 0 || ttlMs > TTL_MS_MAX) {
+      throw new ZkError("BADARGUMENTS", `mode ${mode} needs ttlMs, an integer in 1..${TTL_MS_MAX}`);
+    }
+    return String(ttlMs);
+  }
+  if (ttlMs !== undefined) throw new ZkError("BADARGUMENTS", `ttlMs is only valid with a TTL mode, not ${mode}`);
+  return "0";
+}
+
+export function checkVersion(version: number | undefined): number {
+  if (version === undefined) return -1;
+  if (!Number.isInteger(version) || version < -1 || version > 0x7fffffff) {
+    throw new ZkError("BADARGUMENTS", `version must be an integer in -1..2^31-1, not ${String(version)}`);
+  }
+  return version;
+}
+
+/** ZooKeeper's Watcher.Event.EventType numbers for the node events the SDK delivers. */
+export const EVENT_TYPE_NUMBERS: Readonly<Record<WatchedEventType, number>> = Object.freeze({
+  NodeCreated: 1,
+  NodeDeleted: 2,
+  NodeDataChanged: 3,
+  NodeChildrenChanged: 4,
+});
+
+export function eventTypeName(type: number): WatchedEventType | undefined {
+  switch (type) {
+    case 1: return "NodeCreated";
+    case 2: return "NodeDeleted";
+    case 3: return "NodeDataChanged";
+    case 4: return "NodeChildrenChanged";
+    default: return undefined;
+  }
+}
+
+/**
+ * Compares two non-negative decimal int64 strings without allocating BigInts (the hot path updates
+ * lastZxidSeen on every response). Falls back to BigInt for anything unusual.
+ */
+export function zxidGreater(a: string, b: string): boolean {
+  if (a.length !== b.length || a.charCodeAt(0) === 45 || b.charCodeAt(0) === 45 /* - */) {
+    if (a.charCodeAt(0) !== 45 && b.charCodeAt(0) !== 45 && a.charCodeAt(0) !== 48 && b.charCodeAt(0) !== 48) {
+      return a.length > b.length;
+    }
+    return BigInt(a) > BigInt(b);
+  }
+  return a > b;
+}

@@ -1,0 +1,139 @@
+/** Multi operations: the `op` builders, their wire form, and the decoding of a multi's answer. */
+import { ZkError, ZkErrorCode, zkErrorName } from "../common/errors.js";
+import type { ZkErrorName } from "../common/errors.js";
+import { limits } from "../common/constants.js";
+import { validatePath } from "../common/paths.js";
+import type { MultiOp, OpResult as WireOpResult } from "../protocol/client-wire.js";
+import { prependChroot, stripChroot } from "./connect-string.js";
+import { aclToWire, checkVersion, modeFlag, statFromWire, toBytes, ttlToWire } from "./convert.js";
+import type { CreateOptions, Data, Op, OpResult, VersionOptions } from "./types.js";
+import { isSequentialMode } from "./types.js";
+
+/** Builders for `client.multi([...])`. Arguments are checked when the multi is sent. */
+export const op = {
+  create(path: string, data?: Data, options: CreateOptions = {}): Op {
+    return {
+      type: "create",
+      path,
+      data: toBytes(data),
+      mode: options.mode ?? "persistent",
+      acl: options.acl,
+      ttlMs: options.ttlMs,
+    };
+  },
+  delete(path: string, options: VersionOptions = {}): Op {
+    return { type: "delete", path, version: options.version ?? -1 };
+  },
+  setData(path: string, data: Data, options: VersionOptions = {}): Op {
+    return { type: "setData", path, data: toBytes(data), version: options.version ?? -1 };
+  },
+  check(path: string, version: number): Op {
+    return { type: "check", path, version };
+  },
+} as const;
+
+/** Rough encoded size of one op, to keep a multi inside the message limit. */
+function approxBytes(wire: MultiOp): number {
+  switch (wire.op) {
+    case "create": return 32 + wire.create.path.length * 3 + wire.create.data.length + wire.create.acl.length * 64;
+    case "setData": return 32 + wire.setData.path.length * 3 + wire.setData.data.length;
+    case "delete": return 16 + wire.delete.path.length * 3;
+    case "check": return 16 + wire.check.path.length * 3;
+  }
+}
+
+/** Validates every op (paths relative to the chroot) and builds the wire list. Throws ZkError. */
+export function opsToWire(ops: readonly Op[], chroot: string | undefined): MultiOp[] {
+  if (!Array.isArray(ops)) throw new ZkError("BADARGUMENTS", "multi takes an array of ops");
+  if (ops.length > limits.multiOpsMax) {
+    throw new ZkError("BADARGUMENTS", `a multi holds at most ${limits.multiOpsMax} ops, not ${ops.length}`);
+  }
+  const out: MultiOp[] = [];
+  let bytes = 0;
+  for (const o of ops) {
+    const wire = opToWire(o, chroot);
+    bytes += approxBytes(wire);
+    out.push(wire);
+  }
+  if (bytes > limits.messageBytesMax - 1024) {
+    throw new ZkError("BADARGUMENTS", `a multi of about ${bytes} bytes exceeds the ${limits.messageBytesMax}-byte message limit`);
+  }
+  return out;
+}
+
+export function opToWire(o: Op, chroot: string | undefined): MultiOp {
+  if (!o || typeof o !== "object") throw new ZkError("BADARGUMENTS", "not an op; build ops with op.create/delete/setData/check");
+  switch (o.type) {
+    case "create": {
+      validatePath(o.path, isSequentialMode(o.mode));
+      return {
+        op: "create",
+        create: {
+          path: prependChroot(chroot, o.path),
+          data: o.data,
+          acl: aclToWire(o.acl),
+          mode: modeFlag(o.mode),
+          ttlMs: ttlToWire(o.mode, o.ttlMs),
+        },
+      };
+    }
+    case "delete":
+      validatePath(o.path);
+      return { op: "delete", delete: { path: prependChroot(chroot, o.path), version: checkVersion(o.version) } };
+    case "setData":
+      validatePath(o.path);
+      return {
+        op: "setData",
+        setData: { path: prependChroot(chroot, o.path), data: o.data, version: checkVersion(o.version) },
+      };
+    case "check":
+      validatePath(o.path);
+      return { op: "check", check: { path: prependChroot(chroot, o.path), version: checkVersion(o.version) } };
+    default:
+      throw new ZkError("BADARGUMENTS", `unknown op type ${JSON.stringify((o as { type?: unknown }).type)}`);
+  }
+}
+
+/** A failed multi: `code` is the first failing op's error; `results` has one entry per op. */
+export class ZkMultiError extends ZkError {
+  readonly results: OpResult[];
+  /** Index of the op that failed. */
+  readonly failedIndex: number;
+
+  constructor(code: ZkErrorName, results: OpResult[], failedIndex: number, path: string | undefined) {
+    super(code, `multi failed at op ${failedIndex}: ${code}${path === undefined ? "" : `: ${path}`}`, path);
+    this.name = "ZkMultiError";
+    this.results = results;
+    this.failedIndex = failedIndex;
+  }
+}
+
+/** The answer of a successful multi, one result per op, create paths relative to the chroot. */
+export function multiResultsFromWire(ops: readonly Op[], wire: readonly WireOpResult[], chroot: string | undefined): OpResult[] {
+  if (wire.length !== ops.length) {
+    throw new ZkError("MARSHALLINGERROR", `multi answered ${wire.length} results for ${ops.length} ops`);
+  }
+  const out: OpResult[] = new Array(ops.length);
+  for (let i = 0; i < ops.length; i++) {
+    const o = ops[i] as Op;
+    const r = wire[i] as WireOpResult;
+    switch (o.type) {
+      case "create": out[i] = { type: "create", path: stripChroot(chroot, r.path), stat: statFromWire(r.stat) }; break;
+      case "delete": out[i] = { type: "delete" }; break;
+      case "setData": out[i] = { type: "setData", stat: statFromWire(r.stat) }; break;
+      case "check": out[i] = { type: "check" }; break;
+    }
+  }
+  return out;
+}
+
+/** The error of a failed multi (err ≠ 0): ZkMultiError when the server sent per-op results, else a ZkError. */
+export function multiErrorFromWire(err: number, ops: readonly Op[], wire: readonly WireOpResult[]): ZkError {
+  if (wire.length === 0) return ZkError.fromErrno(err);
+  const results: OpResult[] = wire.map((r) => ({ type: "error", err: r.err, code: zkErrorName(r.err) ?? "SYSTEMERROR" }));
+  let failedIndex = wire.findIndex((r) => r.err !== ZkErrorCode.OK && r.err !== ZkErrorCode.RUNTIMEINCONSISTENCY);
+  if (failedIndex < 0) failedIndex = wire.findIndex((r) => r.err !== ZkErrorCode.OK);
+  if (failedIndex < 0) failedIndex = 0;
+  const code = zkErrorName(err) ?? "SYSTEMERROR";
+  return new ZkMultiError(code, results, failedIndex, ops[failedIndex]?.path);
+}

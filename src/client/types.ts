@@ -1,0 +1,148 @@
+/**
+ * The public types of the corral SDK (DESIGN.md §6). 64-bit values a user sees — zxids, session ids,
+ * ephemeralOwner — are `bigint`; everything else is a plain `number`.
+ */
+import type { ZkErrorName } from "../common/errors.js";
+
+/** Znode metadata as ZooKeeper's Stat record. */
+export interface Stat {
+  /** zxid of the create. */
+  czxid: bigint;
+  /** zxid of the last data change. */
+  mzxid: bigint;
+  /** zxid of the last change to the children list. */
+  pzxid: bigint;
+  /** Creation time, ms since the Unix epoch. */
+  ctime: number;
+  /** Last data change time, ms since the Unix epoch. */
+  mtime: number;
+  version: number;
+  cversion: number;
+  aversion: number;
+  /** Owning session id for ephemerals, 0n for persistent nodes (containers and TTL nodes encode their kind). */
+  ephemeralOwner: bigint;
+  dataLength: number;
+  numChildren: number;
+}
+
+export interface Id {
+  scheme: string;
+  id: string;
+}
+
+export interface Acl {
+  /** Bit set of Perms (READ 1, WRITE 2, CREATE 4, DELETE 8, ADMIN 16). */
+  perms: number;
+  id: Id;
+}
+
+export const Perms = { READ: 1, WRITE: 2, CREATE: 4, DELETE: 8, ADMIN: 16, ALL: 31 } as const;
+
+/** world:anyone with every permission: what the server applies when no ACL is given. */
+export const OPEN_ACL_UNSAFE: readonly Acl[] = Object.freeze([
+  Object.freeze({ perms: Perms.ALL, id: Object.freeze({ scheme: "world", id: "anyone" }) }),
+]);
+
+export type CreateMode =
+  | "persistent"
+  | "ephemeral"
+  | "persistent-sequential"
+  | "ephemeral-sequential"
+  | "container"
+  | "persistent-with-ttl"
+  | "persistent-sequential-with-ttl";
+
+/** ZooKeeper's CreateMode flag numbers, as they travel on the wire. */
+export const CREATE_MODE_FLAGS: Readonly<Record<CreateMode, number>> = Object.freeze({
+  persistent: 0,
+  ephemeral: 1,
+  "persistent-sequential": 2,
+  "ephemeral-sequential": 3,
+  container: 4,
+  "persistent-with-ttl": 5,
+  "persistent-sequential-with-ttl": 6,
+});
+
+export function isSequentialMode(mode: CreateMode): boolean {
+  return mode === "persistent-sequential" || mode === "ephemeral-sequential" || mode === "persistent-sequential-with-ttl";
+}
+
+export function isTtlMode(mode: CreateMode): boolean {
+  return mode === "persistent-with-ttl" || mode === "persistent-sequential-with-ttl";
+}
+
+/** Data arguments: bytes, or a string sent as UTF-8. */
+export type Data = Uint8Array | string;
+
+export type WatchedEventType = "NodeCreated" | "NodeDeleted" | "NodeDataChanged" | "NodeChildrenChanged";
+
+export interface WatchedEvent {
+  type: WatchedEventType;
+  /** The znode the event is about, relative to the chroot. */
+  path: string;
+  /** zxid of the transaction that fired it. */
+  zxid: bigint;
+}
+
+/** A one-time watch callback. The same function set twice on one path and kind fires once. */
+export type Watcher = (event: WatchedEvent) => void;
+
+/**
+ * Connection state as the "state" event reports it.
+ * "connecting" is only ever seen before `Client.connect` resolves.
+ */
+export type ClientState = "connecting" | "connected" | "disconnected" | "reconnected" | "expired" | "closed";
+
+/** pino-compatible logger subset (console works too). */
+export interface ClientLogger {
+  debug(obj: object, msg?: string): void;
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export interface ConnectOptions {
+  /** Requested session timeout; the server negotiates it. Default 10 000. */
+  sessionTimeoutMs?: number;
+  /** Give up if no server accepted the session within this time (ZkError CONNECTIONLOSS). Default: sessionTimeoutMs. */
+  connectTimeoutMs?: number;
+  /** Try hosts in random order, as ZooKeeper does. Default true. */
+  shuffleHosts?: boolean;
+  /** Resume an existing session (with its password) instead of creating one. */
+  sessionId?: bigint;
+  password?: Uint8Array;
+  logger?: ClientLogger;
+}
+
+export interface CreateOptions {
+  mode?: CreateMode;
+  /** Empty or absent: world:anyone with every permission. */
+  acl?: readonly Acl[];
+  /** Required for the TTL modes, forbidden otherwise. */
+  ttlMs?: number;
+}
+
+export interface WatchOptions {
+  watch?: Watcher;
+}
+
+export interface VersionOptions {
+  /** -1 (the default) matches any version. */
+  version?: number;
+}
+
+/** One operation of a multi; build them with `op`. */
+export type Op =
+  | { type: "create"; path: string; data: Uint8Array; mode: CreateMode; acl: readonly Acl[] | undefined; ttlMs: number | undefined }
+  | { type: "delete"; path: string; version: number }
+  | { type: "setData"; path: string; data: Uint8Array; version: number }
+  | { type: "check"; path: string; version: number };
+
+/** One entry of a multi's answer, ZooKeeper's OpResult. */
+export type OpResult =
+  | { type: "create"; path: string; stat: Stat }
+  | { type: "delete" }
+  | { type: "setData"; stat: Stat }
+  | { type: "check" }
+  /** Only in ZkMultiError.results: err 0 before the failed op, its code, RUNTIMEINCONSISTENCY after. */
+  | { type: "error"; err: number; code: ZkErrorName };

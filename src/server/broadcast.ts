@@ -1,0 +1,24 @@
+/**
+ * The seam between the request pipeline and replication. The pipeline hands writes to a
+ * `WriteBroadcast` and learns their outcome only when the txn is applied to the local tree
+ * (`ServerDatabase` notifies it). Standalone, the broadcast is prep + local log; in a cluster the
+ * leader's broadcast is prep + Zab proposal and a learner's forwards to the leader — the pipeline
+ * does not change.
+ */
+import type { WriteRequest } from "./requests.js";
+
+export interface WriteBroadcast {
+  /** Order a client's write. Its txn comes back through the database's apply, with (sessionId, cxid). */
+  submitWrite(sessionId: bigint, cxid: number, request: WriteRequest): void;
+  /** Order a new session's createSession txn. */
+  submitCreateSession(sessionId: bigint, timeoutMs: number, password: Uint8Array): void;
+  /** Order the closeSession of an expired session (server-made, cxid 0). */
+  submitExpireSession(sessionId: bigint): void;
+  /**
+   * Call `ready(zxid)` once every write ordered before this call is known: the pipeline answers
+   * the sync when the local tree has applied `zxid`.
+   */
+  requestSync(ready: (zxid: number) => void): void;
+  /** Whether this server may accept client sessions now (a cluster member that lost its leader may not). */
+  readonly serving: boolean;
+}

@@ -1,0 +1,233 @@
+/**
+ * The gRPC front door: one bidirectional `Session` stream per client connection (DESIGN.md §5).
+ * It decodes frames into the server's records and hands them to the request pipeline; nothing a
+ * client sends can throw out of here — malformed frames end that stream with INVALID_ARGUMENT and
+ * leave every other session alone (contract item 8).
+ */
+import * as grpc from "@grpc/grpc-js";
+import { randomBytes } from "node:crypto";
+import type { Logger } from "pino";
+import { ZkError, ZkErrorCode } from "../common/errors.js";
+import { CLIENT_PROTOCOL_VERSION } from "../common/constants.js";
+import { corralServiceDefinition, type ClientFrame, type Encodable, type ServerFrame } from "../protocol/client-wire.js";
+import type { DataTree } from "../store/data-tree.js";
+import type { WatchEvent } from "../store/types.js";
+import type { WriteBroadcast } from "./broadcast.js";
+import type { ClientConnection, RequestPipeline } from "./pipeline.js";
+import type { Reply } from "./requests.js";
+import { decodeRequest, decodeSessionId, decodeZxid, encodeEvent, encodeReply } from "./wire-codec.js";
+
+const MALFORMED = Symbol("malformed frame");
+type IncomingFrame = ClientFrame | typeof MALFORMED;
+
+export interface ClientServiceDeps {
+  serverId: number;
+  tree: DataTree;
+  pipeline: RequestPipeline;
+  broadcast: WriteBroadcast;
+  sessionIds: SessionIdGenerator;
+  /** Clamp a requested session timeout to the server's bounds. */
+  negotiateTimeoutMs(requestedMs: number): number;
+  logger: Logger;
+}
+
+/** ZooKeeper's session id scheme: server id in the top byte, a time-seeded counter below. */
+export class SessionIdGenerator {
+  private next: bigint;
+  constructor(serverId: number, nowMs: number) {
+    const mask64 = (1n << 64n) - 1n;
+    const timeBits = ((BigInt(nowMs) << 24n) & mask64) >> 8n;
+    this.next = BigInt.asIntN(64, timeBits | (BigInt(serverId & 0xff) << 56n));
+  }
+  take(): bigint {
+    const id = this.next;
+    this.next = BigInt.asIntN(64, this.next + 1n);
+    return id;
+  }
+}
+
+/** The Corral service definition with a decoder that reports garbage instead of throwing inside grpc-js. */
+export function clientServiceDefinition(): grpc.ServiceDefinition {
+  const base = corralServiceDefinition();
+  const session = base["Session"]!;
+  return {
+    Session: {
+      ...session,
+      requestDeserialize: (bytes: Buffer): IncomingFrame => {
+        try {
+          const frame = session.requestDeserialize(bytes) as ClientFrame;
+          return frame.frame === undefined ? MALFORMED : frame;
+        } catch {
+          return MALFORMED;
+        }
+      },
+    },
+  };
+}
+
+export function clientServiceHandlers(deps: ClientServiceDeps): grpc.UntypedServiceImplementation {
+  let nextConnectionId = 1;
+  return {
+    Session: (call: grpc.ServerDuplexStream<IncomingFrame, Encodable<ServerFrame>>) => {
+      new GrpcClientConnection(nextConnectionId++, call, deps);
+    },
+  };
+}
+
+type ConnectionPhase = "awaiting-connect" | "connecting" | "connected" | "ended";
+
+class GrpcClientConnection implements ClientConnection {
+  private phase: ConnectionPhase = "awaiting-connect";
+  private sessionId = 0n;
+  private readonly logger: Logger;
+
+  constructor(
+    readonly id: number,
+    private readonly call: grpc.ServerDuplexStream<IncomingFrame, Encodable<ServerFrame>>,
+    private readonly deps: ClientServiceDeps,
+  ) {
+    this.logger = deps.logger.child({ connection: id, peer: call.getPeer() });
+    call.on("data", (frame: IncomingFrame) => this.onFrame(frame));
+    call.on("end", () => this.end("closed"));
+    call.on("error", () => this.onGone());
+    call.on("cancelled", () => this.onGone());
+    call.on("close", () => this.onGone());
+  }
+
+  get open(): boolean {
+    return this.phase !== "ended";
+  }
+
+  sendReply(xid: number, reply: Reply): void {
+    this.write({ response: encodeReply(xid, reply) });
+  }
+
+  sendEvent(event: WatchEvent): void {
+    this.write({ event: encodeEvent(event) });
+  }
+
+  end(reason: "closed" | "expired" | "moved"): void {
+    if (this.phase === "ended") return;
+    if (reason !== "closed") this.logger.debug({ session: hex(this.sessionId), reason }, "connection ended by server");
+    this.onGone();
+    this.call.end();
+  }
+
+  private write(frame: Encodable<ServerFrame>): void {
+    if (this.phase === "ended") return;
+    this.call.write(frame);
+  }
+
+  private onGone(): void {
+    if (this.phase === "ended") return;
+    const wasConnected = this.phase === "connected";
+    this.phase = "ended";
+    if (wasConnected) this.deps.pipeline.detach(this.sessionId, this);
+  }
+
+  private reject(code: grpc.status, details: string): void {
+    if (this.phase === "ended") return;
+    this.logger.info({ code: grpc.status[code], details }, "client stream rejected");
+    this.onGone();
+    this.call.emit("error", { code, details });
+  }
+
+  private onFrame(frame: IncomingFrame): void {
+    if (this.phase === "ended") return;
+    if (frame === MALFORMED) return this.reject(grpc.status.INVALID_ARGUMENT, "malformed frame");
+    try {
+      switch (this.phase) {
+        case "awaiting-connect":
+          if (frame.frame !== "connect") return this.reject(grpc.status.INVALID_ARGUMENT, "the first frame must be connect");
+          return this.onConnect(frame.connect);
+        case "connecting":
+          return this.reject(grpc.status.INVALID_ARGUMENT, "frame before the connect answer");
+        case "connected":
+          return this.onSessionFrame(frame);
+      }
+    } catch (error) {
+      if (error instanceof ZkError) return this.reject(grpc.status.INVALID_ARGUMENT, error.message);
+      throw error;
+    }
+  }
+
+  private onSessionFrame(frame: ClientFrame): void {
+    const pipeline = this.deps.pipeline;
+    switch (frame.frame) {
+      case "ping":
+        pipeline.touch(this.sessionId);
+        this.write({ pong: { zxid: String(this.deps.tree.lastProcessedZxid) } });
+        return;
+      case "request": {
+        const xid = frame.request.xid;
+        let request;
+        try {
+          request = decodeRequest(frame.request);
+        } catch (error) {
+          if (!(error instanceof ZkError)) throw error;
+          return pipeline.submitRejected(this.sessionId, this, xid, error.errno);
+        }
+        return pipeline.submit(this.sessionId, this, xid, request);
+      }
+      case "connect":
+        return this.reject(grpc.status.INVALID_ARGUMENT, "connect on an established session");
+    }
+  }
+
+  private onConnect(connect: ClientFrame & { frame: "connect" } extends { connect: infer C } ? C : never): void {
+    const deps = this.deps;
+    if (connect.protocolVersion > CLIENT_PROTOCOL_VERSION) {
+      return this.reject(grpc.status.INVALID_ARGUMENT, `unsupported protocol version ${connect.protocolVersion}`);
+    }
+    const lastZxidSeen = decodeZxid(connect.lastZxidSeen);
+    const sessionId = decodeSessionId(connect.sessionId);
+    if (!deps.broadcast.serving) return this.reject(grpc.status.UNAVAILABLE, "server is not serving");
+    // Contract item 4: never let a client see an older state than it already saw.
+    if (lastZxidSeen > deps.tree.lastProcessedZxid) {
+      return this.reject(
+        grpc.status.FAILED_PRECONDITION,
+        `client has seen zxid 0x${lastZxidSeen.toString(16)}, this server is at 0x${deps.tree.lastProcessedZxid.toString(16)}`,
+      );
+    }
+    this.phase = "connecting";
+    if (sessionId === 0n) {
+      const newId = deps.sessionIds.take();
+      const password = randomBytes(16);
+      const timeoutMs = deps.negotiateTimeoutMs(connect.timeoutMs);
+      deps.pipeline.createSession(newId, timeoutMs, password, (accepted) => {
+        if (this.phase !== "connecting") return;
+        if (!accepted) return this.reject(grpc.status.UNAVAILABLE, "session could not be created");
+        this.establish(newId, timeoutMs, password);
+      });
+      return;
+    }
+    const record = deps.tree.sessions.get(sessionId);
+    if (!record || !deps.pipeline.checkSession(sessionId, connect.password)) {
+      this.logger.info({ session: hex(sessionId) }, "resume refused: session expired, unknown or wrong password");
+      this.write({ connect: { protocolVersion: CLIENT_PROTOCOL_VERSION, err: ZkErrorCode.SESSIONEXPIRED, serverId: deps.serverId } });
+      return this.end("expired");
+    }
+    this.establish(sessionId, record.timeoutMs, record.password);
+  }
+
+  private establish(sessionId: bigint, timeoutMs: number, password: Uint8Array): void {
+    this.sessionId = sessionId;
+    this.phase = "connected";
+    this.deps.pipeline.attach(sessionId, this);
+    this.write({
+      connect: {
+        protocolVersion: CLIENT_PROTOCOL_VERSION,
+        timeoutMs,
+        sessionId: sessionId.toString(),
+        password,
+        err: 0,
+        lastZxid: String(this.deps.tree.lastProcessedZxid),
+        serverId: this.deps.serverId,
+      },
+    });
+  }
+}
+
+function hex(id: bigint): string {
+  return "0x" + BigInt.asUintN(64, id).toString(16);
+}

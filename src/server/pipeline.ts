@@ -1,0 +1,371 @@
+/**
+ * The request pipeline's session side (ZooKeeper's FinalRequestProcessor plus the per-session
+ * ordering of its CommitProcessor), for one server.
+ *
+ * Every request joins its session's FIFO queue. Writes go to the `WriteBroadcast` at once (so
+ * prep and the log pipeline them) and are answered when their txn has been applied locally; a read
+ * runs against the local tree only when it reaches the head of its session's queue, so it sees
+ * every earlier write of that session (contract item 2) and never waits on disk; a sync is answered
+ * once the tree has applied everything the broadcast had ordered before it (contract item 3).
+ * Watch events fired by an apply are sent before any later answer (contract item 6).
+ */
+import { assert } from "../common/assert.js";
+import { limits } from "../common/constants.js";
+import { ZkError, ZkErrorCode } from "../common/errors.js";
+import { validatePath } from "../common/paths.js";
+import type { DataTree } from "../store/data-tree.js";
+import type { Txn, TxnResult, WatchDelivery, WatchEvent } from "../store/types.js";
+import type { WriteBroadcast } from "./broadcast.js";
+import { EMPTY_BODY, isWriteRequest, type ClientRequest, type ReadRequest, type Reply } from "./requests.js";
+
+/** A client connection as the pipeline sees it; each front door implements it. */
+export interface ClientConnection {
+  readonly open: boolean;
+  sendReply(xid: number, reply: Reply): void;
+  sendEvent(event: WatchEvent): void;
+  /** End the connection: the session closed, expired, or moved to another connection. */
+  end(reason: "closed" | "expired" | "moved"): void;
+}
+
+type EntryKind = "read" | "write" | "sync";
+
+interface QueueEntry {
+  xid: number;
+  request: ClientRequest;
+  kind: EntryKind;
+  connection: ClientConnection;
+  /** Set when the answer is known (writes: at apply; rejections: at once). */
+  reply: Reply | undefined;
+  /** For syncs: the zxid the tree must reach; undefined until the broadcast says. */
+  syncZxid: number | undefined;
+}
+
+class SessionState {
+  connection: ClientConnection | undefined;
+  readonly queue: QueueEntry[] = [];
+  head = 0;
+  /** A closeSession (asked for or expiry) is in flight: new requests are refused. */
+  closing = false;
+  constructor(
+    readonly id: bigint,
+    readonly timeoutMs: number,
+  ) {}
+
+  queued(): number {
+    return this.queue.length - this.head;
+  }
+}
+
+export interface SessionActivity {
+  /** The session was heard from (any request or ping). */
+  touch(sessionId: bigint, timeoutMs: number): void;
+  /** The session is gone from this server. */
+  forget(sessionId: bigint): void;
+}
+
+export class RequestPipeline {
+  private readonly sessions = new Map<bigint, SessionState>();
+  private readonly syncWaiters = new Set<SessionState>();
+  private readonly pendingCreates = new Map<bigint, (accepted: boolean) => void>();
+
+  constructor(
+    private readonly tree: DataTree,
+    private readonly broadcast: WriteBroadcast,
+    private readonly activity: SessionActivity,
+  ) {}
+
+  /** Open a new session; `done(true)` once its createSession txn is applied. */
+  createSession(sessionId: bigint, timeoutMs: number, password: Uint8Array, done: (accepted: boolean) => void): void {
+    this.pendingCreates.set(sessionId, done);
+    this.broadcast.submitCreateSession(sessionId, timeoutMs, password);
+  }
+
+  /**
+   * Bind a known session to a connection (new or resumed). A previous connection of the session is
+   * ended, and the watches it registered are dropped: the client re-registers them with setWatches.
+   */
+  attach(sessionId: bigint, connection: ClientConnection): void {
+    const record = this.tree.sessions.get(sessionId);
+    assert(record, `attach of unknown session ${sessionId}`);
+    let session = this.sessions.get(sessionId);
+    if (!session) {
+      session = new SessionState(sessionId, record.timeoutMs);
+      this.sessions.set(sessionId, session);
+    }
+    const previous = session.connection;
+    session.connection = connection;
+    if (previous && previous !== connection) {
+      this.tree.watches.removeWatcher(sessionId);
+      previous.end("moved");
+    }
+    this.activity.touch(sessionId, session.timeoutMs);
+  }
+
+  /** The connection went away. The session lives on until it expires or is resumed elsewhere. */
+  detach(sessionId: bigint, connection: ClientConnection): void {
+    const session = this.sessions.get(sessionId);
+    if (!session || session.connection !== connection) return;
+    session.connection = undefined;
+    this.tree.watches.removeWatcher(sessionId);
+  }
+
+  /** Whether `password` opens `sessionId` here. */
+  checkSession(sessionId: bigint, password: Uint8Array): boolean {
+    const record = this.tree.sessions.get(sessionId);
+    if (!record) return false;
+    if (this.sessions.get(sessionId)?.closing) return false;
+    return equalBytes(record.password, password);
+  }
+
+  touch(sessionId: bigint): void {
+    const session = this.sessions.get(sessionId);
+    if (session && !session.closing) this.activity.touch(sessionId, session.timeoutMs);
+  }
+
+  /** Mark an expiring session so nothing more is accepted from it, and order its closeSession. */
+  expire(sessionId: bigint): void {
+    const session = this.sessions.get(sessionId);
+    if (session?.closing) return;
+    if (session) session.closing = true;
+    if (!this.tree.sessions.has(sessionId)) return;
+    this.broadcast.submitExpireSession(sessionId);
+  }
+
+  queuedRequests(sessionId: bigint): number {
+    return this.sessions.get(sessionId)?.queued() ?? 0;
+  }
+
+  submit(sessionId: bigint, connection: ClientConnection, xid: number, request: ClientRequest): void {
+    const session = this.sessions.get(sessionId);
+    assert(session, `request for a session that was never attached: ${sessionId}`);
+    const entry: QueueEntry = {
+      xid,
+      request,
+      kind: isWriteRequest(request) ? "write" : request.op === "sync" ? "sync" : "read",
+      connection,
+      reply: undefined,
+      syncZxid: undefined,
+    };
+    session.queue.push(entry);
+    if (session.closing || session.connection !== connection) {
+      entry.reply = this.errorReply(session.closing ? ZkErrorCode.SESSIONEXPIRED : ZkErrorCode.SESSIONMOVED);
+    } else if (session.queued() > limits.sessionRequestsQueuedMax) {
+      entry.reply = this.errorReply(ZkErrorCode.THROTTLEDOP);
+    } else {
+      this.activity.touch(sessionId, session.timeoutMs);
+      if (entry.kind === "write") {
+        if (request.op === "close") session.closing = true;
+        this.broadcast.submitWrite(sessionId, xid, request as Extract<ClientRequest, { op: "close" }>);
+      } else if (entry.kind === "sync") {
+        const path = (request as Extract<ClientRequest, { op: "sync" }>).path;
+        try {
+          validatePath(path);
+          this.broadcast.requestSync((zxid) => {
+            entry.syncZxid = zxid;
+            this.drain(session);
+          });
+        } catch (error) {
+          entry.reply = this.errorReply(codeOf(error));
+        }
+      }
+    }
+    this.drain(session);
+  }
+
+  /** A request that could not even be decoded: answered with `err`, in its place in the session's order. */
+  submitRejected(sessionId: bigint, connection: ClientConnection, xid: number, err: number): void {
+    const session = this.sessions.get(sessionId);
+    assert(session, `request for a session that was never attached: ${sessionId}`);
+    session.queue.push({ xid, request: { op: "sync", path: "/" }, kind: "read", connection, reply: this.errorReply(err), syncZxid: undefined });
+    this.drain(session);
+  }
+
+  /** The database applied `txn`: fire its watches, answer its request, release what waited on it. */
+  applied(txn: Txn, result: TxnResult, deliveries: WatchDelivery[]): void {
+    for (const delivery of deliveries) {
+      const target = this.sessions.get(delivery.watcher)?.connection;
+      if (target?.open) target.sendEvent(delivery.event);
+    }
+    const sessionId = txn.header.sessionId;
+    const session = this.sessions.get(sessionId);
+    switch (result.type) {
+      case "createSession": {
+        const done = this.pendingCreates.get(sessionId);
+        this.pendingCreates.delete(sessionId);
+        done?.(true);
+        break;
+      }
+      case "closeSession": {
+        if (session) this.answerWrite(session, txn, result);
+        this.closeSession(sessionId);
+        break;
+      }
+      default:
+        if (session) this.answerWrite(session, txn, result);
+    }
+    if (this.syncWaiters.size > 0) {
+      const waiting = [...this.syncWaiters];
+      this.syncWaiters.clear();
+      for (const waiter of waiting) this.drain(waiter);
+    }
+  }
+
+  /** Stop accepting sessions and fail every pending create (server shutting down). */
+  shutdown(): void {
+    for (const done of this.pendingCreates.values()) done(false);
+    this.pendingCreates.clear();
+    for (const session of this.sessions.values()) session.connection?.end("closed");
+  }
+
+  private answerWrite(session: SessionState, txn: Txn, result: TxnResult): void {
+    const entry = this.firstUnansweredWrite(session);
+    // A server-made closeSession (expiry) answers nothing.
+    if (!entry) return;
+    if (result.type === "closeSession" && entry.request.op !== "close") return;
+    assert(entry.xid === txn.header.cxid, `session ${session.id}: txn cxid ${txn.header.cxid} answers xid ${entry.xid}`);
+    entry.reply = replyFor(result, txn.header.zxid);
+    this.drain(session);
+  }
+
+  private firstUnansweredWrite(session: SessionState): QueueEntry | undefined {
+    for (let i = session.head; i < session.queue.length; i++) {
+      const entry = session.queue[i]!;
+      if (entry.kind === "write" && entry.reply === undefined) return entry;
+    }
+    return undefined;
+  }
+
+  private closeSession(sessionId: bigint): void {
+    const session = this.sessions.get(sessionId);
+    this.activity.forget(sessionId);
+    this.tree.watches.removeWatcher(sessionId);
+    if (!session) return;
+    session.closing = true;
+    this.drain(session);
+    this.sessions.delete(sessionId);
+    this.syncWaiters.delete(session);
+    const askedFor = session.queue.some((entry) => entry.request.op === "close");
+    session.connection?.end(askedFor ? "closed" : "expired");
+    session.connection = undefined;
+  }
+
+  /** Answer, in order, every request at the head of the session's queue that can be answered now. */
+  private drain(session: SessionState): void {
+    const queue = session.queue;
+    while (session.head < queue.length) {
+      const entry = queue[session.head]!;
+      if (entry.reply === undefined) {
+        if (entry.kind === "write") break;
+        if (entry.kind === "sync") {
+          if (entry.syncZxid === undefined || this.tree.lastProcessedZxid < entry.syncZxid) {
+            this.syncWaiters.add(session);
+            break;
+          }
+          const path = (entry.request as Extract<ClientRequest, { op: "sync" }>).path;
+          entry.reply = { err: 0, zxid: this.tree.lastProcessedZxid, body: { kind: "path", path } };
+        } else {
+          entry.reply = this.executeRead(session, entry.request as ReadRequest);
+        }
+      }
+      session.head += 1;
+      if (entry.connection.open) entry.connection.sendReply(entry.xid, entry.reply);
+    }
+    if (session.head === queue.length) {
+      queue.length = 0;
+      session.head = 0;
+    } else if (session.head > 256) {
+      queue.splice(0, session.head);
+      session.head = 0;
+    }
+  }
+
+  private executeRead(session: SessionState, request: ReadRequest): Reply {
+    const zxid = this.tree.lastProcessedZxid;
+    try {
+      const watcher = "watch" in request && request.watch ? this.watcherFor(session) : undefined;
+      switch (request.op) {
+        case "exists": {
+          validatePath(request.path);
+          const stat = this.tree.exists(request.path, watcher);
+          if (!stat) return { err: ZkErrorCode.NONODE, zxid, body: EMPTY_BODY };
+          return { err: 0, zxid, body: { kind: "stat", stat } };
+        }
+        case "getData": {
+          validatePath(request.path);
+          const { data, stat } = this.tree.getData(request.path, watcher);
+          return { err: 0, zxid, body: { kind: "data", data, stat } };
+        }
+        case "getChildren": {
+          validatePath(request.path);
+          const { children, stat } = this.tree.getChildren(request.path, watcher);
+          return { err: 0, zxid, body: { kind: "children", children, stat } };
+        }
+        case "getAcl": {
+          validatePath(request.path);
+          const { acl, stat } = this.tree.getAcl(request.path);
+          return { err: 0, zxid, body: { kind: "acl", acl, stat } };
+        }
+        case "setWatches": {
+          for (const path of [...request.dataWatches, ...request.existWatches, ...request.childWatches]) {
+            validatePath(path);
+          }
+          const deliveries = this.tree.setWatches(
+            request.relativeZxid,
+            request.dataWatches,
+            request.existWatches,
+            request.childWatches,
+            session.id,
+          );
+          for (const delivery of deliveries) session.connection?.sendEvent(delivery.event);
+          return { err: 0, zxid, body: EMPTY_BODY };
+        }
+      }
+    } catch (error) {
+      return { err: codeOf(error), zxid, body: EMPTY_BODY };
+    }
+  }
+
+  private watcherFor(session: SessionState): bigint {
+    if (this.tree.watches.watchCountOf(session.id) >= limits.watchesPerSessionMax) {
+      throw new ZkError("BADARGUMENTS", "too many watches for this session");
+    }
+    return session.id;
+  }
+
+  private errorReply(err: number): Reply {
+    return { err, zxid: this.tree.lastProcessedZxid, body: EMPTY_BODY };
+  }
+}
+
+function replyFor(result: TxnResult, zxid: number): Reply {
+  switch (result.type) {
+    case "create":
+      return { err: 0, zxid, body: { kind: "create", path: result.path, stat: result.stat } };
+    case "setData":
+    case "setAcl":
+      return { err: 0, zxid, body: { kind: "stat", stat: result.stat } };
+    case "multi": {
+      const failed = result.results.find((r) => r.type === "error" && r.err !== 0);
+      return { err: failed && failed.type === "error" ? failed.err : 0, zxid, body: { kind: "multi", results: result.results } };
+    }
+    case "error":
+      return { err: result.err, zxid, body: EMPTY_BODY };
+    case "delete":
+    case "check":
+    case "createSession":
+    case "closeSession":
+      return { err: 0, zxid, body: EMPTY_BODY };
+  }
+}
+
+function codeOf(error: unknown): number {
+  if (error instanceof ZkError) return error.errno;
+  throw error;
+}
+
+function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.byteLength !== b.byteLength) return false;
+  let diff = 0;
+  for (let i = 0; i < a.byteLength; i++) diff |= a[i]! ^ b[i]!;
+  return diff === 0;
+}

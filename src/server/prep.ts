@@ -1,0 +1,342 @@
+/**
+ * Prep: the leader's first request stage (ZooKeeper's PrepRequestProcessor). It turns a client
+ * request into a fully decided, deterministic txn: paths, versions and parent/child existence are
+ * checked against the tree *plus every change still in flight* (prepped but not yet applied),
+ * sequential names are resolved, and the result is stamped by the caller with zxid and time.
+ * Followers and observers never run prep; they only apply the txns it produced.
+ */
+import { assert } from "../common/assert.js";
+import { limits } from "../common/constants.js";
+import { ZkError, ZkErrorCode } from "../common/errors.js";
+import { parentOf, validatePath } from "../common/paths.js";
+import type { DataTree } from "../store/data-tree.js";
+import {
+  isSequential,
+  OPEN_ACL_UNSAFE,
+  ownerKind,
+  Perms,
+  type Acl,
+  type CheckTxn,
+  type CreateTxn,
+  type DeleteTxn,
+  type ErrorTxn,
+  type MultiTxn,
+  type SetAclTxn,
+  type SetDataTxn,
+  type TxnBody,
+} from "../store/types.js";
+import type {
+  CheckRequest,
+  CreateRequest,
+  DeleteRequest,
+  MultiOpRequest,
+  SetAclRequest,
+  SetDataRequest,
+  WriteRequest,
+} from "./requests.js";
+
+/** What prep needs to know of a node: the tree's view with in-flight changes applied. */
+interface NodeRecord {
+  version: number;
+  cversion: number;
+  aversion: number;
+  numChildren: number;
+  ephemeralOwner: bigint;
+}
+
+/** A change in flight: the node as it will be once txn `zxid` is applied (`node` null = deleted). */
+interface ChangeRecord {
+  zxid: number;
+  path: string;
+  node: NodeRecord | null;
+}
+
+export interface PrepOptions {
+  /** TTL nodes are off unless enabled, as in ZooKeeper (zookeeper.extendedTypesEnabled). */
+  ttlNodesEnabled: boolean;
+}
+
+const RESERVED_ROOT = "/zookeeper";
+const KNOWN_ACL_SCHEMES = new Set(["world", "auth", "digest", "ip", "x509", "sasl", "super"]);
+
+export class Prep {
+  /** Latest in-flight change per path. */
+  private readonly changesByPath = new Map<string, ChangeRecord>();
+  /** Every in-flight change in zxid order, so applied ones can be retired from the front. */
+  private readonly changesInOrder: ChangeRecord[] = [];
+  private changesHead = 0;
+
+  constructor(
+    private readonly tree: DataTree,
+    private readonly options: PrepOptions,
+  ) {}
+
+  /**
+   * Decide the txn body for `request`. Caller errors never throw: they become an ErrorTxn, which
+   * keeps the session's order and the zxid sequence but changes nothing.
+   */
+  prepare(request: WriteRequest, sessionId: bigint, zxid: number): TxnBody {
+    if (request.op === "close") return this.prepareCloseSession(sessionId, zxid);
+    if (request.op === "multi") return this.prepareMulti(request.ops, sessionId, zxid);
+    const overlay = new Map<string, ChangeRecord>();
+    try {
+      const body = this.prepareOne(request, sessionId, zxid, overlay);
+      this.commitOverlay(overlay);
+      return body;
+    } catch (error) {
+      return errorTxn(error);
+    }
+  }
+
+  /** A closeSession decided by the server (expiry), not asked for by a client. */
+  prepareCloseSession(sessionId: bigint, zxid: number): TxnBody {
+    const doomed = new Set<string>(this.tree.ephemeralsOf(sessionId));
+    for (const change of this.changesByPath.values()) {
+      if (change.node && change.node.ephemeralOwner === sessionId) doomed.add(change.path);
+      else if (!change.node) doomed.delete(change.path);
+    }
+    const overlay = new Map<string, ChangeRecord>();
+    for (const path of doomed) {
+      if (!this.record(path, overlay)) continue;
+      const parentPath = parentOf(path);
+      const parent = this.record(parentPath, overlay);
+      assert(parent, `parent of ephemeral ${path} exists`);
+      overlay.set(parentPath, {
+        zxid,
+        path: parentPath,
+        node: { ...parent, cversion: parent.cversion + 1, numChildren: parent.numChildren - 1 },
+      });
+      overlay.set(path, { zxid, path, node: null });
+    }
+    this.commitOverlay(overlay);
+    return { type: "closeSession" };
+  }
+
+  /** Retire every in-flight change that `zxid` (now applied to the tree) covers. */
+  applied(zxid: number): void {
+    while (this.changesHead < this.changesInOrder.length) {
+      const change = this.changesInOrder[this.changesHead]!;
+      if (change.zxid > zxid) break;
+      if (this.changesByPath.get(change.path) === change) this.changesByPath.delete(change.path);
+      this.changesHead += 1;
+    }
+    if (this.changesHead > 1024 && this.changesHead * 2 > this.changesInOrder.length) {
+      this.changesInOrder.splice(0, this.changesHead);
+      this.changesHead = 0;
+    }
+  }
+
+  /** Forget every in-flight change (a new leader or a resync starts from the tree alone). */
+  reset(): void {
+    this.changesByPath.clear();
+    this.changesInOrder.length = 0;
+    this.changesHead = 0;
+  }
+
+  inFlightChanges(): number {
+    return this.changesInOrder.length - this.changesHead;
+  }
+
+  private prepareMulti(ops: MultiOpRequest[], sessionId: bigint, zxid: number): TxnBody {
+    if (ops.length > limits.multiOpsMax) {
+      return { type: "error", err: ZkErrorCode.BADARGUMENTS };
+    }
+    // One overlay for the whole multi: later ops see earlier ones, and a failure discards it all.
+    const overlay = new Map<string, ChangeRecord>();
+    const txns: MultiTxn["ops"] = [];
+    let failed = false;
+    for (const op of ops) {
+      if (failed) {
+        txns.push({ type: "error", err: ZkErrorCode.RUNTIMEINCONSISTENCY });
+        continue;
+      }
+      try {
+        txns.push(this.prepareOne(op, sessionId, zxid, overlay) as MultiTxn["ops"][number]);
+      } catch (error) {
+        txns.push(errorTxn(error));
+        failed = true;
+      }
+    }
+    if (!failed) this.commitOverlay(overlay);
+    return { type: "multi", ops: txns };
+  }
+
+  private prepareOne(
+    request: Exclude<WriteRequest, { op: "multi" | "close" }> | MultiOpRequest,
+    sessionId: bigint,
+    zxid: number,
+    overlay: Map<string, ChangeRecord>,
+  ): CreateTxn | DeleteTxn | SetDataTxn | SetAclTxn | CheckTxn {
+    switch (request.op) {
+      case "create":
+        return this.prepareCreate(request, sessionId, zxid, overlay);
+      case "delete":
+        return this.prepareDelete(request, zxid, overlay);
+      case "setData":
+        return this.prepareSetData(request, zxid, overlay);
+      case "setAcl":
+        return this.prepareSetAcl(request, zxid, overlay);
+      case "check":
+        return this.prepareCheck(request, overlay);
+    }
+  }
+
+  private prepareCreate(
+    request: CreateRequest,
+    sessionId: bigint,
+    zxid: number,
+    overlay: Map<string, ChangeRecord>,
+  ): CreateTxn {
+    const sequential = isSequential(request.mode);
+    validatePath(request.path, sequential);
+    checkDataSize(request.data);
+    const acl = fixupAcl(request.acl);
+    let ephemeralOwner = 0n;
+    switch (request.mode) {
+      case "ephemeral":
+      case "ephemeral-sequential":
+        ephemeralOwner = sessionId;
+        break;
+      case "container":
+        throw new ZkError("UNIMPLEMENTED", "container nodes are not supported yet", request.path);
+      case "persistent-with-ttl":
+      case "persistent-sequential-with-ttl":
+        if (!this.options.ttlNodesEnabled) {
+          throw new ZkError("UNIMPLEMENTED", "TTL nodes are disabled", request.path);
+        }
+        throw new ZkError("UNIMPLEMENTED", "TTL nodes are not supported yet", request.path);
+      default:
+        break;
+    }
+    const parentPath = parentOf(request.path);
+    checkNotReserved(request.path);
+    const parent = this.record(parentPath, overlay);
+    if (!parent) throw new ZkError("NONODE", undefined, parentPath);
+    if (ownerKind(parent.ephemeralOwner) === "ephemeral") {
+      throw new ZkError("NOCHILDRENFOREPHEMERALS", undefined, parentPath);
+    }
+    // ZooKeeper names sequential nodes from the parent's cversion, which only ever grows.
+    const path = sequential ? request.path + String(parent.cversion).padStart(10, "0") : request.path;
+    if (sequential) validatePath(path);
+    if (this.record(path, overlay)) throw new ZkError("NODEEXISTS", undefined, path);
+    const parentCversion = parent.cversion + 1;
+    overlay.set(parentPath, {
+      zxid,
+      path: parentPath,
+      node: { ...parent, cversion: parentCversion, numChildren: parent.numChildren + 1 },
+    });
+    overlay.set(path, {
+      zxid,
+      path,
+      node: { version: 0, cversion: 0, aversion: 0, numChildren: 0, ephemeralOwner },
+    });
+    return { type: "create", path, data: request.data, acl, ephemeralOwner, parentCversion };
+  }
+
+  private prepareDelete(request: DeleteRequest, zxid: number, overlay: Map<string, ChangeRecord>): DeleteTxn {
+    validatePath(request.path);
+    if (request.path === "/") throw new ZkError("BADARGUMENTS", "cannot delete the root", "/");
+    checkNotReserved(request.path);
+    const node = this.record(request.path, overlay);
+    if (!node) throw new ZkError("NONODE", undefined, request.path);
+    checkVersion(request.version, node.version, request.path);
+    if (node.numChildren > 0) throw new ZkError("NOTEMPTY", undefined, request.path);
+    const parentPath = parentOf(request.path);
+    const parent = this.record(parentPath, overlay);
+    assert(parent, `parent of ${request.path} exists`);
+    overlay.set(parentPath, {
+      zxid,
+      path: parentPath,
+      node: { ...parent, cversion: parent.cversion + 1, numChildren: parent.numChildren - 1 },
+    });
+    overlay.set(request.path, { zxid, path: request.path, node: null });
+    return { type: "delete", path: request.path };
+  }
+
+  private prepareSetData(request: SetDataRequest, zxid: number, overlay: Map<string, ChangeRecord>): SetDataTxn {
+    validatePath(request.path);
+    checkNotReserved(request.path);
+    checkDataSize(request.data);
+    const node = this.record(request.path, overlay);
+    if (!node) throw new ZkError("NONODE", undefined, request.path);
+    checkVersion(request.version, node.version, request.path);
+    const version = node.version + 1;
+    overlay.set(request.path, { zxid, path: request.path, node: { ...node, version } });
+    return { type: "setData", path: request.path, data: request.data, version };
+  }
+
+  private prepareSetAcl(request: SetAclRequest, zxid: number, overlay: Map<string, ChangeRecord>): SetAclTxn {
+    validatePath(request.path);
+    checkNotReserved(request.path);
+    const acl = fixupAcl(request.acl);
+    const node = this.record(request.path, overlay);
+    if (!node) throw new ZkError("NONODE", undefined, request.path);
+    checkVersion(request.version, node.aversion, request.path);
+    const aversion = node.aversion + 1;
+    overlay.set(request.path, { zxid, path: request.path, node: { ...node, aversion } });
+    return { type: "setAcl", path: request.path, acl, aversion };
+  }
+
+  private prepareCheck(request: CheckRequest, overlay: Map<string, ChangeRecord>): CheckTxn {
+    validatePath(request.path);
+    const node = this.record(request.path, overlay);
+    if (!node) throw new ZkError("NONODE", undefined, request.path);
+    checkVersion(request.version, node.version, request.path);
+    return { type: "check", path: request.path, version: request.version };
+  }
+
+  /** The node at `path` as it will be after every in-flight change, or undefined if it will not exist. */
+  private record(path: string, overlay: Map<string, ChangeRecord>): NodeRecord | undefined {
+    const change = overlay.get(path) ?? this.changesByPath.get(path);
+    if (change) return change.node ?? undefined;
+    const node = this.tree.getNode(path);
+    if (!node) return undefined;
+    const stat = node.stat;
+    return {
+      version: stat.version,
+      cversion: stat.cversion,
+      aversion: stat.aversion,
+      numChildren: stat.numChildren,
+      ephemeralOwner: stat.ephemeralOwner,
+    };
+  }
+
+  private commitOverlay(overlay: Map<string, ChangeRecord>): void {
+    for (const change of overlay.values()) {
+      this.changesByPath.set(change.path, change);
+      this.changesInOrder.push(change);
+    }
+  }
+}
+
+function errorTxn(error: unknown): ErrorTxn {
+  if (error instanceof ZkError) return { type: "error", err: error.errno };
+  throw error;
+}
+
+function checkVersion(expected: number, actual: number, path: string): void {
+  if (expected !== -1 && expected !== actual) throw new ZkError("BADVERSION", undefined, path);
+}
+
+function checkDataSize(data: Uint8Array): void {
+  if (data.byteLength > limits.dataBytesMax) {
+    throw new ZkError("BADARGUMENTS", `data of ${data.byteLength} bytes exceeds ${limits.dataBytesMax}`);
+  }
+}
+
+function checkNotReserved(path: string): void {
+  if (path === RESERVED_ROOT || path.startsWith(RESERVED_ROOT + "/")) {
+    throw new ZkError("BADARGUMENTS", "the /zookeeper subtree is reserved", path);
+  }
+}
+
+/** ZooKeeper's fixupACL, before authentication exists: an empty list means open, schemes must be known. */
+function fixupAcl(acl: Acl[]): Acl[] {
+  if (acl.length === 0) return OPEN_ACL_UNSAFE as Acl[];
+  for (const entry of acl) {
+    if (!KNOWN_ACL_SCHEMES.has(entry.id.scheme)) throw new ZkError("INVALIDACL", `unknown scheme ${entry.id.scheme}`);
+    if (entry.perms < 0 || entry.perms > Perms.ALL) throw new ZkError("INVALIDACL", `bad permissions ${entry.perms}`);
+    if (entry.id.scheme === "world" && entry.id.id !== "anyone") throw new ZkError("INVALIDACL", "world scheme needs id anyone");
+  }
+  return acl;
+}

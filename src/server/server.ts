@@ -1,0 +1,128 @@
+/**
+ * One corral server process: recovers its database, then serves the client protocol over gRPC.
+ * (The process entry point is src/cli/main.ts; tests embed this class or run the CLI as a child.)
+ */
+import * as grpc from "@grpc/grpc-js";
+import { mkdirSync } from "node:fs";
+import { GRPC_CHANNEL_OPTIONS } from "../protocol/client-wire.js";
+import type { ServerConfig } from "./config.js";
+import { ServerDatabase, hex } from "./database.js";
+import { clientServiceDefinition, clientServiceHandlers, SessionIdGenerator } from "./grpc-client-service.js";
+import type { Logger } from "./log.js";
+import { RequestPipeline } from "./pipeline.js";
+import { Prep } from "./prep.js";
+import { SessionTracker } from "./session-tracker.js";
+import { StandaloneBroadcast } from "./standalone-broadcast.js";
+
+export interface ServerHooks {
+  /** The txn log failed: the server has stopped accepting writes and must exit (fail-stop). */
+  onFatal?: (error: unknown) => void;
+}
+
+export class CorralServer {
+  private expiryTimer: NodeJS.Timeout | undefined;
+  private stopping: Promise<void> | undefined;
+
+  private constructor(
+    readonly config: ServerConfig,
+    readonly clientPort: number,
+    private readonly grpcServer: grpc.Server,
+    private readonly database: ServerDatabase,
+    private readonly pipeline: RequestPipeline,
+    private readonly logger: Logger,
+  ) {}
+
+  static async start(config: ServerConfig, logger: Logger, hooks: ServerHooks = {}): Promise<CorralServer> {
+    mkdirSync(config.dataDir, { recursive: true });
+    const database = await ServerDatabase.open(
+      config.dataDir,
+      { snapshotEveryTxns: config.snapshotEveryTxns, snapshotRetainCount: config.snapshotRetainCount },
+      logger,
+    );
+    const now = () => Date.now();
+    const tree = database.tree;
+    const prep = new Prep(tree, { ttlNodesEnabled: config.ttlNodesEnabled });
+    const tracker = new SessionTracker(config.tickMs, now);
+    const onFatal =
+      hooks.onFatal ??
+      ((error: unknown) => {
+        logger.fatal({ err: error }, "txn log write failed: stopping without answering (fail-stop)");
+        process.exit(70);
+      });
+    const broadcast = new StandaloneBroadcast(database, prep, now, onFatal);
+    const pipeline = new RequestPipeline(tree, broadcast, tracker);
+    database.onApply((txn, result, deliveries) => pipeline.applied(txn, result, deliveries));
+    // Sessions restored from disk get a full timeout from now, as ZooKeeper does at start-up.
+    for (const [sessionId, record] of tree.sessions) tracker.touch(sessionId, record.timeoutMs);
+
+    const grpcServer = new grpc.Server({
+      ...GRPC_CHANNEL_OPTIONS,
+      "grpc.keepalive_permit_without_calls": 1,
+      "grpc.keepalive_time_ms": 10_000,
+      "grpc.keepalive_timeout_ms": 5_000,
+    });
+    grpcServer.addService(
+      clientServiceDefinition(),
+      clientServiceHandlers({
+        serverId: config.serverId,
+        tree,
+        pipeline,
+        broadcast,
+        sessionIds: new SessionIdGenerator(config.serverId, now()),
+        negotiateTimeoutMs: (requested) => Math.min(config.maxSessionTimeoutMs, Math.max(config.minSessionTimeoutMs, requested)),
+        logger,
+      }),
+    );
+    const clientPort = await new Promise<number>((resolve, reject) => {
+      grpcServer.bindAsync(`${config.clientHost}:${config.clientPort}`, grpc.ServerCredentials.createInsecure(), (error, port) =>
+        error ? reject(error) : resolve(port),
+      );
+    }).catch(async (error: unknown) => {
+      await database.close();
+      throw error;
+    });
+    const server = new CorralServer(config, clientPort, grpcServer, database, pipeline, logger);
+    server.expiryTimer = setInterval(() => server.expireSessions(tracker), config.tickMs);
+    logger.info(
+      { serverId: config.serverId, clientAddress: `${config.clientHost}:${clientPort}`, lastZxid: hex(tree.lastProcessedZxid), role: "standalone" },
+      "serving clients",
+    );
+    return server;
+  }
+
+  get connectString(): string {
+    return `${this.config.clientHost}:${this.clientPort}`;
+  }
+
+  /** Write a snapshot now (tests use it to take one mid-load). */
+  snapshot(): Promise<void> {
+    return this.database.takeSnapshot();
+  }
+
+  private expireSessions(tracker: SessionTracker): void {
+    for (const sessionId of tracker.collectExpired()) {
+      this.logger.info({ session: "0x" + BigInt.asUintN(64, sessionId).toString(16) }, "session expired");
+      this.pipeline.expire(sessionId);
+    }
+  }
+
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      clearInterval(this.expiryTimer);
+      this.pipeline.shutdown();
+      await new Promise<void>((resolve) => {
+        const force = setTimeout(() => {
+          this.grpcServer.forceShutdown();
+          resolve();
+        }, 2_000);
+        this.grpcServer.tryShutdown(() => {
+          clearTimeout(force);
+          resolve();
+        });
+      });
+      await this.database.close();
+      this.logger.info("stopped");
+    })();
+    return this.stopping;
+  }
+}

@@ -1,0 +1,66 @@
+/**
+ * Ordering writes on a server that is its own quorum: prep decides each txn, the log makes it
+ * durable (group commit), and the database applies it in zxid order once durable. The replicated
+ * leader keeps the same shape with a Zab proposal between prep and apply.
+ */
+import type { WriteBroadcast } from "./broadcast.js";
+import type { ServerDatabase } from "./database.js";
+import type { Prep } from "./prep.js";
+import type { WriteRequest } from "./requests.js";
+import { encodeTxn } from "../store/txn-codec.js";
+import type { Txn, TxnBody } from "../store/types.js";
+
+export class StandaloneBroadcast implements WriteBroadcast {
+  private lastProposedZxid: number;
+  private failed = false;
+
+  constructor(
+    private readonly database: ServerDatabase,
+    private readonly prep: Prep,
+    private readonly nowMs: () => number,
+    /** The log refused a write: the server must stop rather than answer (fail-stop). */
+    private readonly onFatal: (error: unknown) => void,
+  ) {
+    this.lastProposedZxid = database.tree.lastProcessedZxid;
+  }
+
+  get serving(): boolean {
+    return !this.failed;
+  }
+
+  submitWrite(sessionId: bigint, cxid: number, request: WriteRequest): void {
+    const zxid = this.lastProposedZxid + 1;
+    this.propose(sessionId, cxid, zxid, this.prep.prepare(request, sessionId, zxid));
+  }
+
+  submitCreateSession(sessionId: bigint, timeoutMs: number, password: Uint8Array): void {
+    this.propose(sessionId, 0, this.lastProposedZxid + 1, { type: "createSession", timeoutMs, password });
+  }
+
+  submitExpireSession(sessionId: bigint): void {
+    const zxid = this.lastProposedZxid + 1;
+    this.propose(sessionId, 0, zxid, this.prep.prepareCloseSession(sessionId, zxid));
+  }
+
+  requestSync(ready: (zxid: number) => void): void {
+    ready(this.lastProposedZxid);
+  }
+
+  private propose(sessionId: bigint, cxid: number, zxid: number, body: TxnBody): void {
+    if (this.failed) return;
+    this.lastProposedZxid = zxid;
+    const txn: Txn = { header: { sessionId, cxid, zxid, timeMs: this.nowMs() }, body };
+    this.database.log.append(zxid, encodeTxn(txn)).then(
+      () => {
+        if (this.failed) return;
+        this.database.apply(txn);
+        this.prep.applied(zxid);
+      },
+      (error: unknown) => {
+        if (this.failed) return;
+        this.failed = true;
+        this.onFatal(error);
+      },
+    );
+  }
+}

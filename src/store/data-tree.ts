@@ -1,0 +1,621 @@
+/**
+ * The replicated tree of znodes, ZooKeeper's DataTree without I/O: `apply(txn)` changes it
+ * deterministically and returns the watch deliveries the change fires; the read methods answer
+ * a server's local reads and register one-time watches.
+ *
+ * Stat bookkeeping. Each node stores the Stat a ZooKeeper client sees, with two deliberate points:
+ * - `cversion` counts child creates *and* deletes, as ZooKeeper reports it (its DataNode.copyStat
+ *   shows `2 * creates - numChildren`). So the root of a fresh tree, which holds the reserved
+ *   "/zookeeper" without having created it, shows cversion -1, exactly as ZooKeeper's does.
+ *   The count of creates, from which ZooKeeper names sequential children, is
+ *   `(cversion + numChildren) / 2`: see `sequenceNumberOf`.
+ * - `ephemeralOwner` stores the raw owner (session id, CONTAINER_OWNER or a ttlOwner()); stats
+ *   handed out (reads, apply results) show 0 for containers and TTL nodes, as ZooKeeper does.
+ *   `getNode(path).stat` is the raw record.
+ */
+import { assert } from "../common/assert.js";
+import { ZkError, ZkErrorCode } from "../common/errors.js";
+import { Hasher } from "./hasher.js";
+import type {
+  Acl,
+  CreateTxn,
+  MultiTxn,
+  OpResult,
+  SetAclTxn,
+  SetDataTxn,
+  Stat,
+  Txn,
+  TxnHeader,
+  TxnResult,
+  WatchDelivery,
+  WatchEvent,
+} from "./types.js";
+import { OPEN_ACL_UNSAFE, ownerKind, PERSISTENT_OWNER, WatchEventType } from "./types.js";
+import { WatchManager } from "./watch-manager.js";
+
+export interface ZNode {
+  data: Uint8Array;
+  acl: Acl[];
+  stat: Stat;
+  /** Child names (not paths). */
+  children: Set<string>;
+}
+
+/** A node as the tree lends it out: look, do not touch. */
+export interface ReadonlyZNode {
+  readonly data: Uint8Array;
+  readonly acl: readonly Acl[];
+  readonly stat: Readonly<Stat>;
+  readonly children: ReadonlySet<string>;
+}
+
+/** A replicated session record: created by createSession, removed by closeSession. */
+export interface SessionRecord {
+  timeoutMs: number;
+  password: Uint8Array;
+}
+
+export interface ApplyOutcome {
+  result: TxnResult;
+  /** Watches this txn fired, in ZooKeeper's order, each carrying the txn's zxid. */
+  deliveries: WatchDelivery[];
+}
+
+/**
+ * Leaves share one empty children set, saving a Set per leaf. Adding to it is a bug: the tree
+ * swaps in a real Set on a node's first child.
+ */
+class NoChildren extends Set<string> {
+  override add(value: string): this {
+    assert(false, `tried to add child ${JSON.stringify(value)} to the shared empty children set`);
+  }
+}
+const NO_CHILDREN: Set<string> = new NoChildren();
+const NO_PATHS: ReadonlySet<string> = new Set();
+
+const ROOT = "/";
+const RESERVED = "/zookeeper";
+const QUOTA = "/zookeeper/quota";
+
+export class DataTree {
+  /** This server's watches (not replicated, not in snapshots). */
+  readonly watches = new WatchManager();
+
+  private readonly nodes = new Map<string, ZNode>();
+  private readonly ephemerals = new Map<bigint, Set<string>>();
+  private readonly containers = new Set<string>();
+  private readonly ttls = new Set<string>();
+  private readonly sessionRecords = new Map<bigint, SessionRecord>();
+  private lastZxid = 0;
+
+  /** A fresh tree: "/", "/zookeeper" and "/zookeeper/quota", every stat zero (as ZooKeeper's, see the file note for cversion). */
+  constructor() {
+    this.nodes.set(ROOT, newNode(zeroStat(), new Set(["zookeeper"])));
+    this.nodes.set(RESERVED, newNode(zeroStat(), new Set(["quota"])));
+    this.nodes.set(QUOTA, newNode(zeroStat(), NO_CHILDREN));
+    for (const path of [ROOT, RESERVED]) {
+      const stat = this.nodes.get(path)!.stat;
+      stat.numChildren = 1;
+      stat.cversion = -1;
+    }
+  }
+
+  /**
+   * Rebuilds a tree from restored parts (the snapshot codec's way in). Takes ownership of the
+   * nodes and sessions; indexes (ephemerals, containers, TTL nodes) are derived here.
+   * The parts must form a valid tree: violations are bugs of the caller, asserted.
+   */
+  static restore(nodes: Map<string, ZNode>, sessions: Map<bigint, SessionRecord>, lastProcessedZxid: number): DataTree {
+    const tree = new DataTree();
+    tree.nodes.clear();
+    assert(nodes.has(ROOT), "restored tree has no root");
+    for (const [path, node] of nodes) {
+      if (node.children.size === 0) node.children = NO_CHILDREN;
+      assert(node.stat.numChildren === node.children.size, `restored ${path}: numChildren disagrees with children`);
+      assert(node.stat.dataLength === node.data.length, `restored ${path}: dataLength disagrees with data`);
+      if (path !== ROOT) {
+        const slash = path.lastIndexOf("/");
+        const parent = nodes.get(slash === 0 ? ROOT : path.slice(0, slash));
+        assert(parent !== undefined && parent.children.has(path.slice(slash + 1)), `restored ${path}: not a child of its parent`);
+      }
+      tree.nodes.set(path, node);
+      tree.indexOwner(path, node.stat.ephemeralOwner);
+    }
+    for (const [sessionId, record] of sessions) tree.sessionRecords.set(sessionId, record);
+    tree.lastZxid = lastProcessedZxid;
+    return tree;
+  }
+
+  /** The zxid of the last txn applied (0 for a fresh tree). */
+  get lastProcessedZxid(): number {
+    return this.lastZxid;
+  }
+
+  /** Live sessions, replicated through createSession / closeSession. */
+  get sessions(): ReadonlyMap<bigint, SessionRecord> {
+    return this.sessionRecords;
+  }
+
+  /** The stored node (raw stat, shared data and children): read-only use, e.g. by prep. */
+  getNode(path: string): ReadonlyZNode | undefined {
+    return this.nodes.get(path);
+  }
+
+  nodeCount(): number {
+    return this.nodes.size;
+  }
+
+  /** Paths of the ephemeral nodes a session owns. */
+  ephemeralsOf(sessionId: bigint): ReadonlySet<string> {
+    return this.ephemerals.get(sessionId) ?? NO_PATHS;
+  }
+
+  /** Sessions owning at least one ephemeral node. */
+  sessionsWithEphemerals(): IterableIterator<bigint> {
+    return this.ephemerals.keys();
+  }
+
+  /** Paths of container nodes (for the leader's container cleanup). */
+  containerPaths(): ReadonlySet<string> {
+    return this.containers;
+  }
+
+  /** Paths of TTL nodes (for the leader's TTL cleanup). */
+  ttlPaths(): ReadonlySet<string> {
+    return this.ttls;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Writes
+
+  /**
+   * Applies one txn decided by prep. Deterministic: the same txns in the same order give the same
+   * tree, results and deliveries on every server. A txn that cannot apply (a missing parent, an
+   * existing node, a version that does not follow) means prep was wrong: asserted, not answered.
+   */
+  apply(txn: Txn): ApplyOutcome {
+    const header = txn.header;
+    const body = txn.body;
+    assert(header.zxid > this.lastZxid, `zxid ${header.zxid} applied after ${this.lastZxid}`);
+    const deliveries: WatchDelivery[] = [];
+    let result: TxnResult;
+    switch (body.type) {
+      case "create":
+        result = { type: "create", path: body.path, stat: clientStat(this.createNode(body, header, deliveries)) };
+        break;
+      case "delete":
+        this.deleteNode(body.path, header.zxid, deliveries);
+        result = { type: "delete" };
+        break;
+      case "setData":
+        result = { type: "setData", stat: clientStat(this.setData(body, header, deliveries)) };
+        break;
+      case "setAcl":
+        result = { type: "setAcl", stat: clientStat(this.setAcl(body)) };
+        break;
+      case "check":
+        result = { type: "check" };
+        break;
+      case "multi":
+        result = { type: "multi", results: this.applyMulti(body, header, deliveries) };
+        break;
+      case "createSession":
+        this.sessionRecords.set(header.sessionId, { timeoutMs: body.timeoutMs, password: body.password });
+        result = { type: "createSession" };
+        break;
+      case "closeSession":
+        result = { type: "closeSession", deletedPaths: this.closeSession(header, deliveries) };
+        break;
+      case "error":
+        result = { type: "error", err: body.err };
+        break;
+      default:
+        assert(false, `unknown txn type ${(body as { type: unknown }).type}`);
+    }
+    this.lastZxid = header.zxid;
+    return { result, deliveries };
+  }
+
+  private applyMulti(body: MultiTxn, header: TxnHeader, deliveries: WatchDelivery[]): OpResult[] {
+    const ops = body.ops;
+    const results: OpResult[] = [];
+    let failed = false;
+    for (const op of ops) {
+      if (op.type === "error") {
+        failed = true;
+        break;
+      }
+    }
+    if (failed) {
+      // ZooKeeper's DataTree.processTxn: nothing applies; ops before the first failure report OK,
+      // error ops keep their code, and ops after an error report RUNTIMEINCONSISTENCY.
+      let postFailed = false;
+      for (const op of ops) {
+        if (op.type === "error") {
+          postFailed = true;
+          results.push({ type: "error", err: op.err });
+        } else {
+          results.push({ type: "error", err: postFailed ? ZkErrorCode.RUNTIMEINCONSISTENCY : ZkErrorCode.OK });
+        }
+      }
+      return results;
+    }
+    for (const op of ops) {
+      switch (op.type) {
+        case "create":
+          results.push({ type: "create", path: op.path, stat: clientStat(this.createNode(op, header, deliveries)) });
+          break;
+        case "delete":
+          this.deleteNode(op.path, header.zxid, deliveries);
+          results.push({ type: "delete" });
+          break;
+        case "setData":
+          results.push({ type: "setData", stat: clientStat(this.setData(op, header, deliveries)) });
+          break;
+        case "check":
+          results.push({ type: "check" });
+          break;
+        default:
+          assert(false, `op type ${op.type} inside a multi`);
+      }
+    }
+    return results;
+  }
+
+  /** Returns the new node's stored stat. */
+  private createNode(txn: CreateTxn, header: TxnHeader, deliveries: WatchDelivery[]): Stat {
+    const path = txn.path;
+    const zxid = header.zxid;
+    const slash = path.lastIndexOf("/");
+    assert(slash >= 0 && path.length > 1, `create ${path}: not a non-root absolute path`);
+    const parentPath = slash === 0 ? ROOT : path.slice(0, slash);
+    const name = path.slice(slash + 1);
+    const parent = this.nodes.get(parentPath);
+    assert(parent !== undefined, `create ${path}: parent missing`);
+    assert(!parent.children.has(name), `create ${path}: node exists`);
+    const parentStat = parent.stat;
+    assert(
+      parentStat.ephemeralOwner === PERSISTENT_OWNER || ownerKind(parentStat.ephemeralOwner) !== "ephemeral",
+      `create ${path}: parent is ephemeral`,
+    );
+    assert(
+      txn.parentCversion === ((parentStat.cversion + 1) | 0),
+      `create ${path}: parentCversion ${txn.parentCversion} does not follow ${parentStat.cversion}`,
+    );
+
+    parentStat.cversion = txn.parentCversion;
+    parentStat.pzxid = zxid;
+    parentStat.numChildren++;
+    if (parent.children === NO_CHILDREN) parent.children = new Set();
+    parent.children.add(name);
+
+    const owner = txn.ephemeralOwner;
+    const stat: Stat = {
+      czxid: zxid,
+      mzxid: zxid,
+      ctime: header.timeMs,
+      mtime: header.timeMs,
+      version: 0,
+      cversion: 0,
+      aversion: 0,
+      ephemeralOwner: owner,
+      dataLength: txn.data.length,
+      numChildren: 0,
+      pzxid: zxid,
+    };
+    this.nodes.set(path, { data: txn.data, acl: txn.acl, stat, children: NO_CHILDREN });
+    if (owner !== PERSISTENT_OWNER) this.indexOwner(path, owner);
+
+    this.watches.triggerData(path, WatchEventType.NodeCreated, zxid, deliveries);
+    this.watches.triggerChild(parentPath, WatchEventType.NodeChildrenChanged, zxid, deliveries);
+    return stat;
+  }
+
+  private deleteNode(path: string, zxid: number, deliveries: WatchDelivery[]): void {
+    const node = this.nodes.get(path);
+    assert(node !== undefined, `delete ${path}: no node`);
+    assert(node.children.size === 0, `delete ${path}: has children`);
+    const slash = path.lastIndexOf("/");
+    assert(slash >= 0 && path.length > 1, `delete ${path}: not a non-root absolute path`);
+    const parentPath = slash === 0 ? ROOT : path.slice(0, slash);
+    const parent = this.nodes.get(parentPath);
+    assert(parent !== undefined && parent.children.delete(path.slice(slash + 1)), `delete ${path}: not a child of its parent`);
+
+    const parentStat = parent.stat;
+    parentStat.cversion = (parentStat.cversion + 1) | 0;
+    parentStat.pzxid = zxid;
+    parentStat.numChildren--;
+    if (parent.children.size === 0) parent.children = NO_CHILDREN;
+    this.nodes.delete(path);
+    const owner = node.stat.ephemeralOwner;
+    if (owner !== PERSISTENT_OWNER) this.unindexOwner(path, owner);
+
+    this.watches.triggerDeleted(path, zxid, deliveries);
+    this.watches.triggerChild(parentPath, WatchEventType.NodeChildrenChanged, zxid, deliveries);
+  }
+
+  private setData(txn: SetDataTxn, header: TxnHeader, deliveries: WatchDelivery[]): Stat {
+    const node = this.nodes.get(txn.path);
+    assert(node !== undefined, `setData ${txn.path}: no node`);
+    const stat = node.stat;
+    assert(txn.version === ((stat.version + 1) | 0), `setData ${txn.path}: version ${txn.version} does not follow ${stat.version}`);
+    node.data = txn.data;
+    stat.version = txn.version;
+    stat.mzxid = header.zxid;
+    stat.mtime = header.timeMs;
+    stat.dataLength = txn.data.length;
+    this.watches.triggerData(txn.path, WatchEventType.NodeDataChanged, header.zxid, deliveries);
+    return stat;
+  }
+
+  private setAcl(txn: SetAclTxn): Stat {
+    const node = this.nodes.get(txn.path);
+    assert(node !== undefined, `setAcl ${txn.path}: no node`);
+    const stat = node.stat;
+    assert(txn.aversion === ((stat.aversion + 1) | 0), `setAcl ${txn.path}: aversion ${txn.aversion} does not follow ${stat.aversion}`);
+    node.acl = txn.acl;
+    stat.aversion = txn.aversion;
+    return stat;
+  }
+
+  /** Deletes the session's ephemerals in sorted path order, drops its record and its watches. */
+  private closeSession(header: TxnHeader, deliveries: WatchDelivery[]): string[] {
+    const sessionId = header.sessionId;
+    const owned = this.ephemerals.get(sessionId);
+    let deleted: string[] = [];
+    if (owned !== undefined) {
+      deleted = [...owned].sort();
+      for (const path of deleted) this.deleteNode(path, header.zxid, deliveries);
+      assert(!this.ephemerals.has(sessionId), "ephemeral index still holds a closed session");
+    }
+    this.sessionRecords.delete(sessionId);
+    this.watches.removeWatcher(sessionId);
+    return deleted;
+  }
+
+  private indexOwner(path: string, owner: bigint): void {
+    switch (ownerKind(owner)) {
+      case "persistent":
+        return;
+      case "container":
+        this.containers.add(path);
+        return;
+      case "ttl":
+        this.ttls.add(path);
+        return;
+      case "ephemeral": {
+        let paths = this.ephemerals.get(owner);
+        if (paths === undefined) {
+          paths = new Set();
+          this.ephemerals.set(owner, paths);
+        }
+        paths.add(path);
+        return;
+      }
+    }
+  }
+
+  private unindexOwner(path: string, owner: bigint): void {
+    switch (ownerKind(owner)) {
+      case "persistent":
+        return;
+      case "container":
+        this.containers.delete(path);
+        return;
+      case "ttl":
+        this.ttls.delete(path);
+        return;
+      case "ephemeral": {
+        const paths = this.ephemerals.get(owner);
+        assert(paths !== undefined && paths.delete(path), `ephemeral index misses ${path}`);
+        if (paths.size === 0) this.ephemerals.delete(owner);
+        return;
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Reads
+
+  /** The node's stat or null. With a watcher, registers an exist watch whether or not the node exists. */
+  exists(path: string, watcher?: bigint): Stat | null {
+    if (watcher !== undefined) this.watches.addDataWatch(path, watcher);
+    const node = this.nodes.get(path);
+    return node === undefined ? null : clientStat(node.stat);
+  }
+
+  /** Throws ZkError NONODE; the data watch is registered only when the node exists. `data` is shared: do not mutate. */
+  getData(path: string, watcher?: bigint): { data: Uint8Array; stat: Stat } {
+    const node = this.nodes.get(path);
+    if (node === undefined) throw new ZkError("NONODE", undefined, path);
+    if (watcher !== undefined) this.watches.addDataWatch(path, watcher);
+    return { data: node.data, stat: clientStat(node.stat) };
+  }
+
+  /** Child names sorted. Throws ZkError NONODE; the child watch is registered only when the node exists. */
+  getChildren(path: string, watcher?: bigint): { children: string[]; stat: Stat } {
+    const node = this.nodes.get(path);
+    if (node === undefined) throw new ZkError("NONODE", undefined, path);
+    if (watcher !== undefined) this.watches.addChildWatch(path, watcher);
+    return { children: [...node.children].sort(), stat: clientStat(node.stat) };
+  }
+
+  /** A copy of the node's ACL list. Throws ZkError NONODE. */
+  getAcl(path: string): { acl: Acl[]; stat: Stat } {
+    const node = this.nodes.get(path);
+    if (node === undefined) throw new ZkError("NONODE", undefined, path);
+    return { acl: node.acl.map(copyAcl), stat: clientStat(node.stat) };
+  }
+
+  /**
+   * Re-registers a reconnecting client's watches, as ZooKeeper's DataTree.setWatches: a watch whose
+   * change the client missed since `relativeZxid` fires now (zxid = lastProcessedZxid), others are
+   * registered. Data watch: node gone → NodeDeleted, mzxid > relativeZxid → NodeDataChanged.
+   * Exist watch: node exists → NodeCreated. Child watch: node gone → NodeDeleted,
+   * pzxid > relativeZxid → NodeChildrenChanged.
+   */
+  setWatches(
+    relativeZxid: number,
+    dataWatches: readonly string[],
+    existWatches: readonly string[],
+    childWatches: readonly string[],
+    watcher: bigint,
+  ): WatchDelivery[] {
+    const out: WatchDelivery[] = [];
+    const zxid = this.lastZxid;
+    const fire = (type: WatchEvent["type"], path: string): void => {
+      out.push({ watcher, event: { type, path, zxid } });
+    };
+    for (const path of dataWatches) {
+      const node = this.nodes.get(path);
+      if (node === undefined) fire(WatchEventType.NodeDeleted, path);
+      else if (node.stat.mzxid > relativeZxid) fire(WatchEventType.NodeDataChanged, path);
+      else this.watches.addDataWatch(path, watcher);
+    }
+    for (const path of existWatches) {
+      if (this.nodes.has(path)) fire(WatchEventType.NodeCreated, path);
+      else this.watches.addDataWatch(path, watcher);
+    }
+    for (const path of childWatches) {
+      const node = this.nodes.get(path);
+      if (node === undefined) fire(WatchEventType.NodeDeleted, path);
+      else if (node.stat.pzxid > relativeZxid) fire(WatchEventType.NodeChildrenChanged, path);
+      else this.watches.addChildWatch(path, watcher);
+    }
+    return out;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Whole-tree views
+
+  /**
+   * Visits every node parent-before-child, siblings in sorted order (a deterministic pre-order
+   * walk). `node.stat` is the raw stored stat. The tree must not change during the walk.
+   */
+  walk(visit: (path: string, node: ReadonlyZNode) => void): void {
+    const stack: string[] = [ROOT];
+    while (stack.length > 0) {
+      const path = stack.pop()!;
+      const node = this.nodes.get(path);
+      assert(node !== undefined, `walk: ${path} vanished`);
+      visit(path, node);
+      if (node.children.size === 0) continue;
+      const names = [...node.children].sort();
+      const prefix = path === ROOT ? ROOT : path + "/";
+      for (let i = names.length - 1; i >= 0; i--) stack.push(prefix + names[i]!);
+    }
+  }
+
+  /**
+   * A deterministic hash of everything replicated: every node (path, data, ACL, raw stat), the
+   * session records, and lastProcessedZxid. Two servers at the same zxid must agree on it.
+   */
+  digest(): string {
+    const hasher = new Hasher();
+    hasher.number(this.lastZxid).number(this.nodes.size);
+    this.walk((path, node) => {
+      const stat = node.stat;
+      hasher.string(path).bytes(node.data).uint32(node.acl.length);
+      for (const acl of node.acl) hasher.uint32(acl.perms).string(acl.id.scheme).string(acl.id.id);
+      hasher
+        .number(stat.czxid)
+        .number(stat.mzxid)
+        .number(stat.ctime)
+        .number(stat.mtime)
+        .number(stat.version)
+        .number(stat.cversion)
+        .number(stat.aversion)
+        .bigint(stat.ephemeralOwner)
+        .number(stat.dataLength)
+        .number(stat.numChildren)
+        .number(stat.pzxid);
+    });
+    const sessionIds = [...this.sessionRecords.keys()].sort(compareBigInt);
+    hasher.number(sessionIds.length);
+    for (const sessionId of sessionIds) {
+      const record = this.sessionRecords.get(sessionId)!;
+      hasher.bigint(sessionId).number(record.timeoutMs).bytes(record.password);
+    }
+    return hasher.hex();
+  }
+}
+
+// -----------------------------------------------------------------------------------------------
+// Helpers shared with prep and the codecs
+
+/** A plain copy of a stored stat. */
+export function copyStat(stat: Readonly<Stat>): Stat {
+  return {
+    czxid: stat.czxid,
+    mzxid: stat.mzxid,
+    ctime: stat.ctime,
+    mtime: stat.mtime,
+    version: stat.version,
+    cversion: stat.cversion,
+    aversion: stat.aversion,
+    ephemeralOwner: stat.ephemeralOwner,
+    dataLength: stat.dataLength,
+    numChildren: stat.numChildren,
+    pzxid: stat.pzxid,
+  };
+}
+
+/** The stat a client sees: a copy, with ephemeralOwner 0 for containers and TTL nodes (ZooKeeper's copyStat). */
+export function clientStat(stat: Readonly<Stat>): Stat {
+  const copy = copyStat(stat);
+  if (copy.ephemeralOwner !== PERSISTENT_OWNER && ownerKind(copy.ephemeralOwner) !== "ephemeral") {
+    copy.ephemeralOwner = PERSISTENT_OWNER;
+  }
+  return copy;
+}
+
+/**
+ * The number ZooKeeper gives the next sequential child of a node with this stat: the count of
+ * children ever created under it, `(cversion + numChildren) / 2` since cversion counts creates and
+ * deletes. Prep must apply it to the parent's stat as changed by the txns still in flight.
+ */
+export function sequenceNumberOf(parentStat: Pick<Stat, "cversion" | "numChildren">): number {
+  const twice = parentStat.cversion + parentStat.numChildren;
+  assert(twice % 2 === 0, `cversion ${parentStat.cversion} and numChildren ${parentStat.numChildren} disagree`);
+  return twice / 2;
+}
+
+/** `prefix` completed as ZooKeeper names a sequential node: `%010d` of the sequence number. */
+export function sequentialPath(prefix: string, sequenceNumber: number): string {
+  assert(Number.isInteger(sequenceNumber), `sequence number ${sequenceNumber}`);
+  const digits = Math.abs(sequenceNumber).toString();
+  return sequenceNumber < 0 ? prefix + "-" + digits.padStart(9, "0") : prefix + digits.padStart(10, "0");
+}
+
+export function zeroStat(): Stat {
+  return {
+    czxid: 0,
+    mzxid: 0,
+    ctime: 0,
+    mtime: 0,
+    version: 0,
+    cversion: 0,
+    aversion: 0,
+    ephemeralOwner: PERSISTENT_OWNER,
+    dataLength: 0,
+    numChildren: 0,
+    pzxid: 0,
+  };
+}
+
+/** The empty children set shared by leaves (read-only), for code building ZNodes (snapshot decode). */
+export function emptyChildren(): Set<string> {
+  return NO_CHILDREN;
+}
+
+function newNode(stat: Stat, children: Set<string>): ZNode {
+  return { data: new Uint8Array(0), acl: OPEN_ACL_UNSAFE as Acl[], stat, children };
+}
+
+function copyAcl(acl: Acl): Acl {
+  return { perms: acl.perms, id: { scheme: acl.id.scheme, id: acl.id.id } };
+}
+
+function compareBigInt(a: bigint, b: bigint): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

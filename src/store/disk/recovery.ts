@@ -1,0 +1,84 @@
+import { join } from "node:path";
+
+import { assert } from "../../common/assert.js";
+import { type LoadedSnapshot, type InvalidSnapshot, SnapshotStore } from "./snapshot-store.js";
+import { type LevelTxnLogOptions, type LogEntry, LevelTxnLog, type TxnLog } from "./txn-log.js";
+
+/** Where a server keeps its durable state inside its data directory. */
+export interface DataDirLayout {
+  /** The LevelDB database: txn log, log metadata and stable numbers (epochs). */
+  logDir: string;
+  /** Snapshot files. */
+  snapshotDir: string;
+}
+
+export function dataDirLayout(dataDir: string): DataDirLayout {
+  return { logDir: join(dataDir, "log"), snapshotDir: join(dataDir, "snapshots") };
+}
+
+export interface RecoverOptions {
+  log?: LevelTxnLogOptions;
+  onInvalidSnapshot?: (invalid: InvalidSnapshot) => void;
+}
+
+export interface Recovered {
+  /** Open, ready for appends after the tail has been replayed. */
+  log: LevelTxnLog;
+  snapshots: SnapshotStore;
+  /** The newest valid snapshot, or undefined: start from an empty tree. */
+  snapshot: LoadedSnapshot | undefined;
+  /** Every durable log record after the snapshot's zxid (after 0 without one), in zxid order. */
+  tail: AsyncIterable<LogEntry>;
+}
+
+/** The durable state cannot rebuild the tree: the log was purged past every valid snapshot. */
+export class RecoveryError extends Error {
+  readonly code = "RECOVERY_INCOMPLETE";
+  constructor(message: string) {
+    super(message);
+    this.name = "RecoveryError";
+  }
+}
+
+/**
+ * Opens `<dataDir>/log` and `<dataDir>/snapshots` and answers what a server needs to rebuild its
+ * tree: the newest valid snapshot plus the log records after it. Throws RecoveryError when records
+ * the snapshot does not cover were purged (every newer snapshot being corrupt): the server must
+ * then not serve from this directory, but fetch a SNAP from the leader.
+ */
+export async function recover(dataDir: string, options: RecoverOptions = {}): Promise<Recovered> {
+  const layout = dataDirLayout(dataDir);
+  const snapshots = await SnapshotStore.open(
+    layout.snapshotDir,
+    options.onInvalidSnapshot === undefined ? {} : { onInvalid: options.onInvalidSnapshot },
+  );
+  const log = await LevelTxnLog.open(layout.logDir, options.log ?? {});
+  try {
+    const snapshot = await snapshots.loadNewestValid();
+    const from = snapshot?.zxid ?? 0;
+    // Records below purgedBefore are gone; the snapshot must cover all of them (zxid >= bound - 1).
+    const purgedBefore = log.purgedBeforeZxid();
+    if (purgedBefore > 0 && from + 1 < purgedBefore) {
+      throw new RecoveryError(
+        `log purged below zxid ${purgedBefore} but the newest valid snapshot is ` +
+          (snapshot === undefined ? "none" : `at zxid ${from}`),
+      );
+    }
+    return { log, snapshots, snapshot, tail: log.readFrom(from) };
+  } catch (error) {
+    await log.close();
+    throw error;
+  }
+}
+
+/**
+ * Retention: keeps the newest `retainCount` valid snapshots and drops every log record older than
+ * the oldest of them, so recovery still works from any kept snapshot. Answers that snapshot's zxid,
+ * or undefined (nothing purged) when no snapshot is valid.
+ */
+export async function purgeOld(log: TxnLog, snapshots: SnapshotStore, retainCount: number): Promise<number | undefined> {
+  assert(Number.isSafeInteger(retainCount) && retainCount >= 1, "retain at least one snapshot");
+  const oldestKept = await snapshots.purge(retainCount);
+  if (oldestKept !== undefined) await log.purgeBefore(oldestKept);
+  return oldestKept;
+}

@@ -1,0 +1,218 @@
+import { mkdir, open, readdir, readFile, rename, unlink } from "node:fs/promises";
+import { dirname, join } from "node:path";
+
+import { assert } from "../../common/assert.js";
+import { crc32 } from "./crc32.js";
+import { assertZxid } from "./keys.js";
+
+/**
+ * Snapshot files: `snapshot.<zxid as 16 lower-case hex digits>`, each a 32-byte header then the
+ * body (opaque bytes: the snapshot codec lives in src/store).
+ *
+ *   offset  size  field
+ *        0     4  magic "CRSN"
+ *        4     4  format version (uint32 BE) = 1
+ *        8     8  zxid (uint64 BE), equal to the one in the file name
+ *       16     8  body length in bytes (uint64 BE)
+ *       24     4  CRC-32 of the body
+ *       28     4  CRC-32 of header bytes 0..27
+ *
+ * A file is valid only if all of it checks out and its size is exactly header + body length, so a
+ * torn write (short file), a flipped bit, or a file renamed to the wrong zxid is refused.
+ */
+export const SNAPSHOT_MAGIC = Buffer.from("CRSN", "ascii");
+export const SNAPSHOT_FORMAT_VERSION = 1;
+export const SNAPSHOT_HEADER_BYTES = 32;
+
+const FILE_NAME = /^snapshot\.([0-9a-f]{16})$/;
+const TEMP_NAME = /^snapshot\.[0-9a-f]{16}\.tmp-/;
+
+export function snapshotFileName(zxid: number): string {
+  assertZxid(zxid, "snapshotFileName");
+  return `snapshot.${zxid.toString(16).padStart(16, "0")}`;
+}
+
+export interface LoadedSnapshot {
+  zxid: number;
+  bytes: Uint8Array;
+}
+
+export interface InvalidSnapshot {
+  zxid: number;
+  file: string;
+  reason: string;
+}
+
+export interface SnapshotStoreOptions {
+  /** Told about every snapshot file that fails validation (and is skipped). */
+  onInvalid?: (invalid: InvalidSnapshot) => void;
+}
+
+/** Encodes a whole snapshot file. Exported for tests and tools. */
+export function encodeSnapshotFile(zxid: number, body: Uint8Array): Buffer {
+  assertZxid(zxid, "encodeSnapshotFile");
+  const header = Buffer.alloc(SNAPSHOT_HEADER_BYTES);
+  SNAPSHOT_MAGIC.copy(header, 0);
+  header.writeUInt32BE(SNAPSHOT_FORMAT_VERSION, 4);
+  header.writeBigUInt64BE(BigInt(zxid), 8);
+  header.writeBigUInt64BE(BigInt(body.byteLength), 16);
+  header.writeUInt32BE(crc32(body), 24);
+  header.writeUInt32BE(crc32(header.subarray(0, 28)), 28);
+  return Buffer.concat([header, body]);
+}
+
+/** Validates a whole snapshot file; `bytes` of the answer is a view into `file`. */
+export function decodeSnapshotFile(
+  file: Uint8Array,
+  expectedZxid: number,
+): { ok: true; bytes: Uint8Array } | { ok: false; reason: string } {
+  if (file.byteLength < SNAPSHOT_HEADER_BYTES) return { ok: false, reason: `short file (${file.byteLength} bytes)` };
+  const header = Buffer.from(file.buffer, file.byteOffset, SNAPSHOT_HEADER_BYTES);
+  if (!header.subarray(0, 4).equals(SNAPSHOT_MAGIC)) return { ok: false, reason: "bad magic" };
+  if (header.readUInt32BE(28) !== crc32(header.subarray(0, 28))) return { ok: false, reason: "header checksum mismatch" };
+  const version = header.readUInt32BE(4);
+  if (version !== SNAPSHOT_FORMAT_VERSION) return { ok: false, reason: `unknown format version ${version}` };
+  const zxid = header.readBigUInt64BE(8);
+  if (zxid !== BigInt(expectedZxid)) return { ok: false, reason: `header zxid ${zxid} differs from file name` };
+  const length = header.readBigUInt64BE(16);
+  const actual = BigInt(file.byteLength - SNAPSHOT_HEADER_BYTES);
+  if (length !== actual) return { ok: false, reason: `body is ${actual} bytes, header says ${length}` };
+  const body = file.subarray(SNAPSHOT_HEADER_BYTES);
+  if (header.readUInt32BE(24) !== crc32(body)) return { ok: false, reason: "body checksum mismatch" };
+  return { ok: true, bytes: body };
+}
+
+/** The snapshot files of one server, in `<dataDir>/snapshots`. */
+export class SnapshotStore {
+  readonly dir: string;
+  private readonly onInvalid: ((invalid: InvalidSnapshot) => void) | undefined;
+  /** Temp files of saves still running in this process; purge leaves them alone. */
+  private readonly tempFilesInUse = new Set<string>();
+  private tempCounter = 0;
+
+  private constructor(dir: string, options: SnapshotStoreOptions) {
+    this.dir = dir;
+    this.onInvalid = options.onInvalid;
+  }
+
+  static async open(dir: string, options: SnapshotStoreOptions = {}): Promise<SnapshotStore> {
+    const created = await mkdir(dir, { recursive: true });
+    if (created !== undefined) await fsyncDirectory(dirname(dir));
+    return new SnapshotStore(dir, options);
+  }
+
+  /** Durably writes the snapshot of the tree as of `zxid` (temp file, fsync, rename, fsync dir). */
+  async save(zxid: number, bytes: Uint8Array): Promise<void> {
+    assertZxid(zxid, "save");
+    const name = snapshotFileName(zxid);
+    this.tempCounter += 1;
+    const tempName = `${name}.tmp-${process.pid}-${this.tempCounter}`;
+    const tempPath = join(this.dir, tempName);
+    const encoded = encodeSnapshotFile(zxid, bytes);
+    this.tempFilesInUse.add(tempName);
+    try {
+      const handle = await open(tempPath, "wx");
+      try {
+        let written = 0;
+        while (written < encoded.byteLength) {
+          const { bytesWritten } = await handle.write(encoded, written, encoded.byteLength - written);
+          assert(bytesWritten > 0, "write made no progress");
+          written += bytesWritten;
+        }
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      await rename(tempPath, join(this.dir, name));
+      await fsyncDirectory(this.dir);
+    } catch (error) {
+      await unlink(tempPath).catch(() => undefined);
+      throw error;
+    } finally {
+      this.tempFilesInUse.delete(tempName);
+    }
+  }
+
+  /** zxids of every snapshot file present (valid or not), newest first. */
+  async list(): Promise<number[]> {
+    const zxids: number[] = [];
+    for (const entry of await readdir(this.dir)) {
+      const match = FILE_NAME.exec(entry);
+      if (match?.[1] === undefined) continue;
+      const zxid = Number.parseInt(match[1], 16);
+      if (Number.isSafeInteger(zxid)) zxids.push(zxid);
+    }
+    return zxids.sort((a, b) => b - a);
+  }
+
+  /** Reads and validates one snapshot file. */
+  async load(zxid: number): Promise<{ ok: true; bytes: Uint8Array } | { ok: false; reason: string }> {
+    const file = join(this.dir, snapshotFileName(zxid));
+    let contents: Buffer;
+    try {
+      contents = await readFile(file);
+    } catch (error) {
+      return { ok: false, reason: `unreadable: ${error instanceof Error ? error.message : String(error)}` };
+    }
+    return decodeSnapshotFile(contents, zxid);
+  }
+
+  /** The newest snapshot that validates; invalid newer ones are reported to onInvalid and skipped. */
+  async loadNewestValid(): Promise<LoadedSnapshot | undefined> {
+    for (const zxid of await this.list()) {
+      const loaded = await this.load(zxid);
+      if (loaded.ok) return { zxid, bytes: loaded.bytes };
+      this.reportInvalid(zxid, loaded.reason);
+    }
+    return undefined;
+  }
+
+  /**
+   * Keeps the newest `retain` valid snapshots and deletes every snapshot file older than the oldest
+   * kept one (valid or not), plus temp files left by crashed saves. Answers the oldest kept zxid
+   * (the log may be purged below it), or undefined when no snapshot is valid (purge nothing then).
+   * Invalid files newer than the oldest kept one stay, for inspection.
+   */
+  async purge(retain: number): Promise<number | undefined> {
+    assert(Number.isSafeInteger(retain) && retain >= 1, `retain at least one snapshot, got ${retain}`);
+    const zxids = await this.list();
+    let kept = 0;
+    let oldestKept: number | undefined;
+    for (const zxid of zxids) {
+      if (kept === retain) break;
+      const loaded = await this.load(zxid);
+      if (!loaded.ok) {
+        this.reportInvalid(zxid, loaded.reason);
+        continue;
+      }
+      kept += 1;
+      oldestKept = zxid;
+    }
+    for (const entry of await readdir(this.dir)) {
+      if (TEMP_NAME.test(entry) && !this.tempFilesInUse.has(entry)) await unlink(join(this.dir, entry));
+    }
+    if (oldestKept === undefined) return undefined;
+    let deleted = false;
+    for (const zxid of zxids) {
+      if (zxid >= oldestKept) continue;
+      await unlink(join(this.dir, snapshotFileName(zxid)));
+      deleted = true;
+    }
+    if (deleted) await fsyncDirectory(this.dir);
+    return oldestKept;
+  }
+
+  private reportInvalid(zxid: number, reason: string): void {
+    this.onInvalid?.({ zxid, file: join(this.dir, snapshotFileName(zxid)), reason });
+  }
+}
+
+/** Makes a directory's entries (a rename, a new or deleted file) durable. */
+export async function fsyncDirectory(dir: string): Promise<void> {
+  const handle = await open(dir, "r");
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}

@@ -1,0 +1,459 @@
+import { mkdir } from "node:fs/promises";
+import { Level } from "level";
+
+import { assert } from "../../common/assert.js";
+import { limits } from "../../common/constants.js";
+import {
+  assertZxid,
+  decodeStableNumber,
+  encodeStableNumber,
+  LOG_RANGE_END,
+  LOG_RANGE_START,
+  logKey,
+  META_PURGED_BEFORE_KEY,
+  stableKey,
+  zxidOfLogKey,
+} from "./keys.js";
+
+/** One logged transaction. `record` is opaque here: the txn codec lives in src/store. */
+export interface LogEntry {
+  zxid: number;
+  record: Uint8Array;
+}
+
+export interface TxnLogStats {
+  /** `sync: true` batches that carried appended records (one fsync each). */
+  batchesWritten: number;
+  /** Records made durable by those batches. */
+  recordsWritten: number;
+  /** Record payload bytes made durable (keys not counted). */
+  recordBytesWritten: number;
+  /** Records in the largest single batch. */
+  largestBatchRecords: number;
+}
+
+/**
+ * The transaction log port. Appends are acknowledged only once durable; a failed write stops the
+ * log for good (fail-stop), because a record that may or may not be on disk must never be acked.
+ */
+export interface TxnLog {
+  /** Resolves once `record` is fsynced. zxids strictly increase across calls. */
+  append(zxid: number, record: Uint8Array): Promise<void>;
+  /** The highest zxid handed to append (durable or not); 0 when the log is empty. */
+  lastAppendedZxid(): number;
+  /** The highest zxid known durable; 0 when the log is empty. */
+  lastDurableZxid(): number;
+  /** The oldest durable zxid still stored (after purges); 0 when the log is empty. */
+  firstZxid(): number;
+  /** Records with a zxid below this may have been purged; 0 if the log was never purged. */
+  purgedBeforeZxid(): number;
+  /** Durable records with zxid > afterZxid, in zxid order, as of when iteration starts. */
+  readFrom(afterZxid: number): AsyncIterable<LogEntry>;
+  /** Durably drops every record with zxid > zxid (Zab TRUNC). Waits for earlier appends first. */
+  truncateAfter(zxid: number): Promise<void>;
+  /** Drops every record with zxid < zxid (retention). */
+  purgeBefore(zxid: number): Promise<void>;
+  stats(): TxnLogStats;
+  close(): Promise<void>;
+}
+
+/** Small durable numbers (Zab's acceptedEpoch and currentEpoch). */
+export interface StableStore {
+  /** The stored value, or undefined when it was never put. */
+  getNumber(name: string): Promise<number | undefined>;
+  /** Resolves once the value is fsynced. */
+  putNumber(name: string, value: number): Promise<void>;
+}
+
+/** Which write a fault hook is asked about. */
+export type DiskWriteKind = "append" | "stable" | "truncate" | "purge";
+
+export interface TxnLogFaults {
+  /** Return true to make this write fail as if the disk had returned an I/O error. */
+  failWrite?: (kind: DiskWriteKind) => boolean;
+}
+
+export interface LevelTxnLogOptions {
+  /** Records per group-commit batch; defaults to limits.logBatchTxnsMax. */
+  batchTxnsMax?: number;
+  /** Record bytes per batch (a single larger record still goes alone); default 16 MiB. */
+  batchBytesMax?: number;
+  faults?: TxnLogFaults;
+}
+
+/** Default byte budget of one group-commit batch. */
+export const LOG_BATCH_BYTES_MAX_DEFAULT = 16 * 1024 * 1024;
+assert(LOG_BATCH_BYTES_MAX_DEFAULT >= limits.messageBytesMax, "a batch must hold the largest record");
+
+/** The log is fail-stopped: a write failed, nothing more is accepted. `cause` is the disk error. */
+export class TxnLogFailedError extends Error {
+  readonly code = "TXN_LOG_FAILED";
+  constructor(cause: unknown) {
+    super(`txn log failed: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    this.name = "TxnLogFailedError";
+  }
+}
+
+/** The log was closed before this operation. */
+export class TxnLogClosedError extends Error {
+  readonly code = "TXN_LOG_CLOSED";
+  constructor() {
+    super("txn log is closed");
+    this.name = "TxnLogClosedError";
+  }
+}
+
+/** Thrown by the fault hook in place of a real write. */
+export class InjectedWriteFault extends Error {
+  readonly code = "INJECTED_WRITE_FAULT";
+  constructor(kind: DiskWriteKind) {
+    super(`injected write fault (${kind})`);
+    this.name = "InjectedWriteFault";
+  }
+}
+
+interface PendingAppend {
+  zxid: number;
+  record: Uint8Array;
+  resolve: () => void;
+  reject: (error: Error) => void;
+}
+
+type Db = Level<Buffer, Uint8Array>;
+
+/** Deletions per batch in truncate / purge. */
+const DELETE_CHUNK_KEYS_MAX = 10_000;
+
+/**
+ * TxnLog and StableStore over one LevelDB database. Group commit: at most one `sync: true` batch
+ * is in flight; every append arriving meanwhile waits for the next batch, so the fsync rate, not
+ * the append rate, bounds the number of batches.
+ */
+export class LevelTxnLog implements TxnLog {
+  readonly stable: StableStore;
+
+  private readonly db: Db;
+  private readonly batchTxnsMax: number;
+  private readonly batchBytesMax: number;
+  private readonly faults: TxnLogFaults;
+
+  /** Appended, not yet handed to LevelDB, in zxid order. */
+  private queued: PendingAppend[] = [];
+  /** The batch being written, if any. */
+  private inFlight: PendingAppend[] | undefined = undefined;
+  private flushScheduled = false;
+  private idleWaiters: (() => void)[] = [];
+
+  private lastAppended: number;
+  private lastDurable: number;
+  private first: number;
+  private purgedBefore: number;
+
+  private failure: TxnLogFailedError | undefined = undefined;
+  private closing = false;
+  private closed: Promise<void> | undefined = undefined;
+  /** truncateAfter calls not yet finished; appends are a bug meanwhile. */
+  private truncatesPending = 0;
+  /** Truncate and purge run one at a time, in call order. */
+  private maintenance: Promise<void> = Promise.resolve();
+
+  private readonly counters: TxnLogStats = {
+    batchesWritten: 0,
+    recordsWritten: 0,
+    recordBytesWritten: 0,
+    largestBatchRecords: 0,
+  };
+
+  private constructor(db: Db, first: number, last: number, purgedBefore: number, options: LevelTxnLogOptions) {
+    this.db = db;
+    this.first = first;
+    this.purgedBefore = purgedBefore;
+    this.lastAppended = last;
+    this.lastDurable = last;
+    this.batchTxnsMax = options.batchTxnsMax ?? limits.logBatchTxnsMax;
+    this.batchBytesMax = options.batchBytesMax ?? LOG_BATCH_BYTES_MAX_DEFAULT;
+    this.faults = options.faults ?? {};
+    assert(Number.isSafeInteger(this.batchTxnsMax) && this.batchTxnsMax >= 1, "batchTxnsMax >= 1");
+    assert(Number.isSafeInteger(this.batchBytesMax) && this.batchBytesMax >= 1, "batchBytesMax >= 1");
+    this.stable = {
+      getNumber: (name) => this.getNumber(name),
+      putNumber: (name, value) => this.putNumber(name, value),
+    };
+  }
+
+  /** Opens (creating if needed) the LevelDB database in `dir`, e.g. `<dataDir>/log`. */
+  static async open(dir: string, options: LevelTxnLogOptions = {}): Promise<LevelTxnLog> {
+    await mkdir(dir, { recursive: true });
+    const db: Db = new Level<Buffer, Uint8Array>(dir, {
+      keyEncoding: "buffer",
+      valueEncoding: "view",
+      createIfMissing: true,
+    });
+    await db.open();
+    try {
+      const first = await boundaryZxid(db, false);
+      const last = await boundaryZxid(db, true);
+      const purgedBefore = await db.get(META_PURGED_BEFORE_KEY);
+      return new LevelTxnLog(db, first, last, purgedBefore === undefined ? 0 : decodeStableNumber(purgedBefore), options);
+    } catch (error) {
+      await db.close();
+      throw error;
+    }
+  }
+
+  append(zxid: number, record: Uint8Array): Promise<void> {
+    if (this.failure !== undefined) return Promise.reject(this.failure);
+    if (this.closing) return Promise.reject(new TxnLogClosedError());
+    assert(this.truncatesPending === 0, "append while truncateAfter is running");
+    assertZxid(zxid, "append");
+    assert(zxid > this.lastAppended, `append out of order: zxid ${zxid} after ${this.lastAppended}`);
+    assert(record instanceof Uint8Array, "record must be a Uint8Array");
+    this.lastAppended = zxid;
+    return new Promise<void>((resolve, reject) => {
+      this.queued.push({ zxid, record, resolve, reject });
+      this.scheduleFlush();
+    });
+  }
+
+  lastAppendedZxid(): number {
+    return this.lastAppended;
+  }
+
+  lastDurableZxid(): number {
+    return this.lastDurable;
+  }
+
+  firstZxid(): number {
+    return this.first;
+  }
+
+  purgedBeforeZxid(): number {
+    return this.purgedBefore;
+  }
+
+  readFrom(afterZxid: number): AsyncIterable<LogEntry> {
+    assertZxid(afterZxid, "readFrom");
+    return this.iterate(afterZxid);
+  }
+
+  private async *iterate(afterZxid: number): AsyncGenerator<LogEntry> {
+    this.checkUsable();
+    const upper = this.lastDurable;
+    if (upper <= afterZxid) return;
+    // LevelDB iterators read from an implicit snapshot taken here; the bound keeps a batch that
+    // is still being written (not yet acknowledged durable) out of the answer.
+    const iterator = this.db.iterator({ gt: logKey(afterZxid), lte: logKey(upper) });
+    try {
+      for (;;) {
+        const entries = await iterator.nextv(1000);
+        if (entries.length === 0) return;
+        for (const [key, value] of entries) yield { zxid: zxidOfLogKey(key), record: value };
+      }
+    } finally {
+      await iterator.close();
+    }
+  }
+
+  truncateAfter(zxid: number): Promise<void> {
+    assertZxid(zxid, "truncateAfter");
+    // From this call until it settles, append() is a bug: nothing may slip in between the drain
+    // of earlier appends and the deletes.
+    this.truncatesPending += 1;
+    const run = this.exclusive(async () => {
+      await this.drain();
+      this.checkUsable();
+      // Highest keys first: a crash part-way leaves a shorter log, never a log with a hole.
+      for (;;) {
+        const keys = await this.db.keys({ gt: logKey(zxid), lt: LOG_RANGE_END, reverse: true, limit: DELETE_CHUNK_KEYS_MAX }).all();
+        if (keys.length === 0) break;
+        await this.write("truncate", () =>
+          this.db.batch(keys.map((key) => ({ type: "del" as const, key })), { sync: true }),
+        );
+      }
+      const last = await boundaryZxid(this.db, true);
+      assert(last <= zxid, "truncate left a record above its bound");
+      this.lastAppended = last;
+      this.lastDurable = last;
+      if (last === 0) this.first = 0;
+    });
+    return run.finally(() => {
+      this.truncatesPending -= 1;
+    });
+  }
+
+  purgeBefore(zxid: number): Promise<void> {
+    assertZxid(zxid, "purgeBefore");
+    const oldestNotDurable = this.inFlight?.[0]?.zxid ?? this.queued[0]?.zxid;
+    assert(oldestNotDurable === undefined || oldestNotDurable >= zxid, "purgeBefore would race a pending append");
+    return this.exclusive(async () => {
+      this.checkUsable();
+      // Lowest keys first: a crash part-way leaves a suffix of the log, which is still a valid log.
+      // Not synced: a purge lost in a crash only brings back records nobody needs. The purge bound
+      // rides in the same atomic batch as the deletes, so recovery can tell a purged log from a
+      // complete one.
+      const purgedBefore = Math.max(this.purgedBefore, zxid);
+      const mark = { type: "put" as const, key: META_PURGED_BEFORE_KEY, value: encodeStableNumber(purgedBefore) };
+      for (;;) {
+        const keys = await this.db.keys({ gt: LOG_RANGE_START, lt: logKey(zxid), limit: DELETE_CHUNK_KEYS_MAX }).all();
+        if (keys.length === 0) break;
+        await this.write("purge", () =>
+          this.db.batch([mark, ...keys.map((key) => ({ type: "del" as const, key }))]),
+        );
+        this.purgedBefore = purgedBefore;
+      }
+      this.first = await boundaryZxid(this.db, false);
+    });
+  }
+
+  stats(): TxnLogStats {
+    return { ...this.counters };
+  }
+
+  /** Waits for queued appends to become durable (or fail), then closes. Idempotent. */
+  close(): Promise<void> {
+    if (this.closed === undefined) {
+      this.closing = true;
+      this.closed = (async () => {
+        await this.drain();
+        await this.maintenance.catch(() => undefined);
+        await this.db.close();
+      })();
+    }
+    return this.closed;
+  }
+
+  // --- group commit -----------------------------------------------------------------------------
+
+  private scheduleFlush(): void {
+    if (this.flushScheduled || this.inFlight !== undefined) return;
+    this.flushScheduled = true;
+    // setImmediate, not a microtask: every append made by continuations of the promises the last
+    // batch resolved gets queued before the next batch is cut.
+    setImmediate(() => {
+      this.flushScheduled = false;
+      void this.flush();
+    });
+  }
+
+  private async flush(): Promise<void> {
+    assert(this.inFlight === undefined, "one batch in flight at a time");
+    if (this.failure !== undefined || this.queued.length === 0) {
+      this.notifyIdle();
+      return;
+    }
+    const batch = this.cutBatch();
+    this.inFlight = batch;
+    let recordBytes = 0;
+    const operations = batch.map((pending) => {
+      recordBytes += pending.record.byteLength;
+      return { type: "put" as const, key: logKey(pending.zxid), value: pending.record };
+    });
+    try {
+      await this.write("append", () => this.db.batch(operations, { sync: true }));
+    } catch {
+      // write() has already failed the log and rejected every pending append, this batch included.
+      return;
+    } finally {
+      this.inFlight = undefined;
+    }
+    const lastInBatch = batch[batch.length - 1];
+    assert(lastInBatch !== undefined, "batches are never empty");
+    assert(lastInBatch.zxid > this.lastDurable, "durable zxid only grows");
+    if (this.first === 0) this.first = batch[0]?.zxid ?? 0;
+    this.lastDurable = lastInBatch.zxid;
+    this.counters.batchesWritten += 1;
+    this.counters.recordsWritten += batch.length;
+    this.counters.recordBytesWritten += recordBytes;
+    this.counters.largestBatchRecords = Math.max(this.counters.largestBatchRecords, batch.length);
+    for (const pending of batch) pending.resolve();
+    if (this.queued.length > 0) this.scheduleFlush();
+    else this.notifyIdle();
+  }
+
+  private cutBatch(): PendingAppend[] {
+    let count = 0;
+    let bytes = 0;
+    while (count < this.queued.length && count < this.batchTxnsMax) {
+      const next = this.queued[count];
+      assert(next !== undefined, "queue index in range");
+      if (count > 0 && bytes + next.record.byteLength > this.batchBytesMax) break;
+      bytes += next.record.byteLength;
+      count += 1;
+    }
+    return this.queued.splice(0, count);
+  }
+
+  /** Runs one database write; any failure (real or injected) fail-stops the whole log. */
+  private async write(kind: DiskWriteKind, run: () => Promise<void>): Promise<void> {
+    if (this.failure !== undefined) throw this.failure;
+    try {
+      if (this.faults.failWrite?.(kind) === true) throw new InjectedWriteFault(kind);
+      await run();
+    } catch (cause) {
+      this.fail(cause);
+      throw this.failure;
+    }
+  }
+
+  private fail(cause: unknown): void {
+    if (this.failure === undefined) this.failure = new TxnLogFailedError(cause);
+    const failure = this.failure;
+    const rejected = [...(this.inFlight ?? []), ...this.queued];
+    this.inFlight = undefined;
+    this.queued = [];
+    for (const pending of rejected) pending.reject(failure);
+    this.notifyIdle();
+  }
+
+  /** Reads and maintenance refuse to run on a failed or closing log. */
+  private checkUsable(): void {
+    if (this.failure !== undefined) throw this.failure;
+    if (this.closing) throw new TxnLogClosedError();
+  }
+
+  /** Resolves when nothing is queued or in flight. */
+  private drain(): Promise<void> {
+    if (this.queued.length === 0 && this.inFlight === undefined) return Promise.resolve();
+    return new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private notifyIdle(): void {
+    if (this.queued.length !== 0 || this.inFlight !== undefined) return;
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const waiter of waiters) waiter();
+  }
+
+  private exclusive(task: () => Promise<void>): Promise<void> {
+    if (this.failure !== undefined) return Promise.reject(this.failure);
+    if (this.closing) return Promise.reject(new TxnLogClosedError());
+    const run = this.maintenance.then(task, task);
+    this.maintenance = run.catch(() => undefined);
+    return run;
+  }
+
+  // --- stable store -----------------------------------------------------------------------------
+
+  private getNumber(name: string): Promise<number | undefined> {
+    const key = stableKey(name);
+    if (this.failure !== undefined) return Promise.reject(this.failure);
+    if (this.closing) return Promise.reject(new TxnLogClosedError());
+    return this.db.get(key).then((bytes) => (bytes === undefined ? undefined : decodeStableNumber(bytes)));
+  }
+
+  /** Argument errors throw at once (a bug); disk errors reject. */
+  private putNumber(name: string, value: number): Promise<void> {
+    const key = stableKey(name);
+    const bytes = encodeStableNumber(value);
+    if (this.failure !== undefined) return Promise.reject(this.failure);
+    if (this.closing) return Promise.reject(new TxnLogClosedError());
+    return this.write("stable", () => this.db.put(key, bytes, { sync: true }));
+  }
+}
+
+/** The lowest (or highest) zxid stored in the log range, 0 when it is empty. */
+async function boundaryZxid(db: Db, highest: boolean): Promise<number> {
+  const keys = await db.keys({ gt: LOG_RANGE_START, lt: LOG_RANGE_END, reverse: highest, limit: 1 }).all();
+  const key = keys[0];
+  return key === undefined ? 0 : zxidOfLogKey(key);
+}

@@ -1,0 +1,126 @@
+/**
+ * A real corral server as a child process on 127.0.0.1 with a free port and a data dir of the
+ * test's choosing — the shipped CLI, not an in-process shortcut.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { connect, createServer } from "node:net";
+import { fileURLToPath } from "node:url";
+
+const CLI = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitForPort(port: number, child: ChildProcess, deadlineMs: number): Promise<void> {
+  const started = Date.now();
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`server exited before listening (code ${child.exitCode}, signal ${child.signalCode})`);
+    }
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = connect({ host: "127.0.0.1", port });
+      socket.once("connect", () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.once("error", () => resolve(false));
+    });
+    if (open) return;
+    if (Date.now() - started > deadlineMs) throw new Error(`server did not listen on ${port} within ${deadlineMs} ms`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+export interface ServerProcessOptions {
+  dataDir: string;
+  port?: number;
+  tickMs?: number;
+  serverId?: number;
+  snapshotEveryTxns?: number;
+  snapshotRetainCount?: number;
+  logLevel?: string;
+  extraArgs?: string[];
+}
+
+export class ServerProcess {
+  private child: ChildProcess | undefined;
+  /** Everything the process wrote to stderr (its logs), across restarts. */
+  stderr = "";
+
+  private constructor(
+    readonly options: ServerProcessOptions,
+    readonly port: number,
+  ) {}
+
+  static async start(options: ServerProcessOptions): Promise<ServerProcess> {
+    const server = new ServerProcess(options, options.port ?? (await freePort()));
+    await server.launch();
+    return server;
+  }
+
+  get connectString(): string {
+    return `127.0.0.1:${this.port}`;
+  }
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  async launch(): Promise<void> {
+    const o = this.options;
+    const args = [
+      CLI,
+      "server",
+      "--server-id", String(o.serverId ?? 1),
+      "--data-dir", o.dataDir,
+      "--client-host", "127.0.0.1",
+      "--client-port", String(this.port),
+      "--tick-ms", String(o.tickMs ?? 100),
+      "--snapshot-every-txns", String(o.snapshotEveryTxns ?? 100_000),
+      "--snapshot-retain-count", String(o.snapshotRetainCount ?? 3),
+      ...(o.extraArgs ?? []),
+    ];
+    const child = spawn(process.execPath, args, {
+      stdio: ["ignore", "ignore", "pipe"],
+      env: { ...process.env, CORRAL_LOG_LEVEL: o.logLevel ?? "warn" },
+    });
+    child.stderr!.setEncoding("utf8");
+    child.stderr!.on("data", (chunk: string) => {
+      this.stderr += chunk;
+    });
+    this.child = child;
+    await waitForPort(this.port, child, 20_000);
+  }
+
+  /** kill -9: no chance to flush anything. */
+  async crash(): Promise<void> {
+    await this.signalAndWait("SIGKILL");
+  }
+
+  /** Ctrl-C: a clean stop. Resolves with the exit code. */
+  async stop(): Promise<number | null> {
+    return this.signalAndWait("SIGTERM");
+  }
+
+  async restart(): Promise<void> {
+    await this.launch();
+  }
+
+  private async signalAndWait(signal: NodeJS.Signals): Promise<number | null> {
+    const child = this.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return child?.exitCode ?? null;
+    const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+    child.kill(signal);
+    return exited;
+  }
+}
