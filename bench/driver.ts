@@ -280,6 +280,8 @@ export interface PoolResult<T> {
   failed: { item: T; error: unknown }[];
   /** Items never started because the deadline passed or the signal aborted. */
   notStarted: number;
+  /** Tasks still running at the deadline (their outcome is unknown). */
+  running: number;
   /** False when some task was still running at the deadline. */
   settled: boolean;
 }
@@ -299,15 +301,19 @@ export async function runPool<T>(
 ): Promise<PoolResult<T>> {
   let next = 0;
   let done = 0;
+  let running = 0;
   const failed: { item: T; error: unknown }[] = [];
   const worker = async (connection: BenchConnection): Promise<void> => {
     while (next < items.length && clock.now() < deadlineMs && !signal?.aborted) {
       const item = items[next++] as T;
+      running++;
       try {
         await task(connection, item);
         done++;
       } catch (error) {
         failed.push({ item, error });
+      } finally {
+        running--;
       }
     }
   };
@@ -316,7 +322,7 @@ export async function runPool<T>(
     for (let k = 0; k < perConnection; k++) workers.push(worker(connection));
   }
   const settled = await settlesBy(Promise.all(workers), clock, () => deadlineMs);
-  return { done, failed, notStarted: items.length - next, settled };
+  return { done, failed, notStarted: items.length - next, running, settled };
 }
 
 /** Retries a setup step a few times: the key space must exist before anything is measured. */
@@ -407,7 +413,7 @@ export async function cleanup(
   const known = await runPool(connections, options.perConnection, options.created, remove, clock, options.deadlineMs);
   let deleted = known.done;
   let failed = known.failed.length;
-  let leftBehind = known.notStarted + (known.settled ? 0 : 1);
+  let leftBehind = known.notStarted + known.running;
   if (leftBehind > 0 || clock.now() >= options.deadlineMs) {
     return { deleted, failed, leftBehind, directoryRemoved: false };
   }
@@ -421,7 +427,7 @@ export async function cleanup(
   const rest = await runPool(connections, options.perConnection, stragglers, remove, clock, options.deadlineMs);
   deleted += rest.done;
   failed += rest.failed.length;
-  leftBehind += rest.notStarted;
+  leftBehind += rest.notStarted + rest.running;
   if (rest.failed.length > 0 || leftBehind > 0 || !rest.settled) {
     return { deleted, failed, leftBehind, directoryRemoved: false };
   }

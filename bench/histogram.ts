@@ -57,9 +57,9 @@ export class LatencyHistogram {
   private readonly counts: Float64Array;
   private readonly topSlot: number;
   private totalCount = 0;
-  private minNs = Number.POSITIVE_INFINITY;
-  private maxNs = 0;
-  private sumNs = 0;
+  private minRecordedUs = Number.POSITIVE_INFINITY;
+  private maxRecordedUs = 0;
+  private sumUs = 0;
 
   constructor(highestTrackableUs: number = HISTOGRAM_HIGHEST_TRACKABLE_US_DEFAULT) {
     if (!(highestTrackableUs >= 1 && highestTrackableUs * NS_PER_US < Number.MAX_SAFE_INTEGER)) {
@@ -81,16 +81,16 @@ export class LatencyHistogram {
 
   /** Exact smallest value recorded, in µs; NaN when empty. */
   get minUs(): number {
-    return this.totalCount === 0 ? Number.NaN : this.minNs / NS_PER_US;
+    return this.totalCount === 0 ? Number.NaN : this.minRecordedUs;
   }
 
   /** Exact largest value recorded, in µs; NaN when empty. */
   get maxUs(): number {
-    return this.totalCount === 0 ? Number.NaN : this.maxNs / NS_PER_US;
+    return this.totalCount === 0 ? Number.NaN : this.maxRecordedUs;
   }
 
   get meanUs(): number {
-    return this.totalCount === 0 ? Number.NaN : this.sumNs / this.totalCount / NS_PER_US;
+    return this.totalCount === 0 ? Number.NaN : this.sumUs / this.totalCount;
   }
 
   /** Records one latency in microseconds (negative values count as 0). */
@@ -101,13 +101,14 @@ export class LatencyHistogram {
   recordCount(latencyUs: number, count: number): void {
     if (!Number.isFinite(latencyUs)) throw new RangeError(`latency is not finite: ${latencyUs}`);
     if (!(Number.isInteger(count) && count > 0)) throw new RangeError(`count must be a positive integer: ${count}`);
-    const valueNs = latencyUs <= 0 ? 0 : latencyUs * NS_PER_US;
-    const slot = Math.min(slotIndexOf(Math.floor(Math.min(valueNs, Number.MAX_SAFE_INTEGER))), this.topSlot);
+    const valueUs = latencyUs <= 0 ? 0 : latencyUs;
+    const valueNs = Math.floor(Math.min(valueUs * NS_PER_US, Number.MAX_SAFE_INTEGER));
+    const slot = Math.min(slotIndexOf(valueNs), this.topSlot);
     this.counts[slot] = (this.counts[slot] ?? 0) + count;
     this.totalCount += count;
-    this.sumNs += valueNs * count;
-    if (valueNs < this.minNs) this.minNs = valueNs;
-    if (valueNs > this.maxNs) this.maxNs = valueNs;
+    this.sumUs += valueUs * count;
+    if (valueUs < this.minRecordedUs) this.minRecordedUs = valueUs;
+    if (valueUs > this.maxRecordedUs) this.maxRecordedUs = valueUs;
   }
 
   /**
@@ -122,12 +123,11 @@ export class LatencyHistogram {
       seen += this.counts[index] ?? 0;
       if (seen >= rank) {
         const { lowNs, widthNs } = slotRange(index);
-        const middleNs = lowNs + widthNs / 2;
-        const clampedNs = Math.min(Math.max(middleNs, this.minNs), this.maxNs);
-        return clampedNs / NS_PER_US;
+        const middleUs = (lowNs + widthNs / 2) / NS_PER_US;
+        return Math.min(Math.max(middleUs, this.minRecordedUs), this.maxRecordedUs);
       }
     }
-    return this.maxNs / NS_PER_US; // unreachable: the counts sum to totalCount
+    return this.maxRecordedUs; // unreachable: the counts sum to totalCount
   }
 
   /** Adds every value of `other` (which must track the same range) to this histogram. */
@@ -139,16 +139,16 @@ export class LatencyHistogram {
       if (c !== 0) this.counts[index] = (this.counts[index] ?? 0) + c;
     }
     this.totalCount += other.totalCount;
-    this.sumNs += other.sumNs;
-    this.minNs = Math.min(this.minNs, other.minNs);
-    this.maxNs = Math.max(this.maxNs, other.maxNs);
+    this.sumUs += other.sumUs;
+    this.minRecordedUs = Math.min(this.minRecordedUs, other.minRecordedUs);
+    this.maxRecordedUs = Math.max(this.maxRecordedUs, other.maxRecordedUs);
   }
 
   reset(): void {
     this.counts.fill(0);
     this.totalCount = 0;
-    this.minNs = Number.POSITIVE_INFINITY;
-    this.maxNs = 0;
-    this.sumNs = 0;
+    this.minRecordedUs = Number.POSITIVE_INFINITY;
+    this.maxRecordedUs = 0;
+    this.sumUs = 0;
   }
 }

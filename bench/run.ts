@@ -2,6 +2,7 @@
  * `npm run bench -- [flags]`: the load generator's command line. See bench/README.md and USAGE.
  * stdout carries only the JSON result lines; everything else goes to stderr.
  */
+import { setMaxListeners } from "node:events";
 import { appendFileSync } from "node:fs";
 import { realClock, seededRandom } from "./clock.js";
 import { cleanup, prepareKeySpace, resultLine, WorkloadRun, type WorkloadResult } from "./driver.js";
@@ -13,6 +14,8 @@ import type { BenchConnection, BenchTarget } from "./target.js";
 const TARGETS: Record<string, () => Promise<BenchTarget>> = {
   corral: async () => (await import("./targets/corral.js")).corralTarget,
 };
+
+const SETUP_INFLIGHT_MIN = 32;
 
 function info(message: string): void {
   process.stderr.write(`[bench] ${message}\n`);
@@ -49,6 +52,8 @@ async function main(argv: readonly string[]): Promise<number> {
   }
 
   const abort = new AbortController();
+  // Every slot backing off sleeps on this signal; the timers remove their listeners as they fire.
+  setMaxListeners(0, abort.signal);
   let interrupts = 0;
   const onSignal = (): void => {
     interrupts++;
@@ -86,6 +91,8 @@ async function main(argv: readonly string[]): Promise<number> {
   const value = new Uint8Array(options.valueBytes);
   for (let i = 0; i < value.length; i++) value[i] = Math.floor(random() * 256);
 
+  // Setup and cleanup are not measured: they use at least SETUP_INFLIGHT_MIN requests per connection.
+  const setupInflight = Math.max(options.inflight, SETUP_INFLIGHT_MIN);
   let exitCode = 0;
   let sequentialDir: string | undefined;
   const created: string[] = [];
@@ -93,14 +100,17 @@ async function main(argv: readonly string[]): Promise<number> {
     const setupStartMs = realClock.now();
     const keySpace = await prepareKeySpace(
       connections,
-      { root: options.root, keys: options.keys, value, perConnection: options.inflight, runId },
+      { root: options.root, keys: options.keys, value, perConnection: setupInflight, runId },
       realClock,
     );
     sequentialDir = keySpace.sequentialDir;
     info(`key space ready: ${options.keys} keys under ${options.root} (${Math.round(realClock.now() - setupStartMs)} ms)`);
 
     for (const workload of options.workloads) {
-      if (abort.signal.aborted) break;
+      if (abort.signal.aborted) {
+        exitCode = 130;
+        break;
+      }
       const run = new WorkloadRun(
         connections,
         {
@@ -116,19 +126,16 @@ async function main(argv: readonly string[]): Promise<number> {
         },
         { clock: realClock, random, signal: abort.signal },
       );
-      info(`${workload}: warming up`);
-      let lastOps = 0;
-      let lastPhase = "warmup";
+      info(`${workload}: warming up for ${options.warmupS} s`);
+      let lastCompleted = 0;
+      let lastMs = realClock.now();
       const progress = setInterval(() => {
-        const phase = run.phase();
-        if (phase === "measure") {
-          if (lastPhase !== "measure") lastOps = 0;
-          info(`${workload}: ${run.ops - lastOps} ops/s, ${run.errors} errors so far`);
-          lastOps = run.ops;
-        } else if (phase === "warmup") {
-          info(`${workload}: warming up, ${run.warmupOps} ops`);
-        }
-        lastPhase = phase;
+        const nowMs = realClock.now();
+        const completed = run.warmupOps + run.ops + run.lateOps;
+        const rate = Math.round(((completed - lastCompleted) * 1000) / (nowMs - lastMs));
+        info(`${workload}: ${run.phase()}, ${rate} ops/s, ${run.errors + run.warmupErrors} errors so far`);
+        lastCompleted = completed;
+        lastMs = nowMs;
       }, 1000);
       let result: WorkloadResult;
       try {
@@ -139,6 +146,7 @@ async function main(argv: readonly string[]): Promise<number> {
       for (const path of result.created) created.push(path);
       if (result.aborted) {
         info(`${workload}: interrupted, no result`);
+        exitCode = 130;
         break;
       }
       const line = JSON.stringify(resultLine(result, target.name, options.valueBytes));
@@ -160,16 +168,17 @@ async function main(argv: readonly string[]): Promise<number> {
     const cleanupStartMs = realClock.now();
     const summary = await cleanup(
       connections,
-      { created, sequentialDir, perConnection: options.inflight, deadlineMs: cleanupStartMs + options.cleanupTimeoutS * 1000 },
+      { created, sequentialDir, perConnection: setupInflight, deadlineMs: cleanupStartMs + options.cleanupTimeoutS * 1000 },
       realClock,
     );
     const took = Math.round(realClock.now() - cleanupStartMs);
     if (summary.directoryRemoved) {
       info(`cleanup: deleted ${summary.deleted} sequential nodes and ${sequentialDir} (${took} ms)`);
     } else {
+      const hint = summary.leftBehind > 0 ? "raise --cleanup-timeout-s, or delete it by hand" : "delete it by hand";
       info(
-        `cleanup incomplete after ${took} ms: deleted ${summary.deleted}, failed ${summary.failed}, ` +
-          `left ${summary.leftBehind} (and ${sequentialDir}); raise --cleanup-timeout-s or delete it by hand`,
+        `cleanup incomplete after ${took} ms: deleted ${summary.deleted} nodes, ${summary.failed} requests failed, ` +
+          `${summary.leftBehind} nodes not attempted; ${sequentialDir} is left in place (${hint})`,
       );
     }
   } else if (sequentialDir !== undefined) {

@@ -11,7 +11,7 @@
  */
 import { EventEmitter } from "node:events";
 import * as grpc from "@grpc/grpc-js";
-import { CLIENT_PROTOCOL_VERSION, limits } from "../common/constants.js";
+import { CLIENT_PROTOCOL_VERSION } from "../common/constants.js";
 import { ZkError, ZkErrorCode } from "../common/errors.js";
 import type { ZkErrorName } from "../common/errors.js";
 import { validatePath } from "../common/paths.js";
@@ -40,6 +40,7 @@ import {
   ttlToWire,
   zxidGreater,
 } from "./convert.js";
+import { decodeServerFrame, encodeClientFrame } from "./codec.js";
 import { Fifo } from "./fifo.js";
 import { multiErrorFromWire, multiResultsFromWire, opsToWire } from "./ops.js";
 import type {
@@ -211,7 +212,7 @@ export class Client extends EventEmitter {
 
   private readonly config: ClientConfig;
   private readonly registry = new WatchRegistry();
-  private readonly method: grpc.MethodDefinition<ClientFrame, ServerFrame>;
+  private readonly methodPath: string;
   private lifecycle: Lifecycle = "active";
   private stateValue: ClientState = "connecting";
   private everConnected = false;
@@ -236,7 +237,7 @@ export class Client extends EventEmitter {
     this.sessionIdWire = config.sessionId.toString();
     this.password = config.password;
     this.timeoutMs = config.sessionTimeoutMs;
-    this.method = corralServiceDefinition()["Session"] as grpc.MethodDefinition<ClientFrame, ServerFrame>;
+    this.methodPath = (corralServiceDefinition()["Session"] as grpc.MethodDefinition<unknown, unknown>).path;
   }
 
   /** The last state reported through the "state" event ("reconnected" means connected again). */
@@ -286,23 +287,25 @@ export class Client extends EventEmitter {
   /** The node's Stat, or null if it does not exist. A watch is set either way (data or exist watch). */
   exists(path: string, options: WatchOptions = {}): Promise<Stat | null> {
     let serverPath: string;
+    let watcher: Watcher | undefined;
     try {
       serverPath = this.serverPath(path);
+      watcher = checkWatcher(options.watch);
     } catch (err) {
       return Promise.reject(err);
     }
-    const watcher = checkWatcher(options.watch);
     return this.send(Kind.exists, { op: "exists", exists: { path: serverPath, watch: watcher !== undefined } }, path, serverPath, watcher);
   }
 
   getData(path: string, options: WatchOptions = {}): Promise<{ data: Uint8Array; stat: Stat }> {
     let serverPath: string;
+    let watcher: Watcher | undefined;
     try {
       serverPath = this.serverPath(path);
+      watcher = checkWatcher(options.watch);
     } catch (err) {
       return Promise.reject(err);
     }
-    const watcher = checkWatcher(options.watch);
     return this.send(Kind.getData, { op: "getData", getData: { path: serverPath, watch: watcher !== undefined } }, path, serverPath, watcher);
   }
 
@@ -459,12 +462,13 @@ export class Client extends EventEmitter {
 
   private sendGetChildren<T>(kind: KindValue, path: string, options: WatchOptions): Promise<T> {
     let serverPath: string;
+    let watcher: Watcher | undefined;
     try {
       serverPath = this.serverPath(path);
+      watcher = checkWatcher(options.watch);
     } catch (err) {
       return Promise.reject(err);
     }
-    const watcher = checkWatcher(options.watch);
     return this.send(kind, { op: "getChildren", getChildren: { path: serverPath, watch: watcher !== undefined } }, path, serverPath, watcher);
   }
 
@@ -502,7 +506,7 @@ export class Client extends EventEmitter {
   private write(conn: Connection, pending: Pending, op: RequestOp): void {
     conn.pending.push(pending);
     conn.sentSinceTick = true;
-    conn.call.write({ frame: "request", request: { xid: pending.xid, ...op } as ClientFrame & { frame: "request" } extends { request: infer R } ? R : never });
+    conn.call.write({ frame: "request", request: { xid: pending.xid, ...op } });
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -539,11 +543,7 @@ export class Client extends EventEmitter {
       // One TCP connection per session, as ZooKeeper: a dead connection is discarded with its channel.
       "grpc.use_local_subchannel_pool": 1,
     });
-    const call = channel.makeBidiStreamRequest<ClientFrame, ServerFrame>(
-      this.method.path,
-      this.method.requestSerialize,
-      this.method.responseDeserialize,
-    );
+    const call = channel.makeBidiStreamRequest<ClientFrame, ServerFrame>(this.methodPath, encodeClientFrame, decodeServerFrame);
     const conn: Connection = {
       host,
       channel,
@@ -976,6 +976,3 @@ function checkWatcher(watch: Watcher | undefined): Watcher | undefined {
   if (typeof watch !== "function") throw new ZkError("BADARGUMENTS", "watch must be a function");
   return watch;
 }
-
-/** Exposed for tests and for the server author's reference: the data limit the SDK enforces. */
-export const DATA_BYTES_MAX = limits.dataBytesMax;

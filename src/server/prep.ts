@@ -9,7 +9,7 @@ import { assert } from "../common/assert.js";
 import { limits } from "../common/constants.js";
 import { ZkError, ZkErrorCode } from "../common/errors.js";
 import { parentOf, validatePath } from "../common/paths.js";
-import type { DataTree } from "../store/data-tree.js";
+import { sequenceNumberOf, type DataTree } from "../store/data-tree.js";
 import {
   isSequential,
   OPEN_ACL_UNSAFE,
@@ -215,8 +215,8 @@ export class Prep {
     if (ownerKind(parent.ephemeralOwner) === "ephemeral") {
       throw new ZkError("NOCHILDRENFOREPHEMERALS", undefined, parentPath);
     }
-    // ZooKeeper names sequential nodes from the parent's cversion, which only ever grows.
-    const path = sequential ? request.path + String(parent.cversion).padStart(10, "0") : request.path;
+    // ZooKeeper names sequential children by the parent's count of child creates, which never goes back.
+    const path = sequential ? request.path + String(sequenceNumberOf(parent)).padStart(10, "0") : request.path;
     if (sequential) validatePath(path);
     if (this.record(path, overlay)) throw new ZkError("NODEEXISTS", undefined, path);
     const parentCversion = parent.cversion + 1;

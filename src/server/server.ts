@@ -84,7 +84,7 @@ export class CorralServer {
     const server = new CorralServer(config, clientPort, grpcServer, database, pipeline, logger);
     server.expiryTimer = setInterval(() => server.expireSessions(tracker), config.tickMs);
     logger.info(
-      { serverId: config.serverId, clientAddress: `${config.clientHost}:${clientPort}`, lastZxid: hex(tree.lastProcessedZxid), role: "standalone" },
+      { clientAddress: `${config.clientHost}:${clientPort}`, lastZxid: hex(tree.lastProcessedZxid), role: "standalone" },
       "serving clients",
     );
     return server;

@@ -37,7 +37,11 @@ export interface TxnLogStats {
  * log for good (fail-stop), because a record that may or may not be on disk must never be acked.
  */
 export interface TxnLog {
-  /** Resolves once `record` is fsynced. zxids strictly increase across calls. */
+  /**
+   * Resolves once `record` is fsynced; promises resolve in append order. zxids strictly increase
+   * across calls (a bug otherwise: throws AssertionError at once). The log holds on to `record`
+   * until it is written: do not reuse the buffer before the promise settles.
+   */
   append(zxid: number, record: Uint8Array): Promise<void>;
   /** The highest zxid handed to append (durable or not); 0 when the log is empty. */
   lastAppendedZxid(): number;
@@ -51,7 +55,7 @@ export interface TxnLog {
   readFrom(afterZxid: number): AsyncIterable<LogEntry>;
   /** Durably drops every record with zxid > zxid (Zab TRUNC). Waits for earlier appends first. */
   truncateAfter(zxid: number): Promise<void>;
-  /** Drops every record with zxid < zxid (retention). */
+  /** Drops every durable record with zxid < zxid (retention). Not fsynced; the bound is kept. */
   purgeBefore(zxid: number): Promise<void>;
   stats(): TxnLogStats;
   close(): Promise<void>;
@@ -283,8 +287,8 @@ export class LevelTxnLog implements TxnLog {
 
   purgeBefore(zxid: number): Promise<void> {
     assertZxid(zxid, "purgeBefore");
-    const oldestNotDurable = this.inFlight?.[0]?.zxid ?? this.queued[0]?.zxid;
-    assert(oldestNotDurable === undefined || oldestNotDurable >= zxid, "purgeBefore would race a pending append");
+    // Appends still queued below the bound are not touched: they land after the deletes and merely
+    // survive this purge, which is harmless.
     return this.exclusive(async () => {
       this.checkUsable();
       // Lowest keys first: a crash part-way leaves a suffix of the log, which is still a valid log.

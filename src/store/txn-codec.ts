@@ -1,0 +1,266 @@
+/**
+ * Binary codec for txns (the log record and the proposal payload).
+ *
+ * Layout, format version 1 (varint = LEB128, zvarint = zigzag varint):
+ *   u8 version | header: int64 sessionId (fixed, big-endian), zvarint cxid, varint zxid, zvarint timeMs
+ *   | body: i8 type (ZooKeeper's OpCode) then its fields:
+ *     create (1)          string path, bytes data, acl list, owner, zvarint parentCversion
+ *     delete (2)          string path
+ *     setData (5)         string path, bytes data, zvarint version
+ *     setAcl (7)          string path, acl list, zvarint aversion
+ *     check (13)          string path, zvarint version
+ *     multi (14)          varint count, then per op: i8 type + fields (create/delete/setData/check/error)
+ *     createSession (-10) varint timeoutMs, bytes password
+ *     closeSession (-11)  nothing
+ *     error (-1)          zvarint err
+ *   string/bytes = varint length + bytes; acl list = varint 0 for OPEN_ACL_UNSAFE (the common case,
+ *   decoded as that shared frozen array), else varint (count + 1) then per entry zvarint perms,
+ *   string scheme, string id; owner = u8 0 for persistent, or u8 1 + int64 (fixed).
+ *
+ * Decoding malformed bytes throws ZkError("MARSHALLINGERROR"), never anything else.
+ */
+import { ZkError } from "../common/errors.js";
+import { ByteReader, ByteWriter } from "./bytes.js";
+import type {
+  Acl,
+  CheckTxn,
+  CreateTxn,
+  DeleteTxn,
+  ErrorTxn,
+  MultiTxn,
+  SetDataTxn,
+  Txn,
+  TxnBody,
+  TxnHeader,
+} from "./types.js";
+import { OPEN_ACL_UNSAFE, Perms, PERSISTENT_OWNER } from "./types.js";
+
+export const TXN_FORMAT_VERSION = 1;
+
+/** ZooKeeper's OpCode numbers, used as the body tag. */
+export const TxnOpCode = {
+  create: 1,
+  delete: 2,
+  setData: 5,
+  setAcl: 7,
+  check: 13,
+  multi: 14,
+  createSession: -10,
+  closeSession: -11,
+  error: -1,
+} as const satisfies Record<TxnBody["type"], number>;
+
+type MultiOp = MultiTxn["ops"][number];
+
+/** Reused between calls; encodeTxn returns a copy, so callers never share it. */
+const scratch = new ByteWriter(4096);
+const SCRATCH_KEEP_BYTES = 4 * 1024 * 1024;
+
+export function encodeTxn(txn: Txn): Uint8Array {
+  scratch.reset();
+  writeTxn(scratch, txn);
+  const bytes = scratch.finishCopy();
+  scratch.reset();
+  if (scratch.capacity > SCRATCH_KEEP_BYTES) scratch.shrinkTo(4096);
+  return bytes;
+}
+
+/**
+ * Decodes one txn that fills `bytes` exactly. With `shareInput`, data and password fields are views
+ * into `bytes` (no copy): only for inputs nobody will reuse or mutate.
+ */
+export function decodeTxn(bytes: Uint8Array, shareInput = false): Txn {
+  const reader = new ByteReader(bytes);
+  const txn = readTxn(reader, shareInput);
+  reader.expectEnd("txn");
+  return txn;
+}
+
+/** Appends one txn to a writer (for batches; the reader side is `readTxn`). */
+export function writeTxn(w: ByteWriter, txn: Txn): void {
+  const header = txn.header;
+  w.writeUint8(TXN_FORMAT_VERSION);
+  w.writeInt64(header.sessionId);
+  w.writeVarInt(header.cxid);
+  w.writeVarUint(header.zxid);
+  w.writeVarInt(header.timeMs);
+  const body = txn.body;
+  switch (body.type) {
+    case "multi":
+      w.writeUint8(TxnOpCode.multi & 0xff);
+      w.writeVarUint(body.ops.length);
+      for (const op of body.ops) writeOp(w, op);
+      return;
+    case "setAcl":
+      w.writeUint8(TxnOpCode.setAcl);
+      w.writeString(body.path);
+      writeAclList(w, body.acl);
+      w.writeVarInt(body.aversion);
+      return;
+    case "createSession":
+      w.writeUint8(TxnOpCode.createSession & 0xff);
+      w.writeVarUint(body.timeoutMs);
+      w.writeBytes(body.password);
+      return;
+    case "closeSession":
+      w.writeUint8(TxnOpCode.closeSession & 0xff);
+      return;
+    default:
+      writeOp(w, body);
+  }
+}
+
+/** Reads one txn from the reader's position (leaves the reader after it). */
+export function readTxn(r: ByteReader, shareInput = false): Txn {
+  const version = r.readUint8();
+  if (version !== TXN_FORMAT_VERSION) throw r.malformed(`unknown txn format version ${version}`);
+  const sessionId = r.readInt64();
+  const cxid = r.readVarInt32();
+  const zxid = r.readVarUint();
+  const timeMs = r.readVarInt();
+  const header: TxnHeader = { sessionId, cxid, zxid, timeMs };
+  const type = r.readInt8();
+  let body: TxnBody;
+  switch (type) {
+    case TxnOpCode.multi: {
+      // Every op takes at least two bytes: a count beyond that is garbage, caught before allocating.
+      const count = r.readVarUintMax(r.remaining / 2, "multi op count");
+      const ops: MultiOp[] = [];
+      for (let i = 0; i < count; i++) ops.push(readOp(r, r.readInt8(), shareInput));
+      body = { type: "multi", ops };
+      break;
+    }
+    case TxnOpCode.setAcl: {
+      const path = r.readString();
+      const acl = readAclList(r);
+      body = { type: "setAcl", path, acl, aversion: r.readVarInt32() };
+      break;
+    }
+    case TxnOpCode.createSession: {
+      const timeoutMs = r.readVarUintMax(0x7fffffff, "session timeout");
+      body = { type: "createSession", timeoutMs, password: shareInput ? r.readBytesView() : r.readBytes() };
+      break;
+    }
+    case TxnOpCode.closeSession:
+      body = { type: "closeSession" };
+      break;
+    default:
+      body = readOp(r, type, shareInput);
+  }
+  return { header, body };
+}
+
+function writeOp(w: ByteWriter, op: MultiOp): void {
+  switch (op.type) {
+    case "create":
+      w.writeUint8(TxnOpCode.create);
+      w.writeString(op.path);
+      w.writeBytes(op.data);
+      writeAclList(w, op.acl);
+      if (op.ephemeralOwner === PERSISTENT_OWNER) {
+        w.writeUint8(0);
+      } else {
+        w.writeUint8(1);
+        w.writeInt64(op.ephemeralOwner);
+      }
+      w.writeVarInt(op.parentCversion);
+      return;
+    case "delete":
+      w.writeUint8(TxnOpCode.delete);
+      w.writeString(op.path);
+      return;
+    case "setData":
+      w.writeUint8(TxnOpCode.setData);
+      w.writeString(op.path);
+      w.writeBytes(op.data);
+      w.writeVarInt(op.version);
+      return;
+    case "check":
+      w.writeUint8(TxnOpCode.check);
+      w.writeString(op.path);
+      w.writeVarInt(op.version);
+      return;
+    case "error":
+      w.writeUint8(TxnOpCode.error & 0xff);
+      w.writeVarInt(op.err);
+      return;
+  }
+}
+
+function readOp(r: ByteReader, type: number, shareInput: boolean): MultiOp {
+  switch (type) {
+    case TxnOpCode.create: {
+      const path = r.readString();
+      const data = shareInput ? r.readBytesView() : r.readBytes();
+      const acl = readAclList(r);
+      const ownerTag = r.readUint8();
+      let ephemeralOwner: bigint;
+      if (ownerTag === 0) ephemeralOwner = PERSISTENT_OWNER;
+      else if (ownerTag === 1) ephemeralOwner = r.readInt64();
+      else throw r.malformed(`owner tag ${ownerTag}`);
+      const create: CreateTxn = { type: "create", path, data, acl, ephemeralOwner, parentCversion: r.readVarInt32() };
+      return create;
+    }
+    case TxnOpCode.delete: {
+      const del: DeleteTxn = { type: "delete", path: r.readString() };
+      return del;
+    }
+    case TxnOpCode.setData: {
+      const path = r.readString();
+      const data = shareInput ? r.readBytesView() : r.readBytes();
+      const setData: SetDataTxn = { type: "setData", path, data, version: r.readVarInt32() };
+      return setData;
+    }
+    case TxnOpCode.check: {
+      const path = r.readString();
+      const check: CheckTxn = { type: "check", path, version: r.readVarInt32() };
+      return check;
+    }
+    case TxnOpCode.error: {
+      const error: ErrorTxn = { type: "error", err: r.readVarInt32() };
+      return error;
+    }
+    default:
+      throw r.malformed(`unknown or misplaced txn type ${type}`);
+  }
+}
+
+export function isOpenAclUnsafe(acl: readonly Acl[]): boolean {
+  if (acl === OPEN_ACL_UNSAFE) return true;
+  if (acl.length !== 1) return false;
+  const only = acl[0]!;
+  return only.perms === Perms.ALL && only.id.scheme === "world" && only.id.id === "anyone";
+}
+
+/** An ACL list: varint 0 for OPEN_ACL_UNSAFE, else varint count + 1 and the entries. */
+export function writeAclList(w: ByteWriter, acl: readonly Acl[]): void {
+  if (isOpenAclUnsafe(acl)) {
+    w.writeUint8(0);
+    return;
+  }
+  w.writeVarUint(acl.length + 1);
+  for (const entry of acl) {
+    w.writeVarInt(entry.perms);
+    w.writeString(entry.id.scheme);
+    w.writeString(entry.id.id);
+  }
+}
+
+export function readAclList(r: ByteReader): Acl[] {
+  const tag = r.readVarUint();
+  if (tag === 0) return OPEN_ACL_UNSAFE as Acl[];
+  // Each entry takes at least three bytes.
+  if (tag - 1 > r.remaining / 3) throw r.malformed(`ACL count ${tag - 1} beyond the input`);
+  const acl: Acl[] = [];
+  for (let i = 1; i < tag; i++) {
+    const perms = r.readVarInt32();
+    const scheme = r.readString();
+    acl.push({ perms, id: { scheme, id: r.readString() } });
+  }
+  return acl;
+}
+
+/** For callers that catch codec failures among others. */
+export function isMarshallingError(error: unknown): error is ZkError {
+  return error instanceof ZkError && error.code === "MARSHALLINGERROR";
+}
