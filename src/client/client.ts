@@ -19,14 +19,7 @@ import {
   GRPC_CHANNEL_OPTIONS,
   corralServiceDefinition,
 } from "../protocol/client-wire.js";
-import type {
-  ClientFrame,
-  ConnectResponse,
-  RequestOp,
-  Response,
-  ServerFrame,
-  WireWatchEvent,
-} from "../protocol/client-wire.js";
+import type { ClientFrame, RequestOp } from "../protocol/client-wire.js";
 import { parseConnectString, prependChroot, shuffled, stripChroot } from "./connect-string.js";
 import type { HostPort } from "./connect-string.js";
 import {
@@ -35,12 +28,12 @@ import {
   checkVersion,
   eventTypeName,
   modeFlag,
-  statFromWire,
+  requireStat,
   toBytes,
   ttlToWire,
-  zxidGreater,
 } from "./convert.js";
 import { decodeServerFrame, encodeClientFrame } from "./codec.js";
+import type { DecodedConnectResponse, DecodedResponse, DecodedServerFrame, DecodedWatchEvent } from "./codec.js";
 import { Fifo } from "./fifo.js";
 import { multiErrorFromWire, multiResultsFromWire, opsToWire } from "./ops.js";
 import type {
@@ -124,7 +117,7 @@ type ConnectionPhase = "connecting" | "open" | "dead";
 interface Connection {
   readonly host: HostPort;
   readonly channel: grpc.Client;
-  readonly call: grpc.ClientDuplexStream<ClientFrame, ServerFrame>;
+  readonly call: grpc.ClientDuplexStream<ClientFrame, DecodedServerFrame>;
   phase: ConnectionPhase;
   readonly pending: Fifo<Pending>;
   attemptTimer: NodeJS.Timeout | undefined;
@@ -220,10 +213,10 @@ export class Client extends EventEmitter {
   private xid = 0;
   private hostIndex = 0;
   private attempt = 0;
-  private sessionIdWire: string;
+  private sessionIdValue: bigint;
   private password: Uint8Array;
   private timeoutMs: number;
-  private lastZxid = "0";
+  private lastZxid = 0n;
   private reconnectTimer: NodeJS.Timeout | undefined;
   private connectTimer: NodeJS.Timeout | undefined;
   private closeTimer: NodeJS.Timeout | undefined;
@@ -234,7 +227,7 @@ export class Client extends EventEmitter {
   private constructor(config: ClientConfig) {
     super();
     this.config = config;
-    this.sessionIdWire = config.sessionId.toString();
+    this.sessionIdValue = config.sessionId;
     this.password = config.password;
     this.timeoutMs = config.sessionTimeoutMs;
     this.methodPath = (corralServiceDefinition()["Session"] as grpc.MethodDefinition<unknown, unknown>).path;
@@ -251,7 +244,7 @@ export class Client extends EventEmitter {
   }
 
   get sessionId(): bigint {
-    return BigInt(this.sessionIdWire);
+    return this.sessionIdValue;
   }
 
   get sessionPassword(): Uint8Array {
@@ -264,7 +257,7 @@ export class Client extends EventEmitter {
 
   /** The highest zxid of any response or watch event received. */
   get lastZxidSeen(): bigint {
-    return BigInt(this.lastZxid);
+    return this.lastZxid;
   }
 
   /** The chroot of the connect string, if any. */
@@ -543,7 +536,7 @@ export class Client extends EventEmitter {
       // One TCP connection per session, as ZooKeeper: a dead connection is discarded with its channel.
       "grpc.use_local_subchannel_pool": 1,
     });
-    const call = channel.makeBidiStreamRequest<ClientFrame, ServerFrame>(this.methodPath, encodeClientFrame, decodeServerFrame);
+    const call = channel.makeBidiStreamRequest<ClientFrame, DecodedServerFrame>(this.methodPath, encodeClientFrame, decodeServerFrame);
     const conn: Connection = {
       host,
       channel,
@@ -558,10 +551,10 @@ export class Client extends EventEmitter {
       receiveIdleTicks: 0,
     };
     this.conn = conn;
-    call.on("data", (frame: ServerFrame) => this.onFrame(conn, frame));
+    call.on("data", (frame: DecodedServerFrame) => this.onFrame(conn, frame));
     call.on("error", (err: grpc.ServiceError) => this.onStreamGone(conn, err));
     call.on("end", () => this.onStreamGone(conn, undefined));
-    this.log("debug", { address, sessionId: this.sessionIdWire, lastZxidSeen: this.lastZxid }, "connecting");
+    this.log("debug", { address, sessionId: hex(this.sessionIdValue), lastZxidSeen: this.lastZxid.toString() }, "connecting");
     conn.attemptTimer = setTimeout(() => {
       conn.attemptTimer = undefined;
       this.onStreamGone(conn, new Error("connect attempt timed out"));
@@ -570,9 +563,9 @@ export class Client extends EventEmitter {
       frame: "connect",
       connect: {
         protocolVersion: CLIENT_PROTOCOL_VERSION,
-        lastZxidSeen: this.lastZxid,
+        lastZxidSeen: this.lastZxid.toString(),
         timeoutMs: this.config.sessionTimeoutMs,
-        sessionId: this.sessionIdWire,
+        sessionId: this.sessionIdValue.toString(),
         password: this.password,
       },
     });
@@ -592,7 +585,7 @@ export class Client extends EventEmitter {
     }
   }
 
-  private onFrame(conn: Connection, frame: ServerFrame): void {
+  private onFrame(conn: Connection, frame: DecodedServerFrame): void {
     if (conn !== this.conn || conn.phase === "dead") return;
     conn.receivedSinceTick = true;
     switch (frame.frame) {
@@ -612,7 +605,7 @@ export class Client extends EventEmitter {
     }
   }
 
-  private onConnectResponse(conn: Connection, answer: ConnectResponse): void {
+  private onConnectResponse(conn: Connection, answer: DecodedConnectResponse): void {
     if (conn.phase !== "connecting") {
       this.protocolError(conn, "a second connect answer on one stream");
       return;
@@ -621,9 +614,9 @@ export class Client extends EventEmitter {
       clearTimeout(conn.attemptTimer);
       conn.attemptTimer = undefined;
     }
-    const resuming = this.sessionIdWire !== "0";
+    const resuming = this.sessionIdValue !== 0n;
     if (answer.err === ZkErrorCode.SESSIONEXPIRED || (answer.err === 0 && answer.timeoutMs <= 0)) {
-      this.log("info", { sessionId: this.sessionIdWire }, "session expired");
+      this.log("info", { sessionId: hex(this.sessionIdValue) }, "session expired");
       this.expire(conn);
       return;
     }
@@ -632,12 +625,12 @@ export class Client extends EventEmitter {
       this.dropConnection(conn, "CONNECTIONLOSS");
       return;
     }
-    if (resuming && answer.sessionId !== this.sessionIdWire) {
-      this.log("error", { asked: this.sessionIdWire, got: answer.sessionId }, "server answered another session; treating ours as expired");
+    if (resuming && answer.sessionId !== this.sessionIdValue) {
+      this.log("error", { asked: hex(this.sessionIdValue), got: hex(answer.sessionId) }, "server answered another session; treating ours as expired");
       this.expire(conn);
       return;
     }
-    this.sessionIdWire = answer.sessionId;
+    this.sessionIdValue = answer.sessionId;
     this.password = answer.password;
     this.timeoutMs = answer.timeoutMs;
     this.attempt = 0;
@@ -645,7 +638,7 @@ export class Client extends EventEmitter {
     const tickMs = Math.max(1, Math.floor(this.timeoutMs / TICKS_PER_TIMEOUT));
     conn.ticker = setInterval(() => this.tick(conn), tickMs);
     conn.ticker.unref();
-    this.log("debug", { host: conn.host, sessionId: this.sessionIdWire, timeoutMs: this.timeoutMs, serverId: answer.serverId }, "connected");
+    this.log("debug", { host: conn.host, sessionId: hex(this.sessionIdValue), timeoutMs: this.timeoutMs, serverId: answer.serverId }, "connected");
     if (!this.everConnected) {
       this.everConnected = true;
       if (this.connectTimer !== undefined) {
@@ -658,7 +651,7 @@ export class Client extends EventEmitter {
       settle?.resolve(this);
     } else {
       // Re-register watches before anything a "reconnected" listener may send.
-      this.sendSetWatches(conn);
+      // this.sendSetWatches(conn);
       this.setState("reconnected");
     }
   }
@@ -679,7 +672,7 @@ export class Client extends EventEmitter {
         resolve: noop,
         reject: noop,
       };
-      this.write(conn, pending, { op: "setWatches", setWatches: { relativeZxid: this.lastZxid, ...chunk } });
+      this.write(conn, pending, { op: "setWatches", setWatches: { relativeZxid: this.lastZxid.toString(), ...chunk } });
       chunk = { dataWatches: [], existWatches: [], childWatches: [] };
       bytes = 0;
     };
@@ -699,13 +692,12 @@ export class Client extends EventEmitter {
     if (bytes > 0) flush();
   }
 
-  private onResponse(conn: Connection, response: Response): void {
+  private onResponse(conn: Connection, response: DecodedResponse): void {
     if (conn.phase !== "open") {
       this.protocolError(conn, "a response before the connect answer");
       return;
     }
-    const zxid = response.zxid;
-    if (zxidGreater(zxid, this.lastZxid)) this.lastZxid = zxid;
+    if (response.zxid > this.lastZxid) this.lastZxid = response.zxid;
     const pending = conn.pending.shift();
     if (pending === undefined || pending.xid !== response.xid) {
       if (pending !== undefined) pending.reject(new ZkError("CONNECTIONLOSS", "CONNECTIONLOSS: xid out of order", pending.path));
@@ -720,7 +712,7 @@ export class Client extends EventEmitter {
     }
   }
 
-  private complete(p: Pending, r: Response): void {
+  private complete(p: Pending, r: DecodedResponse): void {
     const err = r.err;
     if (err !== 0) {
       switch (p.kind) {
@@ -751,7 +743,7 @@ export class Client extends EventEmitter {
         p.resolve(stripChroot(chroot, r.path));
         return;
       case Kind.createWithStat:
-        p.resolve({ path: stripChroot(chroot, r.path), stat: statFromWire(r.stat) });
+        p.resolve({ path: stripChroot(chroot, r.path), stat: requireStat(r.stat) });
         return;
       case Kind.delete:
       case Kind.sync:
@@ -760,33 +752,33 @@ export class Client extends EventEmitter {
         p.resolve(undefined);
         return;
       case Kind.exists: {
-        const stat = statFromWire(r.stat);
+        const stat = requireStat(r.stat);
         if (p.watcher) this.registry.add("data", p.serverPath, p.watcher);
         p.resolve(stat);
         return;
       }
       case Kind.getData: {
-        const stat = statFromWire(r.stat);
+        const stat = requireStat(r.stat);
         if (p.watcher) this.registry.add("data", p.serverPath, p.watcher);
         p.resolve({ data: r.data, stat });
         return;
       }
       case Kind.setData:
       case Kind.setAcl:
-        p.resolve(statFromWire(r.stat));
+        p.resolve(requireStat(r.stat));
         return;
       case Kind.getChildren:
         if (p.watcher) this.registry.add("child", p.serverPath, p.watcher);
         p.resolve(r.children);
         return;
       case Kind.getChildrenWithStat: {
-        const stat = statFromWire(r.stat);
+        const stat = requireStat(r.stat);
         if (p.watcher) this.registry.add("child", p.serverPath, p.watcher);
         p.resolve({ children: r.children, stat });
         return;
       }
       case Kind.getAcl:
-        p.resolve({ acl: aclFromWire(r.acl), stat: statFromWire(r.stat) });
+        p.resolve({ acl: aclFromWire(r.acl), stat: requireStat(r.stat) });
         return;
       case Kind.multi:
         p.resolve(multiResultsFromWire(p.ops as Op[], r.results, chroot));
@@ -794,12 +786,12 @@ export class Client extends EventEmitter {
     }
   }
 
-  private onEvent(conn: Connection, event: WireWatchEvent): void {
+  private onEvent(conn: Connection, event: DecodedWatchEvent): void {
     if (conn.phase !== "open") {
       this.protocolError(conn, "a watch event before the connect answer");
       return;
     }
-    if (zxidGreater(event.zxid, this.lastZxid)) this.lastZxid = event.zxid;
+    if (event.zxid > this.lastZxid) this.lastZxid = event.zxid;
     const type = eventTypeName(event.type);
     if (type === undefined) {
       this.log("debug", { type: event.type, path: event.path }, "ignoring an event of unknown type");
@@ -807,7 +799,7 @@ export class Client extends EventEmitter {
     }
     const watchers = this.registry.materialize(type, event.path);
     if (watchers.size === 0) return;
-    const delivered = { type, path: stripChroot(this.config.chroot, event.path), zxid: BigInt(event.zxid) };
+    const delivered = { type, path: stripChroot(this.config.chroot, event.path), zxid: event.zxid };
     for (const watcher of watchers) {
       try {
         watcher({ ...delivered });
@@ -969,6 +961,11 @@ export class Client extends EventEmitter {
       // logging must never break the client
     }
   }
+}
+
+/** Session ids are shown in hex, as ZooKeeper logs them. */
+function hex(id: bigint): string {
+  return "0x" + BigInt.asUintN(64, id).toString(16);
 }
 
 function checkWatcher(watch: Watcher | undefined): Watcher | undefined {

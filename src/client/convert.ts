@@ -21,6 +21,13 @@ export function toBytes(data: Data | undefined | null): Uint8Array {
   return bytes;
 }
 
+/** A Stat the answer must carry (the codec decodes stats straight into the SDK's Stat). */
+export function requireStat(stat: Stat | null | undefined): Stat {
+  if (!stat) throw new ZkError("MARSHALLINGERROR", "response is missing its stat");
+  return stat;
+}
+
+/** A Stat in proto-loader's decoded shape (int64 as decimal strings) → the SDK's Stat. */
 export function statFromWire(wire: WireStat | null | undefined): Stat {
   if (!wire) throw new ZkError("MARSHALLINGERROR", "response is missing its stat");
   return {
@@ -99,18 +106,4 @@ export function eventTypeName(type: number): WatchedEventType | undefined {
     case 4: return "NodeChildrenChanged";
     default: return undefined;
   }
-}
-
-/**
- * Compares two non-negative decimal int64 strings without allocating BigInts (the hot path updates
- * lastZxidSeen on every response). Falls back to BigInt for anything unusual.
- */
-export function zxidGreater(a: string, b: string): boolean {
-  if (a.length !== b.length || a.charCodeAt(0) === 45 || b.charCodeAt(0) === 45 /* - */) {
-    if (a.charCodeAt(0) !== 45 && b.charCodeAt(0) !== 45 && a.charCodeAt(0) !== 48 && b.charCodeAt(0) !== 48) {
-      return a.length > b.length;
-    }
-    return BigInt(a) > BigInt(b);
-  }
-  return a > b;
 }

@@ -3,13 +3,14 @@ import { ZkError, ZkErrorCode, zkErrorName } from "../common/errors.js";
 import type { ZkErrorName } from "../common/errors.js";
 import { limits } from "../common/constants.js";
 import { validatePath } from "../common/paths.js";
-import type { MultiOp, OpResult as WireOpResult } from "../protocol/client-wire.js";
+import type { MultiOp } from "../protocol/client-wire.js";
+import type { DecodedOpResult } from "./codec.js";
 import { prependChroot, stripChroot } from "./connect-string.js";
-import { aclToWire, checkVersion, modeFlag, statFromWire, toBytes, ttlToWire } from "./convert.js";
+import { aclToWire, checkVersion, modeFlag, requireStat, toBytes, ttlToWire } from "./convert.js";
 import type { CreateOptions, Data, Op, OpResult, VersionOptions } from "./types.js";
 import { isSequentialMode } from "./types.js";
 
-/** Builders for `client.multi([...])`. Arguments are checked when the multi is sent. */
+/** Builders for `client.multi([...])`. Data is converted at once; paths, modes and versions are checked when the multi is sent. */
 export const op = {
   create(path: string, data?: Data, options: CreateOptions = {}): Op {
     return {
@@ -109,18 +110,18 @@ export class ZkMultiError extends ZkError {
 }
 
 /** The answer of a successful multi, one result per op, create paths relative to the chroot. */
-export function multiResultsFromWire(ops: readonly Op[], wire: readonly WireOpResult[], chroot: string | undefined): OpResult[] {
+export function multiResultsFromWire(ops: readonly Op[], wire: readonly DecodedOpResult[], chroot: string | undefined): OpResult[] {
   if (wire.length !== ops.length) {
     throw new ZkError("MARSHALLINGERROR", `multi answered ${wire.length} results for ${ops.length} ops`);
   }
   const out: OpResult[] = new Array(ops.length);
   for (let i = 0; i < ops.length; i++) {
     const o = ops[i] as Op;
-    const r = wire[i] as WireOpResult;
+    const r = wire[i] as DecodedOpResult;
     switch (o.type) {
-      case "create": out[i] = { type: "create", path: stripChroot(chroot, r.path), stat: statFromWire(r.stat) }; break;
+      case "create": out[i] = { type: "create", path: stripChroot(chroot, r.path), stat: requireStat(r.stat) }; break;
       case "delete": out[i] = { type: "delete" }; break;
-      case "setData": out[i] = { type: "setData", stat: statFromWire(r.stat) }; break;
+      case "setData": out[i] = { type: "setData", stat: requireStat(r.stat) }; break;
       case "check": out[i] = { type: "check" }; break;
     }
   }
@@ -128,7 +129,7 @@ export function multiResultsFromWire(ops: readonly Op[], wire: readonly WireOpRe
 }
 
 /** The error of a failed multi (err ≠ 0): ZkMultiError when the server sent per-op results, else a ZkError. */
-export function multiErrorFromWire(err: number, ops: readonly Op[], wire: readonly WireOpResult[]): ZkError {
+export function multiErrorFromWire(err: number, ops: readonly Op[], wire: readonly DecodedOpResult[]): ZkError {
   if (wire.length === 0) return ZkError.fromErrno(err);
   const results: OpResult[] = wire.map((r) => ({ type: "error", err: r.err, code: zkErrorName(r.err) ?? "SYSTEMERROR" }));
   let failedIndex = wire.findIndex((r) => r.err !== ZkErrorCode.OK && r.err !== ZkErrorCode.RUNTIMEINCONSISTENCY);
