@@ -52,7 +52,7 @@ import type {
   Watcher,
 } from "./types.js";
 import { isSequentialMode } from "./types.js";
-import { WatchRegistry } from "./watch-registry.js";
+import { WatchRegistry, chunkWatchPaths } from "./watch-registry.js";
 
 export const DEFAULT_SESSION_TIMEOUT_MS = 10_000;
 /** Back-off between connection attempts: first retry at once, then 50 ms doubling up to 1 s. */
@@ -651,17 +651,16 @@ export class Client extends EventEmitter {
       settle?.resolve(this);
     } else {
       // Re-register watches before anything a "reconnected" listener may send.
-      // this.sendSetWatches(conn);
+      this.sendSetWatches(conn);
       this.setState("reconnected");
     }
   }
 
+  /** Re-registers every watch still held here, before any other request on a new stream. */
   private sendSetWatches(conn: Connection): void {
     if (this.registry.size === 0) return;
-    const all = this.registry.paths();
-    let chunk = { dataWatches: [] as string[], existWatches: [] as string[], childWatches: [] as string[] };
-    let bytes = 0;
-    const flush = (): void => {
+    const relativeZxid = this.lastZxid.toString();
+    for (const chunk of chunkWatchPaths(this.registry.paths(), SET_WATCHES_BYTES_MAX)) {
       const pending: Pending = {
         xid: (this.xid = nextXid(this.xid)),
         kind: Kind.setWatches,
@@ -672,24 +671,8 @@ export class Client extends EventEmitter {
         resolve: noop,
         reject: noop,
       };
-      this.write(conn, pending, { op: "setWatches", setWatches: { relativeZxid: this.lastZxid.toString(), ...chunk } });
-      chunk = { dataWatches: [], existWatches: [], childWatches: [] };
-      bytes = 0;
-    };
-    const lists: [keyof typeof chunk, string[]][] = [
-      ["dataWatches", all.dataWatches],
-      ["existWatches", all.existWatches],
-      ["childWatches", all.childWatches],
-    ];
-    for (const [key, paths] of lists) {
-      for (const path of paths) {
-        const size = path.length * 3 + 4;
-        if (bytes > 0 && bytes + size > SET_WATCHES_BYTES_MAX) flush();
-        chunk[key].push(path);
-        bytes += size;
-      }
+      this.write(conn, pending, { op: "setWatches", setWatches: { relativeZxid, ...chunk } });
     }
-    if (bytes > 0) flush();
   }
 
   private onResponse(conn: Connection, response: DecodedResponse): void {

@@ -80,3 +80,30 @@ function take(table: Map<string, Set<Watcher>>, path: string, out: Set<Watcher>)
   table.delete(path);
   for (const watcher of set) out.add(watcher);
 }
+
+/**
+ * Splits the watched paths into setWatches lists of at most about `bytesMax` bytes of paths each
+ * (ZooKeeper splits them likewise, so that a client with many watches never builds a message the
+ * server refuses). Order within each kind is kept; no path is lost or repeated.
+ */
+export function chunkWatchPaths(all: WatchPaths, bytesMax: number): WatchPaths[] {
+  const chunks: WatchPaths[] = [];
+  let chunk: WatchPaths = { dataWatches: [], existWatches: [], childWatches: [] };
+  let bytes = 0;
+  const kinds: (keyof WatchPaths)[] = ["dataWatches", "existWatches", "childWatches"];
+  for (const kind of kinds) {
+    for (const path of all[kind]) {
+      // UTF-8 is at most 3 bytes per UTF-16 unit, plus the field's tag and length.
+      const size = path.length * 3 + 4;
+      if (bytes > 0 && bytes + size > bytesMax) {
+        chunks.push(chunk);
+        chunk = { dataWatches: [], existWatches: [], childWatches: [] };
+        bytes = 0;
+      }
+      chunk[kind].push(path);
+      bytes += size;
+    }
+  }
+  if (bytes > 0) chunks.push(chunk);
+  return chunks;
+}

@@ -15,7 +15,7 @@ import type { WatchEvent } from "../store/types.js";
 import type { WriteBroadcast } from "./broadcast.js";
 import type { ClientConnection, RequestPipeline } from "./pipeline.js";
 import type { Reply } from "./requests.js";
-import { decodeRequest, decodeSessionId, decodeZxid, encodeEvent, encodeReply } from "./wire-codec.js";
+import { decodeLastZxidSeen, decodeRequest, decodeSessionId, encodeEvent, encodeReply } from "./wire-codec.js";
 
 const MALFORMED = Symbol("malformed frame");
 type IncomingFrame = ClientFrame | typeof MALFORMED;
@@ -179,11 +179,11 @@ class GrpcClientConnection implements ClientConnection {
     if (connect.protocolVersion > CLIENT_PROTOCOL_VERSION) {
       return this.reject(grpc.status.INVALID_ARGUMENT, `unsupported protocol version ${connect.protocolVersion}`);
     }
-    const lastZxidSeen = decodeZxid(connect.lastZxidSeen);
+    const lastZxidSeen = decodeLastZxidSeen(connect.lastZxidSeen);
     const sessionId = decodeSessionId(connect.sessionId);
     if (!deps.broadcast.serving) return this.reject(grpc.status.UNAVAILABLE, "server is not serving");
     // Contract item 4: never let a client see an older state than it already saw.
-    if (lastZxidSeen > deps.tree.lastProcessedZxid) {
+    if (lastZxidSeen > BigInt(deps.tree.lastProcessedZxid)) {
       return this.reject(
         grpc.status.FAILED_PRECONDITION,
         `client has seen zxid 0x${lastZxidSeen.toString(16)}, this server is at 0x${deps.tree.lastProcessedZxid.toString(16)}`,

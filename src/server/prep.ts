@@ -208,7 +208,9 @@ export class Prep {
       default:
         break;
     }
-    const parentPath = parentOf(request.path);
+    // A sequential name is appended to the path, so "/a/" names a child of "/a" and "/" one of the root.
+    if (request.path === "/" && !sequential) throw new ZkError("NODEEXISTS", undefined, "/");
+    const parentPath = parentOf(sequential ? request.path + "0" : request.path);
     checkNotReserved(request.path);
     const parent = this.record(parentPath, overlay);
     if (!parent) throw new ZkError("NONODE", undefined, parentPath);

@@ -93,6 +93,21 @@ export function decodeZxid(value: wire.Int64): number {
   return zxid;
 }
 
+/**
+ * A client's last seen zxid, kept exact at any 64-bit size: a zxid beyond what this server has is
+ * not garbage but a sign that the server is behind, which the caller answers as such.
+ */
+export function decodeLastZxidSeen(value: wire.Int64): bigint {
+  let zxid: bigint;
+  try {
+    zxid = BigInt(value);
+  } catch {
+    throw new ZkError("BADARGUMENTS", `bad zxid ${value}`);
+  }
+  if (zxid < 0n) throw new ZkError("BADARGUMENTS", `bad zxid ${value}`);
+  return zxid;
+}
+
 /** A session id from the wire (signed 64-bit); garbage is BADARGUMENTS. */
 export function decodeSessionId(value: wire.Int64): bigint {
   try {

@@ -368,7 +368,7 @@ test("in-flight requests fail with CONNECTIONLOSS when the server drops the stre
 
 test("after a drop the client resumes its session with its last zxid and sends setWatches first", TIMEOUT, async () => {
   const server = await FakeServer.start();
-  const { client, stream } = await connected(server, {}, `${"127.0.0.1"}:0`.replace(":0", `:${server.port}`) + "/app");
+  const { client, stream } = await connected(server, {}, `${server.address}/app`);
   try {
     const fired: WatchedEvent[] = [];
     const dataWatch = (e: WatchedEvent): void => void fired.push(e);
@@ -661,7 +661,7 @@ test("an idle client pings, and a server that goes silent is abandoned for a new
 
 test("a pong keeps an idle connection alive", TIMEOUT, async () => {
   const server = await FakeServer.start();
-  const { client, stream, states } = await connected(server, { sessionTimeoutMs: 600 });
+  const { client, stream, states } = await connected(server, { sessionTimeoutMs: 1_200 });
   try {
     // Answer three pings: more than a full session timeout of idleness without a disconnect.
     for (let i = 0; i < 3; i++) {

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import type { WatchedEventType, Watcher } from "../../src/client/types.js";
-import { type WatchKind, WatchRegistry } from "../../src/client/watch-registry.js";
+import { chunkWatchPaths, type WatchKind, WatchRegistry } from "../../src/client/watch-registry.js";
 
 function named(name: string): Watcher & { label: string } {
   return Object.assign(() => {}, { label: name });
@@ -86,4 +86,25 @@ test("paths() lists every watched path per kind, for setWatches; clear() drops e
   assert.deepEqual(registry.paths(), { dataWatches: ["/d1", "/d2"], existWatches: ["/e"], childWatches: ["/c"] });
   registry.clear();
   assert.deepEqual(registry.paths(), { dataWatches: [], existWatches: [], childWatches: [] });
+});
+
+test("setWatches lists are split by size without losing, repeating or reordering a path", () => {
+  const all = {
+    dataWatches: Array.from({ length: 50 }, (_, i) => `/data/${"x".repeat(i)}`),
+    existWatches: ["/e1", "/e2"],
+    childWatches: Array.from({ length: 30 }, (_, i) => `/child/${i}`),
+  };
+  const chunks = chunkWatchPaths(all, 300);
+  assert.ok(chunks.length > 3, `expected several chunks, got ${chunks.length}`);
+  for (const chunk of chunks) {
+    const paths = [...chunk.dataWatches, ...chunk.existWatches, ...chunk.childWatches];
+    assert.ok(paths.length > 0);
+    const bytes = paths.reduce((n, p) => n + p.length * 3 + 4, 0);
+    assert.ok(paths.length === 1 || bytes <= 300, `chunk of ${bytes} bytes`);
+  }
+  assert.deepEqual(chunks.flatMap((c) => c.dataWatches), all.dataWatches);
+  assert.deepEqual(chunks.flatMap((c) => c.existWatches), all.existWatches);
+  assert.deepEqual(chunks.flatMap((c) => c.childWatches), all.childWatches);
+  assert.deepEqual(chunkWatchPaths(all, 1_000_000), [all]);
+  assert.deepEqual(chunkWatchPaths({ dataWatches: [], existWatches: [], childWatches: [] }, 100), []);
 });
