@@ -178,6 +178,18 @@ describe("session contract", () => {
     }
   });
 
+  test("the session timeout is negotiated within [2, 20] ticks", async () => {
+    // tickMs is 100 for this server.
+    for (const [requested, negotiated] of [[1, 200], [150, 200], [700, 700], [2_000, 2_000], [1_000_000, 2_000]] as const) {
+      const stream = RawStream.open(server.connectString);
+      const answer = await stream.connect({ timeoutMs: requested });
+      assert.equal(answer.err, 0);
+      assert.equal(answer.timeoutMs, negotiated, `requested ${requested} ms`);
+      stream.send({ request: { xid: 1, close: {} } });
+      stream.end();
+    }
+  });
+
   test("closing a session deletes its ephemerals at once", async () => {
     const observer = await connect();
     const zk = await Client.connect(server.connectString, { sessionTimeoutMs: 2_000 });

@@ -1,0 +1,86 @@
+/**
+ * DESIGN.md §2 as a test: the arrows between folders go one way, and the deterministic core
+ * (src/store outside disk, src/election, src/consensus) touches no clock, randomness, socket,
+ * timer or file.
+ */
+import assert from "node:assert/strict";
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import { test } from "node:test";
+
+const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
+const SRC = join(ROOT, "src");
+
+function sourceFiles(dir: string): string[] {
+  let entries: string[];
+  try {
+    entries = readdirSync(dir);
+  } catch {
+    return [];
+  }
+  return entries.flatMap((name) => {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) return sourceFiles(path);
+    return name.endsWith(".ts") ? [path] : [];
+  });
+}
+
+function imports(file: string): string[] {
+  const text = readFileSync(file, "utf8");
+  return [...text.matchAll(/(?:import|export)[^"']*?from\s*["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)/g)].map((m) => (m[1] ?? m[2])!);
+}
+
+/** The folder under src/ an import lands in ("store/disk" kept apart from "store"). */
+function layerOf(file: string): string {
+  const rel = relative(SRC, file).split("/");
+  if (rel[0] === "store" && rel[1] === "disk") return "store/disk";
+  return rel.length === 1 ? "index" : rel[0]!;
+}
+
+const ALLOWED: Record<string, string[]> = {
+  common: ["common"],
+  protocol: ["common", "protocol"],
+  store: ["common", "store"],
+  "store/disk": ["common", "store", "store/disk"],
+  election: ["common", "store", "election"],
+  consensus: ["common", "store", "consensus"],
+  client: ["common", "protocol", "client"],
+  recipes: ["common", "client", "recipes", "index"],
+  server: ["common", "protocol", "store", "store/disk", "election", "consensus", "server"],
+  cli: ["common", "protocol", "server", "cli", "client", "index", "store", "store/disk"],
+  index: ["common", "client", "recipes"],
+};
+
+test("imports between src folders follow DESIGN.md's arrows", () => {
+  const violations: string[] = [];
+  for (const file of sourceFiles(SRC)) {
+    const from = layerOf(file);
+    for (const spec of imports(file)) {
+      if (!spec.startsWith(".")) continue;
+      const target = layerOf(join(file, "..", spec));
+      if (!(ALLOWED[from] ?? []).includes(target)) violations.push(`${relative(ROOT, file)} (${from}) imports ${spec} (${target})`);
+    }
+  }
+  assert.deepEqual(violations, []);
+});
+
+const CORE_FORBIDDEN: [RegExp, string][] = [
+  [/\bDate\.now\b|\bnew Date\(/, "a clock"],
+  [/\bMath\.random\b|randomBytes|randomUUID|getRandomValues/, "randomness"],
+  [/\bsetTimeout\b|\bsetInterval\b|\bsetImmediate\b|\bprocess\.hrtime\b|\bperformance\.now\b/, "timers"],
+];
+const CORE_FORBIDDEN_IMPORTS = /^(node:)?(fs|fs\/promises|net|dgram|http|https|http2|child_process|worker_threads|timers|crypto)$|^@grpc\/|^level$|^classic-level$/;
+
+test("the deterministic core reads no clock, draws no random number, sets no timer and does no I/O", () => {
+  const core = [join(SRC, "store"), join(SRC, "election"), join(SRC, "consensus")];
+  const violations: string[] = [];
+  const files = core.flatMap(sourceFiles).filter((f) => layerOf(f) !== "store/disk");
+  assert.ok(files.length > 0, "the core has source files to check");
+  for (const file of files) {
+    const code = readFileSync(file, "utf8").replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, "");
+    for (const [pattern, what] of CORE_FORBIDDEN) if (pattern.test(code)) violations.push(`${relative(ROOT, file)} uses ${what}`);
+    for (const spec of imports(file)) if (CORE_FORBIDDEN_IMPORTS.test(spec)) violations.push(`${relative(ROOT, file)} imports ${spec}`);
+  }
+  assert.deepEqual(violations, []);
+});
