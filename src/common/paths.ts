@@ -65,7 +65,7 @@ export function pathProblem(path: string, sequential = false): string | undefine
 /** "/a/b" → "/a", "/a" → "/". The root has no parent: asking for it is a bug. */
 export function parentOf(path: string): string {
   const slash = path.lastIndexOf("/");
-  assert(slash >= 0 && path.length > 1, `parentOf(${JSON.stringify(path)}): not a non-root absolute path`);
+  if (slash < 0 || path.length <= 1) assert(false, `parentOf(${JSON.stringify(path)}): not a non-root absolute path`);
   return slash === 0 ? "/" : path.slice(0, slash);
 }
 

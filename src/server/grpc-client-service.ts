@@ -18,6 +18,8 @@ import type { Reply } from "./requests.js";
 import { decodeLastZxidSeen, decodeRequest, decodeSessionId, encodeEvent, encodeReply } from "./wire-codec.js";
 
 const MALFORMED = Symbol("malformed frame");
+/** Frames a client may send after connect and before its answer; beyond it the stream is cut. */
+const HELD_FRAMES_MAX = 1024;
 type IncomingFrame = ClientFrame | typeof MALFORMED;
 
 export interface ClientServiceDeps {
@@ -78,6 +80,7 @@ type ConnectionPhase = "awaiting-connect" | "connecting" | "connected" | "ended"
 
 class GrpcClientConnection implements ClientConnection {
   private phase: ConnectionPhase = "awaiting-connect";
+  private heldFrames: ClientFrame[] = [];
   private sessionId = 0n;
   private readonly logger: Logger;
 
@@ -141,7 +144,10 @@ class GrpcClientConnection implements ClientConnection {
           if (frame.frame !== "connect") return this.reject(grpc.status.INVALID_ARGUMENT, "the first frame must be connect");
           return this.onConnect(frame.connect);
         case "connecting":
-          return this.reject(grpc.status.INVALID_ARGUMENT, "frame before the connect answer");
+          // A client may pipeline behind its connect, as ZooKeeper allows: hold frames until the session exists.
+          if (this.heldFrames.length >= HELD_FRAMES_MAX) return this.reject(grpc.status.RESOURCE_EXHAUSTED, "too many frames before the connect answer");
+          this.heldFrames.push(frame);
+          return;
         case "connected":
           return this.onSessionFrame(frame);
       }
@@ -225,6 +231,9 @@ class GrpcClientConnection implements ClientConnection {
         serverId: this.deps.serverId,
       },
     });
+    const held = this.heldFrames;
+    this.heldFrames = [];
+    for (const frame of held) this.onFrame(frame);
   }
 }
 

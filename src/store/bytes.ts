@@ -19,6 +19,10 @@ const MANUAL_UTF8_UNITS_MAX = 256;
 /** Up to this many bytes a UTF-8 string is decoded by hand when it is pure ASCII. */
 const MANUAL_ASCII_BYTES_MAX = 64;
 
+/** 8 bytes through which int64s pass, instead of a DataView per reader or buffer. */
+const int64Scratch = new Uint8Array(8);
+const int64View = new DataView(int64Scratch.buffer);
+
 const textEncoder = new TextEncoder();
 const textDecoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
@@ -39,11 +43,10 @@ export function varUintSize(value: number): number {
 
 export class ByteWriter {
   private buf: Uint8Array;
-  private view: DataView | undefined;
   private pos = 0;
 
   constructor(initialCapacity = 256) {
-    assert(Number.isInteger(initialCapacity) && initialCapacity > 0, `initial capacity ${initialCapacity}`);
+    if (!(Number.isInteger(initialCapacity) && initialCapacity > 0)) assert(false, `initial capacity ${initialCapacity}`);
     this.buf = new Uint8Array(initialCapacity);
   }
 
@@ -65,7 +68,6 @@ export class ByteWriter {
   shrinkTo(capacity: number): void {
     if (this.buf.length > capacity && this.pos <= capacity) {
       this.buf = this.buf.slice(0, capacity);
-      this.view = undefined;
     }
   }
 
@@ -95,26 +97,29 @@ export class ByteWriter {
 
   /** Big-endian 32-bit, two's complement (jute's int). */
   writeInt32(value: number): void {
-    assert((value | 0) === value, `int32 out of range: ${value}`);
+    if ((value | 0) !== value) assert(false, `int32 out of range: ${value}`);
     this.writeUint32Bits(value);
   }
 
   /** Big-endian unsigned 32-bit. */
   writeUint32(value: number): void {
-    assert(value >>> 0 === value, `uint32 out of range: ${value}`);
+    if (value >>> 0 !== value) assert(false, `uint32 out of range: ${value}`);
     this.writeUint32Bits(value);
   }
 
   /** Big-endian 64-bit two's complement (jute's long). */
   writeInt64(value: bigint): void {
-    this.ensure(8);
-    this.dataView().setBigInt64(this.pos, value);
-    this.pos += 8;
+    if (this.pos + 8 > this.buf.length) this.grow(8);
+    int64View.setBigInt64(0, value);
+    const buf = this.buf;
+    const pos = this.pos;
+    for (let i = 0; i < 8; i++) buf[pos + i] = int64Scratch[i]!;
+    this.pos = pos + 8;
   }
 
   /** A safe integer as a big-endian 64-bit two's complement (jute's long, e.g. a zxid or a time). */
   writeInt64Number(value: number): void {
-    assert(Number.isSafeInteger(value), `not a safe integer: ${value}`);
+    if (!Number.isSafeInteger(value)) assert(false, `not a safe integer: ${value}`);
     const high = Math.floor(value / TWO_POW_32);
     this.writeUint32Bits(high | 0);
     this.writeUint32Bits(value - high * TWO_POW_32);
@@ -131,29 +136,44 @@ export class ByteWriter {
         value >>>= 7;
       }
     } else {
-      assert(Number.isSafeInteger(value) && value >= 0, `varuint out of range: ${value}`);
-      while (value > 0x7f) {
-        buf[pos++] = (value % 128) | 0x80;
-        value = Math.floor(value / 128);
+      if (!(Number.isSafeInteger(value) && value >= 0)) assert(false, `varuint out of range: ${value}`);
+      // Above 2^32 (zxids, times): split into 32-bit halves and shift those.
+      let low = value >>> 0;
+      let high = (value - low) / TWO_POW_32;
+      while (high > 0) {
+        buf[pos++] = (low & 0x7f) | 0x80;
+        low = ((low >>> 7) | (high << 25)) >>> 0;
+        high >>>= 7;
       }
+      while (low > 0x7f) {
+        buf[pos++] = (low & 0x7f) | 0x80;
+        low >>>= 7;
+      }
+      value = low;
     }
     buf[pos++] = value;
     this.pos = pos;
   }
 
-  /** Zigzag varint of a signed integer with |value| ≤ 2^52. */
+  /** Zigzag varint of a signed integer in [-2^52, 2^52 - 1] (its zigzag form stays a safe integer). */
   writeVarInt(value: number): void {
     if ((value | 0) === value) {
       this.writeVarUint(((value << 1) ^ (value >> 31)) >>> 0);
     } else {
-      assert(Number.isSafeInteger(value) && Math.abs(value) <= 2 ** 52, `varint out of range: ${value}`);
+      if (!(Number.isInteger(value) && value >= -(2 ** 52) && value < 2 ** 52)) assert(false, `varint out of range: ${value}`);
       this.writeVarUint(value >= 0 ? value * 2 : -value * 2 - 1);
     }
   }
 
+  /** Zigzag varint of a signed 32-bit integer (the reader's `readVarInt32`). */
+  writeVarInt32(value: number): void {
+    if ((value | 0) !== value) assert(false, `int32 out of range: ${value}`);
+    this.writeVarUint(((value << 1) ^ (value >> 31)) >>> 0);
+  }
+
   /** Zigzag varint of a signed 64-bit integer (at most 10 bytes). */
   writeVarBigInt(value: bigint): void {
-    assert(value === BigInt.asIntN(64, value), `int64 out of range: ${value}`);
+    if (value !== BigInt.asIntN(64, value)) assert(false, `int64 out of range: ${value}`);
     const zigzag = value >= 0n ? value << 1n : ((-value) << 1n) - 1n;
     if (zigzag <= 0xffffffffn) {
       this.writeVarUint(Number(zigzag));
@@ -215,8 +235,12 @@ export class ByteWriter {
 
   /** Overwrites 4 bytes already written at `offset` with a big-endian int32 (back-patching a length). */
   setInt32At(offset: number, value: number): void {
-    assert((value | 0) === value && offset >= 0 && offset + 4 <= this.pos, `setInt32At(${offset}, ${value})`);
-    this.dataView().setInt32(offset, value);
+    if (!((value | 0) === value && offset >= 0 && offset + 4 <= this.pos)) assert(false, `setInt32At(${offset}, ${value})`);
+    const buf = this.buf;
+    buf[offset] = value >>> 24;
+    buf[offset + 1] = value >>> 16;
+    buf[offset + 2] = value >>> 8;
+    buf[offset + 3] = value;
   }
 
   private writeUint32Bits(value: number): void {
@@ -273,18 +297,11 @@ export class ByteWriter {
     const next = new Uint8Array(capacity);
     next.set(this.buf.subarray(0, this.pos));
     this.buf = next;
-    this.view = undefined;
-  }
-
-  private dataView(): DataView {
-    this.view ??= new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.byteLength);
-    return this.view;
   }
 }
 
 export class ByteReader {
   private readonly buf: Uint8Array;
-  private view: DataView | undefined;
   private pos: number;
   private readonly end: number;
 
@@ -350,9 +367,11 @@ export class ByteReader {
 
   readInt64(): bigint {
     this.need(8);
-    const value = this.dataView().getBigInt64(this.pos);
-    this.pos += 8;
-    return value;
+    const buf = this.buf;
+    const pos = this.pos;
+    for (let i = 0; i < 8; i++) int64Scratch[i] = buf[pos + i]!;
+    this.pos = pos + 8;
+    return int64View.getBigInt64(0);
   }
 
   /** A big-endian int64 that must be a safe integer (a zxid, a time). */
@@ -493,8 +512,4 @@ export class ByteReader {
     return text;
   }
 
-  private dataView(): DataView {
-    this.view ??= new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.byteLength);
-    return this.view;
-  }
 }

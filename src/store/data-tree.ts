@@ -111,12 +111,12 @@ export class DataTree {
     assert(nodes.has(ROOT), "restored tree has no root");
     for (const [path, node] of nodes) {
       if (node.children.size === 0) node.children = NO_CHILDREN;
-      assert(node.stat.numChildren === node.children.size, `restored ${path}: numChildren disagrees with children`);
-      assert(node.stat.dataLength === node.data.length, `restored ${path}: dataLength disagrees with data`);
+      if (node.stat.numChildren !== node.children.size) assert(false, `restored ${path}: numChildren disagrees with children`);
+      if (node.stat.dataLength !== node.data.length) assert(false, `restored ${path}: dataLength disagrees with data`);
       if (path !== ROOT) {
         const slash = path.lastIndexOf("/");
         const parent = nodes.get(slash === 0 ? ROOT : path.slice(0, slash));
-        assert(parent !== undefined && parent.children.has(path.slice(slash + 1)), `restored ${path}: not a child of its parent`);
+        if (!(parent !== undefined && parent.children.has(path.slice(slash + 1)))) assert(false, `restored ${path}: not a child of its parent`);
       }
       tree.nodes.set(path, node);
       tree.indexOwner(path, node.stat.ephemeralOwner);
@@ -176,7 +176,7 @@ export class DataTree {
   apply(txn: Txn): ApplyOutcome {
     const header = txn.header;
     const body = txn.body;
-    assert(header.zxid > this.lastZxid, `zxid ${header.zxid} applied after ${this.lastZxid}`);
+    if (header.zxid <= this.lastZxid) assert(false, `zxid ${header.zxid} applied after ${this.lastZxid}`);
     const deliveries: WatchDelivery[] = [];
     let result: TxnResult;
     switch (body.type) {
@@ -267,21 +267,19 @@ export class DataTree {
     const path = txn.path;
     const zxid = header.zxid;
     const slash = path.lastIndexOf("/");
-    assert(slash >= 0 && path.length > 1, `create ${path}: not a non-root absolute path`);
+    if (slash < 0 || path.length <= 1) assert(false, `create ${path}: not a non-root absolute path`);
     const parentPath = slash === 0 ? ROOT : path.slice(0, slash);
     const name = path.slice(slash + 1);
     const parent = this.nodes.get(parentPath);
-    assert(parent !== undefined, `create ${path}: parent missing`);
-    assert(!parent.children.has(name), `create ${path}: node exists`);
+    if (parent === undefined) assert(false, `create ${path}: parent missing`);
+    if (parent.children.has(name)) assert(false, `create ${path}: node exists`);
     const parentStat = parent.stat;
-    assert(
-      parentStat.ephemeralOwner === PERSISTENT_OWNER || ownerKind(parentStat.ephemeralOwner) !== "ephemeral",
-      `create ${path}: parent is ephemeral`,
-    );
-    assert(
-      txn.parentCversion === ((parentStat.cversion + 1) | 0),
-      `create ${path}: parentCversion ${txn.parentCversion} does not follow ${parentStat.cversion}`,
-    );
+    if (parentStat.ephemeralOwner !== PERSISTENT_OWNER && ownerKind(parentStat.ephemeralOwner) === "ephemeral") {
+      assert(false, `create ${path}: parent is ephemeral`);
+    }
+    if (txn.parentCversion !== ((parentStat.cversion + 1) | 0)) {
+      assert(false, `create ${path}: parentCversion ${txn.parentCversion} does not follow ${parentStat.cversion}`);
+    }
 
     parentStat.cversion = txn.parentCversion;
     parentStat.pzxid = zxid;
@@ -313,13 +311,13 @@ export class DataTree {
 
   private deleteNode(path: string, zxid: number, deliveries: WatchDelivery[]): void {
     const node = this.nodes.get(path);
-    assert(node !== undefined, `delete ${path}: no node`);
-    assert(node.children.size === 0, `delete ${path}: has children`);
+    if (node === undefined) assert(false, `delete ${path}: no node`);
+    if (node.children.size !== 0) assert(false, `delete ${path}: has children`);
     const slash = path.lastIndexOf("/");
-    assert(slash >= 0 && path.length > 1, `delete ${path}: not a non-root absolute path`);
+    if (slash < 0 || path.length <= 1) assert(false, `delete ${path}: not a non-root absolute path`);
     const parentPath = slash === 0 ? ROOT : path.slice(0, slash);
     const parent = this.nodes.get(parentPath);
-    assert(parent !== undefined && parent.children.delete(path.slice(slash + 1)), `delete ${path}: not a child of its parent`);
+    if (!(parent !== undefined && parent.children.delete(path.slice(slash + 1)))) assert(false, `delete ${path}: not a child of its parent`);
 
     const parentStat = parent.stat;
     parentStat.cversion = (parentStat.cversion + 1) | 0;
@@ -336,9 +334,9 @@ export class DataTree {
 
   private setData(txn: SetDataTxn, header: TxnHeader, deliveries: WatchDelivery[]): Stat {
     const node = this.nodes.get(txn.path);
-    assert(node !== undefined, `setData ${txn.path}: no node`);
+    if (node === undefined) assert(false, `setData ${txn.path}: no node`);
     const stat = node.stat;
-    assert(txn.version === ((stat.version + 1) | 0), `setData ${txn.path}: version ${txn.version} does not follow ${stat.version}`);
+    if (txn.version !== ((stat.version + 1) | 0)) assert(false, `setData ${txn.path}: version ${txn.version} does not follow ${stat.version}`);
     node.data = txn.data;
     stat.version = txn.version;
     stat.mzxid = header.zxid;
@@ -350,9 +348,9 @@ export class DataTree {
 
   private setAcl(txn: SetAclTxn): Stat {
     const node = this.nodes.get(txn.path);
-    assert(node !== undefined, `setAcl ${txn.path}: no node`);
+    if (node === undefined) assert(false, `setAcl ${txn.path}: no node`);
     const stat = node.stat;
-    assert(txn.aversion === ((stat.aversion + 1) | 0), `setAcl ${txn.path}: aversion ${txn.aversion} does not follow ${stat.aversion}`);
+    if (txn.aversion !== ((stat.aversion + 1) | 0)) assert(false, `setAcl ${txn.path}: aversion ${txn.aversion} does not follow ${stat.aversion}`);
     node.acl = txn.acl;
     stat.aversion = txn.aversion;
     return stat;
@@ -407,7 +405,7 @@ export class DataTree {
         return;
       case "ephemeral": {
         const paths = this.ephemerals.get(owner);
-        assert(paths !== undefined && paths.delete(path), `ephemeral index misses ${path}`);
+        if (!(paths !== undefined && paths.delete(path))) assert(false, `ephemeral index misses ${path}`);
         if (paths.size === 0) this.ephemerals.delete(owner);
         return;
       }
@@ -497,7 +495,7 @@ export class DataTree {
     while (stack.length > 0) {
       const path = stack.pop()!;
       const node = this.nodes.get(path);
-      assert(node !== undefined, `walk: ${path} vanished`);
+      if (node === undefined) assert(false, `walk: ${path} vanished`);
       visit(path, node);
       if (node.children.size === 0) continue;
       const names = [...node.children].sort();
@@ -576,13 +574,13 @@ export function clientStat(stat: Readonly<Stat>): Stat {
  */
 export function sequenceNumberOf(parentStat: Pick<Stat, "cversion" | "numChildren">): number {
   const twice = parentStat.cversion + parentStat.numChildren;
-  assert(twice % 2 === 0, `cversion ${parentStat.cversion} and numChildren ${parentStat.numChildren} disagree`);
+  if (twice % 2 !== 0) assert(false, `cversion ${parentStat.cversion} and numChildren ${parentStat.numChildren} disagree`);
   return twice / 2;
 }
 
 /** `prefix` completed as ZooKeeper names a sequential node: `%010d` of the sequence number. */
 export function sequentialPath(prefix: string, sequenceNumber: number): string {
-  assert(Number.isInteger(sequenceNumber), `sequence number ${sequenceNumber}`);
+  if (!Number.isInteger(sequenceNumber)) assert(false, `sequence number ${sequenceNumber}`);
   const digits = Math.abs(sequenceNumber).toString();
   return sequenceNumber < 0 ? prefix + "-" + digits.padStart(9, "0") : prefix + digits.padStart(10, "0");
 }

@@ -13,7 +13,7 @@ export class SessionTable {
   private readonly bucketTimes: number[] = [];
 
   constructor(readonly expirationIntervalMs: number) {
-    assert(Number.isInteger(expirationIntervalMs) && expirationIntervalMs > 0, `expiration interval ${expirationIntervalMs}`);
+    if (!(Number.isInteger(expirationIntervalMs) && expirationIntervalMs > 0)) assert(false, `expiration interval ${expirationIntervalMs}`);
   }
 
   /**
@@ -27,7 +27,7 @@ export class SessionTable {
 
   /** Records contact from a session: (re)places it in the bucket for `nowMs + timeoutMs`. Returns that bucket time. */
   touch(sessionId: bigint, timeoutMs: number, nowMs: number): number {
-    assert(Number.isFinite(nowMs) && Number.isInteger(timeoutMs) && timeoutMs >= 0, `touch(${timeoutMs}, ${nowMs})`);
+    if (!(Number.isFinite(nowMs) && Number.isInteger(timeoutMs) && timeoutMs >= 0)) assert(false, `touch(${timeoutMs}, ${nowMs})`);
     const expiry = this.expiryTimeFor(nowMs, timeoutMs);
     const previous = this.expiryBySession.get(sessionId);
     if (previous === expiry) return expiry;

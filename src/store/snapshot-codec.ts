@@ -38,6 +38,7 @@ export function encodeSnapshot(tree: DataTree): Uint8Array {
   for (const sessionId of sessionIds) {
     const record = tree.sessions.get(sessionId)!;
     w.writeInt64(sessionId);
+    if (!(record.timeoutMs >= 0 && record.timeoutMs <= 0x7fffffff)) assert(false, `session timeout ${record.timeoutMs}`);
     w.writeVarUint(record.timeoutMs);
     w.writeBytes(record.password);
   }
@@ -72,9 +73,9 @@ export function encodeSnapshot(tree: DataTree): Uint8Array {
     w.writeVarUint(stat.pzxid);
     w.writeVarInt(stat.ctime);
     w.writeVarInt(stat.mtime);
-    w.writeVarInt(stat.version);
-    w.writeVarInt(stat.cversion);
-    w.writeVarInt(stat.aversion);
+    w.writeVarInt32(stat.version);
+    w.writeVarInt32(stat.cversion);
+    w.writeVarInt32(stat.aversion);
     if (stat.ephemeralOwner === PERSISTENT_OWNER) {
       w.writeUint8(0);
     } else {
@@ -163,6 +164,7 @@ export function decodeSnapshot(bytes: Uint8Array): DataTree {
     if (ownerTag === 0) ephemeralOwner = PERSISTENT_OWNER;
     else if (ownerTag === 1) ephemeralOwner = r.readInt64();
     else throw r.malformed(`owner tag ${ownerTag}`);
+    if (parent === undefined && ephemeralOwner !== PERSISTENT_OWNER) throw r.malformed("the root has an owner");
     const childCount = r.readVarUintMax(nodeCount - 1 - i, "child count");
     if (childCount > 0 && ephemeralOwner !== PERSISTENT_OWNER && ownerKind(ephemeralOwner) === "ephemeral") {
       throw r.malformed(`ephemeral ${path} has children`);

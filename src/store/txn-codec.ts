@@ -19,6 +19,7 @@
  *
  * Decoding malformed bytes throws ZkError("MARSHALLINGERROR"), never anything else.
  */
+import { assert } from "../common/assert.js";
 import { ZkError } from "../common/errors.js";
 import { ByteReader, ByteWriter } from "./bytes.js";
 import type {
@@ -36,6 +37,7 @@ import type {
 import { OPEN_ACL_UNSAFE, Perms, PERSISTENT_OWNER } from "./types.js";
 
 export const TXN_FORMAT_VERSION = 1;
+const INT32_MAX = 0x7fffffff;
 
 /** ZooKeeper's OpCode numbers, used as the body tag. */
 export const TxnOpCode = {
@@ -52,16 +54,43 @@ export const TxnOpCode = {
 
 type MultiOp = MultiTxn["ops"][number];
 
-/** Reused between calls; encodeTxn returns a copy, so callers never share it. */
+/** Reused between calls; encodeTxn copies out of it, so callers never share it. */
 const scratch = new ByteWriter(4096);
 const SCRATCH_KEEP_BYTES = 4 * 1024 * 1024;
 
+/**
+ * Encoded txns are short-lived (a log write, a proposal message): small ones are carved out of a
+ * shared slab, as Node's Buffer pool does, instead of each paying for its own ArrayBuffer (an
+ * off-heap allocation costs several times the encoding). A slab is freed once no encoding in it is
+ * referenced, so keeping many small encodings for long keeps their slabs too.
+ */
+const SLAB_BYTES = 64 * 1024;
+const SLAB_ITEM_BYTES_MAX = 4 * 1024;
+let slab = new Uint8Array(SLAB_BYTES);
+let slabUsed = 0;
+
+/**
+ * The txn's bytes. Small encodings are views into a shared slab: read them through
+ * byteOffset/byteLength (as any Uint8Array), never through `.buffer` alone. Never shared between calls.
+ */
 export function encodeTxn(txn: Txn): Uint8Array {
   scratch.reset();
   writeTxn(scratch, txn);
-  const bytes = scratch.finishCopy();
+  const length = scratch.length;
+  let bytes: Uint8Array;
+  if (length > SLAB_ITEM_BYTES_MAX) {
+    bytes = scratch.finishCopy();
+    if (scratch.capacity > SCRATCH_KEEP_BYTES) scratch.shrinkTo(4096);
+  } else {
+    if (slabUsed + length > SLAB_BYTES) {
+      slab = new Uint8Array(SLAB_BYTES);
+      slabUsed = 0;
+    }
+    bytes = slab.subarray(slabUsed, slabUsed + length);
+    bytes.set(scratch.finish());
+    slabUsed = (slabUsed + length + 7) & ~7;
+  }
   scratch.reset();
-  if (scratch.capacity > SCRATCH_KEEP_BYTES) scratch.shrinkTo(4096);
   return bytes;
 }
 
@@ -81,7 +110,7 @@ export function writeTxn(w: ByteWriter, txn: Txn): void {
   const header = txn.header;
   w.writeUint8(TXN_FORMAT_VERSION);
   w.writeInt64(header.sessionId);
-  w.writeVarInt(header.cxid);
+  w.writeVarInt32(header.cxid);
   w.writeVarUint(header.zxid);
   w.writeVarInt(header.timeMs);
   const body = txn.body;
@@ -95,10 +124,11 @@ export function writeTxn(w: ByteWriter, txn: Txn): void {
       w.writeUint8(TxnOpCode.setAcl);
       w.writeString(body.path);
       writeAclList(w, body.acl);
-      w.writeVarInt(body.aversion);
+      w.writeVarInt32(body.aversion);
       return;
     case "createSession":
       w.writeUint8(TxnOpCode.createSession & 0xff);
+      if (!(body.timeoutMs >= 0 && body.timeoutMs <= INT32_MAX)) assert(false, `session timeout ${body.timeoutMs}`);
       w.writeVarUint(body.timeoutMs);
       w.writeBytes(body.password);
       return;
@@ -137,7 +167,7 @@ export function readTxn(r: ByteReader, shareInput = false): Txn {
       break;
     }
     case TxnOpCode.createSession: {
-      const timeoutMs = r.readVarUintMax(0x7fffffff, "session timeout");
+      const timeoutMs = r.readVarUintMax(INT32_MAX, "session timeout");
       body = { type: "createSession", timeoutMs, password: shareInput ? r.readBytesView() : r.readBytes() };
       break;
     }
@@ -163,7 +193,7 @@ function writeOp(w: ByteWriter, op: MultiOp): void {
         w.writeUint8(1);
         w.writeInt64(op.ephemeralOwner);
       }
-      w.writeVarInt(op.parentCversion);
+      w.writeVarInt32(op.parentCversion);
       return;
     case "delete":
       w.writeUint8(TxnOpCode.delete);
@@ -173,16 +203,16 @@ function writeOp(w: ByteWriter, op: MultiOp): void {
       w.writeUint8(TxnOpCode.setData);
       w.writeString(op.path);
       w.writeBytes(op.data);
-      w.writeVarInt(op.version);
+      w.writeVarInt32(op.version);
       return;
     case "check":
       w.writeUint8(TxnOpCode.check);
       w.writeString(op.path);
-      w.writeVarInt(op.version);
+      w.writeVarInt32(op.version);
       return;
     case "error":
       w.writeUint8(TxnOpCode.error & 0xff);
-      w.writeVarInt(op.err);
+      w.writeVarInt32(op.err);
       return;
   }
 }
@@ -240,7 +270,7 @@ export function writeAclList(w: ByteWriter, acl: readonly Acl[]): void {
   }
   w.writeVarUint(acl.length + 1);
   for (const entry of acl) {
-    w.writeVarInt(entry.perms);
+    w.writeVarInt32(entry.perms);
     w.writeString(entry.id.scheme);
     w.writeString(entry.id.id);
   }

@@ -13,8 +13,8 @@ export const ZXID_EPOCH_LIMIT = 2 ** 21;
 export const ZXID_MAX = ZXID_EPOCH_LIMIT * ZXID_COUNTER_LIMIT - 1;
 
 export function makeZxid(epoch: number, counter: number): number {
-  assert(Number.isInteger(epoch) && epoch >= 0 && epoch < ZXID_EPOCH_LIMIT, `zxid epoch out of range: ${epoch}`);
-  assert(Number.isInteger(counter) && counter >= 0 && counter < ZXID_COUNTER_LIMIT, `zxid counter out of range: ${counter}`);
+  if (!(Number.isInteger(epoch) && epoch >= 0 && epoch < ZXID_EPOCH_LIMIT)) assert(false, `zxid epoch out of range: ${epoch}`);
+  if (!(Number.isInteger(counter) && counter >= 0 && counter < ZXID_COUNTER_LIMIT)) assert(false, `zxid counter out of range: ${counter}`);
   return epoch * ZXID_COUNTER_LIMIT + counter;
 }
 
@@ -23,17 +23,17 @@ export function isZxid(value: unknown): value is number {
 }
 
 export function epochOf(zxid: number): number {
-  assert(isZxid(zxid), `not a zxid: ${zxid}`);
+  if (!isZxid(zxid)) assert(false, `not a zxid: ${zxid}`);
   return Math.floor(zxid / ZXID_COUNTER_LIMIT);
 }
 
 export function counterOf(zxid: number): number {
-  assert(isZxid(zxid), `not a zxid: ${zxid}`);
+  if (!isZxid(zxid)) assert(false, `not a zxid: ${zxid}`);
   return zxid % ZXID_COUNTER_LIMIT;
 }
 
 export function zxidToBigInt(zxid: number): bigint {
-  assert(isZxid(zxid), `not a zxid: ${zxid}`);
+  if (!isZxid(zxid)) assert(false, `not a zxid: ${zxid}`);
   return BigInt(zxid);
 }
 
@@ -56,6 +56,6 @@ export function zxidFromString(text: string): number {
 
 /** ZooKeeper's rendering: "0x" + lowercase hex without padding (Long.toHexString). */
 export function formatZxid(zxid: number): string {
-  assert(isZxid(zxid), `not a zxid: ${zxid}`);
+  if (!isZxid(zxid)) assert(false, `not a zxid: ${zxid}`);
   return "0x" + zxid.toString(16);
 }

@@ -168,7 +168,7 @@ export function applyIntent(script: TxnScript, intent: Intent): ApplyOutcome {
     }
     case "createSession":
       if (tree.sessions.has(session)) return script.error(-110);
-      return script.createSession(session, 1000 + intent.pick, intent.data);
+      return script.createSession(session, 1000 + (intent.pick % 100_000), intent.data);
     case "closeSession":
       if (!tree.sessions.has(session)) return script.error(-112);
       return script.closeSession(session);

@@ -178,6 +178,20 @@ describe("session contract", () => {
     }
   });
 
+  test("requests pipelined right behind connect are held and answered after the session exists", async () => {
+    const stream = RawStream.open(server.connectString);
+    stream.send({ connect: { protocolVersion: 1, timeoutMs: 2_000, sessionId: "0", lastZxidSeen: "0" } });
+    stream.send({ request: { xid: 1, create: { path: "/pipelined-behind-connect", data: Buffer.from("x") } } });
+    stream.send({ request: { xid: 2, getData: { path: "/pipelined-behind-connect" } } });
+    const frames = [await stream.next(), await stream.next(), await stream.next()];
+    assert.deepEqual(frames.map((f) => f?.frame), ["connect", "response", "response"]);
+    assert.equal(frames[0]?.frame === "connect" && frames[0].connect.err, 0);
+    assert.equal(frames[1]?.frame === "response" && frames[1].response.path, "/pipelined-behind-connect");
+    assert.equal(frames[2]?.frame === "response" && Buffer.from(frames[2].response.data).toString(), "x");
+    stream.send({ request: { xid: 3, close: {} } });
+    stream.end();
+  });
+
   test("the session timeout is negotiated within [2, 20] ticks", async () => {
     // tickMs is 100 for this server.
     for (const [requested, negotiated] of [[1, 200], [150, 200], [700, 700], [2_000, 2_000], [1_000_000, 2_000]] as const) {

@@ -8,7 +8,10 @@ import { decodeSnapshot, encodeSnapshot, SNAPSHOT_FORMAT_VERSION } from "../../s
 import { Perms, type Acl } from "../../src/store/types.js";
 import { applyIntent, bytes, TxnScript, type Intent } from "../helpers/store-txns.js";
 
-const intent: fc.Arbitrary<Intent> = fc.record({
+/** fast-check 4 may build records without a prototype; deepStrictEqual would (rightly) tell them apart. */
+const record = <T>(model: { [K in keyof T]: fc.Arbitrary<T[K]> }): fc.Arbitrary<T> => fc.record(model, { noNullPrototype: true });
+
+const intent: fc.Arbitrary<Intent> = record({
   kind: fc.constantFrom<Intent["kind"]>(
     "create", "create", "create", "createEphemeral", "createContainer", "createTtl",
     "delete", "setData", "setAcl", "createSession", "closeSession", "multi", "failedMulti", "error",
@@ -190,6 +193,7 @@ describe("snapshot codec", () => {
     ["an unknown version", handSnapshot([{ name: "", children: 0 }], { version: 9 })],
     ["no nodes at all", handSnapshot([], { nodeCount: 0 })],
     ["a root with a name", handSnapshot([{ name: "x", children: 0 }])],
+    ["an ephemeral root", handSnapshot([{ name: "", children: 0, ephemeralOwner: 5n }])],
     ["a child named with a slash", handSnapshot([{ name: "", children: 1 }, { name: "a/b", children: 0 }])],
     ["a child with an empty name", handSnapshot([{ name: "", children: 1 }, { name: "", children: 0 }])],
     ["a child named ..", handSnapshot([{ name: "", children: 1 }, { name: "..", children: 0 }])],

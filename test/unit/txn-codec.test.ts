@@ -18,6 +18,9 @@ import {
   type TxnBody,
 } from "../../src/store/types.js";
 
+/** fast-check 4 may build records without a prototype; deepStrictEqual would (rightly) tell them apart. */
+const record = <T>(model: { [K in keyof T]: fc.Arbitrary<T[K]> }): fc.Arbitrary<T> => fc.record(model, { noNullPrototype: true });
+
 function isMarshallingError(error: unknown): boolean {
   return error instanceof ZkError && error.code === "MARSHALLINGERROR";
 }
@@ -29,16 +32,27 @@ const int32 = fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 });
 const int64 = fc.bigInt({ min: -(1n << 63n), max: (1n << 63n) - 1n });
 const text = fc.oneof(
   fc.string({ unit: "grapheme", maxLength: 40 }),
+  fc.string({ unit: "grapheme-ascii", minLength: 43, maxLength: 127 }),
   fc.string({ unit: "grapheme-ascii", minLength: 250, maxLength: 300 }),
   fc.string({ unit: "grapheme", minLength: 100, maxLength: 400 }),
 );
 const data = fc.oneof(
-  { weight: 5, arbitrary: fc.uint8Array({ maxLength: 64 }) },
-  { weight: 1, arbitrary: fc.uint8Array({ minLength: 60_000, maxLength: 70_000 }) },
+  { weight: 10, arbitrary: fc.uint8Array({ maxLength: 64 }) },
+  // Large payloads (buffer growth, multi-byte lengths), built cheaply: a random head on a filled body.
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(fc.integer({ min: 60_000, max: 1024 * 1024 }), fc.integer({ min: 0, max: 255 }), fc.uint8Array({ maxLength: 16 }))
+      .map(([size, fill, head]) => {
+        const bytes = new Uint8Array(size).fill(fill);
+        bytes.set(head);
+        return bytes;
+      }),
+  },
 );
 const acl: fc.Arbitrary<Acl[]> = fc.oneof(
   fc.constant(OPEN_ACL_UNSAFE as Acl[]),
-  fc.array(fc.record({ perms: int32, id: fc.record({ scheme: text, id: text }) }), { maxLength: 4 }),
+  fc.array(record({ perms: int32, id: record({ scheme: text, id: text }) }), { maxLength: 4 }),
 );
 const owner = fc.oneof(
   fc.constant(0n),
@@ -46,7 +60,7 @@ const owner = fc.oneof(
   fc.integer({ min: 0, max: 2 ** 40 - 1 }).map(ttlOwner),
   int64,
 );
-const create: fc.Arbitrary<CreateTxn> = fc.record({
+const create: fc.Arbitrary<CreateTxn> = record({
   type: fc.constant("create" as const),
   path: text,
   data,
@@ -54,32 +68,30 @@ const create: fc.Arbitrary<CreateTxn> = fc.record({
   ephemeralOwner: owner,
   parentCversion: int32,
 });
-const del: fc.Arbitrary<DeleteTxn> = fc.record({ type: fc.constant("delete" as const), path: text });
-const setData: fc.Arbitrary<SetDataTxn> = fc.record({ type: fc.constant("setData" as const), path: text, data, version: int32 });
-const check: fc.Arbitrary<CheckTxn> = fc.record({ type: fc.constant("check" as const), path: text, version: int32 });
-const error: fc.Arbitrary<ErrorTxn> = fc.record({ type: fc.constant("error" as const), err: int32 });
-const body: fc.Arbitrary<TxnBody> = fc.oneof(
+const del: fc.Arbitrary<DeleteTxn> = record({ type: fc.constant("delete" as const), path: text });
+const setData: fc.Arbitrary<SetDataTxn> = record({ type: fc.constant("setData" as const), path: text, data, version: int32 });
+const check: fc.Arbitrary<CheckTxn> = record({ type: fc.constant("check" as const), path: text, version: int32 });
+const error: fc.Arbitrary<ErrorTxn> = record({ type: fc.constant("error" as const), err: int32 });
+const bodies: { [K in TxnBody["type"]]: fc.Arbitrary<TxnBody & { type: K }> } = {
   create,
-  del,
+  delete: del,
   setData,
   check,
   error,
-  fc.record({ type: fc.constant("setAcl" as const), path: text, acl, aversion: int32 }),
-  fc.record({ type: fc.constant("multi" as const), ops: fc.array(fc.oneof(create, del, setData, check, error), { maxLength: 6 }) }),
-  fc.record({ type: fc.constant("createSession" as const), timeoutMs: fc.integer({ min: 0, max: 2 ** 31 - 1 }), password: fc.uint8Array({ maxLength: 32 }) }),
-  fc.constant({ type: "closeSession" as const }),
-);
-const txn: fc.Arbitrary<Txn> = fc.record({
-  header: fc.record({
-    sessionId: int64,
-    cxid: int32,
-    zxid: fc.oneof(fc.integer({ min: 0, max: 2 ** 40 }), fc.constant(Number.MAX_SAFE_INTEGER)),
-    timeMs: fc.oneof(fc.integer({ min: 0, max: 4_000_000_000_000 }), fc.integer({ min: -(2 ** 52), max: 2 ** 52 })),
-  }),
-  body,
+  setAcl: record({ type: fc.constant("setAcl" as const), path: text, acl, aversion: int32 }),
+  multi: record({ type: fc.constant("multi" as const), ops: fc.array(fc.oneof(create, del, setData, check, error), { maxLength: 6 }) }),
+  createSession: record({ type: fc.constant("createSession" as const), timeoutMs: fc.integer({ min: 0, max: 2 ** 31 - 1 }), password: fc.uint8Array({ maxLength: 32 }) }),
+  closeSession: fc.constant({ type: "closeSession" as const }),
+};
+const BODY_TYPES = Object.keys(bodies) as TxnBody["type"][];
+const header = record({
+  sessionId: int64,
+  cxid: int32,
+  zxid: fc.oneof(fc.integer({ min: 0, max: 2 ** 40 }), fc.constant(Number.MAX_SAFE_INTEGER)),
+  timeMs: fc.oneof(fc.integer({ min: 0, max: 4_000_000_000_000 }), fc.integer({ min: -(2 ** 52), max: 2 ** 52 - 1 })),
 });
-
-const BODY_TYPES: TxnBody["type"][] = ["create", "delete", "setData", "setAcl", "check", "multi", "createSession", "closeSession", "error"];
+const txnOf = (body: fc.Arbitrary<TxnBody>): fc.Arbitrary<Txn> => record({ header, body });
+const txn: fc.Arbitrary<Txn> = txnOf(fc.oneof(...Object.values(bodies)));
 
 describe("txn codec", () => {
   test("every txn round-trips", () => {
@@ -87,21 +99,26 @@ describe("txn codec", () => {
       fc.property(txn, (original) => {
         assert.deepStrictEqual(decodeTxn(encodeTxn(original)), original);
       }),
-      { numRuns: 1500 },
+      { numRuns: 1000 },
     );
   });
 
   for (const type of BODY_TYPES) {
     test(`${type} txns round-trip`, () => {
       fc.assert(
-        fc.property(
-          txn.filter((t) => t.body.type === type),
-          (original) => assert.deepStrictEqual(decodeTxn(encodeTxn(original)), original),
-        ),
+        fc.property(txnOf(bodies[type]), (original) => assert.deepStrictEqual(decodeTxn(encodeTxn(original)), original)),
         { numRuns: 100 },
       );
     });
   }
+
+  test("encodings never overlap: each stays intact after later encodes", () => {
+    const txns = fc.sample(txn, { numRuns: 2000, seed: 42 });
+    const encoded = txns.map(encodeTxn);
+    for (let i = 0; i < txns.length; i++) assert.deepStrictEqual(decodeTxn(encoded[i]!), txns[i]);
+    encoded[0]!.fill(0xee);
+    assert.deepStrictEqual(decodeTxn(encoded[1]!), txns[1]);
+  });
 
   test("decoding with shareInput gives equal txns whose data are views of the input", () => {
     const original: Txn = {
@@ -197,7 +214,7 @@ describe("txn codec", () => {
     );
   });
 
-  const header = (w: ByteWriter, type: number): void => {
+  const writeHeader = (w: ByteWriter, type: number): void => {
     w.writeUint8(TXN_FORMAT_VERSION);
     w.writeInt64(1n);
     w.writeVarInt(0);
@@ -208,17 +225,17 @@ describe("txn codec", () => {
   const MALFORMED: [string, (w: ByteWriter) => void][] = [
     ["empty input", () => {}],
     ["an unknown format version", (w) => w.writeUint8(99)],
-    ["an unknown txn type", (w) => header(w, 42)],
-    ["setAcl inside a multi", (w) => { header(w, 14); w.writeVarUint(1); w.writeUint8(7); w.writeString("/a"); w.writeUint8(0); w.writeVarInt(1); }],
-    ["a multi inside a multi", (w) => { header(w, 14); w.writeVarUint(1); w.writeUint8(14); w.writeVarUint(0); }],
-    ["createSession inside a multi", (w) => { header(w, 14); w.writeVarUint(1); w.writeUint8(-10 & 0xff); w.writeVarUint(1); w.writeBytes(new Uint8Array(0)); }],
-    ["a multi claiming more ops than bytes", (w) => { header(w, 14); w.writeVarUint(1_000_000); w.writeUint8(2); }],
-    ["an owner tag other than 0 or 1", (w) => { header(w, 1); w.writeString("/a"); w.writeBytes(new Uint8Array(0)); w.writeUint8(0); w.writeUint8(2); w.writeVarInt(1); }],
-    ["an ACL list claiming more entries than bytes", (w) => { header(w, 7); w.writeString("/a"); w.writeVarUint(500_000); }],
-    ["invalid UTF-8 in a path", (w) => { header(w, 2); w.writeVarUint(2); w.writeRaw(Uint8Array.of(0xc3, 0x28)); }],
-    ["a data length beyond the input", (w) => { header(w, 5); w.writeString("/a"); w.writeVarUint(1 << 20); }],
-    ["a version beyond int32", (w) => { header(w, 13); w.writeString("/a"); w.writeVarInt(2 ** 31); }],
-    ["a varint longer than 8 bytes", (w) => { header(w, 2); w.writeRaw(Uint8Array.of(0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01)); }],
+    ["an unknown txn type", (w) => writeHeader(w, 42)],
+    ["setAcl inside a multi", (w) => { writeHeader(w, 14); w.writeVarUint(1); w.writeUint8(7); w.writeString("/a"); w.writeUint8(0); w.writeVarInt(1); }],
+    ["a multi inside a multi", (w) => { writeHeader(w, 14); w.writeVarUint(1); w.writeUint8(14); w.writeVarUint(0); }],
+    ["createSession inside a multi", (w) => { writeHeader(w, 14); w.writeVarUint(1); w.writeUint8(-10 & 0xff); w.writeVarUint(1); w.writeBytes(new Uint8Array(0)); }],
+    ["a multi claiming more ops than bytes", (w) => { writeHeader(w, 14); w.writeVarUint(1_000_000); w.writeUint8(2); }],
+    ["an owner tag other than 0 or 1", (w) => { writeHeader(w, 1); w.writeString("/a"); w.writeBytes(new Uint8Array(0)); w.writeUint8(0); w.writeUint8(2); w.writeVarInt(1); }],
+    ["an ACL list claiming more entries than bytes", (w) => { writeHeader(w, 7); w.writeString("/a"); w.writeVarUint(500_000); }],
+    ["invalid UTF-8 in a path", (w) => { writeHeader(w, 2); w.writeVarUint(2); w.writeRaw(Uint8Array.of(0xc3, 0x28)); }],
+    ["a data length beyond the input", (w) => { writeHeader(w, 5); w.writeString("/a"); w.writeVarUint(1 << 20); }],
+    ["a version beyond int32", (w) => { writeHeader(w, 13); w.writeString("/a"); w.writeVarInt(2 ** 31); }],
+    ["a varint longer than 8 bytes", (w) => { writeHeader(w, 2); w.writeRaw(Uint8Array.of(0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01)); }],
     ["a zxid beyond 2^53", (w) => { w.writeUint8(TXN_FORMAT_VERSION); w.writeInt64(1n); w.writeVarInt(0); w.writeRaw(Uint8Array.of(0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f)); }],
   ];
   for (const [name, write] of MALFORMED) {
@@ -264,7 +281,7 @@ describe("ByteWriter / ByteReader", () => {
     [2 ** 31 - 1, 2 ** 32 - 2],
     [-(2 ** 31), 2 ** 32 - 1],
     [2 ** 31, 2 ** 32],
-    [2 ** 52, 2 ** 53],
+    [2 ** 52 - 1, 2 ** 53 - 2],
     [-(2 ** 52), 2 ** 53 - 1],
   ];
   for (const [value, zigzag] of VARINTS) {
@@ -330,7 +347,9 @@ describe("ByteWriter / ByteReader", () => {
     ["a surrogate pair", "😀", [4, 0xf0, 0x9f, 0x98, 0x80]],
     ["a leading BOM is kept", "\ufeffx", [4, 0xef, 0xbb, 0xbf, 0x78]],
     ["long mixed text (TextEncoder path)", "ab日é😀".repeat(80), null],
-    ["long ASCII whose length prefix shrinks", "x".repeat(300), null],
+    ["ASCII whose length prefix shrinks from 2 bytes to 1", "x".repeat(50), [50, ...Array(50).fill(0x78)]],
+    ["long ASCII whose length prefix shrinks from 3 bytes to 2 (TextEncoder path)", "x".repeat(6000), [0xf0, 0x2e, ...Array(6000).fill(0x78)]],
+    ["long ASCII", "x".repeat(300), null],
   ];
   for (const [name, value, expected] of STRINGS) {
     test(`strings: ${name}`, () => {
@@ -411,5 +430,6 @@ describe("ByteWriter / ByteReader", () => {
     assert.throws(() => w.writeVarUint(2 ** 53), /invariant violated/);
     assert.throws(() => w.writeInt32(2 ** 31), /invariant violated/);
     assert.throws(() => w.writeVarBigInt(1n << 63n), /invariant violated/);
+    assert.throws(() => w.writeVarInt(2 ** 52), /invariant violated/);
   });
 });
