@@ -1,0 +1,59 @@
+/**
+ * Zab's quorum messages (ZooKeeper's QuorumPacket types), exchanged on one stream per learner to
+ * the leader. Txn payloads are opaque encoded txns (src/store/txn-codec.ts); forwarded client
+ * writes are opaque encoded requests — the core never looks inside either.
+ */
+
+/** A logged txn: its zxid and its encoded bytes. */
+export interface LogRecord {
+  zxid: number;
+  record: Uint8Array;
+}
+
+export type LearnerRole = "participant" | "observer";
+
+export type QuorumMessage =
+  // ---- discovery
+  /** Learner → leader, first message (FOLLOWERINFO / OBSERVERINFO). */
+  | { type: "learnerInfo"; sid: number; role: LearnerRole; acceptedEpoch: number; lastZxid: number; protocolVersion: number }
+  /** Leader → learner: the epoch it proposes (max accepted epoch of a quorum + 1). */
+  | { type: "leaderInfo"; newEpoch: number; protocolVersion: number }
+  /** Learner → leader, after persisting acceptedEpoch = newEpoch. */
+  | { type: "ackEpoch"; currentEpoch: number; lastZxid: number }
+  // ---- synchronisation
+  /** Leader → learner: DIFF — the committed txns after the learner's last zxid follow as `syncTxns`. */
+  | { type: "diff"; lastZxid: number }
+  /** Leader → learner: TRUNC — drop every logged txn after `zxid`, then DIFF-like txns may follow. */
+  | { type: "trunc"; zxid: number }
+  /** Leader → learner: SNAP — replace the whole state with this snapshot (src/store/snapshot-codec.ts). */
+  | { type: "snap"; zxid: number; snapshot: Uint8Array }
+  /** Leader → learner during sync: txns to log; `committed` ones are applied too. */
+  | { type: "syncTxns"; txns: LogRecord[]; committed: boolean }
+  /** Leader → learner: sync data done; persist currentEpoch = epoch of `zxid` and ack. */
+  | { type: "newLeader"; zxid: number }
+  /** Leader → learner: the quorum is synced; start serving clients. */
+  | { type: "upToDate" }
+  // ---- broadcast
+  | { type: "proposal"; zxid: number; record: Uint8Array }
+  /** Learner → leader: `zxid` is durable in the learner's log (also answers newLeader). */
+  | { type: "ack"; zxid: number }
+  | { type: "commit"; zxid: number }
+  /** Leader → observer: a committed txn (proposal + commit in one). */
+  | { type: "inform"; zxid: number; record: Uint8Array }
+  // ---- liveness and sessions
+  /** Leader → learner every half tick; learner → leader in answer, carrying session touches. */
+  | { type: "ping"; touches: SessionTouch[] }
+  // ---- requests learners forward to the leader
+  /** A client write (or createSession / closeSession) the learner's client asked for. */
+  | { type: "request"; sessionId: bigint; cxid: number; request: Uint8Array }
+  /** A client's sync: the leader answers `syncDone` with its last proposed zxid at that point. */
+  | { type: "sync"; syncId: number }
+  | { type: "syncDone"; syncId: number; zxid: number };
+
+/** "This session was heard from, with this timeout": how learners keep the leader's expiry table fresh. */
+export interface SessionTouch {
+  sessionId: bigint;
+  timeoutMs: number;
+}
+
+export type QuorumMessageType = QuorumMessage["type"];

@@ -1,0 +1,32 @@
+/**
+ * FastLeaderElection's records (ZooKeeper's FastLeaderElection.Notification / Vote), shared by the
+ * pure election core and the peer transport that carries them. Times are milliseconds handed in by
+ * the host (`nowMs`), never read from a clock here.
+ */
+
+/** A server's own view of where it stands (ZooKeeper's ServerState). */
+export type PeerState = "looking" | "following" | "leading" | "observing";
+
+/** Whether a server votes (participant) or only learns (observer). */
+export type PeerRole = "participant" | "observer";
+
+/** A proposed leader, ordered by (peerEpoch, zxid, leader) — the higher wins. */
+export interface Vote {
+  /** Server id of the proposed leader. */
+  leader: number;
+  /** The proposed leader's last logged zxid. */
+  zxid: number;
+  /** The proposed leader's current epoch. */
+  peerEpoch: number;
+}
+
+/** What one server tells another during (and after) an election. */
+export interface Notification {
+  /** Sender's server id. */
+  from: number;
+  /** Sender's state: a following/leading sender tells a looking one who already leads. */
+  state: PeerState;
+  vote: Vote;
+  /** The sender's logical clock (ZooKeeper's electionEpoch): the election round it votes in. */
+  round: number;
+}
