@@ -23,45 +23,13 @@ export interface Stat {
   pzxid: number;
 }
 
-export interface Id {
-  scheme: string;
-  id: string;
-}
+export { CREATE_MODE_FLAGS, OPEN_ACL_UNSAFE, Perms } from "../common/znode.js";
+export type { Acl, CreateMode, Id } from "../common/znode.js";
+import { isSequentialMode } from "../common/znode.js";
+import type { Acl } from "../common/znode.js";
 
-export interface Acl {
-  perms: number;
-  id: Id;
-}
-
-export const Perms = { READ: 1, WRITE: 2, CREATE: 4, DELETE: 8, ADMIN: 16, ALL: 31 } as const;
-
-export const OPEN_ACL_UNSAFE: readonly Acl[] = Object.freeze([
-  Object.freeze({ perms: Perms.ALL, id: Object.freeze({ scheme: "world", id: "anyone" }) }),
-]);
-
-export type CreateMode =
-  | "persistent"
-  | "ephemeral"
-  | "persistent-sequential"
-  | "ephemeral-sequential"
-  | "container"
-  | "persistent-with-ttl"
-  | "persistent-sequential-with-ttl";
-
-/** ZooKeeper's CreateMode flag numbers, used on every wire. */
-export const CREATE_MODE_FLAGS: Readonly<Record<CreateMode, number>> = {
-  persistent: 0,
-  ephemeral: 1,
-  "persistent-sequential": 2,
-  "ephemeral-sequential": 3,
-  container: 4,
-  "persistent-with-ttl": 5,
-  "persistent-sequential-with-ttl": 6,
-};
-
-export function isSequential(mode: CreateMode): boolean {
-  return mode === "persistent-sequential" || mode === "ephemeral-sequential" || mode === "persistent-sequential-with-ttl";
-}
+/** Whether a create in this mode gets a sequential suffix. */
+export const isSequential = isSequentialMode;
 
 /**
  * ephemeralOwner also encodes the special node kinds, as ZooKeeper's EphemeralType does:

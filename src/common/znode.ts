@@ -1,0 +1,50 @@
+/**
+ * The znode vocabulary shared by the server and the SDK: ACLs, permissions and create modes, with
+ * ZooKeeper's own numbers. (Stat differs by side: the SDK hands out zxids as bigint.)
+ */
+
+export interface Id {
+  scheme: string;
+  id: string;
+}
+
+export interface Acl {
+  /** Bit set of Perms (READ 1, WRITE 2, CREATE 4, DELETE 8, ADMIN 16). */
+  perms: number;
+  id: Id;
+}
+
+export const Perms = { READ: 1, WRITE: 2, CREATE: 4, DELETE: 8, ADMIN: 16, ALL: 31 } as const;
+
+/** world:anyone with every permission: what the server applies when no ACL is given. */
+export const OPEN_ACL_UNSAFE: readonly Acl[] = Object.freeze([
+  Object.freeze({ perms: Perms.ALL, id: Object.freeze({ scheme: "world", id: "anyone" }) }),
+]);
+
+export type CreateMode =
+  | "persistent"
+  | "ephemeral"
+  | "persistent-sequential"
+  | "ephemeral-sequential"
+  | "container"
+  | "persistent-with-ttl"
+  | "persistent-sequential-with-ttl";
+
+/** ZooKeeper's CreateMode flag numbers, as they travel on every wire. */
+export const CREATE_MODE_FLAGS: Readonly<Record<CreateMode, number>> = Object.freeze({
+  persistent: 0,
+  ephemeral: 1,
+  "persistent-sequential": 2,
+  "ephemeral-sequential": 3,
+  container: 4,
+  "persistent-with-ttl": 5,
+  "persistent-sequential-with-ttl": 6,
+});
+
+export function isSequentialMode(mode: CreateMode): boolean {
+  return mode === "persistent-sequential" || mode === "ephemeral-sequential" || mode === "persistent-sequential-with-ttl";
+}
+
+export function isTtlMode(mode: CreateMode): boolean {
+  return mode === "persistent-with-ttl" || mode === "persistent-sequential-with-ttl";
+}
