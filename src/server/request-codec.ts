@@ -1,0 +1,122 @@
+/**
+ * The binary form of a client write that a learner forwards to its leader (the payload of Zab's
+ * `request` message). Decoding a peer's bytes never throws anything but ZkError MARSHALLINGERROR.
+ */
+import { ByteReader, ByteWriter } from "../store/bytes.js";
+import { readAclList, writeAclList } from "../store/txn-codec.js";
+import { CREATE_MODE_FLAGS, type CreateMode } from "../store/types.js";
+import type { CreateRequest, MultiOpRequest, WriteRequest } from "./requests.js";
+
+/** What learners forward: client writes, plus the creation of a session opened at the learner. */
+export type ForwardedRequest = WriteRequest | { op: "createSession"; timeoutMs: number; password: Uint8Array };
+
+const FORMAT_VERSION = 1;
+const TAG = { create: 1, delete: 2, setData: 3, setAcl: 4, check: 5, multi: 6, close: 7, createSession: 8 } as const;
+const MODES_BY_FLAG = Object.entries(CREATE_MODE_FLAGS).sort((a, b) => a[1] - b[1]).map(([mode]) => mode as CreateMode);
+
+export function encodeForwardedRequest(request: ForwardedRequest): Uint8Array {
+  const w = new ByteWriter(64);
+  w.writeUint8(FORMAT_VERSION);
+  writeRequest(w, request);
+  return w.finishCopy();
+}
+
+export function decodeForwardedRequest(bytes: Uint8Array): ForwardedRequest {
+  const r = new ByteReader(bytes);
+  const version = r.readUint8();
+  if (version !== FORMAT_VERSION) throw r.malformed(`unknown forwarded-request format ${version}`);
+  const request = readRequest(r, true);
+  r.expectEnd("forwarded request");
+  return request;
+}
+
+function writeRequest(w: ByteWriter, request: ForwardedRequest | MultiOpRequest): void {
+  switch (request.op) {
+    case "create":
+      w.writeUint8(TAG.create);
+      w.writeString(request.path);
+      w.writeBytes(request.data);
+      writeAclList(w, request.acl);
+      w.writeUint8(CREATE_MODE_FLAGS[request.mode]);
+      w.writeVarUint(request.ttlMs);
+      return;
+    case "delete":
+      w.writeUint8(TAG.delete);
+      w.writeString(request.path);
+      w.writeVarInt(request.version);
+      return;
+    case "setData":
+      w.writeUint8(TAG.setData);
+      w.writeString(request.path);
+      w.writeBytes(request.data);
+      w.writeVarInt(request.version);
+      return;
+    case "setAcl":
+      w.writeUint8(TAG.setAcl);
+      w.writeString(request.path);
+      writeAclList(w, request.acl);
+      w.writeVarInt(request.version);
+      return;
+    case "check":
+      w.writeUint8(TAG.check);
+      w.writeString(request.path);
+      w.writeVarInt(request.version);
+      return;
+    case "multi":
+      w.writeUint8(TAG.multi);
+      w.writeVarUint(request.ops.length);
+      for (const op of request.ops) writeRequest(w, op);
+      return;
+    case "close":
+      w.writeUint8(TAG.close);
+      return;
+    case "createSession":
+      w.writeUint8(TAG.createSession);
+      w.writeVarUint(request.timeoutMs);
+      w.writeBytes(request.password);
+      return;
+  }
+}
+
+function readRequest(r: ByteReader, topLevel: boolean): ForwardedRequest {
+  const tag = r.readUint8();
+  switch (tag) {
+    case TAG.create: {
+      const path = r.readString();
+      const data = r.readBytes();
+      const acl = readAclList(r);
+      const mode = MODES_BY_FLAG[r.readUint8()];
+      if (mode === undefined) throw r.malformed("unknown create mode");
+      const request: CreateRequest = { op: "create", path, data, acl, mode, ttlMs: r.readVarUint() };
+      return request;
+    }
+    case TAG.delete:
+      return { op: "delete", path: r.readString(), version: r.readVarInt() };
+    case TAG.setData:
+      return { op: "setData", path: r.readString(), data: r.readBytes(), version: r.readVarInt() };
+    case TAG.setAcl:
+      if (!topLevel) throw r.malformed("setAcl inside a multi");
+      return { op: "setAcl", path: r.readString(), acl: readAclList(r), version: r.readVarInt() };
+    case TAG.check:
+      if (topLevel) throw r.malformed("check outside a multi");
+      return { op: "check", path: r.readString(), version: r.readVarInt() } as unknown as ForwardedRequest;
+    case TAG.multi: {
+      if (!topLevel) throw r.malformed("multi inside a multi");
+      const count = r.readVarUintMax(1_000_000, "multi op count");
+      const ops: MultiOpRequest[] = [];
+      for (let i = 0; i < count; i++) {
+        // readRequest refuses setAcl, multi, close and createSession below the top level.
+        ops.push(readRequest(r, false) as MultiOpRequest);
+      }
+      return { op: "multi", ops };
+    }
+    case TAG.close:
+      if (!topLevel) throw r.malformed("close inside a multi");
+      return { op: "close" };
+    case TAG.createSession:
+      if (!topLevel) throw r.malformed("createSession inside a multi");
+      return { op: "createSession", timeoutMs: r.readVarUint(), password: r.readBytes() };
+    default:
+      throw r.malformed(`unknown request tag ${tag}`);
+  }
+}
