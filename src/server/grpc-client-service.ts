@@ -24,7 +24,8 @@ type IncomingFrame = ClientFrame | typeof MALFORMED;
 
 export interface ClientServiceDeps {
   serverId: number;
-  tree: DataTree;
+  /** Read through on every use: a learner's tree is replaced when it syncs by SNAP or TRUNC. */
+  state: { readonly tree: DataTree };
   pipeline: RequestPipeline;
   broadcast: WriteBroadcast;
   sessionIds: SessionIdGenerator;
@@ -162,7 +163,7 @@ class GrpcClientConnection implements ClientConnection {
     switch (frame.frame) {
       case "ping":
         pipeline.touch(this.sessionId);
-        this.write({ pong: { zxid: String(this.deps.tree.lastProcessedZxid) } });
+        this.write({ pong: { zxid: String(this.deps.state.tree.lastProcessedZxid) } });
         return;
       case "request": {
         const xid = frame.request.xid;
@@ -189,10 +190,10 @@ class GrpcClientConnection implements ClientConnection {
     const sessionId = decodeSessionId(connect.sessionId);
     if (!deps.broadcast.serving) return this.reject(grpc.status.UNAVAILABLE, "server is not serving");
     // Contract item 4: never let a client see an older state than it already saw.
-    if (lastZxidSeen > BigInt(deps.tree.lastProcessedZxid)) {
+    if (lastZxidSeen > BigInt(deps.state.tree.lastProcessedZxid)) {
       return this.reject(
         grpc.status.FAILED_PRECONDITION,
-        `client has seen zxid 0x${lastZxidSeen.toString(16)}, this server is at 0x${deps.tree.lastProcessedZxid.toString(16)}`,
+        `client has seen zxid 0x${lastZxidSeen.toString(16)}, this server is at 0x${deps.state.tree.lastProcessedZxid.toString(16)}`,
       );
     }
     this.phase = "connecting";
@@ -207,7 +208,7 @@ class GrpcClientConnection implements ClientConnection {
       });
       return;
     }
-    const record = deps.tree.sessions.get(sessionId);
+    const record = deps.state.tree.sessions.get(sessionId);
     if (!record || !deps.pipeline.checkSession(sessionId, connect.password)) {
       this.logger.info({ session: hex(sessionId) }, "resume refused: session expired, unknown or wrong password");
       this.write({ connect: { protocolVersion: CLIENT_PROTOCOL_VERSION, err: ZkErrorCode.SESSIONEXPIRED, serverId: deps.serverId } });
@@ -227,7 +228,7 @@ class GrpcClientConnection implements ClientConnection {
         sessionId: sessionId.toString(),
         password,
         err: 0,
-        lastZxid: String(this.deps.tree.lastProcessedZxid),
+        lastZxid: String(this.deps.state.tree.lastProcessedZxid),
         serverId: this.deps.serverId,
       },
     });

@@ -69,10 +69,15 @@ export class RequestPipeline {
   private readonly pendingCreates = new Map<bigint, (accepted: boolean) => void>();
 
   constructor(
-    private readonly tree: DataTree,
+    /** Read through on every use: a learner's tree is replaced when it syncs by SNAP or TRUNC. */
+    private readonly state: { readonly tree: DataTree },
     private readonly broadcast: WriteBroadcast,
     private readonly activity: SessionActivity,
   ) {}
+
+  private get tree(): DataTree {
+    return this.state.tree;
+  }
 
   /** Open a new session; `done(true)` once its createSession txn is applied. */
   createSession(sessionId: bigint, timeoutMs: number, password: Uint8Array, done: (accepted: boolean) => void): void {
@@ -210,11 +215,22 @@ export class RequestPipeline {
     }
   }
 
-  /** Stop accepting sessions and fail every pending create (server shutting down). */
-  shutdown(): void {
-    for (const done of this.pendingCreates.values()) done(false);
+  /**
+   * Drop every connection and everything queued: the server stops serving (shutting down, or a
+   * cluster member leaving broadcast). Sessions live on in the replicated tree; their clients
+   * reconnect, here later or elsewhere now, and resume them.
+   */
+  reset(): void {
+    const creates = [...this.pendingCreates.values()];
     this.pendingCreates.clear();
-    for (const session of this.sessions.values()) session.connection?.end("closed");
+    for (const done of creates) done(false);
+    const sessions = [...this.sessions.values()];
+    this.sessions.clear();
+    this.syncWaiters.clear();
+    for (const session of sessions) {
+      this.tree.watches.removeWatcher(session.id);
+      session.connection?.end("closed");
+    }
   }
 
   private answerWrite(session: SessionState, txn: Txn, result: TxnResult): void {

@@ -50,7 +50,7 @@ export class CorralServer {
         process.exit(70);
       });
     const broadcast = new StandaloneBroadcast(database, prep, now, onFatal);
-    const pipeline = new RequestPipeline(tree, broadcast, tracker);
+    const pipeline = new RequestPipeline(database, broadcast, tracker);
     database.onApply((txn, result, deliveries) => pipeline.applied(txn, result, deliveries));
     // Sessions restored from disk get a full timeout from now, as ZooKeeper does at start-up.
     for (const [sessionId, record] of tree.sessions) tracker.touch(sessionId, record.timeoutMs);
@@ -65,7 +65,7 @@ export class CorralServer {
       clientServiceDefinition(),
       clientServiceHandlers({
         serverId: config.serverId,
-        tree,
+        state: database,
         pipeline,
         broadcast,
         sessionIds: new SessionIdGenerator(config.serverId, now()),
@@ -109,7 +109,7 @@ export class CorralServer {
   stop(): Promise<void> {
     this.stopping ??= (async () => {
       clearInterval(this.expiryTimer);
-      this.pipeline.shutdown();
+      this.pipeline.reset();
       await new Promise<void>((resolve) => {
         const force = setTimeout(() => {
           this.grpcServer.forceShutdown();
