@@ -6,13 +6,18 @@
  */
 import { assert } from "../common/assert.js";
 import { DataTree } from "../store/data-tree.js";
-import { purgeOld, recover } from "../store/disk/recovery.js";
+import { purgeOld, recover, RecoveryError } from "../store/disk/recovery.js";
 import type { SnapshotStore } from "../store/disk/snapshot-store.js";
 import type { LevelTxnLog, LevelTxnLogOptions } from "../store/disk/txn-log.js";
 import { decodeSnapshot, encodeSnapshot } from "../store/snapshot-codec.js";
 import { decodeTxn } from "../store/txn-codec.js";
+import { epochOf } from "../store/zxid.js";
+import type { LogRecord } from "../consensus/messages.js";
 import type { Txn, TxnResult, WatchDelivery } from "../store/types.js";
 import type { Logger } from "./log.js";
+
+const ACCEPTED_EPOCH = "acceptedEpoch";
+const CURRENT_EPOCH = "currentEpoch";
 
 export type ApplyListener = (txn: Txn, result: TxnResult, deliveries: WatchDelivery[]) => void;
 
@@ -29,7 +34,7 @@ export class ServerDatabase {
   private closed = false;
 
   private constructor(
-    readonly tree: DataTree,
+    private currentTree: DataTree,
     readonly log: LevelTxnLog,
     private readonly snapshots: SnapshotStore,
     private readonly options: DatabaseOptions,
@@ -59,6 +64,15 @@ export class ServerDatabase {
       await recovered.log.close();
       throw error;
     }
+  }
+
+  /** The tree as of the last applied txn; replaced as a whole by truncateAfter and installSnapshot. */
+  get tree(): DataTree {
+    return this.currentTree;
+  }
+
+  private set tree(tree: DataTree) {
+    this.currentTree = tree;
   }
 
   onApply(listener: ApplyListener): void {
@@ -96,6 +110,71 @@ export class ServerDatabase {
       }
     })();
     return this.snapshotInFlight;
+  }
+
+  /** The highest zxid in the log or the tree: what this server votes with and reports to a leader. */
+  lastLoggedZxid(): number {
+    return Math.max(this.tree.lastProcessedZxid, this.log.lastAppendedZxid());
+  }
+
+  async readEpochs(): Promise<{ acceptedEpoch: number; currentEpoch: number }> {
+    const fallback = epochOf(this.lastLoggedZxid());
+    const acceptedEpoch = (await this.log.stable.getNumber(ACCEPTED_EPOCH)) ?? fallback;
+    const currentEpoch = (await this.log.stable.getNumber(CURRENT_EPOCH)) ?? fallback;
+    return { acceptedEpoch, currentEpoch };
+  }
+
+  /** fsync an epoch before anything that depends on it is said (Zab's ACKEPOCH, the NEWLEADER ack). */
+  persistEpoch(which: "accepted" | "current", epoch: number): Promise<void> {
+    return this.log.stable.putNumber(which === "accepted" ? ACCEPTED_EPOCH : CURRENT_EPOCH, epoch);
+  }
+
+  /** The last `count` logged records, oldest first: a new leader's window for DIFF syncs. */
+  async recentLog(count: number): Promise<LogRecord[]> {
+    const records: LogRecord[] = [];
+    for await (const entry of this.log.readFrom(0)) {
+      records.push({ zxid: entry.zxid, record: entry.record });
+      if (records.length > count) records.shift();
+    }
+    return records;
+  }
+
+  /**
+   * Zab's TRUNC: forget every txn after `zxid` — in the log, in snapshots that include any of them,
+   * and in the tree, which is rebuilt from what remains. Nothing may be appended meanwhile.
+   */
+  async truncateAfter(zxid: number): Promise<void> {
+    await this.snapshotInFlight;
+    await this.log.truncateAfter(zxid);
+    const removed = await this.snapshots.removeNewerThan(zxid);
+    const snapshot = await this.snapshots.loadNewestValid();
+    const purgedBefore = this.log.purgedBeforeZxid();
+    if (purgedBefore > 0 && (snapshot?.zxid ?? 0) + 1 < purgedBefore) {
+      // What remains cannot rebuild the tree up to `zxid`: only a SNAP from the leader can.
+      throw new RecoveryError(`cannot truncate to ${hex(zxid)}: the log is purged below ${hex(purgedBefore)} and no snapshot at or below the truncation point remains`);
+    }
+    const tree = snapshot ? decodeSnapshot(snapshot.bytes) : new DataTree();
+    for await (const entry of this.log.readFrom(tree.lastProcessedZxid)) tree.apply(decodeTxn(entry.record));
+    assert(tree.lastProcessedZxid <= zxid, `rebuilt tree at ${hex(tree.lastProcessedZxid)} is past the truncation point ${hex(zxid)}`);
+    this.tree = tree;
+    this.txnsSinceSnapshot = 0;
+    this.logger.info({ zxid: hex(zxid), snapshotsRemoved: removed, lastZxid: hex(tree.lastProcessedZxid) }, "log truncated");
+  }
+
+  /**
+   * Zab's SNAP: the leader's whole state replaces ours. The snapshot is made durable first, then
+   * the log is emptied, so a crash in between recovers from the new snapshot.
+   */
+  async installSnapshot(zxid: number, bytes: Uint8Array): Promise<void> {
+    const tree = decodeSnapshot(bytes);
+    assert(tree.lastProcessedZxid === zxid, `snapshot says ${hex(tree.lastProcessedZxid)}, SNAP says ${hex(zxid)}`);
+    await this.snapshotInFlight;
+    await this.snapshots.save(zxid, bytes);
+    await this.log.truncateAfter(0);
+    await this.snapshots.removeNewerThan(zxid);
+    this.tree = tree;
+    this.txnsSinceSnapshot = 0;
+    this.logger.info({ zxid: hex(zxid), nodes: tree.nodeCount() }, "snapshot installed from leader");
   }
 
   async close(): Promise<void> {

@@ -202,6 +202,22 @@ export class SnapshotStore {
     return oldestKept;
   }
 
+  /**
+   * Deletes every snapshot newer than `zxid` (durably). Zab's TRUNC needs it: a snapshot may hold
+   * txns of an abandoned tail that the new leader's history does not have.
+   */
+  async removeNewerThan(zxid: number): Promise<number> {
+    assertZxid(zxid, "removeNewerThan");
+    let removed = 0;
+    for (const candidate of await this.list()) {
+      if (candidate <= zxid) continue;
+      await unlink(join(this.dir, snapshotFileName(candidate)));
+      removed += 1;
+    }
+    if (removed > 0) await fsyncDirectory(this.dir);
+    return removed;
+  }
+
   private reportInvalid(zxid: number, reason: string): void {
     this.onInvalid?.({ zxid, file: join(this.dir, snapshotFileName(zxid)), reason });
   }
