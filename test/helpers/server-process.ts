@@ -76,6 +76,19 @@ export class ServerProcess {
     return this.child?.pid;
   }
 
+  get running(): boolean {
+    return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  /** SIGSTOP / SIGCONT: a long pause (like a GC stall) without losing any state. */
+  pause(): void {
+    this.child?.kill("SIGSTOP");
+  }
+
+  resume(): void {
+    this.child?.kill("SIGCONT");
+  }
+
   async launch(): Promise<void> {
     const o = this.options;
     const args = [

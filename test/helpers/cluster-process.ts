@@ -1,0 +1,132 @@
+/**
+ * A real corral cluster for integration tests: N server processes on 127.0.0.1 sharing one config
+ * file (random free ports, one temp data dir each), each restartable alone. Roles are read from
+ * each server's structured "role changed" log lines, so tests see what the servers say of
+ * themselves rather than guessing.
+ */
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { freePort, ServerProcess } from "./server-process.js";
+import { makeTempDir } from "./temp-dir.js";
+
+export interface ClusterOptions {
+  voters: number;
+  observers?: number;
+  tickMs?: number;
+  initLimitTicks?: number;
+  syncLimitTicks?: number;
+  snapshotEveryTxns?: number;
+  snapshotRetainCount?: number;
+}
+
+export interface RoleLine {
+  role: "looking" | "leading" | "following" | "observing";
+  leader?: number;
+  epoch?: number;
+}
+
+export class ClusterProcess {
+  private constructor(
+    readonly servers: Map<number, ServerProcess>,
+    readonly configFile: string,
+    private readonly removeDir: () => Promise<void>,
+  ) {}
+
+  static async start(options: ClusterOptions): Promise<ClusterProcess> {
+    const dir = await makeTempDir("corral-cluster-");
+    const count = options.voters + (options.observers ?? 0);
+    const entries = [];
+    for (let id = 1; id <= count; id++) {
+      entries.push({
+        id,
+        host: "127.0.0.1",
+        clientPort: await freePort(),
+        quorumPort: await freePort(),
+        electionPort: await freePort(),
+        role: id <= options.voters ? "participant" : "observer",
+      });
+    }
+    const tickMs = options.tickMs ?? 100;
+    const configFile = join(dir.path, "cluster.json");
+    await writeFile(
+      configFile,
+      JSON.stringify({ tickMs, initLimitTicks: options.initLimitTicks ?? 20, syncLimitTicks: options.syncLimitTicks ?? 10, servers: entries }, null, 2),
+    );
+    const servers = new Map<number, ServerProcess>();
+    const cluster = new ClusterProcess(servers, configFile, dir.remove);
+    try {
+      await Promise.all(
+        entries.map(async (entry) => {
+          const server = await ServerProcess.start({
+            dataDir: join(dir.path, String(entry.id)),
+            port: entry.clientPort,
+            serverId: entry.id,
+            tickMs,
+            logLevel: "info",
+            ...(options.snapshotEveryTxns === undefined ? {} : { snapshotEveryTxns: options.snapshotEveryTxns }),
+            ...(options.snapshotRetainCount === undefined ? {} : { snapshotRetainCount: options.snapshotRetainCount }),
+            extraArgs: ["--config", configFile],
+          });
+          servers.set(entry.id, server);
+        }),
+      );
+    } catch (error) {
+      await cluster.stop();
+      throw error;
+    }
+    return cluster;
+  }
+
+  get connectString(): string {
+    return [...this.servers.values()].map((s) => s.connectString).join(",");
+  }
+
+  server(id: number): ServerProcess {
+    const server = this.servers.get(id);
+    if (!server) throw new Error(`no server ${id}`);
+    return server;
+  }
+
+  /** The last role each running server logged. */
+  roles(): Map<number, RoleLine> {
+    const roles = new Map<number, RoleLine>();
+    for (const [id, server] of this.servers) {
+      if (!server.running) continue;
+      const last = lastRoleLine(server.stderr);
+      if (last) roles.set(id, last);
+    }
+    return roles;
+  }
+
+  /** The id of the server that last logged itself leading, if every running voter agrees on it. */
+  agreedLeader(): number | undefined {
+    const roles = this.roles();
+    const leaders = [...roles].filter(([, r]) => r.role === "leading").map(([id]) => id);
+    if (leaders.length !== 1) return undefined;
+    const leader = leaders[0]!;
+    for (const [id, server] of this.servers) {
+      if (!server.running || id === leader) continue;
+      const role = roles.get(id);
+      if (!role || (role.role !== "following" && role.role !== "observing") || role.leader !== leader) return undefined;
+    }
+    return leader;
+  }
+
+  async stop(): Promise<void> {
+    await Promise.allSettled([...this.servers.values()].map((s) => s.stop()));
+    await this.removeDir();
+  }
+}
+
+export function lastRoleLine(stderr: string): RoleLine | undefined {
+  let last: RoleLine | undefined;
+  for (const line of stderr.split("\n")) {
+    if (!line.includes('"role changed"')) continue;
+    try {
+      last = JSON.parse(line) as RoleLine;
+    } catch {
+      // a torn last line: the next read sees it whole
+    }
+  }
+  return last;
+}
