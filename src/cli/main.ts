@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 /**
  * `corral server --config <file> [--field value ...]` runs one server;
- * `corral start` runs the local development server on 127.0.0.1:2181 with data under ./data.
+ * `corral start` runs the local development server on 127.0.0.1:2181 with data under ./data;
+ * `corral cluster` runs a cluster of server processes on 127.0.0.1 (src/cli/cluster.ts);
+ * `corral health` checks that a server serves sessions (container health checks).
  */
 import { ConfigError, loadConfig, type ServerConfig } from "../server/config.js";
 import { createLogger } from "../server/log.js";
@@ -12,7 +14,15 @@ const USAGE = `usage:
   corral server [--config FILE] [--server-id N] [--data-dir DIR] [--client-host H] [--client-port P]
                 [--tick-ms MS] [--min-session-timeout-ms MS] [--max-session-timeout-ms MS]
                 [--snapshot-every-txns N] [--snapshot-retain-count N] [--log-level LEVEL]
-  Every field can also come from the environment as CORRAL_<FIELD>, e.g. CORRAL_CLIENT_PORT=2181.`;
+                [--servers ID=HOST:CLIENT:QUORUM:ELECTION[:ROLE],...] [--init-limit-ticks N] [--sync-limit-ticks N]
+  Every field can also come from the environment as CORRAL_<FIELD>, e.g. CORRAL_CLIENT_PORT=2181,
+  CORRAL_SERVERS=1=corral1:2181:2888:3888:participant,2=corral2:2181:2888:3888:participant,...
+  corral cluster [--voters 3] [--observers 0] [--base-port 2181] [--quorum-base-port P] [--election-base-port P]
+                 [--data-dir ./data] [--tick-ms 2000] [--stop-grace-ms 10000] [--start-timeout-ms 60000]
+                                        one server process per member on 127.0.0.1, data under DIR/<id>
+  corral health [--connect HOST:PORT] [--config FILE] [--timeout-ms 5000]
+                                        exit 0 if the server answers exists("/"), else 1; without
+                                        --connect, the client port of the server CORRAL_* describes`;
 
 function parseFlags(args: string[]): { config?: string; flags: Record<string, string> } {
   const flags: Record<string, string> = {};
@@ -31,6 +41,13 @@ function parseFlags(args: string[]): { config?: string; flags: Record<string, st
 
 async function runServer(config: ServerConfig, banner: boolean): Promise<void> {
   const logger = createLogger(config.logLevel, { serverId: config.serverId });
+  if (config.servers.length > 0) {
+    // TODO(replication): the lead replaces this with the election/Zab runtime fed by config.servers.
+    logger.warn(
+      { servers: config.servers.length, role: config.servers.find((s) => s.id === config.serverId)?.role },
+      "replication not enabled yet: serving standalone",
+    );
+  }
   const server = await CorralServer.start(config, logger);
   if (banner) {
     process.stdout.write(
@@ -54,6 +71,12 @@ async function runServer(config: ServerConfig, banner: boolean): Promise<void> {
   };
   process.on("SIGINT", () => stop("SIGINT"));
   process.on("SIGTERM", () => stop("SIGTERM"));
+  // Started by `corral cluster` (an IPC channel to the launcher): stop when the launcher is gone,
+  // even if it was killed with SIGKILL and could not stop us itself.
+  if (process.channel) {
+    process.channel.unref();
+    process.on("disconnect", () => stop("launcher exited"));
+  }
 }
 
 async function main(argv: string[]): Promise<void> {
@@ -68,6 +91,24 @@ async function main(argv: string[]): Promise<void> {
       const { config, flags } = parseFlags(rest);
       await runServer(loadConfig({ ...(config ? { file: config } : {}), flags, env: process.env }), false);
       return;
+    }
+    case "cluster": {
+      const { config, flags } = parseFlags(rest);
+      if (config !== undefined) throw new ConfigError("config", "corral cluster writes its own config; see --help");
+      const { parseClusterOptions, runCluster } = await import("./cluster.js");
+      process.exit(await runCluster(parseClusterOptions(flags)));
+    }
+    case "health": {
+      let parsed: ReturnType<typeof parseFlags>;
+      try {
+        parsed = parseFlags(rest);
+      } catch (error) {
+        // Docker reserves health check exit code 2: every failure of `health` is 1.
+        process.stderr.write(`unhealthy: ${(error as Error).message}\n`);
+        process.exit(1);
+      }
+      const { runHealth } = await import("./health.js");
+      process.exit(await runHealth(parsed.config, parsed.flags, process.env));
     }
     case undefined:
     case "help":

@@ -2,17 +2,41 @@
  * Server configuration: one typed, validated object. Sources, later ones winning: defaults, a
  * JSON file (`--config`), environment variables (CORRAL_<FIELD> in upper snake case, for
  * containers), command-line flags (--field-name). Anything invalid is a ConfigError naming the field.
+ *
+ * A cluster is the `servers` list: every server (voters and observers) with its host and its
+ * client, quorum and election ports. One file (or one CORRAL_SERVERS value) describes the whole
+ * cluster and is shared by all its servers; each is started with its own serverId. An empty list
+ * means standalone.
  */
 import { readFileSync } from "node:fs";
 import { limits } from "../common/constants.js";
+
+export type ServerRole = "participant" | "observer";
+
+/** One member of the cluster, as every server's config lists it (ZooKeeper's `server.N=` line). */
+export interface ServerEntry {
+  /** 1..254, this server's serverId. */
+  id: number;
+  /** Where the others (and clients) reach it; a hostname or an IP address (IPv6 without brackets). */
+  host: string;
+  clientPort: number;
+  /** Followers and observers connect to the leader's quorum port (ZooKeeper's 2888). */
+  quorumPort: number;
+  /** Leader election traffic (ZooKeeper's 3888). */
+  electionPort: number;
+  /** Participants vote and can lead; observers only learn. */
+  role: ServerRole;
+}
 
 export interface ServerConfig {
   /** 1..254, unique in a cluster (ZooKeeper's myid; 255 would collide with TTL owner tags). */
   serverId: number;
   dataDir: string;
+  /** The address the client port binds; in a cluster it defaults to this server's entry's host. */
   clientHost: string;
+  /** In a cluster it comes from this server's entry (and must agree with it if set). */
   clientPort: number;
-  /** ZooKeeper's tickTime: the unit of session timeouts and, later, of initLimit/syncLimit. */
+  /** ZooKeeper's tickTime: the unit of session timeouts, initLimit and syncLimit. */
   tickMs: number;
   minSessionTimeoutMs: number;
   maxSessionTimeoutMs: number;
@@ -22,6 +46,12 @@ export interface ServerConfig {
   snapshotRetainCount: number;
   ttlNodesEnabled: boolean;
   logLevel: string;
+  /** Every server of the cluster, this one included; empty = standalone. */
+  servers: ServerEntry[];
+  /** ZooKeeper's initLimit: ticks a learner may take to connect to and sync with the leader. */
+  initLimitTicks: number;
+  /** ZooKeeper's syncLimit: ticks a learner may fall silent before the leader drops it (and vice versa). */
+  syncLimitTicks: number;
 }
 
 export class ConfigError extends Error {
@@ -34,7 +64,7 @@ export class ConfigError extends Error {
   }
 }
 
-type FieldKind = "int" | "string" | "bool";
+type FieldKind = "int" | "string" | "bool" | "servers";
 const FIELDS: Record<keyof ServerConfig, FieldKind> = {
   serverId: "int",
   dataDir: "string",
@@ -47,9 +77,15 @@ const FIELDS: Record<keyof ServerConfig, FieldKind> = {
   snapshotRetainCount: "int",
   ttlNodesEnabled: "bool",
   logLevel: "string",
+  servers: "servers",
+  initLimitTicks: "int",
+  syncLimitTicks: "int",
 };
 
 const LOG_LEVELS = new Set(["fatal", "error", "warn", "info", "debug", "trace", "silent"]);
+const ROLES: ReadonlySet<string> = new Set<ServerRole>(["participant", "observer"]);
+const ENTRY_FIELDS = ["id", "host", "clientPort", "quorumPort", "electionPort", "role"] as const;
+const ENTRY_PORTS = ["clientPort", "quorumPort", "electionPort"] as const;
 
 export function defaultConfig(): Omit<ServerConfig, "minSessionTimeoutMs" | "maxSessionTimeoutMs"> {
   return {
@@ -62,6 +98,9 @@ export function defaultConfig(): Omit<ServerConfig, "minSessionTimeoutMs" | "max
     snapshotRetainCount: 3,
     ttlNodesEnabled: false,
     logLevel: "info",
+    servers: [],
+    initLimitTicks: 10,
+    syncLimitTicks: 5,
   };
 }
 
@@ -70,24 +109,99 @@ function fieldFromFlag(flag: string): keyof ServerConfig | undefined {
   const camel = flag.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
   return camel in FIELDS ? (camel as keyof ServerConfig) : undefined;
 }
-function envName(field: string): string {
+/** The environment variable that sets `field`: serverId → CORRAL_SERVER_ID, servers → CORRAL_SERVERS. */
+export function envName(field: string): string {
   return "CORRAL_" + field.replace(/[A-Z]/g, (c) => "_" + c).toUpperCase();
+}
+
+function coerceInt(field: string, raw: unknown): number {
+  const value = typeof raw === "string" && raw.trim() !== "" ? Number(raw) : raw;
+  if (typeof value !== "number" || !Number.isSafeInteger(value)) throw new ConfigError(field, `expected an integer, got ${JSON.stringify(raw)}`);
+  return value;
 }
 
 function coerce(field: keyof ServerConfig, raw: unknown): unknown {
   const kind = FIELDS[field];
-  if (kind === "int") {
-    const value = typeof raw === "string" && raw.trim() !== "" ? Number(raw) : raw;
-    if (typeof value !== "number" || !Number.isSafeInteger(value)) throw new ConfigError(field, `expected an integer, got ${JSON.stringify(raw)}`);
-    return value;
-  }
+  if (kind === "int") return coerceInt(field, raw);
   if (kind === "bool") {
     if (raw === true || raw === "true") return true;
     if (raw === false || raw === "false") return false;
     throw new ConfigError(field, `expected true or false, got ${JSON.stringify(raw)}`);
   }
+  if (kind === "servers") {
+    if (typeof raw === "string") return parseServers(raw);
+    if (Array.isArray(raw)) return raw.map((item, index) => serverEntryFromObject(item, index));
+    throw new ConfigError(field, `expected a list of servers or a string "ID=HOST:CLIENT:QUORUM:ELECTION[:ROLE],...", got ${JSON.stringify(raw)}`);
+  }
   if (typeof raw !== "string") throw new ConfigError(field, `expected a string, got ${JSON.stringify(raw)}`);
   return raw;
+}
+
+/** One entry of a JSON `servers` array. `role` may be omitted (participant). */
+function serverEntryFromObject(raw: unknown, index: number): ServerEntry {
+  const at = `servers[${index}]`;
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw new ConfigError(at, `expected an object, got ${JSON.stringify(raw)}`);
+  const record = raw as Record<string, unknown>;
+  for (const key of Object.keys(record)) {
+    if (!(ENTRY_FIELDS as readonly string[]).includes(key)) throw new ConfigError(`${at}.${key}`, "unknown field");
+  }
+  for (const key of ["id", "host", ...ENTRY_PORTS] as const) {
+    if (record[key] === undefined) throw new ConfigError(`${at}.${key}`, "missing");
+  }
+  if (typeof record["host"] !== "string") throw new ConfigError(`${at}.host`, `expected a string, got ${JSON.stringify(record["host"])}`);
+  const role = record["role"] ?? "participant";
+  if (typeof role !== "string") throw new ConfigError(`${at}.role`, `expected participant or observer, got ${JSON.stringify(role)}`);
+  return {
+    id: coerceInt(`${at}.id`, record["id"]),
+    host: record["host"],
+    clientPort: coerceInt(`${at}.clientPort`, record["clientPort"]),
+    quorumPort: coerceInt(`${at}.quorumPort`, record["quorumPort"]),
+    electionPort: coerceInt(`${at}.electionPort`, record["electionPort"]),
+    role: role as ServerRole,
+  };
+}
+
+const COMPACT_ENTRY = /^(?:server\.)?([^=]*)=(\[[^\]]*\]|[^:\[\]]*):([^:]*):([^:]*):([^:]*)(?::([^:]*))?$/;
+
+/**
+ * The compact servers list used by CORRAL_SERVERS and --servers:
+ * `ID=HOST:CLIENT_PORT:QUORUM_PORT:ELECTION_PORT[:ROLE]` entries separated by commas (whitespace
+ * around entries ignored, an IPv6 host in brackets, ROLE participant by default), e.g.
+ * `1=corral1:2181:2888:3888:participant,2=corral2:2181:2888:3888,4=corral4:2181:2888:3888:observer`.
+ * Only the syntax is checked here; validateConfig checks the values.
+ */
+export function parseServers(text: string): ServerEntry[] {
+  const entries: ServerEntry[] = [];
+  for (const part of text.split(",")) {
+    const item = part.trim();
+    if (item === "") continue;
+    const at = `servers[${entries.length}]`;
+    const match = COMPACT_ENTRY.exec(item);
+    if (!match) throw new ConfigError(at, `expected ID=HOST:CLIENT_PORT:QUORUM_PORT:ELECTION_PORT[:participant|observer], got ${JSON.stringify(item)}`);
+    const [, id, hostText, client, quorum, election, role] = match as unknown as [string, string, string, string, string, string, string | undefined];
+    const host = hostText.startsWith("[") ? hostText.slice(1, -1) : hostText;
+    entries.push({
+      id: coerceInt(`${at}.id`, id),
+      host,
+      clientPort: coerceInt(`${at}.clientPort`, client),
+      quorumPort: coerceInt(`${at}.quorumPort`, quorum),
+      electionPort: coerceInt(`${at}.electionPort`, election),
+      role: (role ?? "participant") as ServerRole,
+    });
+  }
+  return entries;
+}
+
+/** `host:port`, with an IPv6 host in brackets. */
+export function formatHostPort(host: string, port: number): string {
+  return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+/** The compact form parseServers reads back (CORRAL_SERVERS). */
+export function formatServers(servers: readonly ServerEntry[]): string {
+  return servers
+    .map((s) => `${s.id}=${s.host.includes(":") ? `[${s.host}]` : s.host}:${s.clientPort}:${s.quorumPort}:${s.electionPort}:${s.role}`)
+    .join(",");
 }
 
 export interface ConfigSources {
@@ -99,6 +213,8 @@ export interface ConfigSources {
 
 export function loadConfig(sources: ConfigSources): ServerConfig {
   const merged: Record<string, unknown> = { ...defaultConfig() };
+  /** Fields some source set, as opposed to defaults. */
+  const explicit = new Set<string>();
   if (sources.file) {
     let parsed: unknown;
     try {
@@ -110,21 +226,41 @@ export function loadConfig(sources: ConfigSources): ServerConfig {
     for (const [key, value] of Object.entries(parsed)) {
       if (!(key in FIELDS)) throw new ConfigError(key, "unknown field");
       merged[key] = coerce(key as keyof ServerConfig, value);
+      explicit.add(key);
     }
   }
   const env = sources.env ?? {};
   for (const field of Object.keys(FIELDS) as (keyof ServerConfig)[]) {
     const value = env[envName(field)];
-    if (value !== undefined) merged[field] = coerce(field, value);
+    if (value !== undefined) {
+      merged[field] = coerce(field, value);
+      explicit.add(field);
+    }
   }
   for (const [flag, value] of Object.entries(sources.flags ?? {})) {
     const field = fieldFromFlag(flag);
     if (!field) throw new ConfigError(flag, "unknown option");
     merged[field] = coerce(field, value);
+    explicit.add(field);
   }
   const tickMs = merged["tickMs"] as number;
   merged["minSessionTimeoutMs"] ??= tickMs * limits.sessionTimeoutTicksMin;
   merged["maxSessionTimeoutMs"] ??= tickMs * limits.sessionTimeoutTicksMax;
+
+  const servers = merged["servers"] as ServerEntry[];
+  if (servers.length > 0) {
+    // A shared cluster file cannot know which server reads it: the id must be given, never defaulted.
+    if (!explicit.has("serverId")) {
+      throw new ConfigError("serverId", "must be set (--server-id, CORRAL_SERVER_ID or the file) when servers lists a cluster");
+    }
+    const self = servers.find((s) => s.id === merged["serverId"]);
+    if (self) {
+      if (!explicit.has("clientHost")) merged["clientHost"] = self.host;
+      if (!explicit.has("clientPort")) merged["clientPort"] = self.clientPort;
+    }
+  }
+  // "{id}" in dataDir lets one shared file give every server of a single-host cluster its own dir.
+  merged["dataDir"] = (merged["dataDir"] as string).replaceAll("{id}", String(merged["serverId"]));
   return validateConfig(merged as unknown as ServerConfig);
 }
 
@@ -140,8 +276,77 @@ export function validateConfig(config: ServerConfig): ServerConfig {
   range("snapshotRetainCount", 1, 1000);
   range("minSessionTimeoutMs", 1, config.maxSessionTimeoutMs);
   range("maxSessionTimeoutMs", config.minSessionTimeoutMs, 24 * 3600 * 1000);
+  range("initLimitTicks", 1, 10_000);
+  range("syncLimitTicks", 1, 10_000);
   if (config.dataDir.trim() === "") throw new ConfigError("dataDir", "must not be empty");
   if (config.clientHost.trim() === "") throw new ConfigError("clientHost", "must not be empty");
   if (!LOG_LEVELS.has(config.logLevel)) throw new ConfigError("logLevel", `one of ${[...LOG_LEVELS].join(", ")}`);
+  validateServers(config.servers);
+  if (config.servers.length > 0) {
+    const self = config.servers.find((s) => s.id === config.serverId);
+    if (!self) {
+      throw new ConfigError("serverId", `${config.serverId} is not in servers (ids ${config.servers.map((s) => s.id).join(", ")})`);
+    }
+    if (config.clientPort !== self.clientPort) {
+      throw new ConfigError("clientPort", `is ${config.clientPort} but servers gives server ${self.id} client port ${self.clientPort}`);
+    }
+  }
   return config;
+}
+
+/** The servers list on its own: ids, hosts, ports, roles. Empty is valid (standalone). */
+export function validateServers(servers: readonly ServerEntry[]): void {
+  if (!Array.isArray(servers)) throw new ConfigError("servers", "expected a list");
+  const ids = new Map<number, number>();
+  const endpoints = new Map<string, string>();
+  servers.forEach((server, index) => {
+    const at = `servers[${index}]`;
+    if (!Number.isSafeInteger(server.id) || server.id < 1 || server.id > 254) {
+      throw new ConfigError(`${at}.id`, `must be an integer within [1, 254], got ${server.id}`);
+    }
+    const twin = ids.get(server.id);
+    if (twin !== undefined) throw new ConfigError(`${at}.id`, `duplicate id ${server.id} (also servers[${twin}])`);
+    ids.set(server.id, index);
+    if (typeof server.host !== "string" || server.host.trim() === "") throw new ConfigError(`${at}.host`, "must not be empty");
+    if (/[\s,=\/\[\]]/.test(server.host)) throw new ConfigError(`${at}.host`, `not a host name or address: ${JSON.stringify(server.host)}`);
+    if (!ROLES.has(server.role)) throw new ConfigError(`${at}.role`, `expected participant or observer, got ${JSON.stringify(server.role)}`);
+    for (const port of ENTRY_PORTS) {
+      const value = server[port];
+      if (!Number.isSafeInteger(value) || value < 1 || value > 65535) {
+        throw new ConfigError(`${at}.${port}`, `must be an integer within [1, 65535], got ${value}`);
+      }
+      const endpoint = formatHostPort(server.host.toLowerCase(), value);
+      const user = endpoints.get(endpoint);
+      if (user !== undefined) throw new ConfigError(`${at}.${port}`, `${endpoint} is already ${user}`);
+      endpoints.set(endpoint, `${at}.${port}`);
+    }
+  });
+  if (servers.length > 0 && !servers.some((s) => s.role === "participant")) {
+    throw new ConfigError("servers", "needs at least one participant (observers cannot form a quorum)");
+  }
+}
+
+/** True when no servers are listed: the server runs alone, as before replication. */
+export function isStandalone(config: Pick<ServerConfig, "servers">): boolean {
+  return config.servers.length === 0;
+}
+
+/** This server's own entry in the servers list (undefined when standalone). */
+export function thisServer(config: Pick<ServerConfig, "servers" | "serverId">): ServerEntry | undefined {
+  return config.servers.find((s) => s.id === config.serverId);
+}
+
+/** The voting members (participants) and the observers, each in id order; both empty when standalone. */
+export function quorumMembers(config: Pick<ServerConfig, "servers">): { voters: ServerEntry[]; observers: ServerEntry[] } {
+  const sorted = [...config.servers].sort((a, b) => a.id - b.id);
+  return { voters: sorted.filter((s) => s.role === "participant"), observers: sorted.filter((s) => s.role === "observer") };
+}
+
+/**
+ * What a client passes to Client.connect: every server's host:clientPort (observers serve clients
+ * too), in list order; a standalone server's own clientHost:clientPort.
+ */
+export function clusterConnectString(config: Pick<ServerConfig, "servers" | "clientHost" | "clientPort">): string {
+  if (config.servers.length === 0) return formatHostPort(config.clientHost, config.clientPort);
+  return config.servers.map((s) => formatHostPort(s.host, s.clientPort)).join(",");
 }

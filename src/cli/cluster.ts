@@ -1,0 +1,334 @@
+/**
+ * `corral cluster`: a whole cluster on this machine, one `corral server` child process per member.
+ *
+ * It writes one cluster config (<data-dir>/cluster.json, the same format every server reads),
+ * starts `corral server --config <that file> --server-id <id>` for each member (data under
+ * <data-dir>/<id>), prefixes each child's output lines with its id, waits until every server
+ * serves sessions, then prints the members and the connect string. SIGINT/SIGTERM stop every
+ * child (SIGTERM, then SIGKILL after a bounded grace) and exit 0 when all stopped cleanly. A child
+ * that dies on its own is reported and not restarted. Children also stop by themselves if the
+ * launcher disappears (they watch their IPC channel to it).
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { isAbsolute, join, relative, resolve } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { ConfigError, clusterConnectString, defaultConfig, formatHostPort, formatServers, validateServers, type ServerEntry } from "../server/config.js";
+import { probe } from "./health.js";
+
+const MAIN = fileURLToPath(new URL("./main.js", import.meta.url));
+
+export interface ClusterOptions {
+  voters: number;
+  observers: number;
+  /** Client ports are basePort, basePort+1, … in id order. */
+  basePort: number;
+  quorumBasePort: number;
+  electionBasePort: number;
+  host: string;
+  /** Absolute; the cluster config and one data dir per server (<dataDir>/<id>) live here. */
+  dataDir: string;
+  tickMs: number;
+  /** After SIGTERM, how long a child may take to stop before it gets SIGKILL. */
+  stopGraceMs: number;
+  /** How long the servers may take to serve sessions before the launch is abandoned. */
+  startTimeoutMs: number;
+}
+
+/** ZooKeeper's customary ports: 2181 for clients, 2888 quorum, 3888 election — same offsets from any base. */
+const QUORUM_OFFSET = 2888 - 2181;
+const ELECTION_OFFSET = 3888 - 2181;
+
+const FLAGS = ["voters", "observers", "base-port", "quorum-base-port", "election-base-port", "data-dir", "tick-ms", "stop-grace-ms", "start-timeout-ms"];
+
+function intFlag(flags: Record<string, string>, name: string, fallback: number, min: number, max: number): number {
+  const raw = flags[name];
+  if (raw === undefined) return fallback;
+  const value = raw.trim() === "" ? NaN : Number(raw);
+  if (!Number.isSafeInteger(value)) throw new ConfigError(name, `expected an integer, got ${JSON.stringify(raw)}`);
+  if (value < min || value > max) throw new ConfigError(name, `must be within [${min}, ${max}], got ${value}`);
+  return value;
+}
+
+/** `corral cluster` flags → options; a bad one is a ConfigError naming the flag. */
+export function parseClusterOptions(flags: Record<string, string>, cwd = process.cwd()): ClusterOptions {
+  for (const name of Object.keys(flags)) {
+    if (!FLAGS.includes(name)) throw new ConfigError(name, `unknown option (corral cluster takes --${FLAGS.join(", --")})`);
+  }
+  const voters = intFlag(flags, "voters", 3, 1, 254);
+  const observers = intFlag(flags, "observers", 0, 0, 253);
+  const size = voters + observers;
+  if (size > 254) throw new ConfigError("observers", `voters + observers must be at most 254, got ${size}`);
+  const basePort = intFlag(flags, "base-port", 2181, 1, 65535);
+  const quorumBasePort = intFlag(flags, "quorum-base-port", basePort + QUORUM_OFFSET, 1, 65535);
+  const electionBasePort = intFlag(flags, "election-base-port", basePort + ELECTION_OFFSET, 1, 65535);
+  const ranges: [string, number][] = [
+    ["base-port", basePort],
+    ["quorum-base-port", quorumBasePort],
+    ["election-base-port", electionBasePort],
+  ];
+  for (const [name, first] of ranges) {
+    const last = first + size - 1;
+    if (last > 65535) throw new ConfigError(name, `ports ${first}..${last} for ${size} servers go beyond 65535`);
+  }
+  for (let i = 0; i < ranges.length; i++) {
+    for (let j = i + 1; j < ranges.length; j++) {
+      const [a, first] = ranges[i]!;
+      const [b, other] = ranges[j]!;
+      if (first < other + size && other < first + size) {
+        throw new ConfigError(b, `ports ${other}..${other + size - 1} overlap the --${a} range ${first}..${first + size - 1}`);
+      }
+    }
+  }
+  const dataDir = flags["data-dir"] ?? "./data";
+  if (dataDir.trim() === "") throw new ConfigError("data-dir", "must not be empty");
+  const defaults = defaultConfig();
+  return {
+    voters,
+    observers,
+    basePort,
+    quorumBasePort,
+    electionBasePort,
+    host: "127.0.0.1",
+    dataDir: isAbsolute(dataDir) ? dataDir : resolve(cwd, dataDir),
+    tickMs: intFlag(flags, "tick-ms", defaults.tickMs, 1, 60_000),
+    stopGraceMs: intFlag(flags, "stop-grace-ms", 10_000, 0, 600_000),
+    startTimeoutMs: intFlag(flags, "start-timeout-ms", 60_000, 1, 3_600_000),
+  };
+}
+
+/** The members: ids 1..voters are participants, the next `observers` ids observers. */
+export function clusterServers(options: ClusterOptions): ServerEntry[] {
+  const servers: ServerEntry[] = [];
+  for (let i = 0; i < options.voters + options.observers; i++) {
+    servers.push({
+      id: i + 1,
+      host: options.host,
+      clientPort: options.basePort + i,
+      quorumPort: options.quorumBasePort + i,
+      electionPort: options.electionBasePort + i,
+      role: i < options.voters ? "participant" : "observer",
+    });
+  }
+  validateServers(servers);
+  return servers;
+}
+
+/** The JSON every member reads (with its own --server-id); "{id}" gives each its own data dir. */
+export function clusterConfigJson(options: ClusterOptions): Record<string, unknown> {
+  const defaults = defaultConfig();
+  return {
+    dataDir: join(options.dataDir, "{id}"),
+    tickMs: options.tickMs,
+    initLimitTicks: defaults.initLimitTicks,
+    syncLimitTicks: defaults.syncLimitTicks,
+    servers: clusterServers(options),
+  };
+}
+
+export const CLUSTER_CONFIG_FILE = "cluster.json";
+
+/**
+ * Writes <dataDir>/cluster.json (atomically). A data dir that already holds a different cluster is
+ * refused: reusing its servers' data under another membership is how a quorum loses writes.
+ */
+export function writeClusterConfig(options: ClusterOptions): { path: string; reused: boolean } {
+  mkdirSync(options.dataDir, { recursive: true });
+  const path = join(options.dataDir, CLUSTER_CONFIG_FILE);
+  const json = clusterConfigJson(options);
+  const servers = json["servers"] as ServerEntry[];
+  let reused = false;
+  if (existsSync(path)) {
+    let previous: string;
+    try {
+      previous = formatServers((JSON.parse(readFileSync(path, "utf8")) as { servers: ServerEntry[] }).servers);
+    } catch (error) {
+      throw new ConfigError("data-dir", `${path} exists but is not a cluster config (${(error as Error).message}); remove it or pick another --data-dir`);
+    }
+    if (previous !== formatServers(servers)) {
+      throw new ConfigError(
+        "data-dir",
+        `${path} describes another cluster (${previous}); its servers' data belongs to that membership: use another --data-dir or remove it`,
+      );
+    }
+    reused = true;
+  }
+  const temp = `${path}.${process.pid}.tmp`;
+  writeFileSync(temp, JSON.stringify(json, null, 2) + "\n");
+  renameSync(temp, path);
+  return { path, reused };
+}
+
+/** What a child inherits: everything but CORRAL_* (the cluster file decides), except the log level. */
+function childEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (!key.startsWith("CORRAL_") || key === "CORRAL_LOG_LEVEL") env[key] = value;
+  }
+  return env;
+}
+
+interface Member {
+  entry: ServerEntry;
+  child: ChildProcess;
+  /** Set once the process is gone and its output drained. */
+  exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  closed: Promise<void>;
+  unexpected: boolean;
+}
+
+function describeExit(exit: { code: number | null; signal: NodeJS.Signals | null }): string {
+  return exit.signal ? `killed by ${exit.signal}` : `exit code ${exit.code}`;
+}
+
+function display(path: string): string {
+  const rel = relative(process.cwd(), path);
+  return rel !== "" && !rel.startsWith("..") && !isAbsolute(rel) ? rel : path;
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+export interface ClusterIo {
+  out: (text: string) => void;
+  err: (text: string) => void;
+}
+
+/** Runs the cluster until SIGINT/SIGTERM (or until every server is gone); answers the exit code. */
+export async function runCluster(
+  options: ClusterOptions,
+  io: ClusterIo = { out: (t) => void process.stdout.write(t), err: (t) => void process.stderr.write(t) },
+): Promise<number> {
+  const { path: configPath, reused } = writeClusterConfig(options);
+  const servers = clusterServers(options);
+  const connectString = clusterConnectString({ servers, clientHost: options.host, clientPort: options.basePort });
+  io.out(
+    `corral cluster: ${options.voters} voter${options.voters === 1 ? "" : "s"}, ${options.observers} observer${options.observers === 1 ? "" : "s"} ` +
+      `on ${options.host}; config ${display(configPath)}${reused ? " (reusing its data)" : ""}\n` +
+      `connect string: ${connectString}\n`,
+  );
+  if (options.voters % 2 === 0) {
+    io.out(`note: ${options.voters} voters tolerate no more failures than ${options.voters - 1}; an odd number is usual\n`);
+  }
+
+  let stopping = false;
+  let forced = false;
+  let finish!: (code: number) => void;
+  const finished = new Promise<number>((resolve) => (finish = resolve));
+  const members: Member[] = [];
+
+  const alive = () => members.filter((m) => m.exit === undefined);
+  const stopAll = async (reason: string): Promise<void> => {
+    if (stopping) {
+      // A second Ctrl-C: do not wait for the grace period.
+      forced = true;
+      for (const m of alive()) m.child.kill("SIGKILL");
+      return;
+    }
+    stopping = true;
+    const running = alive();
+    io.out(`corral cluster: ${reason}: stopping ${running.length} server${running.length === 1 ? "" : "s"}\n`);
+    for (const m of running) m.child.kill("SIGTERM");
+    const grace = setTimeout(() => {
+      for (const m of alive()) {
+        io.err(`corral cluster: server ${m.entry.id} (pid ${m.child.pid}) did not stop within ${options.stopGraceMs} ms: SIGKILL\n`);
+        forced = true;
+        m.child.kill("SIGKILL");
+      }
+    }, options.stopGraceMs);
+    await Promise.all(members.map((m) => m.closed));
+    clearTimeout(grace);
+    const unclean = running.filter((m) => {
+      const exit = m.exit!;
+      return !(exit.code === 0 || exit.signal === "SIGTERM" || exit.signal === "SIGINT");
+    });
+    for (const m of unclean) io.err(`corral cluster: server ${m.entry.id} stopped uncleanly (${describeExit(m.exit!)})\n`);
+    const crashed = members.filter((m) => m.unexpected).length;
+    io.out(`corral cluster: stopped${crashed > 0 ? ` (${crashed} server${crashed === 1 ? "" : "s"} had exited on ${crashed === 1 ? "its" : "their"} own)` : ""}\n`);
+    finish(forced || unclean.length > 0 || crashed > 0 ? 1 : 0);
+  };
+  const onSignal = (signal: NodeJS.Signals) => void stopAll(signal);
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+
+  try {
+    for (const entry of servers) {
+      const child = spawn(process.execPath, [MAIN, "server", "--config", configPath, "--server-id", String(entry.id)], {
+        stdio: ["ignore", "pipe", "pipe", "ipc"],
+        env: childEnv(),
+      });
+      const member: Member = { entry, child, exit: undefined, closed: Promise.resolve(), unexpected: false };
+      member.closed = new Promise<void>((resolve) => {
+        child.once("close", (code, signal) => {
+          member.exit = { code, signal };
+          if (!stopping) {
+            member.unexpected = true;
+            io.err(`corral cluster: server ${entry.id} (pid ${child.pid}) exited unexpectedly (${describeExit(member.exit)}); it is not restarted\n`);
+            if (alive().length === 0) {
+              io.err("corral cluster: every server has exited\n");
+              stopping = true;
+              finish(1);
+            }
+          }
+          resolve();
+        });
+      });
+      child.once("error", (error) => io.err(`corral cluster: server ${entry.id}: ${error.message}\n`));
+      const prefix = `[${entry.id}] `;
+      createInterface({ input: child.stdout!, crlfDelay: Infinity }).on("line", (line) => io.out(prefix + line + "\n"));
+      createInterface({ input: child.stderr!, crlfDelay: Infinity }).on("line", (line) => io.err(prefix + line + "\n"));
+      members.push(member);
+    }
+
+    // Up = serving sessions (the same probe as `corral health`), not merely listening.
+    const deadline = Date.now() + options.startTimeoutMs;
+    const waitServing = async (m: Member): Promise<string | undefined> => {
+      const address = formatHostPort(m.entry.host, m.entry.clientPort);
+      for (;;) {
+        if (stopping) return undefined;
+        if (m.exit !== undefined) return `server ${m.entry.id} exited while starting (${describeExit(m.exit)})`;
+        const left = deadline - Date.now();
+        if (left <= 0) return `server ${m.entry.id} did not serve ${address} within ${options.startTimeoutMs} ms`;
+        try {
+          await probe(address, Math.min(2_000, left));
+          return undefined;
+        } catch {
+          await sleep(100);
+        }
+      }
+    };
+    const failures = (await Promise.all(members.map(waitServing))).filter((f): f is string => f !== undefined);
+    if (!stopping && failures.length > 0) {
+      for (const failure of failures) io.err(`corral cluster: ${failure}\n`);
+      await stopAll("start-up failed");
+      await finished;
+      return 1;
+    }
+    if (!stopping) {
+      const rows = members.map((m) => [
+        String(m.entry.id),
+        m.entry.role,
+        formatHostPort(m.entry.host, m.entry.clientPort),
+        formatHostPort(m.entry.host, m.entry.quorumPort),
+        formatHostPort(m.entry.host, m.entry.electionPort),
+        display(join(options.dataDir, String(m.entry.id))),
+        String(m.child.pid),
+      ]);
+      const header = ["id", "role", "client", "quorum", "election", "data", "pid"];
+      const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+      const line = (cells: string[]) => "  " + cells.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd() + "\n";
+      io.out(
+        `corral cluster: ${members.length} server${members.length === 1 ? "" : "s"} up (roles as configured)\n` +
+          line(header) +
+          rows.map(line).join("") +
+          "note: replication is in progress — for now every server runs standalone with its own data\n" +
+          `connect with: Client.connect("${connectString}")\n` +
+          "press Ctrl-C to stop\n",
+      );
+    }
+    return await finished;
+  } finally {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+  }
+}

@@ -1,0 +1,75 @@
+/**
+ * `corral health`: is a server serving sessions? Connects with the SDK, asks exists("/") and
+ * closes. Exit 0 when it answered, 1 otherwise — never 2, which Docker reserves. The container
+ * health checks in deploy/ run it; `corral cluster` uses the same probe to know a server is up.
+ */
+import { Client } from "../index.js";
+import { ConfigError, formatHostPort, loadConfig, type ServerConfig } from "../server/config.js";
+
+const WILDCARDS: Record<string, string> = { "0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1" };
+
+/**
+ * Where a health check inside the server's own container reaches it: its client port, on the
+ * loopback address when the port is bound to every interface.
+ */
+export function healthTarget(config: Pick<ServerConfig, "clientHost" | "clientPort">): string {
+  const host = WILDCARDS[config.clientHost] ?? config.clientHost;
+  return formatHostPort(host, config.clientPort);
+}
+
+/** Resolves when `connectString` accepted a session and answered exists("/"); rejects otherwise. */
+export async function probe(connectString: string, timeoutMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  let client: Client | undefined;
+  let settled = false;
+  const attempt = (async () => {
+    const connected = await Client.connect(connectString, { connectTimeoutMs: timeoutMs, shuffleHosts: false });
+    if (settled) {
+      void connected.close(); // the deadline passed while connecting
+      return;
+    }
+    client = connected;
+    const root = await connected.exists("/");
+    if (root === null) throw new Error('exists("/") answered null');
+  })();
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+  });
+  try {
+    await Promise.race([attempt, deadline]);
+  } finally {
+    settled = true;
+    clearTimeout(timer);
+    attempt.catch(() => undefined);
+    // close() never rejects; bound it anyway so a hung server cannot hang the probe.
+    const closing = (client as Client | undefined)?.close();
+    if (closing) await Promise.race([closing, new Promise((resolve) => setTimeout(resolve, 1_000).unref())]);
+  }
+}
+
+/** The `corral health` command; answers the process exit code. */
+export async function runHealth(configFile: string | undefined, flags: Record<string, string>, env: NodeJS.ProcessEnv): Promise<number> {
+  let target: string;
+  let timeoutMs = 5_000;
+  try {
+    const { connect, "timeout-ms": timeout, ...rest } = flags;
+    const unknown = Object.keys(rest)[0];
+    if (unknown !== undefined) throw new ConfigError(unknown, "unknown option (health takes --connect, --config, --timeout-ms)");
+    if (timeout !== undefined) {
+      timeoutMs = Number(timeout);
+      if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) throw new ConfigError("timeout-ms", `expected a positive integer, got ${JSON.stringify(timeout)}`);
+    }
+    target = connect ?? healthTarget(loadConfig({ ...(configFile ? { file: configFile } : {}), env }));
+  } catch (error) {
+    process.stderr.write(`unhealthy: ${(error as Error).message}\n`);
+    return 1;
+  }
+  try {
+    await probe(target, timeoutMs);
+    process.stdout.write(`ok: ${target} serving\n`);
+    return 0;
+  } catch (error) {
+    process.stderr.write(`unhealthy: ${target}: ${(error as Error).message}\n`);
+    return 1;
+  }
+}

@@ -1,0 +1,221 @@
+/**
+ * `corral cluster` as a user runs it: real child processes on 127.0.0.1, one per member. It prints
+ * the connect string once every server serves, each client port takes an SDK session, Ctrl-C stops
+ * every child and exits 0, a crashed child is reported (not restarted), bad flags exit 2.
+ * `corral health` is checked against the same servers.
+ *
+ * Until replication lands the members are independent standalone servers, so nothing here expects
+ * one server to see another's writes.
+ */
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { createServer, type Server } from "node:net";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { test } from "node:test";
+import { Client } from "../../src/index.js";
+import { makeTempDir } from "../helpers/temp-dir.js";
+import { waitFor } from "../helpers/wait.js";
+
+const CLI = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
+
+function run(args: string[], env: NodeJS.ProcessEnv = {}) {
+  const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, CORRAL_LOG_LEVEL: "warn", ...env } });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c));
+  child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c));
+  const exit = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)));
+  return { child, exit, out: () => stdout, err: () => stderr };
+}
+
+function listen(port: number): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(port, "127.0.0.1", () => resolve(server));
+  });
+}
+
+/** `count` consecutive ports, all free right now, none in `taken`. */
+async function freeRange(count: number, taken: Set<number>): Promise<number> {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const base = 20_000 + Math.floor(Math.random() * 40_000);
+    const ports = Array.from({ length: count }, (_, i) => base + i);
+    if (ports.some((p) => taken.has(p))) continue;
+    const held: Server[] = [];
+    try {
+      for (const port of ports) held.push(await listen(port));
+      for (const port of ports) taken.add(port);
+      return base;
+    } catch {
+      // one of them is in use: try elsewhere
+    } finally {
+      await Promise.all(held.map((s) => new Promise((resolve) => s.close(resolve))));
+    }
+  }
+  throw new Error("no free port range found");
+}
+
+async function portRanges(count: number): Promise<string[]> {
+  const taken = new Set<number>();
+  const base = await freeRange(count, taken);
+  const quorum = await freeRange(count, taken);
+  const election = await freeRange(count, taken);
+  return ["--base-port", String(base), "--quorum-base-port", String(quorum), "--election-base-port", String(election)];
+}
+
+interface Row {
+  id: number;
+  role: string;
+  client: string;
+  pid: number;
+}
+
+/** The member table `corral cluster` prints once everything serves. */
+function rows(stdout: string): Row[] {
+  return [...stdout.matchAll(/^ {2}(\d+) +(participant|observer) +(\S+) +\S+ +\S+ +\S+ +(\d+)$/gm)].map((m) => ({
+    id: Number(m[1]),
+    role: m[2]!,
+    client: m[3]!,
+    pid: Number(m[4]),
+  }));
+}
+
+function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ESRCH") return false;
+    throw error;
+  }
+}
+
+/** Server processes started with this cluster file, found through /proc (Linux). */
+function serversOf(configPath: string): string[] {
+  const found: string[] = [];
+  for (const pid of readdirSync("/proc").filter((name) => /^\d+$/.test(name))) {
+    let args: string[];
+    try {
+      args = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+    } catch {
+      continue; // gone meanwhile
+    }
+    const at = args.indexOf("--config");
+    if (args.includes("server") && at >= 0 && args[at + 1] === configPath) found.push(args[args.indexOf("--server-id") + 1]!);
+  }
+  return found.sort();
+}
+
+async function startCluster(args: string[], env: NodeJS.ProcessEnv = {}) {
+  const launched = run(["cluster", ...args], env);
+  const connectString = await waitFor("the cluster's connect string", () => {
+    assert.equal(launched.child.exitCode, null, `corral cluster exited early:\n${launched.out()}\n${launched.err()}`);
+    return /connect with: Client\.connect\("([^"]+)"\)/.exec(launched.out())?.[1];
+  }, 15_000);
+  return { ...launched, connectString };
+}
+
+test("corral cluster --voters 3: every member serves, Ctrl-C stops them all and exits 0", { timeout: 20_000 }, async () => {
+  const dir = await makeTempDir();
+  const dataDir = join(dir.path, "data");
+  const ports = await portRanges(3);
+  const base = Number(ports[1]);
+  // A CORRAL_* override in the launcher's environment must not leak into the members (it would
+  // contradict the cluster file); only the log level passes through.
+  const cluster = await startCluster(["--voters", "3", "--data-dir", dataDir, "--tick-ms", "200", ...ports], { CORRAL_CLIENT_PORT: "1" });
+  try {
+    const expected = [0, 1, 2].map((i) => `127.0.0.1:${base + i}`);
+    assert.equal(cluster.connectString, expected.join(","));
+    const members = rows(cluster.out());
+    assert.deepEqual(
+      members.map((r) => [r.id, r.role, r.client]),
+      expected.map((client, i) => [i + 1, "participant", client]),
+    );
+    assert.equal(new Set(members.map((r) => r.pid)).size, 3);
+    for (const member of members) assert.ok(processExists(member.pid), `server ${member.id} runs`);
+    assert.deepEqual(serversOf(join(dataDir, "cluster.json")), ["1", "2", "3"]);
+
+    for (const member of members) {
+      const zk = await Client.connect(member.client, { connectTimeoutMs: 5_000 });
+      try {
+        assert.notEqual(await zk.exists("/"), null);
+        assert.equal(await zk.create(`/written-via-${member.id}`, "x"), `/written-via-${member.id}`);
+      } finally {
+        await zk.close();
+      }
+    }
+    // Each child's log lines reach the launcher's stderr prefixed with its id, the honest warning included.
+    for (const member of members) assert.match(cluster.err(), new RegExp(`^\\[${member.id}\\] .*replication not enabled yet`, "m"));
+    assert.ok(existsSync(join(dataDir, "cluster.json")));
+    for (const member of members) assert.ok(existsSync(join(dataDir, String(member.id))), `data dir of ${member.id}`);
+
+    // `corral health`: explicit address, the address the container environment implies, a dead port.
+    const healthy = run(["health", "--connect", members[1]!.client]);
+    assert.equal(await healthy.exit, 0, healthy.err());
+    assert.match(healthy.out(), /^ok: /);
+    const fromEnv = run(["health"], {
+      CORRAL_SERVERS: `1=127.0.0.1:${base}:1:2,2=127.0.0.1:${base + 1}:3:4,3=127.0.0.1:${base + 2}:5:6`,
+      CORRAL_SERVER_ID: "3",
+      CORRAL_CLIENT_HOST: "0.0.0.0",
+    });
+    assert.equal(await fromEnv.exit, 0, fromEnv.err());
+    assert.match(fromEnv.out(), new RegExp(`127\\.0\\.0\\.1:${base + 2}`));
+
+    cluster.child.kill("SIGINT");
+    assert.equal(await cluster.exit, 0, cluster.err());
+    assert.match(cluster.out(), /stopping 3 servers/);
+    for (const member of members) assert.equal(processExists(member.pid), false, `server ${member.id} (pid ${member.pid}) is gone`);
+    assert.deepEqual(serversOf(join(dataDir, "cluster.json")), []);
+
+    const dead = run(["health", "--connect", members[0]!.client, "--timeout-ms", "500"]);
+    assert.equal(await dead.exit, 1);
+    assert.match(dead.err(), /unhealthy/);
+  } finally {
+    if (cluster.child.exitCode === null) cluster.child.kill("SIGKILL");
+    await dir.remove();
+  }
+});
+
+test("a member that dies is reported and not restarted; the others keep serving", { timeout: 20_000 }, async () => {
+  const dir = await makeTempDir();
+  const ports = await portRanges(2);
+  const cluster = await startCluster(["--voters", "1", "--observers", "1", "--data-dir", dir.path, "--tick-ms", "200", ...ports]);
+  try {
+    const [voter, observer] = rows(cluster.out());
+    assert.equal(voter?.role, "participant");
+    assert.equal(observer?.role, "observer");
+    process.kill(observer!.pid, "SIGKILL");
+    await waitFor("the crash report", () => (/server 2 \(pid \d+\) exited unexpectedly \(killed by SIGKILL\)/.test(cluster.err()) ? true : undefined));
+    const zk = await Client.connect(voter!.client, { connectTimeoutMs: 5_000 });
+    assert.notEqual(await zk.exists("/"), null);
+    await zk.close();
+    assert.deepEqual(serversOf(join(dir.path, "cluster.json")), ["1"], "server 2 was not restarted");
+
+    cluster.child.kill("SIGTERM");
+    // A cluster that lost a member does not report a clean run.
+    assert.equal(await cluster.exit, 1);
+    assert.match(cluster.out(), /1 server had exited on its own/);
+    assert.equal(processExists(voter!.pid), false);
+  } finally {
+    if (cluster.child.exitCode === null) cluster.child.kill("SIGKILL");
+    await dir.remove();
+  }
+});
+
+test("bad cluster flags exit 2 naming the flag, before anything starts", async () => {
+  const dir = await makeTempDir();
+  try {
+    const zero = run(["cluster", "--voters", "0", "--data-dir", dir.path]);
+    assert.equal(await zero.exit, 2);
+    assert.match(zero.err(), /voters/);
+    const unknown = run(["cluster", "--client-port", "2181", "--data-dir", dir.path]);
+    assert.equal(await unknown.exit, 2);
+    assert.match(unknown.err(), /client-port: unknown option/);
+    assert.equal(existsSync(join(dir.path, "cluster.json")), false);
+  } finally {
+    await dir.remove();
+  }
+});

@@ -1,0 +1,237 @@
+/**
+ * The server config: a table of valid sources and what they load to, a table of invalid ones and
+ * the field each error names, and the cluster helpers (connect string, quorum members, the compact
+ * CORRAL_SERVERS form).
+ */
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, test } from "node:test";
+import {
+  ConfigError,
+  clusterConnectString,
+  envName,
+  formatServers,
+  loadConfig,
+  parseServers,
+  quorumMembers,
+  thisServer,
+  type ConfigSources,
+  type ServerConfig,
+  type ServerEntry,
+} from "../../src/server/config.js";
+
+const dir = mkdtempSync(join(tmpdir(), "corral-config-"));
+after(() => rmSync(dir, { recursive: true, force: true }));
+let files = 0;
+/** A JSON config file holding `content` (an object is serialised, a string written as is). */
+function file(content: unknown): string {
+  const path = join(dir, `config-${files++}.json`);
+  writeFileSync(path, typeof content === "string" ? content : JSON.stringify(content));
+  return path;
+}
+
+const entry = (id: number, clientPort: number, role: ServerEntry["role"] = "participant", host = "127.0.0.1"): ServerEntry => ({
+  id,
+  host,
+  clientPort,
+  quorumPort: 2888 + id,
+  electionPort: 3888 + id,
+  role,
+});
+const THREE = [entry(1, 2181), entry(2, 2182), entry(3, 2183)];
+const THREE_COMPACT = "1=127.0.0.1:2181:2889:3889:participant,2=127.0.0.1:2182:2890:3890:participant,3=127.0.0.1:2183:2891:3891:participant";
+const DOCKER = "1=corral1:2181:2888:3888:participant,2=corral2:2181:2888:3888:participant,3=corral3:2181:2888:3888,4=corral4:2181:2888:3888:observer";
+
+interface ValidCase {
+  name: string;
+  sources: () => ConfigSources;
+  expect: Partial<ServerConfig>;
+}
+
+const VALID: ValidCase[] = [
+  {
+    name: "no source at all: standalone defaults",
+    sources: () => ({}),
+    expect: { serverId: 1, clientHost: "127.0.0.1", clientPort: 2181, servers: [], initLimitTicks: 10, syncLimitTicks: 5, tickMs: 2000 },
+  },
+  {
+    name: "a shared JSON file and --server-id: this server's client address comes from its entry",
+    sources: () => ({ file: file({ servers: THREE, tickMs: 500 }), flags: { "server-id": "2" } }),
+    expect: { serverId: 2, clientHost: "127.0.0.1", clientPort: 2182, servers: THREE, tickMs: 500, minSessionTimeoutMs: 1000 },
+  },
+  {
+    name: "JSON entries may leave role out (participant)",
+    sources: () => ({ file: file({ serverId: 1, servers: [{ id: 1, host: "a", clientPort: 1, quorumPort: 2, electionPort: 3 }] }) }),
+    expect: { clientHost: "a", clientPort: 1, servers: [{ id: 1, host: "a", clientPort: 1, quorumPort: 2, electionPort: 3, role: "participant" }] },
+  },
+  {
+    name: "the servers field of a JSON file may use the compact form",
+    sources: () => ({ file: file({ servers: THREE_COMPACT }), env: { CORRAL_SERVER_ID: "3" } }),
+    expect: { serverId: 3, clientPort: 2183, servers: THREE },
+  },
+  {
+    name: "container style: CORRAL_SERVERS + CORRAL_SERVER_ID + a bind address of 0.0.0.0",
+    sources: () => ({ env: { CORRAL_SERVERS: DOCKER, CORRAL_SERVER_ID: "4", CORRAL_CLIENT_HOST: "0.0.0.0", CORRAL_DATA_DIR: "/data" } }),
+    expect: {
+      serverId: 4,
+      clientHost: "0.0.0.0",
+      clientPort: 2181,
+      dataDir: "/data",
+      servers: [
+        { id: 1, host: "corral1", clientPort: 2181, quorumPort: 2888, electionPort: 3888, role: "participant" },
+        { id: 2, host: "corral2", clientPort: 2181, quorumPort: 2888, electionPort: 3888, role: "participant" },
+        { id: 3, host: "corral3", clientPort: 2181, quorumPort: 2888, electionPort: 3888, role: "participant" },
+        { id: 4, host: "corral4", clientPort: 2181, quorumPort: 2888, electionPort: 3888, role: "observer" },
+      ],
+    },
+  },
+  {
+    name: "compact form: whitespace, newlines, a trailing comma, a server. prefix and an IPv6 host",
+    sources: () => ({ env: { CORRAL_SERVERS: " server.1=[::1]:2181:2888:3888 ,\n 2=[::1]:2182:2889:3889:observer,", CORRAL_SERVER_ID: "1" } }),
+    expect: {
+      clientHost: "::1",
+      servers: [
+        { id: 1, host: "::1", clientPort: 2181, quorumPort: 2888, electionPort: 3888, role: "participant" },
+        { id: 2, host: "::1", clientPort: 2182, quorumPort: 2889, electionPort: 3889, role: "observer" },
+      ],
+    },
+  },
+  {
+    name: "an explicit clientPort that agrees with the entry is fine",
+    sources: () => ({ env: { CORRAL_SERVERS: THREE_COMPACT }, flags: { "server-id": "1", "client-port": "2181" } }),
+    expect: { clientPort: 2181 },
+  },
+  {
+    name: "CORRAL_SERVERS replaces the file's list, --servers replaces both",
+    sources: () => ({
+      file: file({ servers: THREE, serverId: 1 }),
+      env: { CORRAL_SERVERS: "1=x:1:2:3" },
+      flags: { servers: "1=y:4:5:6,2=z:4:5:6:observer" },
+    }),
+    expect: { clientHost: "y", clientPort: 4, servers: [{ id: 1, host: "y", clientPort: 4, quorumPort: 5, electionPort: 6, role: "participant" }, { id: 2, host: "z", clientPort: 4, quorumPort: 5, electionPort: 6, role: "observer" }] },
+  },
+  {
+    name: "an empty CORRAL_SERVERS turns a cluster file back into a standalone server",
+    sources: () => ({ file: file({ servers: THREE }), env: { CORRAL_SERVERS: "" } }),
+    expect: { servers: [], serverId: 1, clientPort: 2181 },
+  },
+  {
+    name: '"{id}" in dataDir becomes the server id',
+    sources: () => ({ file: file({ servers: THREE, dataDir: "/var/lib/corral/{id}" }), flags: { "server-id": "3" } }),
+    expect: { dataDir: "/var/lib/corral/3" },
+  },
+  {
+    name: "initLimitTicks and syncLimitTicks from env and flags",
+    sources: () => ({ env: { CORRAL_INIT_LIMIT_TICKS: "20" }, flags: { "sync-limit-ticks": "2" } }),
+    expect: { initLimitTicks: 20, syncLimitTicks: 2 },
+  },
+];
+
+for (const c of VALID) {
+  test(`valid: ${c.name}`, () => {
+    const config = loadConfig(c.sources());
+    for (const [key, value] of Object.entries(c.expect)) {
+      assert.deepEqual(config[key as keyof ServerConfig], value, key);
+    }
+  });
+}
+
+interface InvalidCase {
+  name: string;
+  sources: () => ConfigSources;
+  field: string;
+  /** Something else the message must say. */
+  says?: RegExp;
+}
+
+const cluster = (servers: unknown, serverId = "1"): ConfigSources => ({ file: file({ servers }), flags: { "server-id": serverId } });
+
+const INVALID: InvalidCase[] = [
+  { name: "a duplicate id", sources: () => cluster([entry(1, 2181), entry(2, 2182), { ...entry(3, 2183), id: 2 }]), field: "servers[2].id", says: /duplicate id 2/ },
+  { name: "id 0", sources: () => cluster([{ ...entry(1, 2181), id: 0 }]), field: "servers[0].id" },
+  { name: "id 255", sources: () => cluster([entry(1, 2181), { ...entry(2, 2182), id: 255 }]), field: "servers[1].id" },
+  { name: "an id that is not an integer", sources: () => ({ env: { CORRAL_SERVERS: "x=h:1:2:3", CORRAL_SERVER_ID: "1" } }), field: "servers[0].id" },
+  { name: "client port 0", sources: () => cluster([{ ...entry(1, 2181), clientPort: 0 }]), field: "servers[0].clientPort" },
+  { name: "quorum port above 65535", sources: () => cluster([entry(1, 2181), { ...entry(2, 2182), quorumPort: 70000 }]), field: "servers[1].quorumPort" },
+  { name: "an election port that is not a number", sources: () => ({ env: { CORRAL_SERVERS: "1=h:1:2:three", CORRAL_SERVER_ID: "1" } }), field: "servers[0].electionPort" },
+  {
+    name: "two servers sharing host:port",
+    sources: () => cluster([entry(1, 2181), { ...entry(2, 2182), quorumPort: 2889 }]),
+    field: "servers[1].quorumPort",
+    says: /127\.0\.0\.1:2889 is already servers\[0\]\.quorumPort/,
+  },
+  { name: "one server using one port twice", sources: () => cluster([{ ...entry(1, 2181), electionPort: 2181 }]), field: "servers[0].electionPort" },
+  {
+    name: "host names are compared without case",
+    sources: () => cluster([entry(1, 2181, "participant", "Node-A"), { ...entry(2, 2181, "participant", "node-a") }]),
+    field: "servers[1].clientPort",
+  },
+  { name: "an empty host", sources: () => cluster([entry(1, 2181), { ...entry(2, 2182), host: " " }]), field: "servers[1].host" },
+  { name: "a host with a space", sources: () => cluster([{ ...entry(1, 2181), host: "a b" }]), field: "servers[0].host" },
+  { name: "a bracketed IPv6 host in JSON", sources: () => cluster([{ ...entry(1, 2181), host: "[::1]" }]), field: "servers[0].host" },
+  { name: "an unknown role", sources: () => cluster([{ ...entry(1, 2181), role: "leader" }]), field: "servers[0].role" },
+  { name: "an unknown role in the compact form", sources: () => ({ env: { CORRAL_SERVERS: "1=h:1:2:3:voter", CORRAL_SERVER_ID: "1" } }), field: "servers[0].role" },
+  { name: "only observers", sources: () => cluster([entry(1, 2181, "observer"), entry(2, 2182, "observer")]), field: "servers", says: /participant/ },
+  { name: "serverId not in the list", sources: () => cluster(THREE, "4"), field: "serverId", says: /4 is not in servers/ },
+  { name: "a cluster without an explicit serverId", sources: () => ({ file: file({ servers: THREE }) }), field: "serverId", says: /must be set/ },
+  { name: "a clientPort that contradicts the entry", sources: () => ({ ...cluster(THREE, "1"), env: { CORRAL_CLIENT_PORT: "9999" } }), field: "clientPort", says: /2181/ },
+  { name: "an unknown field in an entry", sources: () => cluster([{ ...entry(1, 2181), weight: 1 }]), field: "servers[0].weight", says: /unknown field/ },
+  { name: "a missing port in an entry", sources: () => cluster([{ id: 1, host: "h", clientPort: 1, quorumPort: 2 }]), field: "servers[0].electionPort", says: /missing/ },
+  { name: "an entry that is not an object", sources: () => cluster([entry(1, 2181), "2=h:1:2:3"]), field: "servers[1]" },
+  { name: "a compact entry with too few ports", sources: () => ({ env: { CORRAL_SERVERS: "1=h:1:2:3,2=h:2181:2888", CORRAL_SERVER_ID: "1" } }), field: "servers[1]" },
+  { name: "servers neither a list nor a string", sources: () => cluster(3), field: "servers" },
+  { name: "initLimitTicks 0", sources: () => ({ file: file({ initLimitTicks: 0 }) }), field: "initLimitTicks" },
+  { name: "syncLimitTicks not a number", sources: () => ({ env: { CORRAL_SYNC_LIMIT_TICKS: "soon" } }), field: "syncLimitTicks" },
+  { name: "an unknown top-level field still fails", sources: () => ({ file: file({ server: [] }) }), field: "server", says: /unknown field/ },
+  { name: "tickMs 0 still fails", sources: () => ({ flags: { "tick-ms": "0" } }), field: "tickMs" },
+  { name: "a file that is not JSON", sources: () => ({ file: file("servers: []") }), field: "config" },
+];
+
+for (const c of INVALID) {
+  test(`invalid: ${c.name} → names ${c.field}`, () => {
+    assert.throws(
+      () => loadConfig(c.sources()),
+      (error: unknown) => {
+        assert.ok(error instanceof ConfigError, `a ConfigError, got ${String(error)}`);
+        assert.equal(error.field, c.field, error.message);
+        assert.ok(error.message.includes(`${c.field}:`), error.message);
+        if (c.says) assert.match(error.message, c.says);
+        return true;
+      },
+    );
+  });
+}
+
+test("every field has its CORRAL_ variable; the list is CORRAL_SERVERS", () => {
+  assert.equal(envName("servers"), "CORRAL_SERVERS");
+  assert.equal(envName("serverId"), "CORRAL_SERVER_ID");
+  assert.equal(envName("initLimitTicks"), "CORRAL_INIT_LIMIT_TICKS");
+  assert.equal(envName("syncLimitTicks"), "CORRAL_SYNC_LIMIT_TICKS");
+});
+
+test("the compact form round-trips through formatServers and parseServers", () => {
+  const servers: ServerEntry[] = [entry(1, 2181), entry(2, 2182, "observer", "fe80::1"), entry(7, 2187, "participant", "zk7.example")];
+  const text = formatServers(servers);
+  assert.equal(text, "1=127.0.0.1:2181:2889:3889:participant,2=[fe80::1]:2182:2890:3890:observer,7=zk7.example:2187:2895:3895:participant");
+  assert.deepEqual(parseServers(text), servers);
+});
+
+test("clusterConnectString lists every server, observers included, in list order", () => {
+  const config = loadConfig({ env: { CORRAL_SERVERS: DOCKER, CORRAL_SERVER_ID: "1" } });
+  assert.equal(clusterConnectString(config), "corral1:2181,corral2:2181,corral3:2181,corral4:2181");
+  const v6 = loadConfig({ env: { CORRAL_SERVERS: "1=[::1]:2181:2888:3888", CORRAL_SERVER_ID: "1" } });
+  assert.equal(clusterConnectString(v6), "[::1]:2181");
+  assert.equal(clusterConnectString(loadConfig({ flags: { "client-port": "3000" } })), "127.0.0.1:3000");
+});
+
+test("quorumMembers splits voters from observers, in id order; standalone has none", () => {
+  const config = loadConfig({ env: { CORRAL_SERVERS: "3=c:1:2:3,1=a:1:2:3:observer,2=b:1:2:3", CORRAL_SERVER_ID: "2" } });
+  const { voters, observers } = quorumMembers(config);
+  assert.deepEqual(voters.map((s) => s.id), [2, 3]);
+  assert.deepEqual(observers.map((s) => s.id), [1]);
+  assert.equal(thisServer(config)?.host, "b");
+  assert.deepEqual(quorumMembers(loadConfig({})), { voters: [], observers: [] });
+  assert.equal(thisServer(loadConfig({})), undefined);
+});
