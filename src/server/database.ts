@@ -6,7 +6,7 @@
  */
 import { assert } from "../common/assert.js";
 import { DataTree } from "../store/data-tree.js";
-import { purgeOld, recover, RecoveryError } from "../store/disk/recovery.js";
+import { purgeOld, recover } from "../store/disk/recovery.js";
 import type { SnapshotStore } from "../store/disk/snapshot-store.js";
 import type { LevelTxnLog, LevelTxnLogOptions } from "../store/disk/txn-log.js";
 import { decodeSnapshot, encodeSnapshot } from "../store/snapshot-codec.js";
@@ -25,10 +25,19 @@ export interface DatabaseOptions {
   snapshotEveryTxns: number;
   snapshotRetainCount: number;
   log?: LevelTxnLogOptions;
+  /**
+   * Standalone, every logged txn is committed, so recovery replays the whole log into the tree.
+   * In a cluster the log may end in txns no quorum ever acked: the tree then stops at the snapshot
+   * and the records after it are kept aside (`unappliedTail`) for Zab to apply once it knows they
+   * are committed.
+   */
+  replayLog?: boolean;
 }
 
 export class ServerDatabase {
   private listener: ApplyListener = () => {};
+  /** Cluster mode: logged records after the tree's zxid, not known to be committed (see DatabaseOptions.replayLog). */
+  unappliedTail: LogRecord[] = [];
   private txnsSinceSnapshot = 0;
   private snapshotInFlight: Promise<void> | undefined;
   private closed = false;
@@ -48,18 +57,32 @@ export class ServerDatabase {
     });
     try {
       const tree = recovered.snapshot ? decodeSnapshot(recovered.snapshot.bytes) : new DataTree();
+      const replay = options.replayLog ?? true;
+      const unappliedTail: LogRecord[] = [];
       let replayed = 0;
       for await (const entry of recovered.tail) {
+        if (!replay) {
+          unappliedTail.push({ zxid: entry.zxid, record: entry.record });
+          continue;
+        }
         const txn = decodeTxn(entry.record);
         assert(txn.header.zxid === entry.zxid, `log record at ${entry.zxid} holds txn ${txn.header.zxid}`);
         tree.apply(txn);
         replayed += 1;
       }
       logger.info(
-        { snapshotZxid: hex(recovered.snapshot?.zxid ?? 0), replayedTxns: replayed, lastZxid: hex(tree.lastProcessedZxid), nodes: tree.nodeCount() },
+        {
+          snapshotZxid: hex(recovered.snapshot?.zxid ?? 0),
+          replayedTxns: replayed,
+          unappliedTxns: unappliedTail.length,
+          lastZxid: hex(tree.lastProcessedZxid),
+          nodes: tree.nodeCount(),
+        },
         "database recovered",
       );
-      return new ServerDatabase(tree, recovered.log, recovered.snapshots, options, logger);
+      const database = new ServerDatabase(tree, recovered.log, recovered.snapshots, options, logger);
+      database.unappliedTail = unappliedTail;
+      return database;
     } catch (error) {
       await recovered.log.close();
       throw error;
@@ -140,41 +163,37 @@ export class ServerDatabase {
   }
 
   /**
-   * Zab's TRUNC: forget every txn after `zxid` — in the log, in snapshots that include any of them,
-   * and in the tree, which is rebuilt from what remains. Nothing may be appended meanwhile.
+   * Zab's TRUNC: forget every logged txn after `zxid`. In a cluster the tree holds committed txns
+   * only, and a committed txn is never truncated, so the tree is untouched; snapshots are taken of
+   * the tree, so none is newer than `zxid` either.
    */
-  async truncateAfter(zxid: number): Promise<void> {
-    await this.snapshotInFlight;
+  async truncateLogAfter(zxid: number): Promise<void> {
+    assert(this.tree.lastProcessedZxid <= zxid, `TRUNC to ${hex(zxid)} would cut committed txns (tree at ${hex(this.tree.lastProcessedZxid)})`);
     await this.log.truncateAfter(zxid);
-    const removed = await this.snapshots.removeNewerThan(zxid);
-    const snapshot = await this.snapshots.loadNewestValid();
-    const purgedBefore = this.log.purgedBeforeZxid();
-    if (purgedBefore > 0 && (snapshot?.zxid ?? 0) + 1 < purgedBefore) {
-      // What remains cannot rebuild the tree up to `zxid`: only a SNAP from the leader can.
-      throw new RecoveryError(`cannot truncate to ${hex(zxid)}: the log is purged below ${hex(purgedBefore)} and no snapshot at or below the truncation point remains`);
-    }
-    const tree = snapshot ? decodeSnapshot(snapshot.bytes) : new DataTree();
-    for await (const entry of this.log.readFrom(tree.lastProcessedZxid)) tree.apply(decodeTxn(entry.record));
-    assert(tree.lastProcessedZxid <= zxid, `rebuilt tree at ${hex(tree.lastProcessedZxid)} is past the truncation point ${hex(zxid)}`);
-    this.tree = tree;
-    this.txnsSinceSnapshot = 0;
-    this.logger.info({ zxid: hex(zxid), snapshotsRemoved: removed, lastZxid: hex(tree.lastProcessedZxid) }, "log truncated");
+    this.logger.info({ zxid: hex(zxid) }, "log truncated");
   }
 
   /**
-   * Zab's SNAP: the leader's whole state replaces ours. The snapshot is made durable first, then
-   * the log is emptied, so a crash in between recovers from the new snapshot.
+   * Zab's SNAP, first half: the leader's whole state replaces ours in memory at once, so that the
+   * txns it sends next apply on top of it. `persistInstalledSnapshot` makes it durable.
    */
-  async installSnapshot(zxid: number, bytes: Uint8Array): Promise<void> {
+  replaceTree(zxid: number, bytes: Uint8Array): void {
     const tree = decodeSnapshot(bytes);
     assert(tree.lastProcessedZxid === zxid, `snapshot says ${hex(tree.lastProcessedZxid)}, SNAP says ${hex(zxid)}`);
+    this.tree = tree;
+    this.txnsSinceSnapshot = 0;
+    this.logger.info({ zxid: hex(zxid), nodes: tree.nodeCount() }, "tree replaced by the leader's snapshot");
+  }
+
+  /**
+   * Zab's SNAP, second half: the snapshot is made durable first, then the log is emptied, so a
+   * crash in between recovers from the new snapshot.
+   */
+  async persistInstalledSnapshot(zxid: number, bytes: Uint8Array): Promise<void> {
     await this.snapshotInFlight;
     await this.snapshots.save(zxid, bytes);
     await this.log.truncateAfter(0);
     await this.snapshots.removeNewerThan(zxid);
-    this.tree = tree;
-    this.txnsSinceSnapshot = 0;
-    this.logger.info({ zxid: hex(zxid), nodes: tree.nodeCount() }, "snapshot installed from leader");
   }
 
   async close(): Promise<void> {

@@ -38,29 +38,27 @@ async function openWith(zxids: number[], snapshotAfter?: number) {
 
 const paths = (tree: DataTree) => [...(tree.getNode("/")?.children ?? [])].filter((c) => c !== "zookeeper").sort((a, b) => Number(a.slice(1)) - Number(b.slice(1)));
 
-test("truncateAfter drops the tail from log and tree, and the result survives a reopen", async () => {
-  const { db, dir } = await openWith([1, 2, 3, 4, 5, 6, 7, 8, 9, 10], 5);
-  await db.truncateAfter(7);
-  assert.equal(db.tree.lastProcessedZxid, 7);
-  assert.deepEqual(paths(db.tree), ["n1", "n2", "n3", "n4", "n5", "n6", "n7"]);
-  assert.equal(db.lastLoggedZxid(), 7);
+test("a cluster-mode recovery keeps the log tail after the snapshot aside instead of applying it", async () => {
+  const { db, dir } = await openWith([1, 2, 3, 4, 5, 6, 7], 4);
   await db.close();
-  const reopened = await ServerDatabase.open(dir, { snapshotEveryTxns: 1_000_000, snapshotRetainCount: 3 }, logger);
-  assert.equal(reopened.tree.lastProcessedZxid, 7);
-  assert.equal(reopened.tree.digest(), db.tree.digest());
+  const reopened = await ServerDatabase.open(dir, { snapshotEveryTxns: 1_000_000, snapshotRetainCount: 3, replayLog: false }, logger);
+  assert.equal(reopened.tree.lastProcessedZxid, 4);
+  assert.deepEqual(reopened.unappliedTail.map((r) => r.zxid), [5, 6, 7]);
+  assert.equal(reopened.lastLoggedZxid(), 7);
   await reopened.close();
 });
 
-test("truncateAfter below a snapshot removes that snapshot, or refuses when the purged log cannot rebuild", async () => {
-  const { db } = await openWith([1, 2, 3, 4, 5, 6], 5);
-  // The snapshot at 5 let retention purge the log below 5: nothing can rebuild the state at 3.
-  await assert.rejects(db.truncateAfter(3), /cannot truncate/);
+test("truncateLogAfter drops the uncommitted tail from the log and never touches committed state", async () => {
+  const { db, dir } = await openWith([1, 2, 3, 4, 5, 6, 7], 4);
   await db.close();
-
-  const { db: unpurged } = await openWith([1, 2, 3, 4, 5, 6]);
-  await unpurged.truncateAfter(3);
-  assert.deepEqual(paths(unpurged.tree), ["n1", "n2", "n3"]);
-  await unpurged.close();
+  const reopened = await ServerDatabase.open(dir, { snapshotEveryTxns: 1_000_000, snapshotRetainCount: 3, replayLog: false }, logger);
+  await reopened.truncateLogAfter(5);
+  assert.equal(reopened.lastLoggedZxid(), 5);
+  await assert.rejects(reopened.truncateLogAfter(3), /would cut committed txns/);
+  await reopened.close();
+  const again = await ServerDatabase.open(dir, { snapshotEveryTxns: 1_000_000, snapshotRetainCount: 3, replayLog: false }, logger);
+  assert.deepEqual(again.unappliedTail.map((r) => r.zxid), [5]);
+  await again.close();
 });
 
 test("installSnapshot replaces tree and log, and a reopen recovers the leader's state", async () => {
@@ -68,7 +66,9 @@ test("installSnapshot replaces tree and log, and a reopen recovers the leader's 
   const leader = new DataTree();
   for (const zxid of [1, 2, 3, 4, 5, 6]) leader.apply(createTxn(zxid));
   leader.apply({ header: { sessionId: 0n, cxid: 0, zxid: 0x1_0000_0001, timeMs: 9 }, body: { type: "setData", path: "/n6", data: new Uint8Array([66]), version: 1 } });
-  await db.installSnapshot(leader.lastProcessedZxid, encodeSnapshot(leader));
+  const bytes = encodeSnapshot(leader);
+  db.replaceTree(leader.lastProcessedZxid, bytes);
+  await db.persistInstalledSnapshot(leader.lastProcessedZxid, bytes);
   assert.equal(db.tree.digest(), leader.digest());
   assert.equal(db.lastLoggedZxid(), 0x1_0000_0001);
   const next = createTxn(0x1_0000_0002);
