@@ -12,7 +12,7 @@ export type PeerRole = "participant" | "observer";
 
 /** A proposed leader, ordered by (peerEpoch, zxid, leader) — the higher wins. */
 export interface Vote {
-  /** Server id of the proposed leader. */
+  /** Server id of the proposed leader; 0 (with zxid and peerEpoch 0) is an observer's vote for nobody. */
   leader: number;
   /** The proposed leader's last logged zxid. */
   zxid: number;
