@@ -41,13 +41,6 @@ function parseFlags(args: string[]): { config?: string; flags: Record<string, st
 
 async function runServer(config: ServerConfig, banner: boolean): Promise<void> {
   const logger = createLogger(config.logLevel, { serverId: config.serverId });
-  if (config.servers.length > 0) {
-    // TODO(replication): the lead replaces this with the election/Zab runtime fed by config.servers.
-    logger.warn(
-      { servers: config.servers.length, role: config.servers.find((s) => s.id === config.serverId)?.role },
-      "replication not enabled yet: serving standalone",
-    );
-  }
   const server = await CorralServer.start(config, logger);
   if (banner) {
     process.stdout.write(

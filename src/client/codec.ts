@@ -21,51 +21,34 @@ import type {
   SetWatchesRequest,
   WireAcl,
 } from "../protocol/client-wire.js";
+import {
+  boolFieldSize,
+  bytesFieldSize,
+  int32FieldSize,
+  messageFieldSize,
+  sint32FieldSize,
+  stringFieldSize,
+  tag,
+  uint32FieldSize,
+  utf8Length,
+  varint32Size,
+  varint64Size,
+  WIRE_LEN,
+  WIRE_VARINT,
+  writeBoolField,
+  writeBytesField,
+  writeInt32Field,
+  writeMessageHeader,
+  writeSint32Field,
+  writeStringField,
+  writeUint32Field,
+  Writer,
+} from "../protocol/proto-writer.js";
 import type { Stat } from "./types.js";
 
 // -------------------------------------------------------------------------------------------------
 // Encoding: every message has a size function and a write function; the frame is sized once and
-// written into one exactly-sized buffer.
-
-const WIRE_VARINT = 0;
-const WIRE_LEN = 2;
-
-function tag(field: number, wire: number): number {
-  return (field << 3) | wire;
-}
-
-function varint32Size(value: number): number {
-  // value is an unsigned 32-bit integer here.
-  if (value < 0x80) return 1;
-  if (value < 0x4000) return 2;
-  if (value < 0x200000) return 3;
-  if (value < 0x10000000) return 4;
-  return 5;
-}
-
-/** Size of an int32 field's varint: negative values are sign-extended to 10 bytes. */
-function int32Size(value: number): number {
-  return value < 0 ? 10 : varint32Size(value);
-}
-
-function zigzag32(value: number): number {
-  return ((value << 1) ^ (value >> 31)) >>> 0;
-}
-
-/** UTF-8 length of a JS string (lone surrogates count as U+FFFD, 3 bytes, as Buffer writes them). */
-function utf8Length(s: string): number {
-  let n = 0;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0x80) n += 1;
-    else if (c < 0x800) n += 2;
-    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
-      n += 4;
-      i++;
-    } else n += 3;
-  }
-  return n;
-}
+// written into one exactly-sized buffer (primitives in src/protocol/proto-writer.ts).
 
 /** int64 given as decimal string, number or bigint → two's complement halves. */
 function int64Parts(value: string | number | bigint | undefined): [lo: number, hi: number] {
@@ -81,121 +64,6 @@ function int64Parts(value: string | number | bigint | undefined): [lo: number, h
   return [Number(big & 0xffffffffn), Number(big >> 32n)];
 }
 
-function varint64Size(lo: number, hi: number): number {
-  if (hi === 0) return varint32Size(lo);
-  // 7 bits per byte over the significant bits.
-  const bits = 32 + (32 - Math.clz32(hi));
-  return Math.ceil(bits / 7);
-}
-
-class Writer {
-  pos = 0;
-  constructor(readonly buf: Buffer) {}
-
-  varint32(value: number): void {
-    const buf = this.buf;
-    while (value > 0x7f) {
-      buf[this.pos++] = (value & 0x7f) | 0x80;
-      value >>>= 7;
-    }
-    buf[this.pos++] = value;
-  }
-
-  int32(value: number): void {
-    if (value >= 0) this.varint32(value);
-    else this.varint64(value >>> 0, 0xffffffff);
-  }
-
-  varint64(lo: number, hi: number): void {
-    const buf = this.buf;
-    while (hi !== 0 || lo > 0x7f) {
-      buf[this.pos++] = (lo & 0x7f) | 0x80;
-      lo = ((lo >>> 7) | (hi << 25)) >>> 0;
-      hi >>>= 7;
-    }
-    buf[this.pos++] = lo;
-  }
-
-  string(s: string, byteLength: number): void {
-    this.varint32(byteLength);
-    if (byteLength === s.length) {
-      // ASCII: one byte per char.
-      const buf = this.buf;
-      for (let i = 0; i < s.length; i++) buf[this.pos++] = s.charCodeAt(i);
-    } else {
-      this.pos += this.buf.write(s, this.pos, byteLength, "utf8");
-    }
-  }
-
-  bytes(b: Uint8Array): void {
-    this.varint32(b.length);
-    this.buf.set(b, this.pos);
-    this.pos += b.length;
-  }
-}
-
-// Field helpers: size and write of one field, skipping proto3 defaults.
-
-function stringFieldSize(field: number, s: string | undefined): number {
-  if (!s) return 0;
-  const n = utf8Length(s);
-  return varint32Size(tag(field, WIRE_LEN)) + varint32Size(n) + n;
-}
-function writeStringField(w: Writer, field: number, s: string | undefined): void {
-  if (!s) return;
-  w.varint32(tag(field, WIRE_LEN));
-  w.string(s, utf8Length(s));
-}
-
-function bytesFieldSize(field: number, b: Uint8Array | undefined): number {
-  if (!b || b.length === 0) return 0;
-  return varint32Size(tag(field, WIRE_LEN)) + varint32Size(b.length) + b.length;
-}
-function writeBytesField(w: Writer, field: number, b: Uint8Array | undefined): void {
-  if (!b || b.length === 0) return;
-  w.varint32(tag(field, WIRE_LEN));
-  w.bytes(b);
-}
-
-function uint32FieldSize(field: number, v: number | undefined): number {
-  if (!v) return 0;
-  return varint32Size(tag(field, WIRE_VARINT)) + varint32Size(v >>> 0);
-}
-function writeUint32Field(w: Writer, field: number, v: number | undefined): void {
-  if (!v) return;
-  w.varint32(tag(field, WIRE_VARINT));
-  w.varint32(v >>> 0);
-}
-
-function int32FieldSize(field: number, v: number | undefined): number {
-  if (!v) return 0;
-  return varint32Size(tag(field, WIRE_VARINT)) + int32Size(v | 0);
-}
-function writeInt32Field(w: Writer, field: number, v: number | undefined): void {
-  if (!v) return;
-  w.varint32(tag(field, WIRE_VARINT));
-  w.int32(v | 0);
-}
-
-function sint32FieldSize(field: number, v: number | undefined): number {
-  if (!v) return 0;
-  return varint32Size(tag(field, WIRE_VARINT)) + varint32Size(zigzag32(v));
-}
-function writeSint32Field(w: Writer, field: number, v: number | undefined): void {
-  if (!v) return;
-  w.varint32(tag(field, WIRE_VARINT));
-  w.varint32(zigzag32(v));
-}
-
-function boolFieldSize(field: number, v: boolean | undefined): number {
-  return v ? varint32Size(tag(field, WIRE_VARINT)) + 1 : 0;
-}
-function writeBoolField(w: Writer, field: number, v: boolean | undefined): void {
-  if (!v) return;
-  w.varint32(tag(field, WIRE_VARINT));
-  w.varint32(1);
-}
-
 function int64FieldSize(field: number, v: string | number | bigint | undefined): number {
   const [lo, hi] = int64Parts(v);
   if (lo === 0 && hi === 0) return 0;
@@ -206,15 +74,6 @@ function writeInt64Field(w: Writer, field: number, v: string | number | bigint |
   if (lo === 0 && hi === 0) return;
   w.varint32(tag(field, WIRE_VARINT));
   w.varint64(lo, hi);
-}
-
-/** A length-delimited submessage field of body size `size` (always written: used for oneof members and list entries). */
-function messageFieldSize(field: number, size: number): number {
-  return varint32Size(tag(field, WIRE_LEN)) + varint32Size(size) + size;
-}
-function writeMessageHeader(w: Writer, field: number, size: number): void {
-  w.varint32(tag(field, WIRE_LEN));
-  w.varint32(size);
 }
 
 // Messages.

@@ -28,6 +28,7 @@ export type ZabInput =
   | { type: "tick"; nowMs: number }
   /** Every appended record up to `zxid` is durable. */
   | { type: "logDurable"; zxid: number }
+  /** The truncateLog is done; `zxid` is the last logged zxid now (below the asked one if the log lacked it). */
   | { type: "truncated"; zxid: number }
   | { type: "snapshotInstalled"; zxid: number }
   | { type: "epochDurable"; which: "accepted" | "current"; epoch: number }
@@ -63,8 +64,10 @@ export interface ZabReady {
   serving: boolean;
   /** The core gave up (quorum lost, leader gone, epoch conflict): the host goes back to election. */
   stepDown: { reason: string } | undefined;
+  /** Leader only: close the stream to these learners (dropped: silent, misbehaving or replaced). */
+  disconnect: number[];
 }
 
 export function emptyReady(serving: boolean): ZabReady {
-  return { send: [], persist: [], apply: [], forwarded: [], touches: [], syncsDone: [], events: [], serving, stepDown: undefined };
+  return { send: [], persist: [], apply: [], forwarded: [], touches: [], syncsDone: [], events: [], serving, stepDown: undefined, disconnect: [] };
 }

@@ -21,22 +21,37 @@ export type QuorumMessage =
   /** Learner → leader, after persisting acceptedEpoch = newEpoch. */
   | { type: "ackEpoch"; currentEpoch: number; lastZxid: number }
   // ---- synchronisation
-  /** Leader → learner: DIFF — the committed txns after the learner's last zxid follow as `syncTxns`. */
+  /**
+   * Leader → learner: DIFF — `lastZxid` is the learner's own last zxid (as its learnerInfo said);
+   * the leader's txns after it follow as `syncTxns`.
+   */
   | { type: "diff"; lastZxid: number }
   /** Leader → learner: TRUNC — drop every logged txn after `zxid`, then DIFF-like txns may follow. */
   | { type: "trunc"; zxid: number }
   /** Leader → learner: SNAP — replace the whole state with this snapshot (src/store/snapshot-codec.ts). */
   | { type: "snap"; zxid: number; snapshot: Uint8Array }
-  /** Leader → learner during sync: txns to log; `committed` ones are applied too. */
+  /**
+   * Leader → learner during sync: txns to log. `committed` ones are part of the leader's
+   * committed history (applied once upToDate arrives); uncommitted ones are proposals in flight,
+   * whose commit follows as a `commit` (never sent to observers).
+   */
   | { type: "syncTxns"; txns: LogRecord[]; committed: boolean }
-  /** Leader → learner: sync data done; persist currentEpoch = epoch of `zxid` and ack. */
+  /**
+   * Leader → learner: sync data done; the learner's log now ends at `zxid` (the last synced txn).
+   * The learner persists currentEpoch = the epoch its leaderInfo carried, makes every synced txn
+   * durable, and answers `ack{zxid}`.
+   */
   | { type: "newLeader"; zxid: number }
   /** Leader → learner: the quorum is synced; start serving clients. */
   | { type: "upToDate" }
   // ---- broadcast
   | { type: "proposal"; zxid: number; record: Uint8Array }
-  /** Learner → leader: `zxid` is durable in the learner's log (also answers newLeader). */
+  /**
+   * Learner → leader: every txn up to `zxid` is durable in the learner's log (cumulative; also
+   * answers newLeader, with newLeader's `zxid`).
+   */
   | { type: "ack"; zxid: number }
+  /** Leader → follower: every proposal up to `zxid` is committed (cumulative). */
   | { type: "commit"; zxid: number }
   /** Leader → observer: a committed txn (proposal + commit in one). */
   | { type: "inform"; zxid: number; record: Uint8Array }

@@ -9,18 +9,27 @@ import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
 import { ZkError, ZkErrorCode } from "../common/errors.js";
 import { CLIENT_PROTOCOL_VERSION } from "../common/constants.js";
-import { corralServiceDefinition, type ClientFrame, type Encodable, type ServerFrame } from "../protocol/client-wire.js";
+import { corralServiceDefinition } from "../protocol/client-wire.js";
 import type { DataTree } from "../store/data-tree.js";
 import type { WatchEvent } from "../store/types.js";
 import type { WriteBroadcast } from "./broadcast.js";
 import type { ClientConnection, RequestPipeline } from "./pipeline.js";
 import type { Reply } from "./requests.js";
-import { decodeLastZxidSeen, decodeRequest, decodeSessionId, encodeEvent, encodeReply } from "./wire-codec.js";
+import {
+  decodeClientFrame,
+  encodeConnectResponseFrame,
+  encodeEventFrame,
+  encodePongFrame,
+  encodeResponseFrame,
+  MALFORMED,
+  type ConnectFrame,
+  type DecodedClientFrame,
+  type IncomingFrame,
+} from "./client-frame-codec.js";
 
-const MALFORMED = Symbol("malformed frame");
 /** Frames a client may send after connect and before its answer; beyond it the stream is cut. */
 const HELD_FRAMES_MAX = 1024;
-type IncomingFrame = ClientFrame | typeof MALFORMED;
+const EMPTY = new Uint8Array(0);
 
 export interface ClientServiceDeps {
   serverId: number;
@@ -49,21 +58,19 @@ export class SessionIdGenerator {
   }
 }
 
-/** The Corral service definition with a decoder that reports garbage instead of throwing inside grpc-js. */
+/**
+ * The Corral service definition with the server's own codec (src/server/client-frame-codec.ts):
+ * requests decode straight into the server's records, garbage into MALFORMED instead of an
+ * exception inside grpc-js, and answers reach the stream already encoded.
+ */
 export function clientServiceDefinition(): grpc.ServiceDefinition {
   const base = corralServiceDefinition();
   const session = base["Session"]!;
   return {
     Session: {
       ...session,
-      requestDeserialize: (bytes: Buffer): IncomingFrame => {
-        try {
-          const frame = session.requestDeserialize(bytes) as ClientFrame;
-          return frame.frame === undefined ? MALFORMED : frame;
-        } catch {
-          return MALFORMED;
-        }
-      },
+      requestDeserialize: decodeClientFrame,
+      responseSerialize: (frame: Buffer): Buffer => frame,
     },
   };
 }
@@ -71,7 +78,7 @@ export function clientServiceDefinition(): grpc.ServiceDefinition {
 export function clientServiceHandlers(deps: ClientServiceDeps): grpc.UntypedServiceImplementation {
   let nextConnectionId = 1;
   return {
-    Session: (call: grpc.ServerDuplexStream<IncomingFrame, Encodable<ServerFrame>>) => {
+    Session: (call: grpc.ServerDuplexStream<IncomingFrame, Buffer>) => {
       new GrpcClientConnection(nextConnectionId++, call, deps);
     },
   };
@@ -81,13 +88,13 @@ type ConnectionPhase = "awaiting-connect" | "connecting" | "connected" | "ended"
 
 class GrpcClientConnection implements ClientConnection {
   private phase: ConnectionPhase = "awaiting-connect";
-  private heldFrames: ClientFrame[] = [];
+  private heldFrames: DecodedClientFrame[] = [];
   private sessionId = 0n;
   private readonly logger: Logger;
 
   constructor(
     readonly id: number,
-    private readonly call: grpc.ServerDuplexStream<IncomingFrame, Encodable<ServerFrame>>,
+    private readonly call: grpc.ServerDuplexStream<IncomingFrame, Buffer>,
     private readonly deps: ClientServiceDeps,
   ) {
     this.logger = deps.logger.child({ connection: id, peer: call.getPeer() });
@@ -103,11 +110,13 @@ class GrpcClientConnection implements ClientConnection {
   }
 
   sendReply(xid: number, reply: Reply): void {
-    this.write({ response: encodeReply(xid, reply) });
+    if (this.phase === "ended") return;
+    this.call.write(encodeResponseFrame(xid, reply));
   }
 
   sendEvent(event: WatchEvent): void {
-    this.write({ event: encodeEvent(event) });
+    if (this.phase === "ended") return;
+    this.call.write(encodeEventFrame(event));
   }
 
   end(reason: "closed" | "expired" | "moved"): void {
@@ -117,7 +126,7 @@ class GrpcClientConnection implements ClientConnection {
     this.call.end();
   }
 
-  private write(frame: Encodable<ServerFrame>): void {
+  private write(frame: Buffer): void {
     if (this.phase === "ended") return;
     this.call.write(frame);
   }
@@ -143,7 +152,7 @@ class GrpcClientConnection implements ClientConnection {
       switch (this.phase) {
         case "awaiting-connect":
           if (frame.frame !== "connect") return this.reject(grpc.status.INVALID_ARGUMENT, "the first frame must be connect");
-          return this.onConnect(frame.connect);
+          return this.onConnect(frame);
         case "connecting":
           // A client may pipeline behind its connect, as ZooKeeper allows: hold frames until the session exists.
           if (this.heldFrames.length >= HELD_FRAMES_MAX) return this.reject(grpc.status.RESOURCE_EXHAUSTED, "too many frames before the connect answer");
@@ -158,36 +167,33 @@ class GrpcClientConnection implements ClientConnection {
     }
   }
 
-  private onSessionFrame(frame: ClientFrame): void {
+  private onSessionFrame(frame: DecodedClientFrame): void {
     const pipeline = this.deps.pipeline;
     switch (frame.frame) {
       case "ping":
         pipeline.touch(this.sessionId);
-        this.write({ pong: { zxid: String(this.deps.state.tree.lastProcessedZxid) } });
+        this.write(encodePongFrame(this.deps.state.tree.lastProcessedZxid));
         return;
-      case "request": {
-        const xid = frame.request.xid;
-        let request;
-        try {
-          request = decodeRequest(frame.request);
-        } catch (error) {
-          if (!(error instanceof ZkError)) throw error;
-          return pipeline.submitRejected(this.sessionId, this, xid, error.errno);
-        }
-        return pipeline.submit(this.sessionId, this, xid, request);
-      }
+      case "request":
+        return pipeline.submit(this.sessionId, this, frame.xid, frame.request);
+      case "rejected":
+        // Decoded, but not runnable (unknown mode, ACL entry without an id, no operation...):
+        // answered with its error in its place in the session's order.
+        return pipeline.submitRejected(this.sessionId, this, frame.xid, frame.err);
       case "connect":
         return this.reject(grpc.status.INVALID_ARGUMENT, "connect on an established session");
     }
   }
 
-  private onConnect(connect: ClientFrame & { frame: "connect" } extends { connect: infer C } ? C : never): void {
+  private onConnect(connect: ConnectFrame): void {
     const deps = this.deps;
     if (connect.protocolVersion > CLIENT_PROTOCOL_VERSION) {
       return this.reject(grpc.status.INVALID_ARGUMENT, `unsupported protocol version ${connect.protocolVersion}`);
     }
-    const lastZxidSeen = decodeLastZxidSeen(connect.lastZxidSeen);
-    const sessionId = decodeSessionId(connect.sessionId);
+    // Any 64-bit zxid is well-formed (one beyond this server means it is behind); a negative one is not.
+    const lastZxidSeen = connect.lastZxidSeen;
+    if (lastZxidSeen < 0n) throw new ZkError("BADARGUMENTS", `bad zxid ${lastZxidSeen}`);
+    const sessionId = connect.sessionId;
     if (!deps.broadcast.serving) return this.reject(grpc.status.UNAVAILABLE, "server is not serving");
     // Contract item 4: never let a client see an older state than it already saw.
     if (lastZxidSeen > BigInt(deps.state.tree.lastProcessedZxid)) {
@@ -211,7 +217,17 @@ class GrpcClientConnection implements ClientConnection {
     const record = deps.state.tree.sessions.get(sessionId);
     if (!record || !deps.pipeline.checkSession(sessionId, connect.password)) {
       this.logger.info({ session: hex(sessionId) }, "resume refused: session expired, unknown or wrong password");
-      this.write({ connect: { protocolVersion: CLIENT_PROTOCOL_VERSION, err: ZkErrorCode.SESSIONEXPIRED, serverId: deps.serverId } });
+      this.write(
+        encodeConnectResponseFrame({
+          protocolVersion: CLIENT_PROTOCOL_VERSION,
+          timeoutMs: 0,
+          sessionId: 0n,
+          password: EMPTY,
+          err: ZkErrorCode.SESSIONEXPIRED,
+          lastZxid: 0,
+          serverId: deps.serverId,
+        }),
+      );
       return this.end("expired");
     }
     this.establish(sessionId, record.timeoutMs, record.password);
@@ -221,17 +237,17 @@ class GrpcClientConnection implements ClientConnection {
     this.sessionId = sessionId;
     this.phase = "connected";
     this.deps.pipeline.attach(sessionId, this);
-    this.write({
-      connect: {
+    this.write(
+      encodeConnectResponseFrame({
         protocolVersion: CLIENT_PROTOCOL_VERSION,
         timeoutMs,
-        sessionId: sessionId.toString(),
+        sessionId,
         password,
         err: 0,
-        lastZxid: String(this.deps.state.tree.lastProcessedZxid),
+        lastZxid: this.deps.state.tree.lastProcessedZxid,
         serverId: this.deps.serverId,
-      },
-    });
+      }),
+    );
     const held = this.heldFrames;
     this.heldFrames = [];
     for (const frame of held) this.onFrame(frame);

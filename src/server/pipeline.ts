@@ -142,7 +142,8 @@ export class RequestPipeline {
 
   submit(sessionId: bigint, connection: ClientConnection, xid: number, request: ClientRequest): void {
     const session = this.sessions.get(sessionId);
-    assert(session, `request for a session that was never attached: ${sessionId}`);
+    // The message is built only on failure: this runs for every request.
+    if (!session) assert(false, `request for a session that was never attached: ${sessionId}`);
     const entry: QueueEntry = {
       xid,
       request,
@@ -238,7 +239,7 @@ export class RequestPipeline {
     // A server-made closeSession (expiry) answers nothing.
     if (!entry) return;
     if (result.type === "closeSession" && entry.request.op !== "close") return;
-    assert(entry.xid === txn.header.cxid, `session ${session.id}: txn cxid ${txn.header.cxid} answers xid ${entry.xid}`);
+    if (entry.xid !== txn.header.cxid) assert(false, `session ${session.id}: txn cxid ${txn.header.cxid} answers xid ${entry.xid}`);
     entry.reply = replyFor(result, txn.header.zxid);
     this.drain(session);
   }

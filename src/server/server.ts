@@ -13,6 +13,9 @@ import { RequestPipeline } from "./pipeline.js";
 import { Prep } from "./prep.js";
 import { SessionTracker } from "./session-tracker.js";
 import { StandaloneBroadcast } from "./standalone-broadcast.js";
+import type { WriteBroadcast } from "./broadcast.js";
+import { PeerTransport } from "./peer/peer-transport.js";
+import { ClusterBroadcast, ClusterSessionActivity, QuorumPeer } from "./quorum-peer.js";
 
 export interface ServerHooks {
   /** The txn log failed: the server has stopped accepting writes and must exit (fail-stop). */
@@ -30,30 +33,58 @@ export class CorralServer {
     private readonly database: ServerDatabase,
     private readonly pipeline: RequestPipeline,
     private readonly logger: Logger,
+    private readonly quorumPeer: QuorumPeer | undefined,
+    private readonly transport: PeerTransport | undefined,
   ) {}
 
   static async start(config: ServerConfig, logger: Logger, hooks: ServerHooks = {}): Promise<CorralServer> {
     mkdirSync(config.dataDir, { recursive: true });
+    const clustered = config.servers.length > 0;
     const database = await ServerDatabase.open(
       config.dataDir,
-      { snapshotEveryTxns: config.snapshotEveryTxns, snapshotRetainCount: config.snapshotRetainCount },
+      { snapshotEveryTxns: config.snapshotEveryTxns, snapshotRetainCount: config.snapshotRetainCount, replayLog: !clustered },
       logger,
     );
     const now = () => Date.now();
-    const tree = database.tree;
-    const prep = new Prep(tree, { ttlNodesEnabled: config.ttlNodesEnabled });
     const tracker = new SessionTracker(config.tickMs, now);
     const onFatal =
       hooks.onFatal ??
       ((error: unknown) => {
-        logger.fatal({ err: error }, "txn log write failed: stopping without answering (fail-stop)");
+        logger.fatal({ err: error }, "a durable write failed: stopping without answering (fail-stop)");
         process.exit(70);
       });
-    const broadcast = new StandaloneBroadcast(database, prep, now, onFatal);
-    const pipeline = new RequestPipeline(database, broadcast, tracker);
+
+    let broadcast: WriteBroadcast;
+    let pipeline: RequestPipeline;
+    let quorumPeer: QuorumPeer | undefined;
+    let transport: PeerTransport | undefined;
+    if (clustered) {
+      const clusterBroadcast = new ClusterBroadcast();
+      const activity = new ClusterSessionActivity();
+      broadcast = clusterBroadcast;
+      pipeline = new RequestPipeline(database, clusterBroadcast, activity);
+      let peerRef: QuorumPeer | undefined;
+      transport = new PeerTransport({
+        myId: config.serverId,
+        members: config.servers,
+        logger,
+        handlers: {
+          notification: (n) => peerRef?.onNotification(n),
+          quorumMessage: (from, m) => peerRef?.onQuorumMessage(from, m),
+          quorumStreamOpened: () => {},
+          quorumStreamClosed: (peer) => peerRef?.onQuorumStreamClosed(peer),
+        },
+      });
+      quorumPeer = new QuorumPeer({ config, database, transport, pipeline, tracker, broadcast: clusterBroadcast, activity, logger, nowMs: now, onFatal });
+      peerRef = quorumPeer;
+    } else {
+      const prep = new Prep(database.tree, { ttlNodesEnabled: config.ttlNodesEnabled });
+      broadcast = new StandaloneBroadcast(database, prep, now, onFatal);
+      pipeline = new RequestPipeline(database, broadcast, tracker);
+      // Sessions restored from disk get a full timeout from now, as ZooKeeper does at start-up.
+      for (const [sessionId, record] of database.tree.sessions) tracker.touch(sessionId, record.timeoutMs);
+    }
     database.onApply((txn, result, deliveries) => pipeline.applied(txn, result, deliveries));
-    // Sessions restored from disk get a full timeout from now, as ZooKeeper does at start-up.
-    for (const [sessionId, record] of tree.sessions) tracker.touch(sessionId, record.timeoutMs);
 
     const grpcServer = new grpc.Server({
       ...GRPC_CHANNEL_OPTIONS,
@@ -73,19 +104,29 @@ export class CorralServer {
         logger,
       }),
     );
-    const clientPort = await new Promise<number>((resolve, reject) => {
-      grpcServer.bindAsync(`${config.clientHost}:${config.clientPort}`, grpc.ServerCredentials.createInsecure(), (error, port) =>
-        error ? reject(error) : resolve(port),
-      );
-    }).catch(async (error: unknown) => {
+    let clientPort: number;
+    try {
+      if (transport) await transport.start();
+      clientPort = await new Promise<number>((resolve, reject) => {
+        grpcServer.bindAsync(`${config.clientHost}:${config.clientPort}`, grpc.ServerCredentials.createInsecure(), (error, port) =>
+          error ? reject(error) : resolve(port),
+        );
+      });
+    } catch (error) {
+      await transport?.stop();
       await database.close();
       throw error;
-    });
-    const server = new CorralServer(config, clientPort, grpcServer, database, pipeline, logger);
-    server.expiryTimer = setInterval(() => server.expireSessions(tracker), config.tickMs);
+    }
+    const server = new CorralServer(config, clientPort, grpcServer, database, pipeline, logger, quorumPeer, transport);
+    if (quorumPeer) {
+      await quorumPeer.start();
+    } else {
+      server.expiryTimer = setInterval(() => server.expireSessions(tracker), config.tickMs);
+      logger.info({ role: "standalone", lastZxid: hex(database.tree.lastProcessedZxid) }, "role changed");
+    }
     logger.info(
-      { clientAddress: `${config.clientHost}:${clientPort}`, lastZxid: hex(tree.lastProcessedZxid), role: "standalone" },
-      "serving clients",
+      { clientAddress: `${config.clientHost}:${clientPort}`, lastZxid: hex(database.tree.lastProcessedZxid), mode: clustered ? "cluster" : "standalone" },
+      "listening for clients",
     );
     return server;
   }
@@ -109,6 +150,7 @@ export class CorralServer {
   stop(): Promise<void> {
     this.stopping ??= (async () => {
       clearInterval(this.expiryTimer);
+      await this.quorumPeer?.stop();
       this.pipeline.reset();
       await new Promise<void>((resolve) => {
         const force = setTimeout(() => {
@@ -120,6 +162,7 @@ export class CorralServer {
           resolve();
         });
       });
+      await this.transport?.stop();
       await this.database.close();
       this.logger.info("stopped");
     })();

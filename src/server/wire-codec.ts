@@ -1,6 +1,11 @@
 /**
- * Conversions between proto/client.proto messages and the server's ZooKeeper-shaped records.
- * Decoding a client's request never throws anything but a ZkError (BADARGUMENTS / INVALIDACL).
+ * Conversions between proto/client.proto messages as @grpc/proto-loader shapes them and the
+ * server's ZooKeeper-shaped records. Decoding a client's request never throws anything but a
+ * ZkError (BADARGUMENTS / INVALIDACL).
+ *
+ * The server no longer runs these: its gRPC front door uses the hand-written codec in
+ * client-frame-codec.ts. They stay as the reference model that codec is checked against
+ * (proto-loader + these conversions, in test/unit/client-frame-codec.test.ts).
  */
 import { ZkError } from "../common/errors.js";
 import type * as wire from "../protocol/client-wire.js";

@@ -20,14 +20,17 @@ export const LOG_KEY_BYTES = 9;
 
 /** zxids are exact `number`s: non-negative safe integers (epoch * 2^32 + counter). */
 export function assertZxid(zxid: number, what: string): void {
-  assert(Number.isSafeInteger(zxid) && zxid >= 0, `${what}: zxid must be a non-negative safe integer, got ${zxid}`);
+  // The message is built only on failure: this runs for every appended record.
+  if (!(Number.isSafeInteger(zxid) && zxid >= 0)) assert(false, `${what}: zxid must be a non-negative safe integer, got ${zxid}`);
 }
 
 export function logKey(zxid: number): Buffer {
   assertZxid(zxid, "logKey");
   const key = Buffer.allocUnsafe(LOG_KEY_BYTES);
   key[0] = LOG_KEY_PREFIX;
-  key.writeBigUInt64BE(BigInt(zxid), 1);
+  // Big-endian halves: the same bytes as writeBigUInt64BE, without a BigInt per key.
+  key.writeUInt32BE(Math.floor(zxid / 0x100000000), 1);
+  key.writeUInt32BE(zxid >>> 0, 5);
   return key;
 }
 

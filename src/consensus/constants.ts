@@ -1,0 +1,36 @@
+/**
+ * Zab's limits, in one place, with the relations between them asserted at load (STYLE.md
+ * practice 9). A host may lower the window and batch sizes (the simulator does, to force SNAP
+ * syncs); it may never raise them past these maxima.
+ */
+import { assert } from "../common/assert.js";
+import { limits } from "../common/constants.js";
+
+export const zabLimits = {
+  /** Protocol version carried in learnerInfo / leaderInfo. */
+  protocolVersion: 1,
+  /** Committed txns the leader keeps in memory to DIFF learners (ZooKeeper's committedLog, 500 there). */
+  committedLogRecordsMax: 10_000,
+  /** Proposals the leader may have outstanding (proposed, not yet committed). */
+  proposalsInFlightMax: 10_000,
+  /** Txns in one syncTxns message. */
+  syncTxnsPerMessageMax: 1_000,
+  /** Bytes of txns in one syncTxns message (one oversized txn still travels alone). */
+  syncTxnsBytesMax: 4 * 1024 * 1024,
+  /** Sessions a learner gathers touches for between two pings. */
+  touchesPerPingMax: 1_000_000,
+  /** Syncs the leader holds while a ping round confirms it still leads. */
+  syncsPendingMax: 100_000,
+  /** Learners (followers + observers) one leader serves. */
+  learnersMax: 1_000,
+  /** Un-applied txns a learner holds in memory (synced + in flight). */
+  learnerPendingRecordsMax: 10_000 + 10_000 + 100_000,
+} as const;
+
+assert(zabLimits.syncTxnsBytesMax >= limits.dataBytesMax, "a syncTxns message holds the largest txn");
+assert(zabLimits.committedLogRecordsMax >= 1, "the DIFF window holds at least one txn");
+assert(zabLimits.proposalsInFlightMax >= 1, "the leader can propose");
+assert(
+  zabLimits.learnerPendingRecordsMax >= zabLimits.committedLogRecordsMax + zabLimits.proposalsInFlightMax,
+  "a learner can hold a whole DIFF plus the proposals in flight",
+);

@@ -1,0 +1,140 @@
+/**
+ * The leader's in-memory history: a window of its most recent logged txns, oldest first, each
+ * either committed (and applied to the tree) or still outstanding. It answers the sync plan's
+ * questions (HistoryIndex) and hands out the records a learner needs. Bounded: at most
+ * `committedRecordsMax` applied records are kept; records not yet applied are always kept (they
+ * are bounded by the proposals in flight, and at start-up by what the host's log holds after
+ * its snapshot).
+ */
+import { assert } from "../common/assert.js";
+import type { LogRecord } from "./messages.js";
+import { largestBelowIn, searchZxid, type HistoryIndex } from "./sync-plan.js";
+
+export class History implements HistoryIndex {
+  private records: LogRecord[] = [];
+  private head = 0;
+  private base: number;
+  private applied: number;
+  private committed: number;
+
+  /**
+   * @param treeZxid the zxid the host's tree is at (everything up to it is committed and applied)
+   * @param log the host's log tail: every record after `treeZxid`, optionally preceded by earlier ones
+   */
+  constructor(
+    treeZxid: number,
+    log: readonly LogRecord[],
+    private readonly committedRecordsMax: number,
+  ) {
+    assert(committedRecordsMax >= 1, "the window holds at least one record");
+    this.base = treeZxid;
+    this.applied = treeZxid;
+    this.committed = treeZxid;
+    let previous = -1;
+    for (const record of log) {
+      assert(record.zxid > previous, "log records ascend");
+      previous = record.zxid;
+    }
+    const first = log[0];
+    if (first !== undefined && first.zxid <= treeZxid) {
+      // The window starts inside the applied part: its first record becomes the base.
+      assert(log.some((r) => r.zxid === treeZxid), "a log that reaches back past the tree contains the tree's zxid");
+      this.base = first.zxid;
+      this.records = log.slice(1);
+    } else {
+      this.records = log.slice();
+    }
+    this.trim();
+  }
+
+  get baseZxid(): number {
+    return this.base;
+  }
+
+  get lastZxid(): number {
+    return this.count > 0 ? this.records[this.records.length - 1]!.zxid : this.base;
+  }
+
+  /** Everything up to here is committed (for a leader still establishing its epoch: nothing beyond the tree). */
+  get committedZxid(): number {
+    return this.committed;
+  }
+
+  /** The tree (and so the snapshot) is at this zxid. */
+  get snapshotZxid(): number {
+    return this.applied;
+  }
+
+  get count(): number {
+    return this.records.length - this.head;
+  }
+
+  /** Outstanding records: logged, not yet committed. */
+  get outstandingCount(): number {
+    return this.count - this.indexAfter(this.committed);
+  }
+
+  contains(zxid: number): boolean {
+    return searchZxid(this.count, (i) => this.at(i).zxid, zxid).found;
+  }
+
+  largestBelow(zxid: number): number | undefined {
+    return largestBelowIn(this.base, this.count, (i) => this.at(i).zxid, zxid);
+  }
+
+  /** The record with this zxid, if in the window. */
+  get(zxid: number): LogRecord | undefined {
+    const { index, found } = searchZxid(this.count, (i) => this.at(i).zxid, zxid);
+    return found ? this.at(index) : undefined;
+  }
+
+  append(record: LogRecord): void {
+    assert(record.zxid > this.lastZxid, `history appends ascend: ${record.zxid} after ${this.lastZxid}`);
+    this.records.push(record);
+  }
+
+  /** Records with fromZxid < zxid ≤ toZxid; fromZxid must be the base or later. */
+  between(fromZxid: number, toZxid: number): LogRecord[] {
+    assert(fromZxid >= this.base, `records after ${fromZxid} reach below the window base ${this.base}`);
+    const start = this.indexAfter(fromZxid);
+    const end = this.indexAfter(toZxid);
+    const out: LogRecord[] = [];
+    for (let i = start; i < end; i++) out.push(this.at(i));
+    return out;
+  }
+
+  /** Marks every record up to `zxid` committed and applied; returns the newly committed ones, in order. */
+  commitThrough(zxid: number): LogRecord[] {
+    assert(zxid >= this.committed && zxid <= this.lastZxid, `commit point ${zxid} within (${this.committed}, ${this.lastZxid}]`);
+    const newly = this.between(this.committed, zxid);
+    this.committed = zxid;
+    this.applied = zxid;
+    this.trim();
+    return newly;
+  }
+
+  /** Index (0-based within the window) of the first record with zxid > `zxid`. */
+  private indexAfter(zxid: number): number {
+    const { index, found } = searchZxid(this.count, (i) => this.at(i).zxid, zxid);
+    return found ? index + 1 : index;
+  }
+
+  private at(i: number): LogRecord {
+    return this.records[this.head + i]!;
+  }
+
+  /** Drops the oldest applied records beyond the bound; compacts the array now and then. */
+  private trim(): void {
+    const appliedInWindow = this.indexAfter(this.applied);
+    let drop = appliedInWindow - this.committedRecordsMax;
+    while (drop > 0) {
+      this.base = this.at(0).zxid;
+      this.head += 1;
+      drop -= 1;
+    }
+    if (this.head > 1024 && this.head * 2 > this.records.length) {
+      this.records = this.records.slice(this.head);
+      this.head = 0;
+    }
+  }
+}

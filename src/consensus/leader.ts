@@ -1,0 +1,644 @@
+/**
+ * The Zab leader as a pure state machine (ZooKeeper's Leader + LearnerHandler, one class, no
+ * threads). One instance lives for one term: from the election's "leading" decision until it steps
+ * down. Phases, in order:
+ *
+ * - discovery: collect learnerInfo from a quorum (ourselves included), propose
+ *   newEpoch = max(acceptedEpoch) + 1, persist it as our accepted epoch, send leaderInfo; collect a
+ *   quorum of ackEpoch, abdicating if a quorum member's (currentEpoch, lastZxid) is ahead of ours.
+ * - synchronization: persist currentEpoch = newEpoch; bring every acked learner to our history
+ *   (DIFF / TRUNC / SNAP, see sync-plan.ts) followed by newLeader; on a quorum of newLeader acks
+ *   (ours counts once currentEpoch is durable) our whole history is committed: apply it, send
+ *   upToDate, serve.
+ * - broadcast: the host allocates a zxid, preps the txn, proposes it; the proposal goes to every
+ *   synced follower at once (pipelined) and to our own log; it commits, in zxid order, once a
+ *   quorum has it durable; commits go to followers, informs (record + commit) to observers.
+ *
+ * Learners joining later go through the same discovery handshake (leaderInfo / ackEpoch, no vote
+ * on the epoch) and sync, while proposals keep flowing: the sync carries every record up to the
+ * last proposal, later proposals follow on the same stream, so there is no gap and no duplicate.
+ *
+ * A learner that misbehaves (an out-of-protocol or malformed message) is dropped, never trusted
+ * and never a reason to crash: only our own invariants are asserted.
+ */
+import { assert } from "../common/assert.js";
+import { epochOf, isZxid, makeZxid } from "../store/zxid.js";
+import { zabLimits } from "./constants.js";
+import { emptyReady, type ZabInput, type ZabPhase, type ZabReady } from "./core-io.js";
+import { History } from "./history.js";
+import type { LearnerRole, LogRecord, QuorumMessage } from "./messages.js";
+import { chunkRecords, lastLoggedZxidOf, resolveOptions, type ResolvedZabOptions, type ZabOptions } from "./options.js";
+import { planLearnerSync, type HistoryIndex } from "./sync-plan.js";
+
+/**
+ * Where one learner stands with us:
+ * connected (learnerInfo in, epoch not decided yet) → epochProposed (leaderInfo sent) →
+ * epochAcked (waiting for the discovery quorum) → syncing (sync + newLeader sent) →
+ * synced (newLeader acked; waiting for the epoch to be established) → upToDate.
+ */
+export type LearnerStage = "connected" | "epochProposed" | "epochAcked" | "syncing" | "synced" | "upToDate";
+
+interface LearnerPeer {
+  sid: number;
+  role: LearnerRole;
+  stage: LearnerStage;
+  acceptedEpoch: number;
+  /** The learner's last logged zxid, from learnerInfo / ackEpoch. */
+  lastZxid: number;
+  /** From ackEpoch: the learner's current epoch. */
+  currentEpoch: number;
+  /** The lastZxid our newLeader carried: the learner's log ends there once synced. */
+  newLeaderZxid: number;
+  /** Highest zxid the learner acked (cumulative), participants only. */
+  ackedZxid: number;
+  lastHeardMs: number;
+  /** Pings sent on this stream, and answers received: the n-th answer answers the n-th ping (FIFO). */
+  pingsSent: number;
+  pingsAnswered: number;
+}
+
+/**
+ * A sync waiting for proof that we still lead: it is answered once a quorum has answered a ping
+ * sent after it arrived (a leader paused or partitioned away would otherwise answer from a
+ * state a newer leader has moved past).
+ */
+interface PendingSync {
+  /** The learner to answer, or undefined for the host's own (answered in `syncsDone`). */
+  learner: number | undefined;
+  syncId: number;
+  /** Our last proposed zxid when the sync arrived. */
+  zxid: number;
+  /** Per follower: how many of its ping answers prove it followed us after the sync arrived. */
+  pingsNeeded: Map<number, number>;
+}
+
+export class Leader {
+  readonly kind = "leader" as const;
+  readonly myId: number;
+  private readonly options: ResolvedZabOptions;
+  private readonly history: History;
+  private readonly peers = new Map<number, LearnerPeer>();
+
+  private phaseNow: ZabPhase = "discovery";
+  /** Decided once a quorum's learnerInfo is in. */
+  private newEpoch: number | undefined;
+  private acceptedEpoch: number;
+  private currentEpoch: number;
+  private acceptedEpochDurable = false;
+  private currentEpochDurable = false;
+  /** Our own (currentEpoch, lastZxid) at the start of the term: what ackEpochs are compared with. */
+  private readonly startCurrentEpoch: number;
+  private readonly startLastZxid: number;
+  /** Highest zxid durable in our own log. */
+  private selfDurableZxid: number;
+  private lastAllocatedZxid: number;
+  private readonly startMs: number;
+  private nowMs: number;
+  private lastPingMs: number;
+  private stopped = false;
+  private readonly pendingSyncs: PendingSync[] = [];
+  /** Set when this input already sent a ping round that later syncs of the same input can share. */
+  private syncPingSent = false;
+  private out: ZabReady = emptyReady(false);
+
+  constructor(options: ZabOptions) {
+    this.options = resolveOptions(options);
+    this.myId = options.myId;
+    assert(options.quorum.isVoter(this.myId), `leader ${this.myId} is a voter`);
+    const treeZxid = options.state.lastZxid();
+    this.history = new History(treeZxid, options.durable.log, this.options.committedLogRecordsMax);
+    this.acceptedEpoch = options.durable.acceptedEpoch;
+    this.currentEpoch = options.durable.currentEpoch;
+    this.startCurrentEpoch = this.currentEpoch;
+    this.startLastZxid = lastLoggedZxidOf(options.durable, treeZxid);
+    assert(this.startLastZxid === this.history.lastZxid, "the history ends at the last logged zxid");
+    this.selfDurableZxid = this.startLastZxid;
+    this.lastAllocatedZxid = this.startLastZxid;
+    this.startMs = options.nowMs;
+    this.nowMs = options.nowMs;
+    this.lastPingMs = options.nowMs;
+  }
+
+  // ---- views for the host
+
+  get phase(): ZabPhase {
+    return this.phaseNow;
+  }
+
+  get serving(): boolean {
+    return !this.stopped && this.phaseNow === "broadcast";
+  }
+
+  /** The epoch this term establishes (undefined until a quorum's learnerInfo is in). */
+  get epoch(): number | undefined {
+    return this.newEpoch;
+  }
+
+  get lastProposedZxid(): number {
+    return this.history.lastZxid;
+  }
+
+  get lastCommittedZxid(): number {
+    return this.history.committedZxid;
+  }
+
+  /** Whether `allocateZxid` may be called now (serving, and the in-flight bound not reached). */
+  get canPropose(): boolean {
+    return this.serving && this.history.outstandingCount + (this.lastAllocatedZxid - this.history.lastZxid) < this.options.proposalsInFlightMax;
+  }
+
+  /** The learners and where each stands (for status pages and tests). */
+  learners(): { sid: number; role: LearnerRole; stage: LearnerStage; ackedZxid: number }[] {
+    return [...this.peers.values()]
+      .sort((a, b) => a.sid - b.sid)
+      .map((p) => ({ sid: p.sid, role: p.role, stage: p.stage, ackedZxid: p.ackedZxid }));
+  }
+
+  // ---- inputs
+
+  /** First call after construction: a one-voter cluster establishes on its own from here. */
+  start(): ZabReady {
+    this.begin();
+    this.maybeDecideEpoch();
+    return this.finish();
+  }
+
+  step(input: ZabInput): ZabReady {
+    this.begin();
+    if (this.stopped) return this.finish();
+    switch (input.type) {
+      case "message":
+        this.onMessage(input.from, input.message);
+        break;
+      case "tick":
+        this.onTick(input.nowMs);
+        break;
+      case "logDurable":
+        assert(input.zxid <= this.history.lastZxid, `durable ${input.zxid} beyond our log ${this.history.lastZxid}`);
+        if (input.zxid > this.selfDurableZxid) {
+          this.selfDurableZxid = input.zxid;
+          this.tryCommit();
+        }
+        break;
+      case "epochDurable":
+        this.onEpochDurable(input.which, input.epoch);
+        break;
+      case "truncated":
+      case "snapshotInstalled":
+        assert(false, `a leader never asks for ${input.type}`);
+        break;
+      case "disconnected":
+        if (this.peers.has(input.peer)) this.dropLearner(input.peer, "stream closed", false);
+        break;
+    }
+    return this.finish();
+  }
+
+  /** Reserves the next zxid of this epoch; the host preps the txn with it and then proposes it. */
+  allocateZxid(): number {
+    assert(this.canPropose, "allocateZxid while not able to propose");
+    const epoch = this.newEpoch!;
+    this.lastAllocatedZxid = epochOf(this.lastAllocatedZxid) === epoch ? this.lastAllocatedZxid + 1 : makeZxid(epoch, 1);
+    return this.lastAllocatedZxid;
+  }
+
+  /** Proposes the txn prepped for `zxid` (allocated zxids are proposed in order, none skipped). */
+  propose(zxid: number, record: Uint8Array): ZabReady {
+    this.begin();
+    assert(this.serving, "propose while not serving");
+    const last = this.history.lastZxid;
+    const expected = epochOf(last) === this.newEpoch ? last + 1 : makeZxid(this.newEpoch!, 1);
+    assert(zxid === expected && zxid <= this.lastAllocatedZxid, `proposed ${zxid}, expected the allocated ${expected}`);
+    const logRecord: LogRecord = { zxid, record };
+    this.history.append(logRecord);
+    this.out.persist.push({ kind: "appendLog", zxid, record });
+    for (const peer of this.peers.values()) {
+      if (peer.role === "participant" && isForwarding(peer)) this.send(peer.sid, { type: "proposal", zxid, record });
+    }
+    return this.finish();
+  }
+
+  /**
+   * The host's own sync (a client of this server asked): answered in `syncsDone` with our last
+   * proposed zxid, once a quorum confirms we still lead.
+   */
+  requestSync(syncId: number): ZabReady {
+    this.begin();
+    assert(this.serving, "requestSync while not serving");
+    assert(this.pendingSyncs.length < zabLimits.syncsPendingMax, "pending syncs within bounds");
+    this.addPendingSync(undefined, syncId);
+    return this.finish();
+  }
+
+  // ---- messages
+
+  private onMessage(from: number, message: QuorumMessage): void {
+    if (message.type === "learnerInfo") {
+      this.onLearnerInfo(from, message);
+      return;
+    }
+    const peer = this.peers.get(from);
+    if (peer === undefined) return; // a stale stream's leftovers; the host closed it
+    peer.lastHeardMs = this.nowMs;
+    switch (message.type) {
+      case "ackEpoch":
+        this.onAckEpoch(peer, message.currentEpoch, message.lastZxid);
+        break;
+      case "ack":
+        this.onAck(peer, message.zxid);
+        break;
+      case "ping":
+        if (!Array.isArray(message.touches) || message.touches.length > zabLimits.touchesPerPingMax) {
+          this.dropLearner(peer.sid, "malformed ping", true);
+          break;
+        }
+        if (peer.pingsAnswered >= peer.pingsSent) {
+          this.dropLearner(peer.sid, "answered a ping we did not send", true);
+          break;
+        }
+        peer.pingsAnswered += 1;
+        for (const touch of message.touches) this.out.touches.push(touch);
+        this.answerConfirmedSyncs();
+        break;
+      case "request":
+        if (peer.stage !== "upToDate") {
+          this.dropLearner(peer.sid, "forwarded a request before it was up to date", true);
+          break;
+        }
+        this.out.forwarded.push({ from: peer.sid, sessionId: message.sessionId, cxid: message.cxid, request: message.request });
+        break;
+      case "sync":
+        if (peer.stage !== "upToDate") {
+          this.dropLearner(peer.sid, "sent sync before it was up to date", true);
+          break;
+        }
+        if (this.pendingSyncs.length >= zabLimits.syncsPendingMax) {
+          this.dropLearner(peer.sid, "too many syncs pending", true);
+          break;
+        }
+        this.addPendingSync(peer.sid, message.syncId);
+        break;
+      default:
+        this.dropLearner(peer.sid, `sent a leader's message (${message.type})`, true);
+    }
+  }
+
+  private onLearnerInfo(from: number, message: Extract<QuorumMessage, { type: "learnerInfo" }>): void {
+    const { sid, role, acceptedEpoch, lastZxid } = message;
+    const roleFits = role === "participant" ? this.options.quorum.isVoter(sid) : this.options.quorum.observers.has(sid);
+    const wellFormed =
+      sid === from && sid !== this.myId && roleFits && Number.isSafeInteger(acceptedEpoch) && acceptedEpoch >= 0 && isZxid(lastZxid);
+    if (this.peers.has(from)) this.dropLearner(from, "reconnected", false); // its old stream is gone
+    if (!wellFormed) {
+      this.out.events.push({ event: "learnerDropped", learner: from, reason: "malformed learnerInfo" });
+      this.out.disconnect.push(from);
+      return;
+    }
+    if (this.peers.size >= zabLimits.learnersMax) {
+      this.out.events.push({ event: "learnerDropped", learner: from, reason: "too many learners" });
+      this.out.disconnect.push(from);
+      return;
+    }
+    const peer: LearnerPeer = {
+      sid,
+      role,
+      stage: "connected",
+      acceptedEpoch,
+      lastZxid,
+      currentEpoch: -1,
+      newLeaderZxid: -1,
+      ackedZxid: -1,
+      lastHeardMs: this.nowMs,
+      pingsSent: 0,
+      pingsAnswered: 0,
+    };
+    this.peers.set(sid, peer);
+    this.out.events.push({ event: "learnerJoined", learner: sid, role });
+    if (this.newEpoch === undefined) this.maybeDecideEpoch();
+    else this.proposeEpoch(peer);
+  }
+
+  private onAckEpoch(peer: LearnerPeer, currentEpoch: number, lastZxid: number): void {
+    if (peer.stage !== "epochProposed" || !Number.isSafeInteger(currentEpoch) || currentEpoch < 0 || !isZxid(lastZxid)) {
+      this.dropLearner(peer.sid, "unexpected or malformed ackEpoch", true);
+      return;
+    }
+    peer.currentEpoch = currentEpoch;
+    peer.lastZxid = lastZxid;
+    peer.stage = "epochAcked";
+    if (this.phaseNow === "discovery") {
+      // Our history must be the most recent of the quorum we establish with (Zab's discovery step).
+      const ahead =
+        peer.role === "participant" &&
+        (currentEpoch > this.startCurrentEpoch || (currentEpoch === this.startCurrentEpoch && lastZxid > this.startLastZxid));
+      if (ahead) {
+        this.stepDown(`learner ${peer.sid} is ahead of us: epoch ${currentEpoch}, zxid ${lastZxid}`);
+        return;
+      }
+      this.maybeFinishDiscovery();
+    } else {
+      this.syncLearner(peer);
+    }
+  }
+
+  private onAck(peer: LearnerPeer, zxid: number): void {
+    if (!isZxid(zxid)) {
+      this.dropLearner(peer.sid, "malformed ack", true);
+      return;
+    }
+    if (peer.stage === "syncing") {
+      if (zxid !== peer.newLeaderZxid) {
+        this.dropLearner(peer.sid, `acked newLeader with ${zxid}, expected ${peer.newLeaderZxid}`, true);
+        return;
+      }
+      peer.stage = "synced";
+      if (peer.role === "participant") peer.ackedZxid = zxid;
+      if (this.phaseNow === "broadcast") {
+        this.send(peer.sid, { type: "upToDate" });
+        peer.stage = "upToDate";
+        this.tryCommit();
+      } else {
+        this.maybeEstablish();
+      }
+      return;
+    }
+    const valid =
+      peer.role === "participant" &&
+      (peer.stage === "synced" || peer.stage === "upToDate") &&
+      zxid >= peer.ackedZxid &&
+      zxid <= this.history.lastZxid;
+    if (!valid) {
+      this.dropLearner(peer.sid, `unexpected ack of ${zxid}`, true);
+      return;
+    }
+    if (zxid > peer.ackedZxid) {
+      peer.ackedZxid = zxid;
+      this.tryCommit();
+    }
+  }
+
+  private onEpochDurable(which: "accepted" | "current", epoch: number): void {
+    if (which === "accepted") {
+      assert(epoch === this.newEpoch && !this.acceptedEpochDurable, "acceptedEpoch durable answers our persist");
+      this.acceptedEpochDurable = true;
+      this.maybeFinishDiscovery();
+    } else {
+      assert(epoch === this.newEpoch && !this.currentEpochDurable && this.phaseNow === "synchronization", "currentEpoch durable answers our persist");
+      this.currentEpochDurable = true;
+      this.currentEpoch = epoch;
+      this.maybeEstablish();
+    }
+  }
+
+  private onTick(nowMs: number): void {
+    this.nowMs = Math.max(this.nowMs, nowMs); // a clock that jumps back does not rewind our timers
+    if (this.nowMs - this.lastPingMs >= this.options.tickMs / 2) {
+      this.lastPingMs = this.nowMs;
+      for (const peer of this.peers.values()) this.ping(peer);
+    }
+    for (const peer of [...this.peers.values()]) {
+      const limitMs = peer.stage === "upToDate" ? this.options.syncLimitMs : this.options.initLimitMs;
+      if (this.nowMs - peer.lastHeardMs > limitMs) this.dropLearner(peer.sid, `silent for more than ${limitMs} ms`, true);
+    }
+    if (this.phaseNow !== "broadcast") {
+      if (this.nowMs - this.startMs > this.options.initLimitMs) {
+        this.stepDown(`no quorum synced within initLimit (${this.options.initLimitMs} ms) in ${this.phaseNow}`);
+      }
+      return;
+    }
+    const alive = [this.myId];
+    for (const peer of this.peers.values()) {
+      if (peer.role === "participant" && (peer.stage === "synced" || peer.stage === "upToDate")) alive.push(peer.sid);
+    }
+    if (!this.options.quorum.containsQuorum(alive)) this.stepDown("lost the quorum of synced followers");
+  }
+
+  // ---- discovery
+
+  private maybeDecideEpoch(): void {
+    if (this.newEpoch !== undefined) return;
+    const participants = [...this.peers.values()].filter((p) => p.role === "participant");
+    if (!this.options.quorum.containsQuorum([this.myId, ...participants.map((p) => p.sid)])) return;
+    const newEpoch = Math.max(this.acceptedEpoch, ...participants.map((p) => p.acceptedEpoch)) + 1;
+    this.newEpoch = newEpoch;
+    this.acceptedEpoch = newEpoch;
+    this.out.events.push({ event: "newEpoch", epoch: newEpoch });
+    this.out.persist.push({ kind: "acceptedEpoch", epoch: newEpoch });
+    for (const peer of [...this.peers.values()]) if (peer.stage === "connected") this.proposeEpoch(peer);
+  }
+
+  private proposeEpoch(peer: LearnerPeer): void {
+    const epoch = this.newEpoch!;
+    if (peer.acceptedEpoch > epoch) {
+      // It promised a newer would-be leader never to follow an older epoch, and rightly refuses
+      // ours: it could never rejoin. Adopt its epoch as our accepted one (a stronger promise of
+      // ours, so always safe) and start over: our next discovery proposes above it.
+      this.acceptedEpoch = peer.acceptedEpoch;
+      this.out.persist.push({ kind: "acceptedEpoch", epoch: peer.acceptedEpoch });
+      this.stepDown(`learner ${peer.sid} accepted epoch ${peer.acceptedEpoch}, above our epoch ${epoch}`);
+      return;
+    }
+    // A learner that accepted this epoch already may have accepted it from another would-be
+    // leader: counting it before we are established could let two leaders establish one epoch.
+    if (peer.acceptedEpoch === epoch && this.phaseNow !== "broadcast") {
+      this.dropLearner(peer.sid, `learner accepted epoch ${peer.acceptedEpoch}, we propose ${epoch}`, true);
+      return;
+    }
+    peer.stage = "epochProposed";
+    this.send(peer.sid, { type: "leaderInfo", newEpoch: epoch, protocolVersion: zabLimits.protocolVersion });
+  }
+
+  private maybeFinishDiscovery(): void {
+    if (this.phaseNow !== "discovery" || !this.acceptedEpochDurable) return;
+    const acked = [this.myId];
+    for (const peer of this.peers.values()) if (peer.role === "participant" && peer.stage === "epochAcked") acked.push(peer.sid);
+    if (!this.options.quorum.containsQuorum(acked)) return;
+    this.enterPhase("synchronization");
+    this.out.persist.push({ kind: "currentEpoch", epoch: this.newEpoch! });
+    for (const peer of [...this.peers.values()]) if (peer.stage === "epochAcked") this.syncLearner(peer);
+  }
+
+  // ---- synchronization
+
+  private syncLearner(peer: LearnerPeer): void {
+    const establishing = this.phaseNow !== "broadcast";
+    // Until established, our whole history is what the quorum will commit; after, only committed
+    // records are (observers get nothing else: in-flight ones reach them as informs).
+    const committedForSync = establishing ? this.history.lastZxid : this.history.committedZxid;
+    const lastForPeer = peer.role === "observer" ? committedForSync : this.history.lastZxid;
+    const plan = planLearnerSync(peer.lastZxid, this.historyUpTo(lastForPeer));
+    let fromZxid: number;
+    switch (plan.mode) {
+      case "DIFF":
+        fromZxid = plan.fromZxid;
+        this.send(peer.sid, { type: "diff", lastZxid: fromZxid });
+        break;
+      case "TRUNC":
+        fromZxid = plan.truncZxid;
+        this.send(peer.sid, { type: "trunc", zxid: fromZxid });
+        break;
+      case "SNAP": {
+        const snapshot = this.options.state.snapshot();
+        assert(snapshot.zxid === this.history.snapshotZxid, `the host's snapshot is at ${snapshot.zxid}, our tree at ${this.history.snapshotZxid}`);
+        fromZxid = snapshot.zxid;
+        this.send(peer.sid, { type: "snap", zxid: fromZxid, snapshot: snapshot.bytes });
+        break;
+      }
+    }
+    this.out.events.push({ event: "syncMode", learner: peer.sid, mode: plan.mode, reason: plan.reason, fromZxid, toZxid: lastForPeer });
+    const committedEnd = Math.min(committedForSync, lastForPeer);
+    if (committedEnd > fromZxid) this.sendSyncTxns(peer.sid, this.history.between(fromZxid, committedEnd), true);
+    if (lastForPeer > committedEnd) this.sendSyncTxns(peer.sid, this.history.between(Math.max(fromZxid, committedEnd), lastForPeer), false);
+    peer.stage = "syncing";
+    peer.newLeaderZxid = lastForPeer;
+    this.send(peer.sid, { type: "newLeader", zxid: lastForPeer });
+  }
+
+  private sendSyncTxns(to: number, records: LogRecord[], committed: boolean): void {
+    for (const txns of chunkRecords(records, this.options.syncTxnsPerMessageMax, zabLimits.syncTxnsBytesMax)) {
+      this.send(to, { type: "syncTxns", txns, committed });
+    }
+  }
+
+  /** The history as seen by a learner that gets nothing beyond `lastZxid`. */
+  private historyUpTo(lastZxid: number): HistoryIndex {
+    const history = this.history;
+    if (lastZxid === history.lastZxid) return history;
+    return {
+      baseZxid: history.baseZxid,
+      lastZxid,
+      snapshotZxid: history.snapshotZxid,
+      contains: (zxid) => zxid <= lastZxid && history.contains(zxid),
+      largestBelow: (zxid) => history.largestBelow(Math.min(zxid, lastZxid + 1)),
+    };
+  }
+
+  private maybeEstablish(): void {
+    if (this.phaseNow !== "synchronization" || !this.currentEpochDurable) return;
+    const acked = [this.myId];
+    for (const peer of this.peers.values()) if (peer.role === "participant" && peer.stage === "synced") acked.push(peer.sid);
+    if (!this.options.quorum.containsQuorum(acked)) return;
+    // A quorum holds our history under the new epoch: all of it is committed.
+    this.enterPhase("broadcast");
+    for (const record of this.history.commitThrough(this.history.lastZxid)) this.out.apply.push(record);
+    for (const peer of this.peers.values()) {
+      if (peer.stage === "synced") {
+        peer.stage = "upToDate";
+        this.send(peer.sid, { type: "upToDate" });
+      }
+    }
+  }
+
+  // ---- broadcast
+
+  /** Commits, in zxid order, every outstanding proposal a quorum has durable. */
+  private tryCommit(): void {
+    if (this.phaseNow !== "broadcast" || this.history.committedZxid === this.history.lastZxid) return;
+    const acks: { sid: number; zxid: number }[] = [{ sid: this.myId, zxid: this.selfDurableZxid }];
+    for (const peer of this.peers.values()) {
+      if (peer.role === "participant" && (peer.stage === "synced" || peer.stage === "upToDate")) acks.push({ sid: peer.sid, zxid: peer.ackedZxid });
+    }
+    // The commit point: the highest acked zxid that a quorum has reached.
+    const candidates = [...new Set(acks.map((a) => a.zxid))].sort((a, b) => b - a);
+    let commitZxid = this.history.committedZxid;
+    for (const candidate of candidates) {
+      if (candidate <= commitZxid) break;
+      if (this.options.quorum.containsQuorum(acks.filter((a) => a.zxid >= candidate).map((a) => a.sid))) {
+        commitZxid = candidate;
+        break;
+      }
+    }
+    if (commitZxid === this.history.committedZxid) return;
+    const newly = this.history.commitThrough(commitZxid);
+    for (const record of newly) this.out.apply.push(record);
+    for (const peer of this.peers.values()) {
+      if (!isForwarding(peer)) continue;
+      if (peer.role === "participant") this.send(peer.sid, { type: "commit", zxid: commitZxid });
+      else for (const record of newly) this.send(peer.sid, { type: "inform", zxid: record.zxid, record: record.record });
+    }
+  }
+
+  // ---- syncs
+
+  private addPendingSync(learner: number | undefined, syncId: number): void {
+    // One fresh ping round per input serves every sync that arrived in it.
+    if (!this.syncPingSent) {
+      this.syncPingSent = true;
+      for (const peer of this.peers.values()) if (isVotingFollower(peer)) this.ping(peer);
+    }
+    const pingsNeeded = new Map<number, number>();
+    for (const peer of this.peers.values()) if (isVotingFollower(peer)) pingsNeeded.set(peer.sid, peer.pingsSent);
+    this.pendingSyncs.push({ learner, syncId, zxid: this.history.lastZxid, pingsNeeded });
+    this.answerConfirmedSyncs();
+  }
+
+  /** Answers, in arrival order, every sync a quorum has confirmed. */
+  private answerConfirmedSyncs(): void {
+    while (this.pendingSyncs.length > 0) {
+      const sync = this.pendingSyncs[0]!;
+      const confirmed = [this.myId];
+      for (const [sid, needed] of sync.pingsNeeded) {
+        const peer = this.peers.get(sid);
+        if (peer !== undefined && peer.pingsAnswered >= needed) confirmed.push(sid);
+      }
+      if (!this.options.quorum.containsQuorum(confirmed)) return;
+      this.pendingSyncs.shift();
+      if (sync.learner === undefined) this.out.syncsDone.push({ syncId: sync.syncId, zxid: sync.zxid });
+      // Everything we proposed up to sync.zxid precedes this answer on the learner's stream.
+      else if (this.peers.has(sync.learner)) this.send(sync.learner, { type: "syncDone", syncId: sync.syncId, zxid: sync.zxid });
+    }
+  }
+
+  private ping(peer: LearnerPeer): void {
+    peer.pingsSent += 1;
+    this.send(peer.sid, { type: "ping", touches: [] });
+  }
+
+  // ---- plumbing
+
+  private enterPhase(phase: ZabPhase): void {
+    this.phaseNow = phase;
+    this.out.events.push({ event: "phase", phase, epoch: this.newEpoch! });
+  }
+
+  private dropLearner(sid: number, reason: string, disconnect: boolean): void {
+    this.peers.delete(sid);
+    this.out.events.push({ event: "learnerDropped", learner: sid, reason });
+    if (disconnect) this.out.disconnect.push(sid);
+  }
+
+  private stepDown(reason: string): void {
+    this.stopped = true;
+    this.out.stepDown = { reason };
+    this.out.events.push({ event: "stepDown", reason });
+    for (const sid of this.peers.keys()) this.out.disconnect.push(sid);
+    this.peers.clear();
+    this.pendingSyncs.length = 0;
+  }
+
+  private send(to: number, message: QuorumMessage): void {
+    this.out.send.push({ to, message });
+  }
+
+  private begin(): void {
+    this.out = emptyReady(this.serving);
+    this.syncPingSent = false;
+  }
+
+  private finish(): ZabReady {
+    const out = this.out;
+    out.serving = this.serving;
+    this.out = emptyReady(this.serving);
+    return out;
+  }
+}
+
+/** A follower whose answers count toward our quorum (synced to this epoch). */
+function isVotingFollower(peer: LearnerPeer): boolean {
+  return peer.role === "participant" && (peer.stage === "synced" || peer.stage === "upToDate");
+}
+
+/** Whether proposals and commits already flow to this learner (its sync has been sent). */
+function isForwarding(peer: LearnerPeer): boolean {
+  return peer.stage === "syncing" || peer.stage === "synced" || peer.stage === "upToDate";
+}

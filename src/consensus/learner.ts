@@ -1,0 +1,500 @@
+/**
+ * A Zab learner — follower or observer — as a pure state machine (ZooKeeper's Learner,
+ * Follower and Observer). One instance lives for one term: from the election's decision until it
+ * steps down. Phases, in order:
+ *
+ * - discovery: send learnerInfo(acceptedEpoch, lastZxid); on leaderInfo(newEpoch) refuse an epoch
+ *   below our accepted one (step down), persist a higher one, and only once it is durable send
+ *   ackEpoch(currentEpoch, lastZxid).
+ * - synchronization: DIFF, TRUNC or SNAP, then syncTxns, then newLeader; we persist currentEpoch,
+ *   make every synced txn durable and only then ack newLeader. Proposals may follow newLeader
+ *   before upToDate; they are logged, and acked after the newLeader ack.
+ * - broadcast (from upToDate on): serve. A follower logs proposals and acks them once durable; an
+ *   observer logs informs and never acks. Both apply a txn once it is committed and durable here,
+ *   in zxid order.
+ *
+ * Nothing is applied before upToDate: the leader sends upToDate only once its epoch is
+ * established, so every synced txn is committed by then, and the tree only ever holds committed
+ * txns (a TRUNC never reaches below it). A leader message out of protocol makes us step down (back
+ * to election), never crash.
+ */
+import { assert } from "../common/assert.js";
+import { epochOf, isZxid, makeZxid } from "../store/zxid.js";
+import { zabLimits } from "./constants.js";
+import { emptyReady, type ZabInput, type ZabPhase, type ZabReady } from "./core-io.js";
+import type { LearnerRole, LogRecord, QuorumMessage, SessionTouch } from "./messages.js";
+import { lastLoggedZxidOf, resolveOptions, type ResolvedZabOptions, type ZabOptions } from "./options.js";
+
+export interface LearnerOptions extends ZabOptions {
+  role: LearnerRole;
+  /** The leader the election chose; the host's stream to it carries every message. */
+  leaderId: number;
+}
+
+type SyncMode = "DIFF" | "TRUNC" | "SNAP";
+
+export class Learner {
+  readonly kind: "follower" | "observer";
+  readonly myId: number;
+  readonly leaderId: number;
+  readonly role: LearnerRole;
+  private readonly options: ResolvedZabOptions;
+
+  private phaseNow: ZabPhase = "discovery";
+  private acceptedEpoch: number;
+  private currentEpoch: number;
+  /** The epoch of the leader we follow, once its leaderInfo is accepted. */
+  private leaderEpoch: number | undefined;
+  private ackEpochSent = false;
+  private awaitingAcceptedEpoch: number | undefined;
+  private awaitingCurrentEpoch: number | undefined;
+  private awaitingTruncate: number | undefined;
+  private awaitingSnapshot: number | undefined;
+  private syncMode: SyncMode | undefined;
+  private uncommittedSyncSeen = false;
+  /** newLeader's lastZxid once received; the newLeader ack goes out when it is durable. */
+  private newLeaderZxid: number | undefined;
+  private newLeaderAcked = false;
+
+  /** Logged (or being logged) but not applied, ascending zxid. */
+  private pending: LogRecord[] = [];
+  private pendingHead = 0;
+  private lastLoggedZxid: number;
+  private durableZxid: number;
+  private commitZxid: number;
+  private appliedZxid: number;
+  private lastAckedZxid = -1;
+  private readonly touches = new Map<bigint, number>();
+
+  private nowMs: number;
+  private lastHeardMs: number;
+  private stopped = false;
+  private out: ZabReady = emptyReady(false);
+
+  constructor(options: LearnerOptions) {
+    this.options = resolveOptions(options);
+    this.myId = options.myId;
+    this.leaderId = options.leaderId;
+    this.role = options.role;
+    this.kind = options.role === "participant" ? "follower" : "observer";
+    assert(options.leaderId !== options.myId, "a learner follows another server");
+    assert(options.quorum.isVoter(options.leaderId), `leader ${options.leaderId} is a voter`);
+    if (options.role === "participant") assert(options.quorum.isVoter(options.myId), `follower ${options.myId} is a voter`);
+    else assert(options.quorum.observers.has(options.myId), `observer ${options.myId} is listed as one`);
+    this.acceptedEpoch = options.durable.acceptedEpoch;
+    this.currentEpoch = options.durable.currentEpoch;
+    const treeZxid = options.state.lastZxid();
+    this.appliedZxid = treeZxid;
+    this.commitZxid = treeZxid;
+    this.lastLoggedZxid = lastLoggedZxidOf(options.durable, treeZxid);
+    this.durableZxid = this.lastLoggedZxid;
+    this.pending = options.durable.log.filter((r) => r.zxid > treeZxid);
+    this.nowMs = options.nowMs;
+    this.lastHeardMs = options.nowMs;
+  }
+
+  // ---- views for the host
+
+  get phase(): ZabPhase {
+    return this.phaseNow;
+  }
+
+  get serving(): boolean {
+    return !this.stopped && this.phaseNow === "broadcast";
+  }
+
+  get epoch(): number | undefined {
+    return this.leaderEpoch;
+  }
+
+  get lastLogged(): number {
+    return this.lastLoggedZxid;
+  }
+
+  get lastApplied(): number {
+    return this.appliedZxid;
+  }
+
+  // ---- inputs
+
+  /** First call after construction: introduces us to the leader. */
+  start(): ZabReady {
+    this.begin();
+    this.send({
+      type: "learnerInfo",
+      sid: this.myId,
+      role: this.role,
+      acceptedEpoch: this.acceptedEpoch,
+      lastZxid: this.lastLoggedZxid,
+      protocolVersion: zabLimits.protocolVersion,
+    });
+    return this.finish();
+  }
+
+  step(input: ZabInput): ZabReady {
+    this.begin();
+    if (this.stopped) return this.finish();
+    switch (input.type) {
+      case "message":
+        if (input.from === this.leaderId) this.onMessage(input.message);
+        break;
+      case "tick":
+        this.onTick(input.nowMs);
+        break;
+      case "logDurable":
+        assert(input.zxid <= this.lastLoggedZxid, `durable ${input.zxid} beyond our log ${this.lastLoggedZxid}`);
+        if (input.zxid > this.durableZxid) {
+          this.durableZxid = input.zxid;
+          this.afterDurable();
+        }
+        break;
+      case "epochDurable":
+        this.onEpochDurable(input.which, input.epoch);
+        break;
+      case "truncated":
+        assert(this.awaitingTruncate !== undefined, "truncated answers our truncateLog");
+        if (input.zxid !== this.awaitingTruncate) {
+          this.stepDown(`truncating to ${this.awaitingTruncate} left our log at ${input.zxid}: it lacked the leader's zxid`);
+          break;
+        }
+        this.awaitingTruncate = undefined;
+        this.durableZxid = Math.min(this.durableZxid, input.zxid);
+        this.afterDurable();
+        break;
+      case "snapshotInstalled":
+        assert(input.zxid === this.awaitingSnapshot, "snapshotInstalled answers our installSnapshot");
+        this.awaitingSnapshot = undefined;
+        this.afterDurable();
+        break;
+      case "disconnected":
+        if (input.peer === this.leaderId) this.stepDown("the stream to the leader closed");
+        break;
+    }
+    return this.finish();
+  }
+
+  /** Sends a client's write to the leader (only while serving). */
+  forward(sessionId: bigint, cxid: number, request: Uint8Array): ZabReady {
+    this.begin();
+    assert(this.serving, "forward while not serving");
+    this.send({ type: "request", sessionId, cxid, request });
+    return this.finish();
+  }
+
+  /** Asks the leader for the zxid a sync must wait for; the answer comes back in `syncsDone`. */
+  requestSync(syncId: number): ZabReady {
+    this.begin();
+    assert(this.serving, "requestSync while not serving");
+    this.send({ type: "sync", syncId });
+    return this.finish();
+  }
+
+  /** A local session was heard from; the leader learns it with our next ping answer. */
+  touch(sessionId: bigint, timeoutMs: number): void {
+    assert(this.touches.size < zabLimits.touchesPerPingMax || this.touches.has(sessionId), "touches between pings within bounds");
+    this.touches.set(sessionId, timeoutMs);
+  }
+
+  // ---- messages
+
+  private onMessage(message: QuorumMessage): void {
+    this.lastHeardMs = this.nowMs;
+    switch (message.type) {
+      case "leaderInfo":
+        this.onLeaderInfo(message.newEpoch);
+        break;
+      case "diff":
+        if (!this.expectSyncStart()) break;
+        if (message.lastZxid !== this.lastLoggedZxid) {
+          this.stepDown(`DIFF from ${message.lastZxid}, but our log ends at ${this.lastLoggedZxid}`);
+          break;
+        }
+        this.syncMode = "DIFF";
+        break;
+      case "trunc":
+        if (!this.expectSyncStart()) break;
+        this.onTrunc(message.zxid);
+        break;
+      case "snap":
+        if (!this.expectSyncStart()) break;
+        this.onSnap(message.zxid, message.snapshot);
+        break;
+      case "syncTxns":
+        this.onSyncTxns(message.txns, message.committed);
+        break;
+      case "newLeader":
+        this.onNewLeader(message.zxid);
+        break;
+      case "upToDate":
+        if (!this.newLeaderAcked || this.phaseNow === "broadcast") {
+          this.stepDown("upToDate before our newLeader ack");
+          break;
+        }
+        this.phaseNow = "broadcast";
+        this.out.events.push({ event: "phase", phase: "broadcast", epoch: this.leaderEpoch! });
+        this.applyCommitted();
+        break;
+      case "proposal":
+        if (this.role !== "participant") {
+          this.stepDown("an observer got a proposal");
+          break;
+        }
+        this.onLeaderTxn(message.zxid, message.record, false);
+        break;
+      case "inform":
+        if (this.role !== "observer") {
+          this.stepDown("a follower got an inform");
+          break;
+        }
+        this.onLeaderTxn(message.zxid, message.record, true);
+        break;
+      case "commit":
+        if (this.role !== "participant" || this.newLeaderZxid === undefined || !isZxid(message.zxid) || message.zxid > this.lastLoggedZxid) {
+          this.stepDown(`unexpected commit of ${message.zxid}`);
+          break;
+        }
+        if (message.zxid > this.commitZxid) {
+          this.commitZxid = message.zxid;
+          this.applyCommitted();
+        }
+        break;
+      case "ping":
+        this.send({ type: "ping", touches: this.takeTouches() });
+        break;
+      case "syncDone":
+        if (this.phaseNow !== "broadcast") {
+          this.stepDown("syncDone before upToDate");
+          break;
+        }
+        this.out.syncsDone.push({ syncId: message.syncId, zxid: message.zxid });
+        break;
+      default:
+        this.stepDown(`the leader sent a learner's message (${message.type})`);
+    }
+  }
+
+  private onLeaderInfo(newEpoch: number): void {
+    if (this.leaderEpoch !== undefined || !Number.isSafeInteger(newEpoch) || newEpoch < 0) {
+      this.stepDown("unexpected or malformed leaderInfo");
+      return;
+    }
+    if (newEpoch < this.acceptedEpoch) {
+      this.stepDown(`leader proposes epoch ${newEpoch}, below our accepted epoch ${this.acceptedEpoch}`);
+      return;
+    }
+    this.leaderEpoch = newEpoch;
+    if (newEpoch > this.acceptedEpoch) {
+      this.acceptedEpoch = newEpoch;
+      this.awaitingAcceptedEpoch = newEpoch;
+      this.out.persist.push({ kind: "acceptedEpoch", epoch: newEpoch });
+      return;
+    }
+    this.sendAckEpoch();
+  }
+
+  private sendAckEpoch(): void {
+    this.ackEpochSent = true;
+    this.phaseNow = "synchronization";
+    this.out.events.push({ event: "phase", phase: "synchronization", epoch: this.leaderEpoch! });
+    this.send({ type: "ackEpoch", currentEpoch: this.currentEpoch, lastZxid: this.lastLoggedZxid });
+  }
+
+  /** The first sync message may only come once, after our ackEpoch. */
+  private expectSyncStart(): boolean {
+    if (!this.ackEpochSent || this.syncMode !== undefined) {
+      this.stepDown("sync message out of order");
+      return false;
+    }
+    return true;
+  }
+
+  private onTrunc(zxid: number): void {
+    if (!isZxid(zxid) || zxid < this.appliedZxid || zxid >= this.lastLoggedZxid) {
+      this.stepDown(`TRUNC to ${zxid} outside [${this.appliedZxid}, ${this.lastLoggedZxid})`);
+      return;
+    }
+    this.syncMode = "TRUNC";
+    while (this.pendingCount > 0 && this.pending[this.pending.length - 1]!.zxid > zxid) this.pending.pop();
+    this.lastLoggedZxid = zxid;
+    this.durableZxid = Math.min(this.durableZxid, zxid);
+    this.awaitingTruncate = zxid;
+    this.out.persist.push({ kind: "truncateLog", zxid });
+  }
+
+  private onSnap(zxid: number, snapshot: Uint8Array): void {
+    if (!isZxid(zxid) || zxid < this.appliedZxid || !(snapshot instanceof Uint8Array)) {
+      this.stepDown(`SNAP at ${zxid} below our applied ${this.appliedZxid}`);
+      return;
+    }
+    this.syncMode = "SNAP";
+    this.pending = [];
+    this.pendingHead = 0;
+    this.lastLoggedZxid = zxid;
+    this.durableZxid = zxid;
+    this.commitZxid = zxid;
+    this.appliedZxid = zxid;
+    this.awaitingSnapshot = zxid;
+    this.out.persist.push({ kind: "installSnapshot", zxid, snapshot });
+  }
+
+  private onSyncTxns(txns: readonly LogRecord[], committed: boolean): void {
+    if (this.syncMode === undefined || this.newLeaderZxid !== undefined || !Array.isArray(txns)) {
+      this.stepDown("syncTxns out of order");
+      return;
+    }
+    if (committed && this.uncommittedSyncSeen) {
+      this.stepDown("committed syncTxns after uncommitted ones");
+      return;
+    }
+    if (!committed) this.uncommittedSyncSeen = true;
+    for (const txn of txns) {
+      if (!this.appendRecord(txn.zxid, txn.record, `synced txn ${txn.zxid}`)) return;
+      if (committed) this.commitZxid = txn.zxid;
+    }
+  }
+
+  private onNewLeader(lastZxid: number): void {
+    if (this.syncMode === undefined || this.newLeaderZxid !== undefined) {
+      this.stepDown("newLeader out of order");
+      return;
+    }
+    if (lastZxid !== this.lastLoggedZxid) {
+      this.stepDown(`newLeader at ${lastZxid}, but our log ends at ${this.lastLoggedZxid}`);
+      return;
+    }
+    const epoch = this.leaderEpoch!;
+    this.newLeaderZxid = lastZxid;
+    if (epoch > this.currentEpoch) {
+      this.awaitingCurrentEpoch = epoch;
+      this.out.persist.push({ kind: "currentEpoch", epoch });
+    }
+    this.afterDurable();
+  }
+
+  /** A proposal (follower) or inform (observer) from the leader, after newLeader. */
+  private onLeaderTxn(zxid: number, record: Uint8Array, committed: boolean): void {
+    if (this.newLeaderZxid === undefined) {
+      this.stepDown(`txn ${zxid} before newLeader`);
+      return;
+    }
+    const epoch = this.leaderEpoch!;
+    const expected = epochOf(this.lastLoggedZxid) === epoch ? this.lastLoggedZxid + 1 : makeZxid(epoch, 1);
+    if (zxid !== expected) {
+      this.stepDown(`txn ${zxid} from the leader, expected ${expected}`);
+      return;
+    }
+    if (!this.appendRecord(zxid, record, `txn ${zxid}`)) return;
+    if (committed) {
+      this.commitZxid = zxid;
+      this.applyCommitted();
+    }
+  }
+
+  private appendRecord(zxid: number, record: Uint8Array, what: string): boolean {
+    if (!isZxid(zxid) || zxid <= this.lastLoggedZxid || !(record instanceof Uint8Array)) {
+      this.stepDown(`${what} does not follow our log end ${this.lastLoggedZxid}`);
+      return false;
+    }
+    if (this.pendingCount >= zabLimits.learnerPendingRecordsMax) {
+      this.stepDown("too many txns waiting to be applied");
+      return false;
+    }
+    this.pending.push({ zxid, record });
+    this.lastLoggedZxid = zxid;
+    this.out.persist.push({ kind: "appendLog", zxid, record });
+    return true;
+  }
+
+  private onEpochDurable(which: "accepted" | "current", epoch: number): void {
+    if (which === "accepted") {
+      assert(epoch === this.awaitingAcceptedEpoch, "acceptedEpoch durable answers our persist");
+      this.awaitingAcceptedEpoch = undefined;
+      this.sendAckEpoch();
+    } else {
+      assert(epoch === this.awaitingCurrentEpoch, "currentEpoch durable answers our persist");
+      this.awaitingCurrentEpoch = undefined;
+      this.currentEpoch = epoch;
+      this.afterDurable();
+    }
+  }
+
+  private onTick(nowMs: number): void {
+    this.nowMs = Math.max(this.nowMs, nowMs);
+    const limitMs = this.phaseNow === "broadcast" ? this.options.syncLimitMs : this.options.initLimitMs;
+    if (this.nowMs - this.lastHeardMs > limitMs) this.stepDown(`nothing from leader ${this.leaderId} for more than ${limitMs} ms`);
+  }
+
+  // ---- durability-gated effects
+
+  /** Something became durable: the newLeader ack, proposal acks and applies may now go out. */
+  private afterDurable(): void {
+    if (this.newLeaderZxid === undefined) return;
+    if (!this.newLeaderAcked) {
+      const ready =
+        this.awaitingTruncate === undefined &&
+        this.awaitingSnapshot === undefined &&
+        this.awaitingCurrentEpoch === undefined &&
+        this.durableZxid >= this.newLeaderZxid;
+      if (!ready) return;
+      this.newLeaderAcked = true;
+      this.lastAckedZxid = this.newLeaderZxid;
+      this.send({ type: "ack", zxid: this.newLeaderZxid });
+    }
+    // Everything past the newLeader zxid is a proposal of the leader's epoch.
+    if (this.role === "participant" && this.durableZxid > this.lastAckedZxid) {
+      this.lastAckedZxid = this.durableZxid;
+      this.send({ type: "ack", zxid: this.durableZxid });
+    }
+    this.applyCommitted();
+  }
+
+  /** Applies, in zxid order, every txn both committed and durable here (only once serving). */
+  private applyCommitted(): void {
+    if (this.phaseNow !== "broadcast") return;
+    const upTo = Math.min(this.commitZxid, this.durableZxid);
+    while (this.pendingCount > 0) {
+      const record = this.pending[this.pendingHead]!;
+      if (record.zxid > upTo) break;
+      this.pendingHead += 1;
+      this.appliedZxid = record.zxid;
+      this.out.apply.push(record);
+    }
+    if (this.pendingHead > 1024 && this.pendingHead * 2 > this.pending.length) {
+      this.pending = this.pending.slice(this.pendingHead);
+      this.pendingHead = 0;
+    }
+  }
+
+  private get pendingCount(): number {
+    return this.pending.length - this.pendingHead;
+  }
+
+  private takeTouches(): SessionTouch[] {
+    const touches = [...this.touches].map(([sessionId, timeoutMs]) => ({ sessionId, timeoutMs }));
+    this.touches.clear();
+    return touches;
+  }
+
+  // ---- plumbing
+
+  private stepDown(reason: string): void {
+    this.stopped = true;
+    this.out.stepDown = { reason };
+    this.out.events.push({ event: "stepDown", reason });
+  }
+
+  private send(message: QuorumMessage): void {
+    this.out.send.push({ to: this.leaderId, message });
+  }
+
+  private begin(): void {
+    this.out = emptyReady(this.serving);
+  }
+
+  private finish(): ZabReady {
+    const out = this.out;
+    out.serving = this.serving;
+    this.out = emptyReady(this.serving);
+    return out;
+  }
+}

@@ -1,0 +1,68 @@
+/**
+ * Every bound the peer transport enforces, in one place, with the relations between them checked
+ * at load (STYLE.md practice 9). Tests and operators may override any of them per PeerTransport
+ * (`limits`), and the overrides are checked the same way.
+ */
+import { assert } from "../../common/assert.js";
+
+const MiB = 1024 * 1024;
+
+export interface PeerLimits {
+  /** Largest gRPC message on the quorum service, either way: a SNAP of a big tree must fit. */
+  quorumMessageBytesMax: number;
+  /** Largest gRPC message on the election service: notifications are a few dozen bytes each. */
+  electionMessageBytesMax: number;
+  /** A quorum frame is closed once it holds this many bytes (a larger single message goes alone). */
+  quorumBatchBytesMax: number;
+  /** The same for notification frames. */
+  electionBatchBytesMax: number;
+  /**
+   * Messages queued for one quorum stream while gRPC pushes back (write() returned false); beyond
+   * this many, or beyond `quorumQueueBytesMax`, the stream is closed and the core resyncs the peer.
+   */
+  quorumQueueMessagesMax: number;
+  quorumQueueBytesMax: number;
+  /** Notifications queued for one peer while its stream connects or pushes back; beyond it they are dropped. */
+  electionQueueMessagesMax: number;
+  /** Reconnection back-off, doubled per failure between these bounds (election links and the leader link). */
+  reconnectBackoffMsMin: number;
+  reconnectBackoffMsMax: number;
+  /** HTTP/2 keepalive on every peer connection: a ping after this much silence… */
+  keepaliveTimeMs: number;
+  /** …and the connection is dead if the ping is not answered within this. */
+  keepaliveTimeoutMs: number;
+  /** stop(): how long open calls get to finish before the servers are shut down by force. */
+  stopGraceMs: number;
+}
+
+export const DEFAULT_PEER_LIMITS: Readonly<PeerLimits> = Object.freeze({
+  quorumMessageBytesMax: 512 * MiB,
+  electionMessageBytesMax: 64 * 1024,
+  quorumBatchBytesMax: 256 * 1024,
+  electionBatchBytesMax: 16 * 1024,
+  quorumQueueMessagesMax: 250_000,
+  quorumQueueBytesMax: 64 * MiB,
+  electionQueueMessagesMax: 256,
+  reconnectBackoffMsMin: 50,
+  reconnectBackoffMsMax: 2_000,
+  keepaliveTimeMs: 5_000,
+  keepaliveTimeoutMs: 5_000,
+  stopGraceMs: 1_000,
+});
+
+/** `overrides` applied over the defaults, with every relation between the bounds asserted. */
+export function peerLimits(overrides: Partial<PeerLimits> = {}): PeerLimits {
+  const limits: PeerLimits = { ...DEFAULT_PEER_LIMITS, ...overrides };
+  for (const [name, value] of Object.entries(limits)) {
+    assert(Number.isSafeInteger(value) && value > 0, `peer limit ${name} must be a positive integer, got ${value}`);
+  }
+  assert(limits.quorumBatchBytesMax <= limits.quorumMessageBytesMax, "a quorum batch fits one gRPC message");
+  assert(limits.electionBatchBytesMax <= limits.electionMessageBytesMax, "a notification batch fits one gRPC message");
+  // A notification frame of one entry is < 64 bytes; the election service must take a full batch of them.
+  assert(limits.electionBatchBytesMax >= 64, "a notification fits a batch");
+  assert(limits.quorumMessageBytesMax <= 2 ** 31 - 1, "gRPC message lengths are 31-bit");
+  assert(limits.reconnectBackoffMsMin <= limits.reconnectBackoffMsMax, "back-off bounds ordered");
+  return limits;
+}
+
+assert(peerLimits() !== undefined, "default peer limits are consistent");

@@ -1,0 +1,1081 @@
+/**
+ * PeerTransport: the gRPC links between corral servers (DESIGN.md §2–§4, §7; proto/peer.proto).
+ *
+ * Election. Every voter serves `Election.Notify` on its election port. `sendNotification(to, n)`
+ * writes to one long-lived stream this server keeps to each voter, opened on the first send and
+ * reopened after a failure with capped exponential back-off. Nothing queues up for an unreachable
+ * voter: only the latest notification for it is kept (older unsent ones are dropped), and it is
+ * sent as soon as a stream is up again — also when it had been written to a stream that then
+ * broke, as ZooKeeper's QuorumCnxManager re-sends its lastMessageSent. Observers serve nothing:
+ * they call voters, and voters answer an observer on the response direction of the observer's
+ * own stream (the latest one waiting for it if it has none yet). Notifications to oneself are
+ * looped back.
+ *
+ * Quorum. Every server serves `Quorum.Follow` on its quorum port. A learner calls
+ * `followLeader(id)` and keeps one stream to that leader, reopening it with back-off if it breaks,
+ * until `followLeader(other)` or `stopFollowing()`; the leader side accepts one stream per learner
+ * (a newer one from the same learner replaces the older). Order on a stream is preserved exactly;
+ * nothing is carried over from one stream to the next (a learner's messages sent while it has no
+ * stream are dropped: the core restarts its handshake on `quorumStreamOpened`).
+ *
+ * Identity. Calls carry `corral-server-id` metadata; unknown ids (and one's own) are refused with
+ * PERMISSION_DENIED, and the answering server names itself in its response headers, which the
+ * caller checks against the member it dialled.
+ *
+ * Batching. Whatever is sent to one stream during one event-loop turn travels as one frame (split
+ * at a byte bound), flushed from one `setImmediate` for every stream with something queued. When
+ * grpc-js pushes back (write() returns false) messages wait in a per-stream queue until 'drain';
+ * a quorum stream whose queue passes its bound is closed (the core resyncs that learner), an
+ * election link over its bound drops notifications.
+ *
+ * Handlers. Every handler call comes from the transport's own dispatch (a microtask after the I/O
+ * or API call that caused it), never from inside a PeerTransport method: the host may call any
+ * method from a handler, and a handler never sees a half-finished call of its own. Per stream:
+ * at most one `quorumStreamOpened`, then messages, then exactly one `quorumStreamClosed` — for
+ * every stream, whichever side or cause ends it (including a learner's stream that never
+ * connected, and every open stream at `stop()`). Nothing fires after `stop()` resolves.
+ * Handlers must not throw.
+ */
+import * as grpc from "@grpc/grpc-js";
+import type { Logger } from "pino";
+import { assert } from "../../common/assert.js";
+import type { QuorumMessage } from "../../consensus/messages.js";
+import type { Notification, PeerRole } from "../../election/types.js";
+import {
+  decodeNotificationBatch,
+  decodeQuorumBatch,
+  encodeNotificationBatch,
+  encodeQuorumBatch,
+  notificationEntrySize,
+  PeerCodecError,
+  quorumBodySize,
+  quorumEntrySize,
+} from "./peer-codec.js";
+import { peerLimits, type PeerLimits } from "./peer-limits.js";
+import {
+  electionServiceDefinition,
+  PEER_PROTOCOL_METADATA,
+  PEER_PROTOCOL_VERSION,
+  quorumServiceDefinition,
+  SERVER_ID_METADATA,
+} from "./peer-wire.js";
+
+export interface PeerMember {
+  id: number;
+  host: string;
+  quorumPort: number;
+  electionPort: number;
+  role: PeerRole;
+}
+
+export interface PeerTransportHandlers {
+  /** A notification from another server (`from` is the authenticated sender), or looped back. */
+  notification(n: Notification): void;
+  quorumMessage(from: number, m: QuorumMessage): void;
+  /** A quorum stream with `peer` is up: on a learner, the leader accepted it; on the leader, a learner connected. */
+  quorumStreamOpened(peer: number): void;
+  /** A quorum stream with `peer` ended (exactly once per stream, whichever side or cause ended it). */
+  quorumStreamClosed(peer: number): void;
+}
+
+export interface PeerTransportOptions {
+  myId: number;
+  members: readonly PeerMember[];
+  logger: Logger;
+  handlers: PeerTransportHandlers;
+  limits?: Partial<PeerLimits>;
+}
+
+/** Running totals, for logs, metrics and tests. */
+export interface PeerTransportCounters {
+  quorumFramesSent: number;
+  quorumFramesReceived: number;
+  quorumMessagesSent: number;
+  quorumMessagesReceived: number;
+  /** Quorum messages given to a stream that was not there (no leader link, unknown learner, closed). */
+  quorumMessagesDropped: number;
+  /** Quorum streams closed because their queue passed its bound. */
+  quorumStreamsOverflowed: number;
+  notificationFramesSent: number;
+  notificationFramesReceived: number;
+  notificationsSent: number;
+  notificationsReceived: number;
+  /**
+   * Notifications dropped: superseded by a newer one for the same server while it was unreachable,
+   * over a stream's queue bound, or handed over while the transport was not running.
+   */
+  notificationsDropped: number;
+  /** Frames that did not decode; each closed its stream. */
+  malformedFrames: number;
+  /** Incoming calls refused (unknown or missing server id, wrong protocol version). */
+  refusedCalls: number;
+}
+
+type ClientCall = grpc.ClientDuplexStream<Buffer, Buffer>;
+type ServerCall = grpc.ServerDuplexStream<Buffer, Buffer>;
+type AnyCall = ClientCall | ServerCall;
+
+type StreamState = "pending" | "open" | "closed";
+
+function formatAddress(host: string, port: number): string {
+  return host.includes(":") && !host.startsWith("[") ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+function callerId(metadata: grpc.Metadata): number | undefined {
+  const values = metadata.get(SERVER_ID_METADATA);
+  if (values.length !== 1 || typeof values[0] !== "string" || !/^[0-9]{1,10}$/.test(values[0])) return undefined;
+  return Number(values[0]);
+}
+
+type HandlerEvent =
+  | { kind: "opened"; stream: QuorumStream }
+  | { kind: "closed"; stream: QuorumStream }
+  | { kind: "messages"; stream: QuorumStream; messages: QuorumMessage[] }
+  | { kind: "notifications"; notifications: Notification[] };
+
+/** Something with queued output, flushed once per event-loop turn. */
+interface Flushable {
+  flush(): void;
+}
+
+// -------------------------------------------------------------------------------------------------
+// Quorum streams.
+
+class QuorumStream implements Flushable {
+  state: StreamState = "pending";
+  /** Closed by this side: messages received but not yet delivered are dropped. */
+  suppressed = false;
+  private messages: QuorumMessage[] = [];
+  private bodySizes: number[] = [];
+  private entrySizes: number[] = [];
+  private head = 0;
+  private queuedBytes = 0;
+  private blocked = false;
+  private dirty = false;
+
+  constructor(
+    private readonly transport: PeerTransport,
+    readonly peer: number,
+    /** "learner": this server dialled its leader; "leader": a learner dialled this server. */
+    readonly side: "learner" | "leader",
+    readonly call: AnyCall,
+    readonly logger: Logger,
+  ) {
+    call.on("data", (frame: Buffer) => this.onFrame(frame));
+    call.on("drain", () => {
+      this.blocked = false;
+      this.flush();
+    });
+  }
+
+  /** Read through a getter so that TypeScript does not assume the state is unchanged across a write. */
+  get isClosed(): boolean {
+    return this.state === "closed";
+  }
+
+  get queuedMessages(): number {
+    return this.messages.length - this.head;
+  }
+
+  send(m: QuorumMessage): void {
+    if (this.state === "closed") {
+      this.transport.counters.quorumMessagesDropped++;
+      return;
+    }
+    const body = quorumBodySize(m);
+    const entry = quorumEntrySize(m, body);
+    const limits = this.transport.limits;
+    if (entry > limits.quorumMessageBytesMax - 16) {
+      this.logger.error({ type: m.type, bytes: entry, limit: limits.quorumMessageBytesMax }, "quorum message larger than the quorum message bound: closing the stream");
+      this.transport.counters.quorumMessagesDropped++;
+      this.close({ code: grpc.status.RESOURCE_EXHAUSTED, details: "message too large" });
+      return;
+    }
+    this.messages.push(m);
+    this.bodySizes.push(body);
+    this.entrySizes.push(entry);
+    this.queuedBytes += entry;
+    if (this.blocked && this.overflowed()) return;
+    if (!this.dirty) {
+      this.dirty = true;
+      this.transport.scheduleFlush(this);
+    }
+  }
+
+  flush(): void {
+    this.dirty = false;
+    if (this.state === "closed") return;
+    const limits = this.transport.limits;
+    const counters = this.transport.counters;
+    const messages = this.messages;
+    const entrySizes = this.entrySizes;
+    // A write can end the stream under us (grpc-js reporting a failure synchronously): re-check.
+    while (!this.blocked && !this.isClosed && this.head < messages.length) {
+      const start = this.head;
+      let end = start;
+      let bytes = 0;
+      while (end < messages.length) {
+        const entry = entrySizes[end]!;
+        if (end > start && bytes + entry > limits.quorumBatchBytesMax) break;
+        bytes += entry;
+        end++;
+      }
+      const frame = encodeQuorumBatch(messages, this.bodySizes, start, end);
+      this.head = end;
+      this.queuedBytes -= bytes;
+      counters.quorumFramesSent++;
+      counters.quorumMessagesSent += end - start;
+      if (!this.call.write(frame)) this.blocked = true;
+    }
+    if (this.isClosed) return;
+    if (this.head === messages.length) {
+      this.messages = [];
+      this.bodySizes = [];
+      this.entrySizes = [];
+      this.head = 0;
+    } else {
+      if (this.head >= 4096 && this.head * 2 >= messages.length) {
+        this.messages = messages.slice(this.head);
+        this.bodySizes = this.bodySizes.slice(this.head);
+        this.entrySizes = entrySizes.slice(this.head);
+        this.head = 0;
+      }
+      this.overflowed();
+    }
+  }
+
+  /** Closes the stream if its queue passed a bound; true if it did. */
+  private overflowed(): boolean {
+    const limits = this.transport.limits;
+    const queued = this.queuedMessages;
+    if (queued <= limits.quorumQueueMessagesMax && this.queuedBytes <= limits.quorumQueueBytesMax) return false;
+    this.transport.counters.quorumStreamsOverflowed++;
+    this.logger.warn(
+      { queuedMessages: queued, queuedBytes: this.queuedBytes, messagesMax: limits.quorumQueueMessagesMax, bytesMax: limits.quorumQueueBytesMax },
+      "peer is not keeping up: quorum queue over its bound, closing the stream",
+    );
+    this.close({ code: grpc.status.RESOURCE_EXHAUSTED, details: "peer queue over its bound" });
+    return true;
+  }
+
+  /** The peer answered (learner side: the leader's response headers arrived). */
+  markOpen(): void {
+    if (this.state !== "pending") return;
+    this.state = "open";
+    this.transport.dispatch({ kind: "opened", stream: this });
+  }
+
+  private onFrame(frame: Buffer): void {
+    if (this.state === "closed") return;
+    let messages: QuorumMessage[];
+    try {
+      messages = decodeQuorumBatch(frame);
+    } catch (error) {
+      if (!(error instanceof PeerCodecError)) throw error;
+      this.transport.counters.malformedFrames++;
+      this.logger.warn({ err: error.message, frameBytes: frame.length }, "malformed quorum frame: closing the stream");
+      this.close({ code: grpc.status.INVALID_ARGUMENT, details: error.message });
+      return;
+    }
+    const counters = this.transport.counters;
+    counters.quorumFramesReceived++;
+    counters.quorumMessagesReceived += messages.length;
+    if (messages.length > 0) this.transport.dispatch({ kind: "messages", stream: this, messages });
+  }
+
+  /**
+   * Ends the stream from this side. With a status, the peer learns why (leader side: as the call's
+   * status; learner side: the call is cancelled). Queued messages are dropped.
+   */
+  close(status?: { code: grpc.status; details: string }): void {
+    if (this.state === "closed") return;
+    this.suppressed = true;
+    this.ended();
+    if (this.side === "learner") {
+      (this.call as ClientCall).cancel();
+    } else {
+      const call = this.call as ServerCall;
+      if (status) call.emit("error", { code: status.code, details: status.details });
+      else call.end();
+    }
+  }
+
+  /** The stream is over, whoever ended it: drop everything and report it once. */
+  ended(): void {
+    if (this.state === "closed") return;
+    this.state = "closed";
+    this.messages = [];
+    this.bodySizes = [];
+    this.entrySizes = [];
+    this.head = 0;
+    this.queuedBytes = 0;
+    this.transport.quorumStreamEnded(this);
+  }
+}
+
+/** A learner's relation to the leader it follows: the current stream, reopened with back-off. */
+class LeaderLink {
+  stream: QuorumStream | undefined;
+  timer: NodeJS.Timeout | undefined;
+  backoffMs: number;
+  /** Streams that ended since one last opened (the first failure is logged at info, the rest at debug). */
+  failures = 0;
+  constructor(
+    readonly leaderId: number,
+    backoffMs: number,
+  ) {
+    this.backoffMs = backoffMs;
+  }
+}
+
+// -------------------------------------------------------------------------------------------------
+// Election streams.
+
+/**
+ * A queue of notifications written to one stream (an outbound link's call, or an observer's
+ * inbound one). An outbound link's queue holds its notifications until the callee has answered
+ * (`markReady`), so nothing piles up inside grpc-js while a connection attempt is pending.
+ */
+class NotificationOutbox implements Flushable {
+  private queue: Notification[] = [];
+  private blocked = false;
+  private dirty = false;
+  private discarded = false;
+
+  constructor(
+    private readonly transport: PeerTransport,
+    private readonly call: AnyCall,
+    private ready: boolean,
+  ) {
+    call.on("drain", () => {
+      this.blocked = false;
+      this.flush();
+    });
+  }
+
+  /** Queues `n` (its numbers checked now); false when the queue is full and `n` was dropped. */
+  send(n: Notification): boolean {
+    notificationEntrySize(n);
+    if (this.discarded || this.queue.length >= this.transport.limits.electionQueueMessagesMax) return false;
+    this.queue.push(n);
+    if (this.ready && !this.blocked && !this.dirty) {
+      this.dirty = true;
+      this.transport.scheduleFlush(this);
+    }
+    return true;
+  }
+
+  flush(): void {
+    this.dirty = false;
+    const queue = this.queue;
+    const counters = this.transport.counters;
+    const batchBytesMax = this.transport.limits.electionBatchBytesMax;
+    let start = 0;
+    while (this.ready && !this.blocked && !this.discarded && start < queue.length) {
+      let end = start;
+      let bytes = 0;
+      while (end < queue.length) {
+        const entry = notificationEntrySize(queue[end]!);
+        if (end > start && bytes + entry > batchBytesMax) break;
+        bytes += entry;
+        end++;
+      }
+      const frame = encodeNotificationBatch(queue, start, end);
+      counters.notificationFramesSent++;
+      counters.notificationsSent += end - start;
+      start = end;
+      if (!this.call.write(frame)) this.blocked = true;
+    }
+    if (this.discarded) return;
+    this.queue = start === queue.length ? [] : queue.slice(start);
+  }
+
+  markReady(): void {
+    if (this.ready) return;
+    this.ready = true;
+    this.flush();
+  }
+
+  /** The stream is gone: drops what is queued (returns how many) and refuses anything more. */
+  discard(): number {
+    const n = this.queue.length;
+    this.discarded = true;
+    this.queue = [];
+    return n;
+  }
+}
+
+/** This server's stream to one voter, for its notifications (and, to an observer's caller, answers). */
+class ElectionLink {
+  call: ClientCall | undefined;
+  outbox: NotificationOutbox | undefined;
+  /** The callee answered with the right id: the link works. */
+  confirmed = false;
+  /** No new call before this time (ms, Date.now()). */
+  retryAtMs = 0;
+  backoffMs: number;
+  /**
+   * The last notification handed over for this peer, and whether it may not have arrived (sent
+   * while the link was down, or written to a stream that then failed). Such a one is sent again
+   * as soon as a new stream is up — ZooKeeper's QuorumCnxManager does the same with its
+   * lastMessageSent — and the link is retried until then.
+   */
+  latest: Notification | undefined;
+  latestUnsure = false;
+  retryTimer: NodeJS.Timeout | undefined;
+  constructor(
+    readonly peer: number,
+    backoffMs: number,
+  ) {
+    this.backoffMs = backoffMs;
+  }
+}
+
+/** A stream another server opened to this server's election service. */
+interface ElectionInbound {
+  peer: number;
+  call: ServerCall;
+  outbox: NotificationOutbox;
+  closed: boolean;
+}
+
+// -------------------------------------------------------------------------------------------------
+
+export class PeerTransport {
+  readonly myId: number;
+  readonly limits: PeerLimits;
+  readonly counters: PeerTransportCounters = {
+    quorumFramesSent: 0,
+    quorumFramesReceived: 0,
+    quorumMessagesSent: 0,
+    quorumMessagesReceived: 0,
+    quorumMessagesDropped: 0,
+    quorumStreamsOverflowed: 0,
+    notificationFramesSent: 0,
+    notificationFramesReceived: 0,
+    notificationsSent: 0,
+    notificationsReceived: 0,
+    notificationsDropped: 0,
+    malformedFrames: 0,
+    refusedCalls: 0,
+  };
+
+  private readonly me: PeerMember;
+  private readonly members = new Map<number, PeerMember>();
+  private readonly logger: Logger;
+  private readonly handlers: PeerTransportHandlers;
+
+  private phase: "new" | "starting" | "running" | "stopping" | "stopped" = "new";
+  private stopping: Promise<void> | undefined;
+  private electionServer: grpc.Server | undefined;
+  private quorumServer: grpc.Server | undefined;
+  private readonly electionClients = new Map<number, grpc.Client>();
+  private readonly quorumClients = new Map<number, grpc.Client>();
+
+  private readonly electionLinks = new Map<number, ElectionLink>();
+  private readonly electionInbound = new Map<number, ElectionInbound>();
+  /** The latest notification for each observer that has no election stream to this server. */
+  private readonly observerLatest = new Map<number, Notification>();
+  private leaderLink: LeaderLink | undefined;
+  /** Leader side: the current stream from each learner. */
+  private readonly learnerStreams = new Map<number, QuorumStream>();
+  /** Every quorum stream not yet ended (both sides), for stop(). */
+  private readonly liveStreams = new Set<QuorumStream>();
+
+  private readonly toFlush: Flushable[] = [];
+  private flushScheduled = false;
+  private readonly events: HandlerEvent[] = [];
+  private dispatchScheduled = false;
+  private dispatchEnabled = true;
+
+  constructor(options: PeerTransportOptions) {
+    this.myId = options.myId;
+    this.limits = peerLimits(options.limits);
+    this.handlers = options.handlers;
+    for (const member of options.members) {
+      assert(Number.isSafeInteger(member.id) && member.id > 0 && member.id <= 0xffffffff, `server id ${member.id}`);
+      assert(!this.members.has(member.id), `server id ${member.id} listed twice`);
+      assert(member.role === "participant" || member.role === "observer", `role of server ${member.id}`);
+      this.members.set(member.id, { ...member });
+    }
+    const me = this.members.get(options.myId);
+    assert(me !== undefined, `server ${options.myId} is not among the members`);
+    this.me = me;
+    this.logger = options.logger.child({ component: "peer-transport", serverId: options.myId });
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Lifecycle.
+
+  /** Binds the quorum service on this member's quorum port, and the election service on its election port if it votes. */
+  async start(): Promise<void> {
+    assert(this.phase === "new", `start() in phase ${this.phase}`);
+    this.phase = "starting";
+    const keepalive = {
+      "grpc.keepalive_time_ms": this.limits.keepaliveTimeMs,
+      "grpc.keepalive_timeout_ms": this.limits.keepaliveTimeoutMs,
+      "grpc.keepalive_permit_without_calls": 1,
+    };
+    try {
+      this.quorumServer = new grpc.Server({
+        ...keepalive,
+        "grpc.max_receive_message_length": this.limits.quorumMessageBytesMax,
+        "grpc.max_send_message_length": this.limits.quorumMessageBytesMax,
+      });
+      this.quorumServer.addService(quorumServiceDefinition(), { Follow: (call: ServerCall) => this.acceptLearner(call) });
+      await bind(this.quorumServer, formatAddress(this.me.host, this.me.quorumPort));
+      if (this.me.role === "participant") {
+        this.electionServer = new grpc.Server({
+          ...keepalive,
+          "grpc.max_receive_message_length": this.limits.electionMessageBytesMax,
+          "grpc.max_send_message_length": this.limits.electionMessageBytesMax,
+        });
+        this.electionServer.addService(electionServiceDefinition(), { Notify: (call: ServerCall) => this.acceptElection(call) });
+        await bind(this.electionServer, formatAddress(this.me.host, this.me.electionPort));
+      }
+      // stop() while binding: it shut down whatever existed then; this finishes the job.
+      if (this.phase !== "starting") throw new Error("peer transport stopped while starting");
+    } catch (error) {
+      this.electionServer?.forceShutdown();
+      this.quorumServer?.forceShutdown();
+      if (this.phase === "starting") this.phase = "stopped";
+      throw error;
+    }
+    this.phase = "running";
+    this.logger.info(
+      {
+        quorumAddress: formatAddress(this.me.host, this.me.quorumPort),
+        electionAddress: this.me.role === "participant" ? formatAddress(this.me.host, this.me.electionPort) : null,
+        members: [...this.members.keys()],
+      },
+      "peer transport listening",
+    );
+  }
+
+  /** Closes every stream, client and server; open calls get `stopGraceMs`, then are cut. Idempotent. */
+  stop(): Promise<void> {
+    this.stopping ??= this.doStop();
+    return this.stopping;
+  }
+
+  private async doStop(): Promise<void> {
+    this.phase = "stopping";
+    this.stopFollowing();
+    for (const stream of [...this.liveStreams]) stream.close({ code: grpc.status.UNAVAILABLE, details: "server stopping" });
+    for (const link of this.electionLinks.values()) {
+      clearTimeout(link.retryTimer);
+      link.retryTimer = undefined;
+      this.dropElectionLink(link);
+    }
+    for (const inbound of [...this.electionInbound.values()]) this.closeElectionInbound(inbound, { code: grpc.status.UNAVAILABLE, details: "server stopping" });
+    for (const client of [...this.electionClients.values(), ...this.quorumClients.values()]) client.close();
+    this.electionClients.clear();
+    this.quorumClients.clear();
+    await Promise.all([this.electionServer, this.quorumServer].map((server) => (server ? shutdown(server, this.limits.stopGraceMs) : undefined)));
+    // Deliver the closes caused above, then nothing more.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    this.drainEvents();
+    this.dispatchEnabled = false;
+    this.events.length = 0;
+    this.phase = "stopped";
+    this.logger.info("peer transport stopped");
+  }
+
+  private get running(): boolean {
+    return this.phase === "running";
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Election.
+
+  /**
+   * Sends `n` to server `to`: over this server's stream to `to` when `to` votes, over `to`'s
+   * stream to this server when `to` is an observer. A notification to oneself is looped back.
+   *
+   * Nothing piles up for an unreachable server: only the latest notification for it is kept (an
+   * older one not yet sent is dropped and counted), the link is retried with back-off, and that
+   * latest notification is sent when a stream is up again — also when it was written to a stream
+   * that then failed, so a lost notification is re-sent once the link comes back, as ZooKeeper
+   * does. For an observer without a stream to this server the latest one waits for its stream.
+   */
+  sendNotification(to: number, n: Notification): void {
+    const member = this.members.get(to);
+    assert(member !== undefined, `notification to unknown server ${to}`);
+    notificationEntrySize(n);
+    if (!this.running) {
+      this.counters.notificationsDropped++;
+      return;
+    }
+    if (to === this.myId) {
+      this.dispatch({ kind: "notifications", notifications: [{ ...n, from: this.myId }] });
+      return;
+    }
+    if (member.role === "participant") return this.sendToVoter(member, n);
+    const inbound = this.electionInbound.get(to);
+    if (inbound && !inbound.closed) {
+      if (!inbound.outbox.send(n)) this.counters.notificationsDropped++;
+    } else {
+      if (this.observerLatest.has(to)) this.counters.notificationsDropped++;
+      this.observerLatest.set(to, n);
+    }
+  }
+
+  private sendToVoter(member: PeerMember, n: Notification): void {
+    let link = this.electionLinks.get(member.id);
+    if (!link) {
+      link = new ElectionLink(member.id, this.limits.reconnectBackoffMsMin);
+      this.electionLinks.set(member.id, link);
+    }
+    if (link.outbox) {
+      link.latest = n;
+      link.latestUnsure = false;
+      if (!link.outbox.send(n)) this.counters.notificationsDropped++;
+      return;
+    }
+    // No stream: keep only this one, and open a stream now or when the back-off allows.
+    if (link.latestUnsure) this.counters.notificationsDropped++;
+    link.latest = n;
+    link.latestUnsure = true;
+    this.retryElectionLink(link);
+  }
+
+  /** Opens a stream for `link`'s unsure latest notification now, or schedules it for when the back-off ends. */
+  private retryElectionLink(link: ElectionLink): void {
+    if (link.outbox || !link.latestUnsure || !this.running) return;
+    const waitMs = link.retryAtMs - Date.now();
+    if (waitMs > 0) {
+      link.retryTimer ??= setTimeout(() => {
+        link.retryTimer = undefined;
+        this.retryElectionLink(link);
+      }, waitMs);
+      return;
+    }
+    const outbox = this.openElectionLink(link);
+    link.latestUnsure = false;
+    if (!outbox.send(link.latest!)) this.counters.notificationsDropped++;
+  }
+
+  /** A new stream to voter `link.peer`; its outbox holds notifications until the callee answers. */
+  private openElectionLink(link: ElectionLink): NotificationOutbox {
+    const member = this.members.get(link.peer)!;
+    const client = this.client(this.electionClients, member, "election");
+    const call = client.makeBidiStreamRequest(
+      electionServiceDefinition()["Notify"]!.path,
+      (b: Buffer) => b,
+      (b: Buffer) => b,
+      this.callMetadata(),
+    );
+    const outbox = new NotificationOutbox(this, call, false);
+    link.call = call;
+    link.confirmed = false;
+    link.outbox = outbox;
+    const logger = this.logger.child({ peer: member.id, stream: "election-out" });
+    call.on("metadata", (metadata: grpc.Metadata) => {
+      if (link.call !== call) return;
+      const id = callerId(metadata);
+      if (id === undefined) return;
+      if (id !== member.id) {
+        logger.error({ answeredAs: id, address: formatAddress(member.host, member.electionPort) }, "election port answered by another server");
+        this.electionLinkFailed(link, call);
+        return;
+      }
+      link.confirmed = true;
+      link.backoffMs = this.limits.reconnectBackoffMsMin;
+      logger.debug("election stream up");
+      outbox.markReady();
+    });
+    call.on("data", (frame: Buffer) => {
+      if (link.call !== call) return;
+      this.onNotificationFrame(frame, member.id, () => this.electionLinkFailed(link, call));
+    });
+    // grpc-js ends every client call with 'status' ('error' first when it is not OK).
+    call.on("error", (error: grpc.ServiceError) => {
+      if (link.call !== call) return;
+      logger.debug({ code: grpc.status[error.code], details: error.details }, "election stream failed");
+      this.electionLinkFailed(link, call);
+    });
+    call.on("status", () => this.electionLinkFailed(link, call));
+    return outbox;
+  }
+
+  private electionLinkFailed(link: ElectionLink, call: ClientCall): void {
+    if (link.call !== call) return;
+    if (link.confirmed) {
+      link.retryAtMs = Date.now() + this.limits.reconnectBackoffMsMin;
+    } else {
+      link.retryAtMs = Date.now() + link.backoffMs;
+      link.backoffMs = Math.min(link.backoffMs * 2, this.limits.reconnectBackoffMsMax);
+    }
+    this.dropElectionLink(link);
+    // Whatever was last sent may have been lost with the stream: send it again once a new one is up.
+    if (link.latest !== undefined) {
+      link.latestUnsure = true;
+      this.retryElectionLink(link);
+    }
+  }
+
+  private dropElectionLink(link: ElectionLink): void {
+    const call = link.call;
+    const outbox = link.outbox;
+    link.call = undefined;
+    link.outbox = undefined;
+    link.confirmed = false;
+    // What is still queued ends with `latest` (kept); the older ones are dropped.
+    const discarded = outbox?.discard() ?? 0;
+    if (discarded > 1) this.counters.notificationsDropped += discarded - 1;
+    call?.cancel();
+  }
+
+  private acceptElection(call: ServerCall): void {
+    const peer = this.admit(call, "election");
+    if (peer === undefined) return;
+    const previous = this.electionInbound.get(peer);
+    if (previous) this.closeElectionInbound(previous, { code: grpc.status.CANCELLED, details: "replaced by a newer stream" });
+    const inbound: ElectionInbound = { peer, call, outbox: new NotificationOutbox(this, call, true), closed: false };
+    this.electionInbound.set(peer, inbound);
+    call.sendMetadata(this.callMetadata());
+    const waiting = this.observerLatest.get(peer);
+    if (waiting) {
+      this.observerLatest.delete(peer);
+      inbound.outbox.send(waiting);
+    }
+    const gone = (): void => {
+      if (inbound.closed) return;
+      inbound.closed = true;
+      inbound.outbox.discard();
+      if (this.electionInbound.get(peer) === inbound) this.electionInbound.delete(peer);
+    };
+    call.on("data", (frame: Buffer) => {
+      if (inbound.closed) return;
+      this.onNotificationFrame(frame, peer, () => this.closeElectionInbound(inbound, { code: grpc.status.INVALID_ARGUMENT, details: "malformed frame" }));
+    });
+    call.on("end", () => {
+      if (inbound.closed) return;
+      gone();
+      call.end();
+    });
+    call.on("cancelled", gone);
+    call.on("error", gone);
+    call.on("close", gone);
+  }
+
+  private closeElectionInbound(inbound: ElectionInbound, status: { code: grpc.status; details: string }): void {
+    if (inbound.closed) return;
+    inbound.closed = true;
+    inbound.outbox.discard();
+    if (this.electionInbound.get(inbound.peer) === inbound) this.electionInbound.delete(inbound.peer);
+    inbound.call.emit("error", status);
+  }
+
+  private onNotificationFrame(frame: Buffer, from: number, malformed: () => void): void {
+    let notifications: Notification[];
+    try {
+      notifications = decodeNotificationBatch(frame, from);
+    } catch (error) {
+      if (!(error instanceof PeerCodecError)) throw error;
+      this.counters.malformedFrames++;
+      this.logger.warn({ peer: from, err: error.message, frameBytes: frame.length }, "malformed election frame: closing the stream");
+      malformed();
+      return;
+    }
+    this.counters.notificationFramesReceived++;
+    this.counters.notificationsReceived += notifications.length;
+    if (notifications.length > 0) this.dispatch({ kind: "notifications", notifications });
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Quorum, learner side.
+
+  /**
+   * Follows `leaderId`: closes any stream to a previous (or the same) leader and opens one to this
+   * leader's quorum port, reopened with back-off whenever it breaks, until the next
+   * `followLeader` or `stopFollowing`.
+   */
+  followLeader(leaderId: number): void {
+    const member = this.members.get(leaderId);
+    assert(member !== undefined, `follow unknown server ${leaderId}`);
+    assert(leaderId !== this.myId, "a server cannot follow itself");
+    if (!this.running) return;
+    this.stopFollowing();
+    this.leaderLink = new LeaderLink(leaderId, this.limits.reconnectBackoffMsMin);
+    this.connectLeader(this.leaderLink);
+  }
+
+  /** Closes the stream to the leader, if any, and stops reconnecting. */
+  stopFollowing(): void {
+    const link = this.leaderLink;
+    if (!link) return;
+    this.leaderLink = undefined;
+    clearTimeout(link.timer);
+    link.stream?.close();
+  }
+
+  /** The leader this server follows (its link may be between streams), if any. */
+  get followedLeader(): number | undefined {
+    return this.leaderLink?.leaderId;
+  }
+
+  /** Queues `m` for the leader on the current stream; dropped when there is none. */
+  sendToLeader(m: QuorumMessage): void {
+    const stream = this.leaderLink?.stream;
+    if (!stream || stream.state === "closed") {
+      quorumBodySize(m);
+      this.counters.quorumMessagesDropped++;
+      return;
+    }
+    stream.send(m);
+  }
+
+  private connectLeader(link: LeaderLink): void {
+    link.timer = undefined;
+    if (this.leaderLink !== link || !this.running) return;
+    const member = this.members.get(link.leaderId)!;
+    const client = this.client(this.quorumClients, member, "quorum");
+    const call = client.makeBidiStreamRequest(
+      quorumServiceDefinition()["Follow"]!.path,
+      (b: Buffer) => b,
+      (b: Buffer) => b,
+      this.callMetadata(),
+    );
+    const logger = this.logger.child({ peer: link.leaderId, stream: "quorum-learner" });
+    const stream = new QuorumStream(this, link.leaderId, "learner", call, logger);
+    link.stream = stream;
+    this.liveStreams.add(stream);
+    call.on("metadata", (metadata: grpc.Metadata) => {
+      if (stream.state !== "pending") return;
+      const id = callerId(metadata);
+      // No id: not an acceptance (a refusal's trailers-only answer); its status follows.
+      if (id === undefined) return;
+      if (id !== link.leaderId) {
+        logger.error({ answeredAs: id ?? null, address: formatAddress(member.host, member.quorumPort) }, "quorum port answered by another server");
+        stream.close();
+        return;
+      }
+      link.backoffMs = this.limits.reconnectBackoffMsMin;
+      link.failures = 0;
+      logger.info("quorum stream to the leader open");
+      stream.markOpen();
+    });
+    // grpc-js ends every client call with 'status' ('error' first when it is not OK).
+    const done = (status: { code: grpc.status; details: string }): void => {
+      if (stream.state === "closed") return;
+      const wasOpen = stream.state === "open";
+      const level = link.failures++ === 0 ? "info" : "debug";
+      logger[level]({ code: grpc.status[status.code], details: status.details, wasOpen }, "quorum stream to the leader ended");
+      stream.ended();
+    };
+    call.on("error", done);
+    call.on("status", done);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Quorum, leader side.
+
+  /** Queues `m` for learner `id` on its current stream; dropped when it has none. */
+  sendToLearner(id: number, m: QuorumMessage): void {
+    const stream = this.learnerStreams.get(id);
+    if (!stream) {
+      quorumBodySize(m);
+      this.counters.quorumMessagesDropped++;
+      return;
+    }
+    stream.send(m);
+  }
+
+  /** Ends learner `id`'s stream (it will reconnect, and resync, if it still follows this server). */
+  closeLearner(id: number): void {
+    this.learnerStreams.get(id)?.close();
+  }
+
+  /** Learners with a stream to this server. */
+  connectedLearners(): number[] {
+    return [...this.learnerStreams.keys()];
+  }
+
+  private acceptLearner(call: ServerCall): void {
+    const peer = this.admit(call, "quorum");
+    if (peer === undefined) return;
+    const previous = this.learnerStreams.get(peer);
+    if (previous) {
+      this.logger.info({ peer }, "learner reconnected: replacing its previous quorum stream");
+      previous.close({ code: grpc.status.CANCELLED, details: "replaced by a newer stream" });
+    }
+    const logger = this.logger.child({ peer, stream: "quorum-leader" });
+    const stream = new QuorumStream(this, peer, "leader", call, logger);
+    this.learnerStreams.set(peer, stream);
+    this.liveStreams.add(stream);
+    const gone = (how: string): void => {
+      if (stream.state === "closed") return;
+      logger.info({ how }, "learner's quorum stream ended");
+      stream.ended();
+    };
+    call.on("end", () => {
+      // The learner half-closed: finish our side too.
+      if (stream.state === "closed") return;
+      logger.info({ how: "half-closed" }, "learner's quorum stream ended");
+      stream.close();
+    });
+    call.on("cancelled", () => gone("cancelled"));
+    call.on("error", () => gone("error"));
+    call.on("close", () => gone("closed"));
+    call.sendMetadata(this.callMetadata());
+    logger.info({ address: call.getPeer() }, "learner connected");
+    stream.markOpen();
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Shared plumbing.
+
+  /** Checks an incoming call's identity; refuses it (and returns undefined) unless it is another member speaking our protocol. */
+  private admit(call: ServerCall, service: "election" | "quorum"): number | undefined {
+    const refuse = (code: grpc.status, details: string): undefined => {
+      this.counters.refusedCalls++;
+      this.logger.warn({ service, peerAddress: call.getPeer(), details }, "peer call refused");
+      call.on("error", () => {});
+      call.emit("error", { code, details });
+      return undefined;
+    };
+    if (!this.running) return refuse(grpc.status.UNAVAILABLE, "server not running");
+    const id = callerId(call.metadata);
+    if (id === undefined) return refuse(grpc.status.PERMISSION_DENIED, `missing or malformed ${SERVER_ID_METADATA}`);
+    if (id === this.myId || !this.members.has(id)) return refuse(grpc.status.PERMISSION_DENIED, `server ${id} is not a member`);
+    const version = call.metadata.get(PEER_PROTOCOL_METADATA)[0];
+    if (version !== String(PEER_PROTOCOL_VERSION)) return refuse(grpc.status.FAILED_PRECONDITION, `peer protocol ${String(version)}, expected ${PEER_PROTOCOL_VERSION}`);
+    return id;
+  }
+
+  private callMetadata(): grpc.Metadata {
+    const metadata = new grpc.Metadata();
+    metadata.set(SERVER_ID_METADATA, String(this.myId));
+    metadata.set(PEER_PROTOCOL_METADATA, String(PEER_PROTOCOL_VERSION));
+    return metadata;
+  }
+
+  private client(cache: Map<number, grpc.Client>, member: PeerMember, service: "election" | "quorum"): grpc.Client {
+    let client = cache.get(member.id);
+    if (!client) {
+      const messageBytesMax = service === "quorum" ? this.limits.quorumMessageBytesMax : this.limits.electionMessageBytesMax;
+      client = new grpc.Client(
+        formatAddress(member.host, service === "quorum" ? member.quorumPort : member.electionPort),
+        grpc.credentials.createInsecure(),
+        {
+          "grpc.max_receive_message_length": messageBytesMax,
+          "grpc.max_send_message_length": messageBytesMax,
+          "grpc.keepalive_time_ms": this.limits.keepaliveTimeMs,
+          "grpc.keepalive_timeout_ms": this.limits.keepaliveTimeoutMs,
+          "grpc.keepalive_permit_without_calls": 1,
+          "grpc.initial_reconnect_backoff_ms": this.limits.reconnectBackoffMsMin,
+          "grpc.max_reconnect_backoff_ms": this.limits.reconnectBackoffMsMax,
+          // Connections of their own: no sharing with other PeerTransports in this process.
+          "grpc.use_local_subchannel_pool": 1,
+        },
+      );
+      cache.set(member.id, client);
+    }
+    return client;
+  }
+
+  /** @internal A quorum stream is over: forget it, report it, and (learner side) plan the next one. */
+  quorumStreamEnded(stream: QuorumStream): void {
+    this.liveStreams.delete(stream);
+    if (stream.side === "leader") {
+      if (this.learnerStreams.get(stream.peer) === stream) this.learnerStreams.delete(stream.peer);
+    } else {
+      const link = this.leaderLink;
+      if (link && link.stream === stream) {
+        link.stream = undefined;
+        if (this.running) {
+          const delayMs = link.backoffMs;
+          link.backoffMs = Math.min(link.backoffMs * 2, this.limits.reconnectBackoffMsMax);
+          link.timer = setTimeout(() => this.connectLeader(link), delayMs);
+        }
+      }
+    }
+    this.dispatch({ kind: "closed", stream });
+  }
+
+  /** @internal Flushes `target` at the end of this event-loop turn (with every other stream that has output). */
+  scheduleFlush(target: Flushable): void {
+    this.toFlush.push(target);
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(() => this.flushAll());
+    }
+  }
+
+  private flushAll(): void {
+    this.flushScheduled = false;
+    // Targets queued while flushing (a drain) land in the same array and are flushed too.
+    for (let i = 0; i < this.toFlush.length; i++) this.toFlush[i]!.flush();
+    this.toFlush.length = 0;
+  }
+
+  /** @internal Queues a handler call for the transport's own microtask. */
+  dispatch(event: HandlerEvent): void {
+    if (!this.dispatchEnabled) return;
+    this.events.push(event);
+    if (!this.dispatchScheduled) {
+      this.dispatchScheduled = true;
+      queueMicrotask(() => this.drainEvents());
+    }
+  }
+
+  private drainEvents(): void {
+    this.dispatchScheduled = false;
+    const events = this.events;
+    try {
+      while (events.length > 0 && this.dispatchEnabled) this.deliver(events.shift()!);
+    } finally {
+      // A handler threw (a bug in the host): the exception goes on, nothing is delivered twice,
+      // and what is still queued is delivered in the next microtask.
+      if (events.length > 0 && this.dispatchEnabled && !this.dispatchScheduled) {
+        this.dispatchScheduled = true;
+        queueMicrotask(() => this.drainEvents());
+      }
+    }
+  }
+
+  private deliver(event: HandlerEvent): void {
+    const handlers = this.handlers;
+    switch (event.kind) {
+      case "opened":
+        handlers.quorumStreamOpened(event.stream.peer);
+        return;
+      case "messages": {
+        // Messages the peer sent before it ended the stream are delivered; once this side closed
+        // it (the host, an overflow, a malformed frame), the rest are not.
+        const stream = event.stream;
+        for (const m of event.messages) {
+          if (stream.suppressed) return;
+          handlers.quorumMessage(stream.peer, m);
+        }
+        return;
+      }
+      case "closed":
+        handlers.quorumStreamClosed(event.stream.peer);
+        return;
+      case "notifications":
+        for (const n of event.notifications) handlers.notification(n);
+        return;
+    }
+  }
+}
+
+function bind(server: grpc.Server, address: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (error, port) => (error ? reject(error) : resolve(port)));
+  });
+}
+
+function shutdown(server: grpc.Server, graceMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    const force = setTimeout(() => {
+      server.forceShutdown();
+      resolve();
+    }, graceMs);
+    server.tryShutdown(() => {
+      clearTimeout(force);
+      resolve();
+    });
+  });
+}

@@ -1,0 +1,496 @@
+/**
+ * One cluster member's runtime (ZooKeeper's QuorumPeer, without its threads): it runs
+ * FastLeaderElection until a leader is decided, then one Zab core for that term, and carries out
+ * what the pure cores ask — notifications and quorum messages through the PeerTransport, durable
+ * writes through the log (persist before the messages that depend on them), committed txns into
+ * the database (and from there to the client pipeline). A core that steps down is dropped, every
+ * client connection is ended, and the election starts again.
+ */
+import { assert } from "../common/assert.js";
+import { ZkError, ZkErrorCode } from "../common/errors.js";
+import type { PersistAction, ZabInput, ZabReady } from "../consensus/core-io.js";
+import { zabLimits } from "../consensus/constants.js";
+import type { QuorumMessage } from "../consensus/messages.js";
+import { QuorumVerifier } from "../consensus/quorum.js";
+import { createZab, Leader, type ZabCore } from "../consensus/zab.js";
+import { FastLeaderElection, type Decision, type ElectionOutput } from "../election/fast-leader-election.js";
+import type { Notification } from "../election/types.js";
+import { encodeSnapshot } from "../store/snapshot-codec.js";
+import { decodeTxn, encodeTxn } from "../store/txn-codec.js";
+import type { Txn, TxnBody } from "../store/types.js";
+import type { WriteBroadcast } from "./broadcast.js";
+import type { ServerConfig } from "./config.js";
+import { hex, type ServerDatabase } from "./database.js";
+import type { Logger } from "./log.js";
+import type { PeerTransport } from "./peer/peer-transport.js";
+import type { RequestPipeline, SessionActivity } from "./pipeline.js";
+import { Prep } from "./prep.js";
+import { RecentLog } from "./recent-log.js";
+import { decodeForwardedRequest, encodeForwardedRequest } from "./request-codec.js";
+import type { WriteRequest } from "./requests.js";
+import type { SessionTracker } from "./session-tracker.js";
+
+export type PeerRoleState = "looking" | "leading" | "following" | "observing";
+
+/** Messages kept from one learner that connected before this server decided to lead. */
+const HELD_LEARNER_MESSAGES_MAX = 64;
+
+/** How often the cores are ticked: often enough for the election's 200 ms finalize window. */
+const TICK_INTERVAL_MS_MAX = 50;
+
+/**
+ * Durable writes in the order the core asked for them. Appends go straight to the log, which
+ * orders and group-commits them; any other write waits for every earlier one, and appends after
+ * it wait for it.
+ */
+class PersistQueue {
+  private barrier: Promise<void> = Promise.resolve();
+  private barrierSettled = true;
+  /** The log makes appends durable in order, so the last one stands for all before it. */
+  private lastAppend: Promise<void> = Promise.resolve();
+
+  constructor(private readonly onFatal: (error: unknown) => void) {}
+
+  append(run: () => Promise<void>, done: () => void): void {
+    const write = this.barrierSettled ? run() : this.barrier.then(run);
+    this.lastAppend = write;
+    write.then(done, this.onFatal);
+  }
+
+  exclusive(run: () => Promise<void>, done: () => void): void {
+    const before = Promise.all([this.barrier, this.lastAppend]);
+    this.barrierSettled = false;
+    const settled = before.then(run).then(
+      () => {
+        if (this.barrier === settled) this.barrierSettled = true;
+        done();
+      },
+      (error: unknown) => this.onFatal(error),
+    );
+    this.barrier = settled;
+  }
+
+  /** Resolves once everything queued so far is durable. */
+  async drain(): Promise<void> {
+    await Promise.all([this.barrier, this.lastAppend]);
+  }
+}
+
+export interface QuorumPeerDeps {
+  config: ServerConfig;
+  database: ServerDatabase;
+  transport: PeerTransport;
+  pipeline: RequestPipeline;
+  tracker: SessionTracker;
+  broadcast: ClusterBroadcast;
+  activity: ClusterSessionActivity;
+  logger: Logger;
+  nowMs: () => number;
+  onFatal: (error: unknown) => void;
+}
+
+export class QuorumPeer {
+  private readonly election: FastLeaderElection;
+  private readonly quorum: QuorumVerifier;
+  private readonly persist: PersistQueue;
+  private readonly recentLog: RecentLog;
+  private zab: ZabCore | undefined;
+  private prep: Prep | undefined;
+  /** Bumped whenever a core is dropped: answers to a dropped core's writes are ignored. */
+  private generation = 0;
+  private roleState: PeerRoleState = "looking";
+  private leaderId: number | undefined;
+  private epochs = { acceptedEpoch: 0, currentEpoch: 0 };
+  private tickTimer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private nextSyncId = 1;
+  private readonly pendingSyncs = new Map<number, (zxid: number) => void>();
+  private readonly heldLearnerMessages = new Map<number, QuorumMessage[]>();
+
+  constructor(private readonly deps: QuorumPeerDeps) {
+    const { config } = deps;
+    const voters = config.servers.filter((s) => s.role === "participant").map((s) => s.id);
+    const observers = config.servers.filter((s) => s.role === "observer").map((s) => s.id);
+    this.quorum = new QuorumVerifier(voters, observers);
+    const me = config.servers.find((s) => s.id === config.serverId);
+    assert(me, `server ${config.serverId} is in its own config`);
+    // A lost notification is re-sent by the transport when its link comes back (as ZooKeeper does), so
+    // a short cap on the resend interval only bounds how long a partitioned voter stays unheard.
+    this.election = new FastLeaderElection({ myId: config.serverId, role: me.role, quorum: this.quorum, maxNotificationIntervalMs: 4 * config.tickMs + 1_000 });
+    this.persist = new PersistQueue((error) => this.fatal(error));
+    this.recentLog = new RecentLog(deps.database.tree.lastProcessedZxid, deps.database.unappliedTail, zabLimits.committedLogRecordsMax);
+    deps.database.unappliedTail = [];
+    deps.broadcast.bind(this);
+    deps.activity.bind(this);
+  }
+
+  get role(): PeerRoleState {
+    return this.roleState;
+  }
+
+  get serving(): boolean {
+    return this.zab?.serving ?? false;
+  }
+
+  async start(): Promise<void> {
+    this.epochs = await this.deps.database.readEpochs();
+    const intervalMs = Math.max(5, Math.min(TICK_INTERVAL_MS_MAX, Math.floor(this.deps.config.tickMs / 4)));
+    this.tickTimer = setInterval(() => this.onTick(), intervalMs);
+    this.startLooking("start");
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.tickTimer);
+    this.generation += 1;
+    this.zab = undefined;
+    await this.persist.drain().catch(() => {});
+  }
+
+  // ---- transport handlers
+
+  onNotification(notification: Notification): void {
+    if (this.stopped) return;
+    this.deps.logger.debug({ notification: { ...notification, vote: { ...notification.vote } } }, "notification received");
+    this.handleElection(this.election.receive(notification, this.deps.nowMs()));
+  }
+
+  onQuorumMessage(from: number, message: QuorumMessage): void {
+    if (this.zab instanceof Leader || (this.zab && from === this.leaderId)) return this.step({ type: "message", from, message });
+    if (this.zab) return;
+    // A learner that decided before we did is already talking to us: hold its messages until our
+    // own decision — a Leader core gets them, any other outcome closes the stream.
+    const held = this.heldLearnerMessages.get(from) ?? [];
+    if (held.length >= HELD_LEARNER_MESSAGES_MAX) return;
+    held.push(message);
+    this.heldLearnerMessages.set(from, held);
+  }
+
+  onQuorumStreamClosed(peer: number): void {
+    this.heldLearnerMessages.delete(peer);
+    if (this.zab) this.step({ type: "disconnected", peer });
+  }
+
+  // ---- what the client side asks of the cluster (through ClusterBroadcast / ClusterSessionActivity)
+
+  submitWrite(sessionId: bigint, cxid: number, request: WriteRequest | { op: "createSession"; timeoutMs: number; password: Uint8Array }): void {
+    const zab = this.zab;
+    if (!zab?.serving) return; // the connection is being ended; its client retries elsewhere
+    if (zab instanceof Leader) this.proposeRequest(zab, sessionId, cxid, request);
+    else this.handle(zab.forward(sessionId, cxid, encodeForwardedRequest(request)), this.generation);
+  }
+
+  expireSession(sessionId: bigint): void {
+    const zab = this.zab;
+    if (!(zab instanceof Leader) || !zab.serving) return;
+    const zxid = zab.allocateZxid();
+    this.proposeTxn(zab, { sessionId, cxid: 0, zxid, timeMs: this.deps.nowMs() }, this.prep!.prepareCloseSession(sessionId, zxid));
+  }
+
+  requestSync(ready: (zxid: number) => void): void {
+    const zab = this.zab;
+    if (!zab?.serving) return;
+    // Even on the leader a sync waits for a quorum to confirm it still leads: a paused leader
+    // that resumes must not answer from stale state.
+    const syncId = this.nextSyncId++;
+    this.pendingSyncs.set(syncId, ready);
+    this.handle(zab.requestSync(syncId), this.generation);
+  }
+
+  touchSession(sessionId: bigint, timeoutMs: number): void {
+    const zab = this.zab;
+    if (zab instanceof Leader) this.deps.tracker.touch(sessionId, timeoutMs);
+    else zab?.touch(sessionId, timeoutMs);
+  }
+
+  forgetSession(sessionId: bigint): void {
+    this.deps.tracker.forget(sessionId);
+  }
+
+  // ---- election
+
+  private startLooking(reason: string): void {
+    if (this.stopped) return;
+    this.generation += 1;
+    this.zab = undefined;
+    this.prep = undefined;
+    this.leaderId = undefined;
+    this.pendingSyncs.clear();
+    this.deps.broadcast.servingFlag = false;
+    this.deps.transport.stopFollowing();
+    this.deps.pipeline.reset();
+    this.setRole("looking", { reason });
+    const self = { lastZxid: this.deps.database.lastLoggedZxid(), currentEpoch: this.epochs.currentEpoch };
+    this.handleElection(this.election.startLooking(self, this.deps.nowMs()));
+  }
+
+  private handleElection(output: ElectionOutput): void {
+    for (const { to, notification } of output.send) {
+      this.deps.logger.debug({ to, notification: { ...notification, vote: { ...notification.vote } } }, "notification sent");
+      this.deps.transport.sendNotification(to, notification);
+    }
+    if (output.decided) void this.startTerm(output.decided);
+  }
+
+  private async startTerm(decision: Decision): Promise<void> {
+    const generation = ++this.generation;
+    // A new core is built from what is durable: let the previous term's writes land first.
+    await this.persist.drain();
+    if (generation !== this.generation || this.stopped) return;
+    const { config, database, transport } = this.deps;
+    const state = decision.state === "leading" ? "leading" : decision.state === "following" ? "following" : "observing";
+    this.leaderId = decision.leader;
+    this.setRole(state, { leader: decision.leader, round: decision.round });
+    const options = {
+      myId: config.serverId,
+      quorum: this.quorum,
+      tickMs: config.tickMs,
+      initLimitTicks: config.initLimitTicks,
+      syncLimitTicks: config.syncLimitTicks,
+      durable: { ...this.epochs, log: this.recentLog.snapshot() },
+      state: {
+        snapshot: () => ({ zxid: database.tree.lastProcessedZxid, bytes: encodeSnapshot(database.tree) }),
+        lastZxid: () => database.tree.lastProcessedZxid,
+      },
+      nowMs: this.deps.nowMs(),
+    };
+    if (state === "leading") {
+      this.prep = new Prep(database.tree, { ttlNodesEnabled: config.ttlNodesEnabled });
+      this.zab = createZab({ kind: "leader" }, options);
+    } else {
+      transport.followLeader(decision.leader);
+      this.zab = createZab({ kind: state === "following" ? "follower" : "observer", leaderId: decision.leader }, options);
+    }
+    this.handle(this.zab.start(), generation);
+    const held = [...this.heldLearnerMessages];
+    this.heldLearnerMessages.clear();
+    for (const [from, messages] of held) {
+      if (state !== "leading") {
+        transport.closeLearner(from);
+        continue;
+      }
+      for (const message of messages) if (generation === this.generation) this.step({ type: "message", from, message });
+    }
+  }
+
+  private setRole(role: PeerRoleState, details: Record<string, unknown>): void {
+    this.roleState = role;
+    this.deps.logger.info({ role, ...details }, "role changed");
+  }
+
+  // ---- Zab
+
+  private onTick(): void {
+    if (this.stopped) return;
+    const nowMs = this.deps.nowMs();
+    if (this.zab) {
+      this.step({ type: "tick", nowMs });
+      if (this.zab instanceof Leader && this.zab.serving) {
+        for (const sessionId of this.deps.tracker.collectExpired()) {
+          this.deps.logger.info({ session: "0x" + BigInt.asUintN(64, sessionId).toString(16) }, "session expired");
+          this.deps.pipeline.expire(sessionId);
+        }
+      }
+    } else if (this.roleState === "looking") {
+      this.handleElection(this.election.tick(nowMs));
+    }
+  }
+
+  private step(input: ZabInput): void {
+    const zab = this.zab;
+    if (!zab) return;
+    this.handle(zab.step(input), this.generation);
+  }
+
+  /** Feed an answer to a persist back, unless the core that asked is gone. */
+  private answer(generation: number, input: ZabInput): void {
+    if (generation !== this.generation || this.stopped) return;
+    this.step(input);
+  }
+
+  private handle(ready: ZabReady, generation: number): void {
+    if (generation !== this.generation) return;
+    const zab = this.zab;
+    assert(zab, "a Ready without a core");
+    const wasServing = this.deps.broadcast.servingFlag;
+    for (const action of ready.persist) this.carryOut(action, generation);
+    for (const { to, message } of ready.send) {
+      if (zab instanceof Leader) this.deps.transport.sendToLearner(to, message);
+      else this.deps.transport.sendToLeader(message);
+    }
+    for (const record of ready.apply) {
+      const txn = decodeTxn(record.record);
+      assert(txn.header.zxid === record.zxid, `record ${hex(record.zxid)} holds txn ${hex(txn.header.zxid)}`);
+      this.deps.database.apply(txn);
+      this.prep?.applied(record.zxid);
+      this.recentLog.applied(record.zxid);
+      // The leader owns expiry: a session is tracked from the moment it exists, wherever it was opened.
+      if (zab instanceof Leader && txn.body.type === "createSession") this.deps.tracker.touch(txn.header.sessionId, txn.body.timeoutMs);
+    }
+    for (const event of ready.events) {
+      this.deps.logger.info(event, `zab ${event.event}`);
+      // Latecomers learn the leader from our answers: they should carry the epoch it established.
+      const decision = this.election.decision;
+      // Every member must answer with the same vote, or a joiner never sees a quorum agree on one.
+      const established = event.event === "newEpoch" || (event.event === "phase" && event.phase === "broadcast");
+      if (established && decision) this.election.settle({ ...decision, vote: { ...decision.vote, peerEpoch: event.epoch } });
+    }
+    for (const id of ready.disconnect) this.deps.transport.closeLearner(id);
+    for (const touch of ready.touches) this.deps.tracker.touch(touch.sessionId, touch.timeoutMs);
+    for (const done of ready.syncsDone) {
+      const ready_ = this.pendingSyncs.get(done.syncId);
+      this.pendingSyncs.delete(done.syncId);
+      ready_?.(done.zxid);
+    }
+    this.deps.broadcast.servingFlag = ready.serving;
+    if (ready.serving && !wasServing) this.beginServing(zab);
+    if (zab instanceof Leader) {
+      for (const forwarded of ready.forwarded) {
+        // A learner forwards only once it serves, which needs this leader to be established.
+        if (generation !== this.generation || !zab.canPropose) break;
+        let request;
+        try {
+          request = decodeForwardedRequest(forwarded.request);
+        } catch (error) {
+          if (!(error instanceof ZkError)) throw error;
+          // The learner's client still needs its answer, in order: an error txn carries it.
+          const zxid = zab.allocateZxid();
+          this.proposeTxn(zab, { sessionId: forwarded.sessionId, cxid: forwarded.cxid, zxid, timeMs: this.deps.nowMs() }, { type: "error", err: ZkErrorCode.MARSHALLINGERROR });
+          continue;
+        }
+        this.proposeRequest(zab, forwarded.sessionId, forwarded.cxid, request);
+      }
+    }
+    if (ready.stepDown && generation === this.generation) {
+      this.deps.logger.warn({ reason: ready.stepDown.reason, role: this.roleState }, "zab stepped down");
+      this.startLooking(ready.stepDown.reason);
+    }
+  }
+
+  private beginServing(zab: ZabCore): void {
+    const { database, tracker, logger } = this.deps;
+    if (zab instanceof Leader) {
+      // The leader owns expiry now: every session gets a full timeout from this moment.
+      for (const [sessionId, record] of database.tree.sessions) tracker.touch(sessionId, record.timeoutMs);
+    }
+    logger.info({ role: this.roleState, epoch: zab.epoch, lastZxid: hex(database.tree.lastProcessedZxid) }, "serving clients");
+  }
+
+  private carryOut(action: PersistAction, generation: number): void {
+    const { database } = this.deps;
+    switch (action.kind) {
+      case "appendLog": {
+        // A learner's records are views into received frames: keep a copy, not the whole frame.
+        const record = { zxid: action.zxid, record: action.record.slice() };
+        this.recentLog.append(record);
+        this.persist.append(
+          () => database.log.append(action.zxid, action.record),
+          () => this.answer(generation, { type: "logDurable", zxid: action.zxid }),
+        );
+        return;
+      }
+      case "truncateLog":
+        this.recentLog.truncateAfter(action.zxid);
+        this.persist.exclusive(
+          () => database.truncateLogAfter(action.zxid),
+          // The log's new end; records under the snapshot may be purged, so the tree's zxid counts too.
+          () => this.answer(generation, { type: "truncated", zxid: Math.min(action.zxid, Math.max(database.log.lastAppendedZxid(), database.tree.lastProcessedZxid)) }),
+        );
+        return;
+      case "installSnapshot":
+        // The tree is replaced now so that what the leader sends next applies on top of it.
+        database.replaceTree(action.zxid, action.snapshot);
+        this.recentLog.reset(action.zxid);
+        this.persist.exclusive(
+          () => database.persistInstalledSnapshot(action.zxid, action.snapshot),
+          () => this.answer(generation, { type: "snapshotInstalled", zxid: action.zxid }),
+        );
+        return;
+      case "acceptedEpoch":
+      case "currentEpoch": {
+        const which = action.kind === "acceptedEpoch" ? "accepted" : "current";
+        this.persist.exclusive(
+          async () => {
+            await database.persistEpoch(which, action.epoch);
+            if (which === "accepted") this.epochs.acceptedEpoch = action.epoch;
+            else this.epochs.currentEpoch = action.epoch;
+          },
+          () => this.answer(generation, { type: "epochDurable", which, epoch: action.epoch }),
+        );
+        return;
+      }
+    }
+  }
+
+  private proposeRequest(
+    leader: Leader,
+    sessionId: bigint,
+    cxid: number,
+    request: WriteRequest | { op: "createSession"; timeoutMs: number; password: Uint8Array },
+  ): void {
+    const zxid = leader.allocateZxid();
+    const body: TxnBody =
+      request.op === "createSession"
+        ? { type: "createSession", timeoutMs: request.timeoutMs, password: request.password }
+        : this.prep!.prepare(request, sessionId, zxid);
+    this.proposeTxn(leader, { sessionId, cxid, zxid, timeMs: this.deps.nowMs() }, body);
+  }
+
+  private proposeTxn(leader: Leader, header: Txn["header"], body: TxnBody): void {
+    this.handle(leader.propose(header.zxid, encodeTxn({ header, body })), this.generation);
+  }
+
+  private fatal(error: unknown): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.deps.onFatal(error);
+  }
+}
+
+/** The pipeline's WriteBroadcast in a cluster: whatever the current term's role does with writes. */
+export class ClusterBroadcast implements WriteBroadcast {
+  private peer: QuorumPeer | undefined;
+  /** Mirrors the current core's `serving`; clients are accepted only while it is true. */
+  servingFlag = false;
+
+  bind(peer: QuorumPeer): void {
+    this.peer = peer;
+  }
+
+  get serving(): boolean {
+    return this.servingFlag;
+  }
+
+  submitWrite(sessionId: bigint, cxid: number, request: WriteRequest): void {
+    this.peer?.submitWrite(sessionId, cxid, request);
+  }
+
+  submitCreateSession(sessionId: bigint, timeoutMs: number, password: Uint8Array): void {
+    this.peer?.submitWrite(sessionId, 0, { op: "createSession", timeoutMs, password });
+  }
+
+  submitExpireSession(sessionId: bigint): void {
+    this.peer?.expireSession(sessionId);
+  }
+
+  requestSync(ready: (zxid: number) => void): void {
+    this.peer?.requestSync(ready);
+  }
+}
+
+/** Session liveness in a cluster: the leader's tracker directly, or forwarded in learners' pings. */
+export class ClusterSessionActivity implements SessionActivity {
+  private peer: QuorumPeer | undefined;
+
+  bind(peer: QuorumPeer): void {
+    this.peer = peer;
+  }
+
+  touch(sessionId: bigint, timeoutMs: number): void {
+    this.peer?.touchSession(sessionId, timeoutMs);
+  }
+
+  forget(sessionId: bigint): void {
+    this.peer?.forgetSession(sessionId);
+  }
+}

@@ -1,0 +1,53 @@
+/**
+ * The simulator's properties, one named test each (STYLE.md practice 14), over a bounded set of
+ * seeded runs (SIM_SEEDS, default 200; SIM_FIRST_SEED, default 0). Every run draws its cluster
+ * (3 or 5 voters, maybe an observer), its network and disk behaviour and a fault schedule from
+ * its seed; a failing seed is printed with the command that replays it.
+ */
+import assert from "node:assert/strict";
+import { relative } from "node:path";
+import { before, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { PROPERTIES, type Property } from "./checker.js";
+import { runSeed } from "./runner.js";
+import type { SimOutcome } from "./schedule.js";
+
+const SEEDS = Number(process.env.SIM_SEEDS ?? 200);
+const FIRST_SEED = Number(process.env.SIM_FIRST_SEED ?? 0);
+const STEPS = 12;
+const outcomes: SimOutcome[] = [];
+const RUN_SCRIPT = relative(process.cwd(), fileURLToPath(new URL("./run.js", import.meta.url)));
+
+before(() => {
+  for (let seed = FIRST_SEED; seed < FIRST_SEED + SEEDS; seed++) outcomes.push(runSeed(seed, { steps: STEPS }));
+});
+
+function holds(property: Property): void {
+  const failures = outcomes.flatMap((o) =>
+    o.violations
+      .filter((v) => v.property === property)
+      .slice(0, 1)
+      .map((v) => `seed ${o.seed}: ${v.message}\n  replay: node ${RUN_SCRIPT} --seed ${o.seed} --steps ${STEPS} --verbose`),
+  );
+  assert.deepEqual(failures, [], `${property} broken in ${failures.length} of ${outcomes.length} runs`);
+}
+
+test("at most one leader establishes each epoch", () => holds("one leader establishes each epoch"));
+test("no server acks a proposal from an older epoch or before it is durable", () => holds("no ack of a proposal from an older epoch, none before it is durable"));
+test("committed prefixes agree and tree digests match at equal zxids", () => holds("committed prefixes agree"));
+test("no acknowledged client write is lost across crashes and full-cluster restarts", () => holds("acknowledged writes survive"));
+test("after faults stop, a leader is elected and every server converges to the same tree", () => holds("convergence after healing"));
+test("per-session FIFO, single system image and sync-then-read hold in every client history", () => holds("client order and single system image"));
+
+test("ephemerals of an expired session disappear on every server", () => holds("ephemerals of an expired session disappear on every server"));
+
+test("the runs exercise what they claim to: elections, DIFF, TRUNC and SNAP syncs, acked writes", () => {
+  assert.equal(PROPERTIES.length, 7);
+  const total = (key: keyof SimOutcome["stats"]) => outcomes.reduce((n, o) => n + o.stats[key], 0);
+  assert.ok(outcomes.length === SEEDS);
+  assert.ok(total("ackedWrites") > SEEDS * 10, "clients got writes acknowledged");
+  assert.ok(total("diffs") > 0 && total("snaps") > 0, "DIFF and SNAP syncs happened");
+  if (SEEDS >= 100) assert.ok(total("truncs") > 0, "TRUNC syncs happened");
+  assert.ok(total("stepDowns") > 0, "faults made leaders and learners step down");
+  assert.ok(total("clientDeaths") > 0 && total("sessionsExpired") > 0, "clients died and the leader expired their sessions");
+});
