@@ -10,6 +10,7 @@
  */
 import { readFileSync } from "node:fs";
 import { limits } from "../common/constants.js";
+import { zabLimits } from "../consensus/constants.js";
 
 export type ServerRole = "participant" | "observer";
 
@@ -52,6 +53,11 @@ export interface ServerConfig {
   initLimitTicks: number;
   /** ZooKeeper's syncLimit: ticks a learner may fall silent before the leader drops it (and vice versa). */
   syncLimitTicks: number;
+  /**
+   * Committed txns the leader keeps in memory to bring a returning learner up to date with a DIFF
+   * (ZooKeeper's zookeeper.commitLogCount); a learner further behind gets a SNAP.
+   */
+  commitLogCount: number;
 }
 
 export class ConfigError extends Error {
@@ -80,6 +86,7 @@ const FIELDS: Record<keyof ServerConfig, FieldKind> = {
   servers: "servers",
   initLimitTicks: "int",
   syncLimitTicks: "int",
+  commitLogCount: "int",
 };
 
 const LOG_LEVELS = new Set(["fatal", "error", "warn", "info", "debug", "trace", "silent"]);
@@ -101,6 +108,7 @@ export function defaultConfig(): Omit<ServerConfig, "minSessionTimeoutMs" | "max
     servers: [],
     initLimitTicks: 10,
     syncLimitTicks: 5,
+    commitLogCount: zabLimits.committedLogRecordsMax,
   };
 }
 
@@ -278,6 +286,7 @@ export function validateConfig(config: ServerConfig): ServerConfig {
   range("maxSessionTimeoutMs", config.minSessionTimeoutMs, 24 * 3600 * 1000);
   range("initLimitTicks", 1, 10_000);
   range("syncLimitTicks", 1, 10_000);
+  range("commitLogCount", 1, zabLimits.committedLogRecordsMax);
   if (config.dataDir.trim() === "") throw new ConfigError("dataDir", "must not be empty");
   if (config.clientHost.trim() === "") throw new ConfigError("clientHost", "must not be empty");
   if (!LOG_LEVELS.has(config.logLevel)) throw new ConfigError("logLevel", `one of ${[...LOG_LEVELS].join(", ")}`);

@@ -9,7 +9,6 @@
 import { assert } from "../common/assert.js";
 import { ZkError, ZkErrorCode } from "../common/errors.js";
 import type { PersistAction, ZabInput, ZabReady } from "../consensus/core-io.js";
-import { zabLimits } from "../consensus/constants.js";
 import type { QuorumMessage } from "../consensus/messages.js";
 import { QuorumVerifier } from "../consensus/quorum.js";
 import { createZab, Leader, type ZabCore } from "../consensus/zab.js";
@@ -118,7 +117,7 @@ export class QuorumPeer {
     // a short cap on the resend interval only bounds how long a partitioned voter stays unheard.
     this.election = new FastLeaderElection({ myId: config.serverId, role: me.role, quorum: this.quorum, maxNotificationIntervalMs: 4 * config.tickMs + 1_000 });
     this.persist = new PersistQueue((error) => this.fatal(error));
-    this.recentLog = new RecentLog(deps.database.tree.lastProcessedZxid, deps.database.unappliedTail, zabLimits.committedLogRecordsMax);
+    this.recentLog = new RecentLog(deps.database.tree.lastProcessedZxid, deps.database.unappliedTail, config.commitLogCount);
     deps.database.unappliedTail = [];
     deps.broadcast.bind(this);
     deps.activity.bind(this);
@@ -247,6 +246,7 @@ export class QuorumPeer {
       tickMs: config.tickMs,
       initLimitTicks: config.initLimitTicks,
       syncLimitTicks: config.syncLimitTicks,
+      committedLogRecordsMax: config.commitLogCount,
       durable: { ...this.epochs, log: this.recentLog.snapshot() },
       state: {
         snapshot: () => ({ zxid: database.tree.lastProcessedZxid, bytes: encodeSnapshot(database.tree) }),

@@ -15,6 +15,7 @@ export interface ClusterOptions {
   tickMs?: number;
   initLimitTicks?: number;
   syncLimitTicks?: number;
+  commitLogCount?: number;
   snapshotEveryTxns?: number;
   snapshotRetainCount?: number;
 }
@@ -50,7 +51,17 @@ export class ClusterProcess {
     const configFile = join(dir.path, "cluster.json");
     await writeFile(
       configFile,
-      JSON.stringify({ tickMs, initLimitTicks: options.initLimitTicks ?? 20, syncLimitTicks: options.syncLimitTicks ?? 10, servers: entries }, null, 2),
+      JSON.stringify(
+        {
+          tickMs,
+          initLimitTicks: options.initLimitTicks ?? 20,
+          syncLimitTicks: options.syncLimitTicks ?? 10,
+          ...(options.commitLogCount === undefined ? {} : { commitLogCount: options.commitLogCount }),
+          servers: entries,
+        },
+        null,
+        2,
+      ),
     );
     const servers = new Map<number, ServerProcess>();
     const cluster = new ClusterProcess(servers, configFile, dir.remove);

@@ -6,60 +6,9 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { Client, ZkError, type WatchedEvent } from "../../src/index.js";
+import { connectTo, createSurvivingFailover, treeAt, treesAt, waitForLeader } from "../helpers/cluster-client.js";
 import { ClusterProcess } from "../helpers/cluster-process.js";
 import { waitFor } from "../helpers/wait.js";
-
-const text = (bytes: Uint8Array) => Buffer.from(bytes).toString("utf8");
-
-async function connectTo(cluster: ClusterProcess, id: number): Promise<Client> {
-  return Client.connect(cluster.server(id).connectString, { sessionTimeoutMs: 4_000, connectTimeoutMs: 30_000 });
-}
-
-/** Every node under `root` with its data, as one server sees it after a sync. */
-async function treeAt(client: Client, root: string): Promise<Map<string, string>> {
-  await client.sync(root);
-  const nodes = new Map<string, string>();
-  const visit = async (path: string): Promise<void> => {
-    nodes.set(path, text((await client.getData(path)).data));
-    for (const child of (await client.getChildren(path)).sort()) await visit(`${path}/${child}`);
-  };
-  await visit(root);
-  return nodes;
-}
-
-/**
- * A create that survives a leader change: on CONNECTIONLOSS it waits for the client to reconnect
- * and tries again; NODEEXISTS on a retry means the lost attempt had in fact been applied.
- */
-async function createSurvivingFailover(client: Client, path: string, data: string): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  for (let attempt = 0; ; attempt++) {
-    try {
-      await client.create(path, data);
-      return;
-    } catch (error) {
-      if (error instanceof ZkError && error.code === "NODEEXISTS" && attempt > 0) return;
-      if (!(error instanceof ZkError && error.code === "CONNECTIONLOSS") || Date.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  }
-}
-
-async function waitForLeader(cluster: ClusterProcess, except?: number): Promise<number> {
-  try {
-    return await waitFor("an agreed leader", () => {
-      const leader = cluster.agreedLeader();
-      return leader !== undefined && leader !== except ? leader : undefined;
-    }, 30_000);
-  } catch (error) {
-    // Say what each server said of itself: the only way to read a failure on a CI machine.
-    for (const [id, server] of cluster.servers) {
-      const lines = server.stderr.split("\n").filter((l) => /role changed|stepped down|rror|syncMode/.test(l));
-      process.stderr.write(`server ${id} (running: ${server.running}):\n  ${lines.slice(-12).join("\n  ")}\n`);
-    }
-    throw error;
-  }
-}
 
 describe("three voters and an observer", () => {
   let cluster: ClusterProcess;
@@ -173,12 +122,7 @@ describe("failures", () => {
     cluster.server(follower).stderr = "";
     await cluster.server(follower).restart();
     await waitFor("the follower rejoined", () => (cluster.roles().get(follower)?.role === "following" ? true : undefined), 30_000);
-    const views = await Promise.all([1, 2, 3].map(async (id) => {
-      const client = await connectTo(cluster, id);
-      const view = await treeAt(client, "/catchup");
-      await client.close();
-      return view;
-    }));
+    const views = await treesAt(cluster, [1, 2, 3], "/catchup");
     assert.equal(views[0]!.size, 51);
     for (const view of views) assert.deepEqual(view, views[0]);
     await zk.close();

@@ -1,6 +1,6 @@
 /**
  * The simulator's properties, one named test each (STYLE.md practice 14), over a bounded set of
- * seeded runs (SIM_SEEDS, default 200; SIM_FIRST_SEED, default 0). Every run draws its cluster
+ * seeded runs (SIM_SEEDS, default 500; SIM_FIRST_SEED, default 0). Every run draws its cluster
  * (3 or 5 voters, maybe an observer), its network and disk behaviour and a fault schedule from
  * its seed; a failing seed is printed with the command that replays it.
  */
@@ -12,7 +12,7 @@ import { PROPERTIES, type Property } from "./checker.js";
 import { runSeed } from "./runner.js";
 import type { SimOutcome } from "./schedule.js";
 
-const SEEDS = Number(process.env.SIM_SEEDS ?? 200);
+const SEEDS = Number(process.env.SIM_SEEDS ?? 500);
 const FIRST_SEED = Number(process.env.SIM_FIRST_SEED ?? 0);
 const STEPS = 12;
 const outcomes: SimOutcome[] = [];

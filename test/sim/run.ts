@@ -1,7 +1,7 @@
 /**
  * The simulator's command line (VOPR-style):
- *   node .build-zab/test/sim/run.js --seeds 200          # 200 random seeds
- *   node .build-zab/test/sim/run.js --seed 1234 --steps 20 --verbose
+ *   npm run sim -- --seeds 200                        # 200 random seeds
+ *   npm run sim -- --seed 1234 --steps 20 --verbose
  * Prints every failing seed with the command that replays it exactly; exits 1 on any failure.
  */
 import { runSeed } from "./runner.js";

@@ -54,7 +54,7 @@ const VALID: ValidCase[] = [
   {
     name: "no source at all: standalone defaults",
     sources: () => ({}),
-    expect: { serverId: 1, clientHost: "127.0.0.1", clientPort: 2181, servers: [], initLimitTicks: 10, syncLimitTicks: 5, tickMs: 2000 },
+    expect: { serverId: 1, clientHost: "127.0.0.1", clientPort: 2181, servers: [], initLimitTicks: 10, syncLimitTicks: 5, tickMs: 2000, commitLogCount: 10_000 },
   },
   {
     name: "a shared JSON file and --server-id: this server's client address comes from its entry",
@@ -127,6 +127,11 @@ const VALID: ValidCase[] = [
     sources: () => ({ env: { CORRAL_INIT_LIMIT_TICKS: "20" }, flags: { "sync-limit-ticks": "2" } }),
     expect: { initLimitTicks: 20, syncLimitTicks: 2 },
   },
+  {
+    name: "commitLogCount defaults to the DIFF window's maximum and can be lowered",
+    sources: () => ({ env: { CORRAL_COMMIT_LOG_COUNT: "500" } }),
+    expect: { commitLogCount: 500 },
+  },
 ];
 
 for (const c of VALID) {
@@ -183,6 +188,8 @@ const INVALID: InvalidCase[] = [
   { name: "a compact entry with too few ports", sources: () => ({ env: { CORRAL_SERVERS: "1=h:1:2:3,2=h:2181:2888", CORRAL_SERVER_ID: "1" } }), field: "servers[1]" },
   { name: "servers neither a list nor a string", sources: () => cluster(3), field: "servers" },
   { name: "initLimitTicks 0", sources: () => ({ file: file({ initLimitTicks: 0 }) }), field: "initLimitTicks" },
+  { name: "commitLogCount 0", sources: () => ({ file: file({ commitLogCount: 0 }) }), field: "commitLogCount" },
+  { name: "commitLogCount above the maximum window", sources: () => ({ flags: { "commit-log-count": "10001" } }), field: "commitLogCount" },
   { name: "syncLimitTicks not a number", sources: () => ({ env: { CORRAL_SYNC_LIMIT_TICKS: "soon" } }), field: "syncLimitTicks" },
   { name: "an unknown top-level field still fails", sources: () => ({ file: file({ server: [] }) }), field: "server", says: /unknown field/ },
   { name: "tickMs 0 still fails", sources: () => ({ flags: { "tick-ms": "0" } }), field: "tickMs" },
