@@ -50,6 +50,7 @@ Drives a running server or cluster closed-loop and prints one JSON line per work
   --cleanup-timeout-s S    bound on deleting the sequential nodes created                [60]
   --keep                   leave the sequential nodes (ROOT/seq-<run>) in place
   --seed N                 seed for key choice (default: random, printed)
+  --failover               measure leader failover on a cluster of its own instead (--failover --help)
   --help`;
 
 function positiveInteger(flag: string, text: string): number {

@@ -34,6 +34,7 @@ function describeExtras(result: WorkloadResult): string {
 }
 
 async function main(argv: readonly string[]): Promise<number> {
+  if (argv.includes("--failover")) return (await import("./failover.js")).runFailoverBench(argv);
   let options: BenchOptions;
   try {
     options = parseBenchArgs(argv);

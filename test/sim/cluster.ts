@@ -374,8 +374,8 @@ export class Simulation {
   /** The last lines of what happened, printed with a failure. */
   readonly trace: string[] = [];
   clientsActive = true;
-  /** Sessions of clients that died: each must expire, and its ephemerals vanish everywhere. */
-  readonly deadSessions = new Set<bigint>();
+  /** Sessions no client will use again (each must expire, its ephemerals vanish everywhere), with when they were abandoned. */
+  readonly deadSessions = new Map<bigint, number>();
   /** Set once the faults stop: the oracle election then always picks well. */
   healing = false;
   stats = { events: 0, commits: 0, elections: 0, snaps: 0, truncs: 0, diffs: 0, stepDowns: 0, ackedWrites: 0, sessionsExpired: 0, clientDeaths: 0 };
@@ -1114,7 +1114,7 @@ export class Simulation {
   private clientDies(client: SimClient): void {
     this.log(`client ${client.id} dies (session ${client.sessionId ?? client.creatingSessionId})`);
     this.stats.clientDeaths += 1;
-    for (const sessionId of [client.sessionId, client.creatingSessionId]) if (sessionId !== undefined) this.deadSessions.add(sessionId);
+    for (const sessionId of [client.sessionId, client.creatingSessionId]) if (sessionId !== undefined) this.deadSessions.set(sessionId, this.nowMs);
     this.clientDisconnect(client, "died");
     client.alive = false;
     client.sessionId = undefined;
@@ -1139,7 +1139,7 @@ export class Simulation {
     this.log(`client ${client.id} lost ${client.server}: ${why}`);
     if (client.creatingSessionId !== undefined) {
       // Its createSession may still commit: then nobody will use that session, and it must expire.
-      this.deadSessions.add(client.creatingSessionId);
+      this.deadSessions.set(client.creatingSessionId, this.nowMs);
       client.creatingSessionId = undefined;
     }
     const server = this.server(client.server);
@@ -1303,14 +1303,18 @@ export class Simulation {
   }
 
   /**
-   * After convergence: every dead or abandoned session expires within `budgetMs`, and no server
-   * keeps an ephemeral whose session is gone. Returns the failure, or undefined.
+   * After convergence: every session dead or abandoned by now expires within `budgetMs`, and no
+   * server keeps an ephemeral whose session is gone. Returns the failure, or undefined. Clients go
+   * on living and dying meanwhile; a session that dies during the check has not had its budget yet.
    */
   checkSessionExpiry(budgetMs: number): string | undefined {
-    const deadline = this.nowMs + budgetMs;
+    const start = this.nowMs;
+    const deadline = start + budgetMs;
     const lingering = (): string[] =>
       this.servers.flatMap((server) =>
         [...this.deadSessions]
+          .filter(([, abandonedAt]) => abandonedAt <= start)
+          .map(([sessionId]) => sessionId)
           .filter((sessionId) => server.tree.sessions.has(sessionId) || server.tree.ephemeralsOf(sessionId).size > 0)
           .map((sessionId) => `server ${server.id} still has session ${sessionId}`),
       );
