@@ -176,6 +176,20 @@ interface Member {
   exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   closed: Promise<void>;
   unexpected: boolean;
+  /** What the server last logged of its own role ("leading", "following", …), when its log level shows it. */
+  liveRole: string | undefined;
+}
+
+/** The role in a server's structured "role changed" log line, if `line` is one. */
+export function roleFromLogLine(line: string): string | undefined {
+  if (!line.includes('"role changed"')) return undefined;
+  try {
+    const parsed = JSON.parse(line) as { role?: unknown; leader?: unknown };
+    if (typeof parsed.role !== "string") return undefined;
+    return typeof parsed.leader === "number" && parsed.role !== "leading" ? `${parsed.role} ${parsed.leader}` : parsed.role;
+  } catch {
+    return undefined;
+  }
 }
 
 function describeExit(exit: { code: number | null; signal: NodeJS.Signals | null }): string {
@@ -257,7 +271,7 @@ export async function runCluster(
         stdio: ["ignore", "pipe", "pipe", "ipc"],
         env: childEnv(),
       });
-      const member: Member = { entry, child, exit: undefined, closed: Promise.resolve(), unexpected: false };
+      const member: Member = { entry, child, exit: undefined, closed: Promise.resolve(), unexpected: false, liveRole: undefined };
       member.closed = new Promise<void>((resolve) => {
         child.once("close", (code, signal) => {
           member.exit = { code, signal };
@@ -276,7 +290,10 @@ export async function runCluster(
       child.once("error", (error) => io.err(`corral cluster: server ${entry.id}: ${error.message}\n`));
       const prefix = `[${entry.id}] `;
       createInterface({ input: child.stdout!, crlfDelay: Infinity }).on("line", (line) => io.out(prefix + line + "\n"));
-      createInterface({ input: child.stderr!, crlfDelay: Infinity }).on("line", (line) => io.err(prefix + line + "\n"));
+      createInterface({ input: child.stderr!, crlfDelay: Infinity }).on("line", (line) => {
+        member.liveRole = roleFromLogLine(line) ?? member.liveRole;
+        io.err(prefix + line + "\n");
+      });
       members.push(member);
     }
 
@@ -305,9 +322,10 @@ export async function runCluster(
       return 1;
     }
     if (!stopping) {
+      const live = members.every((m) => m.liveRole !== undefined);
       const rows = members.map((m) => [
         String(m.entry.id),
-        m.entry.role,
+        live ? `${m.entry.role}, ${m.liveRole}` : m.entry.role,
         formatHostPort(m.entry.host, m.entry.clientPort),
         formatHostPort(m.entry.host, m.entry.quorumPort),
         formatHostPort(m.entry.host, m.entry.electionPort),
@@ -318,10 +336,9 @@ export async function runCluster(
       const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
       const line = (cells: string[]) => "  " + cells.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd() + "\n";
       io.out(
-        `corral cluster: ${members.length} server${members.length === 1 ? "" : "s"} up (roles as configured)\n` +
+        `corral cluster: ${members.length} server${members.length === 1 ? "" : "s"} serving${live ? "" : " (roles as configured; log level info shows who leads)"}\n` +
           line(header) +
           rows.map(line).join("") +
-          "note: replication is in progress — for now every server runs standalone with its own data\n" +
           `connect with: Client.connect("${connectString}")\n` +
           "press Ctrl-C to stop\n",
       );

@@ -89,13 +89,13 @@ export class History implements HistoryIndex {
   }
 
   append(record: LogRecord): void {
-    assert(record.zxid > this.lastZxid, `history appends ascend: ${record.zxid} after ${this.lastZxid}`);
+    if (!(record.zxid > this.lastZxid)) assert(false, `history appends ascend: ${record.zxid} after ${this.lastZxid}`);
     this.records.push(record);
   }
 
   /** Records with fromZxid < zxid ≤ toZxid; fromZxid must be the base or later. */
   between(fromZxid: number, toZxid: number): LogRecord[] {
-    assert(fromZxid >= this.base, `records after ${fromZxid} reach below the window base ${this.base}`);
+    if (!(fromZxid >= this.base)) assert(false, `records after ${fromZxid} reach below the window base ${this.base}`);
     const start = this.indexAfter(fromZxid);
     const end = this.indexAfter(toZxid);
     const out: LogRecord[] = [];
@@ -105,7 +105,7 @@ export class History implements HistoryIndex {
 
   /** Marks every record up to `zxid` committed and applied; returns the newly committed ones, in order. */
   commitThrough(zxid: number): LogRecord[] {
-    assert(zxid >= this.committed && zxid <= this.lastZxid, `commit point ${zxid} within (${this.committed}, ${this.lastZxid}]`);
+    if (!(zxid >= this.committed && zxid <= this.lastZxid)) assert(false, `commit point ${zxid} within (${this.committed}, ${this.lastZxid}]`);
     const newly = this.between(this.committed, zxid);
     this.committed = zxid;
     this.applied = zxid;

@@ -142,7 +142,7 @@ export class Learner {
         this.onTick(input.nowMs);
         break;
       case "logDurable":
-        assert(input.zxid <= this.lastLoggedZxid, `durable ${input.zxid} beyond our log ${this.lastLoggedZxid}`);
+        if (!(input.zxid <= this.lastLoggedZxid)) assert(false, `durable ${input.zxid} beyond our log ${this.lastLoggedZxid}`);
         if (input.zxid > this.durableZxid) {
           this.durableZxid = input.zxid;
           this.afterDurable();

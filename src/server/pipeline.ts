@@ -91,7 +91,7 @@ export class RequestPipeline {
    */
   attach(sessionId: bigint, connection: ClientConnection): void {
     const record = this.tree.sessions.get(sessionId);
-    assert(record, `attach of unknown session ${sessionId}`);
+    if (!record) assert(false, `attach of unknown session ${sessionId}`);
     let session = this.sessions.get(sessionId);
     if (!session) {
       session = new SessionState(sessionId, record.timeoutMs);
@@ -181,7 +181,7 @@ export class RequestPipeline {
   /** A request that could not even be decoded: answered with `err`, in its place in the session's order. */
   submitRejected(sessionId: bigint, connection: ClientConnection, xid: number, err: number): void {
     const session = this.sessions.get(sessionId);
-    assert(session, `request for a session that was never attached: ${sessionId}`);
+    if (!session) assert(false, `request for a session that was never attached: ${sessionId}`);
     session.queue.push({ xid, request: { op: "sync", path: "/" }, kind: "read", connection, reply: this.errorReply(err), syncZxid: undefined });
     this.drain(session);
   }

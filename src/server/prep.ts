@@ -245,7 +245,7 @@ export class Prep {
     if (node.numChildren > 0) throw new ZkError("NOTEMPTY", undefined, request.path);
     const parentPath = parentOf(request.path);
     const parent = this.record(parentPath, overlay);
-    assert(parent, `parent of ${request.path} exists`);
+    if (!parent) assert(false, `parent of ${request.path} exists`);
     overlay.set(parentPath, {
       zxid,
       path: parentPath,

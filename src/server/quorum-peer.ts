@@ -320,7 +320,7 @@ export class QuorumPeer {
     }
     for (const record of ready.apply) {
       const txn = decodeTxn(record.record);
-      assert(txn.header.zxid === record.zxid, `record ${hex(record.zxid)} holds txn ${hex(txn.header.zxid)}`);
+      if (!(txn.header.zxid === record.zxid)) assert(false, `record ${hex(record.zxid)} holds txn ${hex(txn.header.zxid)}`);
       this.deps.database.apply(txn);
       this.prep?.applied(record.zxid);
       this.recentLog.applied(record.zxid);

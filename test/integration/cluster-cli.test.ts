@@ -4,8 +4,8 @@
  * every child and exits 0, a crashed child is reported (not restarted), bad flags exit 2.
  * `corral health` is checked against the same servers.
  *
- * Until replication lands the members are independent standalone servers, so nothing here expects
- * one server to see another's writes.
+ * The members form one replicated cluster: a write through one is read back through another, and
+ * with log level info the table shows who leads.
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -69,17 +69,20 @@ async function portRanges(count: number): Promise<string[]> {
 interface Row {
   id: number;
   role: string;
+  /** "leading", "following <id>", "observing <id>" when the servers' logs showed it. */
+  liveRole: string | undefined;
   client: string;
   pid: number;
 }
 
 /** The member table `corral cluster` prints once everything serves. */
 function rows(stdout: string): Row[] {
-  return [...stdout.matchAll(/^ {2}(\d+) +(participant|observer) +(\S+) +\S+ +\S+ +\S+ +(\d+)$/gm)].map((m) => ({
+  return [...stdout.matchAll(/^ {2}(\d+) +(participant|observer)(?:, (leading|following \d+|observing \d+))? +(\S+) +\S+ +\S+ +\S+ +(\d+)$/gm)].map((m) => ({
     id: Number(m[1]),
     role: m[2]!,
-    client: m[3]!,
-    pid: Number(m[4]),
+    liveRole: m[3],
+    client: m[4]!,
+    pid: Number(m[5]),
   }));
 }
 
@@ -125,7 +128,7 @@ test("corral cluster --voters 3: every member serves, Ctrl-C stops them all and 
   const base = Number(ports[1]);
   // A CORRAL_* override in the launcher's environment must not leak into the members (it would
   // contradict the cluster file); only the log level passes through.
-  const cluster = await startCluster(["--voters", "3", "--data-dir", dataDir, "--tick-ms", "200", ...ports], { CORRAL_CLIENT_PORT: "1" });
+  const cluster = await startCluster(["--voters", "3", "--data-dir", dataDir, "--tick-ms", "200", ...ports], { CORRAL_CLIENT_PORT: "1", CORRAL_LOG_LEVEL: "info" });
   try {
     const expected = [0, 1, 2].map((i) => `127.0.0.1:${base + i}`);
     assert.equal(cluster.connectString, expected.join(","));
@@ -135,6 +138,10 @@ test("corral cluster --voters 3: every member serves, Ctrl-C stops them all and 
       expected.map((client, i) => [i + 1, "participant", client]),
     );
     assert.equal(new Set(members.map((r) => r.pid)).size, 3);
+    // Log level info: the table shows the elected roles, one leader and two followers of it.
+    const leaders = members.filter((r) => r.liveRole === "leading");
+    assert.equal(leaders.length, 1, cluster.out());
+    for (const r of members) if (r !== leaders[0]) assert.equal(r.liveRole, `following ${leaders[0]!.id}`);
     for (const member of members) assert.ok(processExists(member.pid), `server ${member.id} runs`);
     assert.deepEqual(serversOf(join(dataDir, "cluster.json")), ["1", "2", "3"]);
 

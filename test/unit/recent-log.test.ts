@@ -1,0 +1,80 @@
+/**
+ * RecentLog against the plainest model of what it promises: keep every record; a snapshot is the
+ * last `windowMax` records at or below the applied zxid, then every record above it.
+ */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import fc from "fast-check";
+import type { LogRecord } from "../../src/consensus/messages.js";
+import { RecentLog } from "../../src/server/recent-log.js";
+
+const record = (zxid: number): LogRecord => ({ zxid, record: new Uint8Array([zxid & 0xff]) });
+
+type Op =
+  | { kind: "append"; gap: number }
+  | { kind: "applied"; back: number }
+  | { kind: "truncate"; back: number }
+  | { kind: "reset"; gap: number }
+  | { kind: "snapshot" };
+
+const opArb: fc.Arbitrary<Op> = fc.oneof(
+  { weight: 6, arbitrary: fc.record({ kind: fc.constant("append" as const), gap: fc.integer({ min: 1, max: 3 }) }) },
+  { weight: 4, arbitrary: fc.record({ kind: fc.constant("applied" as const), back: fc.integer({ min: -2, max: 5 }) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("truncate" as const), back: fc.integer({ min: 0, max: 4 }) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("reset" as const), gap: fc.integer({ min: 0, max: 5 }) }) },
+  { weight: 2, arbitrary: fc.constant({ kind: "snapshot" as const }) },
+);
+
+test("snapshot() equals the model after any sequence of appends, applies, truncations and resets", () => {
+  fc.assert(
+    fc.property(fc.integer({ min: 1, max: 6 }), fc.integer({ min: 0, max: 4 }), fc.array(opArb, { maxLength: 3_000 }), (windowMax, tail, ops) => {
+      const initial = Array.from({ length: tail }, (_, i) => record(11 + i));
+      const log = new RecentLog(10, initial, windowMax);
+      let model = initial.map((r) => r.zxid);
+      let appliedZxid = 10;
+      let lastZxid = model.at(-1) ?? 10;
+      const expected = (): number[] => {
+        const applied = model.filter((z) => z <= appliedZxid);
+        return [...applied.slice(Math.max(0, applied.length - windowMax)), ...model.filter((z) => z > appliedZxid)];
+      };
+      for (const op of ops) {
+        if (op.kind === "append") {
+          lastZxid += op.gap;
+          model.push(lastZxid);
+          log.append(record(lastZxid));
+        } else if (op.kind === "applied") {
+          // The tree only moves forward, possibly past records not appended yet.
+          appliedZxid = Math.max(appliedZxid, lastZxid - op.back);
+          log.applied(appliedZxid);
+        } else if (op.kind === "truncate") {
+          // TRUNC cuts only what the tree has not applied.
+          const to = Math.max(appliedZxid, lastZxid - op.back);
+          model = model.filter((z) => z <= to);
+          lastZxid = Math.max(to, model.at(-1) ?? to);
+          log.truncateAfter(to);
+        } else if (op.kind === "reset") {
+          appliedZxid = lastZxid + op.gap;
+          lastZxid = appliedZxid;
+          model = [];
+          log.reset(appliedZxid);
+        } else {
+          assert.deepEqual(log.snapshot().map((r) => r.zxid), expected());
+        }
+      }
+      assert.deepEqual(log.snapshot().map((r) => r.zxid), expected());
+    }),
+    { numRuns: 300 },
+  );
+});
+
+test("a long run keeps at most the window plus the compaction slack in memory", () => {
+  const log = new RecentLog(0, [], 100);
+  for (let zxid = 1; zxid <= 50_000; zxid++) {
+    log.append(record(zxid));
+    log.applied(zxid);
+  }
+  const kept = log.snapshot().map((r) => r.zxid);
+  assert.equal(kept.length, 100);
+  assert.equal(kept[0], 49_901);
+  assert.ok((log as unknown as { records: unknown[] }).records.length <= 100 + 2 * 1024 + 2, "dead records are compacted away");
+});
