@@ -3,7 +3,8 @@
  * `corral server --config <file> [--field value ...]` runs one server;
  * `corral start` runs the local development server on 127.0.0.1:2181 with data under ./data;
  * `corral cluster` runs a cluster of server processes on 127.0.0.1 (src/cli/cluster.ts);
- * `corral health` checks that a server serves sessions (container health checks).
+ * `corral health` checks that a server serves sessions (container health checks);
+ * `corral shell` is the command-line client, ZooKeeper's zkCli.sh (src/cli/shell.ts).
  */
 import { ConfigError, loadConfig, type ServerConfig } from "../server/config.js";
 import { createLogger } from "../server/log.js";
@@ -22,7 +23,11 @@ const USAGE = `usage:
                                         one server process per member on 127.0.0.1, data under DIR/<id>
   corral health [--connect HOST:PORT] [--config FILE] [--timeout-ms 5000]
                                         exit 0 if the server answers exists("/"), else 1; without
-                                        --connect, the client port of the server CORRAL_* describes`;
+                                        --connect, the client port of the server CORRAL_* describes
+  corral shell [--connect HOST:PORT[,HOST:PORT...][/CHROOT]] [--timeout-ms 10000] [--] [COMMAND ARGS...]
+                                        the command-line client (zkCli): a prompt on a terminal, one
+                                        command a line from a pipe, or just COMMAND; "corral shell help"
+                                        lists the commands (ls, get, stat, create, set, delete, ...)`;
 
 function parseFlags(args: string[]): { config?: string; flags: Record<string, string> } {
   const flags: Record<string, string> = {};
@@ -102,6 +107,10 @@ async function main(argv: string[]): Promise<void> {
       }
       const { runHealth } = await import("./health.js");
       process.exit(await runHealth(parsed.config, parsed.flags, process.env));
+    }
+    case "shell": {
+      const { parseShellArgs, runShell } = await import("./shell.js");
+      process.exit(await runShell(parseShellArgs(rest)));
     }
     case undefined:
     case "help":

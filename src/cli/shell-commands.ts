@@ -1,0 +1,359 @@
+/**
+ * `corral shell`, parsing: splitting a command line into arguments, each command's options as
+ * ZooKeeper's zkCli reads them, `corral shell`'s own flags, tab completion. Pure; answers are
+ * formatted by src/cli/shell-format.ts and src/cli/shell.ts runs the commands against a `Client`.
+ */
+import type { CreateMode } from "../index.js";
+import { ConfigError } from "../server/config.js";
+
+export const DEFAULT_CONNECT_STRING = "127.0.0.1:2181";
+export const DEFAULT_TIMEOUT_MS = 10_000;
+
+/** A failure the shell words itself (not connected, no server answered): printed as its message. */
+export class ShellError extends Error {
+  constructor(
+    message: string,
+    /** The exit code when this ends the shell: 2 for a bad --connect string, 1 otherwise. */
+    readonly exitCode = 1,
+  ) {
+    super(message);
+    this.name = "ShellError";
+  }
+}
+
+/** Bad input to one shell command: the message says what and shows that command's usage. */
+export class ShellUsageError extends ShellError {
+  constructor(message: string) {
+    super(message);
+    this.name = "ShellUsageError";
+  }
+}
+
+// -------------------------------------------------------------------------------------------------
+// Splitting a line into arguments
+
+/**
+ * Splits a command line on blanks. Double quotes group ("a b"; inside them \" and \\ are the only
+ * escapes), single quotes group literally ('a "b"'), pieces next to each other join (a"b c" → ab c),
+ * "" is an empty argument. A line whose first non-blank character is # is a comment: no arguments.
+ */
+export function splitArgs(line: string): string[] {
+  const args: string[] = [];
+  let current = "";
+  let inArg = false;
+  let i = 0;
+  if (line.trimStart().startsWith("#")) return args;
+  while (i < line.length) {
+    const c = line[i]!;
+    if (c === " " || c === "\t" || c === "\r" || c === "\n") {
+      if (inArg) args.push(current);
+      current = "";
+      inArg = false;
+      i++;
+    } else if (c === '"' || c === "'") {
+      inArg = true;
+      i++;
+      for (;;) {
+        if (i >= line.length) throw new ShellUsageError(`unterminated ${c === '"' ? "double" : "single"} quote in: ${line}`);
+        const q = line[i]!;
+        if (q === c) break;
+        if (c === '"' && q === "\\" && (line[i + 1] === '"' || line[i + 1] === "\\")) {
+          current += line[i + 1];
+          i += 2;
+        } else {
+          current += q;
+          i++;
+        }
+      }
+      i++; // the closing quote
+    } else {
+      current += c;
+      inArg = true;
+      i++;
+    }
+  }
+  if (inArg) args.push(current);
+  return args;
+}
+
+// -------------------------------------------------------------------------------------------------
+// Commands
+
+export type ShellCommand =
+  | { name: "ls"; path: string; stat: boolean; watch: boolean; recursive: boolean }
+  | { name: "get"; path: string; stat: boolean; watch: boolean }
+  | { name: "stat"; path: string; watch: boolean }
+  | { name: "create"; path: string; data: string; mode: CreateMode; ttlMs: number | undefined }
+  | { name: "set"; path: string; data: string; stat: boolean; version: number }
+  | { name: "delete"; path: string; version: number }
+  | { name: "deleteall"; path: string }
+  | { name: "sync"; path: string }
+  | { name: "getAcl"; path: string; stat: boolean }
+  | { name: "close" }
+  | { name: "connect"; connectString: string | undefined }
+  | { name: "printwatches"; enabled: boolean | undefined }
+  | { name: "history" }
+  | { name: "help" }
+  | { name: "quit" };
+
+interface CommandSpec {
+  name: ShellCommand["name"];
+  /** The arguments as zkCli's help shows them. */
+  args: string;
+  /** Option letters without a value. */
+  flags: string;
+  /** Option letters followed by a value. */
+  valued: string;
+  positionalMin: number;
+  positionalMax: number;
+}
+
+const SPECS: readonly CommandSpec[] = [
+  { name: "ls", args: "[-s] [-w] [-R] path", flags: "swR", valued: "", positionalMin: 1, positionalMax: 1 },
+  { name: "get", args: "[-s] [-w] path", flags: "sw", valued: "", positionalMin: 1, positionalMax: 1 },
+  { name: "stat", args: "[-w] path", flags: "w", valued: "", positionalMin: 1, positionalMax: 1 },
+  { name: "create", args: "[-e] [-s] [-c] [-t ttl] path [data]", flags: "esc", valued: "t", positionalMin: 1, positionalMax: 2 },
+  { name: "set", args: "[-s] [-v version] path data", flags: "s", valued: "v", positionalMin: 2, positionalMax: 2 },
+  { name: "delete", args: "[-v version] path", flags: "", valued: "v", positionalMin: 1, positionalMax: 1 },
+  { name: "deleteall", args: "path", flags: "", valued: "", positionalMin: 1, positionalMax: 1 },
+  { name: "sync", args: "path", flags: "", valued: "", positionalMin: 1, positionalMax: 1 },
+  { name: "getAcl", args: "[-s] path", flags: "s", valued: "", positionalMin: 1, positionalMax: 1 },
+  { name: "close", args: "", flags: "", valued: "", positionalMin: 0, positionalMax: 0 },
+  { name: "connect", args: "[host:port[,host:port...][/chroot]]", flags: "", valued: "", positionalMin: 0, positionalMax: 1 },
+  { name: "printwatches", args: "on|off", flags: "", valued: "", positionalMin: 0, positionalMax: 1 },
+  { name: "history", args: "", flags: "", valued: "", positionalMin: 0, positionalMax: 0 },
+  { name: "help", args: "", flags: "", valued: "", positionalMin: 0, positionalMax: 0 },
+  { name: "quit", args: "", flags: "", valued: "", positionalMin: 0, positionalMax: 0 },
+];
+
+/** Lower-case name → spec; `exit` is `quit`. */
+const SPEC_BY_NAME = new Map(SPECS.map((spec) => [spec.name.toLowerCase(), spec]));
+SPEC_BY_NAME.set("exit", SPEC_BY_NAME.get("quit")!);
+
+/** Every command name, for tab completion. */
+export const COMMAND_NAMES: readonly string[] = [...SPECS.map((spec) => spec.name), "exit"];
+
+export function usageOf(spec: Pick<CommandSpec, "name" | "args">): string {
+  return spec.args === "" ? spec.name : `${spec.name} ${spec.args}`;
+}
+
+/** The `help` text (and what an unknown command prints). */
+export function helpText(): string {
+  return [
+    "corral shell [--connect host:port[,host:port...][/chroot]] [--timeout-ms MS] [cmd args]",
+    ...SPECS.map((spec) => `\t${usageOf(spec)}${spec.name === "quit" ? " (or exit)" : ""}`),
+    'Quote data that contains blanks: create /x "hello world". -- ends the options: set /x -- -data.',
+  ].join("\n");
+}
+
+interface ParsedOptions {
+  flags: Set<string>;
+  values: Map<string, string>;
+  positionals: string[];
+}
+
+/**
+ * Options as commons-cli's parser reads them for zkCli: anywhere among the arguments, bundled
+ * (-sw), a value separate or attached (-v 3, -v3); "--" ends them; "-" alone and "-5" are arguments.
+ */
+function parseOptions(args: readonly string[], spec: CommandSpec): ParsedOptions {
+  const parsed: ParsedOptions = { flags: new Set(), values: new Map(), positionals: [] };
+  let optionsEnded = false;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (!optionsEnded && arg === "--") {
+      optionsEnded = true;
+      continue;
+    }
+    if (optionsEnded || !/^-[A-Za-z]/.test(arg)) {
+      parsed.positionals.push(arg);
+      continue;
+    }
+    for (let j = 1; j < arg.length; j++) {
+      const letter = arg[j]!;
+      if (spec.flags.includes(letter)) {
+        parsed.flags.add(letter);
+      } else if (spec.valued.includes(letter)) {
+        const attached = arg.slice(j + 1);
+        const value = attached !== "" ? attached : args[++i];
+        if (value === undefined) throw usageError(spec, `Missing argument for option: ${letter}`);
+        parsed.values.set(letter, value);
+        break;
+      } else {
+        throw usageError(spec, `Unrecognized option: -${letter}`);
+      }
+    }
+  }
+  return parsed;
+}
+
+function usageError(spec: CommandSpec, reason: string): ShellUsageError {
+  return new ShellUsageError(`${reason}\nusage: ${usageOf(spec)}`);
+}
+
+function parseVersion(spec: CommandSpec, text: string | undefined): number {
+  if (text === undefined) return -1;
+  const version = /^-?[0-9]{1,10}$/.test(text) ? Number(text) : NaN;
+  if (!Number.isInteger(version) || version < -1 || version > 0x7fffffff) {
+    throw usageError(spec, `version must be an integer from -1 to ${0x7fffffff}, not ${JSON.stringify(text)}`);
+  }
+  return version;
+}
+
+function createMode(spec: CommandSpec, o: ParsedOptions): { mode: CreateMode; ttlMs: number | undefined } {
+  const ephemeral = o.flags.has("e");
+  const sequential = o.flags.has("s");
+  const container = o.flags.has("c");
+  const ttlText = o.values.get("t");
+  if (container && (ephemeral || sequential)) {
+    throw usageError(spec, "-c cannot be combined with -s or -e. Containers cannot be ephemeral or sequential.");
+  }
+  if (ttlText !== undefined) {
+    if (ephemeral) throw usageError(spec, "TTLs cannot be used with Ephemeral znodes");
+    if (container) throw usageError(spec, "TTLs cannot be used with Container znodes");
+    const ttlMs = /^[0-9]{1,16}$/.test(ttlText) ? Number(ttlText) : NaN;
+    if (!Number.isSafeInteger(ttlMs) || ttlMs < 1) throw usageError(spec, `ttl must be a positive number of ms, not ${JSON.stringify(ttlText)}`);
+    return { mode: sequential ? "persistent-sequential-with-ttl" : "persistent-with-ttl", ttlMs };
+  }
+  if (container) return { mode: "container", ttlMs: undefined };
+  const mode: CreateMode = ephemeral ? (sequential ? "ephemeral-sequential" : "ephemeral") : sequential ? "persistent-sequential" : "persistent";
+  return { mode, ttlMs: undefined };
+}
+
+/**
+ * Turns a split command line into a command. Throws ShellUsageError for an unknown command (with
+ * the whole help) or bad arguments (with that command's usage). Command names are matched
+ * case-insensitively (getacl works); an empty line is not a command (the caller skips it).
+ */
+export function parseCommand(args: readonly string[]): ShellCommand {
+  const [word, ...rest] = args;
+  if (word === undefined) throw new ShellUsageError("no command");
+  const spec = SPEC_BY_NAME.get(word.toLowerCase());
+  if (spec === undefined) throw new ShellUsageError(`Unknown command: ${word}\n${helpText()}`);
+  const o = parseOptions(rest, spec);
+  const n = o.positionals.length;
+  if (n < spec.positionalMin) throw usageError(spec, n === 0 && spec.args.endsWith("path") ? "missing path" : "missing arguments");
+  if (n > spec.positionalMax) {
+    const hint = spec.args.includes("data") ? " (quote data that contains blanks)" : "";
+    throw usageError(spec, `too many arguments${hint}`);
+  }
+  const path = o.positionals[0] ?? "";
+  const s = o.flags.has("s");
+  const w = o.flags.has("w");
+  switch (spec.name) {
+    case "ls":
+      return { name: "ls", path, stat: s, watch: w, recursive: o.flags.has("R") };
+    case "get":
+      return { name: "get", path, stat: s, watch: w };
+    case "stat":
+      return { name: "stat", path, watch: w };
+    case "create":
+      return { name: "create", path, data: o.positionals[1] ?? "", ...createMode(spec, o) };
+    case "set":
+      return { name: "set", path, data: o.positionals[1]!, stat: s, version: parseVersion(spec, o.values.get("v")) };
+    case "delete":
+      return { name: "delete", path, version: parseVersion(spec, o.values.get("v")) };
+    case "deleteall":
+      if (path === "/") throw usageError(spec, "deleteall cannot delete the root");
+      return { name: "deleteall", path };
+    case "sync":
+      return { name: "sync", path };
+    case "getAcl":
+      return { name: "getAcl", path, stat: s };
+    case "connect":
+      return { name: "connect", connectString: o.positionals[0] };
+    case "printwatches": {
+      const arg = o.positionals[0]?.toLowerCase();
+      if (arg !== undefined && arg !== "on" && arg !== "off") throw usageError(spec, `expected on or off, not ${JSON.stringify(o.positionals[0])}`);
+      return { name: "printwatches", enabled: arg === undefined ? undefined : arg === "on" };
+    }
+    case "close":
+    case "history":
+    case "help":
+    case "quit":
+      return { name: spec.name };
+  }
+}
+
+// -------------------------------------------------------------------------------------------------
+// Tab completion (interactive mode)
+
+/** The child path of `parent` named `name`. */
+export function childPath(parent: string, name: string): string {
+  return parent === "/" ? `/${name}` : `${parent}/${name}`;
+}
+
+/** Command names starting with `prefix`. */
+export function completeCommandName(prefix: string): string[] {
+  return COMMAND_NAMES.filter((name) => name.startsWith(prefix));
+}
+
+/**
+ * Where to look to complete a path being typed: "/app/wo" → children of "/app" starting with "wo".
+ * Undefined for anything that is not an absolute path.
+ */
+export function pathCompletionTarget(partial: string): { parent: string; prefix: string } | undefined {
+  if (!partial.startsWith("/")) return undefined;
+  const slash = partial.lastIndexOf("/");
+  return { parent: slash === 0 ? "/" : partial.slice(0, slash), prefix: partial.slice(slash + 1) };
+}
+
+// -------------------------------------------------------------------------------------------------
+// `corral shell` itself
+
+export interface ShellArgs {
+  connectString: string;
+  timeoutMs: number;
+  /** A command to run instead of reading stdin (one-command mode). */
+  command: string[] | undefined;
+  help: boolean;
+}
+
+/**
+ * `corral shell [--connect HOSTS] [--timeout-ms MS] [--] [cmd args...]`: the first argument that is
+ * not a flag (or everything after "--") is one command to run. A single command argument holding
+ * blanks is split as a shell line (corral shell -- "ls /"). Throws ConfigError (exit code 2).
+ */
+export function parseShellArgs(argv: readonly string[]): ShellArgs {
+  const parsed: ShellArgs = { connectString: DEFAULT_CONNECT_STRING, timeoutMs: DEFAULT_TIMEOUT_MS, command: undefined, help: false };
+  let i = 0;
+  for (; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === "--") {
+      i++;
+      break;
+    }
+    if (arg === "--help" || arg === "-h") {
+      parsed.help = true;
+      continue;
+    }
+    if (!arg.startsWith("-")) break;
+    if (!arg.startsWith("--")) throw new ConfigError(arg, "unknown option (shell takes --connect, --timeout-ms)");
+    const eq = arg.indexOf("=");
+    const name = eq < 0 ? arg.slice(2) : arg.slice(2, eq);
+    const value = eq < 0 ? argv[++i] : arg.slice(eq + 1);
+    if (name !== "connect" && name !== "timeout-ms") throw new ConfigError(name, "unknown option (shell takes --connect, --timeout-ms)");
+    if (value === undefined) throw new ConfigError(name, "missing value");
+    if (name === "connect") {
+      if (value.trim() === "") throw new ConfigError(name, "expected host:port[,host:port...][/chroot]");
+      parsed.connectString = value;
+    } else {
+      const timeoutMs = /^[0-9]{1,10}$/.test(value) ? Number(value) : NaN;
+      if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 0x7fffffff) {
+        throw new ConfigError(name, `expected a positive integer, got ${JSON.stringify(value)}`);
+      }
+      parsed.timeoutMs = timeoutMs;
+    }
+  }
+  const rest = argv.slice(i);
+  if (rest.length === 1 && /\s/.test(rest[0]!)) {
+    try {
+      parsed.command = splitArgs(rest[0]!);
+    } catch (error) {
+      throw new ConfigError("command", (error as Error).message);
+    }
+  } else if (rest.length > 0) {
+    parsed.command = [...rest];
+  }
+  return parsed;
+}

@@ -1,0 +1,161 @@
+/**
+ * `corral shell`, formatting: answers, watch events, the prompt and failures as ZooKeeper's zkCli
+ * prints them. Pure; src/cli/shell.ts writes what these return (text without the final newline).
+ */
+import { Perms, ZkError } from "../index.js";
+import type { Acl, ClientState, Stat, WatchedEvent } from "../index.js";
+import { ShellError } from "./shell-commands.js";
+
+/** Java's Long.toHexString with zkCli's 0x: 64-bit two's complement, lower case, no padding. */
+export function hex64(value: bigint): string {
+  return `0x${BigInt.asUintN(64, value).toString(16)}`;
+}
+
+const dateFormats = new Map<string, Intl.DateTimeFormat>();
+
+/** Java's Date.toString ("Thu Jan 01 00:00:00 UTC 1970") in `timeZone` (default: the local one). */
+export function formatJavaDate(ms: number, timeZone?: string): string {
+  const key = timeZone ?? "";
+  let format = dateFormats.get(key);
+  if (format === undefined) {
+    format = new Intl.DateTimeFormat("en-US", {
+      ...(timeZone === undefined ? {} : { timeZone }),
+      weekday: "short",
+      month: "short",
+      day: "2-digit",
+      hour: "2-digit",
+      minute: "2-digit",
+      second: "2-digit",
+      hourCycle: "h23",
+      year: "numeric",
+      timeZoneName: "short",
+    });
+    dateFormats.set(key, format);
+  }
+  const part: Record<string, string> = {};
+  for (const p of format.formatToParts(ms)) part[p.type] = p.value;
+  return `${part["weekday"]} ${part["month"]} ${part["day"]} ${part["hour"]}:${part["minute"]}:${part["second"]} ${part["timeZoneName"]} ${part["year"]}`;
+}
+
+/** zkCli's StatPrinter layout, one field a line. */
+export function formatStat(stat: Stat, timeZone?: string): string {
+  return [
+    `cZxid = ${hex64(stat.czxid)}`,
+    `ctime = ${formatJavaDate(stat.ctime, timeZone)}`,
+    `mZxid = ${hex64(stat.mzxid)}`,
+    `mtime = ${formatJavaDate(stat.mtime, timeZone)}`,
+    `pZxid = ${hex64(stat.pzxid)}`,
+    `cversion = ${stat.cversion}`,
+    `dataVersion = ${stat.version}`,
+    `aclVersion = ${stat.aversion}`,
+    `ephemeralOwner = ${hex64(stat.ephemeralOwner)}`,
+    `dataLength = ${stat.dataLength}`,
+    `numChildren = ${stat.numChildren}`,
+  ].join("\n");
+}
+
+/** `ls`: child names sorted, as zkCli prints a Java list: [a, b]. */
+export function formatChildren(children: readonly string[]): string {
+  return `[${[...children].sort().join(", ")}]`;
+}
+
+/** zkCli's getPermString: c d r w a. */
+export function permString(perms: number): string {
+  return (
+    (perms & Perms.CREATE ? "c" : "") +
+    (perms & Perms.DELETE ? "d" : "") +
+    (perms & Perms.READ ? "r" : "") +
+    (perms & Perms.WRITE ? "w" : "") +
+    (perms & Perms.ADMIN ? "a" : "")
+  );
+}
+
+/** `getAcl`: each entry as zkCli prints it ('world,'anyone then : cdrwa). */
+export function formatAcl(acl: readonly Acl[]): string {
+  return acl.map((entry) => `'${entry.id.scheme},'${entry.id.id}\n: ${permString(entry.perms)}`).join("\n");
+}
+
+const KEEPER_STATE: Record<ClientState, string> = {
+  connecting: "Disconnected",
+  connected: "SyncConnected",
+  reconnected: "SyncConnected",
+  disconnected: "Disconnected",
+  expired: "Expired",
+  closed: "Closed",
+};
+
+/** A watch firing, as zkCli's watcher prints it (a blank line, WATCHER::, a blank line, the event). */
+export function formatWatchedEvent(event: Pick<WatchedEvent, "type" | "path">): string {
+  return `\nWATCHER::\n\nWatchedEvent state:SyncConnected type:${event.type} path:${event.path}`;
+}
+
+/** A session state change, as zkCli prints its type:None events. */
+export function formatStateEvent(state: ClientState): string {
+  return `\nWATCHER::\n\nWatchedEvent state:${KEEPER_STATE[state]} type:None path:null`;
+}
+
+/** The connection state zkCli's prompt shows. */
+export function promptState(state: ClientState | undefined): "CONNECTING" | "CONNECTED" | "CLOSED" {
+  if (state === "connected" || state === "reconnected") return "CONNECTED";
+  if (state === "connecting" || state === "disconnected") return "CONNECTING";
+  return "CLOSED";
+}
+
+/** `[corral: 127.0.0.1:2181(CONNECTED) 0] ` */
+export function formatPrompt(connectString: string, state: ClientState | undefined, commandCount: number): string {
+  return `[corral: ${connectString}(${promptState(state)}) ${commandCount}] `;
+}
+
+/** UTF-8 text of a znode's data, as zkCli prints it (invalid bytes become U+FFFD). */
+export function formatData(data: Uint8Array): string {
+  return new TextDecoder().decode(data);
+}
+
+/**
+ * One line for a failed command, never a stack: zkCli's wording for the codes it names
+ * (Node does not exist: /x, …), `<CODE>: <path>` for the rest, the SDK's reason where it gave one
+ * (an invalid path, a connect timeout).
+ */
+export function describeError(err: unknown): string {
+  if (err instanceof ShellError) return err.message;
+  if (!(err instanceof ZkError)) return err instanceof Error ? `error: ${err.message}` : `error: ${String(err)}`;
+  const path = err.path;
+  const generic = err.message === err.code || (path !== undefined && err.message === `${err.code}: ${path}`);
+  if (path !== undefined) {
+    switch (err.code) {
+      case "NONODE":
+        return `Node does not exist: ${path}`;
+      case "NODEEXISTS":
+        return `Node already exists: ${path}`;
+      case "NOTEMPTY":
+        return `Node not empty: ${path}`;
+      case "BADVERSION":
+        return `version No is not valid : ${path}`;
+      case "NOCHILDRENFOREPHEMERALS":
+        return `Ephemerals cannot have children: ${path}`;
+      case "INVALIDACL":
+        return `Acl is not valid : ${path}`;
+      case "NOAUTH":
+        return `Insufficient permission : ${path}`;
+      case "NOTREADONLY":
+        return `Not a read-only call: ${path}`;
+      case "BADARGUMENTS":
+        return generic ? `Argument error : ${path}` : err.message;
+      default:
+        return `${err.code}: ${path}`;
+    }
+  }
+  return generic || err.message.startsWith(`${err.code}:`) ? err.message : `${err.code}: ${err.message}`;
+}
+
+/** Why `Client.connect(connectString)` failed, for someone who just typed `corral shell`. */
+export function describeConnectFailure(connectString: string, timeoutMs: number, err: unknown): string {
+  if (err instanceof ZkError && err.code === "CONNECTIONLOSS") {
+    return (
+      `Unable to connect to ${connectString}: no server accepted a session within ${timeoutMs} ms.\n` +
+      `Is a corral server running there? (npm start runs a three-voter cluster on 127.0.0.1:2181-2183)`
+    );
+  }
+  if (err instanceof ZkError && err.code === "BADARGUMENTS") return err.message;
+  return `Unable to connect to ${connectString}: ${describeError(err)}`;
+}

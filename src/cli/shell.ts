@@ -1,0 +1,433 @@
+/**
+ * `corral shell`: ZooKeeper's zkCli.sh for corral, on the public SDK only. Three ways to run it:
+ * interactive (stdin is a TTY: a prompt, history, tab completion of commands and paths), a script
+ * (stdin is not a TTY: one command a line, in order) and one command (`corral shell -- ls /`).
+ * Answers go to stdout, failures to stderr, in zkCli's words; parsing lives in
+ * src/cli/shell-commands.ts, formatting in src/cli/shell-format.ts.
+ */
+import { createInterface, clearLine, cursorTo, type Interface } from "node:readline";
+import { Client, ZkError } from "../index.js";
+import type { ClientState, Watcher } from "../index.js";
+import {
+  ShellError,
+  childPath,
+  completeCommandName,
+  helpText,
+  parseCommand,
+  pathCompletionTarget,
+  splitArgs,
+  type ShellArgs,
+  type ShellCommand,
+} from "./shell-commands.js";
+import {
+  describeConnectFailure,
+  describeError,
+  formatAcl,
+  formatChildren,
+  formatData,
+  formatPrompt,
+  formatStat,
+  formatStateEvent,
+  formatWatchedEvent,
+} from "./shell-format.js";
+
+export { parseShellArgs } from "./shell-commands.js";
+
+/** A close that hangs (server gone) must not hang the shell. */
+const CLOSE_WAIT_MS_MAX = 1_000;
+/** Commands remembered for `history` and the arrow keys. */
+const HISTORY_SIZE = 1_000;
+/** `history` prints this many of the latest commands, as zkCli does. */
+const HISTORY_PRINTED = 11;
+/** Script lines read ahead of the command running; stdin is paused beyond this. */
+const PENDING_LINES_MAX = 1_000;
+
+/** Where the shell writes. Every text is one or more lines without the final newline. */
+interface ShellOutput {
+  /** A command's answer (stdout). */
+  out(text: string): void;
+  /** A command's failure (stderr). */
+  err(text: string): void;
+  /** Something that happened on its own: a watch fired, the session changed state (stdout). */
+  notify(text: string): void;
+  /** The connection state the prompt shows changed. */
+  stateChanged(): void;
+}
+
+/** One shell's session and settings; runs parsed commands. */
+class ShellSession {
+  private client: Client | undefined;
+  private target: string;
+  private printWatches = true;
+  private commandCount = 0;
+  private readonly history: { number: number; line: string }[] = [];
+  /** One function for every watch: the SDK fires it once per path and kind, as zkCli's default watcher. */
+  private readonly watcher: Watcher = (event) => {
+    if (this.printWatches) this.output.notify(formatWatchedEvent(event));
+  };
+
+  constructor(
+    private readonly output: ShellOutput,
+    private readonly timeoutMs: number,
+    connectString: string,
+    private readonly interactive: boolean,
+  ) {
+    this.target = connectString;
+  }
+
+  get connected(): Client | undefined {
+    return this.client?.state === "connected" || this.client?.state === "reconnected" ? this.client : undefined;
+  }
+
+  prompt(): string {
+    return formatPrompt(this.target, this.client?.state, this.commandCount);
+  }
+
+  /** Runs one input line; resolves with whether it succeeded and whether it asked to quit. */
+  async runLine(line: string): Promise<{ ok: boolean; quit: boolean }> {
+    let args: string[];
+    try {
+      args = splitArgs(line);
+    } catch (error) {
+      this.output.err(describeError(error));
+      return { ok: false, quit: false };
+    }
+    if (args.length === 0) return { ok: true, quit: false };
+    this.remember(line.trim());
+    return this.runArgs(args);
+  }
+
+  /** Runs one command given as arguments (one-command mode, or a split line). */
+  async runArgs(args: string[]): Promise<{ ok: boolean; quit: boolean }> {
+    try {
+      const command = parseCommand(args);
+      if (command.name === "quit") return { ok: true, quit: true };
+      await this.run(command);
+      return { ok: true, quit: false };
+    } catch (error) {
+      this.output.err(describeError(error));
+      return { ok: false, quit: false };
+    }
+  }
+
+  /** Connects to `connectString`, closing the current session first. Throws ShellError. */
+  async connect(connectString: string): Promise<void> {
+    await this.close();
+    this.target = connectString;
+    let client: Client;
+    try {
+      client = await Client.connect(connectString, { connectTimeoutMs: this.timeoutMs });
+    } catch (error) {
+      this.output.stateChanged();
+      const badConnectString = error instanceof ZkError && error.code === "BADARGUMENTS";
+      throw new ShellError(describeConnectFailure(connectString, this.timeoutMs, error), badConnectString ? 2 : 1);
+    }
+    client.on("state", (state: ClientState) => {
+      if (this.client !== client) return;
+      this.output.stateChanged();
+      if (this.printWatches) this.output.notify(formatStateEvent(state));
+      if (state === "expired") this.output.notify("Session expired: its ephemeral nodes and watches are gone; connect starts a new session");
+    });
+    this.client = client;
+    this.output.stateChanged();
+    if (this.interactive && this.printWatches) this.output.notify(formatStateEvent("connected"));
+  }
+
+  /** Ends the session (its ephemerals go with it); never throws, never waits long. */
+  async close(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    if (client === undefined) return;
+    this.output.stateChanged();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([client.close(), new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_WAIT_MS_MAX)))]);
+    clearTimeout(timer);
+  }
+
+  private remember(line: string): void {
+    this.history.push({ number: this.commandCount++, line });
+    if (this.history.length > HISTORY_SIZE) this.history.shift();
+  }
+
+  private session(): Client {
+    if (this.client === undefined) throw new ShellError(`Not connected: connect [host:port] opens a session (last: ${this.target})`);
+    return this.client;
+  }
+
+  private async run(command: Exclude<ShellCommand, { name: "quit" }>): Promise<void> {
+    const out = (text: string) => this.output.out(text);
+    const watch = (on: boolean) => (on ? { watch: this.watcher } : {});
+    switch (command.name) {
+      case "help":
+        return out(helpText());
+      case "history":
+        for (const entry of this.history.slice(-HISTORY_PRINTED)) out(`${entry.number} - ${entry.line}`);
+        return;
+      case "printwatches":
+        if (command.enabled === undefined) return out(`printwatches is ${this.printWatches ? "on" : "off"}`);
+        this.printWatches = command.enabled;
+        return;
+      case "close":
+        return this.close();
+      case "connect":
+        return this.connect(command.connectString ?? this.target);
+    }
+    const zk = this.session();
+    switch (command.name) {
+      case "ls": {
+        if (command.recursive) return this.listRecursive(zk, command.path, command.watch);
+        const { children, stat } = await zk.getChildrenWithStat(command.path, watch(command.watch));
+        out(formatChildren(children));
+        if (command.stat) out(formatStat(stat));
+        return;
+      }
+      case "get": {
+        const { data, stat } = await zk.getData(command.path, watch(command.watch));
+        out(formatData(data));
+        if (command.stat) out(formatStat(stat));
+        return;
+      }
+      case "stat": {
+        const stat = await zk.exists(command.path, watch(command.watch));
+        if (stat === null) throw new ZkError("NONODE", undefined, command.path);
+        return out(formatStat(stat));
+      }
+      case "create": {
+        const created = await zk.create(command.path, command.data, {
+          mode: command.mode,
+          ...(command.ttlMs === undefined ? {} : { ttlMs: command.ttlMs }),
+        });
+        return out(`Created ${created}`);
+      }
+      case "set": {
+        const stat = await zk.setData(command.path, command.data, { version: command.version });
+        if (command.stat) out(formatStat(stat));
+        return;
+      }
+      case "delete":
+        return zk.delete(command.path, { version: command.version });
+      case "deleteall":
+        return this.deleteAll(zk, command.path);
+      case "sync":
+        await zk.sync(command.path);
+        return out("Sync is OK");
+      case "getAcl": {
+        const { acl, stat } = await zk.getAcl(command.path);
+        out(formatAcl(acl));
+        if (command.stat) out(formatStat(stat));
+        return;
+      }
+    }
+  }
+
+  /** `ls -R`: the path and every descendant, depth first, children in name order (zkCli's visitSubTreeDFS). */
+  private async listRecursive(zk: Client, path: string, watch: boolean): Promise<void> {
+    const stack = [path];
+    while (stack.length > 0) {
+      const next = stack.pop()!;
+      let children: string[];
+      try {
+        children = await zk.getChildren(next, watch ? { watch: this.watcher } : {});
+      } catch (error) {
+        // A descendant deleted while we walk is simply not listed.
+        if (next !== path && error instanceof ZkError && error.code === "NONODE") continue;
+        throw error;
+      }
+      this.output.out(next);
+      for (const child of children.sort().reverse()) stack.push(childPath(next, child));
+    }
+  }
+
+  /** `deleteall`: every descendant, deepest first, then the node (zkCli's ZKUtil.deleteRecursive). */
+  private async deleteAll(zk: Client, path: string): Promise<void> {
+    const tree = [path];
+    for (let i = 0; i < tree.length; i++) {
+      try {
+        for (const child of await zk.getChildren(tree[i]!)) tree.push(childPath(tree[i]!, child));
+      } catch (error) {
+        if (i > 0 && error instanceof ZkError && error.code === "NONODE") continue;
+        throw error;
+      }
+    }
+    for (let i = tree.length - 1; i >= 0; i--) {
+      try {
+        await zk.delete(tree[i]!);
+      } catch (error) {
+        // Someone else deleted it meanwhile: the goal is reached for that node.
+        if (i > 0 && error instanceof ZkError && error.code === "NONODE") continue;
+        throw error;
+      }
+    }
+  }
+}
+
+function plainOutput(): ShellOutput {
+  return {
+    out: (text) => void process.stdout.write(`${text}\n`),
+    err: (text) => void process.stderr.write(`${text}\n`),
+    notify: (text) => void process.stdout.write(`${text}\n`),
+    stateChanged: () => undefined,
+  };
+}
+
+/** Lines from stdin, one at a time, with at most PENDING_LINES_MAX read ahead. */
+function lineReader(rl: Interface): () => Promise<string | undefined> {
+  const pending: string[] = [];
+  let ended = false;
+  let wake: (() => void) | undefined;
+  rl.on("line", (line) => {
+    pending.push(line);
+    if (pending.length >= PENDING_LINES_MAX) rl.pause();
+    wake?.();
+  });
+  rl.on("close", () => {
+    ended = true;
+    wake?.();
+  });
+  return async () => {
+    while (pending.length === 0 && !ended) await new Promise<void>((resolve) => (wake = resolve));
+    wake = undefined;
+    const line = pending.shift();
+    if (pending.length < PENDING_LINES_MAX / 2 && !ended) rl.resume();
+    return line;
+  };
+}
+
+/** Script mode: every line of stdin in order; exit 1 if any command failed. */
+async function runScript(session: ShellSession): Promise<number> {
+  const rl = createInterface({ input: process.stdin, terminal: false });
+  const next = lineReader(rl);
+  let failed = false;
+  for (let line = await next(); line !== undefined; line = await next()) {
+    const { ok, quit } = await session.runLine(line);
+    if (!ok) failed = true;
+    if (quit) break;
+  }
+  rl.close();
+  return failed ? 1 : 0;
+}
+
+/** Interactive mode: a prompt showing the connection state, history, tab completion, Ctrl-C / Ctrl-D to leave. */
+async function runInteractive(args: ShellArgs): Promise<number> {
+  let busy = true;
+  let rl: Interface | undefined;
+  // Line editing only when stdout is a terminal too (`corral shell > log` still prompts).
+  const terminal = process.stdout.isTTY === true;
+  const clearPromptLine = () => {
+    if (!terminal) return;
+    clearLine(process.stdout, 0);
+    cursorTo(process.stdout, 0);
+  };
+  const redraw = () => {
+    if (rl === undefined) return;
+    rl.setPrompt(session.prompt());
+    if (!busy) {
+      clearPromptLine();
+      rl.prompt(true);
+    }
+  };
+  const output: ShellOutput = {
+    ...plainOutput(),
+    notify: (text) => {
+      if (rl !== undefined && !busy) clearPromptLine();
+      process.stdout.write(`${text}\n`);
+      if (!busy) redraw();
+    },
+    stateChanged: redraw,
+  };
+  const session = new ShellSession(output, args.timeoutMs, args.connectString, true);
+  process.stdout.write(`Connecting to ${args.connectString}\n`);
+  try {
+    await session.connect(args.connectString);
+  } catch (error) {
+    process.stderr.write(`${describeError(error)}\n`);
+    return error instanceof ShellError ? error.exitCode : 1;
+  }
+  process.stdout.write(`Welcome to corral! Type help for the commands, quit (or Ctrl-D) to leave.\n`);
+
+  rl = createInterface({
+    input: process.stdin,
+    output: process.stdout,
+    terminal,
+    historySize: HISTORY_SIZE,
+    removeHistoryDuplicates: true,
+    completer: (line: string, callback: (error: null, result: [string[], string]) => void) => {
+      const words = line.trimStart().split(/\s+/);
+      const last = words[words.length - 1] ?? "";
+      if (words.length <= 1) return callback(null, [completeCommandName(last), last]);
+      const target = pathCompletionTarget(last);
+      const zk = session.connected;
+      if (target === undefined || zk === undefined) return callback(null, [[], last]);
+      zk.getChildren(target.parent).then(
+        (children) => callback(null, [children.filter((c) => c.startsWith(target.prefix)).sort().map((c) => childPath(target.parent, c)), last]),
+        () => callback(null, [[], last]),
+      );
+    },
+  });
+  const reader = rl;
+  const next = lineReader(reader);
+  reader.on("SIGINT", () => {
+    if (reader.line !== "" && !busy) {
+      // Ctrl-C on a half-typed line drops the line, as a shell does.
+      reader.write(null, { ctrl: true, name: "e" });
+      reader.write(null, { ctrl: true, name: "u" });
+      return;
+    }
+    reader.close();
+  });
+  for (;;) {
+    busy = false;
+    redraw();
+    const line = await next();
+    busy = true;
+    if (line === undefined) {
+      process.stdout.write("\n"); // Ctrl-D or Ctrl-C left the cursor after the prompt
+      break;
+    }
+    const { quit } = await session.runLine(line);
+    if (quit) break;
+  }
+  reader.close();
+  await session.close();
+  return 0;
+}
+
+/** The `corral shell` command; answers the process exit code. */
+export async function runShell(args: ShellArgs): Promise<number> {
+  if (args.help) {
+    process.stdout.write(`${helpText()}\n`);
+    return 0;
+  }
+  // `corral shell ... | head`: a closed stdout ends the shell quietly.
+  process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+    if (error.code === "EPIPE") process.exit(0);
+    throw error;
+  });
+  if (args.command === undefined && process.stdin.isTTY === true) return runInteractive(args);
+
+  if (args.command !== undefined) {
+    // A mistyped command or `help` needs no server.
+    let command: ShellCommand;
+    try {
+      command = parseCommand(args.command);
+    } catch (error) {
+      process.stderr.write(`${describeError(error)}\n`);
+      return 1;
+    }
+    if (command.name === "help") process.stdout.write(`${helpText()}\n`);
+    if (command.name === "help" || command.name === "quit") return 0;
+  }
+  const session = new ShellSession(plainOutput(), args.timeoutMs, args.connectString, false);
+  try {
+    await session.connect(args.connectString);
+  } catch (error) {
+    process.stderr.write(`${describeError(error)}\n`);
+    return error instanceof ShellError ? error.exitCode : 1;
+  }
+  try {
+    if (args.command !== undefined) return (await session.runArgs(args.command)).ok ? 0 : 1;
+    return await runScript(session);
+  } finally {
+    await session.close();
+  }
+}

@@ -1,0 +1,323 @@
+/** `corral shell`'s pure modules: argument splitting, command parsing, zkCli's output formats, error wording. */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import {
+  ShellError,
+  ShellUsageError,
+  childPath,
+  completeCommandName,
+  parseCommand,
+  parseShellArgs,
+  pathCompletionTarget,
+  splitArgs,
+  type ShellCommand,
+} from "../../src/cli/shell-commands.js";
+import {
+  describeConnectFailure,
+  describeError,
+  formatAcl,
+  formatChildren,
+  formatData,
+  formatJavaDate,
+  formatPrompt,
+  formatStat,
+  formatStateEvent,
+  formatWatchedEvent,
+  hex64,
+  permString,
+} from "../../src/cli/shell-format.js";
+import { Perms, ZkError, type Stat } from "../../src/index.js";
+import { ConfigError } from "../../src/server/config.js";
+
+test("splitArgs splits on blanks and groups quoted text", () => {
+  const rows: [string, string[]][] = [
+    ["", []],
+    ["   ", []],
+    ["ls /", ["ls", "/"]],
+    ["  ls\t-s   /a  ", ["ls", "-s", "/a"]],
+    ['create /x "hello world"', ["create", "/x", "hello world"]],
+    ["create /x 'hello world'", ["create", "/x", "hello world"]],
+    ['set /x ""', ["set", "/x", ""]],
+    ["set /x ''", ["set", "/x", ""]],
+    ['set /x "say \\"hi\\""', ["set", "/x", 'say "hi"']],
+    ['set /x "back\\\\slash"', ["set", "/x", "back\\slash"]],
+    ['set /x "a\\nb"', ["set", "/x", "a\\nb"]],
+    ["set /x 'no \\\" escapes'", ["set", "/x", 'no \\" escapes']],
+    ['set /x \'{"json": 1}\'', ["set", "/x", '{"json": 1}']],
+    ['set /x a"b c"d', ["set", "/x", "ab cd"]],
+    ["set /x back\\slash", ["set", "/x", "back\\slash"]],
+    ["# a comment", []],
+    ["   # an indented comment", []],
+    ["get /x # not a comment mid-line", ["get", "/x", "#", "not", "a", "comment", "mid-line"]],
+    ["ls /\r", ["ls", "/"]],
+  ];
+  for (const [line, args] of rows) assert.deepEqual(splitArgs(line), args, line);
+});
+
+test("splitArgs rejects an unterminated quote", () => {
+  for (const line of ['create /x "hello', "create /x 'hello", 'set /x "ends with \\"']) {
+    assert.throws(() => splitArgs(line), (err: unknown) => err instanceof ShellUsageError && /unterminated/.test(err.message), line);
+  }
+});
+
+test("parseCommand reads zkCli's options, bundled or apart, before or after the path", () => {
+  const rows: [string, ShellCommand][] = [
+    ["ls /", { name: "ls", path: "/", stat: false, watch: false, recursive: false }],
+    ["ls -s -w /a", { name: "ls", path: "/a", stat: true, watch: true, recursive: false }],
+    ["ls -swR /a", { name: "ls", path: "/a", stat: true, watch: true, recursive: true }],
+    ["ls /a -R", { name: "ls", path: "/a", stat: false, watch: false, recursive: true }],
+    ["get /a", { name: "get", path: "/a", stat: false, watch: false }],
+    ["get -s -w /a", { name: "get", path: "/a", stat: true, watch: true }],
+    ["stat -w /a", { name: "stat", path: "/a", watch: true }],
+    ["create /a", { name: "create", path: "/a", data: "", mode: "persistent", ttlMs: undefined }],
+    ['create /a "x y"', { name: "create", path: "/a", data: "x y", mode: "persistent", ttlMs: undefined }],
+    ["create -e /a", { name: "create", path: "/a", data: "", mode: "ephemeral", ttlMs: undefined }],
+    ["create -s /a- d", { name: "create", path: "/a-", data: "d", mode: "persistent-sequential", ttlMs: undefined }],
+    ["create -e -s /a-", { name: "create", path: "/a-", data: "", mode: "ephemeral-sequential", ttlMs: undefined }],
+    ["create -es /a-", { name: "create", path: "/a-", data: "", mode: "ephemeral-sequential", ttlMs: undefined }],
+    ["create -c /a", { name: "create", path: "/a", data: "", mode: "container", ttlMs: undefined }],
+    ["create -t 5000 /a", { name: "create", path: "/a", data: "", mode: "persistent-with-ttl", ttlMs: 5000 }],
+    ["create -s -t5000 /a", { name: "create", path: "/a", data: "", mode: "persistent-sequential-with-ttl", ttlMs: 5000 }],
+    ["create /a -- -data", { name: "create", path: "/a", data: "-data", mode: "persistent", ttlMs: undefined }],
+    ["set /a v", { name: "set", path: "/a", data: "v", stat: false, version: -1 }],
+    ["set -s -v 3 /a v", { name: "set", path: "/a", data: "v", stat: true, version: 3 }],
+    ["set -v3 /a v", { name: "set", path: "/a", data: "v", stat: false, version: 3 }],
+    ["set -v -1 /a v", { name: "set", path: "/a", data: "v", stat: false, version: -1 }],
+    ["set /a -5", { name: "set", path: "/a", data: "-5", stat: false, version: -1 }],
+    ["set /a -", { name: "set", path: "/a", data: "-", stat: false, version: -1 }],
+    ["delete /a", { name: "delete", path: "/a", version: -1 }],
+    ["delete -v 0 /a", { name: "delete", path: "/a", version: 0 }],
+    ["deleteall /a", { name: "deleteall", path: "/a" }],
+    ["sync /a", { name: "sync", path: "/a" }],
+    ["getAcl /a", { name: "getAcl", path: "/a", stat: false }],
+    ["getacl -s /a", { name: "getAcl", path: "/a", stat: true }],
+    ["close", { name: "close" }],
+    ["connect", { name: "connect", connectString: undefined }],
+    ["connect 10.0.0.1:2181,10.0.0.2:2181/app", { name: "connect", connectString: "10.0.0.1:2181,10.0.0.2:2181/app" }],
+    ["printwatches", { name: "printwatches", enabled: undefined }],
+    ["printwatches on", { name: "printwatches", enabled: true }],
+    ["printwatches OFF", { name: "printwatches", enabled: false }],
+    ["history", { name: "history" }],
+    ["help", { name: "help" }],
+    ["quit", { name: "quit" }],
+    ["exit", { name: "quit" }],
+    ["LS /", { name: "ls", path: "/", stat: false, watch: false, recursive: false }],
+  ];
+  for (const [line, command] of rows) assert.deepEqual(parseCommand(splitArgs(line)), command, line);
+});
+
+test("bad arguments print the reason and that command's usage", () => {
+  const rows: [string, string][] = [
+    ["get", "missing path\nusage: get [-s] [-w] path"],
+    ["ls", "missing path\nusage: ls [-s] [-w] [-R] path"],
+    ["get -x /a", "Unrecognized option: -x\nusage: get [-s] [-w] path"],
+    ["stat -s /a", "Unrecognized option: -s\nusage: stat [-w] path"],
+    ["set /a", "missing arguments\nusage: set [-s] [-v version] path data"],
+    ["set /a x y", "too many arguments (quote data that contains blanks)\nusage: set [-s] [-v version] path data"],
+    ["create /a hello world", "too many arguments (quote data that contains blanks)\nusage: create [-e] [-s] [-c] [-t ttl] path [data]"],
+    ["delete /a /b", "too many arguments\nusage: delete [-v version] path"],
+    ["delete -v", "Missing argument for option: v\nusage: delete [-v version] path"],
+    ["delete -v x /a", 'version must be an integer from -1 to 2147483647, not "x"\nusage: delete [-v version] path'],
+    ["delete -v -2 /a", 'version must be an integer from -1 to 2147483647, not "-2"\nusage: delete [-v version] path'],
+    ["set -v 2147483648 /a v", 'version must be an integer from -1 to 2147483647, not "2147483648"\nusage: set [-s] [-v version] path data'],
+    ["create -e -t 10 /a", "TTLs cannot be used with Ephemeral znodes\nusage: create [-e] [-s] [-c] [-t ttl] path [data]"],
+    ["create -c -t 10 /a", "TTLs cannot be used with Container znodes\nusage: create [-e] [-s] [-c] [-t ttl] path [data]"],
+    ["create -c -s /a", "-c cannot be combined with -s or -e. Containers cannot be ephemeral or sequential.\nusage: create [-e] [-s] [-c] [-t ttl] path [data]"],
+    ["create -t 0 /a", 'ttl must be a positive number of ms, not "0"\nusage: create [-e] [-s] [-c] [-t ttl] path [data]'],
+    ["deleteall /", "deleteall cannot delete the root\nusage: deleteall path"],
+    ["printwatches maybe", 'expected on or off, not "maybe"\nusage: printwatches on|off'],
+    ["close now", "too many arguments\nusage: close"],
+  ];
+  for (const [line, message] of rows) {
+    assert.throws(() => parseCommand(splitArgs(line)), (err: unknown) => err instanceof ShellUsageError && err.message === message, line);
+  }
+});
+
+test("an unknown command prints every command's usage", () => {
+  assert.throws(
+    () => parseCommand(["frob", "/a"]),
+    (err: unknown) =>
+      err instanceof ShellUsageError &&
+      err.message.startsWith("Unknown command: frob\ncorral shell ") &&
+      err.message.includes("\n\tget [-s] [-w] path\n") &&
+      err.message.includes("\n\tcreate [-e] [-s] [-c] [-t ttl] path [data]\n"),
+  );
+});
+
+test("zxids and session ids print as Java's Long.toHexString", () => {
+  const rows: [bigint, string][] = [
+    [0n, "0x0"],
+    [255n, "0xff"],
+    [(5n << 32n) | 7n, "0x500000007"],
+    [0x1a20244816f0004n, "0x1a20244816f0004"],
+    [-1n, "0xffffffffffffffff"],
+  ];
+  for (const [value, text] of rows) assert.equal(hex64(value), text);
+});
+
+test("times print as Java's Date.toString", () => {
+  assert.equal(formatJavaDate(0, "UTC"), "Thu Jan 01 00:00:00 UTC 1970");
+  assert.equal(formatJavaDate(Date.UTC(2024, 1, 29, 23, 5, 9), "UTC"), "Thu Feb 29 23:05:09 UTC 2024");
+  assert.equal(formatJavaDate(Date.UTC(2025, 11, 7, 0, 0, 0), "UTC"), "Sun Dec 07 00:00:00 UTC 2025");
+});
+
+test("a Stat prints in zkCli's field order and wording", () => {
+  const stat: Stat = {
+    czxid: 0x100000002n,
+    mzxid: 0x100000005n,
+    pzxid: 0x100000003n,
+    ctime: Date.UTC(2024, 0, 2, 3, 4, 5),
+    mtime: Date.UTC(2024, 0, 2, 3, 4, 6),
+    version: 2,
+    cversion: 1,
+    aversion: 0,
+    ephemeralOwner: 0x1a20244816f0004n,
+    dataLength: 11,
+    numChildren: 1,
+  };
+  assert.equal(
+    formatStat(stat, "UTC"),
+    [
+      "cZxid = 0x100000002",
+      "ctime = Tue Jan 02 03:04:05 UTC 2024",
+      "mZxid = 0x100000005",
+      "mtime = Tue Jan 02 03:04:06 UTC 2024",
+      "pZxid = 0x100000003",
+      "cversion = 1",
+      "dataVersion = 2",
+      "aclVersion = 0",
+      "ephemeralOwner = 0x1a20244816f0004",
+      "dataLength = 11",
+      "numChildren = 1",
+    ].join("\n"),
+  );
+});
+
+test("children print sorted as a Java list", () => {
+  assert.equal(formatChildren([]), "[]");
+  assert.equal(formatChildren(["b", "a", "seq-0000000010", "seq-0000000002"]), "[a, b, seq-0000000002, seq-0000000010]");
+  assert.equal(childPath("/", "a"), "/a");
+  assert.equal(childPath("/a", "b"), "/a/b");
+});
+
+test("ACLs print as zkCli's getAcl does", () => {
+  assert.equal(permString(Perms.ALL), "cdrwa");
+  assert.equal(permString(Perms.READ | Perms.WRITE), "rw");
+  assert.equal(permString(0), "");
+  assert.equal(
+    formatAcl([
+      { perms: Perms.ALL, id: { scheme: "world", id: "anyone" } },
+      { perms: Perms.READ, id: { scheme: "ip", id: "10.0.0.1" } },
+    ]),
+    "'world,'anyone\n: cdrwa\n'ip,'10.0.0.1\n: r",
+  );
+});
+
+test("watch events and session changes print as zkCli's watcher does", () => {
+  assert.equal(
+    formatWatchedEvent({ type: "NodeDataChanged", path: "/x" }),
+    "\nWATCHER::\n\nWatchedEvent state:SyncConnected type:NodeDataChanged path:/x",
+  );
+  assert.equal(formatWatchedEvent({ type: "NodeChildrenChanged", path: "/" }).split("\n").at(-1), "WatchedEvent state:SyncConnected type:NodeChildrenChanged path:/");
+  const rows: [Parameters<typeof formatStateEvent>[0], string][] = [
+    ["connected", "SyncConnected"],
+    ["reconnected", "SyncConnected"],
+    ["disconnected", "Disconnected"],
+    ["expired", "Expired"],
+    ["closed", "Closed"],
+  ];
+  for (const [state, keeperState] of rows) {
+    assert.equal(formatStateEvent(state), `\nWATCHER::\n\nWatchedEvent state:${keeperState} type:None path:null`);
+  }
+});
+
+test("the prompt shows the connect string, the connection state and the command count", () => {
+  assert.equal(formatPrompt("127.0.0.1:2181", "connected", 0), "[corral: 127.0.0.1:2181(CONNECTED) 0] ");
+  assert.equal(formatPrompt("h1:1,h2:2/app", "reconnected", 7), "[corral: h1:1,h2:2/app(CONNECTED) 7] ");
+  assert.equal(formatPrompt("h:1", "disconnected", 3), "[corral: h:1(CONNECTING) 3] ");
+  assert.equal(formatPrompt("h:1", "expired", 3), "[corral: h:1(CLOSED) 3] ");
+  assert.equal(formatPrompt("h:1", undefined, 3), "[corral: h:1(CLOSED) 3] ");
+});
+
+test("data prints as UTF-8 text", () => {
+  assert.equal(formatData(new TextEncoder().encode("héllo wörld")), "héllo wörld");
+  assert.equal(formatData(new Uint8Array(0)), "");
+});
+
+test("errors print in zkCli's words, never as a stack", () => {
+  const rows: [unknown, string][] = [
+    [new ZkError("NONODE", undefined, "/x"), "Node does not exist: /x"],
+    [new ZkError("NODEEXISTS", undefined, "/x"), "Node already exists: /x"],
+    [new ZkError("BADVERSION", undefined, "/x"), "version No is not valid : /x"],
+    [new ZkError("NOTEMPTY", undefined, "/x"), "Node not empty: /x"],
+    [new ZkError("NOCHILDRENFOREPHEMERALS", undefined, "/e/c"), "Ephemerals cannot have children: /e/c"],
+    [new ZkError("NOAUTH", undefined, "/x"), "Insufficient permission : /x"],
+    [new ZkError("INVALIDACL", undefined, "/x"), "Acl is not valid : /x"],
+    [new ZkError("BADARGUMENTS", undefined, "/x"), "Argument error : /x"],
+    [new ZkError("BADARGUMENTS", 'invalid path "x": path must start with /', "x"), 'invalid path "x": path must start with /'],
+    [new ZkError("UNIMPLEMENTED", undefined, "/ttl"), "UNIMPLEMENTED: /ttl"],
+    [new ZkError("CONNECTIONLOSS", "CONNECTIONLOSS: not connected", "/x"), "CONNECTIONLOSS: /x"],
+    [new ZkError("SESSIONEXPIRED", "SESSIONEXPIRED: session expired", "/x"), "SESSIONEXPIRED: /x"],
+    [new ZkError("CONNECTIONLOSS", "CONNECTIONLOSS: could not connect within 10 ms"), "CONNECTIONLOSS: could not connect within 10 ms"],
+    [new ZkError("SYSTEMERROR", "something odd"), "SYSTEMERROR: something odd"],
+    [new ZkError("SYSTEMERROR"), "SYSTEMERROR"],
+    [new ShellError("Not connected"), "Not connected"],
+    [new ShellUsageError("missing path\nusage: get [-s] [-w] path"), "missing path\nusage: get [-s] [-w] path"],
+    [new Error("boom"), "error: boom"],
+    ["boom", "error: boom"],
+  ];
+  for (const [err, text] of rows) assert.equal(describeError(err), text);
+});
+
+test("a failed connect says where and why, and points at npm start", () => {
+  const lost = describeConnectFailure("127.0.0.1:2181", 500, new ZkError("CONNECTIONLOSS", "CONNECTIONLOSS: could not connect within 500 ms"));
+  assert.equal(
+    lost,
+    "Unable to connect to 127.0.0.1:2181: no server accepted a session within 500 ms.\n" +
+      "Is a corral server running there? (npm start runs a three-voter cluster on 127.0.0.1:2181-2183)",
+  );
+  const bad = new ZkError("BADARGUMENTS", 'invalid connect string "a:b:c": IPv6 addresses need brackets: "a:b:c"');
+  assert.equal(describeConnectFailure("a:b:c", 500, bad), bad.message);
+});
+
+test("tab completion completes command names and child paths", () => {
+  assert.deepEqual(completeCommandName("get"), ["get", "getAcl"]);
+  assert.deepEqual(completeCommandName("de"), ["delete", "deleteall"]);
+  assert.deepEqual(completeCommandName("zz"), []);
+  assert.deepEqual(pathCompletionTarget("/"), { parent: "/", prefix: "" });
+  assert.deepEqual(pathCompletionTarget("/ap"), { parent: "/", prefix: "ap" });
+  assert.deepEqual(pathCompletionTarget("/app/wo"), { parent: "/app", prefix: "wo" });
+  assert.deepEqual(pathCompletionTarget("/app/"), { parent: "/app", prefix: "" });
+  assert.equal(pathCompletionTarget("app"), undefined);
+});
+
+test("corral shell's own flags: --connect, --timeout-ms, then one optional command", () => {
+  const rows: [string[], ReturnType<typeof parseShellArgs>][] = [
+    [[], { connectString: "127.0.0.1:2181", timeoutMs: 10_000, command: undefined, help: false }],
+    [["--connect", "h1:1,h2:2/app"], { connectString: "h1:1,h2:2/app", timeoutMs: 10_000, command: undefined, help: false }],
+    [["--connect=h:1", "--timeout-ms", "500"], { connectString: "h:1", timeoutMs: 500, command: undefined, help: false }],
+    [["--timeout-ms=750", "--", "ls", "/"], { connectString: "127.0.0.1:2181", timeoutMs: 750, command: ["ls", "/"], help: false }],
+    [["--connect", "h:1", "ls", "-s", "/"], { connectString: "h:1", timeoutMs: 10_000, command: ["ls", "-s", "/"], help: false }],
+    [["--", "create", "/x", "hello world"], { connectString: "127.0.0.1:2181", timeoutMs: 10_000, command: ["create", "/x", "hello world"], help: false }],
+    [["ls -s /"], { connectString: "127.0.0.1:2181", timeoutMs: 10_000, command: ["ls", "-s", "/"], help: false }],
+    [["--", "--connect"], { connectString: "127.0.0.1:2181", timeoutMs: 10_000, command: ["--connect"], help: false }],
+    [["--help"], { connectString: "127.0.0.1:2181", timeoutMs: 10_000, command: undefined, help: true }],
+  ];
+  for (const [argv, parsed] of rows) assert.deepEqual(parseShellArgs(argv), parsed, argv.join(" "));
+});
+
+test("bad flags to corral shell are ConfigErrors naming the flag", () => {
+  const rows: [string[], RegExp][] = [
+    [["--server", "h:1"], /server: unknown option/],
+    [["-server", "h:1"], /-server: unknown option/],
+    [["--connect"], /connect: missing value/],
+    [["--connect", ""], /connect: expected host:port/],
+    [["--timeout-ms", "0"], /timeout-ms: expected a positive integer/],
+    [["--timeout-ms", "soon"], /timeout-ms: expected a positive integer/],
+    [["--", 'create /x "unterminated'], /command: unterminated double quote/],
+  ];
+  for (const [argv, message] of rows) {
+    assert.throws(() => parseShellArgs(argv), (err: unknown) => err instanceof ConfigError && message.test(err.message), argv.join(" "));
+  }
+});
