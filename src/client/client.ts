@@ -11,7 +11,7 @@
  */
 import { EventEmitter } from "node:events";
 import * as grpc from "@grpc/grpc-js";
-import { CLIENT_PROTOCOL_VERSION } from "../common/constants.js";
+import { CLIENT_PROTOCOL_BATCHES_SINCE, CLIENT_PROTOCOL_VERSION, limits } from "../common/constants.js";
 import { ZkError, ZkErrorCode } from "../common/errors.js";
 import type { ZkErrorName } from "../common/errors.js";
 import { validatePath } from "../common/paths.js";
@@ -32,7 +32,7 @@ import {
   toBytes,
   ttlToWire,
 } from "./convert.js";
-import { decodeServerFrame, encodeClientFrame } from "./codec.js";
+import { decodeServerFrame, encodeClientFrame, encodeClientFrameBatch } from "./codec.js";
 import type { DecodedConnectResponse, DecodedResponse, DecodedServerFrame, DecodedWatchEvent } from "./codec.js";
 import { Fifo } from "./fifo.js";
 import { multiErrorFromWire, multiResultsFromWire, opsToWire } from "./ops.js";
@@ -117,8 +117,13 @@ type ConnectionPhase = "connecting" | "open" | "dead";
 interface Connection {
   readonly host: HostPort;
   readonly channel: grpc.Client;
-  readonly call: grpc.ClientDuplexStream<ClientFrame, DecodedServerFrame>;
+  readonly call: grpc.ClientDuplexStream<Buffer, DecodedServerFrame>;
   phase: ConnectionPhase;
+  /** Set by the connect answer (protocol 2): frames of one event-loop turn go out as one batch. */
+  batching: boolean;
+  outbox: Buffer[];
+  outboxBytes: number;
+  flushScheduled: boolean;
   readonly pending: Fifo<Pending>;
   attemptTimer: NodeJS.Timeout | undefined;
   ticker: NodeJS.Timeout | undefined;
@@ -499,7 +504,38 @@ export class Client extends EventEmitter {
   private write(conn: Connection, pending: Pending, op: RequestOp): void {
     conn.pending.push(pending);
     conn.sentSinceTick = true;
-    conn.call.write({ frame: "request", request: { xid: pending.xid, ...op } });
+    this.sendFrame(conn, { frame: "request", request: { xid: pending.xid, ...op } });
+  }
+
+  /**
+   * Every frame leaves through here, in order. With batching, frames written during one turn of
+   * the event loop (a burst of requests from promise continuations) share one gRPC message.
+   */
+  private sendFrame(conn: Connection, frame: ClientFrame): void {
+    const bytes = encodeClientFrame(frame);
+    if (!conn.batching) {
+      conn.call.write(bytes);
+      return;
+    }
+    if (conn.outboxBytes + bytes.length > limits.frameBatchBytesMax) this.flushOutbox(conn);
+    conn.outbox.push(bytes);
+    conn.outboxBytes += bytes.length;
+    if (!conn.flushScheduled) {
+      conn.flushScheduled = true;
+      setImmediate(() => {
+        conn.flushScheduled = false;
+        this.flushOutbox(conn);
+      });
+    }
+  }
+
+  private flushOutbox(conn: Connection): void {
+    const frames = conn.outbox;
+    if (frames.length === 0) return;
+    conn.outbox = [];
+    conn.outboxBytes = 0;
+    if (conn.phase === "dead") return;
+    conn.call.write(frames.length === 1 ? frames[0]! : encodeClientFrameBatch(frames));
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -536,12 +572,17 @@ export class Client extends EventEmitter {
       // One TCP connection per session, as ZooKeeper: a dead connection is discarded with its channel.
       "grpc.use_local_subchannel_pool": 1,
     });
-    const call = channel.makeBidiStreamRequest<ClientFrame, DecodedServerFrame>(this.methodPath, encodeClientFrame, decodeServerFrame);
+    // Frames reach grpc-js already encoded (sendFrame), so that several can share one message.
+    const call = channel.makeBidiStreamRequest<Buffer, DecodedServerFrame>(this.methodPath, (bytes: Buffer) => bytes, decodeServerFrame);
     const conn: Connection = {
       host,
       channel,
       call,
       phase: "connecting",
+      batching: false,
+      outbox: [],
+      outboxBytes: 0,
+      flushScheduled: false,
       pending: new Fifo<Pending>(),
       attemptTimer: undefined,
       ticker: undefined,
@@ -559,7 +600,7 @@ export class Client extends EventEmitter {
       conn.attemptTimer = undefined;
       this.onStreamGone(conn, new Error("connect attempt timed out"));
     }, this.attemptTimeoutMs());
-    call.write({
+    this.sendFrame(conn, {
       frame: "connect",
       connect: {
         protocolVersion: CLIENT_PROTOCOL_VERSION,
@@ -600,6 +641,10 @@ export class Client extends EventEmitter {
       case "connect":
         this.onConnectResponse(conn, frame.connect);
         return;
+      case "batch":
+        // Each frame as if it had come alone; onFrame stops at once if one of them ends the connection.
+        for (const inner of frame.frames) this.onFrame(conn, inner);
+        return;
       default:
         this.protocolError(conn, `unknown frame ${JSON.stringify((frame as { frame?: unknown }).frame)}`);
     }
@@ -635,6 +680,7 @@ export class Client extends EventEmitter {
     this.timeoutMs = answer.timeoutMs;
     this.attempt = 0;
     conn.phase = "open";
+    conn.batching = answer.protocolVersion >= CLIENT_PROTOCOL_BATCHES_SINCE;
     const tickMs = Math.max(1, Math.floor(this.timeoutMs / TICKS_PER_TIMEOUT));
     conn.ticker = setInterval(() => this.tick(conn), tickMs);
     conn.ticker.unref();
@@ -808,7 +854,7 @@ export class Client extends EventEmitter {
       conn.sendIdleTicks = 0;
     } else if (++conn.sendIdleTicks >= PING_AFTER_IDLE_TICKS) {
       conn.sendIdleTicks = 0;
-      conn.call.write({ frame: "ping", ping: {} });
+      this.sendFrame(conn, { frame: "ping", ping: {} });
     }
   }
 

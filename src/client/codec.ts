@@ -24,6 +24,7 @@ import type {
 import {
   boolFieldSize,
   bytesFieldSize,
+  encodeFrameBatch,
   int32FieldSize,
   messageFieldSize,
   sint32FieldSize,
@@ -289,9 +290,16 @@ export function encodeClientFrame(frame: ClientFrame): Buffer {
       writeConnect(w, frame.connect);
       return w.buf;
     }
+    case "batch":
+      return encodeClientFrameBatch(frame.batch.frames.map(encodeClientFrame));
     default:
       throw new TypeError(`cannot encode frame ${JSON.stringify((frame as { frame?: unknown }).frame)}`);
   }
+}
+
+/** ClientFrame.batch (field 4) around frames already encoded by encodeClientFrame. */
+export function encodeClientFrameBatch(frames: readonly Buffer[]): Buffer {
+  return encodeFrameBatch(4, frames);
 }
 
 // -------------------------------------------------------------------------------------------------
@@ -331,7 +339,9 @@ export type DecodedServerFrame =
   | { frame: "connect"; connect: DecodedConnectResponse }
   | { frame: "response"; response: DecodedResponse }
   | { frame: "event"; event: DecodedWatchEvent }
-  | { frame: "pong"; pong: { zxid: bigint } };
+  | { frame: "pong"; pong: { zxid: bigint } }
+  /** Several frames in one message (protocol version 2), in order; never nested. */
+  | { frame: "batch"; frames: DecodedServerFrame[] };
 
 const EMPTY_BUFFER = Buffer.alloc(0);
 const TWO_32 = 4294967296;
@@ -662,7 +672,10 @@ function decodePong(r: Reader): { zxid: bigint } {
  * the call, which the client handles as a lost connection).
  */
 export function decodeServerFrame(buf: Buffer): DecodedServerFrame {
-  const r = new Reader(buf, 0, buf.length);
+  return readServerFrame(new Reader(buf, 0, buf.length), false);
+}
+
+function readServerFrame(r: Reader, inBatch: boolean): DecodedServerFrame {
   let frame: DecodedServerFrame | undefined;
   while (r.pos < r.end) {
     const t = r.uint32();
@@ -671,8 +684,29 @@ export function decodeServerFrame(buf: Buffer): DecodedServerFrame {
       case tag(2, WIRE_LEN): frame = { frame: "response", response: decodeResponse(r) }; break;
       case tag(3, WIRE_LEN): frame = { frame: "event", event: decodeEvent(r) }; break;
       case tag(4, WIRE_LEN): frame = { frame: "pong", pong: decodePong(r) }; break;
+      case tag(5, WIRE_LEN):
+        if (inBatch) throw new DecodeError("a batch inside a batch");
+        frame = { frame: "batch", frames: decodeBatch(r) };
+        break;
       default: r.skip(t & 7);
     }
   }
   return frame ?? ({} as DecodedServerFrame);
+}
+
+function decodeBatch(r: Reader): DecodedServerFrame[] {
+  const outer = r.enter();
+  const frames: DecodedServerFrame[] = [];
+  while (r.pos < r.end) {
+    const t = r.uint32();
+    if (t === tag(1, WIRE_LEN)) {
+      const frame = r.enter();
+      frames.push(readServerFrame(r, true));
+      r.leave(frame);
+    } else {
+      r.skip(t & 7);
+    }
+  }
+  r.leave(outer);
+  return frames;
 }

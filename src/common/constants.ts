@@ -19,10 +19,15 @@ export const limits = {
   watchesPerSessionMax: 1_000_000,
   /** Txns per LevelDB batch; larger bursts split across several group commits. */
   logBatchTxnsMax: 10_000,
+  /** Bytes of frames packed into one client-stream batch; a larger frame travels alone. */
+  frameBatchBytesMax: 256 * 1024,
 } as const;
 
 assert(limits.messageBytesMax > limits.dataBytesMax, "a message must fit the largest znode");
 assert(limits.sessionTimeoutTicksMin < limits.sessionTimeoutTicksMax, "timeout bounds ordered");
+assert(limits.frameBatchBytesMax * 2 < limits.messageBytesMax, "a full batch plus its framing fits one message");
 
-/** Protocol version spoken on the client stream. */
-export const CLIENT_PROTOCOL_VERSION = 1;
+/** Protocol version spoken on the client stream; the connect exchange settles on the lower of both sides'. */
+export const CLIENT_PROTOCOL_VERSION = 2;
+/** The first client protocol version in which either side may send batch frames. */
+export const CLIENT_PROTOCOL_BATCHES_SINCE = 2;

@@ -108,13 +108,15 @@ export interface Pong { zxid: Int64 }
 export type ClientFrame =
   | { frame: "connect"; connect: ConnectRequest }
   | { frame: "request"; request: Request }
-  | { frame: "ping"; ping: Ping };
+  | { frame: "ping"; ping: Ping }
+  | { frame: "batch"; batch: { frames: ClientFrame[] } };
 
 export type ServerFrame =
   | { frame: "connect"; connect: ConnectResponse }
   | { frame: "response"; response: Response }
   | { frame: "event"; event: WireWatchEvent }
-  | { frame: "pong"; pong: Pong };
+  | { frame: "pong"; pong: Pong }
+  | { frame: "batch"; batch: { frames: ServerFrame[] } };
 
 /** Encoders accept partial messages (proto3 defaults fill the rest). */
 export type Encodable<T> = T extends object ? { [K in keyof T]?: Encodable<T[K]> | undefined } : T;

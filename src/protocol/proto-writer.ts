@@ -169,3 +169,20 @@ export function writeMessageHeader(w: Writer, field: number, size: number): void
   w.varint32(tag(field, WIRE_LEN));
   w.varint32(size);
 }
+
+/**
+ * A batch frame (ClientFrame.batch or ServerFrame.batch, field `batchField`) around frames that are
+ * already encoded: `repeated <Frame> frames = 1` written from the encoded bytes, no re-encoding.
+ */
+export function encodeFrameBatch(batchField: number, frames: readonly Uint8Array[]): Buffer {
+  let inner = 0;
+  for (const frame of frames) inner += messageFieldSize(1, frame.length);
+  const w = new Writer(Buffer.allocUnsafe(messageFieldSize(batchField, inner)));
+  writeMessageHeader(w, batchField, inner);
+  for (const frame of frames) {
+    writeMessageHeader(w, 1, frame.length);
+    w.buf.set(frame, w.pos);
+    w.pos += frame.length;
+  }
+  return w.buf;
+}

@@ -26,6 +26,7 @@
 import { ZkErrorCode } from "../common/errors.js";
 import {
   bytesFieldSize,
+  encodeFrameBatch,
   int32FieldSize,
   int32Size,
   messageFieldSize,
@@ -78,8 +79,14 @@ export interface RejectedFrame {
 export interface PingFrame {
   frame: "ping";
 }
+/** Several frames a client packed into one message (protocol version 2); never nested. */
+export interface BatchFrame {
+  frame: "batch";
+  frames: DecodedClientFrame[];
+}
+
 export type DecodedClientFrame = ConnectFrame | RequestFrame | RejectedFrame | PingFrame;
-export type IncomingFrame = DecodedClientFrame | typeof MALFORMED;
+export type IncomingFrame = DecodedClientFrame | BatchFrame | typeof MALFORMED;
 
 const PING: PingFrame = Object.freeze({ frame: "ping" }) as PingFrame;
 const EMPTY_BUFFER: Buffer = Buffer.alloc(0);
@@ -347,10 +354,11 @@ export function decodeClientFrame(bytes: Buffer): IncomingFrame {
   }
 }
 
-function readClientFrame(r: Reader): IncomingFrame {
+function readClientFrame(r: Reader, depth = 0): IncomingFrame {
   let connect: ConnectFrame | undefined;
   let request: RequestFrame | RejectedFrame | undefined;
   let ping = false;
+  let batch: IncomingFrame[] | undefined;
   while (r.pos < r.len) {
     const t = r.uint32();
     switch (t >>> 3) {
@@ -358,19 +366,49 @@ function readClientFrame(r: Reader): IncomingFrame {
         connect = readConnect(r);
         break;
       case 2:
-        request = readRequest(r, 1);
+        request = readRequest(r, depth + 1);
         break;
       case 3:
-        readEmpty(r, 1);
+        readEmpty(r, depth + 1);
         ping = true;
         break;
+      case 4:
+        batch = readBatch(r, depth + 1);
+        break;
       default:
-        r.skipType(t & 7, 0);
+        r.skipType(t & 7, depth);
     }
   }
   // proto-loader's oneof discriminator names the member declared last among those present.
+  if (batch) {
+    // Batches do not nest, and one frame that is not a frame spoils its batch.
+    if (depth > 0 || batch.some((frame) => frame === MALFORMED || frame.frame === "batch")) return MALFORMED;
+    return { frame: "batch", frames: batch as DecodedClientFrame[] };
+  }
   if (ping) return PING;
   return request ?? connect ?? MALFORMED;
+}
+
+/** ClientFrameBatch: each `frames` entry decoded as a whole frame (judged by the caller). */
+function readBatch(r: Reader, depth: number): IncomingFrame[] {
+  if (depth > RECURSION_LIMIT) throw MALFORMED_INPUT;
+  const outer = r.enter();
+  const frames: IncomingFrame[] = [];
+  while (r.pos < r.len) {
+    const t = r.uint32();
+    // As protobufjs: a known field is read as its declared type (a message) whatever its wire type.
+    if (t >>> 3 === 1) {
+      const length = r.uint32();
+      const end = r.pos + length;
+      if (end > r.len) throw MALFORMED_INPUT;
+      frames.push(readClientFrame(new Reader(r.buf.subarray(r.pos, end)), depth + 1));
+      r.pos = end;
+    } else {
+      r.skipType(t & 7, depth);
+    }
+  }
+  r.leave(outer);
+  return frames;
 }
 
 function readEmpty(r: Reader, depth: number): void {
@@ -906,4 +944,9 @@ export function encodeConnectResponseFrame(c: ConnectAnswer): Buffer {
   writeInt64NumberField(w, 6, c.lastZxid);
   writeUint32Field(w, 7, c.serverId);
   return w.buf;
+}
+
+/** ServerFrame.batch (field 5) around frames already encoded by the functions above. */
+export function encodeServerFrameBatch(frames: readonly Buffer[]): Buffer {
+  return encodeFrameBatch(5, frames);
 }

@@ -8,7 +8,7 @@ import * as grpc from "@grpc/grpc-js";
 import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
 import { ZkError, ZkErrorCode } from "../common/errors.js";
-import { CLIENT_PROTOCOL_VERSION } from "../common/constants.js";
+import { CLIENT_PROTOCOL_BATCHES_SINCE, CLIENT_PROTOCOL_VERSION, limits } from "../common/constants.js";
 import { corralServiceDefinition } from "../protocol/client-wire.js";
 import type { DataTree } from "../store/data-tree.js";
 import type { WatchEvent } from "../store/types.js";
@@ -21,6 +21,7 @@ import {
   encodeEventFrame,
   encodePongFrame,
   encodeResponseFrame,
+  encodeServerFrameBatch,
   MALFORMED,
   type ConnectFrame,
   type DecodedClientFrame,
@@ -91,6 +92,15 @@ class GrpcClientConnection implements ClientConnection {
   private heldFrames: DecodedClientFrame[] = [];
   private sessionId = 0n;
   private readonly logger: Logger;
+  /** The version settled in the connect exchange: the lower of the client's and ours. */
+  private protocolVersion = CLIENT_PROTOCOL_VERSION;
+  /**
+   * Frames written during this event-loop turn, sent as one batch when it ends (protocol 2):
+   * answers to a burst of pipelined requests cost one gRPC message, not one each.
+   */
+  private outbox: Buffer[] = [];
+  private outboxBytes = 0;
+  private flushScheduled = false;
 
   constructor(
     readonly id: number,
@@ -110,25 +120,47 @@ class GrpcClientConnection implements ClientConnection {
   }
 
   sendReply(xid: number, reply: Reply): void {
-    if (this.phase === "ended") return;
-    this.call.write(encodeResponseFrame(xid, reply));
+    this.write(encodeResponseFrame(xid, reply));
   }
 
   sendEvent(event: WatchEvent): void {
-    if (this.phase === "ended") return;
-    this.call.write(encodeEventFrame(event));
+    this.write(encodeEventFrame(event));
   }
 
   end(reason: "closed" | "expired" | "moved"): void {
     if (this.phase === "ended") return;
     if (reason !== "closed") this.logger.debug({ session: hex(this.sessionId), reason }, "connection ended by server");
+    this.flush();
     this.onGone();
     this.call.end();
   }
 
   private write(frame: Buffer): void {
     if (this.phase === "ended") return;
-    this.call.write(frame);
+    if (this.phase !== "connected" || this.protocolVersion < CLIENT_PROTOCOL_BATCHES_SINCE) {
+      this.call.write(frame);
+      return;
+    }
+    if (this.outboxBytes + frame.length > limits.frameBatchBytesMax) this.flush();
+    this.outbox.push(frame);
+    this.outboxBytes += frame.length;
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      // setImmediate: after every I/O callback of this turn, so a burst's answers share one message.
+      setImmediate(() => {
+        this.flushScheduled = false;
+        this.flush();
+      });
+    }
+  }
+
+  private flush(): void {
+    const frames = this.outbox;
+    if (frames.length === 0) return;
+    this.outbox = [];
+    this.outboxBytes = 0;
+    if (this.phase === "ended") return;
+    this.call.write(frames.length === 1 ? frames[0]! : encodeServerFrameBatch(frames));
   }
 
   private onGone(): void {
@@ -148,6 +180,10 @@ class GrpcClientConnection implements ClientConnection {
   private onFrame(frame: IncomingFrame): void {
     if (this.phase === "ended") return;
     if (frame === MALFORMED) return this.reject(grpc.status.INVALID_ARGUMENT, "malformed frame");
+    if (frame.frame === "batch") {
+      for (const inner of frame.frames) this.onFrame(inner);
+      return;
+    }
     try {
       switch (this.phase) {
         case "awaiting-connect":
@@ -187,9 +223,8 @@ class GrpcClientConnection implements ClientConnection {
 
   private onConnect(connect: ConnectFrame): void {
     const deps = this.deps;
-    if (connect.protocolVersion > CLIENT_PROTOCOL_VERSION) {
-      return this.reject(grpc.status.INVALID_ARGUMENT, `unsupported protocol version ${connect.protocolVersion}`);
-    }
+    // A newer client is answered in our version and speaks it from then on (it knows every older one).
+    this.protocolVersion = Math.min(connect.protocolVersion, CLIENT_PROTOCOL_VERSION);
     // Any 64-bit zxid is well-formed (one beyond this server means it is behind); a negative one is not.
     const lastZxidSeen = connect.lastZxidSeen;
     if (lastZxidSeen < 0n) throw new ZkError("BADARGUMENTS", `bad zxid ${lastZxidSeen}`);
@@ -219,7 +254,7 @@ class GrpcClientConnection implements ClientConnection {
       this.logger.info({ session: hex(sessionId) }, "resume refused: session expired, unknown or wrong password");
       this.write(
         encodeConnectResponseFrame({
-          protocolVersion: CLIENT_PROTOCOL_VERSION,
+          protocolVersion: this.protocolVersion,
           timeoutMs: 0,
           sessionId: 0n,
           password: EMPTY,
@@ -239,7 +274,7 @@ class GrpcClientConnection implements ClientConnection {
     this.deps.pipeline.attach(sessionId, this);
     this.write(
       encodeConnectResponseFrame({
-        protocolVersion: CLIENT_PROTOCOL_VERSION,
+        protocolVersion: this.protocolVersion,
         timeoutMs,
         sessionId,
         password,

@@ -28,13 +28,7 @@ export class RawStream {
     private readonly call: Call,
     private readonly client: grpc.Client,
   ) {
-    call.on("data", (frame: ServerFrame) => {
-      if (this.waiter) {
-        const w = this.waiter;
-        this.waiter = undefined;
-        w(frame);
-      } else this.received.push(frame);
-    });
+    call.on("data", (frame: ServerFrame) => this.deliver(frame));
     this.status = new Promise((resolve) => {
       call.on("status", (status: grpc.StatusObject) => {
         this.ended = true;
@@ -43,6 +37,19 @@ export class RawStream {
       });
     });
     call.on("error", () => {});
+  }
+
+  /** A batch (protocol 2) is its frames, in order: tests see frames, however they travelled. */
+  private deliver(frame: ServerFrame): void {
+    if (frame.frame === "batch") {
+      for (const inner of frame.batch.frames) this.deliver(inner);
+      return;
+    }
+    if (this.waiter) {
+      const w = this.waiter;
+      this.waiter = undefined;
+      w(frame);
+    } else this.received.push(frame);
   }
 
   static open(address: string): RawStream {

@@ -70,12 +70,16 @@ const requestOp = fc.oneof(
   str.map((path) => ({ op: "getAcl" as const, getAcl: { path } })),
   fc.record({ path: str, acl: acls, version: int32 }).map((setAcl) => ({ op: "setAcl" as const, setAcl })),
 );
-const clientFrame: fc.Arbitrary<ClientFrame> = fc.oneof(
+const singleClientFrame: fc.Arbitrary<ClientFrame> = fc.oneof(
   fc
     .record({ protocolVersion: uint32, lastZxidSeen: int64, timeoutMs: uint32, sessionId: int64, password: bytes })
     .map((connect) => ({ frame: "connect" as const, connect })),
   fc.tuple(int32, requestOp).map(([xid, op]) => ({ frame: "request" as const, request: { xid, ...op } }) as ClientFrame),
   fc.constant({ frame: "ping" as const, ping: {} }),
+);
+const clientFrame: fc.Arbitrary<ClientFrame> = fc.oneof(
+  { weight: 4, arbitrary: singleClientFrame },
+  { weight: 1, arbitrary: fc.array(singleClientFrame, { maxLength: 5 }).map((frames) => ({ frame: "batch" as const, batch: { frames } })) },
 );
 
 const stat = fc.record({
@@ -91,7 +95,7 @@ const stat = fc.record({
   numChildren: int32,
   pzxid: int64,
 });
-const serverFrame: fc.Arbitrary<ServerFrame> = fc.oneof(
+const singleServerFrame: fc.Arbitrary<ServerFrame> = fc.oneof(
   fc
     .record({ protocolVersion: uint32, timeoutMs: uint32, sessionId: int64, password: bytes, err: int32, lastZxid: int64, serverId: uint32 })
     .map((connect) => ({ frame: "connect" as const, connect })),
@@ -110,6 +114,10 @@ const serverFrame: fc.Arbitrary<ServerFrame> = fc.oneof(
     .map((response) => ({ frame: "response" as const, response }) as ServerFrame),
   fc.record({ type: int32, path: str, zxid: int64 }).map((event) => ({ frame: "event" as const, event })),
   int64.map((zxid) => ({ frame: "pong" as const, pong: { zxid } })),
+);
+const serverFrame: fc.Arbitrary<ServerFrame> = fc.oneof(
+  { weight: 4, arbitrary: singleServerFrame },
+  { weight: 1, arbitrary: fc.array(singleServerFrame, { maxLength: 5 }).map((frames) => ({ frame: "batch" as const, batch: { frames } })) },
 );
 
 /** What the SDK's decoder should give for what proto-loader decodes. */
@@ -135,6 +143,8 @@ function expectedDecoding(frame: ServerFrame): DecodedServerFrame {
       return { frame: "event", event: { ...frame.event, zxid: BigInt(frame.event.zxid) } };
     case "pong":
       return { frame: "pong", pong: { zxid: BigInt(frame.pong.zxid) } };
+    case "batch":
+      return { frame: "batch", frames: frame.batch.frames.map(expectedDecoding) };
   }
 }
 

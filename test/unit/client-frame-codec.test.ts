@@ -37,7 +37,11 @@ const session = corralServiceDefinition()["Session"] as grpc.MethodDefinition<Cl
   responseDeserialize: (b: Buffer) => ServerFrame;
 };
 
-/** What the server did with a frame before: proto-loader's decoding, then wire-codec's conversions. */
+/**
+ * What the server did with a frame before: proto-loader's decoding, then wire-codec's conversions.
+ * A batch (protocol 2) means its frames, each as if sent alone; batches do not nest, and one bad
+ * frame spoils its batch.
+ */
 function oracle(bytes: Buffer): IncomingFrame {
   let frame: ClientFrame;
   try {
@@ -45,9 +49,19 @@ function oracle(bytes: Buffer): IncomingFrame {
   } catch {
     return MALFORMED;
   }
+  return oracleOf(frame, false);
+}
+
+function oracleOf(frame: ClientFrame, inBatch: boolean): IncomingFrame {
   switch (frame.frame) {
     case undefined:
       return MALFORMED;
+    case "batch": {
+      if (inBatch) return MALFORMED;
+      const frames = (frame.batch.frames ?? []).map((inner) => oracleOf(inner, true));
+      if (frames.some((inner) => inner === MALFORMED)) return MALFORMED;
+      return { frame: "batch", frames: frames as Exclude<IncomingFrame, typeof MALFORMED | { frame: "batch" }>[] };
+    }
     case "ping":
       return { frame: "ping" };
     case "connect": {
@@ -136,12 +150,19 @@ const requestOp = fc.oneof(
   fc.record({ path: str, acl: acls, version: int32 }).map((setAcl) => ({ setAcl })),
   fc.constant({}),
 );
-const clientFrame = fc.oneof(
+const singleFrame = fc.oneof(
   fc
     .record({ protocolVersion: uint32, lastZxidSeen: int64, timeoutMs: uint32, sessionId: int64, password: bytes })
     .map((connect) => ({ connect })),
   fc.tuple(int32, requestOp).map(([xid, op]) => ({ request: { xid, ...op } })),
   fc.constant({ ping: {} }),
+);
+const clientFrame = fc.oneof(
+  { weight: 4, arbitrary: singleFrame },
+  { weight: 1, arbitrary: fc.array(singleFrame, { maxLength: 6 }).map((frames) => ({ batch: { frames } })) },
+  // A batch inside a batch, and an empty frame inside one: both malformed.
+  { weight: 1, arbitrary: fc.array(singleFrame, { maxLength: 2 }).map((frames) => ({ batch: { frames: [...frames, { batch: { frames } }] } })) },
+  { weight: 1, arbitrary: fc.array(singleFrame, { maxLength: 2 }).map((frames) => ({ batch: { frames: [{}, ...frames] } })) },
 );
 const encodedFrame = clientFrame.map((frame) => session.requestSerialize(frame));
 
@@ -166,6 +187,12 @@ test("typical frames decode to the server's records", () => {
   assert.equal(decodeClientFrame(Buffer.alloc(0)), MALFORMED);
   assert.equal(decodeClientFrame(Buffer.from([0x0f, 0x01])), MALFORMED);
   assert.deepStrictEqual(decodeClientFrame(session.requestSerialize({ ping: {} })), { frame: "ping" });
+  const batch = session.requestSerialize({ batch: { frames: [{ ping: {} }, { request: { xid: 300, setData: { path: "/bench/k1", data, version: -1 } } }] } });
+  assert.deepStrictEqual(decodeClientFrame(batch), {
+    frame: "batch",
+    frames: [{ frame: "ping" }, { frame: "request", xid: 300, request: { op: "setData", path: "/bench/k1", data, version: -1 } }],
+  });
+  assert.equal(decodeClientFrame(session.requestSerialize({ batch: { frames: [{ batch: { frames: [{ ping: {} }] } }] } })), MALFORMED);
 });
 
 // ---------------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@
  * failover, connect timeout, close, pings. No assertion depends on timing.
  */
 import assert from "node:assert/strict";
+import { CLIENT_PROTOCOL_VERSION } from "../../src/common/constants.js";
 import { test } from "node:test";
 import * as grpc from "@grpc/grpc-js";
 
@@ -41,6 +42,8 @@ type ServerCall = grpc.ServerDuplexStream<ClientFrame, Encodable<ServerFrame>>;
 
 /** One client stream as the fake server sees it. */
 class FakeStream {
+  /** Every message the client sent, as it arrived (a batch stays one entry here). */
+  readonly messages: ClientFrame[] = [];
   private readonly frames: ClientFrame[] = [];
   private readonly waiters: ((frame: ClientFrame | undefined) => void)[] = [];
   private goneResolve!: () => void;
@@ -49,10 +52,18 @@ class FakeStream {
   isGone = false;
 
   constructor(private readonly call: ServerCall) {
-    call.on("data", (frame: ClientFrame) => {
+    const deliver = (frame: ClientFrame): void => {
+      if (frame.frame === "batch") {
+        for (const inner of frame.batch.frames) deliver(inner);
+        return;
+      }
       const waiter = this.waiters.shift();
       if (waiter) waiter(frame);
       else this.frames.push(frame);
+    };
+    call.on("data", (frame: ClientFrame) => {
+      this.messages.push(frame);
+      deliver(frame);
     });
     const onGone = (): void => {
       if (this.isGone) return;
@@ -94,12 +105,12 @@ class FakeStream {
   }
 
   /** Reads the connect frame and accepts it. */
-  async accept(session: { sessionId?: string; password?: Uint8Array; timeoutMs?: number } = {}): Promise<ConnectRequest> {
+  async accept(session: { sessionId?: string; password?: Uint8Array; timeoutMs?: number; protocolVersion?: number } = {}): Promise<ConnectRequest> {
     const connect = await this.nextConnect();
     this.send({
       frame: "connect",
       connect: {
-        protocolVersion: 1,
+        protocolVersion: session.protocolVersion ?? 1,
         timeoutMs: session.timeoutMs ?? connect.timeoutMs,
         sessionId: session.sessionId ?? "77",
         password: session.password ?? new Uint8Array([1, 2, 3, 4]),
@@ -238,7 +249,7 @@ test("a new session sends protocol version, zero session, zero zxid and the requ
   const server = await FakeServer.start();
   const { client, connect } = await connected(server, { sessionTimeoutMs: 12_345 });
   try {
-    assert.equal(connect.protocolVersion, 1);
+    assert.equal(connect.protocolVersion, CLIENT_PROTOCOL_VERSION);
     assert.equal(connect.sessionId, "0");
     assert.equal(connect.lastZxidSeen, "0");
     assert.equal(connect.timeoutMs, 12_345);
@@ -249,6 +260,64 @@ test("a new session sends protocol version, zero session, zero zxid and the requ
     assert.equal(client.negotiatedTimeoutMs, 12_345);
   } finally {
     await shutdown(client, server);
+  }
+});
+
+test("protocol 1 server: one message per frame; protocol 2: a burst of requests is one batch, and a batch of answers and events is handled in order", TIMEOUT, async () => {
+  const server = await FakeServer.start();
+  try {
+    // The fake answers protocol 1 by default: no batches, ever.
+    const old = await connected(server);
+    await Promise.all([old.client.exists("/a"), old.client.exists("/b"), (async () => {
+      for (let i = 0; i < 2; i++) old.stream.reply((await old.stream.nextRequest()).xid, { stat: STAT });
+    })()]);
+    assert.deepEqual(old.stream.messages.map((m) => m.frame), ["connect", "request", "request"]);
+    const oldClosed = old.client.close();
+
+    const clientPromise = Client.connect(server.address, { sessionTimeoutMs: QUIET_TIMEOUT_MS });
+    const stream = await server.nextStream();
+    await stream.accept({ protocolVersion: 2 });
+    const client = await clientPromise;
+    try {
+      // Answers are recorded as the client settles them (a microtask later), watches as they fire:
+      // what must hold is that the answer settled before the watch fired was processed first.
+      const order: string[] = [];
+      const settled = new Set<string>();
+      const answers = ["/q0", "/q1", "/q2", "/q3", "/q4"].map((path) =>
+        client
+          .getData(path, { watch: (e) => order.push(`watch ${e.path} after ${[...settled].join(",")}`) })
+          .then(() => settled.add(path)),
+      );
+      const requests = [];
+      for (let i = 0; i < 5; i++) requests.push(await stream.nextRequest());
+      const burst = stream.messages.filter((m) => m.frame !== "connect" && !(m.frame === "request" && m.request.op === "close"));
+      assert.equal(burst.length, 1, "five requests made in one turn travel as one message");
+      assert.equal(burst[0]!.frame, "batch");
+      assert.deepEqual(requests.map((r) => (r.op === "getData" ? r.getData.path : r.op)), ["/q0", "/q1", "/q2", "/q3", "/q4"]);
+      // Answers for q0..q2, then an event for q0 (its watch was set by the answer before it), then q3, q4: one message.
+      const response = (xid: number) => ({ frame: "response" as const, response: { xid, zxid: "5", err: 0, data: new Uint8Array([1]), stat: STAT } });
+      stream.send({
+        frame: "batch",
+        batch: {
+          frames: [
+            response(requests[0]!.xid),
+            response(requests[1]!.xid),
+            response(requests[2]!.xid),
+            { frame: "event", event: { type: 3, path: "/q0", zxid: "6" } },
+            response(requests[3]!.xid),
+            response(requests[4]!.xid),
+          ],
+        },
+      });
+      await Promise.all(answers);
+      assert.deepEqual(order, ["watch /q0 after "], "the event fired once, for the watch its answer set");
+      assert.deepEqual([...settled], ["/q0", "/q1", "/q2", "/q3", "/q4"], "answers settle in order");
+    } finally {
+      await shutdown(client, server);
+      await oldClosed;
+    }
+  } finally {
+    server.stop();
   }
 });
 
