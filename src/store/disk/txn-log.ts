@@ -291,20 +291,16 @@ export class LevelTxnLog implements TxnLog {
     // survive this purge, which is harmless.
     return this.exclusive(async () => {
       this.checkUsable();
-      // Lowest keys first: a crash part-way leaves a suffix of the log, which is still a valid log.
-      // Not synced: a purge lost in a crash only brings back records nobody needs. The purge bound
-      // rides in the same atomic batch as the deletes, so recovery can tell a purged log from a
-      // complete one.
       const purgedBefore = Math.max(this.purgedBefore, zxid);
-      const mark = { type: "put" as const, key: META_PURGED_BEFORE_KEY, value: encodeStableNumber(purgedBefore) };
-      for (;;) {
-        const keys = await this.db.keys({ gt: LOG_RANGE_START, lt: logKey(zxid), limit: DELETE_CHUNK_KEYS_MAX }).all();
-        if (keys.length === 0) break;
-        await this.write("purge", () =>
-          this.db.batch([mark, ...keys.map((key) => ({ type: "del" as const, key }))]),
-        );
-        this.purgedBefore = purgedBefore;
-      }
+      // The bound is written first: LevelDB replays its write-ahead log in order, so no delete
+      // below can survive a crash without it, and recovery can tell a purged log from a complete
+      // one. The deletes run natively on LevelDB's thread (clear walks forward, lowest keys first:
+      // a crash part-way leaves a suffix of the log, still a valid log) — a JS batch of 100k deletes
+      // stalled the event loop for ~100 ms after every snapshot. Neither is synced: a purge lost in
+      // a crash only brings back records nobody needs.
+      await this.write("purge", () => this.db.put(META_PURGED_BEFORE_KEY, encodeStableNumber(purgedBefore)));
+      this.purgedBefore = purgedBefore;
+      await this.write("purge", () => this.db.clear({ gt: LOG_RANGE_START, lt: logKey(zxid) }));
       this.first = await boundaryZxid(this.db, false);
     });
   }
