@@ -1,0 +1,231 @@
+/**
+ * What every recipe shares (public SDK only): blocking calls bounded by an AbortSignal and a
+ * timeout, protected creates that survive a lost connection, sequential-name ordering, one-shot
+ * waits on a node's deletion, and parent paths made on demand.
+ */
+import { randomUUID } from "node:crypto";
+import type { Client } from "../client/client.js";
+import type { CreateMode, Data, WatchedEvent } from "../client/types.js";
+import { ZkError } from "../common/errors.js";
+
+/** Every blocking recipe call takes these. */
+export interface WaitOptions {
+  /** Abandons the call: it rejects with ZkError OPERATIONTIMEOUT ("aborted") and cleans up its nodes. */
+  signal?: AbortSignal;
+  /** Gives up after this long: ZkError OPERATIONTIMEOUT, nodes cleaned up. */
+  timeoutMs?: number;
+}
+
+/**
+ * The bound on one blocking call. `race` rejects with ZkError OPERATIONTIMEOUT as soon as the
+ * deadline passes or the signal aborts, and with SESSIONEXPIRED as soon as `client`'s session is
+ * gone (expired or closed): a waiter never waits on a session that can no longer be answered.
+ * `dispose` must be called when the call ends.
+ */
+export class Deadline {
+  private timer: NodeJS.Timeout | undefined;
+  private readonly failed: Promise<never>;
+  private fail!: (error: ZkError) => void;
+  private reason: ZkError | undefined;
+  private readonly onAbort = (): void => this.stop(new ZkError("OPERATIONTIMEOUT", `${this.what}: aborted`));
+  private readonly onState = (state: string): void => {
+    if (state === "expired" || state === "closed") this.stop(new ZkError("SESSIONEXPIRED", `${this.what}: session ${state}`));
+  };
+
+  constructor(
+    private readonly what: string,
+    private readonly options: WaitOptions = {},
+    private readonly client?: Client,
+  ) {
+    this.failed = new Promise<never>((_, reject) => (this.fail = reject));
+    this.failed.catch(() => undefined);
+    if (client) {
+      client.on("state", this.onState);
+      this.onState(client.state);
+    }
+    if (options.signal?.aborted) this.onAbort();
+    else options.signal?.addEventListener("abort", this.onAbort, { once: true });
+    if (options.timeoutMs !== undefined && this.reason === undefined) {
+      this.timer = setTimeout(() => this.stop(new ZkError("OPERATIONTIMEOUT", `${what}: timed out after ${options.timeoutMs} ms`)), options.timeoutMs);
+    }
+  }
+
+  /** Whether the call has been abandoned (timed out or aborted). */
+  get expired(): boolean {
+    return this.reason !== undefined;
+  }
+
+  /** Throws the abandonment error if the call has been abandoned. */
+  check(): void {
+    if (this.reason) throw this.reason;
+  }
+
+  /** `promise`, unless the call is abandoned first. */
+  race<T>(promise: Promise<T>): Promise<T> {
+    if (this.reason) {
+      promise.catch(() => undefined);
+      return Promise.reject(this.reason);
+    }
+    return Promise.race([promise, this.failed]);
+  }
+
+  dispose(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.options.signal?.removeEventListener("abort", this.onAbort);
+    this.client?.off("state", this.onState);
+  }
+
+  private stop(error: ZkError): void {
+    if (this.reason) return;
+    this.reason = error;
+    this.dispose();
+    this.fail(error);
+  }
+}
+
+/** A per-attempt unique name prefix (Curator's "protected" names): `_c_<uuid>-`. */
+export function protectedPrefix(): string {
+  return `_c_${randomUUID()}-`;
+}
+
+/** The protected prefix a node name carries, if any. */
+export function protectedPrefixOf(name: string): string | undefined {
+  const match = /^_c_[0-9a-f-]{36}-/.exec(name);
+  return match?.[0];
+}
+
+/** A node name without its protected prefix ("_c_…-lock-0000000003" → "lock-0000000003"). */
+export function withoutProtectedPrefix(name: string): string {
+  const prefix = protectedPrefixOf(name);
+  return prefix === undefined ? name : name.slice(prefix.length);
+}
+
+/** The sequence number ZooKeeper appended to a sequential node's name (its last 10 digits). */
+export function sequenceOf(name: string): number {
+  const match = /(\d{10})$/.exec(name);
+  if (!match) throw new ZkError("BADARGUMENTS", `not a sequential node name: ${name}`);
+  return Number(match[1]);
+}
+
+/** Sequential node names in sequence order (the protected prefix does not count). */
+export function sortBySequence(names: readonly string[]): string[] {
+  return [...names].sort((a, b) => sequenceOf(a) - sequenceOf(b));
+}
+
+const isCode = (error: unknown, code: string): boolean => error instanceof ZkError && error.code === code;
+
+/** Creates `path` and any missing ancestors as empty persistent nodes; existing ones are fine. */
+export async function ensurePath(client: Client, path: string): Promise<void> {
+  if (path === "/") return;
+  if (await client.exists(path)) return;
+  const parts = path.split("/").filter((p) => p.length > 0);
+  let current = "";
+  for (const part of parts) {
+    current += `/${part}`;
+    try {
+      await client.create(current, "");
+    } catch (error) {
+      if (!isCode(error, "NODEEXISTS")) throw error;
+    }
+  }
+}
+
+/** Waits for the client to be connected again (or fails with its session). */
+function reconnected(client: Client, deadline: Deadline): Promise<void> {
+  if (client.state === "connected" || client.state === "reconnected") return Promise.resolve();
+  return deadline.race(
+    new Promise<void>((resolve, reject) => {
+      const listener = (state: string): void => {
+        if (state === "connected" || state === "reconnected") {
+          client.off("state", listener);
+          resolve();
+        } else if (state === "expired" || state === "closed") {
+          client.off("state", listener);
+          reject(new ZkError("SESSIONEXPIRED", `session ${state} while waiting to reconnect`));
+        }
+      };
+      client.on("state", listener);
+    }),
+  );
+}
+
+/**
+ * Runs `attempt` until it does not fail with CONNECTIONLOSS, waiting for the session to reconnect
+ * between tries. Only for operations that are safe to repeat (reads, or writes made idempotent).
+ */
+export async function retryOnConnectionLoss<T>(client: Client, deadline: Deadline, attempt: () => Promise<T>): Promise<T> {
+  for (;;) {
+    deadline.check();
+    try {
+      return await deadline.race(attempt());
+    } catch (error) {
+      if (!isCode(error, "CONNECTIONLOSS")) throw error;
+      await reconnected(client, deadline);
+    }
+  }
+}
+
+/**
+ * Creates a sequential (or plain) node under `parent` named `<protected prefix><name>`, surviving
+ * a connection lost mid-create: after CONNECTIONLOSS it looks among `parent`'s children for its
+ * prefix, so a create that did happen is found instead of made twice. Returns the full path.
+ */
+export async function createProtected(
+  client: Client,
+  parent: string,
+  name: string,
+  data: Data,
+  mode: CreateMode,
+  deadline: Deadline,
+): Promise<string> {
+  const prefix = protectedPrefix();
+  const path = `${parent}/${prefix}${name}`;
+  for (;;) {
+    deadline.check();
+    try {
+      return await deadline.race(client.create(path, data, { mode }));
+    } catch (error) {
+      if (isCode(error, "NONODE")) {
+        await ensurePath(client, parent);
+        continue;
+      }
+      if (!isCode(error, "CONNECTIONLOSS")) throw error;
+      await reconnected(client, deadline);
+      const children = await retryOnConnectionLoss(client, deadline, () => client.getChildren(parent));
+      const mine = children.find((child) => child.startsWith(prefix));
+      if (mine !== undefined) return `${parent}/${mine}`;
+    }
+  }
+}
+
+/**
+ * Resolves once `path` does not exist (at once if it is already gone). One exists-watch, no
+ * polling; a watch lost to a reconnect is re-registered by the SDK, and the check is repeated.
+ */
+export async function waitUntilGone(client: Client, path: string, deadline: Deadline): Promise<void> {
+  for (;;) {
+    deadline.check();
+    let fired!: (event: WatchedEvent) => void;
+    const event = new Promise<WatchedEvent>((resolve) => (fired = resolve));
+    const stat = await retryOnConnectionLoss(client, deadline, () => client.exists(path, { watch: (e) => fired(e) }));
+    if (stat === null) return;
+    const seen = await deadline.race(event);
+    if (seen.type === "NodeDeleted") return;
+  }
+}
+
+/** Deletes `path`, treating "already gone" as success and retrying across a lost connection. */
+export async function deleteIfExists(client: Client, path: string, deadline: Deadline = new Deadline("delete", {}, client)): Promise<void> {
+  try {
+    await retryOnConnectionLoss(client, deadline, async () => {
+      try {
+        await client.delete(path);
+      } catch (error) {
+        if (!isCode(error, "NONODE")) throw error;
+      }
+    });
+  } finally {
+    deadline.dispose();
+  }
+}
