@@ -45,6 +45,7 @@ import {
   writeUint32Field,
   Writer,
 } from "../protocol/proto-writer.js";
+import { decodeUtf8 } from "../protocol/utf8.js";
 import type { Stat } from "./types.js";
 
 // -------------------------------------------------------------------------------------------------
@@ -449,18 +450,7 @@ class Reader {
     const end = this.delimited();
     const start = this.pos;
     this.pos = end;
-    const buf = this.buf;
-    if (end - start <= 64) {
-      // Short ASCII (paths, names): avoid the native call.
-      let s = "";
-      for (let i = start; i < end; i++) {
-        const c = buf[i] as number;
-        if (c >= 0x80) return buf.toString("utf8", start, end);
-        s += String.fromCharCode(c);
-      }
-      return s;
-    }
-    return buf.toString("utf8", start, end);
+    return decodeUtf8(this.buf, start, end);
   }
 
   bytes(): Buffer {

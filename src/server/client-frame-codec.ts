@@ -47,6 +47,7 @@ import {
   writeUint32Field,
   Writer,
 } from "../protocol/proto-writer.js";
+import { decodeUtf8 } from "../protocol/utf8.js";
 import type { Acl, CreateMode, OpResult, Stat, WatchEvent } from "../store/types.js";
 import type { ClientRequest, CreateRequest, MultiOpRequest, Reply } from "./requests.js";
 
@@ -261,18 +262,7 @@ class Reader {
     const start = this.pos;
     const end = Math.min(start + length, this.len);
     this.pos = end;
-    const buf = this.buf;
-    if (end - start <= 64) {
-      // Short ASCII (paths, names): no native call.
-      let s = "";
-      for (let i = start; i < end; i++) {
-        const c = buf[i] as number;
-        if (c >= 0x80) return buf.toString("utf8", start, end);
-        s += String.fromCharCode(c);
-      }
-      return s;
-    }
-    return buf.toString("utf8", start, end);
+    return decodeUtf8(this.buf, start, end);
   }
 
   /** Reader#bytes: a view into the frame (as protobufjs gives), refused past the message's end. */
