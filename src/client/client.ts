@@ -11,7 +11,8 @@
  */
 import { EventEmitter } from "node:events";
 import * as grpc from "@grpc/grpc-js";
-import { CLIENT_PROTOCOL_BATCHES_SINCE, CLIENT_PROTOCOL_VERSION, limits } from "../common/constants.js";
+import { CLIENT_PROTOCOL_BATCHES_SINCE, CLIENT_PROTOCOL_VERSION } from "../common/constants.js";
+import { FrameOutbox } from "../protocol/frame-outbox.js";
 import { ZkError, ZkErrorCode } from "../common/errors.js";
 import type { ZkErrorName } from "../common/errors.js";
 import { validatePath } from "../common/paths.js";
@@ -121,9 +122,7 @@ interface Connection {
   phase: ConnectionPhase;
   /** Set by the connect answer (protocol 2): frames of one event-loop turn go out as one batch. */
   batching: boolean;
-  outbox: Buffer[];
-  outboxBytes: number;
-  flushScheduled: boolean;
+  readonly outbox: FrameOutbox;
   readonly pending: Fifo<Pending>;
   attemptTimer: NodeJS.Timeout | undefined;
   ticker: NodeJS.Timeout | undefined;
@@ -517,25 +516,7 @@ export class Client extends EventEmitter {
       conn.call.write(bytes);
       return;
     }
-    if (conn.outboxBytes + bytes.length > limits.frameBatchBytesMax) this.flushOutbox(conn);
     conn.outbox.push(bytes);
-    conn.outboxBytes += bytes.length;
-    if (!conn.flushScheduled) {
-      conn.flushScheduled = true;
-      setImmediate(() => {
-        conn.flushScheduled = false;
-        this.flushOutbox(conn);
-      });
-    }
-  }
-
-  private flushOutbox(conn: Connection): void {
-    const frames = conn.outbox;
-    if (frames.length === 0) return;
-    conn.outbox = [];
-    conn.outboxBytes = 0;
-    if (conn.phase === "dead") return;
-    conn.call.write(frames.length === 1 ? frames[0]! : encodeClientFrameBatch(frames));
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -580,9 +561,9 @@ export class Client extends EventEmitter {
       call,
       phase: "connecting",
       batching: false,
-      outbox: [],
-      outboxBytes: 0,
-      flushScheduled: false,
+      outbox: new FrameOutbox((message) => {
+        if (conn.phase !== "dead") call.write(message);
+      }, encodeClientFrameBatch),
       pending: new Fifo<Pending>(),
       attemptTimer: undefined,
       ticker: undefined,

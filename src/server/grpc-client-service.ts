@@ -8,7 +8,8 @@ import * as grpc from "@grpc/grpc-js";
 import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
 import { ZkError, ZkErrorCode } from "../common/errors.js";
-import { CLIENT_PROTOCOL_BATCHES_SINCE, CLIENT_PROTOCOL_VERSION, limits } from "../common/constants.js";
+import { CLIENT_PROTOCOL_BATCHES_SINCE, CLIENT_PROTOCOL_VERSION } from "../common/constants.js";
+import { FrameOutbox } from "../protocol/frame-outbox.js";
 import { corralServiceDefinition } from "../protocol/client-wire.js";
 import type { DataTree } from "../store/data-tree.js";
 import type { WatchEvent } from "../store/types.js";
@@ -94,13 +95,10 @@ class GrpcClientConnection implements ClientConnection {
   private readonly logger: Logger;
   /** The version settled in the connect exchange: the lower of the client's and ours. */
   private protocolVersion = CLIENT_PROTOCOL_VERSION;
-  /**
-   * Frames written during this event-loop turn, sent as one batch when it ends (protocol 2):
-   * answers to a burst of pipelined requests cost one gRPC message, not one each.
-   */
-  private outbox: Buffer[] = [];
-  private outboxBytes = 0;
-  private flushScheduled = false;
+  /** Used once the session speaks protocol 2: answers of one event-loop turn share a message. */
+  private readonly outbox = new FrameOutbox((message) => {
+    if (this.phase !== "ended") this.call.write(message);
+  }, encodeServerFrameBatch);
 
   constructor(
     readonly id: number,
@@ -130,7 +128,7 @@ class GrpcClientConnection implements ClientConnection {
   end(reason: "closed" | "expired" | "moved"): void {
     if (this.phase === "ended") return;
     if (reason !== "closed") this.logger.debug({ session: hex(this.sessionId), reason }, "connection ended by server");
-    this.flush();
+    this.outbox.flush();
     this.onGone();
     this.call.end();
   }
@@ -141,26 +139,7 @@ class GrpcClientConnection implements ClientConnection {
       this.call.write(frame);
       return;
     }
-    if (this.outboxBytes + frame.length > limits.frameBatchBytesMax) this.flush();
     this.outbox.push(frame);
-    this.outboxBytes += frame.length;
-    if (!this.flushScheduled) {
-      this.flushScheduled = true;
-      // setImmediate: after every I/O callback of this turn, so a burst's answers share one message.
-      setImmediate(() => {
-        this.flushScheduled = false;
-        this.flush();
-      });
-    }
-  }
-
-  private flush(): void {
-    const frames = this.outbox;
-    if (frames.length === 0) return;
-    this.outbox = [];
-    this.outboxBytes = 0;
-    if (this.phase === "ended") return;
-    this.call.write(frames.length === 1 ? frames[0]! : encodeServerFrameBatch(frames));
   }
 
   private onGone(): void {
