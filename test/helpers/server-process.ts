@@ -8,17 +8,31 @@ import { fileURLToPath } from "node:url";
 
 const CLI = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * Test servers listen below the kernel's ephemeral range (32768-60999 by default): a port that
+ * listen(0) hands out comes from that range, and between our probe and the server's bind an
+ * outgoing connection of any process may take it as its source port (CI saw EADDRINUSE).
+ */
+export const TEST_PORT_MIN = 20_000;
+export const TEST_PORT_MAX = 32_700;
+
+/** Whether `port` can be bound on 127.0.0.1 right now. */
+export function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = createServer();
     server.unref();
-    server.on("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
   });
+}
+
+/** A port, free right now, outside the ephemeral range. */
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 500; attempt++) {
+    const port = TEST_PORT_MIN + Math.floor(Math.random() * (TEST_PORT_MAX - TEST_PORT_MIN));
+    if (await portIsFree(port)) return port;
+  }
+  throw new Error("no free port found");
 }
 
 async function waitForPort(port: number, child: ChildProcess, deadlineMs: number): Promise<void> {

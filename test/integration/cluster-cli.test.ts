@@ -15,6 +15,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { test } from "node:test";
 import { Client } from "../../src/index.js";
+import { TEST_PORT_MAX, TEST_PORT_MIN } from "../helpers/server-process.js";
 import { makeTempDir } from "../helpers/temp-dir.js";
 import { waitFor } from "../helpers/wait.js";
 
@@ -41,7 +42,7 @@ function listen(port: number): Promise<Server> {
 /** `count` consecutive ports, all free right now, none in `taken`. */
 async function freeRange(count: number, taken: Set<number>): Promise<number> {
   for (let attempt = 0; attempt < 200; attempt++) {
-    const base = 20_000 + Math.floor(Math.random() * 40_000);
+    const base = TEST_PORT_MIN + Math.floor(Math.random() * (TEST_PORT_MAX - TEST_PORT_MIN - count));
     const ports = Array.from({ length: count }, (_, i) => base + i);
     if (ports.some((p) => taken.has(p))) continue;
     const held: Server[] = [];

@@ -138,7 +138,8 @@ describe("durability", () => {
     const { outcomes, issued } = await loadThenCrash(zk, 200, 3_000, () => server.crash());
     await zk.close().catch(() => {});
     const snapshots = (await readdir(join(dir.path, "snapshots"))).filter((f) => f.startsWith("snapshot."));
-    assert.ok(snapshots.length >= 1 && snapshots.length <= 2, `retention keeps at most 2 snapshots: ${snapshots.join(",")}`);
+    // Retention runs after each new snapshot is saved: a kill -9 between the two leaves one extra.
+    assert.ok(snapshots.length >= 1 && snapshots.length <= 3, `retention keeps at most 2 snapshots (+1 caught mid-purge): ${snapshots.join(",")}`);
 
     server.stderr = "";
     await server.restart();
