@@ -22,3 +22,12 @@ export type {
 } from "./client/types.js";
 export { ZkError, ZkErrorCode, zkErrorName } from "./common/errors.js";
 export type { ZkErrorName } from "./common/errors.js";
+
+// Recipes (src/recipes/): built on the public SDK only.
+export type { WaitOptions } from "./recipes/common.js";
+export { Lock } from "./recipes/lock.js";
+export { SequentialLock } from "./recipes/lock-core.js";
+export { ReadWriteLock } from "./recipes/read-write-lock.js";
+export { RevocableLock, REVOKE_REQUEST } from "./recipes/revocable-lock.js";
+export type { RevocationHandler, RevokeOptions, RevokeOutcome } from "./recipes/revocable-lock.js";
+export { Semaphore, Lease } from "./recipes/semaphore.js";
