@@ -239,7 +239,13 @@ export class RequestPipeline {
     // A server-made closeSession (expiry) answers nothing.
     if (!entry) return;
     if (result.type === "closeSession" && entry.request.op !== "close") return;
-    if (entry.xid !== txn.header.cxid) assert(false, `session ${session.id}: txn cxid ${txn.header.cxid} answers xid ${entry.xid}`);
+    // A write this queue is not waiting for: one the session's client sent on an earlier
+    // connection (committed after a leader change, once the client had reconnected and sent new
+    // requests), or one sent by another connection resuming the same session. It is applied like
+    // every txn; nobody here waits for its answer (ZooKeeper answers only the requests a server
+    // holds). Per connection, writes commit in the order they were sent, so the first unanswered
+    // write is the only one a txn can answer.
+    if (entry.xid !== txn.header.cxid) return;
     entry.reply = replyFor(result, txn.header.zxid);
     this.drain(session);
   }
