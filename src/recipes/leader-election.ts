@@ -1,0 +1,408 @@
+/**
+ * Leader election, ZooKeeper's recipe (Curator's LeaderLatch): every candidate creates an `n_`
+ * sequential-ephemeral node under the election path; the lowest sequence number leads; every other
+ * candidate watches only its predecessor, so a resignation or a death wakes exactly one candidate.
+ */
+import { EventEmitter } from "node:events";
+import type { Client } from "../client/client.js";
+import type { ClientState, CreateMode, Data, WatchedEvent } from "../client/types.js";
+import { ZkError } from "../common/errors.js";
+import type { ZkErrorName } from "../common/errors.js";
+import {
+  createProtected,
+  Deadline,
+  deleteIfExists,
+  ensurePath,
+  retryOnConnectionLoss,
+  sequenceOf,
+  withoutProtectedPrefix,
+  type WaitOptions,
+} from "./common.js";
+
+// ---------------------------------------------------------------------------------------------
+// Helpers shared by the election, master-worker, membership and two-phase-commit recipes. They
+// belong in common.ts; they live here because this module may not edit it.
+
+/** Whether `error` is a ZkError with `code`. */
+export function isZkError(error: unknown, code: ZkErrorName): boolean {
+  return error instanceof ZkError && error.code === code;
+}
+
+const utf8 = new TextDecoder();
+
+/** Znode data as text. */
+export function textOf(data: Uint8Array): string {
+  return utf8.decode(data);
+}
+
+/** The last segment of a znode path. */
+export function nameOf(path: string): string {
+  return path.slice(path.lastIndexOf("/") + 1);
+}
+
+/**
+ * createProtected, bounded by `deadline`, that never leaves a node behind when the caller gives
+ * up: the create itself is bounded only by the session, so a create still in flight when the
+ * deadline passes finishes (or finds its node after a lost connection) and is then deleted.
+ */
+export async function createProtectedOrCleanUp(
+  client: Client,
+  parent: string,
+  name: string,
+  data: Data,
+  mode: CreateMode,
+  deadline: Deadline,
+): Promise<string> {
+  const sessionBound = new Deadline(`create ${parent}/${name}`, {}, client);
+  const creating = createProtected(client, parent, name, data, mode, sessionBound);
+  creating.then(
+    () => sessionBound.dispose(),
+    () => sessionBound.dispose(),
+  );
+  try {
+    return await deadline.race(creating);
+  } catch (error) {
+    creating.then((path) => deleteIfExists(client, path), () => undefined).catch(() => undefined);
+    throw error;
+  }
+}
+
+/** Calls `emitter.emit("error", error)` only when someone listens (an unheard "error" would throw). */
+export function reportError(emitter: EventEmitter, error: unknown): void {
+  if (emitter.listenerCount("error") > 0) emitter.emit("error", error);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pure ordering logic (unit-tested).
+
+const CANDIDATE = /^n_\d{10}$/;
+
+/** The candidate nodes among an election node's children, lowest sequence (the leader) first. */
+export function candidatesInOrder(children: readonly string[]): string[] {
+  return children
+    .filter((child) => CANDIDATE.test(withoutProtectedPrefix(child)))
+    .sort((a, b) => sequenceOf(a) - sequenceOf(b));
+}
+
+/**
+ * Where candidate `me` stands: "leader" if it is the lowest, the name of the candidate right below
+ * it (the only one it watches) otherwise, or "absent" when its node is not among the children.
+ */
+export function standingOf(children: readonly string[], me: string): { kind: "leader" } | { kind: "follower"; predecessor: string } | { kind: "absent" } {
+  const order = candidatesInOrder(children);
+  const index = order.indexOf(me);
+  if (index < 0) return { kind: "absent" };
+  if (index === 0) return { kind: "leader" };
+  return { kind: "follower", predecessor: order[index - 1]! };
+}
+
+// ---------------------------------------------------------------------------------------------
+
+export interface LeaderElectionOptions {
+  /** Stored as the candidate node's data, what `leaderId()` answers. Default `session-0x<session id>`. */
+  id?: string;
+}
+
+/** idle: not started or resigned · candidate: waiting (or suspended while disconnected) · leader · lost: session gone. */
+export type LeaderElectionStatus = "idle" | "candidate" | "leader" | "lost";
+
+/**
+ * Why leadership ended: resigned; disconnected (the session may be expiring, so a leader stops
+ * acting until it is reconnected and still holds the lowest node); expired or closed (the session is
+ * gone); deleted (someone removed the candidate node).
+ */
+export type RevokedReason = "resigned" | "disconnected" | "expired" | "closed" | "deleted";
+
+export interface LeaderElection {
+  on(event: "elected", listener: (fencingToken: bigint) => void): this;
+  on(event: "revoked", listener: (reason: RevokedReason) => void): this;
+  on(event: "lost", listener: (reason: "expired" | "closed") => void): this;
+  on(event: "error", listener: (error: unknown) => void): this;
+  once(event: "elected", listener: (fencingToken: bigint) => void): this;
+  once(event: "revoked", listener: (reason: RevokedReason) => void): this;
+  once(event: "lost", listener: (reason: "expired" | "closed") => void): this;
+  off(event: "elected", listener: (fencingToken: bigint) => void): this;
+  off(event: "revoked", listener: (reason: RevokedReason) => void): this;
+  off(event: "lost", listener: (reason: "expired" | "closed") => void): this;
+}
+
+/**
+ * One candidate in a leader election under `path`.
+ *
+ * Guarantees: at most one candidate holds the lowest live `n_` node, and a candidate is leader
+ * (`isLeader`, between `elected` and `revoked`) only while it holds it and is connected; its
+ * `fencingToken` (the czxid of its node) grows with every new leadership, so a resource can refuse
+ * a deposed leader. Herd-free: each candidate watches only its predecessor.
+ *
+ * On disconnection a leader emits `revoked("disconnected")` and re-claims leadership once
+ * reconnected if its node is still the lowest. On session expiry (or close) it emits `revoked` if it
+ * was still leader, then `lost`, and never claims leadership again: a new `start()` on a new
+ * session is needed. `resign()` emits `revoked("resigned")` before deleting its node, so the next
+ * candidate is elected only after this one stopped acting.
+ */
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
+export class LeaderElection extends EventEmitter {
+  readonly id: string;
+  private statusValue: LeaderElectionStatus = "idle";
+  private candidate: string | undefined;
+  private token: bigint | undefined;
+  /** Bumped by every start, resignation and loss: work of an older round is ignored. */
+  private round = 0;
+  private watchEvents = 0;
+  private checkQueued = false;
+  private checks: Promise<void> = Promise.resolve();
+  private readonly waiters = new Set<{ resolve: () => void; reject: (error: ZkError) => void }>();
+  private readonly onState = (state: ClientState): void => this.stateChanged(state);
+  /** One function for every predecessor watch, so a watch set twice on one node fires once. */
+  private readonly onPredecessorEvent = (_event: WatchedEvent): void => {
+    this.watchEvents += 1;
+    void this.requestCheck();
+  };
+
+  constructor(
+    private readonly client: Client,
+    readonly path: string,
+    options: LeaderElectionOptions = {},
+  ) {
+    super();
+    this.id = options.id ?? `session-0x${BigInt.asUintN(64, client.sessionId).toString(16)}`;
+  }
+
+  get status(): LeaderElectionStatus {
+    return this.statusValue;
+  }
+
+  get isLeader(): boolean {
+    return this.statusValue === "leader";
+  }
+
+  /** The czxid of this candidate's node while it leads; undefined otherwise. */
+  get fencingToken(): bigint | undefined {
+    return this.statusValue === "leader" ? this.token : undefined;
+  }
+
+  /** The full path of this candidate's node while it is in the election. */
+  get candidatePath(): string | undefined {
+    return this.candidate;
+  }
+
+  /** Watch events this candidate has received (read-only; shows the election is herd-free). */
+  get watchEventsReceived(): number {
+    return this.watchEvents;
+  }
+
+  /**
+   * Enters the election: creates this candidate's protected `n_` node and resolves once it knows
+   * whether it leads (`isLeader`). Abandoned (timeout/abort), it removes its node and rejects.
+   */
+  async start(options: WaitOptions = {}): Promise<void> {
+    if (this.statusValue === "candidate" || this.statusValue === "leader") {
+      throw new ZkError("BADARGUMENTS", `leader election ${this.path}: already started`);
+    }
+    const round = ++this.round;
+    this.statusValue = "candidate";
+    this.client.on("state", this.onState);
+    const deadline = new Deadline(`leader election ${this.path}: start`, options, this.client);
+    try {
+      await retryOnConnectionLoss(this.client, deadline, () => ensurePath(this.client, this.path));
+      const node = await createProtectedOrCleanUp(this.client, this.path, "n_", this.id, "ephemeral-sequential", deadline);
+      if (round !== this.round) {
+        // Resigned (or lost) while the create was in flight.
+        await deleteIfExists(this.client, node).catch(() => undefined);
+        throw new ZkError("OPERATIONTIMEOUT", `leader election ${this.path}: resigned during start`);
+      }
+      this.candidate = node;
+      await deadline.race(this.requestCheck());
+    } catch (error) {
+      // Abandoned: leave the election entirely (a node already made is deleted).
+      if (round === this.round) await this.resign().catch(() => undefined);
+      throw error;
+    } finally {
+      deadline.dispose();
+    }
+  }
+
+  /**
+   * Resolves once this candidate leads. Rejects with OPERATIONTIMEOUT on timeout/abort (the
+   * candidate stays in the election), SESSIONEXPIRED if the session is gone, and BADARGUMENTS if
+   * it is not a candidate (never started or resigned meanwhile).
+   */
+  async awaitLeadership(options: WaitOptions = {}): Promise<void> {
+    if (this.statusValue === "leader") return;
+    if (this.statusValue === "lost") throw new ZkError("SESSIONEXPIRED", `leader election ${this.path}: session lost`);
+    if (this.statusValue === "idle") throw new ZkError("BADARGUMENTS", `leader election ${this.path}: not a candidate`);
+    const deadline = new Deadline(`leader election ${this.path}: await leadership`, options, this.client);
+    let waiter!: { resolve: () => void; reject: (error: ZkError) => void };
+    const elected = new Promise<void>((resolve, reject) => (waiter = { resolve, reject }));
+    this.waiters.add(waiter);
+    try {
+      await deadline.race(elected);
+    } finally {
+      this.waiters.delete(waiter);
+      deadline.dispose();
+    }
+  }
+
+  /**
+   * Leaves the election: a leader first emits `revoked("resigned")`, then its node is deleted and
+   * the next candidate is elected. Safe to call at any time; a lost candidate has nothing to delete.
+   */
+  async resign(options: WaitOptions = {}): Promise<void> {
+    if (this.statusValue === "idle" || this.statusValue === "lost") return;
+    const wasLeader = this.statusValue === "leader";
+    const node = this.candidate;
+    this.round += 1;
+    this.statusValue = "idle";
+    this.candidate = undefined;
+    this.token = undefined;
+    this.client.off("state", this.onState);
+    if (wasLeader) this.emit("revoked", "resigned");
+    this.settleWaiters(new ZkError("BADARGUMENTS", `leader election ${this.path}: resigned`));
+    if (node === undefined) return;
+    try {
+      await deleteIfExists(this.client, node, new Deadline(`leader election ${this.path}: resign`, options, this.client));
+    } catch (error) {
+      // A session that is gone took the ephemeral node with it.
+      if (!isZkError(error, "SESSIONEXPIRED")) throw error;
+    }
+  }
+
+  /** The id of the current leader (the lowest candidate's data), or undefined if there is none. */
+  async leaderId(options: WaitOptions = {}): Promise<string | undefined> {
+    const deadline = new Deadline(`leader election ${this.path}: leader id`, options, this.client);
+    try {
+      return await retryOnConnectionLoss(this.client, deadline, () => readLeaderId(this.client, this.path));
+    } finally {
+      deadline.dispose();
+    }
+  }
+
+  /** Queues one check of this candidate's standing (several requests before it runs share it). */
+  private requestCheck(): Promise<void> {
+    if (this.checkQueued) return this.checks;
+    this.checkQueued = true;
+    this.checks = this.checks.then(async () => {
+      this.checkQueued = false;
+      // The round current when the check runs (not when it was asked for): a start after a
+      // resignation must not find its first check voided by a request of the older round.
+      const round = this.round;
+      try {
+        await this.check(round);
+      } catch (error) {
+        if (round === this.round && !isZkError(error, "CONNECTIONLOSS") && !isZkError(error, "SESSIONEXPIRED")) reportError(this, error);
+      }
+    });
+    return this.checks;
+  }
+
+  /**
+   * Reads the candidates and acts on this one's standing: lead, or watch the predecessor. A check
+   * interrupted by a lost connection is simply dropped: the reconnect schedules the next one.
+   */
+  private async check(round: number): Promise<void> {
+    const node = this.candidate;
+    if (round !== this.round || node === undefined || !this.client.connected) return;
+    const children = await this.client.getChildren(this.path);
+    if (round !== this.round) return;
+    const standing = standingOf(children, nameOf(node));
+    if (standing.kind === "absent") {
+      await this.candidateDeleted(round);
+      return;
+    }
+    if (standing.kind === "follower") {
+      // A lower node cannot appear after ours (sequence numbers only grow), but a foreign one could.
+      if (this.statusValue === "leader") this.demote("deleted");
+      const stat = await this.client.exists(`${this.path}/${standing.predecessor}`, { watch: this.onPredecessorEvent });
+      if (stat === null && round === this.round) void this.requestCheck();
+      return;
+    }
+    if (this.statusValue === "leader") return;
+    const stat = await this.client.exists(node);
+    // Lead only while connected: a disconnected candidate cannot know its session still lives.
+    if (round !== this.round || this.statusValue !== "candidate" || !this.client.connected) return;
+    if (stat === null) {
+      await this.candidateDeleted(round);
+      return;
+    }
+    this.token = stat.czxid;
+    this.statusValue = "leader";
+    this.emit("elected", stat.czxid);
+    this.settleWaiters();
+  }
+
+  /** Our node vanished while the session lives (someone deleted it): rejoin with a new node. */
+  private async candidateDeleted(round: number): Promise<void> {
+    if (this.statusValue === "leader") this.demote("deleted");
+    this.candidate = undefined;
+    const deadline = new Deadline(`leader election ${this.path}: rejoin`, {}, this.client);
+    try {
+      await retryOnConnectionLoss(this.client, deadline, () => ensurePath(this.client, this.path));
+      const node = await createProtected(this.client, this.path, "n_", this.id, "ephemeral-sequential", deadline);
+      if (round !== this.round) {
+        await deleteIfExists(this.client, node).catch(() => undefined);
+        return;
+      }
+      this.candidate = node;
+    } finally {
+      deadline.dispose();
+    }
+    void this.requestCheck();
+  }
+
+  private demote(reason: RevokedReason): void {
+    this.statusValue = "candidate";
+    this.token = undefined;
+    this.emit("revoked", reason);
+  }
+
+  private stateChanged(state: ClientState): void {
+    if (state === "disconnected") {
+      if (this.statusValue === "leader") this.demote("disconnected");
+    } else if (state === "reconnected") {
+      void this.requestCheck();
+    } else if (state === "expired" || state === "closed") {
+      this.lose(state);
+    }
+  }
+
+  private lose(reason: "expired" | "closed"): void {
+    if (this.statusValue !== "candidate" && this.statusValue !== "leader") return;
+    const wasLeader = this.statusValue === "leader";
+    this.round += 1;
+    this.statusValue = "lost";
+    this.candidate = undefined;
+    this.token = undefined;
+    this.client.off("state", this.onState);
+    if (wasLeader) this.emit("revoked", reason);
+    this.emit("lost", reason);
+    this.settleWaiters(new ZkError("SESSIONEXPIRED", `leader election ${this.path}: session ${reason}`));
+  }
+
+  private settleWaiters(error?: ZkError): void {
+    for (const waiter of this.waiters) {
+      if (error) waiter.reject(error);
+      else waiter.resolve();
+    }
+    this.waiters.clear();
+  }
+}
+
+/** The lowest candidate's data; a leader that vanishes between the two reads is skipped. */
+async function readLeaderId(client: Client, path: string): Promise<string | undefined> {
+  for (;;) {
+    let children: string[];
+    try {
+      children = await client.getChildren(path);
+    } catch (error) {
+      if (isZkError(error, "NONODE")) return undefined;
+      throw error;
+    }
+    const leader = candidatesInOrder(children)[0];
+    if (leader === undefined) return undefined;
+    try {
+      return textOf((await client.getData(`${path}/${leader}`)).data);
+    } catch (error) {
+      if (!isZkError(error, "NONODE")) throw error;
+    }
+  }
+}
