@@ -39,3 +39,8 @@ export { GroupMembership } from "./recipes/group-membership.js";
 export type { Member } from "./recipes/group-membership.js";
 export { TwoPhaseCommit } from "./recipes/two-phase-commit.js";
 export type { TwoPhaseOutcome, TwoPhaseVote } from "./recipes/two-phase-commit.js";
+export { Barrier } from "./recipes/barrier.js";
+export { DoubleBarrier } from "./recipes/double-barrier.js";
+export { DistributedQueue } from "./recipes/queue.js";
+export { DistributedPriorityQueue } from "./recipes/priority-queue.js";
+export { SharedCounter } from "./recipes/shared-counter.js";
