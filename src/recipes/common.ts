@@ -192,7 +192,12 @@ export async function createProtected(
       }
       if (!isCode(error, "CONNECTIONLOSS")) throw error;
       await reconnected(client, deadline);
-      const children = await retryOnConnectionLoss(client, deadline, () => client.getChildren(parent));
+      // sync first: the server we reconnected to may not have applied our create yet, and
+      // missing it here would make a second node.
+      const children = await retryOnConnectionLoss(client, deadline, async () => {
+        await client.sync(parent);
+        return client.getChildren(parent);
+      });
       const mine = children.find((child) => child.startsWith(prefix));
       if (mine !== undefined) return `${parent}/${mine}`;
     }

@@ -1,0 +1,244 @@
+/**
+ * NamingService: cluster-unique increasing ids drawn from sequential znodes, and a registry that
+ * binds names to addresses.
+ */
+import type { Client } from "../client/client.js";
+import type { Stat } from "../client/types.js";
+import { ZkError } from "../common/errors.js";
+import { Deadline, ensurePath, protectedPrefix, retryOnConnectionLoss, sequenceOf, type WaitOptions } from "./common.js";
+import { childPath, parentOf } from "./tree-cache.js";
+
+const isCode = (error: unknown, code: string): boolean => error instanceof ZkError && error.code === code;
+
+const ID_NODE_NAME = "id-";
+
+/**
+ * A cluster-unique id, greater than every id this session drew before. A persistent-sequential
+ * node `<protected prefix>id-NNNNNNNNNN` is created under `path`, its sequence number is the id, and
+ * the node is deleted at once (ids come from the parent's count of creates, which never goes back,
+ * so deleting does not free the number). Never delete `path` itself while ids are drawn from it.
+ *
+ * Connection loss mid-create: the protected prefix lets the retry find the node it already made,
+ * so a retry never takes a second number; an id may be lost (skipped), never duplicated. Abandoned
+ * (timeout, abort): the node, if made, is deleted in the background. Session expiry: SESSIONEXPIRED.
+ */
+export async function nextId(client: Client, path: string, options: WaitOptions = {}): Promise<number> {
+  const deadline = new Deadline(`nextId ${path}`, options, client);
+  const prefix = protectedPrefix();
+  let created: string | undefined;
+  try {
+    created = await createSequentialOnce(client, path, prefix, deadline);
+  } catch (error) {
+    if (isCode(error, "OPERATIONTIMEOUT")) void removeByPrefix(client, path, prefix);
+    throw error;
+  } finally {
+    deadline.dispose();
+  }
+  const id = sequenceOf(created);
+  // The id is ours whatever happens to the node now; a delete that cannot finish leaves harmless garbage.
+  const cleanup = new Deadline(`nextId cleanup ${created}`, {}, client);
+  try {
+    await retryOnConnectionLoss(client, cleanup, () => deleteQuietly(client, created));
+  } catch {
+    // only the session's end stops it; the cluster then still holds the node, which takes no id
+  } finally {
+    cleanup.dispose();
+  }
+  return id;
+}
+
+async function createSequentialOnce(client: Client, parent: string, prefix: string, deadline: Deadline): Promise<string> {
+  const path = childPath(parent, `${prefix}${ID_NODE_NAME}`);
+  for (;;) {
+    deadline.check();
+    try {
+      return await deadline.race(client.create(path, "", { mode: "persistent-sequential" }));
+    } catch (error) {
+      if (isCode(error, "NONODE")) {
+        await retryOnConnectionLoss(client, deadline, () => ensurePath(client, parent));
+        continue;
+      }
+      if (!isCode(error, "CONNECTIONLOSS")) throw error;
+    }
+    const mine = await findByPrefix(client, parent, prefix, deadline);
+    if (mine !== undefined) return mine;
+  }
+}
+
+async function findByPrefix(client: Client, parent: string, prefix: string, deadline: Deadline): Promise<string | undefined> {
+  // Sync first: after a lost answer the session may be on a server that has not applied our
+  // create yet; a plain read there would miss it and the retry would make a second node.
+  const children = await retryOnConnectionLoss(client, deadline, async () => {
+    await client.sync(parent);
+    return client.getChildren(parent);
+  });
+  const mine = children.find((child) => child.startsWith(prefix));
+  return mine === undefined ? undefined : childPath(parent, mine);
+}
+
+/** Best effort, after an abandoned nextId: waits out a disconnection, gives up with the session. */
+async function removeByPrefix(client: Client, parent: string, prefix: string): Promise<void> {
+  const deadline = new Deadline(`nextId cleanup ${parent}`, {}, client);
+  try {
+    const mine = await findByPrefix(client, parent, prefix, deadline);
+    if (mine !== undefined) await retryOnConnectionLoss(client, deadline, () => deleteQuietly(client, mine));
+  } catch {
+    // the session is gone: nothing more can be done from here
+  } finally {
+    deadline.dispose();
+  }
+}
+
+async function deleteQuietly(client: Client, path: string): Promise<void> {
+  try {
+    await client.delete(path);
+  } catch (error) {
+    if (!isCode(error, "NONODE")) throw error;
+  }
+}
+
+/**
+ * Makes `path` hold `data` as a node of this session: creates it (parents too), or, when it exists
+ * already and is ours — an ephemeral of this session, or a persistent node when `mode` is
+ * persistent — overwrites its data. An ephemeral of another session (or a node of the other kind)
+ * is refused with NODEEXISTS.
+ *
+ * This is the protected create for fixed-name nodes: after CONNECTIONLOSS the retry meets
+ * NODEEXISTS and recognises its own ephemeral by `ephemeralOwner === client.sessionId`, so it
+ * never mistakes another session's node for its own nor makes a second one.
+ */
+export async function bindNode(client: Client, path: string, data: Uint8Array | string, mode: "persistent" | "ephemeral", deadline: Deadline): Promise<Stat> {
+  for (;;) {
+    deadline.check();
+    try {
+      return (await retryOnConnectionLoss(client, deadline, () => client.createWithStat(path, data, { mode }))).stat;
+    } catch (error) {
+      if (isCode(error, "NONODE")) {
+        await retryOnConnectionLoss(client, deadline, () => ensurePath(client, parentOf(path)));
+        continue;
+      }
+      if (!isCode(error, "NODEEXISTS")) throw error;
+    }
+    const existing = await retryOnConnectionLoss(client, deadline, () => client.exists(path));
+    if (existing === null) continue;
+    const ours = mode === "ephemeral" ? existing.ephemeralOwner === client.sessionId : existing.ephemeralOwner === 0n;
+    if (!ours) {
+      const owner = existing.ephemeralOwner === 0n ? "a persistent node" : `an ephemeral of session 0x${BigInt.asUintN(64, existing.ephemeralOwner).toString(16)}`;
+      throw new ZkError("NODEEXISTS", `${path} is already ${owner}`, path);
+    }
+    try {
+      return await retryOnConnectionLoss(client, deadline, () => client.setData(path, data, { version: existing.version }));
+    } catch (error) {
+      // Changed or deleted under us: look again.
+      if (!isCode(error, "BADVERSION") && !isCode(error, "NONODE")) throw error;
+    }
+  }
+}
+
+/**
+ * Deletes `path` if it is an ephemeral of this session (never another session's node); waits out
+ * a disconnection. Resolves quietly once the session is gone (the cluster then deletes the node).
+ * Used to clean up after an abandoned (timed-out, aborted) claim.
+ */
+export async function removeIfOwned(client: Client, path: string, deadline: Deadline = new Deadline(`remove ${path}`, {}, client)): Promise<void> {
+  try {
+    await retryOnConnectionLoss(client, deadline, async () => {
+      const stat = await client.exists(path);
+      if (stat === null || stat.ephemeralOwner !== client.sessionId) return;
+      await deleteQuietly(client, path);
+    });
+  } catch (error) {
+    if (!isCode(error, "SESSIONEXPIRED")) throw error;
+  } finally {
+    deadline.dispose();
+  }
+}
+
+export interface RegisterOptions extends WaitOptions {
+  /** Bind for the life of this session only (an ephemeral node). Default: persistent. */
+  ephemeral?: boolean;
+}
+
+/** Rejects names that are not one znode name. */
+export function checkNodeName(what: string, name: string): void {
+  if (typeof name !== "string" || name.length === 0 || name.includes("/") || name === "." || name === ".." || name.includes("\u0000")) {
+    throw new ZkError("BADARGUMENTS", `${what} must be one non-empty znode name without "/", got ${JSON.stringify(name)}`);
+  }
+}
+
+/**
+ * Ids and names under one root: ids from `<path>/ids`, name bindings at `<path>/names/<name>`
+ * holding the address as UTF-8.
+ *
+ * Guarantees: `nextId` as the function above (unique, increasing per session, none duplicated
+ * across a lost connection). `register` binds or rebinds a name; an ephemeral binding lasts as long
+ * as this session and vanishes when it expires (resolve then answers null); a binding held as an
+ * ephemeral by another live session is refused with NODEEXISTS. `resolve` reads after a `sync`, so
+ * it sees every binding committed before it was called.
+ */
+export class NamingService {
+  /** Names this object bound as ephemerals: an abandoned re-register must not remove them. */
+  private readonly ephemeralNames = new Set<string>();
+
+  constructor(
+    private readonly client: Client,
+    readonly path: string,
+  ) {}
+
+  nextId(options: WaitOptions = {}): Promise<number> {
+    return nextId(this.client, childPath(this.path, "ids"), options);
+  }
+
+  async register(name: string, address: string, options: RegisterOptions = {}): Promise<void> {
+    checkNodeName("name", name);
+    const deadline = new Deadline(`register ${name}`, options, this.client);
+    const path = this.nameNode(name);
+    try {
+      await bindNode(this.client, path, address, options.ephemeral ? "ephemeral" : "persistent", deadline);
+      if (options.ephemeral) this.ephemeralNames.add(name);
+    } catch (error) {
+      // Abandoned: an ephemeral this call may have made is removed (a persistent binding is a
+      // plain registry write whose outcome the caller can read back with resolve).
+      if (options.ephemeral && isCode(error, "OPERATIONTIMEOUT") && !this.ephemeralNames.has(name)) removeIfOwned(this.client, path).catch(() => undefined);
+      throw error;
+    } finally {
+      deadline.dispose();
+    }
+  }
+
+  /** The address bound to `name`, or null if none. */
+  async resolve(name: string, options: WaitOptions = {}): Promise<string | null> {
+    checkNodeName("name", name);
+    const path = this.nameNode(name);
+    const deadline = new Deadline(`resolve ${name}`, options, this.client);
+    try {
+      return await retryOnConnectionLoss(this.client, deadline, async () => {
+        await this.client.sync(path);
+        try {
+          return Buffer.from((await this.client.getData(path)).data).toString("utf8");
+        } catch (error) {
+          if (isCode(error, "NONODE")) return null;
+          throw error;
+        }
+      });
+    } finally {
+      deadline.dispose();
+    }
+  }
+
+  /** Removes the binding of `name` (whoever made it); nothing to do if there is none. */
+  async unregister(name: string, options: WaitOptions = {}): Promise<void> {
+    checkNodeName("name", name);
+    const deadline = new Deadline(`unregister ${name}`, options, this.client);
+    try {
+      await retryOnConnectionLoss(this.client, deadline, () => deleteQuietly(this.client, this.nameNode(name)));
+      this.ephemeralNames.delete(name);
+    } finally {
+      deadline.dispose();
+    }
+  }
+
+  private nameNode(name: string): string {
+    return childPath(childPath(this.path, "names"), name);
+  }
+}

@@ -1,0 +1,264 @@
+/**
+ * ServiceDiscovery: service instances register themselves as ephemeral znodes carrying JSON,
+ * `path/<service>/<id>`; clients list them once or keep a ServiceCache of them.
+ */
+import { EventEmitter } from "node:events";
+import type { Client } from "../client/client.js";
+import type { Stat } from "../client/types.js";
+import { ZkError } from "../common/errors.js";
+import { Deadline, retryOnConnectionLoss, type WaitOptions } from "./common.js";
+import { bindNode, checkNodeName, removeIfOwned } from "./naming-service.js";
+import { type CachedNode, childPath, TreeCache } from "./tree-cache.js";
+
+/** One instance of a service, as stored (JSON) in its znode. */
+export interface ServiceInstance {
+  id: string;
+  address: string;
+  port: number;
+  /** Anything JSON; an object payload may carry `load` (a number) for the least-loaded balancer. */
+  payload?: unknown;
+}
+
+const isCode = (error: unknown, code: string): boolean => error instanceof ZkError && error.code === code;
+
+/** The JSON a registration writes. */
+export function encodeInstance(instance: ServiceInstance): string {
+  const record: ServiceInstance = { id: instance.id, address: instance.address, port: instance.port };
+  if (instance.payload !== undefined) record.payload = instance.payload;
+  return JSON.stringify(record);
+}
+
+/** The instance a znode describes, or undefined if its data is not a valid instance record. */
+export function decodeInstance(data: Uint8Array): ServiceInstance | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(Buffer.from(data).toString("utf8"));
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== "object" || value === null) return undefined;
+  const record = value as Record<string, unknown>;
+  if (typeof record["id"] !== "string" || typeof record["address"] !== "string" || typeof record["port"] !== "number") return undefined;
+  const instance: ServiceInstance = { id: record["id"], address: record["address"], port: record["port"] };
+  if (record["payload"] !== undefined) instance.payload = record["payload"];
+  return instance;
+}
+
+function checkInstance(instance: ServiceInstance): void {
+  checkNodeName("instance id", instance.id);
+  if (typeof instance.address !== "string" || instance.address.length === 0) throw new ZkError("BADARGUMENTS", "instance address must be a non-empty string");
+  if (!Number.isInteger(instance.port) || instance.port < 0 || instance.port > 65535) throw new ZkError("BADARGUMENTS", `instance port must be 0..65535, got ${instance.port}`);
+}
+
+export interface ServiceDiscovery {
+  /** The session expired: every registration of this object is gone from the cluster. */
+  on(event: "lost", listener: (error: ZkError, lost: { service: string; id: string }[]) => void): this;
+}
+
+/**
+ * Registers and lists service instances under `path`.
+ *
+ * Guarantees: an instance is an ephemeral node of the registering session, so it disappears from
+ * every list and cache once that session ends (closed, or expired — within the session timeout of
+ * its process dying). A registration retried after CONNECTIONLOSS recognises its own node by its
+ * ephemeralOwner (never a second node, never another session's); an id held by another live
+ * session is refused with NODEEXISTS.
+ *
+ * Session loss: the registrations are gone with the session; `lost` lists them. Register again
+ * with a new ServiceDiscovery on a new session.
+ */
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
+export class ServiceDiscovery extends EventEmitter {
+  private readonly registered = new Map<string, { service: string; id: string }>();
+  private readonly onState = (state: string): void => {
+    if (state !== "expired" && state !== "closed") return;
+    this.client.off("state", this.onState);
+    const lost = [...this.registered.values()];
+    this.registered.clear();
+    if (lost.length > 0) this.emit("lost", new ZkError("SESSIONEXPIRED", `service discovery ${this.path}: session ${state}`), lost);
+  };
+
+  constructor(
+    private readonly client: Client,
+    readonly path: string,
+  ) {
+    super();
+    client.on("state", this.onState);
+  }
+
+  /** Registers `instance` of `service` (ephemeral, this session); resolves with its Stat. */
+  async register(service: string, instance: ServiceInstance, options: WaitOptions = {}): Promise<Stat> {
+    checkNodeName("service", service);
+    checkInstance(instance);
+    const deadline = new Deadline(`register ${service}/${instance.id}`, options, this.client);
+    const key = `${service}/${instance.id}`;
+    const path = this.instanceNode(service, instance.id);
+    try {
+      const stat = await bindNode(this.client, path, encodeInstance(instance), "ephemeral", deadline);
+      this.registered.set(key, { service, id: instance.id });
+      return stat;
+    } catch (error) {
+      // Abandoned mid-registration: remove the node if this call made it (not an earlier registration).
+      if (isCode(error, "OPERATIONTIMEOUT") && !this.registered.has(key)) removeIfOwned(this.client, path).catch(() => undefined);
+      throw error;
+    } finally {
+      deadline.dispose();
+    }
+  }
+
+  /** Removes this session's registration of `service`/`id` (nothing to do if it is gone). */
+  async unregister(service: string, id: string, options: WaitOptions = {}): Promise<void> {
+    checkNodeName("service", service);
+    checkNodeName("instance id", id);
+    const path = this.instanceNode(service, id);
+    const deadline = new Deadline(`unregister ${service}/${id}`, options, this.client);
+    try {
+      // Only our own node: an id re-registered by another session is not ours to remove.
+      await removeIfOwned(this.client, path, deadline);
+      this.registered.delete(`${service}/${id}`);
+    } finally {
+      deadline.dispose();
+    }
+  }
+
+  /**
+   * Sets `payload.load` of this session's instance (read-modify-write with a version check,
+   * repeated on conflict). A payload that is not an object becomes `{ load }`.
+   */
+  async updateLoad(service: string, id: string, load: number, options: WaitOptions = {}): Promise<Stat> {
+    checkNodeName("service", service);
+    checkNodeName("instance id", id);
+    if (typeof load !== "number" || !Number.isFinite(load)) throw new ZkError("BADARGUMENTS", `load must be a finite number, got ${load}`);
+    const path = this.instanceNode(service, id);
+    const deadline = new Deadline(`updateLoad ${service}/${id}`, options, this.client);
+    try {
+      for (;;) {
+        const { data, stat } = await retryOnConnectionLoss(this.client, deadline, () => this.client.getData(path));
+        const instance = decodeInstance(data);
+        if (instance === undefined) throw new ZkError("BADARGUMENTS", `${path} does not hold a service instance`, path);
+        const payload = typeof instance.payload === "object" && instance.payload !== null && !Array.isArray(instance.payload) ? instance.payload : {};
+        const updated = encodeInstance({ ...instance, payload: { ...payload, load } });
+        try {
+          // Repeating the same versioned write after a lost answer fails with BADVERSION if it
+          // did happen; the loop then reads it back and writes the same record again: harmless.
+          return await retryOnConnectionLoss(this.client, deadline, () => this.client.setData(path, updated, { version: stat.version }));
+        } catch (error) {
+          if (!isCode(error, "BADVERSION")) throw error;
+        }
+      }
+    } finally {
+      deadline.dispose();
+    }
+  }
+
+  /** The registered instances of `service` now (after a sync), sorted by id. */
+  async instances(service: string, options: WaitOptions = {}): Promise<ServiceInstance[]> {
+    checkNodeName("service", service);
+    const parent = childPath(this.path, service);
+    const deadline = new Deadline(`instances ${service}`, options, this.client);
+    try {
+      return await retryOnConnectionLoss(this.client, deadline, async () => {
+        await this.client.sync(parent);
+        let children: string[];
+        try {
+          children = await this.client.getChildren(parent);
+        } catch (error) {
+          if (isCode(error, "NONODE")) return [];
+          throw error;
+        }
+        const reads = children.sort().map((child) =>
+          this.client.getData(childPath(parent, child)).then(
+            ({ data }) => decodeInstance(data),
+            (error: unknown) => {
+              if (isCode(error, "NONODE")) return undefined;
+              throw error;
+            },
+          ),
+        );
+        return (await Promise.all(reads)).filter((instance): instance is ServiceInstance => instance !== undefined);
+      });
+    } finally {
+      deadline.dispose();
+    }
+  }
+
+  /** A ServiceCache of `service` on this session (call `start()` on it). */
+  cache(service: string): ServiceCache {
+    return new ServiceCache(this.client, this.path, service);
+  }
+
+  private instanceNode(service: string, id: string): string {
+    return childPath(childPath(this.path, service), id);
+  }
+}
+
+export interface ServiceCache {
+  /** The instance list changed (an instance appeared, left, or changed its data). */
+  on(event: "changed", listener: (instances: ServiceInstance[]) => void): this;
+  /** The session is gone: the list is empty from now on and the cache has stopped. */
+  on(event: "lost", listener: (error: ZkError) => void): this;
+}
+
+/**
+ * The current instances of one service, kept by a child watch on `path/<service>` and a data watch
+ * on every instance (a TreeCache of depth 1), re-armed on every event and re-read after every
+ * reconnect. Once registrations stop changing, `instances()` equals a fresh `instances(service)`.
+ *
+ * Session loss: `instances()` becomes empty (never a stale list), `lost` is emitted and the cache
+ * stops; make a new one on a new session.
+ */
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
+export class ServiceCache extends EventEmitter {
+  private readonly tree: TreeCache;
+  private readonly servicePath: string;
+  private list: ServiceInstance[] = [];
+
+  constructor(client: Client, path: string, readonly service: string) {
+    super();
+    checkNodeName("service", service);
+    this.servicePath = childPath(path, service);
+    this.tree = new TreeCache(client, this.servicePath, { maxDepth: 1 });
+    const onChange = (changed: string): void => {
+      if (changed === this.servicePath) return;
+      this.list = this.readList();
+      this.emit("changed", this.instances());
+    };
+    this.tree.on("added", onChange);
+    this.tree.on("updated", onChange);
+    this.tree.on("removed", onChange);
+    this.tree.on("lost", (error) => {
+      this.list = [];
+      this.emit("lost", error);
+    });
+  }
+
+  /** Starts following; resolves with the instances as first read. */
+  async start(options: WaitOptions = {}): Promise<ServiceInstance[]> {
+    await this.tree.start(options);
+    return this.instances();
+  }
+
+  /** The instances as last seen, sorted by id (a copy). */
+  instances(): ServiceInstance[] {
+    return [...this.list];
+  }
+
+  get running(): boolean {
+    return this.tree.running;
+  }
+
+  close(): void {
+    this.tree.close();
+    this.list = [];
+  }
+
+  private readList(): ServiceInstance[] {
+    const list: ServiceInstance[] = [];
+    for (const name of this.tree.children(this.servicePath)) {
+      const node: CachedNode | undefined = this.tree.get(childPath(this.servicePath, name));
+      const instance = node && decodeInstance(node.data);
+      if (instance !== undefined) list.push(instance);
+    }
+    return list;
+  }
+}
