@@ -3,7 +3,7 @@
  * SDK sessions (each a separate Client, as separate processes would have), and the two faults
  * every recipe must survive — a session forced to expire and the leader killed mid-operation.
  */
-import { Client, type ConnectOptions } from "../../src/index.js";
+import { Client, ZkError, type ConnectOptions } from "../../src/index.js";
 import { ClusterProcess } from "./cluster-process.js";
 import { waitFor } from "./wait.js";
 
@@ -47,8 +47,21 @@ export class RecipeCluster {
       };
       client.on("state", listener);
     });
-    const twin = await Client.connect(this.connectString, { sessionId: client.sessionId, password: client.sessionPassword, connectTimeoutMs: 30_000 });
-    await twin.close();
+    let expired = false;
+    void seen.then(() => (expired = true));
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const twin = await Client.connect(this.connectString, { sessionId: client.sessionId, password: client.sessionPassword, connectTimeoutMs: 30_000 });
+        await twin.close();
+        break;
+      } catch (error) {
+        // The twin is a fresh client with no last-seen zxid, so a server that has not yet applied
+        // the session's creation answers "gone" instead of refusing as behind: try again, unless
+        // the session really is gone already.
+        if (!(error instanceof ZkError && error.code === "SESSIONEXPIRED") || expired || attempt >= 50) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    }
     await seen;
   }
 
