@@ -8,7 +8,7 @@ import type { Client } from "../client/client.js";
 import type { ClientState, Data, WatchedEvent } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
 import { Deadline, deleteIfExists, ensurePath, retryOnConnectionLoss, sequenceOf, withoutProtectedPrefix, type WaitOptions } from "./common.js";
-import { createProtectedOrCleanUp, isZkError, nameOf, reportError } from "./leader-election.js";
+import { createProtectedOrCleanUp, isZkError, nameOf, reportError } from "./common.js";
 
 export interface Member {
   /** The member's node name without its protected prefix ("member-0000000004"), unique in the group. */

@@ -5,72 +5,23 @@
  */
 import { EventEmitter } from "node:events";
 import type { Client } from "../client/client.js";
-import type { ClientState, CreateMode, Data, WatchedEvent } from "../client/types.js";
+import type { ClientState, WatchedEvent } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
-import type { ZkErrorName } from "../common/errors.js";
 import {
   createProtected,
+  createProtectedOrCleanUp,
   Deadline,
   deleteIfExists,
   ensurePath,
+  isZkError,
+  nameOf,
+  reportError,
   retryOnConnectionLoss,
   sequenceOf,
+  textOf,
   withoutProtectedPrefix,
   type WaitOptions,
 } from "./common.js";
-
-// ---------------------------------------------------------------------------------------------
-// Helpers shared by the election, master-worker, membership and two-phase-commit recipes. They
-// belong in common.ts; they live here because this module may not edit it.
-
-/** Whether `error` is a ZkError with `code`. */
-export function isZkError(error: unknown, code: ZkErrorName): boolean {
-  return error instanceof ZkError && error.code === code;
-}
-
-const utf8 = new TextDecoder();
-
-/** Znode data as text. */
-export function textOf(data: Uint8Array): string {
-  return utf8.decode(data);
-}
-
-/** The last segment of a znode path. */
-export function nameOf(path: string): string {
-  return path.slice(path.lastIndexOf("/") + 1);
-}
-
-/**
- * createProtected, bounded by `deadline`, that never leaves a node behind when the caller gives
- * up: the create itself is bounded only by the session, so a create still in flight when the
- * deadline passes finishes (or finds its node after a lost connection) and is then deleted.
- */
-export async function createProtectedOrCleanUp(
-  client: Client,
-  parent: string,
-  name: string,
-  data: Data,
-  mode: CreateMode,
-  deadline: Deadline,
-): Promise<string> {
-  const sessionBound = new Deadline(`create ${parent}/${name}`, {}, client);
-  const creating = createProtected(client, parent, name, data, mode, sessionBound);
-  creating.then(
-    () => sessionBound.dispose(),
-    () => sessionBound.dispose(),
-  );
-  try {
-    return await deadline.race(creating);
-  } catch (error) {
-    creating.then((path) => deleteIfExists(client, path), () => undefined).catch(() => undefined);
-    throw error;
-  }
-}
-
-/** Calls `emitter.emit("error", error)` only when someone listens (an unheard "error" would throw). */
-export function reportError(emitter: EventEmitter, error: unknown): void {
-  if (emitter.listenerCount("error") > 0) emitter.emit("error", error);
-}
 
 // ---------------------------------------------------------------------------------------------
 // Pure ordering logic (unit-tested).

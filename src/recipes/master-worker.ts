@@ -18,7 +18,7 @@ import { op } from "../client/ops.js";
 import type { ClientState, Data, Op, WatchedEvent } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
 import { Deadline, ensurePath, retryOnConnectionLoss, sequenceOf, waitUntilGone, withoutProtectedPrefix, type WaitOptions } from "./common.js";
-import { createProtectedOrCleanUp, isZkError, reportError, textOf } from "./leader-election.js";
+import { createProtectedOrCleanUp, isZkError, reportError, textOf } from "./common.js";
 
 export const DONE = "done";
 

@@ -9,7 +9,7 @@ import { op } from "../client/ops.js";
 import type { Watcher } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
 import { Deadline, ensurePath, retryOnConnectionLoss, type WaitOptions } from "./common.js";
-import { isZkError, textOf } from "./leader-election.js";
+import { isZkError, textOf } from "./common.js";
 
 export type TwoPhaseVote = "commit" | "abort";
 export type TwoPhaseOutcome = "commit" | "abort";
