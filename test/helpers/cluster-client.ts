@@ -13,6 +13,15 @@ export async function connectTo(cluster: ClusterProcess, id: number): Promise<Cl
   return Client.connect(cluster.server(id).connectString, { sessionTimeoutMs: 4_000, connectTimeoutMs: 30_000 });
 }
 
+/**
+ * The children of `path` once this session's server has applied every write committed before the
+ * call: a read that checks what other sessions did must not run on a server still catching up.
+ */
+export async function syncedChildren(client: Client, path: string): Promise<string[]> {
+  await client.sync(path);
+  return client.getChildren(path);
+}
+
 /** Every node under `root` with its data, as one server sees it after a sync. */
 export async function treeAt(client: Client, root: string): Promise<Map<string, string>> {
   await client.sync(root);

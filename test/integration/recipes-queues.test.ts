@@ -13,6 +13,7 @@ import { DistributedPriorityQueue } from "../../src/recipes/priority-queue.js";
 import { DistributedQueue } from "../../src/recipes/queue.js";
 import { SharedCounter } from "../../src/recipes/shared-counter.js";
 import { sequenceOf } from "../../src/recipes/common.js";
+import { syncedChildren } from "../helpers/cluster-client.js";
 import { RecipeCluster } from "../helpers/recipe-cluster.js";
 
 const TEST_TIMEOUT_MS = 180_000;
@@ -272,7 +273,7 @@ describe("DoubleBarrier", () => {
       const lastEntered = log.indexOf("entered 4");
       for (let i = 0; i < 5; i++) assert.ok(log.indexOf(`returned ${i}`) > lastEntered, `participant ${i} returned after all five entered: ${log.join(", ")}`);
       await bounded(Promise.all(barriers.map((b) => b.leave())), "all five leave");
-      assert.deepEqual(await observer.getChildren(path), [], "no member nodes and no ready node are left");
+      assert.deepEqual(await syncedChildren(observer, path), [], "no member nodes and no ready node are left");
       assert.ok(barriers.every((b) => b.ourPath === undefined));
     } finally {
       await removeTree(observer, path);
@@ -306,7 +307,7 @@ describe("DoubleBarrier", () => {
       const lastEntered = log.indexOf("entered d");
       assert.ok(log.filter((entry) => entry.startsWith("returned")).every((entry) => log.indexOf(entry) > lastEntered), log.join(", "));
       await bounded(Promise.all(entering.map((barrier) => barrier.leave())), "b, c, d leave");
-      assert.deepEqual(await observer!.getChildren(path), []);
+      assert.deepEqual(await syncedChildren(observer!, path), []);
     } finally {
       await removeTree(observer!, path);
       await closeAll([doomed!, b!, c!, d!, observer!]);
@@ -333,7 +334,7 @@ describe("DoubleBarrier", () => {
       await bounded(Promise.all(leaving), "the others leave");
       await rejectsWith(doomed.leave(), "SESSIONEXPIRED");
       assert.equal(doomed.ourPath, undefined, "the expired participant no longer believes it is entered");
-      assert.deepEqual(await observer.getChildren(path), []);
+      assert.deepEqual(await syncedChildren(observer, path), []);
     } finally {
       await removeTree(observer, path);
       await closeAll([...clients, observer]);
@@ -514,6 +515,7 @@ describe("DistributedQueue", () => {
       assert.equal(await queue.peek(), null);
       const offering = new DistributedQueue(producer!, path);
       for (let i = 0; i < 20; i++) await offering.offer(`e${i}`);
+      await consumer!.sync(path); // the consumer may be on another server: see every offer made so far
       assert.equal(text(await queue.peek()), "e0");
       assert.equal(await queue.size(), 20);
       const got: (string | null)[] = [];
@@ -549,8 +551,9 @@ describe("DistributedQueue", () => {
       await bounded(consuming.finished, "300 elements consumed");
       assertExactlyOnce(received, offered);
       assertPerProducerOrder(consuming.perConsumer);
+      await producers[0]!.sync(path);
       assert.equal(await new DistributedQueue(producers[0]!, path).size(), 0);
-      assert.deepEqual(await producers[0]!.getChildren(`${path}/receipts`), [], "no receipt left behind");
+      assert.deepEqual(await syncedChildren(producers[0]!, `${path}/receipts`), [], "no receipt left behind");
     } finally {
       await stopConsumers(consuming);
       await removeTree(producers[0]!, path);
@@ -667,6 +670,7 @@ describe("DistributedPriorityQueue", () => {
       for (const [data, priority] of offers) await offering.offer(data, priority);
       await rejectsWith(offering.offer("bad", -1), "BADARGUMENTS");
       const queue = new DistributedPriorityQueue(consumer!, path);
+      await consumer!.sync(path);
       assert.equal(text(await queue.peek()), "d");
       assert.equal(await queue.size(), 7);
       const got: (string | null)[] = [];
