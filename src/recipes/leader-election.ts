@@ -174,12 +174,12 @@ export class LeaderElection extends EventEmitter {
   }
 
   /**
-   * Resolves once this candidate leads. Rejects with OPERATIONTIMEOUT on timeout/abort (the
+   * Resolves with the fencing token once this candidate leads. Rejects with OPERATIONTIMEOUT on timeout/abort (the
    * candidate stays in the election), SESSIONEXPIRED if the session is gone, and BADARGUMENTS if
    * it is not a candidate (never started or resigned meanwhile).
    */
-  async awaitLeadership(options: WaitOptions = {}): Promise<void> {
-    if (this.statusValue === "leader") return;
+  async awaitLeadership(options: WaitOptions = {}): Promise<bigint> {
+    if (this.statusValue === "leader") return this.currentToken();
     if (this.statusValue === "lost") throw new ZkError("SESSIONEXPIRED", `leader election ${this.path}: session lost`);
     if (this.statusValue === "idle") throw new ZkError("BADARGUMENTS", `leader election ${this.path}: not a candidate`);
     const deadline = new Deadline(`leader election ${this.path}: await leadership`, options, this.client);
@@ -192,6 +192,14 @@ export class LeaderElection extends EventEmitter {
       this.waiters.delete(waiter);
       deadline.dispose();
     }
+    return this.currentToken();
+  }
+
+  /** The token of the leadership just confirmed; one that ended in between rejects like a loss. */
+  private currentToken(): bigint {
+    const token = this.fencingToken;
+    if (token === undefined) throw new ZkError("SESSIONEXPIRED", `leader election ${this.path}: leadership ended as it was granted`);
+    return token;
   }
 
   /**

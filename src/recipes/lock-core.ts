@@ -85,15 +85,19 @@ export class SequentialLock extends EventEmitter {
   /**
    * Waits until this instance holds the lock. Rejects with OPERATIONTIMEOUT on abort or timeout,
    * SESSIONEXPIRED if the session ends, NONODE if its node was deleted while waiting; the node is
-   * removed in each case.
+   * removed in each case. Resolves with the grant's fencing token (see `fencingToken`).
    */
-  async acquire(options: WaitOptions = {}): Promise<void> {
+  async acquire(options: WaitOptions = {}): Promise<bigint> {
     const deadline = new Deadline(`acquire ${this.path}`, options, this.client);
     try {
       await this.enter(deadline, true);
     } finally {
       deadline.dispose();
     }
+    const held = this.holding?.held;
+    // enter() resolves only once the node is held; a loss reported since then rejects like one during the wait.
+    if (held === undefined || !held.isActive) throw new ZkError("SESSIONEXPIRED", `acquire ${this.path}: the lock was lost as it was granted`);
+    return held.czxid;
   }
 
   /** Takes the lock if it is free right now; never waits for another holder. */

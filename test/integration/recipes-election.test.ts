@@ -275,8 +275,11 @@ describe("LeaderElection", { timeout: TEST_TIMEOUT_MS }, () => {
       const successor = await until("a new leader", all.map((c) => c.election), electionEvents, () => exactlyOneLeader(all));
       assert.equal(successor, next);
       assert.ok(next.election.fencingToken! > oldToken, "the new leader's fencing token is larger");
+      const nextToken = next.election.fencingToken!;
       await next.election.resign(WAIT);
-      await last.election.awaitLeadership(WAIT);
+      const lastToken = await last.election.awaitLeadership(WAIT);
+      assert.equal(lastToken, last.election.fencingToken, "awaitLeadership resolves with the leadership's fencing token");
+      assert.ok(lastToken > nextToken, "every later leadership has a larger token");
       const afterLoss = old.events.slice(old.events.indexOf("lost:expired"));
       assert.ok(!afterLoss.includes("elected"), `the expired candidate never led after its loss: ${old.events.join(" ")}`);
       assert.equal(old.events.at(-1), "lost:expired");

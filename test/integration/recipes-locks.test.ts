@@ -125,9 +125,10 @@ describe("Lock", () => {
       clients.map(async (client, index) => {
         const lock = new Lock(client, path);
         for (let round = 0; round < 4; round++) {
-          await lock.acquire({ timeoutMs: WAIT_MS });
+          const token = await lock.acquire({ timeoutMs: WAIT_MS });
           detector.enter(`session-${index}`);
-          tokens.push(lock.fencingToken!);
+          assert.equal(token, lock.fencingToken, "acquire resolves with the grant's fencing token");
+          tokens.push(token);
           await roundTrip(client, path); // a round trip inside the critical section gives others a chance to barge in
           detector.exit(`session-${index}`);
           await lock.release();
@@ -146,9 +147,8 @@ describe("Lock", () => {
     const path = "/lock-reentrant";
     const mine = new Lock(a, path);
     const theirs = new Lock(b, path);
-    await mine.acquire();
-    const token = mine.fencingToken;
-    await mine.acquire();
+    const token = await mine.acquire();
+    assert.equal(await mine.acquire(), token, "a reentrant acquire returns the same token");
     assert.equal(await mine.tryAcquire(), true);
     assert.equal((await childrenOf(a, path)).length, 1, "one node for all three acquires");
     assert.equal(mine.fencingToken, token);
