@@ -7,6 +7,7 @@
  * `corral shell` is the command-line client, ZooKeeper's zkCli.sh (src/cli/shell.ts).
  */
 import { ConfigError, loadConfig, type ServerConfig } from "../server/config.js";
+import { diskFaultPlanFromEnv } from "../server/disk-faults.js";
 import { createLogger } from "../server/log.js";
 import { CorralServer } from "../server/server.js";
 
@@ -46,7 +47,9 @@ function parseFlags(args: string[]): { config?: string; flags: Record<string, st
 
 async function runServer(config: ServerConfig, banner: boolean): Promise<void> {
   const logger = createLogger(config.logLevel, { serverId: config.serverId });
-  const server = await CorralServer.start(config, logger);
+  // TEST ONLY (see src/server/disk-faults.ts): unset in production, where nothing is injected.
+  const diskFaults = diskFaultPlanFromEnv(process.env);
+  const server = await CorralServer.start(config, logger, diskFaults ? { diskFaults } : {});
   if (banner) {
     process.stdout.write(
       `corral standalone server ${config.serverId} serving on ${server.connectString} (data in ${config.dataDir})\n` +

@@ -544,7 +544,7 @@ export class Leader {
     for (const peer of this.peers.values()) {
       if (peer.role === "participant" && this.options.quorum.isVoter(peer.sid) && (peer.stage === "synced" || peer.stage === "upToDate")) acked.push(peer.ackedZxid);
     }
-    const quorumSize = this.options.quorum.quorumSize;
+    const quorumSize = this.options.unsafeCommitOnOwnAck === true ? 1 : this.options.quorum.quorumSize;
     if (acked.length < quorumSize) return;
     acked.sort((a, b) => b - a);
     const commitZxid = Math.max(this.history.committedZxid, acked[quorumSize - 1]!);

@@ -48,6 +48,11 @@ export interface ZabOptions {
   committedLogRecordsMax?: number;
   proposalsInFlightMax?: number;
   syncTxnsPerMessageMax?: number;
+  /**
+   * TEST ONLY, deliberately broken: the leader commits on its own durable ack alone. The chaos
+   * tests switch it on to prove their checkers catch a server that loses acknowledged writes.
+   */
+  unsafeCommitOnOwnAck?: boolean;
 }
 
 export interface ResolvedZabOptions extends ZabOptions {

@@ -7,6 +7,7 @@
 import { assert } from "../common/assert.js";
 import { DataTree } from "../store/data-tree.js";
 import { purgeOld, recover } from "../store/disk/recovery.js";
+import type { DiskFaults } from "../store/disk/faults.js";
 import type { SnapshotStore } from "../store/disk/snapshot-store.js";
 import type { LevelTxnLog, LevelTxnLogOptions } from "../store/disk/txn-log.js";
 import { decodeSnapshot, encodeSnapshot } from "../store/snapshot-codec.js";
@@ -25,6 +26,8 @@ export interface DatabaseOptions {
   snapshotEveryTxns: number;
   snapshotRetainCount: number;
   log?: LevelTxnLogOptions;
+  /** Test only: the snapshot store's fault hook (src/server/disk-faults.ts). */
+  snapshotFaults?: DiskFaults;
   /**
    * Standalone, every logged txn is committed, so recovery replays the whole log into the tree.
    * In a cluster the log may end in txns no quorum ever acked: the tree then stops at the snapshot
@@ -53,6 +56,7 @@ export class ServerDatabase {
   static async open(dataDir: string, options: DatabaseOptions, logger: Logger): Promise<ServerDatabase> {
     const recovered = await recover(dataDir, {
       ...(options.log ? { log: options.log } : {}),
+      ...(options.snapshotFaults ? { snapshotFaults: options.snapshotFaults } : {}),
       onInvalidSnapshot: (invalid) => logger.warn({ snapshot: invalid }, "skipping invalid snapshot"),
     });
     try {
@@ -127,7 +131,10 @@ export class ServerDatabase {
         const oldestKept = await purgeOld(this.log, this.snapshots, this.options.snapshotRetainCount);
         this.logger.info({ zxid: hex(zxid), bytes: bytes.byteLength, purgedLogBefore: oldestKept === undefined ? undefined : hex(oldestKept) }, "snapshot taken");
       } catch (error) {
-        if (!this.closed) this.logger.error({ err: error }, "snapshot failed");
+        // A snapshot is a redundant copy: every txn since the last good one is still in the log, so
+        // ZooKeeper logs the failure and carries on, and so do we. A failure of the log itself
+        // (the purge after the save) fail-stops the server through the log's onFailed instead.
+        if (!this.closed) this.logger.error({ err: error, zxid: hex(zxid) }, "snapshot failed: carrying on, the txn log still holds every txn since the last good snapshot");
       } finally {
         this.snapshotInFlight = undefined;
       }

@@ -86,6 +86,8 @@ export interface QuorumPeerDeps {
   logger: Logger;
   nowMs: () => number;
   onFatal: (error: unknown) => void;
+  /** TEST ONLY (CORRAL_TEST_UNSAFE_SOLO_COMMIT=1): a leader that commits on its own ack alone. */
+  unsafeCommitOnOwnAck?: boolean;
 }
 
 export class QuorumPeer {
@@ -234,7 +236,12 @@ export class QuorumPeer {
   private async startTerm(decision: Decision): Promise<void> {
     const generation = ++this.generation;
     // A new core is built from what is durable: let the previous term's writes land first.
-    await this.persist.drain();
+    try {
+      await this.persist.drain();
+    } catch {
+      // One of them failed: the persist queue has called fatal(); no term may start on top of it.
+      return;
+    }
     if (generation !== this.generation || this.stopped) return;
     const { config, database, transport } = this.deps;
     const state = decision.state === "leading" ? "leading" : decision.state === "following" ? "following" : "observing";
@@ -253,6 +260,7 @@ export class QuorumPeer {
         lastZxid: () => database.tree.lastProcessedZxid,
       },
       nowMs: this.deps.nowMs(),
+      ...(this.deps.unsafeCommitOnOwnAck === true ? { unsafeCommitOnOwnAck: true } : {}),
     };
     if (state === "leading") {
       this.prep = new Prep(database.tree, { ttlNodesEnabled: config.ttlNodesEnabled });

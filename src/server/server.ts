@@ -16,10 +16,17 @@ import { StandaloneBroadcast } from "./standalone-broadcast.js";
 import type { WriteBroadcast } from "./broadcast.js";
 import { PeerTransport } from "./peer/peer-transport.js";
 import { ClusterBroadcast, ClusterSessionActivity, QuorumPeer } from "./quorum-peer.js";
+import { DISK_FAULT_ENV, type DiskFaultPlan } from "./disk-faults.js";
 
 export interface ServerHooks {
-  /** The txn log failed: the server has stopped accepting writes and must exit (fail-stop). */
+  /**
+   * A durable write failed (txn log, epochs, truncation, SNAP install): the server has stopped
+   * accepting writes and must exit (fail-stop). Called at most once. The default logs one fatal
+   * line and exits with code 70.
+   */
   onFatal?: (error: unknown) => void;
+  /** TEST ONLY: fail chosen durable writes on purpose (CORRAL_TEST_DISK_FAULT, see disk-faults.ts). */
+  diskFaults?: DiskFaultPlan;
 }
 
 export class CorralServer {
@@ -40,19 +47,38 @@ export class CorralServer {
   static async start(config: ServerConfig, logger: Logger, hooks: ServerHooks = {}): Promise<CorralServer> {
     mkdirSync(config.dataDir, { recursive: true });
     const clustered = config.servers.length > 0;
-    const database = await ServerDatabase.open(
-      config.dataDir,
-      { snapshotEveryTxns: config.snapshotEveryTxns, snapshotRetainCount: config.snapshotRetainCount, replayLog: !clustered },
-      logger,
-    );
-    const now = () => Date.now();
-    const tracker = new SessionTracker(config.tickMs, now);
-    const onFatal =
+    const reportFatal =
       hooks.onFatal ??
       ((error: unknown) => {
         logger.fatal({ err: error }, "a durable write failed: stopping without answering (fail-stop)");
         process.exit(70);
       });
+    // One failure reaches us by several roads (the log's onFailed, then each rejected write): report it once.
+    let fatalReported = false;
+    const onFatal = (error: unknown): void => {
+      if (fatalReported) return;
+      fatalReported = true;
+      reportFatal(error);
+    };
+    const faults = hooks.diskFaults;
+    if (faults) {
+      logger.warn({ diskFault: faults.spec }, `TEST ONLY: ${DISK_FAULT_ENV} is set: a durable write will fail on purpose and this server will stop`);
+    }
+    const database = await ServerDatabase.open(
+      config.dataDir,
+      {
+        snapshotEveryTxns: config.snapshotEveryTxns,
+        snapshotRetainCount: config.snapshotRetainCount,
+        replayLog: !clustered,
+        // Whichever write fails the log — a group-commit batch, an epoch, a truncation, the purge
+        // after a background snapshot — the server stops at once rather than carry on with a dead log.
+        log: { onFailed: onFatal, ...(faults ? { faults } : {}) },
+        ...(faults ? { snapshotFaults: faults } : {}),
+      },
+      logger,
+    );
+    const now = () => Date.now();
+    const tracker = new SessionTracker(config.tickMs, now);
 
     let broadcast: WriteBroadcast;
     let pipeline: RequestPipeline;
@@ -75,7 +101,10 @@ export class CorralServer {
           quorumStreamClosed: (peer) => peerRef?.onQuorumStreamClosed(peer),
         },
       });
-      quorumPeer = new QuorumPeer({ config, database, transport, pipeline, tracker, broadcast: clusterBroadcast, activity, logger, nowMs: now, onFatal });
+      // A deliberately broken leader for the chaos tests, which must catch the writes it loses.
+      const unsafeCommitOnOwnAck = process.env["CORRAL_TEST_UNSAFE_SOLO_COMMIT"] === "1";
+      if (unsafeCommitOnOwnAck) logger.warn("CORRAL_TEST_UNSAFE_SOLO_COMMIT=1: as leader this server commits without a quorum (test only, loses writes)");
+      quorumPeer = new QuorumPeer({ config, database, transport, pipeline, tracker, broadcast: clusterBroadcast, activity, logger, nowMs: now, onFatal, unsafeCommitOnOwnAck });
       peerRef = quorumPeer;
     } else {
       const prep = new Prep(database.tree, { ttlNodesEnabled: config.ttlNodesEnabled });

@@ -100,27 +100,12 @@ export class ClusterProcess {
 
   /** The last role each running server logged. */
   roles(): Map<number, RoleLine> {
-    const roles = new Map<number, RoleLine>();
-    for (const [id, server] of this.servers) {
-      if (!server.running) continue;
-      const last = lastRoleLine(server.stderr);
-      if (last) roles.set(id, last);
-    }
-    return roles;
+    return rolesOf(this.servers);
   }
 
-  /** The id of the server that last logged itself leading, if every running voter agrees on it. */
+  /** The id of the server that last logged itself leading, if every running server agrees on it. */
   agreedLeader(): number | undefined {
-    const roles = this.roles();
-    const leaders = [...roles].filter(([, r]) => r.role === "leading").map(([id]) => id);
-    if (leaders.length !== 1) return undefined;
-    const leader = leaders[0]!;
-    for (const [id, server] of this.servers) {
-      if (!server.running || id === leader) continue;
-      const role = roles.get(id);
-      if (!role || (role.role !== "following" && role.role !== "observing") || role.leader !== leader) return undefined;
-    }
-    return leader;
+    return agreedLeaderOf(this.servers);
   }
 
   async stop(): Promise<void> {
@@ -129,15 +114,43 @@ export class ClusterProcess {
   }
 }
 
+/** The last role each running server of `servers` logged. */
+export function rolesOf(servers: ReadonlyMap<number, ServerProcess>): Map<number, RoleLine> {
+  const roles = new Map<number, RoleLine>();
+  for (const [id, server] of servers) {
+    if (!server.running) continue;
+    const last = lastRoleLine(server.stderr);
+    if (last) roles.set(id, last);
+  }
+  return roles;
+}
+
+/** The server that last logged itself leading, if every running server of `servers` agrees on it. */
+export function agreedLeaderOf(servers: ReadonlyMap<number, ServerProcess>): number | undefined {
+  const roles = rolesOf(servers);
+  const leaders = [...roles].filter(([, r]) => r.role === "leading").map(([id]) => id);
+  if (leaders.length !== 1) return undefined;
+  const leader = leaders[0]!;
+  for (const [id, server] of servers) {
+    if (!server.running || id === leader) continue;
+    const role = roles.get(id);
+    if (!role || (role.role !== "following" && role.role !== "observing") || role.leader !== leader) return undefined;
+  }
+  return leader;
+}
+
 export function lastRoleLine(stderr: string): RoleLine | undefined {
-  let last: RoleLine | undefined;
-  for (const line of stderr.split("\n")) {
-    if (!line.includes('"role changed"')) continue;
+  // Searched from the end: a chaos run's servers log for half an hour and are asked often.
+  const marker = '"role changed"';
+  for (let at = stderr.lastIndexOf(marker); at >= 0; at = at === 0 ? -1 : stderr.lastIndexOf(marker, at - 1)) {
+    const start = stderr.lastIndexOf("\n", at) + 1;
+    const end = stderr.indexOf("\n", at);
+    if (end < 0) continue; // a torn last line: the next read sees it whole
     try {
-      last = JSON.parse(line) as RoleLine;
+      return JSON.parse(stderr.slice(start, end)) as RoleLine;
     } catch {
-      // a torn last line: the next read sees it whole
+      // not one of our lines after all; look further back
     }
   }
-  return last;
+  return undefined;
 }

@@ -64,10 +64,14 @@ export interface ServerProcessOptions {
   snapshotRetainCount?: number;
   logLevel?: string;
   extraArgs?: string[];
+  /** Extra environment variables for the server process (e.g. test-only fault switches). */
+  env?: Record<string, string>;
 }
 
 export class ServerProcess {
   private child: ChildProcess | undefined;
+  /** Settles when the current child has exited and its stderr is fully read. */
+  private closed: Promise<number | null> | undefined;
   /** Everything the process wrote to stderr (its logs), across restarts. */
   stderr = "";
 
@@ -103,7 +107,13 @@ export class ServerProcess {
     this.child?.kill("SIGCONT");
   }
 
-  async launch(): Promise<void> {
+  /** The exit code of the last launch's process once it exited on its own (null: killed by a signal or still running). */
+  get exitCode(): number | null {
+    return this.child?.exitCode ?? null;
+  }
+
+  /** `env` replaces `options.env` for this launch only (e.g. a test-only fault switch). */
+  async launch(env: Record<string, string> | undefined = this.options.env): Promise<void> {
     const o = this.options;
     const args = [
       CLI,
@@ -119,13 +129,14 @@ export class ServerProcess {
     ];
     const child = spawn(process.execPath, args, {
       stdio: ["ignore", "ignore", "pipe"],
-      env: { ...process.env, CORRAL_LOG_LEVEL: o.logLevel ?? "warn" },
+      env: { ...process.env, CORRAL_LOG_LEVEL: o.logLevel ?? "warn", ...env },
     });
     child.stderr!.setEncoding("utf8");
     child.stderr!.on("data", (chunk: string) => {
       this.stderr += chunk;
     });
     this.child = child;
+    this.closed = new Promise((resolve) => child.once("close", (code) => resolve(code)));
     await waitForPort(this.port, child, 20_000);
   }
 
@@ -139,8 +150,27 @@ export class ServerProcess {
     return this.signalAndWait("SIGTERM");
   }
 
-  async restart(): Promise<void> {
-    await this.launch();
+  /** `overrides.env` replaces `options.env` for this run only; a later plain restart() goes back to `options.env`. */
+  async restart(overrides: { env?: Record<string, string> } = {}): Promise<void> {
+    await this.launch(overrides.env ?? this.options.env);
+  }
+
+  /**
+   * Waits (at most `limitMs`) for the process to exit on its own, and for its last log lines;
+   * resolves with its exit code (null if a signal ended it).
+   */
+  async waitForExit(limitMs = 30_000): Promise<number | null> {
+    const closed = this.closed;
+    if (!closed) throw new Error("the server was never launched");
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`server on port ${this.port} did not exit within ${limitMs} ms`)), limitMs);
+    });
+    try {
+      return await Promise.race([closed, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   private async signalAndWait(signal: NodeJS.Signals): Promise<number | null> {

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 
 import { crc32, tableCrc32 } from "../../src/store/disk/crc32.js";
+import { InjectedWriteFault, type InjectedFaultTiming } from "../../src/store/disk/faults.js";
 import {
   type InvalidSnapshot,
   SNAPSHOT_HEADER_BYTES,
@@ -162,4 +163,21 @@ test("saving the same zxid again replaces the file atomically", TIMEOUT, async (
     assert.deepEqual(Buffer.from((await store.loadNewestValid())!.bytes), Buffer.from(body(2)));
     assert.deepEqual(await readdir(dir), [snapshotFileName(10)]);
   });
+});
+
+test("an injected write or fsync fault rejects the save with EIO and leaves no file; the next save works", TIMEOUT, async () => {
+  for (const timing of ["beforeWrite", "afterWrite"] as const satisfies readonly InjectedFaultTiming[]) {
+    const root = await mkdtemp(join(tmpdir(), "corral-snap-"));
+    try {
+      const dir = join(root, "snapshots");
+      let saves = 0;
+      const store = await SnapshotStore.open(dir, { faults: { failWrite: (kind) => (kind === "snapshot" && ++saves === 1 ? timing : false) } });
+      await assert.rejects(store.save(7, body(7)), (error: unknown) => error instanceof InjectedWriteFault && error.code === "EIO");
+      assert.deepEqual(await readdir(dir), [], `${timing}: neither the snapshot nor its temp file is left`);
+      await store.save(8, body(8));
+      assert.equal((await store.loadNewestValid())?.zxid, 8);
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  }
 });

@@ -9,6 +9,7 @@ import {
   type LevelTxnLogOptions,
   type LogEntry,
   LevelTxnLog,
+  InjectedWriteFault,
   TxnLogClosedError,
   TxnLogFailedError,
 } from "../../src/store/disk/txn-log.js";
@@ -215,6 +216,47 @@ test("a failed batch rejects it and every queued append, and the log refuses eve
       await reopened.close();
     }
   }, options);
+});
+
+test("a batch whose sync fails after LevelDB wrote it is rejected all the same; the record may survive", TIMEOUT, async () => {
+  let appendWrites = 0;
+  await withLog(async (log, dir) => {
+    await log.append(1, record(1));
+    const failed = await log.append(2, record(2)).then(() => undefined, (error: unknown) => error);
+    assert.ok(failed instanceof TxnLogFailedError, String(failed));
+    assert.ok(failed.cause instanceof InjectedWriteFault && failed.cause.code === "LEVEL_IO_ERROR");
+    assert.equal(log.lastDurableZxid(), 1, "never reported durable");
+    await log.close();
+    const reopened = await LevelTxnLog.open(dir);
+    try {
+      assert.deepEqual(zxidsOf(await readAll(reopened)), [1, 2], "the data reached the disk before the injected sync error");
+    } finally {
+      await reopened.close();
+    }
+  }, { faults: { failWrite: (kind) => (kind === "append" && ++appendWrites === 2 ? "afterWrite" : false) } });
+});
+
+test("onFailed hears of the first failure once, whichever write it was, even with no append waiting", TIMEOUT, async () => {
+  for (const kind of ["stable", "purge", "truncate", "append"] as const) {
+    const heard: TxnLogFailedError[] = [];
+    let armed = false;
+    const options: LevelTxnLogOptions = { faults: { failWrite: (asked) => armed && asked === kind }, onFailed: (error) => heard.push(error) };
+    await withLog(async (log) => {
+      for (let zxid = 1; zxid <= 4; zxid += 1) await log.append(zxid, record(zxid));
+      armed = true;
+      const write =
+        kind === "stable" ? log.stable.putNumber("acceptedEpoch", 1)
+        : kind === "purge" ? log.purgeBefore(3)
+        : kind === "truncate" ? log.truncateAfter(2)
+        : log.append(5, record(5));
+      await assert.rejects(write, TxnLogFailedError);
+      assert.equal(heard.length, 1, `${kind}: heard once`);
+      assert.ok(heard[0]!.cause instanceof InjectedWriteFault && heard[0]!.cause.kind === kind, `${kind}: the cause is the disk's error`);
+      await assert.rejects(log.append(6, record(6)), TxnLogFailedError);
+      await assert.rejects(log.stable.putNumber("currentEpoch", 1), TxnLogFailedError);
+      assert.equal(heard.length, 1, `${kind}: later refusals are not new failures`);
+    }, options);
+  }
 });
 
 test("truncateAfter durably drops every record above the zxid and appends resume after it", TIMEOUT, async () => {

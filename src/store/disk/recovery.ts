@@ -1,6 +1,7 @@
 import { join } from "node:path";
 
 import { assert } from "../../common/assert.js";
+import type { DiskFaults } from "./faults.js";
 import { type LoadedSnapshot, type InvalidSnapshot, SnapshotStore } from "./snapshot-store.js";
 import { type LevelTxnLogOptions, type LogEntry, LevelTxnLog, type TxnLog } from "./txn-log.js";
 
@@ -19,6 +20,8 @@ export function dataDirLayout(dataDir: string): DataDirLayout {
 export interface RecoverOptions {
   log?: LevelTxnLogOptions;
   onInvalidSnapshot?: (invalid: InvalidSnapshot) => void;
+  /** Test only: the snapshot store's fault hook (the log's is `log.faults`). */
+  snapshotFaults?: DiskFaults;
 }
 
 export interface Recovered {
@@ -48,10 +51,10 @@ export class RecoveryError extends Error {
  */
 export async function recover(dataDir: string, options: RecoverOptions = {}): Promise<Recovered> {
   const layout = dataDirLayout(dataDir);
-  const snapshots = await SnapshotStore.open(
-    layout.snapshotDir,
-    options.onInvalidSnapshot === undefined ? {} : { onInvalid: options.onInvalidSnapshot },
-  );
+  const snapshots = await SnapshotStore.open(layout.snapshotDir, {
+    ...(options.onInvalidSnapshot === undefined ? {} : { onInvalid: options.onInvalidSnapshot }),
+    ...(options.snapshotFaults === undefined ? {} : { faults: options.snapshotFaults }),
+  });
   const log = await LevelTxnLog.open(layout.logDir, options.log ?? {});
   try {
     const snapshot = await snapshots.loadNewestValid();

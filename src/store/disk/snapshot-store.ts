@@ -3,6 +3,7 @@ import { dirname, join } from "node:path";
 
 import { assert } from "../../common/assert.js";
 import { crc32 } from "./crc32.js";
+import { type DiskFaults, InjectedWriteFault, injectedFaultFor } from "./faults.js";
 import { assertZxid } from "./keys.js";
 
 /**
@@ -46,6 +47,8 @@ export interface InvalidSnapshot {
 export interface SnapshotStoreOptions {
   /** Told about every snapshot file that fails validation (and is skipped). */
   onInvalid?: (invalid: InvalidSnapshot) => void;
+  /** Test only: asked with "snapshot" before each save (see faults.ts). */
+  faults?: DiskFaults;
 }
 
 /** Encodes a whole snapshot file. Exported for tests and tools. */
@@ -86,6 +89,7 @@ export function decodeSnapshotFile(
 export class SnapshotStore {
   readonly dir: string;
   private readonly onInvalid: ((invalid: InvalidSnapshot) => void) | undefined;
+  private readonly faults: DiskFaults | undefined;
   /** Temp files of saves still running in this process; purge leaves them alone. */
   private readonly tempFilesInUse = new Set<string>();
   private tempCounter = 0;
@@ -93,6 +97,7 @@ export class SnapshotStore {
   private constructor(dir: string, options: SnapshotStoreOptions) {
     this.dir = dir;
     this.onInvalid = options.onInvalid;
+    this.faults = options.faults;
   }
 
   static async open(dir: string, options: SnapshotStoreOptions = {}): Promise<SnapshotStore> {
@@ -109,16 +114,20 @@ export class SnapshotStore {
     const tempName = `${name}.tmp-${process.pid}-${this.tempCounter}`;
     const tempPath = join(this.dir, tempName);
     const encoded = encodeSnapshotFile(zxid, bytes);
+    // An injected fault strikes where a real EIO would: at the first write, or at the fsync.
+    const fault = injectedFaultFor(this.faults, "snapshot");
     this.tempFilesInUse.add(tempName);
     try {
       const handle = await open(tempPath, "wx");
       try {
+        if (fault === "beforeWrite") throw new InjectedWriteFault("snapshot", fault);
         let written = 0;
         while (written < encoded.byteLength) {
           const { bytesWritten } = await handle.write(encoded, written, encoded.byteLength - written);
           assert(bytesWritten > 0, "write made no progress");
           written += bytesWritten;
         }
+        if (fault === "afterWrite") throw new InjectedWriteFault("snapshot", fault);
         await handle.sync();
       } finally {
         await handle.close();

@@ -14,6 +14,9 @@ import {
   stableKey,
   zxidOfLogKey,
 } from "./keys.js";
+import { type DiskFaults, type DiskWriteKind, writeWithFaults } from "./faults.js";
+
+export { type DiskFaults, type DiskWriteKind, type InjectedFaultTiming, InjectedWriteFault } from "./faults.js";
 
 /** One logged transaction. `record` is opaque here: the txn codec lives in src/store. */
 export interface LogEntry {
@@ -69,13 +72,8 @@ export interface StableStore {
   putNumber(name: string, value: number): Promise<void>;
 }
 
-/** Which write a fault hook is asked about. */
-export type DiskWriteKind = "append" | "stable" | "truncate" | "purge";
-
-export interface TxnLogFaults {
-  /** Return true to make this write fail as if the disk had returned an I/O error. */
-  failWrite?: (kind: DiskWriteKind) => boolean;
-}
+/** The log's fault hook (test only): see faults.ts. Asked with "append", "stable", "truncate", "purge". */
+export type TxnLogFaults = DiskFaults;
 
 export interface LevelTxnLogOptions {
   /** Records per group-commit batch; defaults to limits.logBatchTxnsMax. */
@@ -83,6 +81,13 @@ export interface LevelTxnLogOptions {
   /** Record bytes per batch (a single larger record still goes alone); default 16 MiB. */
   batchBytesMax?: number;
   faults?: TxnLogFaults;
+  /**
+   * Called once, synchronously, when a write fails and the log fail-stops — whichever write it was.
+   * Pending appends are rejected too, but a failed purge (run in the background after a snapshot)
+   * has nobody waiting on it: without this the server would carry on with a dead log until its next
+   * write.
+   */
+  onFailed?: (error: TxnLogFailedError) => void;
 }
 
 /** Default byte budget of one group-commit batch. */
@@ -104,15 +109,6 @@ export class TxnLogClosedError extends Error {
   constructor() {
     super("txn log is closed");
     this.name = "TxnLogClosedError";
-  }
-}
-
-/** Thrown by the fault hook in place of a real write. */
-export class InjectedWriteFault extends Error {
-  readonly code = "INJECTED_WRITE_FAULT";
-  constructor(kind: DiskWriteKind) {
-    super(`injected write fault (${kind})`);
-    this.name = "InjectedWriteFault";
   }
 }
 
@@ -140,6 +136,7 @@ export class LevelTxnLog implements TxnLog {
   private readonly batchTxnsMax: number;
   private readonly batchBytesMax: number;
   private readonly faults: TxnLogFaults;
+  private readonly onFailed: ((error: TxnLogFailedError) => void) | undefined;
 
   /** Appended, not yet handed to LevelDB, in zxid order. */
   private queued: PendingAppend[] = [];
@@ -177,6 +174,7 @@ export class LevelTxnLog implements TxnLog {
     this.batchTxnsMax = options.batchTxnsMax ?? limits.logBatchTxnsMax;
     this.batchBytesMax = options.batchBytesMax ?? LOG_BATCH_BYTES_MAX_DEFAULT;
     this.faults = options.faults ?? {};
+    this.onFailed = options.onFailed;
     assert(Number.isSafeInteger(this.batchTxnsMax) && this.batchTxnsMax >= 1, "batchTxnsMax >= 1");
     assert(Number.isSafeInteger(this.batchBytesMax) && this.batchBytesMax >= 1, "batchBytesMax >= 1");
     this.stable = {
@@ -401,8 +399,7 @@ export class LevelTxnLog implements TxnLog {
   private async write(kind: DiskWriteKind, run: () => Promise<void>): Promise<void> {
     if (this.failure !== undefined) throw this.failure;
     try {
-      if (this.faults.failWrite?.(kind) === true) throw new InjectedWriteFault(kind);
-      await run();
+      await writeWithFaults(this.faults, kind, run);
     } catch (cause) {
       this.fail(cause);
       throw this.failure;
@@ -410,6 +407,7 @@ export class LevelTxnLog implements TxnLog {
   }
 
   private fail(cause: unknown): void {
+    const first = this.failure === undefined;
     if (this.failure === undefined) this.failure = new TxnLogFailedError(cause);
     const failure = this.failure;
     const rejected = [...(this.inFlight ?? []), ...this.queued];
@@ -417,6 +415,8 @@ export class LevelTxnLog implements TxnLog {
     this.queued = [];
     for (const pending of rejected) pending.reject(failure);
     this.notifyIdle();
+    // Last: the owner may end the process here, and everything above only settles promises.
+    if (first) this.onFailed?.(failure);
   }
 
   /** Reads and maintenance refuse to run on a failed or closing log. */

@@ -1,0 +1,60 @@
+/**
+ * The chaos runs CI makes: 60 s per nemesis (partition, kill, pause) on three voters, each judged
+ * by every checker; and the proof that the checkers can fail — a deliberately broken leader
+ * (commits on its own ack, CORRAL_TEST_UNSAFE_SOLO_COMMIT=1) must be caught by a partition run.
+ *
+ * CHAOS_SECONDS shortens or lengthens the runs; CHAOS_SEED replays a fault schedule. A failing
+ * run keeps its report directory (history, faults, verdicts, timeline, server logs) and names it.
+ */
+import assert from "node:assert/strict";
+import { rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, test } from "node:test";
+import type { NemesisName } from "./nemesis.js";
+import { runChaos, type ChaosRunOptions, type ChaosRunResult } from "./run-chaos.js";
+
+const SECONDS = Number(process.env["CHAOS_SECONDS"] ?? 60);
+const RUN_LIMIT_MS = (SECONDS + 240) * 1000;
+
+function seedFor(): number {
+  const fixed = process.env["CHAOS_SEED"];
+  return fixed === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(fixed);
+}
+
+async function run(name: string, options: Omit<ChaosRunOptions, "seed" | "outDir">): Promise<{ result: ChaosRunResult; seed: number; dir: string }> {
+  const seed = seedFor();
+  const dir = join(tmpdir(), `corral-chaos-report-${name}-${seed}-${process.pid}`);
+  const result = await runChaos({ ...options, seed, outDir: dir });
+  return { result, seed, dir };
+}
+
+function explain(result: ChaosRunResult, seed: number, dir: string): string {
+  const invalid = result.verdicts.filter((v) => v.valid !== true).map((v) => `${v.checker}: ${v.violations.slice(0, 5).join(" | ")}`);
+  return `${result.paragraph}\n${invalid.join("\n")}\nseed ${seed}; report kept in ${dir}`;
+}
+
+describe(`chaos: ${SECONDS} s per nemesis on three voters`, () => {
+  for (const nemesis of ["partition", "kill", "pause"] as const satisfies readonly NemesisName[]) {
+    test(`${nemesis}: every checker finds the history valid`, { timeout: RUN_LIMIT_MS }, async () => {
+      const { result, seed, dir } = await run(nemesis, { voters: 3, timeMs: SECONDS * 1000, nemeses: [nemesis] });
+      assert.ok(result.faults.length > 0, "the nemesis injected faults");
+      assert.ok(result.ops.filter((op) => op.outcome === "ok").length > 100, "the workload did work");
+      assert.equal(result.valid, true, explain(result, seed, dir));
+      await rm(dir, { recursive: true, force: true });
+    });
+  }
+
+  test("a leader that commits on its own ack alone is caught by a partition run", { timeout: RUN_LIMIT_MS }, async () => {
+    const { result, seed, dir } = await run("broken-leader", {
+      voters: 3,
+      timeMs: Math.max(30, Math.min(SECONDS, 45)) * 1000,
+      nemeses: ["partition"],
+      partitionShapes: ["isolate-leader"],
+      serverEnv: { CORRAL_TEST_UNSAFE_SOLO_COMMIT: "1" },
+    });
+    assert.ok(result.faults.length > 0, "the nemesis injected faults");
+    assert.equal(result.valid, false, `the broken leader went unnoticed:\n${explain(result, seed, dir)}`);
+    await rm(dir, { recursive: true, force: true });
+  });
+});

@@ -1,0 +1,107 @@
+/**
+ * The record of a chaos run: every operation a client invoked, with how it ended, in the order
+ * the harness saw invocations and completions. Times are milliseconds since the run started, on
+ * the harness's one monotonic clock; nothing compares them with a server's clock.
+ *
+ * Outcomes, as Jepsen names them: "ok" (the server answered success), "fail" (the server answered
+ * an error that proves the operation did not take effect, e.g. BADVERSION, NODEEXISTS), "unknown"
+ * (no answer that settles it: CONNECTIONLOSS, OPERATIONTIMEOUT, SESSIONEXPIRED while in flight, or
+ * still pending when the run ended — the operation may or may not have happened).
+ */
+
+export type Outcome = "ok" | "fail" | "unknown";
+
+interface OpBase {
+  /** Unique within a history, increasing in invocation order. */
+  id: number;
+  /** The client worker that issued it; a worker issues one operation at a time. */
+  process: number;
+  /** The session it went through (hex id); a worker opens a new session after expiry. */
+  session: string;
+  invokedAt: number;
+  /** Undefined when the run ended with the operation still pending (then outcome is "unknown"). */
+  completedAt?: number;
+  outcome: Outcome;
+  /** The ZooKeeper error code name when the outcome is "fail" or "unknown" by error. */
+  error?: string;
+}
+
+/** Register workload: one znode per key, value strings unique per key ("init" at version 0). */
+export interface WriteOp extends OpBase {
+  f: "write";
+  key: string;
+  value: string;
+  /** setData(version -1) answer: the new version and mzxid (decimal string). */
+  result?: { version: number; mzxid: string };
+}
+
+export interface CasOp extends OpBase {
+  f: "cas";
+  key: string;
+  expectedVersion: number;
+  value: string;
+  /** setData(expectedVersion) answer on ok; a "fail" outcome carries error BADVERSION. */
+  result?: { version: number; mzxid: string };
+}
+
+export interface ReadOp extends OpBase {
+  f: "read";
+  key: string;
+  /** getData answer on ok. */
+  result?: { value: string; version: number; mzxid: string };
+}
+
+/** Set workload: create of `/…/set/<element>`; elements are unique strings. */
+export interface AddOp extends OpBase {
+  f: "add";
+  element: string;
+}
+
+/**
+ * Lock workload. "acquire" ends ok with the fencing token (decimal string); "use" is one write to
+ * the fenced resource made while the worker believed it held the lock (ok: accepted, fail:
+ * refused as stale, error "FENCED"); "release" ends ok when the worker let the lock go.
+ */
+export interface AcquireOp extends OpBase {
+  f: "acquire";
+  token?: string;
+}
+
+export interface UseOp extends OpBase {
+  f: "use";
+  token: string;
+}
+
+export interface ReleaseOp extends OpBase {
+  f: "release";
+  token: string;
+}
+
+export type Op = WriteOp | CasOp | ReadOp | AddOp | AcquireOp | UseOp | ReleaseOp;
+
+/** The register key every register op names; keys start at version 0 holding INITIAL_VALUE. */
+export const INITIAL_VALUE = "init";
+
+/** What the set workload found at the end, per server, after a sync on each. */
+export interface FinalSetRead {
+  server: number;
+  elements: string[];
+}
+
+/** One fault the nemesis injected, with when it started and (if healed) ended. */
+export interface FaultRecord {
+  kind: string;
+  /** e.g. "partition {1,2} | {3}", "kill -9 server 2 (leader)", "SIGSTOP server 1". */
+  description: string;
+  startedAt: number;
+  endedAt?: number;
+}
+
+/** A checker's judgement. `violations` lists human-readable findings; empty when valid. */
+export interface Verdict {
+  checker: string;
+  valid: boolean | "unknown";
+  violations: string[];
+  /** Counts and measures worth reporting (ops checked, states explored, …). */
+  stats: Record<string, number>;
+}

@@ -1,0 +1,226 @@
+/**
+ * The nemesis: injects one fault at a time into a ChaosCluster, holds it, heals it, lets the
+ * cluster recover for a moment, and repeats until told to stop. Every choice comes from a seeded
+ * Prng, so a run's fault schedule replays from its seed (the processes' timing does not).
+ */
+import { Prng } from "../sim/prng.js";
+import type { FaultRecord } from "./history.js";
+import { type ChaosCluster, CLIENTS } from "./chaos-cluster.js";
+
+export const NEMESES = ["partition", "kill", "pause", "delay"] as const;
+export type NemesisName = (typeof NEMESES)[number];
+
+export function parseNemeses(list: string): NemesisName[] {
+  const names = list.split(",").map((s) => s.trim()).filter((s) => s.length > 0);
+  for (const name of names) {
+    if (!(NEMESES as readonly string[]).includes(name)) throw new Error(`unknown nemesis "${name}" (known: ${NEMESES.join(", ")})`);
+  }
+  if (names.length === 0) throw new Error("no nemesis named");
+  return names as NemesisName[];
+}
+
+export interface NemesisOptions {
+  nemeses: readonly NemesisName[];
+  seed: number;
+  /** Milliseconds since the run started (the history's clock). */
+  now: () => number;
+  /** Called with every fault as it starts and again when it ends. */
+  onFault?: (fault: FaultRecord) => void;
+  /** How long a fault is held, in ms. */
+  faultMs?: readonly [number, number];
+  /** Quiet time between faults, in ms. */
+  quietMs?: readonly [number, number];
+  /**
+   * Partition shapes to use; default every shape. The broken-server test asks for the one that
+   * leaves the leader on its own.
+   */
+  partitionShapes?: readonly PartitionShape[];
+}
+
+export const PARTITION_SHAPES = ["isolate-leader", "isolate-one", "halves", "one-way", "bridge", "clients"] as const;
+export type PartitionShape = (typeof PARTITION_SHAPES)[number];
+
+/** A fault in force: how to describe it and how to undo it. */
+interface ActiveFault {
+  kind: string;
+  description: string;
+  heal: () => Promise<void>;
+}
+
+export class Nemesis {
+  readonly faults: FaultRecord[] = [];
+  private readonly prng: Prng;
+  private stopping = false;
+  private wake: (() => void) | undefined;
+
+  constructor(
+    private readonly cluster: ChaosCluster,
+    private readonly options: NemesisOptions,
+  ) {
+    this.prng = new Prng(options.seed);
+  }
+
+  /** Runs faults until `stop()`; always leaves the cluster healed, every server running. */
+  async run(): Promise<void> {
+    const [faultLo, faultHi] = this.options.faultMs ?? [2_000, 7_000];
+    const [quietLo, quietHi] = this.options.quietMs ?? [1_500, 4_000];
+    try {
+      await this.sleep(this.prng.between(quietLo, quietHi));
+      while (!this.stopping) {
+        const name = this.prng.pick(this.options.nemeses);
+        const active = await this.inject(name);
+        const record: FaultRecord = { kind: active.kind, description: active.description, startedAt: this.options.now() };
+        this.faults.push(record);
+        this.options.onFault?.(record);
+        await this.sleep(this.prng.between(faultLo, faultHi));
+        await active.heal();
+        record.endedAt = this.options.now();
+        this.options.onFault?.(record);
+        await this.sleep(this.prng.between(quietLo, quietHi));
+      }
+    } finally {
+      await this.cluster.healAll();
+    }
+  }
+
+  stop(): void {
+    this.stopping = true;
+    this.wake?.();
+  }
+
+  private sleep(ms: number): Promise<void> {
+    if (this.stopping) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wake = done;
+    });
+  }
+
+  private inject(name: NemesisName): Promise<ActiveFault> {
+    switch (name) {
+      case "partition":
+        return Promise.resolve(this.partition());
+      case "kill":
+        return this.kill();
+      case "pause":
+        return Promise.resolve(this.pause());
+      case "delay":
+        return Promise.resolve(this.delay());
+    }
+  }
+
+  /** A random server, or the one the cluster believes leads (half the time, when there is one). */
+  private target(): { id: number; leader: boolean } {
+    const leader = this.cluster.believedLeader();
+    if (leader !== undefined && this.prng.chance(0.5)) return { id: leader, leader: true };
+    const id = this.prng.pick(this.cluster.ids);
+    return { id, leader: id === leader };
+  }
+
+  private partition(): ActiveFault {
+    const ids = this.cluster.ids;
+    const shape = this.prng.pick(this.options.partitionShapes ?? PARTITION_SHAPES);
+    const pairs: [number, number][] = [];
+    const cut = (a: number, b: number) => pairs.push([a, b], [b, a]);
+    let description: string;
+    switch (shape) {
+      case "isolate-leader":
+      case "isolate-one": {
+        const { id, leader } = shape === "isolate-leader" ? this.target() : { id: this.prng.pick(ids), leader: false };
+        for (const other of ids) if (other !== id) cut(id, other);
+        description = `isolate server ${id}${leader ? " (leader)" : ""} from its peers`;
+        break;
+      }
+      case "halves": {
+        const shuffled = this.shuffle(ids);
+        const minority = shuffled.slice(0, Math.floor(ids.length / 2));
+        const majority = shuffled.slice(minority.length);
+        for (const a of minority) for (const b of majority) cut(a, b);
+        description = `partition {${minority.join(",")}} | {${majority.join(",")}}`;
+        break;
+      }
+      case "one-way": {
+        const { id } = this.target();
+        for (const other of ids) if (other !== id) pairs.push([id, other]);
+        description = `one-way: server ${id} cannot send to its peers (but hears them)`;
+        break;
+      }
+      case "bridge": {
+        // Two sides that cannot see each other, and one server that sees both.
+        const shuffled = this.shuffle(ids);
+        const bridge = shuffled[0]!;
+        const rest = shuffled.slice(1);
+        const left = rest.slice(0, Math.ceil(rest.length / 2));
+        const right = rest.slice(left.length);
+        for (const a of left) for (const b of right) cut(a, b);
+        description = `bridge: {${left.join(",")}} | {${right.join(",")}} joined only through ${bridge}`;
+        break;
+      }
+      case "clients": {
+        const { id, leader } = this.target();
+        cut(CLIENTS, id);
+        description = `clients cut off from server ${id}${leader ? " (leader)" : ""}`;
+        break;
+      }
+    }
+    this.cluster.setBlocked(pairs);
+    return {
+      kind: "partition",
+      description,
+      heal: () => {
+        this.cluster.setBlocked([]);
+        return Promise.resolve();
+      },
+    };
+  }
+
+  private async kill(): Promise<ActiveFault> {
+    if (this.prng.chance(0.15)) {
+      await this.cluster.restartAll();
+      return { kind: "restart-all", description: "kill -9 every server, then restart them all", heal: () => Promise.resolve() };
+    }
+    const { id, leader } = this.target();
+    await this.cluster.kill(id);
+    return { kind: "kill", description: `kill -9 server ${id}${leader ? " (leader)" : ""}`, heal: () => this.cluster.restart(id) };
+  }
+
+  private pause(): ActiveFault {
+    const { id, leader } = this.target();
+    this.cluster.pause(id);
+    return {
+      kind: "pause",
+      description: `SIGSTOP server ${id}${leader ? " (leader)" : ""}`,
+      heal: () => {
+        this.cluster.resume(id);
+        return Promise.resolve();
+      },
+    };
+  }
+
+  private delay(): ActiveFault {
+    const { id, leader } = this.target();
+    const ms = this.prng.between(20, 300);
+    this.cluster.setDelay([id], ms);
+    return {
+      kind: "delay",
+      description: `delay every link of server ${id}${leader ? " (leader)" : ""} by ${ms} ms`,
+      heal: () => {
+        this.cluster.setDelay([], 0);
+        return Promise.resolve();
+      },
+    };
+  }
+
+  private shuffle<T>(items: readonly T[]): T[] {
+    const out = [...items];
+    for (let i = out.length - 1; i > 0; i--) {
+      const j = this.prng.int(i + 1);
+      [out[i], out[j]] = [out[j]!, out[i]!];
+    }
+    return out;
+  }
+}

@@ -1,0 +1,249 @@
+/**
+ * One chaos run: a cluster with a proxy on every link, the workloads' clients recording a history,
+ * the nemesis injecting faults for the run's length, then everything healed, the final state read
+ * from every server, and the history judged by the checkers.
+ */
+import { performance } from "node:perf_hooks";
+import { Client } from "../../src/index.js";
+import { Prng } from "../sim/prng.js";
+import { waitFor } from "../helpers/wait.js";
+import { ChaosCluster } from "./chaos-cluster.js";
+import { checkAll } from "./checkers/index.js";
+import type { FaultRecord, FinalSetRead, Op, Verdict } from "./history.js";
+import { Nemesis, type NemesisName, type PartitionShape } from "./nemesis.js";
+import { summarize, writeReport } from "./report.js";
+import { FencedResource, HistoryRecorder, KeyRing, lockWorker, REGISTER_ROOT, registerWorker, ROOT, LOCK_ROOT, SET_ROOT, setWorker, type WorkerContext } from "./workloads.js";
+
+export interface ChaosRunOptions {
+  voters: number;
+  observers?: number;
+  timeMs: number;
+  nemeses: readonly NemesisName[];
+  seed: number;
+  /** Where the report goes; no report is written without it. */
+  outDir?: string;
+  tickMs?: number;
+  /** Extra environment for every server (the broken-server test's switch). */
+  serverEnv?: Record<string, string>;
+  partitionShapes?: readonly PartitionShape[];
+  faultMs?: readonly [number, number];
+  quietMs?: readonly [number, number];
+  registerWorkers?: number;
+  setWorkers?: number;
+  lockWorkers?: number;
+  /** Operations per register key before the workers move on to a fresh key. */
+  opsPerKey?: number;
+  /** Progress lines (fault log, phases); silent when absent. */
+  log?: (line: string) => void;
+}
+
+export interface ChaosRunResult {
+  valid: boolean | "inconclusive";
+  verdicts: Verdict[];
+  paragraph: string;
+  ops: readonly Op[];
+  faults: readonly FaultRecord[];
+  files: string[];
+}
+
+/** How long the healed cluster gets to agree on a leader before the run reports it as a failure. */
+const RECOVERY_LIMIT_MS = 120_000;
+/** How long one server may take to answer the final reads once the cluster has recovered. */
+const FINAL_READ_LIMIT_MS = 45_000;
+
+export async function runChaos(options: ChaosRunOptions): Promise<ChaosRunResult> {
+  const log = options.log ?? (() => undefined);
+  const tickMs = options.tickMs ?? 100;
+  const cluster = await ChaosCluster.start({
+    voters: options.voters,
+    observers: options.observers ?? 0,
+    tickMs,
+    ...(options.serverEnv === undefined ? {} : { env: options.serverEnv }),
+  });
+  const started = performance.now();
+  const now = () => Math.round((performance.now() - started) * 10) / 10;
+  const history = new HistoryRecorder(now);
+  const extraVerdicts: Verdict[] = [];
+  let finals: FinalSetRead[] = [];
+  let nemesis: Nemesis | undefined;
+  let workloadEnd = 0;
+  try {
+    log(`cluster up: ${cluster.ids.length} servers (${options.voters} voters), seed ${options.seed}`);
+    await waitFor("a leader", () => cluster.agreedLeader(), RECOVERY_LIMIT_MS);
+    const keys = new KeyRing(options.opsPerKey ?? 200);
+    await setUp(cluster.connectString, keys);
+
+    let stopping = false;
+    const context: WorkerContext = {
+      connectString: cluster.connectString,
+      sessionTimeoutMs: 20 * tickMs,
+      history,
+      stopping: () => stopping,
+      thinkMs: 10,
+    };
+    const prng = new Prng(options.seed);
+    const workers: Promise<void>[] = [];
+    let process = 0;
+    for (let i = 0; i < (options.registerWorkers ?? 5); i++) workers.push(registerWorker(process++, context, keys, prng.fork()));
+    for (let i = 0; i < (options.setWorkers ?? 2); i++) workers.push(setWorker(process++, context));
+    const resource = new FencedResource();
+    for (let i = 0; i < (options.lockWorkers ?? 3); i++) workers.push(lockWorker(process++, context, resource));
+
+    nemesis = new Nemesis(cluster, {
+      nemeses: options.nemeses,
+      seed: prng.nextUint32(),
+      now,
+      onFault: (fault) => log(fault.endedAt === undefined ? `${(fault.startedAt / 1000).toFixed(1)} s  fault: ${fault.description}` : `${(fault.endedAt / 1000).toFixed(1)} s  healed: ${fault.description}`),
+      ...(options.partitionShapes === undefined ? {} : { partitionShapes: options.partitionShapes }),
+      ...(options.faultMs === undefined ? {} : { faultMs: options.faultMs }),
+      ...(options.quietMs === undefined ? {} : { quietMs: options.quietMs }),
+    });
+    const faults = nemesis.run();
+    await new Promise((resolve) => setTimeout(resolve, options.timeMs));
+    nemesis.stop();
+    await faults;
+    log(`${(now() / 1000).toFixed(1)} s  nemesis stopped, everything healed; waiting for the cluster to recover`);
+
+    const recovered = await waitFor("recovery", () => cluster.agreedLeader(), RECOVERY_LIMIT_MS).then(
+      () => true,
+      () => false,
+    );
+    // The workers run on for a moment against the healed cluster: operations must succeed again.
+    const healedAt = now();
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    stopping = true;
+    await Promise.all(workers);
+    workloadEnd = now();
+    const okAfterHeal = history.ops.filter((op) => op.outcome === "ok" && op.invokedAt >= healedAt).length;
+    extraVerdicts.push({
+      checker: "recovery",
+      valid: recovered && okAfterHeal > 0,
+      violations: recovered ? (okAfterHeal > 0 ? [] : ["no operation succeeded in the 3 s after the cluster healed"]) : [`no leader agreed within ${RECOVERY_LIMIT_MS / 1000} s of healing`],
+      stats: { okAfterHeal },
+    });
+    const dead = cluster.ids.filter((id) => !cluster.isRunning(id));
+    extraVerdicts.push({
+      checker: "servers-alive",
+      valid: dead.length === 0,
+      violations: dead.map((id) => `server ${id} exited on its own; its last log lines:\n${lastLines(cluster.server(id).stderr, 8)}`),
+      stats: { servers: cluster.ids.length, dead: dead.length },
+    });
+    log(`${(now() / 1000).toFixed(1)} s  workers stopped; reading the final state from every server`);
+    const final = await readFinalState(cluster, cluster.ids.filter((id) => cluster.isRunning(id)));
+    finals = final.sets;
+    extraVerdicts.push(convergence(final.registers, final.unreadable));
+  } finally {
+    if (options.outDir !== undefined) await cluster.saveLogs(options.outDir).catch(() => undefined);
+    await cluster.stop();
+  }
+
+  const verdicts = [...checkAll(history.ops, finals), ...extraVerdicts];
+  const faults = nemesis?.faults ?? [];
+  const run = { durationMs: workloadEnd > 0 ? workloadEnd : now(), nemeses: [...options.nemeses], servers: cluster.ids.length, ops: history.ops, faults, verdicts };
+  let paragraph: string;
+  let files: string[] = [];
+  if (options.outDir !== undefined) {
+    const written = await writeReport(options.outDir, { ...run, title: `corral chaos — ${options.nemeses.join(", ")} — seed ${options.seed}` });
+    paragraph = written.paragraph;
+    files = written.files;
+  } else {
+    paragraph = summarize(run).paragraph;
+  }
+  const invalid = verdicts.some((v) => v.valid === false);
+  const unknown = verdicts.some((v) => v.valid === "unknown");
+  return { valid: invalid ? false : unknown ? "inconclusive" : true, verdicts, paragraph, ops: history.ops, faults, files };
+}
+
+async function setUp(connectString: string, keys: KeyRing): Promise<void> {
+  const client = await Client.connect(connectString, { connectTimeoutMs: 30_000 });
+  try {
+    for (const path of [ROOT, REGISTER_ROOT, SET_ROOT, LOCK_ROOT]) await client.create(path, "");
+    await keys.init(client);
+  } finally {
+    await client.close();
+  }
+}
+
+interface FinalState {
+  sets: FinalSetRead[];
+  /** Per server: key → "version:value". */
+  registers: Map<number, Map<string, string>>;
+  unreadable: string[];
+}
+
+/** Every live server's view, each read through a direct connection after a sync. */
+async function readFinalState(cluster: ChaosCluster, ids: readonly number[]): Promise<FinalState> {
+  const sets: FinalSetRead[] = [];
+  const registers = new Map<number, Map<string, string>>();
+  const unreadable: string[] = [];
+  for (const id of ids) {
+    try {
+      const view = await withRetries(() => readServer(cluster.directConnectString(id)));
+      sets.push({ server: id, elements: view.elements });
+      registers.set(id, view.registers);
+    } catch (error) {
+      unreadable.push(`server ${id} could not be read after the run: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+  return { sets, registers, unreadable };
+}
+
+function withLimit<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const limit = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(message)), ms);
+  });
+  return Promise.race([promise, limit]).finally(() => clearTimeout(timer));
+}
+
+function lastLines(text: string, count: number): string {
+  return text.trimEnd().split("\n").slice(-count).join("\n");
+}
+
+async function readServer(connectString: string): Promise<{ elements: string[]; registers: Map<string, string> }> {
+  const client = await Client.connect(connectString, { connectTimeoutMs: 10_000 });
+  try {
+    await client.sync(ROOT);
+    const elements = (await client.getChildren(SET_ROOT)).sort();
+    const registers = new Map<string, string>();
+    const keys = (await client.getChildren(REGISTER_ROOT)).sort();
+    for (let i = 0; i < keys.length; i += 100) {
+      const chunk = keys.slice(i, i + 100);
+      const reads = await Promise.all(chunk.map((key) => client.getData(`${REGISTER_ROOT}/${key}`)));
+      chunk.forEach((key, j) => registers.set(key, `${reads[j]!.stat.version}:${Buffer.from(reads[j]!.data).toString("utf8")}`));
+    }
+    return { elements, registers };
+  } finally {
+    await client.close();
+  }
+}
+
+/** Attempts for up to FINAL_READ_LIMIT_MS, each bounded: a server that never answers must not hang the run. */
+async function withRetries<T>(read: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + FINAL_READ_LIMIT_MS;
+  for (;;) {
+    try {
+      return await withLimit(read(), 15_000, "no answer within 15 s");
+    } catch (error) {
+      if (Date.now() >= deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+    }
+  }
+}
+
+/** Every server ends with the same register values and versions, and every server can be read. */
+function convergence(registers: Map<number, Map<string, string>>, unreadable: readonly string[]): Verdict {
+  const violations: string[] = [...unreadable];
+  const [first, ...rest] = [...registers];
+  if (first !== undefined) {
+    const [firstId, reference] = first;
+    for (const [id, view] of rest) {
+      for (const key of new Set([...reference.keys(), ...view.keys()])) {
+        if (reference.get(key) !== view.get(key) && violations.length < 20) {
+          violations.push(`key ${key}: server ${firstId} has ${reference.get(key) ?? "nothing"}, server ${id} has ${view.get(key) ?? "nothing"}`);
+        }
+      }
+    }
+  }
+  return { checker: "convergence", valid: violations.length === 0, violations, stats: { servers: registers.size, keys: first?.[1].size ?? 0 } };
+}

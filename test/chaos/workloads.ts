@@ -1,0 +1,304 @@
+/**
+ * The chaos run's clients: workers that issue operations through the SDK, one at a time each, and
+ * record every invocation and completion in the shared history.
+ *
+ * - register: read / write / compare-and-set (getData then setData with the version read) on one
+ *   znode per key; keys are retired after a few hundred operations so that every key's history
+ *   stays small enough to check exhaustively.
+ * - set: creates of unique children, read back from every server at the end.
+ * - lock: the Lock recipe guarding a fenced resource that refuses a token lower than one it has
+ *   seen; a holder that lost its lock without noticing keeps writing with its old token.
+ */
+import { Client, type ClientState, type Stat, ZkError } from "../../src/index.js";
+import { Lock } from "../../src/recipes/lock.js";
+import type { Prng } from "../sim/prng.js";
+import type { AcquireOp, AddOp, CasOp, Op, ReadOp, ReleaseOp, UseOp, WriteOp } from "./history.js";
+import { INITIAL_VALUE } from "./history.js";
+
+export const ROOT = "/chaos";
+export const REGISTER_ROOT = `${ROOT}/register`;
+export const SET_ROOT = `${ROOT}/set`;
+export const LOCK_ROOT = `${ROOT}/lock`;
+
+/** Errors that prove an operation did not take effect. Anything else leaves it unknown. */
+const DEFINITE_FAILURES = new Set(["BADVERSION", "NONODE", "NODEEXISTS", "NOTEMPTY", "BADARGUMENTS", "NOCHILDRENFOREPHEMERALS", "NOAUTH", "INVALIDACL"]);
+
+/** A harness-side bound on one operation: past it the outcome is unknown and the worker moves on. */
+const OPERATION_LIMIT_MS = 15_000;
+
+const text = (bytes: Uint8Array) => Buffer.from(bytes).toString("utf8");
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+const isConnected = (state: ClientState) => state === "connected" || state === "reconnected";
+
+type OpInput<T extends Op> = Omit<T, "id" | "invokedAt" | "completedAt" | "outcome" | "error" | "result" | (T extends AcquireOp ? "token" : never)>;
+
+/** The shared history: operations appended at invocation, completed in place. */
+export class HistoryRecorder {
+  readonly ops: Op[] = [];
+  private nextId = 0;
+
+  constructor(readonly now: () => number) {}
+
+  /**
+   * Records `op`, runs it, and completes the record from how it ended: ok (then `onOk` fills in
+   * what the answer said), fail on an error that proves it did not happen, unknown otherwise.
+   * Resolves with the answer (undefined unless ok); never rejects.
+   */
+  async run<T extends Op, R>(input: OpInput<T>, action: () => Promise<R>, onOk?: (op: T, value: R) => void): Promise<R | undefined> {
+    const op = { ...input, id: this.nextId++, invokedAt: this.now(), outcome: "unknown" } as T;
+    this.ops.push(op);
+    try {
+      const value = await withLimit(action());
+      op.completedAt = this.now();
+      op.outcome = "ok";
+      onOk?.(op, value);
+      return value;
+    } catch (error) {
+      op.completedAt = this.now();
+      const code = error instanceof ZkError ? error.code : error instanceof OperationLimitError ? "OPERATIONTIMEOUT" : "UNEXPECTED";
+      op.outcome = DEFINITE_FAILURES.has(code) ? "fail" : "unknown";
+      op.error = code === "UNEXPECTED" ? `UNEXPECTED ${error instanceof Error ? error.message : String(error)}` : code;
+      return undefined;
+    }
+  }
+
+  /** Records an operation that completes at once with a known outcome (the fenced resource's answers). */
+  instant<T extends Op>(input: OpInput<T>, outcome: "ok" | "fail", error?: string): void {
+    const at = this.now();
+    const op = { ...input, id: this.nextId++, invokedAt: at, completedAt: at, outcome, ...(error === undefined ? {} : { error }) } as T;
+    this.ops.push(op);
+  }
+}
+
+class OperationLimitError extends Error {}
+
+function withLimit<T>(promise: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const limit = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new OperationLimitError("harness limit")), OPERATION_LIMIT_MS);
+  });
+  return Promise.race([promise, limit]).finally(() => clearTimeout(timer));
+}
+
+export interface WorkerContext {
+  connectString: string;
+  sessionTimeoutMs: number;
+  history: HistoryRecorder;
+  /** True once the run asks workers to finish. */
+  stopping: () => boolean;
+  /** Pause between one worker's operations, ms (keeps the history a checkable size). */
+  thinkMs: number;
+}
+
+/**
+ * One worker's session: a fresh one after expiry (guarantees are per session, and the history
+ * names the session each operation went through).
+ */
+class WorkerSession {
+  private client: Client | undefined;
+  /** Clients this session ever opened, all closed at the end. */
+  private readonly opened: Client[] = [];
+
+  constructor(private readonly context: WorkerContext) {}
+
+  /** A connected client, or undefined if the run is stopping before one could be had. */
+  async ready(): Promise<Client | undefined> {
+    while (!this.context.stopping()) {
+      const client = this.client;
+      if (client === undefined || client.state === "expired" || client.state === "closed") {
+        this.client = undefined;
+        if (client !== undefined) void client.close().catch(() => undefined);
+        try {
+          this.client = await Client.connect(this.context.connectString, { sessionTimeoutMs: this.context.sessionTimeoutMs, connectTimeoutMs: 5_000 });
+          this.opened.push(this.client);
+        } catch {
+          await sleep(200);
+        }
+        continue;
+      }
+      if (isConnected(client.state)) return client;
+      await waitForState(client, 500);
+    }
+    return undefined;
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled(this.opened.map((c) => c.close()));
+  }
+}
+
+function waitForState(client: Client, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      client.off("state", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    client.on("state", done);
+  });
+}
+
+const sessionOf = (client: Client) => client.sessionId.toString(16);
+
+// ------------------------------------------------------------------------------------------------
+// register
+
+/** Hands out keys, moving every worker to a fresh key once the current one has had its share. */
+export class KeyRing {
+  private index = 0;
+  private used = 0;
+  private creating: Promise<void> | undefined;
+
+  constructor(private readonly opsPerKey: number) {}
+
+  static path(key: string): string {
+    return `${REGISTER_ROOT}/${key}`;
+  }
+
+  /** Creates the first key; call once before the workers start. */
+  async init(client: Client): Promise<void> {
+    await createKey(client, this.key);
+  }
+
+  get key(): string {
+    return `k${String(this.index).padStart(5, "0")}`;
+  }
+
+  /** The key to use now; starts creating the next one once this one has had its share. */
+  take(client: Client): string {
+    this.used += 1;
+    if (this.used >= this.opsPerKey && this.creating === undefined) {
+      const next = `k${String(this.index + 1).padStart(5, "0")}`;
+      this.creating = createKey(client, next).then(
+        () => {
+          this.index += 1;
+          this.used = 0;
+          this.creating = undefined;
+        },
+        () => {
+          this.creating = undefined; // the next take tries again
+        },
+      );
+    }
+    return this.key;
+  }
+}
+
+/** Creates a key znode holding INITIAL_VALUE, surviving a lost answer (NODEEXISTS means it is there). */
+async function createKey(client: Client, key: string): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await client.create(KeyRing.path(key), INITIAL_VALUE);
+      return;
+    } catch (error) {
+      if (error instanceof ZkError && error.code === "NODEEXISTS") return;
+      if (attempt >= 20) throw error;
+      await sleep(250);
+    }
+  }
+}
+
+export async function registerWorker(process: number, context: WorkerContext, keys: KeyRing, prng: Prng): Promise<void> {
+  const session = new WorkerSession(context);
+  const { history } = context;
+  let counter = 0;
+  try {
+    while (!context.stopping()) {
+      const client = await session.ready();
+      if (client === undefined) break;
+      const key = keys.take(client);
+      const path = KeyRing.path(key);
+      const base = { process, session: sessionOf(client), key };
+      const roll = prng.int(10); // 0-2 write, 3-5 read, 6-9 read then compare-and-set
+      const value = `p${process}-${counter++}`;
+      const written = (op: WriteOp | CasOp, stat: Stat) => {
+        op.result = { version: stat.version, mzxid: stat.mzxid.toString() };
+      };
+      if (roll < 3) {
+        await history.run<WriteOp, Stat>({ ...base, f: "write", value }, () => client.setData(path, value), written);
+      } else {
+        const read = await history.run<ReadOp, { data: Uint8Array; stat: Stat }>({ ...base, f: "read" }, () => client.getData(path), (op, { data, stat }) => {
+          op.result = { value: text(data), version: stat.version, mzxid: stat.mzxid.toString() };
+        });
+        if (read !== undefined && roll >= 6) {
+          const expectedVersion = read.stat.version;
+          await history.run<CasOp, Stat>({ ...base, f: "cas", expectedVersion, value }, () => client.setData(path, value, { version: expectedVersion }), written);
+        }
+      }
+      await sleep(context.thinkMs);
+    }
+  } finally {
+    await session.close();
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// set
+
+export async function setWorker(process: number, context: WorkerContext): Promise<void> {
+  const session = new WorkerSession(context);
+  let counter = 0;
+  try {
+    while (!context.stopping()) {
+      const client = await session.ready();
+      if (client === undefined) break;
+      const element = `e-${process}-${counter++}`;
+      await context.history.run<AddOp, string>({ process, session: sessionOf(client), f: "add", element }, () => client.create(`${SET_ROOT}/${element}`, ""));
+      await sleep(context.thinkMs);
+    }
+  } finally {
+    await session.close();
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// lock
+
+/**
+ * A resource guarded by fencing tokens, as a storage service would guard itself: it accepts a
+ * write only with a token at least as large as any it has accepted. It lives in the harness, so
+ * it is always reachable — exactly the case where a holder paused past its session expiry would
+ * otherwise corrupt it.
+ */
+export class FencedResource {
+  private highest = -1n;
+
+  use(token: bigint): boolean {
+    if (token < this.highest) return false;
+    this.highest = token;
+    return true;
+  }
+}
+
+const USES_PER_GRANT = 3;
+
+export async function lockWorker(process: number, context: WorkerContext, resource: FencedResource): Promise<void> {
+  const session = new WorkerSession(context);
+  const { history } = context;
+  try {
+    while (!context.stopping()) {
+      const client = await session.ready();
+      if (client === undefined) break;
+      const lock = new Lock(client, LOCK_ROOT);
+      lock.on("lost", () => undefined); // the worker deliberately carries on: the resource must fence it
+      const sessionHex = sessionOf(client);
+      const token = await history.run<AcquireOp, bigint>({ process, session: sessionHex, f: "acquire" }, () => lock.acquire({ timeoutMs: 5_000 }), (op, granted) => {
+        op.token = granted.toString();
+      });
+      if (token === undefined) {
+        await sleep(context.thinkMs);
+        continue;
+      }
+      for (let i = 0; i < USES_PER_GRANT && !context.stopping(); i++) {
+        const accepted = resource.use(token);
+        history.instant<UseOp>({ process, session: sessionHex, f: "use", token: token.toString() }, accepted ? "ok" : "fail", accepted ? undefined : "FENCED");
+        await sleep(context.thinkMs);
+      }
+      await history.run<ReleaseOp, void>({ process, session: sessionHex, f: "release", token: token.toString() }, () => lock.release());
+      await sleep(context.thinkMs);
+    }
+  } finally {
+    await session.close();
+  }
+}
