@@ -49,7 +49,9 @@ async function runServer(config: ServerConfig, banner: boolean): Promise<void> {
   const logger = createLogger(config.logLevel, { serverId: config.serverId });
   // TEST ONLY (see src/server/disk-faults.ts): unset in production, where nothing is injected.
   const diskFaults = diskFaultPlanFromEnv(process.env);
-  const server = await CorralServer.start(config, logger, diskFaults ? { diskFaults } : {});
+  // TEST ONLY: the deliberately broken leader the chaos tests must catch (see ServerHooks).
+  const unsafeCommitOnOwnAck = process.env["CORRAL_TEST_UNSAFE_SOLO_COMMIT"] === "1";
+  const server = await CorralServer.start(config, logger, { ...(diskFaults ? { diskFaults } : {}), ...(unsafeCommitOnOwnAck ? { unsafeCommitOnOwnAck } : {}) });
   if (banner) {
     process.stdout.write(
       `corral standalone server ${config.serverId} serving on ${server.connectString} (data in ${config.dataDir})\n` +

@@ -27,6 +27,11 @@ export interface ServerHooks {
   onFatal?: (error: unknown) => void;
   /** TEST ONLY: fail chosen durable writes on purpose (CORRAL_TEST_DISK_FAULT, see disk-faults.ts). */
   diskFaults?: DiskFaultPlan;
+  /**
+   * TEST ONLY, deliberately broken (CORRAL_TEST_UNSAFE_SOLO_COMMIT=1): as leader, commit on this
+   * server's own ack alone. The chaos tests use it to prove their checkers catch lost writes.
+   */
+  unsafeCommitOnOwnAck?: boolean;
 }
 
 export class CorralServer {
@@ -101,9 +106,8 @@ export class CorralServer {
           quorumStreamClosed: (peer) => peerRef?.onQuorumStreamClosed(peer),
         },
       });
-      // A deliberately broken leader for the chaos tests, which must catch the writes it loses.
-      const unsafeCommitOnOwnAck = process.env["CORRAL_TEST_UNSAFE_SOLO_COMMIT"] === "1";
-      if (unsafeCommitOnOwnAck) logger.warn("CORRAL_TEST_UNSAFE_SOLO_COMMIT=1: as leader this server commits without a quorum (test only, loses writes)");
+      const unsafeCommitOnOwnAck = hooks.unsafeCommitOnOwnAck === true;
+      if (unsafeCommitOnOwnAck) logger.warn("TEST ONLY: CORRAL_TEST_UNSAFE_SOLO_COMMIT=1: as leader this server commits without a quorum and loses writes");
       quorumPeer = new QuorumPeer({ config, database, transport, pipeline, tracker, broadcast: clusterBroadcast, activity, logger, nowMs: now, onFatal, unsafeCommitOnOwnAck });
       peerRef = quorumPeer;
     } else {

@@ -67,6 +67,8 @@ export class ChaosCluster {
     }
     const ids = entries.map((e) => e.id);
     const cluster = new ChaosCluster(ids, ids.slice(0, options.voters), dir.remove);
+    // If the harness itself dies mid-run, its servers must not outlive it.
+    process.on("exit", cluster.killOnExit);
     try {
       const tickMs = options.tickMs ?? 100;
       for (const me of entries) {
@@ -207,6 +209,20 @@ export class ChaosCluster {
     return claims.length === 1 ? claims[0]![0] : undefined;
   }
 
+  /**
+   * A leader that a majority of the voters (itself included) name as such: the cluster can serve.
+   * A server that cannot rejoin does not hold this up; the run's other checks report it.
+   */
+  quorumLeader(): number | undefined {
+    const roles = this.roles();
+    for (const [id, role] of roles) {
+      if (role.role !== "leading" || this.paused.has(id)) continue;
+      const behind = this.voterIds.filter((v) => v === id || (roles.get(v)?.role === "following" && roles.get(v)?.leader === id && !this.paused.has(v)));
+      if (behind.length > this.voterIds.length / 2) return id;
+    }
+    return undefined;
+  }
+
   /** The leader every running server agrees on, if they all do. */
   agreedLeader(): number | undefined {
     return agreedLeaderOf(this.servers);
@@ -224,7 +240,20 @@ export class ChaosCluster {
     return files;
   }
 
+  private readonly killOnExit = (): void => {
+    for (const server of this.servers.values()) {
+      const pid = server.pid;
+      if (pid === undefined || !server.running) continue;
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+    }
+  };
+
   async stop(): Promise<void> {
+    process.off("exit", this.killOnExit);
     for (const id of this.paused) this.servers.get(id)?.resume();
     this.paused.clear();
     // kill -9: a chaos run needs nothing flushed, and a clean stop could wait on a wedged peer.

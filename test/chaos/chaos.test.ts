@@ -45,7 +45,7 @@ describe(`chaos: ${SECONDS} s per nemesis on three voters`, () => {
     });
   }
 
-  test("a leader that commits on its own ack alone is caught by a partition run", { timeout: RUN_LIMIT_MS }, async () => {
+  test("a leader that commits on its own ack alone is caught by a partition run", { timeout: RUN_LIMIT_MS + 120_000 }, async () => {
     const { result, seed, dir } = await run("broken-leader", {
       voters: 3,
       timeMs: Math.max(30, Math.min(SECONDS, 45)) * 1000,

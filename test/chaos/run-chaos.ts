@@ -104,7 +104,7 @@ export async function runChaos(options: ChaosRunOptions): Promise<ChaosRunResult
     await faults;
     log(`${(now() / 1000).toFixed(1)} s  nemesis stopped, everything healed; waiting for the cluster to recover`);
 
-    const recovered = await waitFor("recovery", () => cluster.agreedLeader(), RECOVERY_LIMIT_MS).then(
+    const recovered = await waitFor("recovery", () => cluster.quorumLeader(), RECOVERY_LIMIT_MS).then(
       () => true,
       () => false,
     );
@@ -118,7 +118,7 @@ export async function runChaos(options: ChaosRunOptions): Promise<ChaosRunResult
     extraVerdicts.push({
       checker: "recovery",
       valid: recovered && okAfterHeal > 0,
-      violations: recovered ? (okAfterHeal > 0 ? [] : ["no operation succeeded in the 3 s after the cluster healed"]) : [`no leader agreed within ${RECOVERY_LIMIT_MS / 1000} s of healing`],
+      violations: recovered ? (okAfterHeal > 0 ? [] : ["no operation succeeded in the 3 s after the cluster healed"]) : [`no leader followed by a quorum within ${RECOVERY_LIMIT_MS / 1000} s of healing`],
       stats: { okAfterHeal },
     });
     const dead = cluster.ids.filter((id) => !cluster.isRunning(id));

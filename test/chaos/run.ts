@@ -45,6 +45,10 @@ if (voters !== 3 && voters !== 5) {
   process.exit(64);
 }
 
+// Exit through process.exit so that the cluster's exit hook kills the servers (a signal's default
+// action would leave them running).
+for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => process.exit(130));
+
 const result = await runChaos({
   voters,
   observers: positiveInt("observers", values.observers),
