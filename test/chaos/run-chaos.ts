@@ -12,7 +12,7 @@ import { checkAll } from "./checkers/index.js";
 import type { FaultRecord, FinalSetRead, Op, Verdict } from "./history.js";
 import { Nemesis, type NemesisName, type PartitionShape } from "./nemesis.js";
 import { summarize, writeReport } from "./report.js";
-import { FencedResource, HistoryRecorder, KeyRing, lockWorker, REGISTER_ROOT, registerWorker, ROOT, LOCK_ROOT, SET_ROOT, setWorker, type WorkerContext } from "./workloads.js";
+import { FencedResource, HistoryRecorder, lockWorker, type NodeRing, REGISTER_ROOT, registerKeys, registerWorker, ROOT, LOCK_ROOT, SET_ROOT, setDirectories, setWorker, type WorkerContext } from "./workloads.js";
 
 export interface ChaosRunOptions {
   voters: number;
@@ -33,6 +33,8 @@ export interface ChaosRunOptions {
   lockWorkers?: number;
   /** Operations per register key before the workers move on to a fresh key. */
   opsPerKey?: number;
+  /** Set elements per directory (one getChildren answer must hold a directory). */
+  elementsPerDir?: number;
   /** Progress lines (fault log, phases); silent when absent. */
   log?: (line: string) => void;
 }
@@ -70,8 +72,9 @@ export async function runChaos(options: ChaosRunOptions): Promise<ChaosRunResult
   try {
     log(`cluster up: ${cluster.ids.length} servers (${options.voters} voters), seed ${options.seed}`);
     await waitFor("a leader", () => cluster.agreedLeader(), RECOVERY_LIMIT_MS);
-    const keys = new KeyRing(options.opsPerKey ?? 200);
-    await setUp(cluster.connectString, keys);
+    const keys = registerKeys(options.opsPerKey ?? 200);
+    const directories = setDirectories(options.elementsPerDir ?? 1_000);
+    await setUp(cluster.connectString, [keys, directories]);
 
     let stopping = false;
     const context: WorkerContext = {
@@ -85,7 +88,7 @@ export async function runChaos(options: ChaosRunOptions): Promise<ChaosRunResult
     const workers: Promise<void>[] = [];
     let process = 0;
     for (let i = 0; i < (options.registerWorkers ?? 5); i++) workers.push(registerWorker(process++, context, keys, prng.fork()));
-    for (let i = 0; i < (options.setWorkers ?? 2); i++) workers.push(setWorker(process++, context));
+    for (let i = 0; i < (options.setWorkers ?? 2); i++) workers.push(setWorker(process++, context, directories));
     const resource = new FencedResource();
     for (let i = 0; i < (options.lockWorkers ?? 3); i++) workers.push(lockWorker(process++, context, resource));
 
@@ -154,11 +157,11 @@ export async function runChaos(options: ChaosRunOptions): Promise<ChaosRunResult
   return { valid: invalid ? false : unknown ? "inconclusive" : true, verdicts, paragraph, ops: history.ops, faults, files };
 }
 
-async function setUp(connectString: string, keys: KeyRing): Promise<void> {
+async function setUp(connectString: string, rings: readonly NodeRing[]): Promise<void> {
   const client = await Client.connect(connectString, { connectTimeoutMs: 30_000 });
   try {
     for (const path of [ROOT, REGISTER_ROOT, SET_ROOT, LOCK_ROOT]) await client.create(path, "");
-    await keys.init(client);
+    for (const ring of rings) await ring.init(client);
   } finally {
     await client.close();
   }
@@ -204,7 +207,9 @@ async function readServer(connectString: string): Promise<{ elements: string[]; 
   const client = await Client.connect(connectString, { connectTimeoutMs: 10_000 });
   try {
     await client.sync(ROOT);
-    const elements = (await client.getChildren(SET_ROOT)).sort();
+    const elements: string[] = [];
+    for (const directory of await client.getChildren(SET_ROOT)) elements.push(...(await client.getChildren(`${SET_ROOT}/${directory}`)));
+    elements.sort();
     const registers = new Map<string, string>();
     const keys = (await client.getChildren(REGISTER_ROOT)).sort();
     for (let i = 0; i < keys.length; i += 100) {

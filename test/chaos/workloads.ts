@@ -5,7 +5,7 @@
  * - register: read / write / compare-and-set (getData then setData with the version read) on one
  *   znode per key; keys are retired after a few hundred operations so that every key's history
  *   stays small enough to check exhaustively.
- * - set: creates of unique children, read back from every server at the end.
+ * - set: creates of unique nodes (spread over directories), read back from every server at the end.
  * - lock: the Lock recipe guarding a fenced resource that refuses a token lower than one it has
  *   seen; a holder that lost its lock without noticing keeps writing with its old token.
  */
@@ -144,33 +144,42 @@ const sessionOf = (client: Client) => client.sessionId.toString(16);
 // ------------------------------------------------------------------------------------------------
 // register
 
-/** Hands out keys, moving every worker to a fresh key once the current one has had its share. */
-export class KeyRing {
+/**
+ * Hands out nodes under `root` (register keys, set directories), moving every worker to a fresh
+ * node once the current one has had `usesPerNode` uses: register keys stay small enough to check
+ * exhaustively, set directories small enough to list in one answer.
+ */
+export class NodeRing {
   private index = 0;
   private used = 0;
   private creating: Promise<void> | undefined;
 
-  constructor(private readonly opsPerKey: number) {}
+  constructor(
+    readonly root: string,
+    private readonly prefix: string,
+    private readonly data: string,
+    private readonly usesPerNode: number,
+  ) {}
 
-  static path(key: string): string {
-    return `${REGISTER_ROOT}/${key}`;
-  }
-
-  /** Creates the first key; call once before the workers start. */
+  /** Creates the first node; call once before the workers start. */
   async init(client: Client): Promise<void> {
-    await createKey(client, this.key);
+    await this.create(client, this.name(0));
   }
 
-  get key(): string {
-    return `k${String(this.index).padStart(5, "0")}`;
+  /** The current node's name (a register key, a set directory). */
+  get current(): string {
+    return this.name(this.index);
   }
 
-  /** The key to use now; starts creating the next one once this one has had its share. */
+  path(name: string): string {
+    return `${this.root}/${name}`;
+  }
+
+  /** The node to use now; starts creating the next one once this one has had its share. */
   take(client: Client): string {
     this.used += 1;
-    if (this.used >= this.opsPerKey && this.creating === undefined) {
-      const next = `k${String(this.index + 1).padStart(5, "0")}`;
-      this.creating = createKey(client, next).then(
+    if (this.used >= this.usesPerNode && this.creating === undefined) {
+      this.creating = this.create(client, this.name(this.index + 1)).then(
         () => {
           this.index += 1;
           this.used = 0;
@@ -181,25 +190,39 @@ export class KeyRing {
         },
       );
     }
-    return this.key;
+    return this.current;
   }
-}
 
-/** Creates a key znode holding INITIAL_VALUE, surviving a lost answer (NODEEXISTS means it is there). */
-async function createKey(client: Client, key: string): Promise<void> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      await client.create(KeyRing.path(key), INITIAL_VALUE);
-      return;
-    } catch (error) {
-      if (error instanceof ZkError && error.code === "NODEEXISTS") return;
-      if (attempt >= 20) throw error;
-      await sleep(250);
+  private name(index: number): string {
+    return `${this.prefix}${String(index).padStart(5, "0")}`;
+  }
+
+  /** Creates a node, surviving a lost answer (NODEEXISTS means it is there). */
+  private async create(client: Client, name: string): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await client.create(this.path(name), this.data);
+        return;
+      } catch (error) {
+        if (error instanceof ZkError && error.code === "NODEEXISTS") return;
+        if (attempt >= 20) throw error;
+        await sleep(250);
+      }
     }
   }
 }
 
-export async function registerWorker(process: number, context: WorkerContext, keys: KeyRing, prng: Prng): Promise<void> {
+/** Register keys: znodes holding INITIAL_VALUE at version 0, retired after `opsPerKey` operations. */
+export function registerKeys(opsPerKey: number): NodeRing {
+  return new NodeRing(REGISTER_ROOT, "k", INITIAL_VALUE, opsPerKey);
+}
+
+/** Set directories: the set's elements are spread over directories of `elementsPerDir` children. */
+export function setDirectories(elementsPerDir: number): NodeRing {
+  return new NodeRing(SET_ROOT, "d", "", elementsPerDir);
+}
+
+export async function registerWorker(process: number, context: WorkerContext, keys: NodeRing, prng: Prng): Promise<void> {
   const session = new WorkerSession(context);
   const { history } = context;
   let counter = 0;
@@ -208,7 +231,7 @@ export async function registerWorker(process: number, context: WorkerContext, ke
       const client = await session.ready();
       if (client === undefined) break;
       const key = keys.take(client);
-      const path = KeyRing.path(key);
+      const path = keys.path(key);
       const base = { process, session: sessionOf(client), key };
       const roll = prng.int(10); // 0-2 write, 3-5 read, 6-9 read then compare-and-set
       const value = `p${process}-${counter++}`;
@@ -236,7 +259,7 @@ export async function registerWorker(process: number, context: WorkerContext, ke
 // ------------------------------------------------------------------------------------------------
 // set
 
-export async function setWorker(process: number, context: WorkerContext): Promise<void> {
+export async function setWorker(process: number, context: WorkerContext, directories: NodeRing): Promise<void> {
   const session = new WorkerSession(context);
   let counter = 0;
   try {
@@ -244,7 +267,7 @@ export async function setWorker(process: number, context: WorkerContext): Promis
       const client = await session.ready();
       if (client === undefined) break;
       const element = `e-${process}-${counter++}`;
-      await context.history.run<AddOp, string>({ process, session: sessionOf(client), f: "add", element }, () => client.create(`${SET_ROOT}/${element}`, ""));
+      await context.history.run<AddOp, string>({ process, session: sessionOf(client), f: "add", element }, () => client.create(directories.path(`${directories.take(client)}/${element}`), ""));
       await sleep(context.thinkMs);
     }
   } finally {
