@@ -41,6 +41,8 @@ describe(`chaos: ${SECONDS} s per nemesis on three voters`, () => {
       assert.ok(result.faults.length > 0, "the nemesis injected faults");
       assert.ok(result.ops.filter((op) => op.outcome === "ok").length > 100, "the workload did work");
       assert.equal(result.valid, true, explain(result, seed, dir));
+      const lock = result.verdicts.find((v) => v.checker === "fenced-lock");
+      assert.ok((lock?.stats["staleUsesFenced"] ?? 0) > 0, "stalled lock holders wrote with stale tokens and were fenced off");
       await rm(dir, { recursive: true, force: true });
     });
   }

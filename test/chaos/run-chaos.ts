@@ -90,7 +90,7 @@ export async function runChaos(options: ChaosRunOptions): Promise<ChaosRunResult
     for (let i = 0; i < (options.registerWorkers ?? 5); i++) workers.push(registerWorker(process++, context, keys, prng.fork()));
     for (let i = 0; i < (options.setWorkers ?? 2); i++) workers.push(setWorker(process++, context, directories));
     const resource = new FencedResource();
-    for (let i = 0; i < (options.lockWorkers ?? 3); i++) workers.push(lockWorker(process++, context, resource));
+    for (let i = 0; i < (options.lockWorkers ?? 3); i++) workers.push(lockWorker(process++, context, resource, prng.fork()));
 
     nemesis = new Nemesis(cluster, {
       nemeses: options.nemeses,

@@ -295,8 +295,11 @@ export class FencedResource {
 }
 
 const USES_PER_GRANT = 3;
+/** One grant in this many stalls: its session is ended behind its back while it goes on writing. */
+const STALL_ONE_IN = 8;
+const STALLED_USE_GAP_MS = 300;
 
-export async function lockWorker(process: number, context: WorkerContext, resource: FencedResource): Promise<void> {
+export async function lockWorker(process: number, context: WorkerContext, resource: FencedResource, prng: Prng): Promise<void> {
   const session = new WorkerSession(context);
   const { history } = context;
   try {
@@ -313,15 +316,30 @@ export async function lockWorker(process: number, context: WorkerContext, resour
         await sleep(context.thinkMs);
         continue;
       }
+      // A holder stalled past its session timeout (a GC pause, a stopped VM): the cluster ends its
+      // session and grants the lock to the next waiter while this worker, unaware, keeps writing
+      // with its old token. Ending the session from a second connection makes that happen on cue.
+      const stalled = prng.int(STALL_ONE_IN) === 0 && (await endSessionBehindItsBack(context.connectString, client));
       for (let i = 0; i < USES_PER_GRANT && !context.stopping(); i++) {
         const accepted = resource.use(token);
         history.instant<UseOp>({ process, session: sessionHex, f: "use", token: token.toString() }, accepted ? "ok" : "fail", accepted ? undefined : "FENCED");
-        await sleep(context.thinkMs);
+        await sleep(stalled ? STALLED_USE_GAP_MS : context.thinkMs);
       }
       await history.run<ReleaseOp, void>({ process, session: sessionHex, f: "release", token: token.toString() }, () => lock.release());
       await sleep(context.thinkMs);
     }
   } finally {
     await session.close();
+  }
+}
+
+/** Closes `client`'s session through a second connection; false if that could not be done. */
+async function endSessionBehindItsBack(connectString: string, client: Client): Promise<boolean> {
+  try {
+    const twin = await Client.connect(connectString, { sessionId: client.sessionId, password: client.sessionPassword, connectTimeoutMs: 5_000 });
+    await twin.close();
+    return true;
+  } catch {
+    return false;
   }
 }
