@@ -12,7 +12,7 @@ import { checkAll } from "./checkers/index.js";
 import type { FaultRecord, FinalSetRead, Op, Verdict } from "./history.js";
 import { Nemesis, type NemesisName, type PartitionShape } from "./nemesis.js";
 import { summarize, writeReport } from "./report.js";
-import { FencedResource, HistoryRecorder, lockWorker, type NodeRing, REGISTER_ROOT, registerKeys, registerWorker, ROOT, LOCK_ROOT, SET_ROOT, setDirectories, setWorker, type WorkerContext } from "./workloads.js";
+import { FencedResource, HistoryRecorder, lockWorker, type NodeRing, REGISTER_ROOT, registerKeys, registerWorker, ROOT, LOCK_ROOT, SET_ROOT, setDirectories, setWorker, type WorkerContext, withLimit } from "./workloads.js";
 
 export interface ChaosRunOptions {
   voters: number;
@@ -191,14 +191,6 @@ async function readFinalState(cluster: ChaosCluster, ids: readonly number[]): Pr
   return { sets, registers, unreadable };
 }
 
-function withLimit<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const limit = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(message)), ms);
-  });
-  return Promise.race([promise, limit]).finally(() => clearTimeout(timer));
-}
-
 function lastLines(text: string, count: number): string {
   return text.trimEnd().split("\n").slice(-count).join("\n");
 }
@@ -228,7 +220,7 @@ async function withRetries<T>(read: () => Promise<T>): Promise<T> {
   const deadline = Date.now() + FINAL_READ_LIMIT_MS;
   for (;;) {
     try {
-      return await withLimit(read(), 15_000, "no answer within 15 s");
+      return await withLimit(read(), 15_000, "final read");
     } catch (error) {
       if (Date.now() >= deadline) throw error;
       await new Promise((resolve) => setTimeout(resolve, 1_000));

@@ -48,7 +48,7 @@ export class HistoryRecorder {
     const op = { ...input, id: this.nextId++, invokedAt: this.now(), outcome: "unknown" } as T;
     this.ops.push(op);
     try {
-      const value = await withLimit(action());
+      const value = await withLimit(action(), OPERATION_LIMIT_MS, op.f);
       op.completedAt = this.now();
       op.outcome = "ok";
       onOk?.(op, value);
@@ -70,12 +70,14 @@ export class HistoryRecorder {
   }
 }
 
-class OperationLimitError extends Error {}
+/** What `withLimit` rejects with when the bound passes first. */
+export class OperationLimitError extends Error {}
 
-function withLimit<T>(promise: Promise<T>): Promise<T> {
+/** `promise`, or an OperationLimitError after `ms` (the promise itself runs on, unobserved). */
+export function withLimit<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const limit = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new OperationLimitError("harness limit")), OPERATION_LIMIT_MS);
+    timer = setTimeout(() => reject(new OperationLimitError(`${what}: no answer within ${ms} ms`)), ms);
   });
   return Promise.race([promise, limit]).finally(() => clearTimeout(timer));
 }
