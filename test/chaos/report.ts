@@ -18,6 +18,8 @@ export interface ChaosRun {
   nemeses: string[];
   /** Number of voting servers in the ensemble. */
   servers: number;
+  /** Non-voting servers (observers) besides them. */
+  observers?: number;
   ops: readonly Op[];
   faults: readonly FaultRecord[];
   verdicts: readonly Verdict[];
@@ -239,7 +241,8 @@ export function summarize(run: ChaosRun): { paragraph: string; stats: RunStats }
 }
 
 function headerSentence(run: ChaosRun): string {
-  return `corral chaos: ${plural(run.servers, "voter")}, ${formatSeconds(run.durationMs)}, ${nemesisPhrase(run.nemeses)}.`;
+  const observers = run.observers ? ` + ${plural(run.observers, "observer")}` : "";
+  return `corral chaos: ${plural(run.servers, "voter")}${observers}, ${formatSeconds(run.durationMs)}, ${nemesisPhrase(run.nemeses)}.`;
 }
 
 function nemesisPhrase(nemeses: readonly string[]): string {

@@ -142,7 +142,7 @@ export async function runChaos(options: ChaosRunOptions): Promise<ChaosRunResult
 
   const verdicts = [...checkAll(history.ops, finals), ...extraVerdicts];
   const faults = nemesis?.faults ?? [];
-  const run = { durationMs: workloadEnd > 0 ? workloadEnd : now(), nemeses: [...options.nemeses], servers: cluster.ids.length, ops: history.ops, faults, verdicts };
+  const run = { durationMs: workloadEnd > 0 ? workloadEnd : now(), nemeses: [...options.nemeses], servers: cluster.voterIds.length, observers: cluster.ids.length - cluster.voterIds.length, ops: history.ops, faults, verdicts };
   let paragraph: string;
   let files: string[] = [];
   if (options.outDir !== undefined) {
