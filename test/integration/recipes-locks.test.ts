@@ -49,13 +49,17 @@ async function closeAll(clients: readonly Client[]): Promise<void> {
 }
 
 /** The children of `path` as of now (after a sync), [] if it does not exist. */
+/** The children after a sync; waits out a reconnection (a test may just have killed the leader). */
 async function childrenOf(client: Client, path: string): Promise<string[]> {
-  await client.sync(path);
-  try {
-    return await client.getChildren(path);
-  } catch (error) {
-    if (error instanceof ZkError && error.code === "NONODE") return [];
-    throw error;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await client.sync(path);
+      return await client.getChildren(path);
+    } catch (error) {
+      if (error instanceof ZkError && error.code === "NONODE") return [];
+      if (!(error instanceof ZkError && error.code === "CONNECTIONLOSS") || attempt >= 100) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
   }
 }
 
