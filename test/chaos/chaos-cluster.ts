@@ -52,7 +52,21 @@ export class ChaosCluster {
     private readonly removeDir: () => Promise<void>,
   ) {}
 
+  /**
+   * Starts the cluster; a start that fails (a probed-free port taken by another process before
+   * the server bound it — CI runs test files in parallel) is torn down and tried again.
+   */
   static async start(options: ChaosClusterOptions): Promise<ChaosCluster> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await ChaosCluster.startOnce(options);
+      } catch (error) {
+        if (attempt >= 3) throw error;
+      }
+    }
+  }
+
+  private static async startOnce(options: ChaosClusterOptions): Promise<ChaosCluster> {
     const dir = await makeTempDir("corral-chaos-");
     const count = options.voters + (options.observers ?? 0);
     const entries: Entry[] = [];
