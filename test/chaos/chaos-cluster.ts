@@ -188,9 +188,6 @@ export class ChaosCluster {
     this.paused.delete(id);
   }
 
-  isPaused(id: number): boolean {
-    return this.paused.has(id);
-  }
 
   isRunning(id: number): boolean {
     return this.server(id).running;

@@ -146,9 +146,6 @@ export class LinkProxy {
     for (const pipe of this.pipes) pipe.pump();
   }
 
-  get state(): { forward: boolean; backward: boolean; delayMs: number } {
-    return { forward: this.blockedForward, backward: this.blockedBackward, delayMs: this.delayMs };
-  }
 
   async close(): Promise<void> {
     for (const pipe of this.pipes) pipe.stop();
