@@ -59,6 +59,10 @@ export interface ZabReady {
   touches: SessionTouch[];
   /** Learner only: answers to this server's own sync requests (syncId → zxid to reach). */
   syncsDone: { syncId: number; zxid: number }[];
+  /** Leader only: sessions learners' clients resumed; the host answers each with `answerRevalidation`. */
+  revalidations: { from: number; sessionId: bigint; timeoutMs: number }[];
+  /** Learner only: the leader's answers to this server's `revalidate` calls. */
+  revalidated: { sessionId: bigint; valid: boolean }[];
   events: ZabEvent[];
   /** Set once the phase reaches broadcast (serve clients) and cleared on step-down. */
   serving: boolean;
@@ -69,5 +73,5 @@ export interface ZabReady {
 }
 
 export function emptyReady(serving: boolean): ZabReady {
-  return { send: [], persist: [], apply: [], forwarded: [], touches: [], syncsDone: [], events: [], serving, stepDown: undefined, disconnect: [] };
+  return { send: [], persist: [], apply: [], forwarded: [], touches: [], syncsDone: [], revalidations: [], revalidated: [], events: [], serving, stepDown: undefined, disconnect: [] };
 }

@@ -231,6 +231,16 @@ export class Leader {
     return this.finish();
   }
 
+  /**
+   * The host's answer to a learner's `revalidate` (which it got in `revalidations`). A learner
+   * dropped in the meantime gets nothing: its clients reconnect elsewhere.
+   */
+  answerRevalidation(to: number, sessionId: bigint, valid: boolean): ZabReady {
+    this.begin();
+    if (this.peers.get(to)?.stage === "upToDate") this.send(to, { type: "revalidated", sessionId, valid });
+    return this.finish();
+  }
+
   // ---- messages
 
   private onMessage(from: number, message: QuorumMessage): void {
@@ -278,6 +288,13 @@ export class Leader {
           break;
         }
         this.addPendingSync(peer.sid, message.syncId);
+        break;
+      case "revalidate":
+        if (peer.stage !== "upToDate") {
+          this.dropLearner(peer.sid, "revalidated a session before it was up to date", true);
+          break;
+        }
+        this.out.revalidations.push({ from: peer.sid, sessionId: message.sessionId, timeoutMs: message.timeoutMs });
         break;
       default:
         this.dropLearner(peer.sid, `sent a leader's message (${message.type})`, true);

@@ -189,6 +189,14 @@ export class Learner {
     return this.finish();
   }
 
+  /** A client resumed `sessionId` here: the leader's answer comes back in `revalidated`. */
+  revalidate(sessionId: bigint, timeoutMs: number): ZabReady {
+    this.begin();
+    assert(this.serving, "revalidate while not serving");
+    this.send({ type: "revalidate", sessionId, timeoutMs });
+    return this.finish();
+  }
+
   /** A local session was heard from; the leader learns it with our next ping answer. */
   touch(sessionId: bigint, timeoutMs: number): void {
     assert(this.touches.size < zabLimits.touchesPerPingMax || this.touches.has(sessionId), "touches between pings within bounds");
@@ -267,6 +275,13 @@ export class Learner {
           break;
         }
         this.out.syncsDone.push({ syncId: message.syncId, zxid: message.zxid });
+        break;
+      case "revalidated":
+        if (this.phaseNow !== "broadcast") {
+          this.stepDown("revalidated before upToDate");
+          break;
+        }
+        this.out.revalidated.push({ sessionId: message.sessionId, valid: message.valid });
         break;
       default:
         this.stepDown(`the leader sent a learner's message (${message.type})`);

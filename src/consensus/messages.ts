@@ -63,7 +63,14 @@ export type QuorumMessage =
   | { type: "request"; sessionId: bigint; cxid: number; request: Uint8Array }
   /** A client's sync: the leader answers `syncDone` with its last proposed zxid at that point. */
   | { type: "sync"; syncId: number }
-  | { type: "syncDone"; syncId: number; zxid: number };
+  | { type: "syncDone"; syncId: number; zxid: number }
+  /**
+   * A client resumed `sessionId` at the learner: the leader checks that the session is alive,
+   * makes the learner its owner (requests from any other server are refused with SESSIONMOVED
+   * from then on) and answers `revalidated`. The learner completes the client's connect only then.
+   */
+  | { type: "revalidate"; sessionId: bigint; timeoutMs: number }
+  | { type: "revalidated"; sessionId: bigint; valid: boolean };
 
 /** "This session was heard from, with this timeout": how learners keep the leader's expiry table fresh. */
 export interface SessionTouch {

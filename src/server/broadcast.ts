@@ -19,6 +19,15 @@ export interface WriteBroadcast {
    * the sync when the local tree has applied `zxid`.
    */
   requestSync(ready: (zxid: number) => void): void;
+  /**
+   * A client resumes `sessionId` at this server (its password checked here): `done` says whether
+   * the session may be attached. In a cluster the leader answers, and from then on refuses requests
+   * for the session that come from any other server (SESSIONMOVED).
+   */
+  revalidateSession(sessionId: bigint, timeoutMs: number, done: (outcome: RevalidationOutcome) => void): void;
   /** Whether this server may accept client sessions now (a cluster member that lost its leader may not). */
   readonly serving: boolean;
 }
+
+/** The verdict on a resumed session; "unavailable" when there is no leader to ask. */
+export type RevalidationOutcome = "valid" | "expired" | "unavailable";

@@ -231,20 +231,33 @@ class GrpcClientConnection implements ClientConnection {
     const record = deps.state.tree.sessions.get(sessionId);
     if (!record || !deps.pipeline.checkSession(sessionId, connect.password)) {
       this.logger.info({ session: hex(sessionId) }, "resume refused: session expired, unknown or wrong password");
-      this.write(
-        encodeConnectResponseFrame({
-          protocolVersion: this.protocolVersion,
-          timeoutMs: 0,
-          sessionId: 0n,
-          password: EMPTY,
-          err: ZkErrorCode.SESSIONEXPIRED,
-          lastZxid: 0,
-          serverId: deps.serverId,
-        }),
-      );
-      return this.end("expired");
+      return this.refuseExpired();
     }
-    this.establish(sessionId, record.timeoutMs, record.password);
+    deps.broadcast.revalidateSession(sessionId, record.timeoutMs, (outcome) => {
+      if (this.phase !== "connecting") return;
+      if (outcome === "unavailable") return this.reject(grpc.status.UNAVAILABLE, "server is not serving");
+      // The leader has seen the session expire (its closeSession may not have reached us yet).
+      if (outcome === "expired") {
+        this.logger.info({ session: hex(sessionId) }, "resume refused: the leader has no such live session");
+        return this.refuseExpired();
+      }
+      this.establish(sessionId, record.timeoutMs, record.password);
+    });
+  }
+
+  private refuseExpired(): void {
+    this.write(
+      encodeConnectResponseFrame({
+        protocolVersion: this.protocolVersion,
+        timeoutMs: 0,
+        sessionId: 0n,
+        password: EMPTY,
+        err: ZkErrorCode.SESSIONEXPIRED,
+        lastZxid: 0,
+        serverId: this.deps.serverId,
+      }),
+    );
+    this.end("expired");
   }
 
   private establish(sessionId: bigint, timeoutMs: number, password: Uint8Array): void {

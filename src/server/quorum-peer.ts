@@ -17,7 +17,7 @@ import type { Notification } from "../election/types.js";
 import { encodeSnapshot } from "../store/snapshot-codec.js";
 import { decodeTxn, encodeTxn } from "../store/txn-codec.js";
 import type { Txn, TxnBody } from "../store/types.js";
-import type { WriteBroadcast } from "./broadcast.js";
+import type { RevalidationOutcome, WriteBroadcast } from "./broadcast.js";
 import type { ServerConfig } from "./config.js";
 import { hex, type ServerDatabase } from "./database.js";
 import type { Logger } from "./log.js";
@@ -106,6 +106,8 @@ export class QuorumPeer {
   private stopped = false;
   private nextSyncId = 1;
   private readonly pendingSyncs = new Map<number, (zxid: number) => void>();
+  /** Learner only: connects waiting for the leader's answer to their session's revalidation. */
+  private readonly pendingRevalidations = new Map<bigint, ((outcome: RevalidationOutcome) => void)[]>();
   private readonly heldLearnerMessages = new Map<number, QuorumMessage[]>();
 
   constructor(private readonly deps: QuorumPeerDeps) {
@@ -177,8 +179,23 @@ export class QuorumPeer {
   submitWrite(sessionId: bigint, cxid: number, request: WriteRequest | { op: "createSession"; timeoutMs: number; password: Uint8Array }): void {
     const zab = this.zab;
     if (!zab?.serving) return; // the connection is being ended; its client retries elsewhere
-    if (zab instanceof Leader) this.proposeRequest(zab, sessionId, cxid, request);
+    if (zab instanceof Leader) this.proposeRequest(zab, sessionId, cxid, request, this.deps.config.serverId);
     else this.handle(zab.forward(sessionId, cxid, encodeForwardedRequest(request)), this.generation);
+  }
+
+  /**
+   * A client resumes `sessionId` here. The leader decides whether the session is alive and makes
+   * this server its owner, so that a request still coming from the server the client left is
+   * refused; the connect completes only after that (ZooKeeper's revalidateSession).
+   */
+  revalidateSession(sessionId: bigint, timeoutMs: number, done: (outcome: RevalidationOutcome) => void): void {
+    const zab = this.zab;
+    if (!zab?.serving) return done("unavailable");
+    if (zab instanceof Leader) return done(this.revalidate(sessionId, timeoutMs, this.deps.config.serverId) ? "valid" : "expired");
+    const waiting = this.pendingRevalidations.get(sessionId);
+    if (waiting) return void waiting.push(done);
+    this.pendingRevalidations.set(sessionId, [done]);
+    this.handle(zab.revalidate(sessionId, timeoutMs), this.generation);
   }
 
   expireSession(sessionId: bigint): void {
@@ -217,6 +234,9 @@ export class QuorumPeer {
     this.prep = undefined;
     this.leaderId = undefined;
     this.pendingSyncs.clear();
+    const revalidations = [...this.pendingRevalidations.values()].flat();
+    this.pendingRevalidations.clear();
+    for (const done of revalidations) done("unavailable");
     this.deps.broadcast.servingFlag = false;
     this.deps.transport.stopFollowing();
     this.deps.pipeline.reset();
@@ -350,9 +370,18 @@ export class QuorumPeer {
       this.pendingSyncs.delete(done.syncId);
       ready_?.(done.zxid);
     }
+    for (const { sessionId, valid } of ready.revalidated) {
+      const waiting = this.pendingRevalidations.get(sessionId) ?? [];
+      this.pendingRevalidations.delete(sessionId);
+      for (const done of waiting) done(valid ? "valid" : "expired");
+    }
     this.deps.broadcast.servingFlag = ready.serving;
     if (ready.serving && !wasServing) this.beginServing(zab);
     if (zab instanceof Leader) {
+      for (const { from, sessionId, timeoutMs } of ready.revalidations) {
+        if (generation !== this.generation) break;
+        this.handle(zab.answerRevalidation(from, sessionId, this.revalidate(sessionId, timeoutMs, from)), generation);
+      }
       for (const forwarded of ready.forwarded) {
         // A learner forwards only once it serves, which needs this leader to be established.
         if (generation !== this.generation || !zab.canPropose) break;
@@ -366,7 +395,7 @@ export class QuorumPeer {
           this.proposeTxn(zab, { sessionId: forwarded.sessionId, cxid: forwarded.cxid, zxid, timeMs: this.deps.nowMs() }, { type: "error", err: ZkErrorCode.MARSHALLINGERROR });
           continue;
         }
-        this.proposeRequest(zab, forwarded.sessionId, forwarded.cxid, request);
+        this.proposeRequest(zab, forwarded.sessionId, forwarded.cxid, request, forwarded.from);
       }
     }
     if (ready.stepDown && generation === this.generation) {
@@ -378,7 +407,9 @@ export class QuorumPeer {
   private beginServing(zab: ZabCore): void {
     const { database, tracker, logger } = this.deps;
     if (zab instanceof Leader) {
-      // The leader owns expiry now: every session gets a full timeout from this moment.
+      // The leader owns expiry now: every session gets a full timeout from this moment. Owners
+      // are learned afresh: every client reconnects when a term begins.
+      tracker.beginLeadership();
       for (const [sessionId, record] of database.tree.sessions) tracker.touch(sessionId, record.timeoutMs);
     }
     logger.info({ role: this.roleState, epoch: zab.epoch, lastZxid: hex(database.tree.lastProcessedZxid) }, "serving clients");
@@ -430,17 +461,34 @@ export class QuorumPeer {
     }
   }
 
+  /** Leader: whether `sessionId` is alive; if so, `owner` is where its client is now. */
+  private revalidate(sessionId: bigint, timeoutMs: number, owner: number): boolean {
+    const { database, tracker } = this.deps;
+    if (!database.tree.sessions.has(sessionId) || tracker.isClosing(sessionId)) return false;
+    tracker.setOwner(sessionId, owner);
+    tracker.touch(sessionId, timeoutMs);
+    return true;
+  }
+
+  /** `origin`: the server whose client sent the request (this one, or the learner that forwarded it). */
   private proposeRequest(
     leader: Leader,
     sessionId: bigint,
     cxid: number,
     request: WriteRequest | { op: "createSession"; timeoutMs: number; password: Uint8Array },
+    origin: number,
   ): void {
     const zxid = leader.allocateZxid();
-    const body: TxnBody =
-      request.op === "createSession"
-        ? { type: "createSession", timeoutMs: request.timeoutMs, password: request.password }
-        : this.prep!.prepare(request, sessionId, zxid);
+    let body: TxnBody;
+    if (request.op === "createSession") {
+      this.deps.tracker.setOwner(sessionId, origin);
+      body = { type: "createSession", timeoutMs: request.timeoutMs, password: request.password };
+    } else if (!this.deps.tracker.claim(sessionId, origin)) {
+      // Sent on a connection its client has left: the error txn answers it, in order, where it came from.
+      body = { type: "error", err: ZkErrorCode.SESSIONMOVED };
+    } else {
+      body = this.prep!.prepare(request, sessionId, zxid);
+    }
     this.proposeTxn(leader, { sessionId, cxid, zxid, timeMs: this.deps.nowMs() }, body);
   }
 
@@ -483,6 +531,11 @@ export class ClusterBroadcast implements WriteBroadcast {
 
   requestSync(ready: (zxid: number) => void): void {
     this.peer?.requestSync(ready);
+  }
+
+  revalidateSession(sessionId: bigint, timeoutMs: number, done: (outcome: RevalidationOutcome) => void): void {
+    if (this.peer) this.peer.revalidateSession(sessionId, timeoutMs, done);
+    else done("unavailable");
   }
 }
 

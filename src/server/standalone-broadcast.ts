@@ -3,7 +3,7 @@
  * durable (group commit), and the database applies it in zxid order once durable. The replicated
  * leader keeps the same shape with a Zab proposal between prep and apply.
  */
-import type { WriteBroadcast } from "./broadcast.js";
+import type { RevalidationOutcome, WriteBroadcast } from "./broadcast.js";
 import type { ServerDatabase } from "./database.js";
 import type { Prep } from "./prep.js";
 import type { WriteRequest } from "./requests.js";
@@ -44,6 +44,11 @@ export class StandaloneBroadcast implements WriteBroadcast {
 
   requestSync(ready: (zxid: number) => void): void {
     ready(this.lastProposedZxid);
+  }
+
+  /** One server: the pipeline's own check (password, not closing) is the whole answer. */
+  revalidateSession(_sessionId: bigint, _timeoutMs: number, done: (outcome: RevalidationOutcome) => void): void {
+    done(this.failed ? "unavailable" : "valid");
   }
 
   private propose(sessionId: bigint, cxid: number, zxid: number, body: TxnBody): void {

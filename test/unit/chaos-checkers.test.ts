@@ -14,6 +14,7 @@ import {
   checkRegisterLinearizable,
   checkSet,
   FENCED_LOCK_CHECKER,
+  liveness,
   READ_CONSISTENCY_CHECKER,
   REGISTER_CHECKER,
   SET_CHECKER,
@@ -492,6 +493,45 @@ describe("fenced lock", () => {
 });
 
 // ---------------------------------------------------------------------------------------------
+
+describe("liveness after the final heal", () => {
+  test("every workload that completed an op successfully after the heal made progress; a lock needs a grant", () => {
+    const ops = history(
+      write([100, 110], "a", { v: 1 }),
+      add([105, 120], "e1", "ok", { p: 2 }),
+      acquire([90, 130], "7", { p: 3 }),
+      use([131, 140], "7", "ok", { p: 3 }),
+    );
+    const verdict = liveness(ops, ["register", "set", "lock"], 100);
+    assert.equal(verdict.valid, true, verdict.violations.join("; "));
+    assert.deepEqual(verdict.stats, { registerProgressMs: 10, setProgressMs: 20, lockProgressMs: 30 });
+  });
+
+  test("a lock never granted after the heal fails it, however busy the holder's uses and the other workloads were", () => {
+    const ops = history(
+      acquire([10, 20], "5", { p: 3 }),
+      use([150, 160], "5", "ok", { p: 3 }),
+      release([170, 180], "5", { p: 3 }),
+      acquire([190], undefined, { p: 4 }),
+      write([100, 200], "a", { v: 1 }),
+      add([101, 201], "e1", "ok", { p: 2 }),
+    );
+    const verdict = liveness(ops, ["register", "set", "lock"], 100);
+    assert.equal(verdict.valid, false);
+    assert.deepEqual(verdict.violations, ["the lock workload made no progress (no lock grant) after the cluster healed"]);
+  });
+
+  test("ops that failed, stayed unknown or completed before the heal are not progress", () => {
+    const ops = history(
+      write([10, 50], "a", { v: 1 }),
+      write([100, 120], "b", "unknown"),
+      cas([110, 130], 1, "c", { fail: "BADVERSION" }),
+      add([100, 140], "e1", "unknown", { p: 2 }),
+    );
+    const verdict = liveness(ops, ["register", "set"], 100);
+    assert.deepEqual(verdict.violations, ["the register workload made no progress after the cluster healed", "the set workload made no progress after the cluster healed"]);
+  });
+});
 
 describe("checkAll", () => {
   test("a history with none of a checker's ops gets a trivially valid verdict over 0 ops", () => {

@@ -178,6 +178,10 @@ export function describe(m: QuorumMessage): string {
       return `sync(${m.syncId})`;
     case "syncDone":
       return `syncDone(${m.syncId}, ${formatZxid(m.zxid)})`;
+    case "revalidate":
+      return `revalidate(${m.sessionId})`;
+    case "revalidated":
+      return `revalidated(${m.sessionId}, ${m.valid})`;
     case "upToDate":
       return "upToDate";
   }

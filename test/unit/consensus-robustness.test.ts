@@ -34,6 +34,8 @@ const message: fc.Arbitrary<QuorumMessage> = fc.oneof(
   fc.record({ type: fc.constant("request"), sessionId: fc.constant(1n), cxid: number, request: bytes }),
   fc.record({ type: fc.constant("sync"), syncId: number }),
   fc.record({ type: fc.constant("syncDone"), syncId: number, zxid: number }),
+  fc.record({ type: fc.constant("revalidate"), sessionId: fc.constant(1n), timeoutMs: number }),
+  fc.record({ type: fc.constant("revalidated"), sessionId: fc.constant(1n), valid: fc.boolean() }),
   fc.constant({ type: "bogus" } as unknown as QuorumMessage),
 ) as fc.Arbitrary<QuorumMessage>;
 

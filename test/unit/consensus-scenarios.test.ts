@@ -234,6 +234,34 @@ test("forwarded writes surface at the leader; a sync is answered with the last p
   assert.ok(ping >= 0 && ping < answer && answer < done, toTwo.join("\n"));
 });
 
+test("a resumed session is revalidated through the leader; the host's verdict goes back to the learner that asked", () => {
+  const h = new Harness([1, 2, 3]);
+  establish(h, 1, [2, 3]);
+  const follower = h.server(2).zab!;
+  if (follower.kind !== "follower") return assert.fail("server 2 follows");
+  const asked = follower.revalidate(9n, 4_000);
+  assert.deepEqual(asked.send.map((s) => s.message), [{ type: "revalidate", sessionId: 9n, timeoutMs: 4_000 }]);
+  const leader = h.server(1).zab as Leader;
+  const received = leader.step({ type: "message", from: 2, message: asked.send[0]!.message });
+  assert.deepEqual(received.revalidations, [{ from: 2, sessionId: 9n, timeoutMs: 4_000 }], "the host decides, not the core");
+  const answer = leader.answerRevalidation(2, 9n, false);
+  assert.deepEqual(answer.send, [{ to: 2, message: { type: "revalidated", sessionId: 9n, valid: false } }]);
+  const back = follower.step({ type: "message", from: 1, message: answer.send[0]!.message });
+  assert.deepEqual(back.revalidated, [{ sessionId: 9n, valid: false }]);
+  assert.deepEqual(leader.answerRevalidation(7, 9n, true).send, [], "no answer to a learner that is not up to date with us");
+});
+
+test("a learner that revalidates a session before it is up to date is dropped", () => {
+  const h = new Harness([1, 2, 3]);
+  h.start(1);
+  h.start(2, 1);
+  h.deliver((m) => m.from === 2 && m.message.type === "learnerInfo");
+  const leader = h.server(1).zab as Leader;
+  const ready = leader.step({ type: "message", from: 2, message: { type: "revalidate", sessionId: 9n, timeoutMs: 4_000 } });
+  assert.deepEqual(ready.revalidations, []);
+  assert.deepEqual(ready.disconnect, [2]);
+});
+
 test("a leader cut off from its quorum never answers a sync", () => {
   const h = new Harness([1, 2, 3]);
   establish(h, 1, [2, 3]);

@@ -73,6 +73,8 @@ const quorumMessage: fc.Arbitrary<QuorumMessage> = fc.oneof(
   fc.record({ type: fc.constant("request" as const), sessionId: int64, cxid: int32, request: bytes }),
   fc.record({ type: fc.constant("sync" as const), syncId: uint53 }),
   fc.record({ type: fc.constant("syncDone" as const), syncId: uint53, zxid }),
+  fc.record({ type: fc.constant("revalidate" as const), sessionId: int64, timeoutMs: uint32 }),
+  fc.record({ type: fc.constant("revalidated" as const), sessionId: int64, valid: fc.boolean() }),
 );
 const quorumBatch = fc.array(quorumMessage, { maxLength: 12 });
 
@@ -131,6 +133,10 @@ function toLoader(m: QuorumMessage): Record<string, unknown> {
       return { sync: { syncId: z(m.syncId) } };
     case "syncDone":
       return { syncDone: { syncId: z(m.syncId), zxid: z(m.zxid) } };
+    case "revalidate":
+      return { revalidate: { sessionId: m.sessionId.toString(), timeoutMs: m.timeoutMs } };
+    case "revalidated":
+      return { revalidated: { sessionId: m.sessionId.toString(), valid: m.valid } };
   }
 }
 
@@ -178,6 +184,10 @@ function fromLoader(entry: { message: string } & Record<string, unknown>): Quoru
       return { type: "sync", syncId: n("syncId") };
     case "syncDone":
       return { type: "syncDone", syncId: n("syncId"), zxid: n("zxid") };
+    case "revalidate":
+      return { type: "revalidate", sessionId: BigInt(body["sessionId"] as string), timeoutMs: body["timeoutMs"] as number };
+    case "revalidated":
+      return { type: "revalidated", sessionId: BigInt(body["sessionId"] as string), valid: body["valid"] as boolean };
     default:
       throw new Error(`proto-loader decoded an unexpected member ${entry.message}`);
   }
@@ -342,7 +352,7 @@ test("malformed quorum frames are refused with a reason", () => {
   const cases: [string, number[], RegExp][] = [
     ["no member", [0x0a, 0], /no known member/],
     ["two members", [0x0a, 4, 0x12, 0, 0x1a, 0], /two members/],
-    ["unknown member only", [0x0a, 2, 0x4a, 0], /no known member/],
+    ["unknown member only", [0x0a, 2, 0x5a, 0], /no known member/],
     ["zxid above 2^53", [0x0a, 12, 0x12, 10, 0x08, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x10], /2\^53/],
     ["learner role 2", [0x0a, 5, 0x82, 0x01, 2, 0x10, 2], /learner role/],
     ["wire type 3", [0x0b], /wire type/],

@@ -51,6 +51,8 @@ const FIELD = {
   ping: 6,
   sync: 7,
   syncDone: 8,
+  revalidate: 9,
+  revalidated: 10,
   learnerInfo: 16,
   leaderInfo: 17,
   ackEpoch: 18,
@@ -153,6 +155,10 @@ export function quorumBodySize(m: QuorumMessage): number {
       return uint53Field(m.syncId);
     case "syncDone":
       return uint53Field(m.syncId) + uint53Field(m.zxid);
+    case "revalidate":
+      return sfixed64Field(m.sessionId) + uint32Field(m.timeoutMs);
+    case "revalidated":
+      return sfixed64Field(m.sessionId) + (m.valid ? 2 : 0);
     case "learnerInfo":
       if (!(m.role === "participant" || m.role === "observer")) assert(false, `learner role ${String(m.role)}`);
       return (
@@ -348,6 +354,14 @@ function writeQuorumBody(m: QuorumMessage): void {
       writeUint53Field(0x08, m.syncId);
       writeUint53Field(0x10, m.zxid);
       return;
+    case "revalidate":
+      writeSfixed64Field(0x09, m.sessionId);
+      writeUint32Field(0x10, m.timeoutMs);
+      return;
+    case "revalidated":
+      writeSfixed64Field(0x09, m.sessionId);
+      if (m.valid) writeUint32Field(0x10, 1);
+      return;
     case "learnerInfo":
       writeUint32Field(0x08, m.sid);
       if (m.role === "observer") writeUint32Field(0x10, 1);
@@ -394,6 +408,8 @@ function memberTagBytes(type: QuorumMessage["type"]): number {
     case "ping":
     case "sync":
     case "syncDone":
+    case "revalidate":
+    case "revalidated":
       return 1;
     default:
       return 2;
@@ -708,6 +724,18 @@ function readQuorumBody(field: number, end: number): QuorumMessage {
       }
       return { type: "syncDone", syncId, zxid };
     }
+    case 9:
+    case 10: {
+      let sessionId = 0n;
+      let second = 0;
+      while (rp < end) {
+        const tag = readTag(end);
+        if (tag === 0x09) sessionId = readSfixed64(end);
+        else if (tag === 0x10) second = readVarint32(end);
+        else skipField(tag, end);
+      }
+      return field === 9 ? { type: "revalidate", sessionId, timeoutMs: second } : { type: "revalidated", sessionId, valid: second !== 0 };
+    }
     case 16: {
       let sid = 0;
       let role: LearnerRole = "participant";
@@ -817,7 +845,7 @@ function readQuorumMessage(end: number): QuorumMessage {
   while (rp < end) {
     const tag = readTag(end);
     const field = tag >>> 3;
-    if ((tag & 7) === 2 && ((field >= 1 && field <= 8) || (field >= 16 && field <= 24))) {
+    if ((tag & 7) === 2 && ((field >= 1 && field <= 10) || (field >= 16 && field <= 24))) {
       if (message !== undefined) throw new PeerCodecError("a quorum message with two members");
       const to = readDelimited(end);
       message = readQuorumBody(field, to);

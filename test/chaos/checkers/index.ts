@@ -13,6 +13,7 @@ export { checkFencedLock, FENCED_LOCK_CHECKER } from "./fenced-lock.js";
 export { checkRegisterLinearizable, DEFAULT_BUDGET_STATES, REGISTER_CHECKER, type RegisterCheckOptions } from "./linearizable-register.js";
 export { checkReadConsistency, READ_CONSISTENCY_CHECKER } from "./read-consistency.js";
 export { checkSet, SET_CHECKER } from "./set.js";
+export { firstProgressAfter, liveness, LIVENESS_CHECKER, type Workload } from "./liveness.js";
 
 export interface CheckAllOptions {
   register?: RegisterCheckOptions;
