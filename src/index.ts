@@ -13,6 +13,8 @@ export type {
   Id,
   Op,
   OpResult,
+  ReadOp,
+  ReadOpResult,
   Stat,
   VersionOptions,
   WatchedEvent,

@@ -36,7 +36,7 @@ import {
 import { decodeServerFrame, encodeClientFrame, encodeClientFrameBatch } from "./codec.js";
 import type { DecodedConnectResponse, DecodedResponse, DecodedServerFrame, DecodedWatchEvent } from "./codec.js";
 import { Fifo } from "./fifo.js";
-import { multiErrorFromWire, multiResultsFromWire, opsToWire } from "./ops.js";
+import { multiErrorFromWire, multiResultsFromWire, opsToWire, readOpsToWire, readResultsFromWire } from "./ops.js";
 import type {
   Acl,
   ClientLogger,
@@ -47,6 +47,8 @@ import type {
   Data,
   Op,
   OpResult,
+  ReadOp,
+  ReadOpResult,
   Stat,
   VersionOptions,
   WatchOptions,
@@ -96,6 +98,9 @@ const Kind = {
   close: 11,
   getAcl: 12,
   setAcl: 13,
+  getEphemerals: 30,
+  getAllChildrenNumber: 31,
+  multiRead: 32,
 } as const;
 type KindValue = (typeof Kind)[keyof typeof Kind];
 
@@ -107,7 +112,7 @@ interface Pending {
   /** The server's path (for watch registration). */
   serverPath: string;
   watcher: Watcher | undefined;
-  ops: Op[] | undefined;
+  ops: Op[] | ReadOp[] | undefined;
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   resolve: (value: any) => void;
   reject: (err: ZkError) => void;
@@ -379,6 +384,49 @@ export class Client extends EventEmitter {
     return this.send(Kind.multi, { op: "multi", multi: { ops: wireOps } }, undefined, "", undefined, ops.slice());
   }
 
+  /**
+   * This session's ephemeral nodes whose path starts with `prefixPath` — a plain string prefix, as
+   * in ZooKeeper ("/app/lock-" matches "/app/lock-0000000001"); "/" means all. Sorted paths.
+   */
+  getEphemerals(prefixPath = "/"): Promise<string[]> {
+    let serverPrefix: string;
+    try {
+      validatePath(prefixPath);
+      const chroot = this.config.chroot;
+      // Under a chroot, "/" means the chroot's subtree, not every path that starts with its name.
+      serverPrefix = chroot !== undefined && prefixPath === "/" ? chroot + "/" : prependChroot(chroot, prefixPath);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.send(Kind.getEphemerals, { op: "getEphemerals", getEphemerals: { prefixPath: serverPrefix } }, prefixPath, serverPrefix);
+  }
+
+  /** How many nodes are below `path`, at any depth (ZooKeeper's getAllChildrenNumber). */
+  getAllChildrenNumber(path: string): Promise<number> {
+    let serverPath: string;
+    try {
+      serverPath = this.serverPath(path);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.send(Kind.getAllChildrenNumber, { op: "getAllChildrenNumber", getAllChildrenNumber: { path: serverPath } }, path, serverPath);
+  }
+
+  /**
+   * getData / getChildren of several nodes, all read from one state of this server. Unlike multi,
+   * each read succeeds or fails on its own: an entry is `{ type: "error", code }` for a read that
+   * failed (NONODE, say) and the call itself resolves. Built with `op.getData` / `op.getChildren`.
+   */
+  multiRead(ops: readonly ReadOp[]): Promise<ReadOpResult[]> {
+    let wireOps;
+    try {
+      wireOps = readOpsToWire(ops, this.config.chroot);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.send(Kind.multiRead, { op: "multiRead", multiRead: { ops: wireOps } }, undefined, "", undefined, ops.slice());
+  }
+
   /** Resolves once this server has applied everything the leader had committed when the sync began. */
   sync(path: string): Promise<void> {
     let serverPath: string;
@@ -475,7 +523,7 @@ export class Client extends EventEmitter {
     path: string | undefined,
     serverPath: string,
     watcher?: Watcher,
-    ops?: Op[],
+    ops?: Op[] | ReadOp[],
   ): Promise<T> {
     if (this.lifecycle !== "active") {
       const why = this.lifecycle === "expired" ? "session expired" : "client closed";
@@ -792,6 +840,17 @@ export class Client extends EventEmitter {
         return;
       case Kind.multi:
         p.resolve(multiResultsFromWire(p.ops as Op[], r.results, chroot));
+        return;
+      case Kind.getEphemerals: {
+        const paths = chroot === undefined ? r.children : r.children.filter((path) => path.startsWith(chroot + "/"));
+        p.resolve(paths.map((path) => stripChroot(chroot, path)));
+        return;
+      }
+      case Kind.getAllChildrenNumber:
+        p.resolve(r.number);
+        return;
+      case Kind.multiRead:
+        p.resolve(readResultsFromWire(p.ops as ReadOp[], r.results));
         return;
     }
   }

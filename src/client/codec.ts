@@ -17,6 +17,7 @@ import type {
   ConnectRequest,
   CreateRequest,
   MultiOp,
+  MultiReadOp,
   Request,
   SetWatchesRequest,
   WireAcl,
@@ -203,6 +204,15 @@ function writeSetWatches(w: Writer, m: SetWatchesRequest): void {
   writeStringList(w, 4, m.childWatches);
 }
 
+function multiReadOpSize(op: MultiReadOp): number {
+  return messageFieldSize(op.op === "getData" ? 1 : 2, pathWatchSize(op.op === "getData" ? op.getData : op.getChildren));
+}
+function writeMultiReadOp(w: Writer, op: MultiReadOp): void {
+  const read = op.op === "getData" ? op.getData : op.getChildren;
+  writeMessageHeader(w, op.op === "getData" ? 1 : 2, pathWatchSize(read));
+  writePathWatch(w, read);
+}
+
 /** The op member of a Request: its field number and body size. */
 function requestOpSize(r: Request): [field: number, size: number] {
   switch (r.op) {
@@ -222,6 +232,13 @@ function requestOpSize(r: Request): [field: number, size: number] {
     case "close": return [11, 0];
     case "getAcl": return [12, stringFieldSize(1, r.getAcl.path)];
     case "setAcl": return [13, stringFieldSize(1, r.setAcl.path) + aclListSize(2, r.setAcl.acl) + sint32FieldSize(3, r.setAcl.version)];
+    case "getEphemerals": return [19, stringFieldSize(1, r.getEphemerals.prefixPath)];
+    case "getAllChildrenNumber": return [20, stringFieldSize(1, r.getAllChildrenNumber.path)];
+    case "multiRead": {
+      let n = 0;
+      for (const op of r.multiRead.ops) n += messageFieldSize(1, multiReadOpSize(op));
+      return [21, n];
+    }
   }
 }
 
@@ -247,6 +264,14 @@ function writeRequestOp(w: Writer, r: Request): void {
       writeStringField(w, 1, r.setAcl.path);
       writeAclList(w, 2, r.setAcl.acl);
       writeSint32Field(w, 3, r.setAcl.version);
+      return;
+    case "getEphemerals": return writeStringField(w, 1, r.getEphemerals.prefixPath);
+    case "getAllChildrenNumber": return writeStringField(w, 1, r.getAllChildrenNumber.path);
+    case "multiRead":
+      for (const op of r.multiRead.ops) {
+        writeMessageHeader(w, 1, multiReadOpSize(op));
+        writeMultiReadOp(w, op);
+      }
       return;
   }
 }
@@ -319,6 +344,8 @@ export interface DecodedOpResult {
   err: number;
   path: string;
   stat: Stat | null;
+  data: Buffer;
+  children: string[];
 }
 export interface DecodedResponse {
   xid: number;
@@ -330,6 +357,7 @@ export interface DecodedResponse {
   children: string[];
   results: DecodedOpResult[];
   acl: WireAcl[];
+  number: number;
 }
 export interface DecodedWatchEvent {
   type: number;
@@ -558,12 +586,14 @@ function decodeAcl(r: Reader): WireAcl {
 
 function decodeOpResult(r: Reader): DecodedOpResult {
   const outer = r.enter();
-  const result: DecodedOpResult = { err: 0, path: "", stat: null };
+  const result: DecodedOpResult = { err: 0, path: "", stat: null, data: EMPTY_BUFFER, children: [] };
   while (r.pos < r.end) {
     const t = r.uint32();
     if (t === tag(1, WIRE_VARINT)) result.err = r.sint32();
     else if (t === tag(2, WIRE_LEN)) result.path = r.string();
     else if (t === tag(3, WIRE_LEN)) result.stat = decodeStat(r);
+    else if (t === tag(4, WIRE_LEN)) result.data = r.bytes();
+    else if (t === tag(5, WIRE_LEN)) result.children.push(r.string());
     else r.skip(t & 7);
   }
   r.leave(outer);
@@ -582,6 +612,7 @@ function decodeResponse(r: Reader): DecodedResponse {
     children: [],
     results: [],
     acl: [],
+    number: 0,
   };
   while (r.pos < r.end) {
     const t = r.uint32();
@@ -595,6 +626,7 @@ function decodeResponse(r: Reader): DecodedResponse {
       case tag(7, WIRE_LEN): response.children.push(r.string()); break;
       case tag(8, WIRE_LEN): response.results.push(decodeOpResult(r)); break;
       case tag(9, WIRE_LEN): response.acl.push(decodeAcl(r)); break;
+      case tag(11, WIRE_VARINT): response.number = r.int32(); break;
       default: r.skip(t & 7);
     }
   }

@@ -3,11 +3,11 @@ import { ZkError, ZkErrorCode, zkErrorName } from "../common/errors.js";
 import type { ZkErrorName } from "../common/errors.js";
 import { limits } from "../common/constants.js";
 import { validatePath } from "../common/paths.js";
-import type { MultiOp } from "../protocol/client-wire.js";
+import type { MultiOp, MultiReadOp } from "../protocol/client-wire.js";
 import type { DecodedOpResult } from "./codec.js";
 import { prependChroot, stripChroot } from "./connect-string.js";
 import { aclToWire, checkVersion, modeFlag, requireStat, toBytes, ttlToWire } from "./convert.js";
-import type { CreateOptions, Data, Op, OpResult, VersionOptions } from "./types.js";
+import type { CreateOptions, Data, Op, OpResult, ReadOp, ReadOpResult, VersionOptions } from "./types.js";
 import { isSequentialMode } from "./types.js";
 
 /** Builders for `client.multi([...])`. Data is converted at once; paths, modes and versions are checked when the multi is sent. */
@@ -31,7 +31,39 @@ export const op = {
   check(path: string, version: number): Op {
     return { type: "check", path, version };
   },
+  /** For `client.multiRead`. */
+  getData(path: string): ReadOp {
+    return { type: "getData", path };
+  },
+  /** For `client.multiRead`. */
+  getChildren(path: string): ReadOp {
+    return { type: "getChildren", path };
+  },
 } as const;
+
+/** Validates every read (paths relative to the chroot) and builds the wire list. Throws ZkError. */
+export function readOpsToWire(ops: readonly ReadOp[], chroot: string | undefined): MultiReadOp[] {
+  if (!Array.isArray(ops)) throw new ZkError("BADARGUMENTS", "multiRead takes an array of ops");
+  if (ops.length > limits.multiOpsMax) {
+    throw new ZkError("BADARGUMENTS", `a multiRead holds at most ${limits.multiOpsMax} ops, not ${ops.length}`);
+  }
+  return ops.map((o) => {
+    if (o?.type !== "getData" && o?.type !== "getChildren") throw new ZkError("BADARGUMENTS", "multiRead takes op.getData and op.getChildren only");
+    validatePath(o.path);
+    const read = { path: prependChroot(chroot, o.path), watch: false };
+    return o.type === "getData" ? { op: "getData", getData: read } : { op: "getChildren", getChildren: read };
+  });
+}
+
+/** A multiRead's answer, one entry per op, each its own success or error. */
+export function readResultsFromWire(ops: readonly ReadOp[], results: readonly DecodedOpResult[]): ReadOpResult[] {
+  if (results.length !== ops.length) throw new ZkError("MARSHALLINGERROR", `multiRead of ${ops.length} ops answered with ${results.length} results`);
+  return ops.map((o, i): ReadOpResult => {
+    const r = results[i]!;
+    if (r.err !== 0) return { type: "error", err: r.err, code: zkErrorName(r.err) ?? "SYSTEMERROR" };
+    return o.type === "getData" ? { type: "getData", data: r.data, stat: requireStat(r.stat) } : { type: "getChildren", children: r.children };
+  });
+}
 
 /** Rough encoded size of one op, to keep a multi inside the message limit. */
 function approxBytes(wire: MultiOp): number {

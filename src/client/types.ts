@@ -96,6 +96,15 @@ export type Op =
   | { type: "setData"; path: string; data: Uint8Array; version: number }
   | { type: "check"; path: string; version: number };
 
+/** One read of `client.multiRead([...])` (ZooKeeper's Op.getData / Op.getChildren); no watches. */
+export type ReadOp = { type: "getData"; path: string } | { type: "getChildren"; path: string };
+
+/** One entry of a multiRead's answer: each read succeeds or fails on its own. */
+export type ReadOpResult =
+  | { type: "getData"; data: Uint8Array; stat: Stat }
+  | { type: "getChildren"; children: string[] }
+  | { type: "error"; err: number; code: ZkErrorName };
+
 /** One entry of a multi's answer, ZooKeeper's OpResult. */
 export type OpResult =
   | { type: "create"; path: string; stat: Stat }

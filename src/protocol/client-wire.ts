@@ -69,6 +69,10 @@ export interface SetWatchesRequest {
 export type CloseRequest = Record<string, never>;
 export interface GetAclRequest { path: string }
 export interface SetAclRequest { path: string; acl: WireAcl[]; version: number }
+export interface GetEphemeralsRequest { prefixPath: string }
+export interface GetAllChildrenNumberRequest { path: string }
+export type MultiReadOp = { op: "getData"; getData: GetDataRequest } | { op: "getChildren"; getChildren: GetChildrenRequest };
+export interface MultiReadRequest { ops: MultiReadOp[] }
 
 export type RequestOp =
   | { op: "create"; create: CreateRequest }
@@ -82,11 +86,14 @@ export type RequestOp =
   | { op: "setWatches"; setWatches: SetWatchesRequest }
   | { op: "close"; close: CloseRequest }
   | { op: "getAcl"; getAcl: GetAclRequest }
-  | { op: "setAcl"; setAcl: SetAclRequest };
+  | { op: "setAcl"; setAcl: SetAclRequest }
+  | { op: "getEphemerals"; getEphemerals: GetEphemeralsRequest }
+  | { op: "getAllChildrenNumber"; getAllChildrenNumber: GetAllChildrenNumberRequest }
+  | { op: "multiRead"; multiRead: MultiReadRequest };
 
 export type Request = { xid: number } & RequestOp;
 
-export interface OpResult { err: number; path: string; stat: WireStat | null }
+export interface OpResult { err: number; path: string; stat: WireStat | null; data: Uint8Array; children: string[] }
 
 export interface Response {
   xid: number;
@@ -98,6 +105,7 @@ export interface Response {
   children: string[];
   results: OpResult[];
   acl: WireAcl[];
+  number: number;
 }
 
 export interface WireWatchEvent { type: number; path: string; zxid: Int64 }

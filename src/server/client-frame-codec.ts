@@ -24,6 +24,7 @@
  * `rejected` frame carrying the ZooKeeper error code it is answered with, as before.
  */
 import { ZkErrorCode } from "../common/errors.js";
+import { limits } from "../common/constants.js";
 import {
   bytesFieldSize,
   encodeFrameBatch,
@@ -49,7 +50,7 @@ import {
 } from "../protocol/proto-writer.js";
 import { decodeUtf8 } from "../protocol/utf8.js";
 import type { Acl, CreateMode, OpResult, Stat, WatchEvent } from "../store/types.js";
-import type { ClientRequest, CreateRequest, MultiOpRequest, Reply } from "./requests.js";
+import type { ClientRequest, CreateRequest, MultiOpRequest, MultiReadOpRequest, ReadOpResult, Reply } from "./requests.js";
 
 // -------------------------------------------------------------------------------------------------
 // Decoded frames.
@@ -450,6 +451,9 @@ function readRequest(r: Reader, depth: number): RequestFrame | RejectedFrame {
       case 11: readEmpty(r, inner); decoded = { op: "close" }; break;
       case 12: decoded = { op: "getAcl", path: readPathOnly(r, inner) }; break;
       case 13: decoded = readSetAcl(r, inner); break;
+      case 19: decoded = { op: "getEphemerals", prefixPath: readPathOnly(r, inner) }; break;
+      case 20: decoded = { op: "getAllChildrenNumber", path: readPathOnly(r, inner) }; break;
+      case 21: decoded = readMultiRead(r, inner); break;
       default: r.skipType(t & 7, depth); continue;
     }
     if (field >= opField) {
@@ -626,6 +630,40 @@ function readMultiOp(r: Reader, depth: number): MultiOpRequest | number {
       opField = field;
       op = decoded;
     }
+  }
+  r.leave(outer);
+  return op;
+}
+
+function readMultiRead(r: Reader, depth: number): ClientRequest | number {
+  const outer = r.enter();
+  const ops: MultiReadOpRequest[] = [];
+  let err = 0;
+  while (r.pos < r.len) {
+    const t = r.uint32();
+    if (t >>> 3 === 1) {
+      const op = readMultiReadOp(r, depth + 1);
+      if (typeof op === "number") {
+        if (err === 0) err = op;
+      } else ops.push(op);
+    } else r.skipType(t & 7, depth);
+  }
+  r.leave(outer);
+  if (err === 0 && ops.length > limits.multiOpsMax) err = BADARGUMENTS;
+  return err !== 0 ? err : { op: "multiRead", ops };
+}
+
+/** A multiRead op; one asking for a watch is BADARGUMENTS (multiRead sets none, as in ZooKeeper). */
+function readMultiReadOp(r: Reader, depth: number): MultiReadOpRequest | number {
+  const outer = r.enter();
+  let op: MultiReadOpRequest | number = BADARGUMENTS;
+  while (r.pos < r.len) {
+    const t = r.uint32();
+    const field = t >>> 3;
+    if (field === 1 || field === 2) {
+      const read = readPathWatch(r, field === 1 ? "getData" : "getChildren", depth + 1);
+      op = read.watch ? BADARGUMENTS : { op: read.op, path: read.path };
+    } else r.skipType(t & 7, depth);
   }
   r.leave(outer);
   return op;
@@ -813,6 +851,32 @@ function writeOpResult(w: Writer, result: OpResult): void {
   }
 }
 
+/** multiRead OpResult body: err, or stat + data for getData, or the children. */
+function readOpResultSize(result: ReadOpResult): number {
+  switch (result.type) {
+    case "getData":
+      return messageFieldSize(3, statSize(result.stat)) + bytesFieldSize(4, result.data);
+    case "getChildren":
+      return stringListSize(5, result.children);
+    case "error":
+      return sint32FieldSize(1, result.err);
+  }
+}
+function writeReadOpResult(w: Writer, result: ReadOpResult): void {
+  switch (result.type) {
+    case "getData":
+      writeStatField(w, 3, result.stat, statSize(result.stat));
+      writeBytesField(w, 4, result.data);
+      return;
+    case "getChildren":
+      writeStringList(w, 5, result.children);
+      return;
+    case "error":
+      writeSint32Field(w, 1, result.err);
+      return;
+  }
+}
+
 /** Response body size for `reply`, given its stat's body size (0 when it has none). */
 function responseSize(xid: number, reply: Reply, statBodySize: number): number {
   let n = int32FieldSize(1, xid) + int64NumberFieldSize(2, reply.zxid) + sint32FieldSize(3, reply.err);
@@ -834,6 +898,13 @@ function responseSize(xid: number, reply: Reply, statBodySize: number): number {
       return n + messageFieldSize(5, statBodySize) + aclListSize(9, body.acl);
     case "multi":
       for (const result of body.results) n += messageFieldSize(8, opResultSize(result));
+      return n;
+    case "paths":
+      return n + stringListSize(7, body.paths);
+    case "number":
+      return n + int32FieldSize(11, body.number);
+    case "multiRead":
+      for (const result of body.results) n += messageFieldSize(8, readOpResultSize(result));
       return n;
   }
 }
@@ -878,6 +949,18 @@ export function encodeResponseFrame(xid: number, reply: Reply): Buffer {
       for (const result of body.results) {
         writeMessageHeader(w, 8, opResultSize(result));
         writeOpResult(w, result);
+      }
+      break;
+    case "paths":
+      writeStringList(w, 7, body.paths);
+      break;
+    case "number":
+      writeInt32Field(w, 11, body.number);
+      break;
+    case "multiRead":
+      for (const result of body.results) {
+        writeMessageHeader(w, 8, readOpResultSize(result));
+        writeReadOpResult(w, result);
       }
       break;
   }

@@ -16,7 +16,7 @@ import { validatePath } from "../common/paths.js";
 import type { DataTree } from "../store/data-tree.js";
 import type { Txn, TxnResult, WatchDelivery, WatchEvent } from "../store/types.js";
 import type { WriteBroadcast } from "./broadcast.js";
-import { EMPTY_BODY, isWriteRequest, type ClientRequest, type ReadRequest, type Reply } from "./requests.js";
+import { EMPTY_BODY, isWriteRequest, type ClientRequest, type MultiReadOpRequest, type ReadOpResult, type ReadRequest, type Reply } from "./requests.js";
 
 /** A client connection as the pipeline sees it; each front door implements it. */
 export interface ClientConnection {
@@ -302,6 +302,21 @@ export class RequestPipeline {
     }
   }
 
+  /** One op of a multiRead: its own answer or its own error, never the whole request's. */
+  private executeReadOp(op: MultiReadOpRequest): ReadOpResult {
+    try {
+      validatePath(op.path);
+      if (op.op === "getData") {
+        const { data, stat } = this.tree.getData(op.path);
+        return { type: "getData", data, stat };
+      }
+      return { type: "getChildren", children: this.tree.getChildren(op.path).children };
+    } catch (error) {
+      if (error instanceof ZkError) return { type: "error", err: error.errno };
+      throw error;
+    }
+  }
+
   private executeRead(session: SessionState, request: ReadRequest): Reply {
     const zxid = this.tree.lastProcessedZxid;
     try {
@@ -328,6 +343,18 @@ export class RequestPipeline {
           const { acl, stat } = this.tree.getAcl(request.path);
           return { err: 0, zxid, body: { kind: "acl", acl, stat } };
         }
+        case "getEphemerals": {
+          const prefix = request.prefixPath.trim();
+          const all = [...this.tree.ephemeralsOf(session.id)];
+          const paths = prefix === "" || prefix === "/" ? all : all.filter((path) => path.startsWith(request.prefixPath));
+          return { err: 0, zxid, body: { kind: "paths", paths: paths.sort() } };
+        }
+        case "getAllChildrenNumber": {
+          validatePath(request.path);
+          return { err: 0, zxid, body: { kind: "number", number: this.tree.descendantCount(request.path) } };
+        }
+        case "multiRead":
+          return { err: 0, zxid, body: { kind: "multiRead", results: request.ops.map((op) => this.executeReadOp(op)) } };
         case "setWatches": {
           for (const path of [...request.dataWatches, ...request.existWatches, ...request.childWatches]) {
             validatePath(path);

@@ -29,6 +29,11 @@ export interface ExistsRequest { op: "exists"; path: string; watch: boolean }
 export interface GetDataRequest { op: "getData"; path: string; watch: boolean }
 export interface GetChildrenRequest { op: "getChildren"; path: string; watch: boolean }
 export interface GetAclRequest { op: "getAcl"; path: string }
+/** The session's ephemerals whose path starts with `prefixPath` (a string prefix, as ZooKeeper's). */
+export interface GetEphemeralsRequest { op: "getEphemerals"; prefixPath: string }
+export interface GetAllChildrenNumberRequest { op: "getAllChildrenNumber"; path: string }
+export type MultiReadOpRequest = { op: "getData"; path: string } | { op: "getChildren"; path: string };
+export interface MultiReadRequest { op: "multiRead"; ops: MultiReadOpRequest[] }
 export interface SetWatchesRequest {
   op: "setWatches";
   relativeZxid: number;
@@ -38,7 +43,15 @@ export interface SetWatchesRequest {
 }
 
 /** Requests answered from the local tree. */
-export type ReadRequest = ExistsRequest | GetDataRequest | GetChildrenRequest | GetAclRequest | SetWatchesRequest;
+export type ReadRequest =
+  | ExistsRequest
+  | GetDataRequest
+  | GetChildrenRequest
+  | GetAclRequest
+  | SetWatchesRequest
+  | GetEphemeralsRequest
+  | GetAllChildrenNumberRequest
+  | MultiReadRequest;
 
 export interface SyncRequest { op: "sync"; path: string }
 
@@ -67,7 +80,17 @@ export type ReplyBody =
   | { kind: "data"; data: Uint8Array; stat: Stat }
   | { kind: "children"; children: string[]; stat: Stat }
   | { kind: "acl"; acl: Acl[]; stat: Stat }
-  | { kind: "multi"; results: OpResult[] };
+  | { kind: "multi"; results: OpResult[] }
+  /** getEphemerals: full paths. */
+  | { kind: "paths"; paths: string[] }
+  | { kind: "number"; number: number }
+  | { kind: "multiRead"; results: ReadOpResult[] };
+
+/** One multiRead op's own answer. */
+export type ReadOpResult =
+  | { type: "getData"; data: Uint8Array; stat: Stat }
+  | { type: "getChildren"; children: string[] }
+  | { type: "error"; err: number };
 
 export interface Reply {
   err: number;

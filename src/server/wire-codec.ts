@@ -7,10 +7,11 @@
  * client-frame-codec.ts. They stay as the reference model that codec is checked against
  * (proto-loader + these conversions, in test/unit/client-frame-codec.test.ts).
  */
+import { limits } from "../common/constants.js";
 import { ZkError } from "../common/errors.js";
 import type * as wire from "../protocol/client-wire.js";
 import type { Acl, CreateMode, OpResult, Stat, WatchEvent } from "../store/types.js";
-import type { ClientRequest, MultiOpRequest, Reply } from "./requests.js";
+import type { ClientRequest, MultiOpRequest, MultiReadOpRequest, ReadOpResult, Reply } from "./requests.js";
 
 const MODES_BY_FLAG: readonly CreateMode[] = [
   "persistent",
@@ -56,6 +57,13 @@ export function decodeRequest(request: wire.Request): ClientRequest {
       return { op: "getAcl", path: request.getAcl.path };
     case "setAcl":
       return { op: "setAcl", path: request.setAcl.path, acl: decodeAcl(request.setAcl.acl), version: request.setAcl.version };
+    case "getEphemerals":
+      return { op: "getEphemerals", prefixPath: request.getEphemerals.prefixPath };
+    case "getAllChildrenNumber":
+      return { op: "getAllChildrenNumber", path: request.getAllChildrenNumber.path };
+    case "multiRead":
+      if (request.multiRead.ops.length > limits.multiOpsMax) throw new ZkError("BADARGUMENTS", "too many multiRead ops");
+      return { op: "multiRead", ops: request.multiRead.ops.map(decodeMultiReadOp) };
     default:
       throw new ZkError("UNIMPLEMENTED", "request carries no known operation");
   }
@@ -82,6 +90,13 @@ function decodeMultiOp(op: wire.MultiOp): MultiOpRequest {
     default:
       throw new ZkError("BADARGUMENTS", "multi op carries no known operation");
   }
+}
+
+function decodeMultiReadOp(op: wire.MultiReadOp): MultiReadOpRequest {
+  const read = op.op === "getData" ? op.getData : op.op === "getChildren" ? op.getChildren : undefined;
+  if (read === undefined) throw new ZkError("BADARGUMENTS", "multiRead op carries no known operation");
+  if (read.watch) throw new ZkError("BADARGUMENTS", "multiRead sets no watches", read.path);
+  return { op: op.op, path: read.path };
 }
 
 function decodeAcl(acl: wire.WireAcl[]): Acl[] {
@@ -138,6 +153,17 @@ export function encodeStat(stat: Stat): wire.Encodable<wire.WireStat> {
   };
 }
 
+function encodeReadOpResult(result: ReadOpResult): wire.Encodable<wire.OpResult> {
+  switch (result.type) {
+    case "getData":
+      return { err: 0, stat: encodeStat(result.stat), data: result.data };
+    case "getChildren":
+      return { err: 0, children: result.children };
+    case "error":
+      return { err: result.err };
+  }
+}
+
 function encodeOpResult(result: OpResult): wire.Encodable<wire.OpResult> {
   switch (result.type) {
     case "create":
@@ -182,6 +208,15 @@ export function encodeReply(xid: number, reply: Reply): wire.Encodable<wire.Resp
       break;
     case "multi":
       response.results = body.results.map(encodeOpResult);
+      break;
+    case "paths":
+      response.children = body.paths;
+      break;
+    case "number":
+      response.number = body.number;
+      break;
+    case "multiRead":
+      response.results = body.results.map(encodeReadOpResult);
       break;
   }
   return response;

@@ -438,6 +438,22 @@ export class DataTree {
     return { children: [...node.children].sort(), stat: clientStat(node.stat) };
   }
 
+  /** How many nodes are below `path`, at any depth (ZooKeeper's getAllChildrenNumber). Throws ZkError NONODE. */
+  descendantCount(path: string): number {
+    const node = this.nodes.get(path);
+    if (node === undefined) throw new ZkError("NONODE", undefined, path);
+    let count = 0;
+    const pending: string[] = [path];
+    for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+      const prefix = next === ROOT ? ROOT : next + "/";
+      for (const child of this.nodes.get(next)!.children) {
+        count += 1;
+        pending.push(prefix + child);
+      }
+    }
+    return count;
+  }
+
   /** A copy of the node's ACL list. Throws ZkError NONODE. */
   getAcl(path: string): { acl: Acl[]; stat: Stat } {
     const node = this.nodes.get(path);

@@ -68,6 +68,11 @@ const requestOp = fc.oneof(
     .map((setWatches) => ({ op: "setWatches" as const, setWatches })),
   fc.constant({ op: "close" as const, close: {} }),
   str.map((path) => ({ op: "getAcl" as const, getAcl: { path } })),
+  str.map((prefixPath) => ({ op: "getEphemerals" as const, getEphemerals: { prefixPath } })),
+  str.map((path) => ({ op: "getAllChildrenNumber" as const, getAllChildrenNumber: { path } })),
+  fc
+    .array(fc.oneof(pathWatch.map((getData) => ({ op: "getData" as const, getData })), pathWatch.map((getChildren) => ({ op: "getChildren" as const, getChildren }))), { maxLength: 4 })
+    .map((ops) => ({ op: "multiRead" as const, multiRead: { ops } })),
   fc.record({ path: str, acl: acls, version: int32 }).map((setAcl) => ({ op: "setAcl" as const, setAcl })),
 );
 const singleClientFrame: fc.Arbitrary<ClientFrame> = fc.oneof(
@@ -108,8 +113,12 @@ const singleServerFrame: fc.Arbitrary<ServerFrame> = fc.oneof(
       stat: fc.option(stat, { nil: null }),
       data: bytes,
       children: fc.array(str, { maxLength: 4 }),
-      results: fc.array(fc.record({ err: int32, path: str, stat: fc.option(stat, { nil: null }) }), { maxLength: 3 }),
+      results: fc.array(
+        fc.record({ err: int32, path: str, stat: fc.option(stat, { nil: null }), data: bytes, children: fc.array(str, { maxLength: 3 }) }),
+        { maxLength: 3 },
+      ),
       acl: acls,
+      number: int32,
     })
     .map((response) => ({ frame: "response" as const, response }) as ServerFrame),
   fc.record({ type: int32, path: str, zxid: int64 }).map((event) => ({ frame: "event" as const, event })),
@@ -135,7 +144,7 @@ function expectedDecoding(frame: ServerFrame): DecodedServerFrame {
           zxid: BigInt(r.zxid),
           stat: stat(r.stat),
           data: Buffer.from(r.data),
-          results: r.results.map((x) => ({ ...x, stat: stat(x.stat) })),
+          results: r.results.map((x) => ({ ...x, stat: stat(x.stat), data: Buffer.from(x.data) })),
         },
       };
     }
@@ -184,7 +193,7 @@ test("unknown fields in a server frame are skipped", () => {
 test("a truncated server frame is rejected, not misread", () => {
   const encoded = session.responseSerialize({
     frame: "response",
-    response: { xid: 7, zxid: "99", err: 0, path: "/a", stat: null, data: Buffer.from("hello"), children: [], results: [], acl: [] },
+    response: { xid: 7, zxid: "99", err: 0, path: "/a", stat: null, data: Buffer.from("hello"), children: [], results: [], acl: [], number: 0 },
   } as ServerFrame);
   for (let cut = 1; cut < encoded.length; cut++) {
     assert.throws(() => decodeServerFrame(encoded.subarray(0, cut)), /malformed server frame/, `cut at ${cut}`);

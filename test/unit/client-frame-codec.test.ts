@@ -26,7 +26,7 @@ import {
   type ConnectAnswer,
   type IncomingFrame,
 } from "../../src/server/client-frame-codec.js";
-import type { Reply, ReplyBody } from "../../src/server/requests.js";
+import type { ReadOpResult, Reply, ReplyBody } from "../../src/server/requests.js";
 import { decodeRequest, decodeSessionId, encodeEvent, encodeReply } from "../../src/server/wire-codec.js";
 import type { Acl, OpResult, Stat, WatchEvent } from "../../src/store/types.js";
 
@@ -148,6 +148,11 @@ const requestOp = fc.oneof(
   fc.constant({ close: {} }),
   str.map((path) => ({ getAcl: { path } })),
   fc.record({ path: str, acl: acls, version: int32 }).map((setAcl) => ({ setAcl })),
+  str.map((prefixPath) => ({ getEphemerals: { prefixPath } })),
+  str.map((path) => ({ getAllChildrenNumber: { path } })),
+  fc
+    .array(fc.oneof(pathWatch.map((getData) => ({ getData })), pathWatch.map((getChildren) => ({ getChildren })), fc.constant({})), { maxLength: 4 })
+    .map((ops) => ({ multiRead: { ops } })),
   fc.constant({}),
 );
 const singleFrame = fc.oneof(
@@ -416,6 +421,11 @@ const opResult: fc.Arbitrary<OpResult> = fc.oneof(
   fc.constant({ type: "check" as const }),
   fc.record({ type: fc.constant("error" as const), err: int32 }),
 );
+const readOpResult: fc.Arbitrary<ReadOpResult> = fc.oneof(
+  fc.record({ type: fc.constant("getData" as const), data: bytes, stat }),
+  fc.record({ type: fc.constant("getChildren" as const), children: fc.array(str, { maxLength: 3 }) }),
+  fc.record({ type: fc.constant("error" as const), err: int32 }),
+);
 const replyBody: fc.Arbitrary<ReplyBody> = fc.oneof(
   fc.constant({ kind: "empty" as const }),
   str.map((path) => ({ kind: "path" as const, path })),
@@ -425,6 +435,9 @@ const replyBody: fc.Arbitrary<ReplyBody> = fc.oneof(
   fc.record({ kind: fc.constant("children" as const), children: fc.array(str, { maxLength: 4 }), stat }),
   fc.record({ kind: fc.constant("acl" as const), acl: fc.array(serverAcl, { maxLength: 3 }), stat }),
   fc.record({ kind: fc.constant("multi" as const), results: fc.array(opResult, { maxLength: 4 }) }),
+  fc.record({ kind: fc.constant("paths" as const), paths: fc.array(str, { maxLength: 4 }) }),
+  fc.record({ kind: fc.constant("number" as const), number: int32 }),
+  fc.record({ kind: fc.constant("multiRead" as const), results: fc.array(readOpResult, { maxLength: 4 }) }),
 );
 const reply: fc.Arbitrary<Reply> = fc.record({ err: int32, zxid: safeNat, body: replyBody });
 

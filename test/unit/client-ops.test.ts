@@ -20,6 +20,8 @@ import { CREATE_MODE_FLAGS, type CreateMode, type Op } from "../../src/client/ty
 import { limits } from "../../src/common/constants.js";
 import { ZkError, ZkErrorCode } from "../../src/common/errors.js";
 import type { WireStat } from "../../src/protocol/client-wire.js";
+
+const EMPTY = Buffer.alloc(0);
 import { CREATE_MODE_FLAGS as STORE_CREATE_MODE_FLAGS, WatchEventType } from "../../src/store/types.js";
 
 function rejectsWith(code: string, fn: () => unknown): void {
@@ -64,7 +66,7 @@ test("a response without a Stat where one is due is a MARSHALLINGERROR", () => {
   const stat = statFromWire(WIRE_STAT);
   assert.equal(requireStat(stat), stat);
   // A create result without its stat.
-  rejectsWith("MARSHALLINGERROR", () => multiResultsFromWire([op.create("/a")], [{ err: 0, path: "/a", stat: null }], undefined));
+  rejectsWith("MARSHALLINGERROR", () => multiResultsFromWire([op.create("/a")], [{ err: 0, path: "/a", stat: null, data: EMPTY, children: [] }], undefined));
 });
 
 test("create mode names map to ZooKeeper's flag numbers 0..6, the same table the server uses", () => {
@@ -188,10 +190,10 @@ test("a successful multi's results follow the ops' types, with create paths stri
   const results = multiResultsFromWire(
     ops,
     [
-      { err: 0, path: "/root/a", stat },
-      { err: 0, path: "", stat: null },
-      { err: 0, path: "", stat },
-      { err: 0, path: "", stat: null },
+      { err: 0, path: "/root/a", stat, data: EMPTY, children: [] },
+      { err: 0, path: "", stat: null, data: EMPTY, children: [] },
+      { err: 0, path: "", stat, data: EMPTY, children: [] },
+      { err: 0, path: "", stat: null, data: EMPTY, children: [] },
     ],
     "/root",
   );
@@ -207,9 +209,9 @@ test("a successful multi's results follow the ops' types, with create paths stri
 test("a failed multi is a ZkMultiError naming the first failing op, with every op's result", () => {
   const ops = [op.create("/a"), op.check("/b", 9), op.delete("/c")];
   const err = multiErrorFromWire(ZkErrorCode.BADVERSION, ops, [
-    { err: 0, path: "", stat: null },
-    { err: ZkErrorCode.BADVERSION, path: "", stat: null },
-    { err: ZkErrorCode.RUNTIMEINCONSISTENCY, path: "", stat: null },
+    { err: 0, path: "", stat: null, data: EMPTY, children: [] },
+    { err: ZkErrorCode.BADVERSION, path: "", stat: null, data: EMPTY, children: [] },
+    { err: ZkErrorCode.RUNTIMEINCONSISTENCY, path: "", stat: null, data: EMPTY, children: [] },
   ]);
   assert.ok(err instanceof ZkMultiError);
   assert.ok(err instanceof ZkError);

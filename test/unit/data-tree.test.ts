@@ -648,3 +648,22 @@ describe("digest", () => {
     });
   }
 });
+
+describe("descendantCount (getAllChildrenNumber)", () => {
+  test("counts every node below a path at any depth, not the node itself", () => {
+    const s = new TxnScript();
+    for (const path of ["/a", "/a/b", "/a/b/c", "/a/b/d", "/a/e", "/f"]) s.create(path);
+    assert.equal(s.tree.descendantCount("/a"), 4);
+    assert.equal(s.tree.descendantCount("/a/b"), 2);
+    assert.equal(s.tree.descendantCount("/a/b/c"), 0);
+    // "/" counts everything but itself, /zookeeper and /zookeeper/quota included.
+    assert.equal(s.tree.descendantCount("/"), 8);
+    s.apply({ type: "delete", path: "/a/b/c" });
+    assert.equal(s.tree.descendantCount("/a"), 3);
+  });
+
+  test("a missing node is NONODE", () => {
+    const tree = new DataTree();
+    assert.throws(() => tree.descendantCount("/missing"), (e: unknown) => e instanceof ZkError && e.code === "NONODE");
+  });
+});
