@@ -1,6 +1,8 @@
 /** corral: the package entry (DESIGN.md §6). */
 export { Client } from "./client/client.js";
 export { op, ZkMultiError } from "./client/ops.js";
+export { deleteQuota, listQuota, setQuota } from "./client/quotas.js";
+export type { QuotaLimits, QuotaReport } from "./client/quotas.js";
 export { CREATE_MODE_FLAGS, OPEN_ACL_UNSAFE, Perms } from "./client/types.js";
 export type {
   Acl,

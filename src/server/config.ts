@@ -46,6 +46,8 @@ export interface ServerConfig {
   /** Snapshots kept on disk; log records older than the oldest kept one are purged. */
   snapshotRetainCount: number;
   ttlNodesEnabled: boolean;
+  /** Refuse writes past a hard quota limit (QUOTAEXCEEDED); soft limits are only logged. */
+  enforceQuota: boolean;
   logLevel: string;
   /** Every server of the cluster, this one included; empty = standalone. */
   servers: ServerEntry[];
@@ -82,6 +84,7 @@ const FIELDS: Record<keyof ServerConfig, FieldKind> = {
   snapshotEveryTxns: "int",
   snapshotRetainCount: "int",
   ttlNodesEnabled: "bool",
+  enforceQuota: "bool",
   logLevel: "string",
   servers: "servers",
   initLimitTicks: "int",
@@ -104,6 +107,7 @@ export function defaultConfig(): Omit<ServerConfig, "minSessionTimeoutMs" | "max
     snapshotEveryTxns: 100_000,
     snapshotRetainCount: 3,
     ttlNodesEnabled: false,
+    enforceQuota: false,
     logLevel: "info",
     servers: [],
     initLimitTicks: 10,

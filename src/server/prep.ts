@@ -25,6 +25,8 @@ import {
   type SetDataTxn,
   type TxnBody,
 } from "../store/types.js";
+import { QUOTA_ROOT } from "../common/quota.js";
+import { QuotaGuard, type QuotaExceeded } from "./quota-guard.js";
 import type {
   CheckRequest,
   CreateRequest,
@@ -54,6 +56,10 @@ interface ChangeRecord {
 export interface PrepOptions {
   /** TTL nodes are off unless enabled, as in ZooKeeper (zookeeper.extendedTypesEnabled). */
   ttlNodesEnabled: boolean;
+  /** Refuse writes past a hard quota limit with QUOTAEXCEEDED (ZooKeeper's zookeeper.enforceQuota). */
+  enforceQuota?: boolean;
+  /** Every write past a quota limit, refused or not (the server logs and counts them). */
+  onQuotaExceeded?: (event: QuotaExceeded) => void;
 }
 
 const RESERVED_ROOT = "/zookeeper";
@@ -66,10 +72,14 @@ export class Prep {
   private readonly changesInOrder: ChangeRecord[] = [];
   private changesHead = 0;
 
+  private readonly quota: QuotaGuard;
+
   constructor(
     private readonly tree: DataTree,
     private readonly options: PrepOptions,
-  ) {}
+  ) {
+    this.quota = new QuotaGuard(tree, options.enforceQuota ?? false, options.onQuotaExceeded ?? (() => undefined));
+  }
 
   /**
    * Decide the txn body for `request`. Caller errors never throw: they become an ErrorTxn, which
@@ -84,6 +94,7 @@ export class Prep {
       this.commitOverlay(overlay);
       return body;
     } catch (error) {
+      this.quota.discard();
       return errorTxn(error);
     }
   }
@@ -120,6 +131,7 @@ export class Prep {
       if (this.changesByPath.get(change.path) === change) this.changesByPath.delete(change.path);
       this.changesHead += 1;
     }
+    this.quota.applied(zxid);
     if (this.changesHead > 1024 && this.changesHead * 2 > this.changesInOrder.length) {
       this.changesInOrder.splice(0, this.changesHead);
       this.changesHead = 0;
@@ -128,6 +140,7 @@ export class Prep {
 
   /** Forget every in-flight change (a new leader or a resync starts from the tree alone). */
   reset(): void {
+    this.quota.reset();
     this.changesByPath.clear();
     this.changesInOrder.length = 0;
     this.changesHead = 0;
@@ -157,7 +170,8 @@ export class Prep {
         failed = true;
       }
     }
-    if (!failed) this.commitOverlay(overlay);
+    if (failed) this.quota.discard();
+    else this.commitOverlay(overlay);
     return { type: "multi", ops: txns };
   }
 
@@ -221,6 +235,7 @@ export class Prep {
     const path = sequential ? request.path + String(sequenceNumberOf(parent)).padStart(10, "0") : request.path;
     if (sequential) validatePath(path);
     if (this.record(path, overlay)) throw new ZkError("NODEEXISTS", undefined, path);
+    this.quota.charge(path, 1, request.data.length, zxid);
     const parentCversion = parent.cversion + 1;
     overlay.set(parentPath, {
       zxid,
@@ -243,6 +258,7 @@ export class Prep {
     if (!node) throw new ZkError("NONODE", undefined, request.path);
     checkVersion(request.version, node.version, request.path);
     if (node.numChildren > 0) throw new ZkError("NOTEMPTY", undefined, request.path);
+    this.quota.charge(request.path, -1, -(this.tree.getNode(request.path)?.data.length ?? 0), zxid);
     const parentPath = parentOf(request.path);
     const parent = this.record(parentPath, overlay);
     if (!parent) assert(false, `parent of ${request.path} exists`);
@@ -262,6 +278,7 @@ export class Prep {
     const node = this.record(request.path, overlay);
     if (!node) throw new ZkError("NONODE", undefined, request.path);
     checkVersion(request.version, node.version, request.path);
+    this.quota.charge(request.path, 0, request.data.length - (this.tree.getNode(request.path)?.data.length ?? 0), zxid);
     const version = node.version + 1;
     overlay.set(request.path, { zxid, path: request.path, node: { ...node, version } });
     return { type: "setData", path: request.path, data: request.data, version };
@@ -304,6 +321,7 @@ export class Prep {
   }
 
   private commitOverlay(overlay: Map<string, ChangeRecord>): void {
+    this.quota.commit();
     for (const change of overlay.values()) {
       this.changesByPath.set(change.path, change);
       this.changesInOrder.push(change);
@@ -326,7 +344,9 @@ function checkDataSize(data: Uint8Array): void {
   }
 }
 
+/** /zookeeper is the server's, except below /zookeeper/quota, where clients write quotas (as zkCli's setquota does). */
 function checkNotReserved(path: string): void {
+  if (path.startsWith(QUOTA_ROOT + "/")) return;
   if (path === RESERVED_ROOT || path.startsWith(RESERVED_ROOT + "/")) {
     throw new ZkError("BADARGUMENTS", "the /zookeeper subtree is reserved", path);
   }

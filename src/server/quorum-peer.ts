@@ -23,7 +23,7 @@ import { hex, type ServerDatabase } from "./database.js";
 import type { Logger } from "./log.js";
 import type { PeerTransport } from "./peer/peer-transport.js";
 import type { RequestPipeline, SessionActivity } from "./pipeline.js";
-import { Prep } from "./prep.js";
+import { Prep, type PrepOptions } from "./prep.js";
 import { RecentLog } from "./recent-log.js";
 import { decodeForwardedRequest, encodeForwardedRequest } from "./request-codec.js";
 import type { WriteRequest } from "./requests.js";
@@ -77,6 +77,8 @@ class PersistQueue {
 
 export interface QuorumPeerDeps {
   config: ServerConfig;
+  /** What the leader's prep is built with. */
+  prepOptions: PrepOptions;
   database: ServerDatabase;
   transport: PeerTransport;
   pipeline: RequestPipeline;
@@ -283,7 +285,7 @@ export class QuorumPeer {
       ...(this.deps.unsafeCommitOnOwnAck === true ? { unsafeCommitOnOwnAck: true } : {}),
     };
     if (state === "leading") {
-      this.prep = new Prep(database.tree, { ttlNodesEnabled: config.ttlNodesEnabled });
+      this.prep = new Prep(database.tree, this.deps.prepOptions);
       this.zab = createZab({ kind: "leader" }, options);
     } else {
       transport.followLeader(decision.leader);

@@ -10,7 +10,8 @@ import { ServerDatabase, hex } from "./database.js";
 import { clientServiceDefinition, clientServiceHandlers, SessionIdGenerator } from "./grpc-client-service.js";
 import type { Logger } from "./log.js";
 import { RequestPipeline } from "./pipeline.js";
-import { Prep } from "./prep.js";
+import { ServerMetrics } from "./metrics.js";
+import { Prep, type PrepOptions } from "./prep.js";
 import { SessionTracker } from "./session-tracker.js";
 import { StandaloneBroadcast } from "./standalone-broadcast.js";
 import type { WriteBroadcast } from "./broadcast.js";
@@ -47,6 +48,7 @@ export class CorralServer {
     private readonly logger: Logger,
     private readonly quorumPeer: QuorumPeer | undefined,
     private readonly transport: PeerTransport | undefined,
+    readonly metrics: ServerMetrics,
   ) {}
 
   static async start(config: ServerConfig, logger: Logger, hooks: ServerHooks = {}): Promise<CorralServer> {
@@ -84,6 +86,15 @@ export class CorralServer {
     );
     const now = () => Date.now();
     const tracker = new SessionTracker(config.tickMs, now);
+    const metrics = new ServerMetrics();
+    const prepOptions: PrepOptions = {
+      ttlNodesEnabled: config.ttlNodesEnabled,
+      enforceQuota: config.enforceQuota,
+      onQuotaExceeded: (event) => {
+        metrics.quotaExceeded += 1;
+        logger.warn(event, "quota exceeded");
+      },
+    };
 
     let broadcast: WriteBroadcast;
     let pipeline: RequestPipeline;
@@ -108,10 +119,10 @@ export class CorralServer {
       });
       const unsafeCommitOnOwnAck = hooks.unsafeCommitOnOwnAck === true;
       if (unsafeCommitOnOwnAck) logger.warn("TEST ONLY: CORRAL_TEST_UNSAFE_SOLO_COMMIT=1: as leader this server commits without a quorum and loses writes");
-      quorumPeer = new QuorumPeer({ config, database, transport, pipeline, tracker, broadcast: clusterBroadcast, activity, logger, nowMs: now, onFatal, unsafeCommitOnOwnAck });
+      quorumPeer = new QuorumPeer({ config, prepOptions, database, transport, pipeline, tracker, broadcast: clusterBroadcast, activity, logger, nowMs: now, onFatal, unsafeCommitOnOwnAck });
       peerRef = quorumPeer;
     } else {
-      const prep = new Prep(database.tree, { ttlNodesEnabled: config.ttlNodesEnabled });
+      const prep = new Prep(database.tree, prepOptions);
       broadcast = new StandaloneBroadcast(database, prep, now, onFatal);
       pipeline = new RequestPipeline(database, broadcast, tracker);
       // Sessions restored from disk get a full timeout from now, as ZooKeeper does at start-up.
@@ -150,7 +161,7 @@ export class CorralServer {
       await database.close();
       throw error;
     }
-    const server = new CorralServer(config, clientPort, grpcServer, database, pipeline, logger, quorumPeer, transport);
+    const server = new CorralServer(config, clientPort, grpcServer, database, pipeline, logger, quorumPeer, transport, metrics);
     if (quorumPeer) {
       await quorumPeer.start();
     } else {

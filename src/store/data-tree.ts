@@ -32,6 +32,7 @@ import type {
 } from "./types.js";
 import { OPEN_ACL_UNSAFE, ownerKind, PERSISTENT_OWNER, WatchEventType } from "./types.js";
 import { WatchManager } from "./watch-manager.js";
+import { formatQuotaFigures, isQuotaAccounted, limitsPathOf, parseQuotaFigures, quotaNodeTarget, statsPathOf, unsetFigures, type QuotaFigures } from "../common/quota.js";
 
 export interface ZNode {
   data: Uint8Array;
@@ -85,6 +86,8 @@ export class DataTree {
   private readonly ephemerals = new Map<bigint, Set<string>>();
   private readonly containers = new Set<string>();
   private readonly ttls = new Set<string>();
+  /** Paths with a quota (a limits node under /zookeeper/quota). */
+  private readonly quotaRoots = new Set<string>();
   private readonly sessionRecords = new Map<bigint, SessionRecord>();
   private lastZxid = 0;
 
@@ -120,6 +123,8 @@ export class DataTree {
       }
       tree.nodes.set(path, node);
       tree.indexOwner(path, node.stat.ephemeralOwner);
+      const quota = quotaNodeTarget(path);
+      if (quota?.kind === "limits") tree.quotaRoots.add(quota.target);
     }
     for (const [sessionId, record] of sessions) tree.sessionRecords.set(sessionId, record);
     tree.lastZxid = lastProcessedZxid;
@@ -303,6 +308,11 @@ export class DataTree {
     };
     this.nodes.set(path, { data: txn.data, acl: txn.acl, stat, children: NO_CHILDREN });
     if (owner !== PERSISTENT_OWNER) this.indexOwner(path, owner);
+    const quota = quotaNodeTarget(path);
+    if (quota?.kind === "limits") this.quotaRoots.add(quota.target);
+    // Recounted whichever of the two comes second (zkCli writes the limits first).
+    if (quota !== undefined && this.nodes.has(statsPathOf(quota.target))) this.recountQuota(quota.target);
+    if (quota === undefined) this.chargeQuota(path, 1, txn.data.length);
 
     this.watches.triggerData(path, WatchEventType.NodeCreated, zxid, deliveries);
     this.watches.triggerChild(parentPath, WatchEventType.NodeChildrenChanged, zxid, deliveries);
@@ -327,6 +337,9 @@ export class DataTree {
     this.nodes.delete(path);
     const owner = node.stat.ephemeralOwner;
     if (owner !== PERSISTENT_OWNER) this.unindexOwner(path, owner);
+    const quota = quotaNodeTarget(path);
+    if (quota?.kind === "limits") this.quotaRoots.delete(quota.target);
+    else this.chargeQuota(path, -1, -node.data.length);
 
     this.watches.triggerDeleted(path, zxid, deliveries);
     this.watches.triggerChild(parentPath, WatchEventType.NodeChildrenChanged, zxid, deliveries);
@@ -337,6 +350,7 @@ export class DataTree {
     if (node === undefined) assert(false, `setData ${txn.path}: no node`);
     const stat = node.stat;
     if (txn.version !== ((stat.version + 1) | 0)) assert(false, `setData ${txn.path}: version ${txn.version} does not follow ${stat.version}`);
+    this.chargeQuota(txn.path, 0, txn.data.length - node.data.length);
     node.data = txn.data;
     stat.version = txn.version;
     stat.mzxid = header.zxid;
@@ -354,6 +368,39 @@ export class DataTree {
     node.acl = txn.acl;
     stat.aversion = txn.aversion;
     return stat;
+  }
+
+  /**
+   * Keeps the stats node of the quota covering `path` current. Its data changes without a new
+   * version or mzxid, as ZooKeeper's does: every server applies the same txns, so they agree.
+   */
+  private chargeQuota(path: string, count: number, bytes: number): void {
+    const root = this.quotaRootOf(path);
+    if (root === undefined) return;
+    const stats = this.nodes.get(statsPathOf(root));
+    if (stats === undefined) return; // limits set but no stats node yet: counted when it is created
+    const usage = parseQuotaFigures(stats.data);
+    this.writeQuotaUsage(stats, { ...usage, count: usage.count + count, bytes: usage.bytes + bytes });
+  }
+
+  /** A stats node was created: it holds the subtree's real figures from now on (ZooKeeper's updateQuotaForPath). */
+  private recountQuota(root: string): void {
+    const stats = this.nodes.get(statsPathOf(root))!;
+    let count = 0;
+    let bytes = 0;
+    const pending = this.nodes.has(root) ? [root] : [];
+    for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+      const node = this.nodes.get(next)!;
+      count += 1;
+      bytes += node.data.length;
+      for (const child of node.children) pending.push(next === ROOT ? ROOT + child : `${next}/${child}`);
+    }
+    this.writeQuotaUsage(stats, { ...unsetFigures(), count, bytes });
+  }
+
+  private writeQuotaUsage(stats: ZNode, usage: QuotaFigures): void {
+    stats.data = new TextEncoder().encode(formatQuotaFigures(usage));
+    stats.stat.dataLength = stats.data.length;
   }
 
   /** Deletes the session's ephemerals in sorted path order, drops its record and its watches. */
@@ -452,6 +499,23 @@ export class DataTree {
       }
     }
     return count;
+  }
+
+  /** The deepest path at or above `path` that has a quota (ZooKeeper's getMaxPrefixWithQuota). */
+  quotaRootOf(path: string): string | undefined {
+    if (this.quotaRoots.size === 0 || !isQuotaAccounted(path)) return undefined;
+    for (let p = path; p !== ROOT; p = p.slice(0, Math.max(1, p.lastIndexOf("/")))) {
+      if (this.quotaRoots.has(p)) return p;
+    }
+    return undefined;
+  }
+
+  /** A quota's limits and the subtree's current usage (each as ZooKeeper's StatsTrack), if `path` has one. */
+  quotaOf(path: string): { limits: QuotaFigures; usage: QuotaFigures } | undefined {
+    if (!this.quotaRoots.has(path)) return undefined;
+    const limits = this.nodes.get(limitsPathOf(path));
+    const usage = this.nodes.get(statsPathOf(path));
+    return { limits: parseQuotaFigures(limits?.data ?? ""), usage: parseQuotaFigures(usage?.data ?? "") };
   }
 
   /** A copy of the node's ACL list. Throws ZkError NONODE. */

@@ -18,6 +18,8 @@ export interface ClusterOptions {
   commitLogCount?: number;
   snapshotEveryTxns?: number;
   snapshotRetainCount?: number;
+  /** More fields for the shared config file (enforceQuota, …). */
+  extraConfig?: Record<string, unknown>;
 }
 
 export interface RoleLine {
@@ -57,6 +59,7 @@ export class ClusterProcess {
           initLimitTicks: options.initLimitTicks ?? 20,
           syncLimitTicks: options.syncLimitTicks ?? 10,
           ...(options.commitLogCount === undefined ? {} : { commitLogCount: options.commitLogCount }),
+          ...options.extraConfig,
           servers: entries,
         },
         null,
