@@ -18,6 +18,8 @@ export interface ClusterOptions {
   commitLogCount?: number;
   snapshotEveryTxns?: number;
   snapshotRetainCount?: number;
+  /** More fields of the shared config file (e.g. ttlNodesEnabled, containerCheckIntervalMs). */
+  config?: Record<string, unknown>;
 }
 
 export interface RoleLine {
@@ -57,6 +59,7 @@ export class ClusterProcess {
           initLimitTicks: options.initLimitTicks ?? 20,
           syncLimitTicks: options.syncLimitTicks ?? 10,
           ...(options.commitLogCount === undefined ? {} : { commitLogCount: options.commitLogCount }),
+          ...options.config,
           servers: entries,
         },
         null,
