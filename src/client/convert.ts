@@ -1,6 +1,7 @@
 /** Conversions between the SDK's types and the decoded wire shapes of proto/client.proto. */
 import { ZkError } from "../common/errors.js";
 import { limits } from "../common/constants.js";
+import { TTL_MS_MAX } from "../common/znode.js";
 import type { WireAcl, WireStat } from "../protocol/client-wire.js";
 import type { Acl, CreateMode, Data, Stat, WatchedEventType } from "./types.js";
 import { CREATE_MODE_FLAGS, isTtlMode } from "./types.js";
@@ -67,8 +68,7 @@ export function modeFlag(mode: CreateMode): number {
   return flag;
 }
 
-/** Largest TTL a TTL node's ephemeralOwner can carry (40 bits), as ZooKeeper's EphemeralType.TTL. */
-export const TTL_MS_MAX = 2 ** 40 - 1;
+export { TTL_MS_MAX };
 
 /** Validates the TTL against the mode; returns the wire value ("0" when the mode has none). */
 export function ttlToWire(mode: CreateMode, ttlMs: number | undefined): string {

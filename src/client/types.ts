@@ -19,7 +19,7 @@ export interface Stat {
   version: number;
   cversion: number;
   aversion: number;
-  /** Owning session id for ephemerals, 0n for persistent nodes (containers and TTL nodes encode their kind). */
+  /** Owning session id for ephemerals; 0n for every other node, containers and TTL nodes included (as ZooKeeper shows them). */
   ephemeralOwner: bigint;
   dataLength: number;
   numChildren: number;
@@ -73,10 +73,15 @@ export interface ConnectOptions {
 }
 
 export interface CreateOptions {
+  /**
+   * "persistent" by default. A "container" is deleted by the server once its last child is gone;
+   * a "persistent-with-ttl" / "persistent-sequential-with-ttl" node once it has had no children
+   * and no data change for `ttlMs` (the server must enable TTL nodes, else UNIMPLEMENTED).
+   */
   mode?: CreateMode;
   /** Empty or absent: world:anyone with every permission. */
   acl?: readonly Acl[];
-  /** Required for the TTL modes, forbidden otherwise. */
+  /** Required for the TTL modes (1..2^40 - 1 ms, ZooKeeper's range), forbidden otherwise: else BADARGUMENTS. */
   ttlMs?: number;
 }
 

@@ -45,6 +45,9 @@ export function isSequentialMode(mode: CreateMode): boolean {
   return mode === "persistent-sequential" || mode === "ephemeral-sequential" || mode === "persistent-sequential-with-ttl";
 }
 
+/** Largest TTL a TTL node's ephemeralOwner can carry (its low 40 bits), as ZooKeeper's EphemeralType.TTL. */
+export const TTL_MS_MAX = 2 ** 40 - 1;
+
 export function isTtlMode(mode: CreateMode): boolean {
   return mode === "persistent-with-ttl" || mode === "persistent-sequential-with-ttl";
 }

@@ -48,6 +48,14 @@ export interface ServerConfig {
   ttlNodesEnabled: boolean;
   /** Refuse writes past a hard quota limit (QUOTAEXCEEDED); soft limits are only logged. */
   enforceQuota: boolean;
+  /**
+   * How often the leader looks for empty containers and expired TTL nodes to delete (ZooKeeper's
+   * znode.container.checkIntervalMs). A container is deleted only once it has been found empty
+   * at two scans in a row, so an emptied container goes within one to two intervals.
+   */
+  containerCheckIntervalMs: number;
+  /** Upper bound on those deletions, spread over the scans of a minute (ZooKeeper's znode.container.maxPerMinute). */
+  containerMaxPerMinute: number;
   logLevel: string;
   /** Every server of the cluster, this one included; empty = standalone. */
   servers: ServerEntry[];
@@ -85,6 +93,8 @@ const FIELDS: Record<keyof ServerConfig, FieldKind> = {
   snapshotRetainCount: "int",
   ttlNodesEnabled: "bool",
   enforceQuota: "bool",
+  containerCheckIntervalMs: "int",
+  containerMaxPerMinute: "int",
   logLevel: "string",
   servers: "servers",
   initLimitTicks: "int",
@@ -108,6 +118,8 @@ export function defaultConfig(): Omit<ServerConfig, "minSessionTimeoutMs" | "max
     snapshotRetainCount: 3,
     ttlNodesEnabled: false,
     enforceQuota: false,
+    containerCheckIntervalMs: 60_000,
+    containerMaxPerMinute: 10_000,
     logLevel: "info",
     servers: [],
     initLimitTicks: 10,
@@ -291,6 +303,8 @@ export function validateConfig(config: ServerConfig): ServerConfig {
   range("initLimitTicks", 1, 10_000);
   range("syncLimitTicks", 1, 10_000);
   range("commitLogCount", 1, zabLimits.committedLogRecordsMax);
+  range("containerCheckIntervalMs", 10, 24 * 3600 * 1000);
+  range("containerMaxPerMinute", 1, 10_000_000);
   if (config.dataDir.trim() === "") throw new ConfigError("dataDir", "must not be empty");
   if (config.clientHost.trim() === "") throw new ConfigError("clientHost", "must not be empty");
   if (!LOG_LEVELS.has(config.logLevel)) throw new ConfigError("logLevel", `one of ${[...LOG_LEVELS].join(", ")}`);

@@ -9,12 +9,18 @@ import { assert } from "../common/assert.js";
 import { limits } from "../common/constants.js";
 import { ZkError, ZkErrorCode } from "../common/errors.js";
 import { parentOf, validatePath } from "../common/paths.js";
+import { isTtlMode } from "../common/znode.js";
+import { cleanupKind } from "../store/cleanup-scan.js";
 import { sequenceNumberOf, type DataTree } from "../store/data-tree.js";
 import {
+  CONTAINER_OWNER,
   isSequential,
   OPEN_ACL_UNSAFE,
   ownerKind,
+  PERSISTENT_OWNER,
   Perms,
+  TTL_MS_MAX,
+  ttlOwner,
   type Acl,
   type CheckTxn,
   type CreateTxn,
@@ -123,6 +129,31 @@ export class Prep {
     return { type: "closeSession" };
   }
 
+  /**
+   * A delete decided by the leader itself (ZooKeeper's deleteContainer): `path` was picked by a
+   * cleanup scan of the tree. It is proposed only if the node still qualifies once the changes in
+   * flight are counted: a node with any change in flight (a child being created, its data being
+   * set, itself being deleted or recreated as something else) is left for a later scan, and the
+   * tree's node must still be an empty used container or an expired TTL node at `nowMs`. Returns
+   * undefined, proposing nothing, when it does not; `allocateZxid` is called only when it does.
+   */
+  prepareDeleteContainer(path: string, nowMs: number, allocateZxid: () => number): { zxid: number; body: DeleteTxn } | undefined {
+    if (this.changesByPath.has(path)) return undefined;
+    const node = this.tree.getNode(path);
+    if (node === undefined || cleanupKind(node.stat, nowMs) === undefined) return undefined;
+    const parentPath = parentOf(path);
+    const parent = this.record(parentPath, new Map());
+    assert(parent, `parent of ${path} exists`);
+    const zxid = allocateZxid();
+    this.commitOverlay(
+      new Map([
+        [parentPath, { zxid, path: parentPath, node: { ...parent, cversion: parent.cversion + 1, numChildren: parent.numChildren - 1 } }],
+        [path, { zxid, path, node: null }],
+      ]),
+    );
+    return { zxid, body: { type: "delete", path } };
+  }
+
   /** Retire every in-flight change that `zxid` (now applied to the tree) covers. */
   applied(zxid: number): void {
     while (this.changesHead < this.changesInOrder.length) {
@@ -201,27 +232,12 @@ export class Prep {
     zxid: number,
     overlay: Map<string, ChangeRecord>,
   ): CreateTxn {
+    // ZooKeeper's validateCreateRequest runs first: a disabled mode, then a TTL that does not fit it.
+    const ephemeralOwner = ownerForMode(request, sessionId, this.options.ttlNodesEnabled);
     const sequential = isSequential(request.mode);
     validatePath(request.path, sequential);
     checkDataSize(request.data);
     const acl = fixupAcl(request.acl);
-    let ephemeralOwner = 0n;
-    switch (request.mode) {
-      case "ephemeral":
-      case "ephemeral-sequential":
-        ephemeralOwner = sessionId;
-        break;
-      case "container":
-        throw new ZkError("UNIMPLEMENTED", "container nodes are not supported yet", request.path);
-      case "persistent-with-ttl":
-      case "persistent-sequential-with-ttl":
-        if (!this.options.ttlNodesEnabled) {
-          throw new ZkError("UNIMPLEMENTED", "TTL nodes are disabled", request.path);
-        }
-        throw new ZkError("UNIMPLEMENTED", "TTL nodes are not supported yet", request.path);
-      default:
-        break;
-    }
     // A sequential name is appended to the path, so "/a/" names a child of "/a" and "/" one of the root.
     if (request.path === "/" && !sequential) throw new ZkError("NODEEXISTS", undefined, "/");
     const parentPath = parentOf(sequential ? request.path + "0" : request.path);
@@ -326,6 +342,32 @@ export class Prep {
       this.changesByPath.set(change.path, change);
       this.changesInOrder.push(change);
     }
+  }
+}
+
+/**
+ * The ephemeralOwner a create in this mode gets, as ZooKeeper encodes it. TTL modes need TTL nodes
+ * enabled (else UNIMPLEMENTED) and a TTL in 1..TTL_MS_MAX; other modes take no TTL (BADARGUMENTS).
+ * A TTL of 0 on the wire means none was given.
+ */
+function ownerForMode(request: CreateRequest, sessionId: bigint, ttlNodesEnabled: boolean): bigint {
+  const ttlMs = request.ttlMs;
+  if (isTtlMode(request.mode)) {
+    if (!ttlNodesEnabled) throw new ZkError("UNIMPLEMENTED", "TTL nodes are disabled (ttlNodesEnabled)", request.path);
+    if (!(Number.isSafeInteger(ttlMs) && ttlMs > 0 && ttlMs <= TTL_MS_MAX)) {
+      throw new ZkError("BADARGUMENTS", `ttl must be within 1..${TTL_MS_MAX} ms, got ${ttlMs}`, request.path);
+    }
+    return ttlOwner(ttlMs);
+  }
+  if (ttlMs !== 0) throw new ZkError("BADARGUMENTS", `a ttl is only valid with a TTL mode, not ${request.mode}`, request.path);
+  switch (request.mode) {
+    case "ephemeral":
+    case "ephemeral-sequential":
+      return sessionId;
+    case "container":
+      return CONTAINER_OWNER;
+    default:
+      return PERSISTENT_OWNER;
   }
 }
 

@@ -14,6 +14,7 @@ import { QuorumVerifier } from "../consensus/quorum.js";
 import { createZab, Leader, type ZabCore } from "../consensus/zab.js";
 import { FastLeaderElection, type Decision, type ElectionOutput } from "../election/fast-leader-election.js";
 import type { Notification } from "../election/types.js";
+import { CleanupScanner } from "../store/cleanup-scan.js";
 import { encodeSnapshot } from "../store/snapshot-codec.js";
 import { decodeTxn, encodeTxn } from "../store/txn-codec.js";
 import type { Txn, TxnBody } from "../store/types.js";
@@ -99,6 +100,8 @@ export class QuorumPeer {
   private readonly recentLog: RecentLog;
   private zab: ZabCore | undefined;
   private prep: Prep | undefined;
+  /** Leader only, from the moment it serves: its container and TTL cleanup schedule. */
+  private cleanup: CleanupScanner | undefined;
   /** Bumped whenever a core is dropped: answers to a dropped core's writes are ignored. */
   private generation = 0;
   private roleState: PeerRoleState = "looking";
@@ -234,6 +237,7 @@ export class QuorumPeer {
     this.generation += 1;
     this.zab = undefined;
     this.prep = undefined;
+    this.cleanup = undefined;
     this.leaderId = undefined;
     this.pendingSyncs.clear();
     const revalidations = [...this.pendingRevalidations.values()].flat();
@@ -320,6 +324,9 @@ export class QuorumPeer {
           this.deps.logger.info({ session: "0x" + BigInt.asUintN(64, sessionId).toString(16) }, "session expired");
           this.deps.pipeline.expire(sessionId);
         }
+        // An expiry proposal may have ended the term: look again.
+        const zab = this.zab;
+        if (zab instanceof Leader && zab.serving) this.cleanUp(zab, nowMs);
       }
     } else if (this.roleState === "looking") {
       this.handleElection(this.election.tick(nowMs));
@@ -413,6 +420,7 @@ export class QuorumPeer {
       // are learned afresh: every client reconnects when a term begins.
       tracker.beginLeadership();
       for (const [sessionId, record] of database.tree.sessions) tracker.touch(sessionId, record.timeoutMs);
+      this.cleanup = new CleanupScanner({ intervalMs: this.deps.config.containerCheckIntervalMs, maxPerMinute: this.deps.config.containerMaxPerMinute });
     }
     logger.info({ role: this.roleState, epoch: zab.epoch, lastZxid: hex(database.tree.lastProcessedZxid) }, "serving clients");
   }
@@ -492,6 +500,28 @@ export class QuorumPeer {
       body = this.prep!.prepare(request, sessionId, zxid);
     }
     this.proposeTxn(leader, { sessionId, cxid, zxid, timeMs: this.deps.nowMs() }, body);
+  }
+
+  /**
+   * Leader: when a cleanup scan is due, propose a server-made delete (session 0, as ZooKeeper's
+   * deleteContainer) for each node it picked that prep still finds deletable. Candidates left over
+   * when the proposal window is full wait for the next scan.
+   */
+  private cleanUp(leader: Leader, nowMs: number): void {
+    const scanner = this.cleanup;
+    const prep = this.prep;
+    if (!scanner || !prep) return;
+    const paths = scanner.poll(this.deps.database.tree, nowMs);
+    const deleted: string[] = [];
+    for (const path of paths) {
+      // A proposal can end this term (a failed write steps down): stop with it.
+      if (this.zab !== leader || !leader.canPropose) break;
+      const prepared = prep.prepareDeleteContainer(path, nowMs, () => leader.allocateZxid());
+      if (!prepared) continue;
+      deleted.push(path);
+      this.proposeTxn(leader, { sessionId: 0n, cxid: 0, zxid: prepared.zxid, timeMs: nowMs }, prepared.body);
+    }
+    if (deleted.length > 0) this.deps.logger.info({ count: deleted.length, first: deleted[0] }, "deleting empty containers and expired TTL nodes");
   }
 
   private proposeTxn(leader: Leader, header: Txn["header"], body: TxnBody): void {

@@ -18,6 +18,7 @@ import type { WriteBroadcast } from "./broadcast.js";
 import { PeerTransport } from "./peer/peer-transport.js";
 import { ClusterBroadcast, ClusterSessionActivity, QuorumPeer } from "./quorum-peer.js";
 import { DISK_FAULT_ENV, type DiskFaultPlan } from "./disk-faults.js";
+import { CleanupScanner } from "../store/cleanup-scan.js";
 
 export interface ServerHooks {
   /**
@@ -37,6 +38,7 @@ export interface ServerHooks {
 
 export class CorralServer {
   private expiryTimer: NodeJS.Timeout | undefined;
+  private cleanupTimer: NodeJS.Timeout | undefined;
   private stopping: Promise<void> | undefined;
 
   private constructor(
@@ -100,6 +102,7 @@ export class CorralServer {
     let pipeline: RequestPipeline;
     let quorumPeer: QuorumPeer | undefined;
     let transport: PeerTransport | undefined;
+    let standalone: StandaloneBroadcast | undefined;
     if (clustered) {
       const clusterBroadcast = new ClusterBroadcast();
       const activity = new ClusterSessionActivity();
@@ -123,7 +126,8 @@ export class CorralServer {
       peerRef = quorumPeer;
     } else {
       const prep = new Prep(database.tree, prepOptions);
-      broadcast = new StandaloneBroadcast(database, prep, now, onFatal);
+      standalone = new StandaloneBroadcast(database, prep, now, onFatal);
+      broadcast = standalone;
       pipeline = new RequestPipeline(database, broadcast, tracker);
       // Sessions restored from disk get a full timeout from now, as ZooKeeper does at start-up.
       for (const [sessionId, record] of database.tree.sessions) tracker.touch(sessionId, record.timeoutMs);
@@ -166,6 +170,7 @@ export class CorralServer {
       await quorumPeer.start();
     } else {
       server.expiryTimer = setInterval(() => server.expireSessions(tracker), config.tickMs);
+      if (standalone) server.startCleanup(standalone, now);
       logger.info({ role: "standalone", lastZxid: hex(database.tree.lastProcessedZxid) }, "role changed");
     }
     logger.info(
@@ -184,6 +189,21 @@ export class CorralServer {
     return this.database.takeSnapshot();
   }
 
+  /** A standalone server is its own leader: it deletes empty containers and expired TTL nodes itself. */
+  private startCleanup(broadcast: StandaloneBroadcast, now: () => number): void {
+    const { containerCheckIntervalMs: intervalMs, containerMaxPerMinute: maxPerMinute } = this.config;
+    const scanner = new CleanupScanner({ intervalMs, maxPerMinute });
+    // Polled several times an interval so that a scan runs close to when it is due.
+    const pollMs = Math.min(1_000, Math.max(10, Math.floor(intervalMs / 4)));
+    const poll = (): void => {
+      const nowMs = now();
+      const count = broadcast.deleteContainers(scanner.poll(this.database.tree, nowMs), nowMs);
+      if (count > 0) this.logger.info({ count }, "deleting empty containers and expired TTL nodes");
+    };
+    poll();
+    this.cleanupTimer = setInterval(poll, pollMs);
+  }
+
   private expireSessions(tracker: SessionTracker): void {
     for (const sessionId of tracker.collectExpired()) {
       this.logger.info({ session: "0x" + BigInt.asUintN(64, sessionId).toString(16) }, "session expired");
@@ -194,6 +214,7 @@ export class CorralServer {
   stop(): Promise<void> {
     this.stopping ??= (async () => {
       clearInterval(this.expiryTimer);
+      clearInterval(this.cleanupTimer);
       await this.quorumPeer?.stop();
       this.pipeline.reset();
       await new Promise<void>((resolve) => {

@@ -42,6 +42,19 @@ export class StandaloneBroadcast implements WriteBroadcast {
     this.propose(sessionId, 0, zxid, this.prep.prepareCloseSession(sessionId, zxid));
   }
 
+  /** Server-made deletes of the nodes a cleanup scan picked, each re-checked by prep (see QuorumPeer.cleanUp). */
+  deleteContainers(paths: readonly string[], nowMs: number): number {
+    let proposed = 0;
+    for (const path of paths) {
+      if (this.failed) break;
+      const prepared = this.prep.prepareDeleteContainer(path, nowMs, () => this.lastProposedZxid + 1);
+      if (!prepared) continue;
+      this.propose(0n, 0, prepared.zxid, prepared.body, nowMs);
+      proposed += 1;
+    }
+    return proposed;
+  }
+
   requestSync(ready: (zxid: number) => void): void {
     ready(this.lastProposedZxid);
   }
@@ -51,10 +64,10 @@ export class StandaloneBroadcast implements WriteBroadcast {
     done(this.failed ? "unavailable" : "valid");
   }
 
-  private propose(sessionId: bigint, cxid: number, zxid: number, body: TxnBody): void {
+  private propose(sessionId: bigint, cxid: number, zxid: number, body: TxnBody, timeMs = this.nowMs()): void {
     if (this.failed) return;
     this.lastProposedZxid = zxid;
-    const txn: Txn = { header: { sessionId, cxid, zxid, timeMs: this.nowMs() }, body };
+    const txn: Txn = { header: { sessionId, cxid, zxid, timeMs }, body };
     this.database.log.append(zxid, encodeTxn(txn)).then(
       () => {
         if (this.failed) return;

@@ -23,9 +23,9 @@ export interface Stat {
   pzxid: number;
 }
 
-export { CREATE_MODE_FLAGS, OPEN_ACL_UNSAFE, Perms } from "../common/znode.js";
+export { CREATE_MODE_FLAGS, OPEN_ACL_UNSAFE, Perms, TTL_MS_MAX } from "../common/znode.js";
 export type { Acl, CreateMode, Id } from "../common/znode.js";
-import { isSequentialMode } from "../common/znode.js";
+import { isSequentialMode, TTL_MS_MAX } from "../common/znode.js";
 import type { Acl } from "../common/znode.js";
 
 /** Whether a create in this mode gets a sequential suffix. */
@@ -39,7 +39,7 @@ export const isSequential = isSequentialMode;
 export const PERSISTENT_OWNER = 0n;
 export const CONTAINER_OWNER = -(1n << 63n);
 const TTL_TAG = BigInt.asIntN(64, 0xffn << 56n);
-const TTL_MASK = (1n << 40n) - 1n;
+const TTL_MASK = BigInt(TTL_MS_MAX);
 
 export function ttlOwner(ttlMs: number): bigint {
   return BigInt.asIntN(64, TTL_TAG | (BigInt(ttlMs) & TTL_MASK));

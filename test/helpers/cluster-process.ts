@@ -18,8 +18,8 @@ export interface ClusterOptions {
   commitLogCount?: number;
   snapshotEveryTxns?: number;
   snapshotRetainCount?: number;
-  /** More fields for the shared config file (enforceQuota, …). */
-  extraConfig?: Record<string, unknown>;
+  /** More fields of the shared config file (e.g. ttlNodesEnabled, containerCheckIntervalMs, enforceQuota). */
+  config?: Record<string, unknown>;
 }
 
 export interface RoleLine {
@@ -59,7 +59,7 @@ export class ClusterProcess {
           initLimitTicks: options.initLimitTicks ?? 20,
           syncLimitTicks: options.syncLimitTicks ?? 10,
           ...(options.commitLogCount === undefined ? {} : { commitLogCount: options.commitLogCount }),
-          ...options.extraConfig,
+          ...options.config,
           servers: entries,
         },
         null,

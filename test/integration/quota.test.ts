@@ -19,7 +19,7 @@ describe("quotas", () => {
   let leader: number;
   let zk: Client;
   before(async () => {
-    cluster = await ClusterProcess.start({ voters: 3, tickMs: 200, extraConfig: { enforceQuota: true } });
+    cluster = await ClusterProcess.start({ voters: 3, tickMs: 200, config: { enforceQuota: true } });
     leader = await waitForLeader(cluster);
     zk = await connectTo(cluster, [1, 2, 3].find((id) => id !== leader)!);
   });

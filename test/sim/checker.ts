@@ -13,6 +13,8 @@ export const PROPERTIES = [
   "convergence after healing",
   "client order and single system image",
   "ephemerals of an expired session disappear on every server",
+  "the leader deletes only empty containers and expired TTL nodes",
+  "empty containers and expired TTL nodes are deleted",
 ] as const;
 export type Property = (typeof PROPERTIES)[number];
 

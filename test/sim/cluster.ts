@@ -20,8 +20,9 @@ import { decodeSnapshot, encodeSnapshot } from "../../src/store/snapshot-codec.j
 import { decodeTxn, encodeTxn } from "../../src/store/txn-codec.js";
 import { formatZxid } from "../../src/store/zxid.js";
 import { Prep } from "../../src/server/prep.js";
-import type { WriteRequest } from "../../src/server/requests.js";
-import type { TxnBody } from "../../src/store/types.js";
+import type { CreateRequest, WriteRequest } from "../../src/server/requests.js";
+import { CleanupScanner, cleanupKind } from "../../src/store/cleanup-scan.js";
+import { ownerKind, ttlOfOwner, type Txn, type TxnBody } from "../../src/store/types.js";
 import { Checker } from "./checker.js";
 import { Prng } from "./prng.js";
 
@@ -50,6 +51,8 @@ export interface SimConfig {
    * (Zab's safety must not depend on the election choosing well).
    */
   election: "fle" | "oracle";
+  /** The leader's container and TTL cleanup scan interval. */
+  containerCheckIntervalMs: number;
 }
 
 export function defaultConfig(prng: Prng): SimConfig {
@@ -69,6 +72,7 @@ export function defaultConfig(prng: Prng): SimConfig {
     streamBreak: prng.pick([0, 0.001, 0.005]),
     clientThinkMsMax: prng.pick([40, 150, 500]),
     election: prng.chance(0.25) ? "oracle" : "fle",
+    containerCheckIntervalMs: prng.pick([50, 200, 600]),
   };
 }
 
@@ -78,6 +82,13 @@ const CLIENT_REQUEST_TIMEOUT_MS = 3_000;
 const SESSION_TIMEOUT_MS = 2_000;
 /** A client dies (stops talking, its session must expire) with this chance per think. */
 const CLIENT_DEATH_CHANCE = 0.003;
+/** TTLs the workload gives its TTL nodes. */
+const TTLS_MS = [50, 300, 1_500] as const;
+/** Cleanup deletions a minute: enough that the limit never holds back the liveness check. */
+const CLEANUP_MAX_PER_MINUTE = 100_000;
+/** How long the cleanup liveness check may watch, and what it allows beyond the scans it waits for. */
+const CLEANUP_BUDGET_MS = 10_000;
+const CLEANUP_SLACK_MS = 300;
 
 // ------------------------------------------------------------------------------------------------
 // Events
@@ -223,6 +234,8 @@ class SimServer {
   sessionTable: SessionTable | undefined;
   /** Leader only: sessions whose closeSession is proposed. */
   closingSessions = new Set<bigint>();
+  /** Leader only: its container and TTL cleanup schedule. */
+  cleanup: CleanupScanner | undefined;
   /** The first ack of the current follower core (its newLeader ack) is sent. */
   firstAckSent = false;
   appliedSinceSnapshot = 0;
@@ -378,7 +391,20 @@ export class Simulation {
   readonly deadSessions = new Map<bigint, number>();
   /** Set once the faults stop: the oracle election then always picks well. */
   healing = false;
-  stats = { events: 0, commits: 0, elections: 0, snaps: 0, truncs: 0, diffs: 0, stepDowns: 0, ackedWrites: 0, sessionsExpired: 0, clientDeaths: 0 };
+  stats = {
+    events: 0,
+    commits: 0,
+    elections: 0,
+    snaps: 0,
+    truncs: 0,
+    diffs: 0,
+    stepDowns: 0,
+    ackedWrites: 0,
+    sessionsExpired: 0,
+    clientDeaths: 0,
+    containersDeleted: 0,
+    ttlNodesDeleted: 0,
+  };
 
   constructor(seed: number, config: Partial<SimConfig> = {}) {
     this.prng = new Prng(seed);
@@ -536,6 +562,20 @@ export class Simulation {
     this.handleElection(server, server.election.tick(now));
     if (server.zab !== undefined) this.handleReady(server, server.zab.step({ type: "tick", nowMs: now }));
     this.expireSessions(server, now);
+    this.cleanUp(server, now);
+  }
+
+  /** The leader deletes empty containers and expired TTL nodes, as QuorumPeer.cleanUp does. */
+  private cleanUp(server: SimServer, nowMs: number): void {
+    const zab = server.zab;
+    if (zab?.kind !== "leader" || !zab.serving || server.cleanup === undefined || server.prep === undefined) return;
+    for (const path of server.cleanup.poll(server.tree, nowMs)) {
+      if (server.zab !== zab || server.prep === undefined || !zab.canPropose) break;
+      const prepared = server.prep.prepareDeleteContainer(path, nowMs, () => zab.allocateZxid());
+      if (prepared === undefined) continue;
+      this.log(`${server.id} deletes ${path}`);
+      this.handleReady(server, zab.propose(prepared.zxid, encodeTxn({ header: { sessionId: 0n, cxid: 0, zxid: prepared.zxid, timeMs: nowMs }, body: prepared.body })));
+    }
   }
 
   /** The leader expires sessions not heard of within their timeout: a replicated closeSession each. */
@@ -622,7 +662,8 @@ export class Simulation {
     };
     if (decision.state === "leading") {
       server.zab = createZab({ kind: "leader" }, options);
-      server.prep = new Prep(server.tree, { ttlNodesEnabled: false });
+      server.prep = new Prep(server.tree, { ttlNodesEnabled: true });
+      server.cleanup = new CleanupScanner({ intervalMs: this.config.containerCheckIntervalMs, maxPerMinute: CLEANUP_MAX_PER_MINUTE });
       // A new leader gives every session a fresh timeout (ZooKeeper does the same).
       server.sessionTable = new SessionTable(this.config.tickMs);
       server.closingSessions = new Set();
@@ -630,6 +671,7 @@ export class Simulation {
     } else {
       server.zab = createZab({ kind: decision.state === "following" ? "follower" : "observer", leaderId: decision.leader }, options);
       server.prep = undefined;
+      server.cleanup = undefined;
       server.sessionTable = undefined;
       const conn: Conn = {
         id: this.nextConnId++,
@@ -719,6 +761,7 @@ export class Simulation {
     if (server.leaderConn !== undefined) this.closeConn(server.leaderConn, "learner stopped", true);
     server.zab = undefined;
     server.prep = undefined;
+    server.cleanup = undefined;
     server.serving = false;
     this.dropClients(server);
   }
@@ -790,7 +833,10 @@ export class Simulation {
   private applyRecord(server: SimServer, record: LogRecord): void {
     const txn = decodeTxn(record.record);
     if (txn.header.zxid !== record.zxid) this.checker.fail("committed prefixes agree", `record ${formatZxid(record.zxid)} carries zxid ${formatZxid(txn.header.zxid)}`);
+    const cleanupKind = this.checkCleanupDelete(server, txn);
     server.tree.apply(txn);
+    if (server.zab?.kind === "leader" && cleanupKind === "container") this.stats.containersDeleted += 1;
+    if (server.zab?.kind === "leader" && cleanupKind === "ttl") this.stats.ttlNodesDeleted += 1;
     server.prep?.applied(record.zxid);
     if (server.sessionTable !== undefined) {
       if (txn.body.type === "createSession") server.sessionTable.touch(txn.header.sessionId, txn.body.timeoutMs, this.clock(server));
@@ -809,6 +855,22 @@ export class Simulation {
       pending.reply = { cxid: pending.request.cxid, zxid: record.zxid, err: txn.body.type === "error" ? txn.body.err : 0 };
     }
     this.maybeSnapshot(server);
+  }
+
+  /**
+   * A delete no session asked for (session 0) is the leader's cleanup: whoever applies it must find
+   * an empty container that has had a child, or a childless TTL node expired at the txn's time.
+   */
+  private checkCleanupDelete(server: SimServer, txn: Txn): "container" | "ttl" | undefined {
+    if (txn.header.sessionId !== 0n || txn.body.type !== "delete") return undefined;
+    const path = txn.body.path;
+    const node = server.tree.getNode(path);
+    const kind = node === undefined ? undefined : cleanupKind(node.stat, txn.header.timeMs);
+    if (kind === undefined) {
+      const what = node === undefined ? "a missing node" : `a node with owner ${node.stat.ephemeralOwner}, ${node.stat.numChildren} children, cversion ${node.stat.cversion}, mtime ${node.stat.mtime}`;
+      this.checker.fail("the leader deletes only empty containers and expired TTL nodes", `server ${server.id} applies a cleanup delete of ${path} at ${formatZxid(txn.header.zxid)} (time ${txn.header.timeMs}): ${what}`);
+    }
+    return kind;
   }
 
   private maybeSnapshot(server: SimServer): void {
@@ -1021,6 +1083,7 @@ export class Simulation {
     server.incarnation += 1;
     server.zab = undefined;
     server.prep = undefined;
+    server.cleanup = undefined;
     server.sessionTable = undefined;
     server.serving = false;
     server.disk = [];
@@ -1101,6 +1164,7 @@ export class Simulation {
 
   private randomWrite(client: SimClient, cxid: number): WriteRequest {
     const data = new TextEncoder().encode(`${client.id}:${cxid}`);
+    if (this.prng.chance(0.3)) return this.randomContainerOrTtlWrite(client, data);
     const path = `/k${this.prng.int(5)}`;
     const roll = this.prng.float();
     if (roll < 0.15) return { op: "create", path: `/e${client.id}-${this.prng.int(4)}`, data, acl: [], mode: "ephemeral", ttlMs: 0 };
@@ -1108,6 +1172,29 @@ export class Simulation {
     if (roll < 0.5) return { op: "create", path: `/s-`, data, acl: [], mode: "persistent-sequential", ttlMs: 0 };
     if (roll < 0.85) return { op: "setData", path, data, version: -1 };
     return { op: "delete", path, version: -1 };
+  }
+
+  /**
+   * Containers holding the clients' ephemeral members (emptied by deletes and by session expiry),
+   * sometimes deleted and recreated as persistent nodes by a client, and TTL nodes (plain and
+   * sequential) whose children and data changes hold back their expiry.
+   */
+  private randomContainerOrTtlWrite(client: SimClient, data: Uint8Array): WriteRequest {
+    const container = `/c${this.prng.int(3)}`;
+    const ttlNode = `/t${this.prng.int(3)}`;
+    const ttlMs = this.prng.pick(TTLS_MS);
+    const create = (path: string, mode: CreateRequest["mode"], ttl = 0): WriteRequest => ({ op: "create", path, data, acl: [], mode, ttlMs: ttl });
+    const roll = this.prng.float();
+    if (roll < 0.15) return create(container, "container");
+    if (roll < 0.35) return create(`${container}/m${client.id}`, "ephemeral");
+    if (roll < 0.5) return { op: "delete", path: `${container}/m${client.id}`, version: -1 };
+    if (roll < 0.54) return create(container, "persistent");
+    if (roll < 0.6) return { op: "delete", path: container, version: -1 };
+    if (roll < 0.72) return create(ttlNode, "persistent-with-ttl", ttlMs);
+    if (roll < 0.8) return create("/ts-", "persistent-sequential-with-ttl", ttlMs);
+    if (roll < 0.87) return create(`${ttlNode}/x`, "persistent");
+    if (roll < 0.94) return { op: "delete", path: `${ttlNode}/x`, version: -1 };
+    return { op: "setData", path: ttlNode, data, version: -1 };
   }
 
   /** The client process dies: it never talks again with this session; it comes back later with a new one. */
@@ -1326,6 +1413,49 @@ export class Simulation {
         if (!server.tree.sessions.has(owner)) return `server ${server.id} keeps ephemerals of closed session ${owner}`;
       }
     }
+    return undefined;
+  }
+
+  /**
+   * After convergence: every used, empty container and every childless TTL node past its TTL (by
+   * the leader's clock) is gone from the leader's tree within two scans of when it qualified,
+   * unless a client touched it meanwhile (a child came or went, its data was set, it was
+   * recreated). Returns the failure, or undefined. Clients go on working during the check.
+   */
+  checkCleanup(): string | undefined {
+    const leader = this.currentLeader();
+    if (leader === undefined) return "no leader to check the cleanup with";
+    const start = this.nowMs;
+    const startZxid = leader.tree.lastProcessedZxid;
+    const intervalMs = this.config.containerCheckIntervalMs;
+    const deadline = start + CLEANUP_BUDGET_MS;
+    const watched: { path: string; czxid: number; dueAtMs: number }[] = [];
+    for (const path of leader.tree.containerPaths()) {
+      const stat = leader.tree.getNode(path)!.stat;
+      if (cleanupKind(stat, 0) === "container") watched.push({ path, czxid: stat.czxid, dueAtMs: start + 2 * intervalMs + CLEANUP_SLACK_MS });
+    }
+    for (const path of leader.tree.ttlPaths()) {
+      const stat = leader.tree.getNode(path)!.stat;
+      if (stat.numChildren > 0 || ownerKind(stat.ephemeralOwner) !== "ttl") continue;
+      // When the leader's clock, offset by the clock jumps it took, passes the node's expiry.
+      const expiresAtMs = stat.mtime + ttlOfOwner(stat.ephemeralOwner) - leader.clockOffsetMs;
+      const dueAtMs = Math.max(start, expiresAtMs) + intervalMs + CLEANUP_SLACK_MS;
+      if (dueAtMs <= deadline) watched.push({ path, czxid: stat.czxid, dueAtMs });
+    }
+    const lingering = (): string[] => {
+      const current = this.currentLeader();
+      if (current === undefined) return [];
+      return watched
+        .filter(({ path, czxid }) => {
+          const stat = current.tree.getNode(path)?.stat;
+          return stat !== undefined && stat.czxid === czxid && stat.numChildren === 0 && stat.pzxid <= startZxid && stat.mzxid <= startZxid;
+        })
+        .map(({ path, dueAtMs }) => `${path} (due by ${dueAtMs})`);
+    };
+    const lastDue = Math.max(start, ...watched.map((w) => w.dueAtMs));
+    while (this.nowMs < lastDue && lingering().length > 0) this.runFor(Math.min(100, lastDue - this.nowMs));
+    const left = lingering();
+    if (left.length > 0) return `the leader still has ${left.slice(0, 3).join(", ")} at ${this.nowMs}, check started at ${start}`;
     return undefined;
   }
 

@@ -79,6 +79,8 @@ test("fast-check fault schedules: safety while faults run, convergence after the
       assert.equal(failure, undefined, `simulator seed ${seed}: ${failure}`);
       const sessions = sim.checkSessionExpiry(SESSION_EXPIRY_BUDGET_MS);
       assert.equal(sessions, undefined, `simulator seed ${seed}: ${sessions}`);
+      const cleanup = sim.checkCleanup();
+      assert.equal(cleanup, undefined, `simulator seed ${seed}: ${cleanup}`);
       const finalZxid = Math.max(...sim.servers.map((s) => s.tree.lastProcessedZxid));
       sim.checker.checkAckedWrites((zxid) => sim.headerAt(zxid), finalZxid);
       assert.deepEqual(sim.checker.violations, [], `simulator seed ${seed}`);

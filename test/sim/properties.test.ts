@@ -40,9 +40,12 @@ test("after faults stop, a leader is elected and every server converges to the s
 test("per-session FIFO, single system image and sync-then-read hold in every client history", () => holds("client order and single system image"));
 
 test("ephemerals of an expired session disappear on every server", () => holds("ephemerals of an expired session disappear on every server"));
+test("the leader's cleanup deletes only empty containers that have had a child and childless expired TTL nodes", () =>
+  holds("the leader deletes only empty containers and expired TTL nodes"));
+test("after faults stop, empty containers and expired TTL nodes are deleted within two scans", () => holds("empty containers and expired TTL nodes are deleted"));
 
-test("the runs exercise what they claim to: elections, DIFF, TRUNC and SNAP syncs, acked writes", () => {
-  assert.equal(PROPERTIES.length, 7);
+test("the runs exercise what they claim to: elections, DIFF, TRUNC and SNAP syncs, acked writes, cleanup deletes", () => {
+  assert.equal(PROPERTIES.length, 9);
   const total = (key: keyof SimOutcome["stats"]) => outcomes.reduce((n, o) => n + o.stats[key], 0);
   assert.ok(outcomes.length === SEEDS);
   assert.ok(total("ackedWrites") > SEEDS * 10, "clients got writes acknowledged");
@@ -50,4 +53,5 @@ test("the runs exercise what they claim to: elections, DIFF, TRUNC and SNAP sync
   if (SEEDS >= 100) assert.ok(total("truncs") > 0, "TRUNC syncs happened");
   assert.ok(total("stepDowns") > 0, "faults made leaders and learners step down");
   assert.ok(total("clientDeaths") > 0 && total("sessionsExpired") > 0, "clients died and the leader expired their sessions");
+  assert.ok(total("containersDeleted") > 0 && total("ttlNodesDeleted") > 0, "the leader deleted empty containers and expired TTL nodes");
 });

@@ -31,6 +31,8 @@ export function runSeed(seed: number, options: RunOptions = {}): SimOutcome {
     else {
       const sessions = sim.checkSessionExpiry(SESSION_EXPIRY_BUDGET_MS);
       if (sessions !== undefined) sim.checker.fail("ephemerals of an expired session disappear on every server", sessions);
+      const cleanup = sim.checkCleanup();
+      if (cleanup !== undefined) sim.checker.fail("empty containers and expired TTL nodes are deleted", cleanup);
     }
     const finalZxid = Math.max(...sim.servers.map((s) => s.tree.lastProcessedZxid));
     sim.checker.checkAckedWrites((zxid) => sim.headerAt(zxid), finalZxid);

@@ -132,6 +132,16 @@ const VALID: ValidCase[] = [
     sources: () => ({ env: { CORRAL_COMMIT_LOG_COUNT: "500" } }),
     expect: { commitLogCount: 500 },
   },
+  {
+    name: "container cleanup defaults to ZooKeeper's once a minute, at most 10000 deletions a minute",
+    sources: () => ({}),
+    expect: { containerCheckIntervalMs: 60_000, containerMaxPerMinute: 10_000, ttlNodesEnabled: false },
+  },
+  {
+    name: "container cleanup and TTL nodes from env and flags",
+    sources: () => ({ env: { CORRAL_CONTAINER_CHECK_INTERVAL_MS: "250", CORRAL_TTL_NODES_ENABLED: "true" }, flags: { "container-max-per-minute": "60" } }),
+    expect: { containerCheckIntervalMs: 250, containerMaxPerMinute: 60, ttlNodesEnabled: true },
+  },
 ];
 
 for (const c of VALID) {
@@ -190,6 +200,8 @@ const INVALID: InvalidCase[] = [
   { name: "initLimitTicks 0", sources: () => ({ file: file({ initLimitTicks: 0 }) }), field: "initLimitTicks" },
   { name: "commitLogCount 0", sources: () => ({ file: file({ commitLogCount: 0 }) }), field: "commitLogCount" },
   { name: "commitLogCount above the maximum window", sources: () => ({ flags: { "commit-log-count": "10001" } }), field: "commitLogCount" },
+  { name: "containerCheckIntervalMs below 10", sources: () => ({ file: file({ containerCheckIntervalMs: 5 }) }), field: "containerCheckIntervalMs" },
+  { name: "containerMaxPerMinute 0", sources: () => ({ env: { CORRAL_CONTAINER_MAX_PER_MINUTE: "0" } }), field: "containerMaxPerMinute" },
   { name: "syncLimitTicks not a number", sources: () => ({ env: { CORRAL_SYNC_LIMIT_TICKS: "soon" } }), field: "syncLimitTicks" },
   { name: "an unknown top-level field still fails", sources: () => ({ file: file({ server: [] }) }), field: "server", says: /unknown field/ },
   { name: "tickMs 0 still fails", sources: () => ({ flags: { "tick-ms": "0" } }), field: "tickMs" },

@@ -65,7 +65,6 @@ describe("prep rejects with the ZooKeeper error code", () => {
     { name: "write under /zookeeper", setup: [], request: create("/zookeeper/x"), err: "BADARGUMENTS" },
     { name: "delete /zookeeper", setup: [], request: { op: "delete", path: "/zookeeper", version: -1 }, err: "BADARGUMENTS" },
     { name: "TTL node while disabled", setup: [], request: create("/t", "persistent-with-ttl"), err: "UNIMPLEMENTED" },
-    { name: "container node (not built yet)", setup: [], request: create("/c", "container"), err: "UNIMPLEMENTED" },
   ];
   for (const c of cases) {
     test(c.name, () => {
