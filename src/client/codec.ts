@@ -20,6 +20,7 @@ import type {
   Request,
   SetWatchesRequest,
   WireAcl,
+  WireClientInfo,
 } from "../protocol/client-wire.js";
 import {
   boolFieldSize,
@@ -222,6 +223,8 @@ function requestOpSize(r: Request): [field: number, size: number] {
     case "close": return [11, 0];
     case "getAcl": return [12, stringFieldSize(1, r.getAcl.path)];
     case "setAcl": return [13, stringFieldSize(1, r.setAcl.path) + aclListSize(2, r.setAcl.acl) + sint32FieldSize(3, r.setAcl.version)];
+    case "addAuth": return [17, stringFieldSize(1, r.addAuth.scheme) + bytesFieldSize(2, r.addAuth.auth)];
+    case "whoAmI": return [18, 0];
   }
 }
 
@@ -248,6 +251,11 @@ function writeRequestOp(w: Writer, r: Request): void {
       writeAclList(w, 2, r.setAcl.acl);
       writeSint32Field(w, 3, r.setAcl.version);
       return;
+    case "addAuth":
+      writeStringField(w, 1, r.addAuth.scheme);
+      writeBytesField(w, 2, r.addAuth.auth);
+      return;
+    case "whoAmI": return;
   }
 }
 
@@ -330,6 +338,7 @@ export interface DecodedResponse {
   children: string[];
   results: DecodedOpResult[];
   acl: WireAcl[];
+  clientInfo: WireClientInfo[];
 }
 export interface DecodedWatchEvent {
   type: number;
@@ -556,6 +565,19 @@ function decodeAcl(r: Reader): WireAcl {
   return acl;
 }
 
+function decodeClientInfo(r: Reader): WireClientInfo {
+  const outer = r.enter();
+  const info: WireClientInfo = { authScheme: "", user: "" };
+  while (r.pos < r.end) {
+    const t = r.uint32();
+    if (t === tag(1, WIRE_LEN)) info.authScheme = r.string();
+    else if (t === tag(2, WIRE_LEN)) info.user = r.string();
+    else r.skip(t & 7);
+  }
+  r.leave(outer);
+  return info;
+}
+
 function decodeOpResult(r: Reader): DecodedOpResult {
   const outer = r.enter();
   const result: DecodedOpResult = { err: 0, path: "", stat: null };
@@ -582,6 +604,7 @@ function decodeResponse(r: Reader): DecodedResponse {
     children: [],
     results: [],
     acl: [],
+    clientInfo: [],
   };
   while (r.pos < r.end) {
     const t = r.uint32();
@@ -595,6 +618,7 @@ function decodeResponse(r: Reader): DecodedResponse {
       case tag(7, WIRE_LEN): response.children.push(r.string()); break;
       case tag(8, WIRE_LEN): response.results.push(decodeOpResult(r)); break;
       case tag(9, WIRE_LEN): response.acl.push(decodeAcl(r)); break;
+      case tag(10, WIRE_LEN): response.clientInfo.push(decodeClientInfo(r)); break;
       default: r.skip(t & 7);
     }
   }

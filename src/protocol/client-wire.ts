@@ -69,6 +69,9 @@ export interface SetWatchesRequest {
 export type CloseRequest = Record<string, never>;
 export interface GetAclRequest { path: string }
 export interface SetAclRequest { path: string; acl: WireAcl[]; version: number }
+export interface AddAuthRequest { scheme: string; auth: Uint8Array }
+export type WhoAmIRequest = Record<string, never>;
+export interface WireClientInfo { authScheme: string; user: string }
 
 export type RequestOp =
   | { op: "create"; create: CreateRequest }
@@ -82,7 +85,9 @@ export type RequestOp =
   | { op: "setWatches"; setWatches: SetWatchesRequest }
   | { op: "close"; close: CloseRequest }
   | { op: "getAcl"; getAcl: GetAclRequest }
-  | { op: "setAcl"; setAcl: SetAclRequest };
+  | { op: "setAcl"; setAcl: SetAclRequest }
+  | { op: "addAuth"; addAuth: AddAuthRequest }
+  | { op: "whoAmI"; whoAmI: WhoAmIRequest };
 
 export type Request = { xid: number } & RequestOp;
 
@@ -98,6 +103,7 @@ export interface Response {
   children: string[];
   results: OpResult[];
   acl: WireAcl[];
+  clientInfo: WireClientInfo[];
 }
 
 export interface WireWatchEvent { type: number; path: string; zxid: Int64 }

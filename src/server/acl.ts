@@ -102,8 +102,14 @@ export function redactDigests(acl: readonly Acl[]): Acl[] {
   );
 }
 
+/** One entry of a whoAmI answer (ZooKeeper's ClientInfo). */
+export interface ClientInfo {
+  authScheme: string;
+  user: string;
+}
+
 /** ZooKeeper's ClientInfo for whoAmI: the scheme and the provider's user name (digest: the user). */
-export function clientInfoOf(id: Id): { authScheme: string; user: string } {
+export function clientInfoOf(id: Id): ClientInfo {
   switch (id.scheme) {
     case "digest":
       return { authScheme: id.scheme, user: id.id.split(":")[0] ?? "" };

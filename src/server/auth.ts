@@ -50,9 +50,14 @@ export function initialAuthInfo(remoteAddress: string): readonly Id[] {
   return remoteAddress === "" ? [] : [{ scheme: "ip", id: remoteAddress }];
 }
 
-/** A client address as ZooKeeper's getHostAddress shows it; "" when unknown. */
-export function normalizeRemoteAddress(address: string | undefined): string {
-  if (address === undefined) return "";
+/**
+ * The client address in a gRPC peer string ("address:port", the address unbracketed, or
+ * "unknown"), as ZooKeeper's getHostAddress shows it; "" when unknown.
+ */
+export function remoteAddressOfPeer(peer: string): string {
+  const withPort = /^(.+):\d+$/.exec(peer);
+  if (!withPort) return "";
+  const address = withPort[1]!;
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
   return mapped ? mapped[1]! : address;
 }

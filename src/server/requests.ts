@@ -4,6 +4,7 @@
  * into these and encodes from them.
  */
 import type { Acl, CreateMode, OpResult, Stat } from "../store/types.js";
+import type { ClientInfo } from "./acl.js";
 
 export interface CreateRequest {
   op: "create";
@@ -37,12 +38,18 @@ export interface SetWatchesRequest {
   childWatches: string[];
 }
 
-/** Requests answered from the local tree. */
-export type ReadRequest = ExistsRequest | GetDataRequest | GetChildrenRequest | GetAclRequest | SetWatchesRequest;
+/** ZooKeeper's whoAmI: the ids the connection is authenticated as. */
+export interface WhoAmIRequest { op: "whoAmI" }
+
+/** Requests answered from the local tree (or the connection's own state) when their turn comes. */
+export type ReadRequest = ExistsRequest | GetDataRequest | GetChildrenRequest | GetAclRequest | SetWatchesRequest | WhoAmIRequest;
 
 export interface SyncRequest { op: "sync"; path: string }
 
-export type ClientRequest = WriteRequest | ReadRequest | SyncRequest;
+/** ZooKeeper's auth packet: authenticate this connection (its effect is immediate, its answer in order). */
+export interface AddAuthRequest { op: "addAuth"; scheme: string; auth: Uint8Array }
+
+export type ClientRequest = WriteRequest | ReadRequest | SyncRequest | AddAuthRequest;
 
 export function isWriteRequest(request: ClientRequest): request is WriteRequest {
   switch (request.op) {
@@ -67,7 +74,8 @@ export type ReplyBody =
   | { kind: "data"; data: Uint8Array; stat: Stat }
   | { kind: "children"; children: string[]; stat: Stat }
   | { kind: "acl"; acl: Acl[]; stat: Stat }
-  | { kind: "multi"; results: OpResult[] };
+  | { kind: "multi"; results: OpResult[] }
+  | { kind: "whoAmI"; clientInfo: ClientInfo[] };
 
 export interface Reply {
   err: number;

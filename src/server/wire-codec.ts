@@ -56,6 +56,10 @@ export function decodeRequest(request: wire.Request): ClientRequest {
       return { op: "getAcl", path: request.getAcl.path };
     case "setAcl":
       return { op: "setAcl", path: request.setAcl.path, acl: decodeAcl(request.setAcl.acl), version: request.setAcl.version };
+    case "addAuth":
+      return { op: "addAuth", scheme: request.addAuth.scheme, auth: request.addAuth.auth ?? EMPTY };
+    case "whoAmI":
+      return { op: "whoAmI" };
     default:
       throw new ZkError("UNIMPLEMENTED", "request carries no known operation");
   }
@@ -182,6 +186,9 @@ export function encodeReply(xid: number, reply: Reply): wire.Encodable<wire.Resp
       break;
     case "multi":
       response.results = body.results.map(encodeOpResult);
+      break;
+    case "whoAmI":
+      response.clientInfo = body.clientInfo.map((info) => ({ authScheme: info.authScheme, user: info.user }));
       break;
   }
   return response;

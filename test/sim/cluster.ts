@@ -1194,7 +1194,7 @@ export class Simulation {
       // ZooKeeper's checkSession: a write of a session that is gone (or going) is an error txn.
       body = { type: "error", err: ZkErrorCode.SESSIONEXPIRED };
     } else {
-      body = server.prep.prepare(write, sessionId, zxid);
+      body = server.prep.prepare(write, sessionId, zxid, []);
     }
     const record = encodeTxn({ header: { sessionId, cxid, zxid, timeMs: this.clock(server) }, body });
     this.handleReady(server, zab.propose(zxid, record));

@@ -10,7 +10,7 @@ import { generateDigest } from "../../src/common/digest.js";
 import { ZkError } from "../../src/common/errors.js";
 import { Perms, type Acl, type Id } from "../../src/common/znode.js";
 import { clientInfoOf, fixupAcl, ipMatches, isValidId, permits, redactDigests, SUPER_ID } from "../../src/server/acl.js";
-import { authenticate, normalizeRemoteAddress, withAuthIds } from "../../src/server/auth.js";
+import { authenticate, remoteAddressOfPeer, withAuthIds } from "../../src/server/auth.js";
 
 const bytes = (s: string) => new TextEncoder().encode(s);
 const digest = (userPassword: string): Id => ({ scheme: "digest", id: generateDigest(userPassword) });
@@ -206,9 +206,10 @@ describe("authenticate (the auth packet)", () => {
     assert.deepEqual(withAuthIds(ids, [digest("u0:p")]), ids, "an id already held does not count again");
   });
 
-  test("IPv4-mapped IPv6 addresses are shown as IPv4", () => {
-    assert.equal(normalizeRemoteAddress("::ffff:127.0.0.1"), "127.0.0.1");
-    assert.equal(normalizeRemoteAddress("::1"), "::1");
-    assert.equal(normalizeRemoteAddress(undefined), "");
+  test("a connection's address comes from its gRPC peer, IPv4-mapped IPv6 shown as IPv4", () => {
+    assert.equal(remoteAddressOfPeer("127.0.0.1:54321"), "127.0.0.1");
+    assert.equal(remoteAddressOfPeer("::ffff:10.1.2.3:54321"), "10.1.2.3");
+    assert.equal(remoteAddressOfPeer("::1:54321"), "::1");
+    assert.equal(remoteAddressOfPeer("unknown"), "");
   });
 });

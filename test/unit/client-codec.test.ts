@@ -69,6 +69,8 @@ const requestOp = fc.oneof(
   fc.constant({ op: "close" as const, close: {} }),
   str.map((path) => ({ op: "getAcl" as const, getAcl: { path } })),
   fc.record({ path: str, acl: acls, version: int32 }).map((setAcl) => ({ op: "setAcl" as const, setAcl })),
+  fc.record({ scheme: str, auth: bytes }).map((addAuth) => ({ op: "addAuth" as const, addAuth })),
+  fc.constant({ op: "whoAmI" as const, whoAmI: {} }),
 );
 const singleClientFrame: fc.Arbitrary<ClientFrame> = fc.oneof(
   fc
@@ -110,6 +112,7 @@ const singleServerFrame: fc.Arbitrary<ServerFrame> = fc.oneof(
       children: fc.array(str, { maxLength: 4 }),
       results: fc.array(fc.record({ err: int32, path: str, stat: fc.option(stat, { nil: null }) }), { maxLength: 3 }),
       acl: acls,
+      clientInfo: fc.array(fc.record({ authScheme: str, user: str }), { maxLength: 3 }),
     })
     .map((response) => ({ frame: "response" as const, response }) as ServerFrame),
   fc.record({ type: int32, path: str, zxid: int64 }).map((event) => ({ frame: "event" as const, event })),
@@ -184,7 +187,7 @@ test("unknown fields in a server frame are skipped", () => {
 test("a truncated server frame is rejected, not misread", () => {
   const encoded = session.responseSerialize({
     frame: "response",
-    response: { xid: 7, zxid: "99", err: 0, path: "/a", stat: null, data: Buffer.from("hello"), children: [], results: [], acl: [] },
+    response: { xid: 7, zxid: "99", err: 0, path: "/a", stat: null, data: Buffer.from("hello"), children: [], results: [], acl: [], clientInfo: [] },
   } as ServerFrame);
   for (let cut = 1; cut < encoded.length; cut++) {
     assert.throws(() => decodeServerFrame(encoded.subarray(0, cut)), /malformed server frame/, `cut at ${cut}`);
