@@ -1,9 +1,11 @@
 /** corral: the package entry (DESIGN.md §6). */
 export { Client } from "./client/client.js";
 export { op, ZkMultiError } from "./client/ops.js";
-export { CREATE_MODE_FLAGS, OPEN_ACL_UNSAFE, Perms } from "./client/types.js";
+export { CREATE_MODE_FLAGS, CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, Perms, READ_ACL_UNSAFE } from "./client/types.js";
+export { generateDigest } from "./common/digest.js";
 export type {
   Acl,
+  ClientInfo,
   ClientLogger,
   ClientState,
   ConnectOptions,
