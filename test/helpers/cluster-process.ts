@@ -18,6 +18,8 @@ export interface ClusterOptions {
   commitLogCount?: number;
   snapshotEveryTxns?: number;
   snapshotRetainCount?: number;
+  /** The servers' super user ("super:<base64 sha1>"); none when absent. */
+  superDigest?: string;
 }
 
 export interface RoleLine {
@@ -57,6 +59,7 @@ export class ClusterProcess {
           initLimitTicks: options.initLimitTicks ?? 20,
           syncLimitTicks: options.syncLimitTicks ?? 10,
           ...(options.commitLogCount === undefined ? {} : { commitLogCount: options.commitLogCount }),
+          ...(options.superDigest === undefined ? {} : { superDigest: options.superDigest }),
           servers: entries,
         },
         null,
