@@ -13,6 +13,7 @@ export const PROPERTIES = [
   "convergence after healing",
   "client order and single system image",
   "ephemerals of an expired session disappear on every server",
+  "ACL decisions follow each node's ACL",
 ] as const;
 export type Property = (typeof PROPERTIES)[number];
 

@@ -40,9 +40,10 @@ test("after faults stop, a leader is elected and every server converges to the s
 test("per-session FIFO, single system image and sync-then-read hold in every client history", () => holds("client order and single system image"));
 
 test("ephemerals of an expired session disappear on every server", () => holds("ephemerals of an expired session disappear on every server"));
+test("every ACL decision, on the leader's writes and every server's reads, is the one the node's ACL and the sender's ids imply", () => holds("ACL decisions follow each node's ACL"));
 
-test("the runs exercise what they claim to: elections, DIFF, TRUNC and SNAP syncs, acked writes", () => {
-  assert.equal(PROPERTIES.length, 7);
+test("the runs exercise what they claim to: elections, DIFF, TRUNC and SNAP syncs, acked writes, ACL refusals", () => {
+  assert.equal(PROPERTIES.length, 8);
   const total = (key: keyof SimOutcome["stats"]) => outcomes.reduce((n, o) => n + o.stats[key], 0);
   assert.ok(outcomes.length === SEEDS);
   assert.ok(total("ackedWrites") > SEEDS * 10, "clients got writes acknowledged");
@@ -50,4 +51,5 @@ test("the runs exercise what they claim to: elections, DIFF, TRUNC and SNAP sync
   if (SEEDS >= 100) assert.ok(total("truncs") > 0, "TRUNC syncs happened");
   assert.ok(total("stepDowns") > 0, "faults made leaders and learners step down");
   assert.ok(total("clientDeaths") > 0 && total("sessionsExpired") > 0, "clients died and the leader expired their sessions");
+  assert.ok(total("aclRefusals") > SEEDS, "ACLs refused reads and writes");
 });
