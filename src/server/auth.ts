@@ -42,17 +42,15 @@ export function authenticate(scheme: string, auth: Uint8Array, remoteAddress: st
   }
 }
 
-/**
- * The ids a new connection starts with: its `ip` id, as every ZooKeeper ServerCnxn. An IPv4 client
- * reaching an IPv6 socket shows as "::ffff:a.b.c.d"; ZooKeeper (Java) reports it as a.b.c.d.
- */
+/** The ids a new connection starts with: its `ip` id, as every ZooKeeper ServerCnxn. */
 export function initialAuthInfo(remoteAddress: string): readonly Id[] {
   return remoteAddress === "" ? [] : [{ scheme: "ip", id: remoteAddress }];
 }
 
 /**
  * The client address in a gRPC peer string ("address:port", the address unbracketed, or
- * "unknown"), as ZooKeeper's getHostAddress shows it; "" when unknown.
+ * "unknown"), as ZooKeeper's getHostAddress shows it; "" when unknown. An IPv4 client reaching an
+ * IPv6 socket shows as "::ffff:a.b.c.d", which Java reports as a.b.c.d.
  */
 export function remoteAddressOfPeer(peer: string): string {
   const withPort = /^(.+):\d+$/.exec(peer);
