@@ -3,9 +3,11 @@ export { Client } from "./client/client.js";
 export { op, ZkMultiError } from "./client/ops.js";
 export { deleteQuota, listQuota, setQuota } from "./client/quotas.js";
 export type { QuotaLimits, QuotaReport } from "./client/quotas.js";
-export { CREATE_MODE_FLAGS, OPEN_ACL_UNSAFE, Perms } from "./client/types.js";
+export { CREATE_MODE_FLAGS, CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, Perms, READ_ACL_UNSAFE } from "./client/types.js";
+export { generateDigest } from "./common/digest.js";
 export type {
   Acl,
+  ClientInfo,
   ClientLogger,
   ClientState,
   ConnectOptions,

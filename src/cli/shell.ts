@@ -212,7 +212,7 @@ class ShellSession {
         await zk.sync(command.path);
         return out("Sync is OK");
       case "getAcl": {
-        const { acl, stat } = await zk.getAcl(command.path);
+        const { acl, stat } = await zk.getACL(command.path);
         out(formatAcl(acl));
         if (command.stat) out(formatStat(stat));
         return;

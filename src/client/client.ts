@@ -6,8 +6,10 @@
  *
  * Connection life: connect frame → connect answer → requests/events/pings; on loss every in-flight
  * request fails CONNECTIONLOSS, hosts are retried round-robin with a capped back-off, resuming the
- * session (id + password + last zxid seen), and the first request on the new stream re-registers
- * the watches still held here (setWatches). The server alone decides expiry.
+ * session (id + password + last zxid seen); the first requests on the new stream authenticate it
+ * again with every credential `addAuthInfo` succeeded with (a server keeps them per connection, as
+ * ZooKeeper's client re-sends them), then re-register the watches still held here (setWatches).
+ * The server alone decides expiry.
  */
 import { EventEmitter } from "node:events";
 import * as grpc from "@grpc/grpc-js";
@@ -39,6 +41,7 @@ import { Fifo } from "./fifo.js";
 import { multiErrorFromWire, multiResultsFromWire, opsToWire, readOpsToWire, readResultsFromWire } from "./ops.js";
 import type {
   Acl,
+  ClientInfo,
   ClientLogger,
   ClientState,
   ConnectOptions,
@@ -101,6 +104,8 @@ const Kind = {
   getEphemerals: 30,
   getAllChildrenNumber: 31,
   multiRead: 32,
+  addAuth: 14,
+  whoAmI: 15,
 } as const;
 type KindValue = (typeof Kind)[keyof typeof Kind];
 
@@ -214,6 +219,8 @@ export class Client extends EventEmitter {
 
   private readonly config: ClientConfig;
   private readonly registry = new WatchRegistry();
+  /** Credentials the server accepted, in order: sent again on every new connection. */
+  private readonly authInfo: { scheme: string; auth: Uint8Array }[] = [];
   private readonly methodPath: string;
   private lifecycle: Lifecycle = "active";
   private stateValue: ClientState = "connecting";
@@ -346,7 +353,11 @@ export class Client extends EventEmitter {
     return this.sendGetChildren(Kind.getChildrenWithStat, path, options);
   }
 
-  getAcl(path: string): Promise<{ acl: Acl[]; stat: Stat }> {
+  /**
+   * The node's ACL and Stat. Needs READ or ADMIN on the node (NOAUTH otherwise); with READ alone,
+   * digest ids come back as "user:x".
+   */
+  getACL(path: string): Promise<{ acl: Acl[]; stat: Stat }> {
     let serverPath: string;
     try {
       serverPath = this.serverPath(path);
@@ -356,7 +367,11 @@ export class Client extends EventEmitter {
     return this.send(Kind.getAcl, { op: "getAcl", getAcl: { path: serverPath } }, path, serverPath);
   }
 
-  setAcl(path: string, acl: readonly Acl[], options: VersionOptions = {}): Promise<Stat> {
+  /**
+   * Replaces the node's ACL; needs ADMIN on it. `version` is the expected aversion (-1: any).
+   * An `auth` entry stands for every digest id this session authenticated as (INVALIDACL if none).
+   */
+  setACL(path: string, acl: readonly Acl[], options: VersionOptions = {}): Promise<Stat> {
     let serverPath: string;
     let version: number;
     let wireAcl;
@@ -368,6 +383,41 @@ export class Client extends EventEmitter {
       return Promise.reject(err);
     }
     return this.send(Kind.setAcl, { op: "setAcl", setAcl: { path: serverPath, acl: wireAcl, version } }, path, serverPath);
+  }
+
+  /** @deprecated ZooKeeper's name is getACL. */
+  getAcl(path: string): Promise<{ acl: Acl[]; stat: Stat }> {
+    return this.getACL(path);
+  }
+
+  /** @deprecated ZooKeeper's name is setACL. */
+  setAcl(path: string, acl: readonly Acl[], options: VersionOptions = {}): Promise<Stat> {
+    return this.setACL(path, acl, options);
+  }
+
+  /**
+   * Authenticates the session's connection as well (ZooKeeper's addAuthInfo): `digest` with
+   * "user:password", or `ip`. Counts for every request sent after it, and is sent again on every
+   * new connection. Rejects with AUTHFAILED (unknown scheme, digest without a colon); the session
+   * stays usable and keeps the ids it had.
+   */
+  addAuthInfo(scheme: string, auth: Data): Promise<void> {
+    let bytes: Uint8Array;
+    try {
+      if (typeof scheme !== "string") throw new ZkError("BADARGUMENTS", "scheme must be a string");
+      bytes = toBytes(auth);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.send<void>(Kind.addAuth, { op: "addAuth", addAuth: { scheme, auth: bytes } }, undefined, "").then(() => {
+      // Runs before any later frame or reconnect is handled: the next connection sends it again.
+      if (!this.authInfo.some((known) => known.scheme === scheme && equalBytes(known.auth, bytes))) this.authInfo.push({ scheme, auth: bytes.slice() });
+    });
+  }
+
+  /** The ids this session's connection is authenticated as, its `ip` first (ZooKeeper's whoAmI). */
+  whoAmI(): Promise<ClientInfo[]> {
+    return this.send(Kind.whoAmI, { op: "whoAmI", whoAmI: {} }, undefined, "");
   }
 
   /**
@@ -725,9 +775,33 @@ export class Client extends EventEmitter {
       this.connectSettle = undefined;
       settle?.resolve(this);
     } else {
-      // Re-register watches before anything a "reconnected" listener may send.
+      // Authenticate and re-register watches before anything a "reconnected" listener may send.
+      this.sendAuthInfo(conn);
       this.sendSetWatches(conn);
       this.setState("reconnected");
+    }
+  }
+
+  /** Sends every credential accepted before, in order, ahead of any other request on a new stream. */
+  private sendAuthInfo(conn: Connection): void {
+    for (const entry of this.authInfo) {
+      const pending: Pending = {
+        xid: (this.xid = nextXid(this.xid)),
+        kind: Kind.addAuth,
+        path: undefined,
+        serverPath: "",
+        watcher: undefined,
+        ops: undefined,
+        resolve: noop,
+        reject: (err: ZkError) => {
+          if (err.code !== "AUTHFAILED") return;
+          // Only a server configured unlike the one that accepted it refuses it: stop sending it.
+          this.log("warn", { scheme: entry.scheme, host: conn.host }, "the server refused credentials another server had accepted");
+          const index = this.authInfo.indexOf(entry);
+          if (index >= 0) this.authInfo.splice(index, 1);
+        },
+      };
+      this.write(conn, pending, { op: "addAuth", addAuth: { scheme: entry.scheme, auth: entry.auth } });
     }
   }
 
@@ -807,7 +881,11 @@ export class Client extends EventEmitter {
       case Kind.sync:
       case Kind.setWatches:
       case Kind.close:
+      case Kind.addAuth:
         p.resolve(undefined);
+        return;
+      case Kind.whoAmI:
+        p.resolve(r.clientInfo.map((info) => ({ authScheme: info.authScheme, user: info.user })));
         return;
       case Kind.exists: {
         const stat = requireStat(r.stat);
@@ -1030,6 +1108,10 @@ export class Client extends EventEmitter {
       // logging must never break the client
     }
   }
+}
+
+function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.byteLength === b.byteLength && a.every((byte, i) => byte === b[i]);
 }
 
 /** Session ids are shown in hex, as ZooKeeper logs them. */

@@ -21,6 +21,7 @@ import type {
   Request,
   SetWatchesRequest,
   WireAcl,
+  WireClientInfo,
 } from "../protocol/client-wire.js";
 import {
   boolFieldSize,
@@ -239,6 +240,8 @@ function requestOpSize(r: Request): [field: number, size: number] {
       for (const op of r.multiRead.ops) n += messageFieldSize(1, multiReadOpSize(op));
       return [21, n];
     }
+    case "addAuth": return [17, stringFieldSize(1, r.addAuth.scheme) + bytesFieldSize(2, r.addAuth.auth)];
+    case "whoAmI": return [18, 0];
   }
 }
 
@@ -273,6 +276,11 @@ function writeRequestOp(w: Writer, r: Request): void {
         writeMultiReadOp(w, op);
       }
       return;
+    case "addAuth":
+      writeStringField(w, 1, r.addAuth.scheme);
+      writeBytesField(w, 2, r.addAuth.auth);
+      return;
+    case "whoAmI": return;
   }
 }
 
@@ -358,6 +366,7 @@ export interface DecodedResponse {
   results: DecodedOpResult[];
   acl: WireAcl[];
   number: number;
+  clientInfo: WireClientInfo[];
 }
 export interface DecodedWatchEvent {
   type: number;
@@ -584,6 +593,19 @@ function decodeAcl(r: Reader): WireAcl {
   return acl;
 }
 
+function decodeClientInfo(r: Reader): WireClientInfo {
+  const outer = r.enter();
+  const info: WireClientInfo = { authScheme: "", user: "" };
+  while (r.pos < r.end) {
+    const t = r.uint32();
+    if (t === tag(1, WIRE_LEN)) info.authScheme = r.string();
+    else if (t === tag(2, WIRE_LEN)) info.user = r.string();
+    else r.skip(t & 7);
+  }
+  r.leave(outer);
+  return info;
+}
+
 function decodeOpResult(r: Reader): DecodedOpResult {
   const outer = r.enter();
   const result: DecodedOpResult = { err: 0, path: "", stat: null, data: EMPTY_BUFFER, children: [] };
@@ -613,6 +635,7 @@ function decodeResponse(r: Reader): DecodedResponse {
     results: [],
     acl: [],
     number: 0,
+    clientInfo: [],
   };
   while (r.pos < r.end) {
     const t = r.uint32();
@@ -627,6 +650,7 @@ function decodeResponse(r: Reader): DecodedResponse {
       case tag(8, WIRE_LEN): response.results.push(decodeOpResult(r)); break;
       case tag(9, WIRE_LEN): response.acl.push(decodeAcl(r)); break;
       case tag(11, WIRE_VARINT): response.number = r.int32(); break;
+      case tag(10, WIRE_LEN): response.clientInfo.push(decodeClientInfo(r)); break;
       default: r.skip(t & 7);
     }
   }

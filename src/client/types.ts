@@ -25,9 +25,17 @@ export interface Stat {
   numChildren: number;
 }
 
-export { CREATE_MODE_FLAGS, isSequentialMode, isTtlMode, OPEN_ACL_UNSAFE, Perms } from "../common/znode.js";
+export { CREATE_MODE_FLAGS, CREATOR_ALL_ACL, isSequentialMode, isTtlMode, OPEN_ACL_UNSAFE, Perms, READ_ACL_UNSAFE } from "../common/znode.js";
 export type { Acl, CreateMode, Id } from "../common/znode.js";
 import type { Acl, CreateMode } from "../common/znode.js";
+
+/** One id the session is authenticated as, as `whoAmI` reports it (ZooKeeper's ClientInfo). */
+export interface ClientInfo {
+  /** "ip", "digest" or "super". */
+  authScheme: string;
+  /** digest: the user name; ip: the client's address as the server sees it; super: "". */
+  user: string;
+}
 
 /** Data arguments: bytes, or a string sent as UTF-8. */
 export type Data = Uint8Array | string;

@@ -21,11 +21,16 @@ export const limits = {
   logBatchTxnsMax: 10_000,
   /** Bytes of frames packed into one client-stream batch; a larger frame travels alone. */
   frameBatchBytesMax: 256 * 1024,
+  /** Ids one connection may be authenticated as (its ip id included); beyond it addAuthInfo is AUTHFAILED. */
+  authIdsPerConnectionMax: 16,
+  /** Bytes of one addAuthInfo's credentials; more is AUTHFAILED. Every forwarded write carries the ids. */
+  authBytesMax: 1024,
 } as const;
 
 assert(limits.messageBytesMax > limits.dataBytesMax, "a message must fit the largest znode");
 assert(limits.sessionTimeoutTicksMin < limits.sessionTimeoutTicksMax, "timeout bounds ordered");
 assert(limits.frameBatchBytesMax * 2 < limits.messageBytesMax, "a full batch plus its framing fits one message");
+assert(limits.authIdsPerConnectionMax * limits.authBytesMax * 2 < limits.messageBytesMax - limits.dataBytesMax, "a forwarded write's ids fit beside its data");
 
 /** Protocol version spoken on the client stream; the connect exchange settles on the lower of both sides'. */
 export const CLIENT_PROTOCOL_VERSION = 2;

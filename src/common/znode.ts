@@ -21,6 +21,16 @@ export const OPEN_ACL_UNSAFE: readonly Acl[] = Object.freeze([
   Object.freeze({ perms: Perms.ALL, id: Object.freeze({ scheme: "world", id: "anyone" }) }),
 ]);
 
+/** Every permission for the ids the creating session authenticated as (ZooKeeper's CREATOR_ALL_ACL). */
+export const CREATOR_ALL_ACL: readonly Acl[] = Object.freeze([
+  Object.freeze({ perms: Perms.ALL, id: Object.freeze({ scheme: "auth", id: "" }) }),
+]);
+
+/** Reading for everyone, nothing else (ZooKeeper's READ_ACL_UNSAFE). */
+export const READ_ACL_UNSAFE: readonly Acl[] = Object.freeze([
+  Object.freeze({ perms: Perms.READ, id: Object.freeze({ scheme: "world", id: "anyone" }) }),
+]);
+
 export type CreateMode =
   | "persistent"
   | "ephemeral"

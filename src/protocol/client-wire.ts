@@ -73,6 +73,9 @@ export interface GetEphemeralsRequest { prefixPath: string }
 export interface GetAllChildrenNumberRequest { path: string }
 export type MultiReadOp = { op: "getData"; getData: GetDataRequest } | { op: "getChildren"; getChildren: GetChildrenRequest };
 export interface MultiReadRequest { ops: MultiReadOp[] }
+export interface AddAuthRequest { scheme: string; auth: Uint8Array }
+export type WhoAmIRequest = Record<string, never>;
+export interface WireClientInfo { authScheme: string; user: string }
 
 export type RequestOp =
   | { op: "create"; create: CreateRequest }
@@ -89,7 +92,9 @@ export type RequestOp =
   | { op: "setAcl"; setAcl: SetAclRequest }
   | { op: "getEphemerals"; getEphemerals: GetEphemeralsRequest }
   | { op: "getAllChildrenNumber"; getAllChildrenNumber: GetAllChildrenNumberRequest }
-  | { op: "multiRead"; multiRead: MultiReadRequest };
+  | { op: "multiRead"; multiRead: MultiReadRequest }
+  | { op: "addAuth"; addAuth: AddAuthRequest }
+  | { op: "whoAmI"; whoAmI: WhoAmIRequest };
 
 export type Request = { xid: number } & RequestOp;
 
@@ -106,6 +111,7 @@ export interface Response {
   results: OpResult[];
   acl: WireAcl[];
   number: number;
+  clientInfo: WireClientInfo[];
 }
 
 export interface WireWatchEvent { type: number; path: string; zxid: Int64 }

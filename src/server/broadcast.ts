@@ -5,11 +5,15 @@
  * leader's broadcast is prep + Zab proposal and a learner's forwards to the leader — the pipeline
  * does not change.
  */
+import type { Id } from "../store/types.js";
 import type { WriteRequest } from "./requests.js";
 
 export interface WriteBroadcast {
-  /** Order a client's write. Its txn comes back through the database's apply, with (sessionId, cxid). */
-  submitWrite(sessionId: bigint, cxid: number, request: WriteRequest): void;
+  /**
+   * Order a client's write, sent on a connection authenticated as `authInfo` (prep checks ACLs
+   * with them). Its txn comes back through the database's apply, with (sessionId, cxid).
+   */
+  submitWrite(sessionId: bigint, cxid: number, request: WriteRequest, authInfo: readonly Id[]): void;
   /** Order a new session's createSession txn. */
   submitCreateSession(sessionId: bigint, timeoutMs: number, password: Uint8Array): void;
   /** Order the closeSession of an expired session (server-made, cxid 0). */

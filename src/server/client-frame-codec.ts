@@ -50,6 +50,7 @@ import {
 } from "../protocol/proto-writer.js";
 import { decodeUtf8 } from "../protocol/utf8.js";
 import type { Acl, CreateMode, OpResult, Stat, WatchEvent } from "../store/types.js";
+import type { ClientInfo } from "./acl.js";
 import type { ClientRequest, CreateRequest, MultiOpRequest, MultiReadOpRequest, ReadOpResult, Reply } from "./requests.js";
 
 // -------------------------------------------------------------------------------------------------
@@ -430,7 +431,7 @@ function readRequest(r: Reader, depth: number): RequestFrame | RejectedFrame {
   const outer = r.enter();
   const inner = depth + 1;
   let xid = 0;
-  /** Field number of the op member that wins (the last declared present; fields 2..13 in order). */
+  /** Field number of the op member that wins (the last declared present; fields declared in number order). */
   let opField = 0;
   let op: ClientRequest | number = UNIMPLEMENTED;
   while (r.pos < r.len) {
@@ -454,6 +455,8 @@ function readRequest(r: Reader, depth: number): RequestFrame | RejectedFrame {
       case 19: decoded = { op: "getEphemerals", prefixPath: readPathOnly(r, inner) }; break;
       case 20: decoded = { op: "getAllChildrenNumber", path: readPathOnly(r, inner) }; break;
       case 21: decoded = readMultiRead(r, inner); break;
+      case 17: decoded = readAddAuth(r, inner); break;
+      case 18: readEmpty(r, inner); decoded = { op: "whoAmI" }; break;
       default: r.skipType(t & 7, depth); continue;
     }
     if (field >= opField) {
@@ -715,6 +718,22 @@ function readSetAcl(r: Reader, depth: number): ClientRequest | number {
   return { op: "setAcl", path, acl, version };
 }
 
+function readAddAuth(r: Reader, depth: number): ClientRequest {
+  const outer = r.enter();
+  let scheme = "";
+  let auth = EMPTY_BUFFER;
+  while (r.pos < r.len) {
+    const t = r.uint32();
+    switch (t >>> 3) {
+      case 1: scheme = r.string(); break;
+      case 2: auth = r.bytes(); break;
+      default: r.skipType(t & 7, depth);
+    }
+  }
+  r.leave(outer);
+  return { op: "addAuth", scheme, auth };
+}
+
 // -------------------------------------------------------------------------------------------------
 // Encoding. Each frame is sized, then written into one exactly-sized Buffer (grpc-js copies it
 // behind its 5-byte message header).
@@ -819,6 +838,10 @@ function writeStringList(w: Writer, field: number, list: readonly string[]): voi
   }
 }
 
+function clientInfoSize(info: ClientInfo): number {
+  return stringFieldSize(1, info.authScheme) + stringFieldSize(2, info.user);
+}
+
 /** OpResult body: err, then path and stat for creates, stat for setData (encodeReply's mapping). */
 function opResultSize(result: OpResult): number {
   switch (result.type) {
@@ -906,6 +929,9 @@ function responseSize(xid: number, reply: Reply, statBodySize: number): number {
     case "multiRead":
       for (const result of body.results) n += messageFieldSize(8, readOpResultSize(result));
       return n;
+    case "whoAmI":
+      for (const info of body.clientInfo) n += messageFieldSize(10, clientInfoSize(info));
+      return n;
   }
 }
 
@@ -961,6 +987,13 @@ export function encodeResponseFrame(xid: number, reply: Reply): Buffer {
       for (const result of body.results) {
         writeMessageHeader(w, 8, readOpResultSize(result));
         writeReadOpResult(w, result);
+      }
+      break;
+    case "whoAmI":
+      for (const info of body.clientInfo) {
+        writeMessageHeader(w, 10, clientInfoSize(info));
+        writeStringField(w, 1, info.authScheme);
+        writeStringField(w, 2, info.user);
       }
       break;
   }

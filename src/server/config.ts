@@ -68,6 +68,12 @@ export interface ServerConfig {
    * (ZooKeeper's zookeeper.commitLogCount); a learner further behind gets a SNAP.
    */
   commitLogCount: number;
+  /**
+   * ZooKeeper's zookeeper.DigestAuthenticationProvider.superDigest: "super:<base64 sha1>" (the
+   * digest of "super:<password>"). A session that adds that digest authentication passes every ACL
+   * check. "" = no super user.
+   */
+  superDigest: string;
 }
 
 export class ConfigError extends Error {
@@ -100,8 +106,11 @@ const FIELDS: Record<keyof ServerConfig, FieldKind> = {
   initLimitTicks: "int",
   syncLimitTicks: "int",
   commitLogCount: "int",
+  superDigest: "string",
 };
 
+/** What generateDigest yields: a user without a colon, then 28 base64 characters of SHA-1. */
+const SUPER_DIGEST = /^[^:]*:[A-Za-z0-9+/]{27}=$/;
 const LOG_LEVELS = new Set(["fatal", "error", "warn", "info", "debug", "trace", "silent"]);
 const ROLES: ReadonlySet<string> = new Set<ServerRole>(["participant", "observer"]);
 const ENTRY_FIELDS = ["id", "host", "clientPort", "quorumPort", "electionPort", "role"] as const;
@@ -125,6 +134,7 @@ export function defaultConfig(): Omit<ServerConfig, "minSessionTimeoutMs" | "max
     initLimitTicks: 10,
     syncLimitTicks: 5,
     commitLogCount: zabLimits.committedLogRecordsMax,
+    superDigest: "",
   };
 }
 
@@ -308,6 +318,9 @@ export function validateConfig(config: ServerConfig): ServerConfig {
   if (config.dataDir.trim() === "") throw new ConfigError("dataDir", "must not be empty");
   if (config.clientHost.trim() === "") throw new ConfigError("clientHost", "must not be empty");
   if (!LOG_LEVELS.has(config.logLevel)) throw new ConfigError("logLevel", `one of ${[...LOG_LEVELS].join(", ")}`);
+  if (config.superDigest !== "" && !SUPER_DIGEST.test(config.superDigest)) {
+    throw new ConfigError("superDigest", `expected user:<base64 SHA-1 of "user:password"> (e.g. super:D/InIHSb7yEEbrWz8b9l71RjZJU=), got ${JSON.stringify(config.superDigest)}`);
+  }
   validateServers(config.servers);
   if (config.servers.length > 0) {
     const self = config.servers.find((s) => s.id === config.serverId);

@@ -12,7 +12,8 @@ import { CLIENT_PROTOCOL_BATCHES_SINCE, CLIENT_PROTOCOL_VERSION } from "../commo
 import { FrameOutbox } from "../protocol/frame-outbox.js";
 import { corralServiceDefinition } from "../protocol/client-wire.js";
 import type { DataTree } from "../store/data-tree.js";
-import type { WatchEvent } from "../store/types.js";
+import type { Id, WatchEvent } from "../store/types.js";
+import { initialAuthInfo, remoteAddressOfPeer } from "./auth.js";
 import type { WriteBroadcast } from "./broadcast.js";
 import type { ClientConnection, RequestPipeline } from "./pipeline.js";
 import type { Reply } from "./requests.js";
@@ -95,6 +96,8 @@ class GrpcClientConnection implements ClientConnection {
   private readonly logger: Logger;
   /** The version settled in the connect exchange: the lower of the client's and ours. */
   private protocolVersion = CLIENT_PROTOCOL_VERSION;
+  readonly remoteAddress: string;
+  authInfo: readonly Id[];
   /** Used once the session speaks protocol 2: answers of one event-loop turn share a message. */
   private readonly outbox = new FrameOutbox((message) => {
     if (this.phase !== "ended") this.call.write(message);
@@ -105,7 +108,10 @@ class GrpcClientConnection implements ClientConnection {
     private readonly call: grpc.ServerDuplexStream<IncomingFrame, Buffer>,
     private readonly deps: ClientServiceDeps,
   ) {
-    this.logger = deps.logger.child({ connection: id, peer: call.getPeer() });
+    const peer = call.getPeer();
+    this.logger = deps.logger.child({ connection: id, peer });
+    this.remoteAddress = remoteAddressOfPeer(peer);
+    this.authInfo = initialAuthInfo(this.remoteAddress);
     call.on("data", (frame: IncomingFrame) => this.onFrame(frame));
     call.on("end", () => this.end("closed"));
     call.on("error", () => this.onGone());

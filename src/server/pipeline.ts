@@ -8,19 +8,33 @@
  * every earlier write of that session (contract item 2) and never waits on disk; a sync is answered
  * once the tree has applied everything the broadcast had ordered before it (contract item 3).
  * Watch events fired by an apply are sent before any later answer (contract item 6).
+ *
+ * ACLs: a read is checked here, on the serving server, against the ids its connection had when the
+ * read arrived; a write carries those ids to prep on the leader. An addAuth changes the
+ * connection's ids at once (later requests see them) and is answered in its place in the order.
  */
 import { assert } from "../common/assert.js";
 import { limits } from "../common/constants.js";
 import { ZkError, ZkErrorCode } from "../common/errors.js";
 import { validatePath } from "../common/paths.js";
 import type { DataTree } from "../store/data-tree.js";
-import type { Txn, TxnResult, WatchDelivery, WatchEvent } from "../store/types.js";
+import { Perms, type Acl, type Id, type Txn, type TxnResult, type WatchDelivery, type WatchEvent } from "../store/types.js";
+import { checkAcl, clientInfoOf, permits, redactDigests } from "./acl.js";
+import { authenticate, withAuthIds, type AuthOptions } from "./auth.js";
 import type { WriteBroadcast } from "./broadcast.js";
-import { EMPTY_BODY, isWriteRequest, type ClientRequest, type MultiReadOpRequest, type ReadOpResult, type ReadRequest, type Reply } from "./requests.js";
+import { EMPTY_BODY, isWriteRequest, type AddAuthRequest, type ClientRequest, type MultiReadOpRequest, type ReadOpResult, type ReadRequest, type Reply, type WriteRequest } from "./requests.js";
 
 /** A client connection as the pipeline sees it; each front door implements it. */
 export interface ClientConnection {
   readonly open: boolean;
+  /** The client's address as ZooKeeper shows it ("" when unknown): all that `ip` authentication proves. */
+  readonly remoteAddress: string;
+  /**
+   * The ids this connection is authenticated as (ZooKeeper's ServerCnxn authInfo), its `ip` id
+   * first. The pipeline replaces the list, never changes it in place: a queued request keeps the
+   * ids it arrived with.
+   */
+  authInfo: readonly Id[];
   sendReply(xid: number, reply: Reply): void;
   sendEvent(event: WatchEvent): void;
   /** End the connection: the session closed, expired, or moved to another connection. */
@@ -34,6 +48,8 @@ interface QueueEntry {
   request: ClientRequest;
   kind: EntryKind;
   connection: ClientConnection;
+  /** The connection's ids when the request arrived: what its ACL checks use. */
+  authInfo: readonly Id[];
   /** Set when the answer is known (writes: at apply; rejections: at once). */
   reply: Reply | undefined;
   /** For syncs: the zxid the tree must reach; undefined until the broadcast says. */
@@ -73,6 +89,7 @@ export class RequestPipeline {
     private readonly state: { readonly tree: DataTree },
     private readonly broadcast: WriteBroadcast,
     private readonly activity: SessionActivity,
+    private readonly authOptions: AuthOptions,
   ) {}
 
   private get tree(): DataTree {
@@ -149,6 +166,7 @@ export class RequestPipeline {
       request,
       kind: isWriteRequest(request) ? "write" : request.op === "sync" ? "sync" : "read",
       connection,
+      authInfo: connection.authInfo,
       reply: undefined,
       syncZxid: undefined,
     };
@@ -161,7 +179,9 @@ export class RequestPipeline {
       this.activity.touch(sessionId, session.timeoutMs);
       if (entry.kind === "write") {
         if (request.op === "close") session.closing = true;
-        this.broadcast.submitWrite(sessionId, xid, request as Extract<ClientRequest, { op: "close" }>);
+        this.broadcast.submitWrite(sessionId, xid, request as WriteRequest, entry.authInfo);
+      } else if (request.op === "addAuth") {
+        entry.reply = this.addAuth(connection, request);
       } else if (entry.kind === "sync") {
         const path = (request as Extract<ClientRequest, { op: "sync" }>).path;
         try {
@@ -182,7 +202,7 @@ export class RequestPipeline {
   submitRejected(sessionId: bigint, connection: ClientConnection, xid: number, err: number): void {
     const session = this.sessions.get(sessionId);
     if (!session) assert(false, `request for a session that was never attached: ${sessionId}`);
-    session.queue.push({ xid, request: { op: "sync", path: "/" }, kind: "read", connection, reply: this.errorReply(err), syncZxid: undefined });
+    session.queue.push({ xid, request: { op: "sync", path: "/" }, kind: "read", connection, authInfo: connection.authInfo, reply: this.errorReply(err), syncZxid: undefined });
     this.drain(session);
   }
 
@@ -287,7 +307,7 @@ export class RequestPipeline {
           const path = (entry.request as Extract<ClientRequest, { op: "sync" }>).path;
           entry.reply = { err: 0, zxid: this.tree.lastProcessedZxid, body: { kind: "path", path } };
         } else {
-          entry.reply = this.executeRead(session, entry.request as ReadRequest);
+          entry.reply = this.executeRead(session, entry.request as ReadRequest, entry.authInfo);
         }
       }
       session.head += 1;
@@ -302,10 +322,11 @@ export class RequestPipeline {
     }
   }
 
-  /** One op of a multiRead: its own answer or its own error, never the whole request's. */
-  private executeReadOp(op: MultiReadOpRequest): ReadOpResult {
+  /** One op of a multiRead: its own answer or its own error (NONODE, NOAUTH...), never the whole request's. */
+  private executeReadOp(op: MultiReadOpRequest, authInfo: readonly Id[]): ReadOpResult {
     try {
       validatePath(op.path);
+      checkAcl(this.aclOf(op.path), Perms.READ, authInfo, op.path);
       if (op.op === "getData") {
         const { data, stat } = this.tree.getData(op.path);
         return { type: "getData", data, stat };
@@ -317,12 +338,23 @@ export class RequestPipeline {
     }
   }
 
-  private executeRead(session: SessionState, request: ReadRequest): Reply {
+  /** ZooKeeper's auth packet: AUTHFAILED leaves the connection as it was (ZooKeeper would close it). */
+  private addAuth(connection: ClientConnection, request: AddAuthRequest): Reply {
+    const ids = authenticate(request.scheme, request.auth, connection.remoteAddress, this.authOptions);
+    const authInfo = ids && withAuthIds(connection.authInfo, ids);
+    if (!authInfo) return this.errorReply(ZkErrorCode.AUTHFAILED);
+    connection.authInfo = authInfo;
+    return { err: 0, zxid: this.tree.lastProcessedZxid, body: EMPTY_BODY };
+  }
+
+  /** The checks are ZooKeeper 3.8's FinalRequestProcessor's: NONODE first, then the node's ACL, then any watch. */
+  private executeRead(session: SessionState, request: ReadRequest, authInfo: readonly Id[]): Reply {
     const zxid = this.tree.lastProcessedZxid;
     try {
       const watcher = "watch" in request && request.watch ? this.watcherFor(session) : undefined;
       switch (request.op) {
         case "exists": {
+          // No ACL check, as ZooKeeper up to 3.8.3 (3.8.4 began to check READ on a node that exists).
           validatePath(request.path);
           const stat = this.tree.exists(request.path, watcher);
           if (!stat) return { err: ZkErrorCode.NONODE, zxid, body: EMPTY_BODY };
@@ -330,18 +362,23 @@ export class RequestPipeline {
         }
         case "getData": {
           validatePath(request.path);
+          checkAcl(this.aclOf(request.path), Perms.READ, authInfo, request.path);
           const { data, stat } = this.tree.getData(request.path, watcher);
           return { err: 0, zxid, body: { kind: "data", data, stat } };
         }
         case "getChildren": {
           validatePath(request.path);
+          checkAcl(this.aclOf(request.path), Perms.READ, authInfo, request.path);
           const { children, stat } = this.tree.getChildren(request.path, watcher);
           return { err: 0, zxid, body: { kind: "children", children, stat } };
         }
         case "getAcl": {
           validatePath(request.path);
+          const nodeAcl = this.aclOf(request.path);
+          checkAcl(nodeAcl, Perms.READ | Perms.ADMIN, authInfo, request.path);
           const { acl, stat } = this.tree.getAcl(request.path);
-          return { err: 0, zxid, body: { kind: "acl", acl, stat } };
+          // Reading an ACL with READ alone shows who, not their password hashes (ZooKeeper 3.6+).
+          return { err: 0, zxid, body: { kind: "acl", acl: permits(nodeAcl, Perms.ADMIN, authInfo) ? acl : redactDigests(acl), stat } };
         }
         case "getEphemerals": {
           const prefix = request.prefixPath.trim();
@@ -351,10 +388,13 @@ export class RequestPipeline {
         }
         case "getAllChildrenNumber": {
           validatePath(request.path);
+          checkAcl(this.aclOf(request.path), Perms.READ, authInfo, request.path);
           return { err: 0, zxid, body: { kind: "number", number: this.tree.descendantCount(request.path) } };
         }
         case "multiRead":
-          return { err: 0, zxid, body: { kind: "multiRead", results: request.ops.map((op) => this.executeReadOp(op)) } };
+          return { err: 0, zxid, body: { kind: "multiRead", results: request.ops.map((op) => this.executeReadOp(op, authInfo)) } };
+        case "whoAmI":
+          return { err: 0, zxid, body: { kind: "whoAmI", clientInfo: authInfo.map(clientInfoOf) } };
         case "setWatches": {
           for (const path of [...request.dataWatches, ...request.existWatches, ...request.childWatches]) {
             validatePath(path);
@@ -373,6 +413,13 @@ export class RequestPipeline {
     } catch (error) {
       return { err: codeOf(error), zxid, body: EMPTY_BODY };
     }
+  }
+
+  /** The ACL of the node at `path`; ZkError NONODE if there is none. */
+  private aclOf(path: string): readonly Acl[] {
+    const node = this.tree.getNode(path);
+    if (!node) throw new ZkError("NONODE", undefined, path);
+    return node.acl;
   }
 
   private watcherFor(session: SessionState): bigint {

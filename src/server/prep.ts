@@ -26,6 +26,7 @@ import {
   type CreateTxn,
   type DeleteTxn,
   type ErrorTxn,
+  type Id,
   type MultiTxn,
   type SetAclTxn,
   type SetDataTxn,
@@ -42,9 +43,11 @@ import type {
   SetDataRequest,
   WriteRequest,
 } from "./requests.js";
+import { checkAcl, fixupAcl } from "./acl.js";
 
 /** What prep needs to know of a node: the tree's view with in-flight changes applied. */
 interface NodeRecord {
+  acl: readonly Acl[];
   version: number;
   cversion: number;
   aversion: number;
@@ -69,7 +72,6 @@ export interface PrepOptions {
 }
 
 const RESERVED_ROOT = "/zookeeper";
-const KNOWN_ACL_SCHEMES = new Set(["world", "auth", "digest", "ip", "x509", "sasl", "super"]);
 
 export class Prep {
   /** Latest in-flight change per path. */
@@ -88,15 +90,16 @@ export class Prep {
   }
 
   /**
-   * Decide the txn body for `request`. Caller errors never throw: they become an ErrorTxn, which
-   * keeps the session's order and the zxid sequence but changes nothing.
+   * Decide the txn body for `request`, sent by a connection authenticated as `authInfo` (checked
+   * against the ACLs as ZooKeeper's PrepRequestProcessor does). Caller errors never throw: they
+   * become an ErrorTxn, which keeps the session's order and the zxid sequence but changes nothing.
    */
-  prepare(request: WriteRequest, sessionId: bigint, zxid: number): TxnBody {
+  prepare(request: WriteRequest, sessionId: bigint, zxid: number, authInfo: readonly Id[]): TxnBody {
     if (request.op === "close") return this.prepareCloseSession(sessionId, zxid);
-    if (request.op === "multi") return this.prepareMulti(request.ops, sessionId, zxid);
+    if (request.op === "multi") return this.prepareMulti(request.ops, sessionId, zxid, authInfo);
     const overlay = new Map<string, ChangeRecord>();
     try {
-      const body = this.prepareOne(request, sessionId, zxid, overlay);
+      const body = this.prepareOne(request, sessionId, zxid, authInfo, overlay);
       this.commitOverlay(overlay);
       return body;
     } catch (error) {
@@ -181,7 +184,7 @@ export class Prep {
     return this.changesInOrder.length - this.changesHead;
   }
 
-  private prepareMulti(ops: MultiOpRequest[], sessionId: bigint, zxid: number): TxnBody {
+  private prepareMulti(ops: MultiOpRequest[], sessionId: bigint, zxid: number, authInfo: readonly Id[]): TxnBody {
     if (ops.length > limits.multiOpsMax) {
       return { type: "error", err: ZkErrorCode.BADARGUMENTS };
     }
@@ -195,7 +198,7 @@ export class Prep {
         continue;
       }
       try {
-        txns.push(this.prepareOne(op, sessionId, zxid, overlay) as MultiTxn["ops"][number]);
+        txns.push(this.prepareOne(op, sessionId, zxid, authInfo, overlay) as MultiTxn["ops"][number]);
       } catch (error) {
         txns.push(errorTxn(error));
         failed = true;
@@ -210,19 +213,20 @@ export class Prep {
     request: Exclude<WriteRequest, { op: "multi" | "close" }> | MultiOpRequest,
     sessionId: bigint,
     zxid: number,
+    authInfo: readonly Id[],
     overlay: Map<string, ChangeRecord>,
   ): CreateTxn | DeleteTxn | SetDataTxn | SetAclTxn | CheckTxn {
     switch (request.op) {
       case "create":
-        return this.prepareCreate(request, sessionId, zxid, overlay);
+        return this.prepareCreate(request, sessionId, zxid, authInfo, overlay);
       case "delete":
-        return this.prepareDelete(request, zxid, overlay);
+        return this.prepareDelete(request, zxid, authInfo, overlay);
       case "setData":
-        return this.prepareSetData(request, zxid, overlay);
+        return this.prepareSetData(request, zxid, authInfo, overlay);
       case "setAcl":
-        return this.prepareSetAcl(request, zxid, overlay);
+        return this.prepareSetAcl(request, zxid, authInfo, overlay);
       case "check":
-        return this.prepareCheck(request, overlay);
+        return this.prepareCheck(request, authInfo, overlay);
     }
   }
 
@@ -230,6 +234,7 @@ export class Prep {
     request: CreateRequest,
     sessionId: bigint,
     zxid: number,
+    authInfo: readonly Id[],
     overlay: Map<string, ChangeRecord>,
   ): CreateTxn {
     // ZooKeeper's validateCreateRequest runs first: a disabled mode, then a TTL that does not fit it.
@@ -237,13 +242,16 @@ export class Prep {
     const sequential = isSequential(request.mode);
     validatePath(request.path, sequential);
     checkDataSize(request.data);
-    const acl = fixupAcl(request.acl);
+    // On this wire an empty list is how a client asks for the default (ZooKeeper's Java client
+    // would have sent OPEN_ACL_UNSAFE itself).
+    const acl = request.acl.length === 0 ? (OPEN_ACL_UNSAFE as Acl[]) : fixupAcl(request.acl, authInfo, request.path);
     // A sequential name is appended to the path, so "/a/" names a child of "/a" and "/" one of the root.
     if (request.path === "/" && !sequential) throw new ZkError("NODEEXISTS", undefined, "/");
     const parentPath = parentOf(sequential ? request.path + "0" : request.path);
     checkNotReserved(request.path);
     const parent = this.record(parentPath, overlay);
     if (!parent) throw new ZkError("NONODE", undefined, parentPath);
+    checkAcl(parent.acl, Perms.CREATE, authInfo, request.path);
     if (ownerKind(parent.ephemeralOwner) === "ephemeral") {
       throw new ZkError("NOCHILDRENFOREPHEMERALS", undefined, parentPath);
     }
@@ -261,23 +269,25 @@ export class Prep {
     overlay.set(path, {
       zxid,
       path,
-      node: { version: 0, cversion: 0, aversion: 0, numChildren: 0, ephemeralOwner },
+      node: { acl, version: 0, cversion: 0, aversion: 0, numChildren: 0, ephemeralOwner },
     });
     return { type: "create", path, data: request.data, acl, ephemeralOwner, parentCversion };
   }
 
-  private prepareDelete(request: DeleteRequest, zxid: number, overlay: Map<string, ChangeRecord>): DeleteTxn {
+  private prepareDelete(request: DeleteRequest, zxid: number, authInfo: readonly Id[], overlay: Map<string, ChangeRecord>): DeleteTxn {
     validatePath(request.path);
     if (request.path === "/") throw new ZkError("BADARGUMENTS", "cannot delete the root", "/");
     checkNotReserved(request.path);
+    // Deleting is a right on the parent, checked before the node is even looked up (ZooKeeper's order).
+    const parentPath = parentOf(request.path);
+    const parent = this.record(parentPath, overlay);
+    if (!parent) throw new ZkError("NONODE", undefined, parentPath);
+    checkAcl(parent.acl, Perms.DELETE, authInfo, request.path);
     const node = this.record(request.path, overlay);
     if (!node) throw new ZkError("NONODE", undefined, request.path);
     checkVersion(request.version, node.version, request.path);
     if (node.numChildren > 0) throw new ZkError("NOTEMPTY", undefined, request.path);
     this.quota.charge(request.path, -1, -(this.tree.getNode(request.path)?.data.length ?? 0), zxid);
-    const parentPath = parentOf(request.path);
-    const parent = this.record(parentPath, overlay);
-    if (!parent) assert(false, `parent of ${request.path} exists`);
     overlay.set(parentPath, {
       zxid,
       path: parentPath,
@@ -287,12 +297,13 @@ export class Prep {
     return { type: "delete", path: request.path };
   }
 
-  private prepareSetData(request: SetDataRequest, zxid: number, overlay: Map<string, ChangeRecord>): SetDataTxn {
+  private prepareSetData(request: SetDataRequest, zxid: number, authInfo: readonly Id[], overlay: Map<string, ChangeRecord>): SetDataTxn {
     validatePath(request.path);
     checkNotReserved(request.path);
     checkDataSize(request.data);
     const node = this.record(request.path, overlay);
     if (!node) throw new ZkError("NONODE", undefined, request.path);
+    checkAcl(node.acl, Perms.WRITE, authInfo, request.path);
     checkVersion(request.version, node.version, request.path);
     this.quota.charge(request.path, 0, request.data.length - (this.tree.getNode(request.path)?.data.length ?? 0), zxid);
     const version = node.version + 1;
@@ -300,22 +311,25 @@ export class Prep {
     return { type: "setData", path: request.path, data: request.data, version };
   }
 
-  private prepareSetAcl(request: SetAclRequest, zxid: number, overlay: Map<string, ChangeRecord>): SetAclTxn {
+  private prepareSetAcl(request: SetAclRequest, zxid: number, authInfo: readonly Id[], overlay: Map<string, ChangeRecord>): SetAclTxn {
     validatePath(request.path);
     checkNotReserved(request.path);
-    const acl = fixupAcl(request.acl);
+    // Unlike a create's, an empty list here is INVALIDACL, as in ZooKeeper.
+    const acl = fixupAcl(request.acl, authInfo, request.path);
     const node = this.record(request.path, overlay);
     if (!node) throw new ZkError("NONODE", undefined, request.path);
+    checkAcl(node.acl, Perms.ADMIN, authInfo, request.path);
     checkVersion(request.version, node.aversion, request.path);
     const aversion = node.aversion + 1;
-    overlay.set(request.path, { zxid, path: request.path, node: { ...node, aversion } });
+    overlay.set(request.path, { zxid, path: request.path, node: { ...node, acl, aversion } });
     return { type: "setAcl", path: request.path, acl, aversion };
   }
 
-  private prepareCheck(request: CheckRequest, overlay: Map<string, ChangeRecord>): CheckTxn {
+  private prepareCheck(request: CheckRequest, authInfo: readonly Id[], overlay: Map<string, ChangeRecord>): CheckTxn {
     validatePath(request.path);
     const node = this.record(request.path, overlay);
     if (!node) throw new ZkError("NONODE", undefined, request.path);
+    checkAcl(node.acl, Perms.READ, authInfo, request.path);
     checkVersion(request.version, node.version, request.path);
     return { type: "check", path: request.path, version: request.version };
   }
@@ -328,6 +342,7 @@ export class Prep {
     if (!node) return undefined;
     const stat = node.stat;
     return {
+      acl: node.acl,
       version: stat.version,
       cversion: stat.cversion,
       aversion: stat.aversion,
@@ -392,15 +407,4 @@ function checkNotReserved(path: string): void {
   if (path === RESERVED_ROOT || path.startsWith(RESERVED_ROOT + "/")) {
     throw new ZkError("BADARGUMENTS", "the /zookeeper subtree is reserved", path);
   }
-}
-
-/** ZooKeeper's fixupACL, before authentication exists: an empty list means open, schemes must be known. */
-function fixupAcl(acl: Acl[]): Acl[] {
-  if (acl.length === 0) return OPEN_ACL_UNSAFE as Acl[];
-  for (const entry of acl) {
-    if (!KNOWN_ACL_SCHEMES.has(entry.id.scheme)) throw new ZkError("INVALIDACL", `unknown scheme ${entry.id.scheme}`);
-    if (entry.perms < 0 || entry.perms > Perms.ALL) throw new ZkError("INVALIDACL", `bad permissions ${entry.perms}`);
-    if (entry.id.scheme === "world" && entry.id.id !== "anyone") throw new ZkError("INVALIDACL", "world scheme needs id anyone");
-  }
-  return acl;
 }

@@ -17,7 +17,7 @@ import type { Notification } from "../election/types.js";
 import { CleanupScanner } from "../store/cleanup-scan.js";
 import { encodeSnapshot } from "../store/snapshot-codec.js";
 import { decodeTxn, encodeTxn } from "../store/txn-codec.js";
-import type { Txn, TxnBody } from "../store/types.js";
+import type { Id, Txn, TxnBody } from "../store/types.js";
 import type { RevalidationOutcome, WriteBroadcast } from "./broadcast.js";
 import type { ServerConfig } from "./config.js";
 import { hex, type ServerDatabase } from "./database.js";
@@ -181,11 +181,12 @@ export class QuorumPeer {
 
   // ---- what the client side asks of the cluster (through ClusterBroadcast / ClusterSessionActivity)
 
-  submitWrite(sessionId: bigint, cxid: number, request: WriteRequest | { op: "createSession"; timeoutMs: number; password: Uint8Array }): void {
+  /** `authInfo`: the ids of the client's connection, with which the leader's prep checks ACLs. */
+  submitWrite(sessionId: bigint, cxid: number, request: WriteRequest | { op: "createSession"; timeoutMs: number; password: Uint8Array }, authInfo: readonly Id[]): void {
     const zab = this.zab;
     if (!zab?.serving) return; // the connection is being ended; its client retries elsewhere
-    if (zab instanceof Leader) this.proposeRequest(zab, sessionId, cxid, request, this.deps.config.serverId);
-    else this.handle(zab.forward(sessionId, cxid, encodeForwardedRequest(request)), this.generation);
+    if (zab instanceof Leader) this.proposeRequest(zab, sessionId, cxid, request, authInfo, this.deps.config.serverId);
+    else this.handle(zab.forward(sessionId, cxid, encodeForwardedRequest(request, authInfo)), this.generation);
   }
 
   /**
@@ -394,9 +395,9 @@ export class QuorumPeer {
       for (const forwarded of ready.forwarded) {
         // A learner forwards only once it serves, which needs this leader to be established.
         if (generation !== this.generation || !zab.canPropose) break;
-        let request;
+        let decoded;
         try {
-          request = decodeForwardedRequest(forwarded.request);
+          decoded = decodeForwardedRequest(forwarded.request);
         } catch (error) {
           if (!(error instanceof ZkError)) throw error;
           // The learner's client still needs its answer, in order: an error txn carries it.
@@ -404,7 +405,7 @@ export class QuorumPeer {
           this.proposeTxn(zab, { sessionId: forwarded.sessionId, cxid: forwarded.cxid, zxid, timeMs: this.deps.nowMs() }, { type: "error", err: ZkErrorCode.MARSHALLINGERROR });
           continue;
         }
-        this.proposeRequest(zab, forwarded.sessionId, forwarded.cxid, request, forwarded.from);
+        this.proposeRequest(zab, forwarded.sessionId, forwarded.cxid, decoded.request, decoded.authInfo, forwarded.from);
       }
     }
     if (ready.stepDown && generation === this.generation) {
@@ -486,6 +487,7 @@ export class QuorumPeer {
     sessionId: bigint,
     cxid: number,
     request: WriteRequest | { op: "createSession"; timeoutMs: number; password: Uint8Array },
+    authInfo: readonly Id[],
     origin: number,
   ): void {
     const zxid = leader.allocateZxid();
@@ -497,7 +499,7 @@ export class QuorumPeer {
       // Sent on a connection its client has left: the error txn answers it, in order, where it came from.
       body = { type: "error", err: ZkErrorCode.SESSIONMOVED };
     } else {
-      body = this.prep!.prepare(request, sessionId, zxid);
+      body = this.prep!.prepare(request, sessionId, zxid, authInfo);
     }
     this.proposeTxn(leader, { sessionId, cxid, zxid, timeMs: this.deps.nowMs() }, body);
   }
@@ -549,12 +551,12 @@ export class ClusterBroadcast implements WriteBroadcast {
     return this.servingFlag;
   }
 
-  submitWrite(sessionId: bigint, cxid: number, request: WriteRequest): void {
-    this.peer?.submitWrite(sessionId, cxid, request);
+  submitWrite(sessionId: bigint, cxid: number, request: WriteRequest, authInfo: readonly Id[]): void {
+    this.peer?.submitWrite(sessionId, cxid, request, authInfo);
   }
 
   submitCreateSession(sessionId: bigint, timeoutMs: number, password: Uint8Array): void {
-    this.peer?.submitWrite(sessionId, 0, { op: "createSession", timeoutMs, password });
+    this.peer?.submitWrite(sessionId, 0, { op: "createSession", timeoutMs, password }, []);
   }
 
   submitExpireSession(sessionId: bigint): void {

@@ -1,33 +1,54 @@
 /**
  * The binary form of a client write that a learner forwards to its leader (the payload of Zab's
- * `request` message). Decoding a peer's bytes never throws anything but ZkError MARSHALLINGERROR.
+ * `request` message), with the ids the client's connection is authenticated as: the leader's prep
+ * checks ACLs with them. Decoding a peer's bytes never throws anything but ZkError MARSHALLINGERROR.
  */
+import { limits } from "../common/constants.js";
 import { ByteReader, ByteWriter } from "../store/bytes.js";
 import { readAclList, writeAclList } from "../store/txn-codec.js";
-import { CREATE_MODE_FLAGS, type CreateMode } from "../store/types.js";
+import { CREATE_MODE_FLAGS, type CreateMode, type Id } from "../store/types.js";
 import type { CreateRequest, MultiOpRequest, WriteRequest } from "./requests.js";
 
 /** What learners forward: client writes, plus the creation of a session opened at the learner. */
 export type ForwardedRequest = WriteRequest | { op: "createSession"; timeoutMs: number; password: Uint8Array };
 
 const FORMAT_VERSION = 1;
-const TAG = { create: 1, delete: 2, setData: 3, setAcl: 4, check: 5, multi: 6, close: 7, createSession: 8 } as const;
+/** `authInfo` is a prefix before the request's own tag, left out when there are no ids. */
+const TAG = { create: 1, delete: 2, setData: 3, setAcl: 4, check: 5, multi: 6, close: 7, createSession: 8, authInfo: 9 } as const;
 const MODES_BY_FLAG = Object.entries(CREATE_MODE_FLAGS).sort((a, b) => a[1] - b[1]).map(([mode]) => mode as CreateMode);
+const NO_IDS: readonly Id[] = Object.freeze([]);
 
-export function encodeForwardedRequest(request: ForwardedRequest): Uint8Array {
+export function encodeForwardedRequest(request: ForwardedRequest, authInfo: readonly Id[]): Uint8Array {
   const w = new ByteWriter(64);
   w.writeUint8(FORMAT_VERSION);
+  if (authInfo.length > 0) {
+    w.writeUint8(TAG.authInfo);
+    w.writeVarUint(authInfo.length);
+    for (const id of authInfo) {
+      w.writeString(id.scheme);
+      w.writeString(id.id);
+    }
+  }
   writeRequest(w, request);
   return w.finishCopy();
 }
 
-export function decodeForwardedRequest(bytes: Uint8Array): ForwardedRequest {
+export function decodeForwardedRequest(bytes: Uint8Array): { request: ForwardedRequest; authInfo: readonly Id[] } {
   const r = new ByteReader(bytes);
   const version = r.readUint8();
   if (version !== FORMAT_VERSION) throw r.malformed(`unknown forwarded-request format ${version}`);
-  const request = readRequest(r, true);
+  let authInfo = NO_IDS;
+  let tag = r.readUint8();
+  if (tag === TAG.authInfo) {
+    const count = r.readVarUintMax(limits.authIdsPerConnectionMax, "forwarded id count");
+    const ids: Id[] = [];
+    for (let i = 0; i < count; i++) ids.push({ scheme: r.readString(), id: r.readString() });
+    authInfo = ids;
+    tag = r.readUint8();
+  }
+  const request = readTaggedRequest(r, tag, true);
   r.expectEnd("forwarded request");
-  return request;
+  return { request, authInfo };
 }
 
 function writeRequest(w: ByteWriter, request: ForwardedRequest | MultiOpRequest): void {
@@ -79,7 +100,10 @@ function writeRequest(w: ByteWriter, request: ForwardedRequest | MultiOpRequest)
 }
 
 function readRequest(r: ByteReader, topLevel: boolean): ForwardedRequest {
-  const tag = r.readUint8();
+  return readTaggedRequest(r, r.readUint8(), topLevel);
+}
+
+function readTaggedRequest(r: ByteReader, tag: number, topLevel: boolean): ForwardedRequest {
   switch (tag) {
     case TAG.create: {
       const path = r.readString();

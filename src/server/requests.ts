@@ -4,6 +4,7 @@
  * into these and encodes from them.
  */
 import type { Acl, CreateMode, OpResult, Stat } from "../store/types.js";
+import type { ClientInfo } from "./acl.js";
 
 export interface CreateRequest {
   op: "create";
@@ -42,7 +43,10 @@ export interface SetWatchesRequest {
   childWatches: string[];
 }
 
-/** Requests answered from the local tree. */
+/** ZooKeeper's whoAmI: the ids the connection is authenticated as. */
+export interface WhoAmIRequest { op: "whoAmI" }
+
+/** Requests answered from the local tree (or the connection's own state) when their turn comes. */
 export type ReadRequest =
   | ExistsRequest
   | GetDataRequest
@@ -51,11 +55,15 @@ export type ReadRequest =
   | SetWatchesRequest
   | GetEphemeralsRequest
   | GetAllChildrenNumberRequest
-  | MultiReadRequest;
+  | MultiReadRequest
+  | WhoAmIRequest;
 
 export interface SyncRequest { op: "sync"; path: string }
 
-export type ClientRequest = WriteRequest | ReadRequest | SyncRequest;
+/** ZooKeeper's auth packet: authenticate this connection (its effect is immediate, its answer in order). */
+export interface AddAuthRequest { op: "addAuth"; scheme: string; auth: Uint8Array }
+
+export type ClientRequest = WriteRequest | ReadRequest | SyncRequest | AddAuthRequest;
 
 export function isWriteRequest(request: ClientRequest): request is WriteRequest {
   switch (request.op) {
@@ -84,7 +92,8 @@ export type ReplyBody =
   /** getEphemerals: full paths. */
   | { kind: "paths"; paths: string[] }
   | { kind: "number"; number: number }
-  | { kind: "multiRead"; results: ReadOpResult[] };
+  | { kind: "multiRead"; results: ReadOpResult[] }
+  | { kind: "whoAmI"; clientInfo: ClientInfo[] };
 
 /** One multiRead op's own answer. */
 export type ReadOpResult =

@@ -107,7 +107,7 @@ export class CorralServer {
       const clusterBroadcast = new ClusterBroadcast();
       const activity = new ClusterSessionActivity();
       broadcast = clusterBroadcast;
-      pipeline = new RequestPipeline(database, clusterBroadcast, activity);
+      pipeline = new RequestPipeline(database, clusterBroadcast, activity, { superDigest: config.superDigest });
       let peerRef: QuorumPeer | undefined;
       transport = new PeerTransport({
         myId: config.serverId,
@@ -128,7 +128,7 @@ export class CorralServer {
       const prep = new Prep(database.tree, prepOptions);
       standalone = new StandaloneBroadcast(database, prep, now, onFatal);
       broadcast = standalone;
-      pipeline = new RequestPipeline(database, broadcast, tracker);
+      pipeline = new RequestPipeline(database, broadcast, tracker, { superDigest: config.superDigest });
       // Sessions restored from disk get a full timeout from now, as ZooKeeper does at start-up.
       for (const [sessionId, record] of database.tree.sessions) tracker.touch(sessionId, record.timeoutMs);
     }

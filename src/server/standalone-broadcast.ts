@@ -8,7 +8,7 @@ import type { ServerDatabase } from "./database.js";
 import type { Prep } from "./prep.js";
 import type { WriteRequest } from "./requests.js";
 import { encodeTxn } from "../store/txn-codec.js";
-import type { Txn, TxnBody } from "../store/types.js";
+import type { Id, Txn, TxnBody } from "../store/types.js";
 
 export class StandaloneBroadcast implements WriteBroadcast {
   private lastProposedZxid: number;
@@ -28,9 +28,9 @@ export class StandaloneBroadcast implements WriteBroadcast {
     return !this.failed;
   }
 
-  submitWrite(sessionId: bigint, cxid: number, request: WriteRequest): void {
+  submitWrite(sessionId: bigint, cxid: number, request: WriteRequest, authInfo: readonly Id[]): void {
     const zxid = this.lastProposedZxid + 1;
-    this.propose(sessionId, cxid, zxid, this.prep.prepare(request, sessionId, zxid));
+    this.propose(sessionId, cxid, zxid, this.prep.prepare(request, sessionId, zxid, authInfo));
   }
 
   submitCreateSession(sessionId: bigint, timeoutMs: number, password: Uint8Array): void {

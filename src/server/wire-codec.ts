@@ -64,6 +64,10 @@ export function decodeRequest(request: wire.Request): ClientRequest {
     case "multiRead":
       if (request.multiRead.ops.length > limits.multiOpsMax) throw new ZkError("BADARGUMENTS", "too many multiRead ops");
       return { op: "multiRead", ops: request.multiRead.ops.map(decodeMultiReadOp) };
+    case "addAuth":
+      return { op: "addAuth", scheme: request.addAuth.scheme, auth: request.addAuth.auth ?? EMPTY };
+    case "whoAmI":
+      return { op: "whoAmI" };
     default:
       throw new ZkError("UNIMPLEMENTED", "request carries no known operation");
   }
@@ -217,6 +221,9 @@ export function encodeReply(xid: number, reply: Reply): wire.Encodable<wire.Resp
       break;
     case "multiRead":
       response.results = body.results.map(encodeReadOpResult);
+      break;
+    case "whoAmI":
+      response.clientInfo = body.clientInfo.map((info) => ({ authScheme: info.authScheme, user: info.user }));
       break;
   }
   return response;

@@ -20,6 +20,8 @@ export interface ClusterOptions {
   snapshotRetainCount?: number;
   /** More fields of the shared config file (e.g. ttlNodesEnabled, containerCheckIntervalMs, enforceQuota). */
   config?: Record<string, unknown>;
+  /** The servers' super user ("super:<base64 sha1>"); none when absent. */
+  superDigest?: string;
 }
 
 export interface RoleLine {
@@ -60,6 +62,7 @@ export class ClusterProcess {
           syncLimitTicks: options.syncLimitTicks ?? 10,
           ...(options.commitLogCount === undefined ? {} : { commitLogCount: options.commitLogCount }),
           ...options.config,
+          ...(options.superDigest === undefined ? {} : { superDigest: options.superDigest }),
           servers: entries,
         },
         null,

@@ -672,6 +672,47 @@ badInputTest("an unknown create mode is BADARGUMENTS and an ACL with an unknown 
   assert.equal(acl.stat.aversion, 0);
 });
 
+// 12b. Credentials and ACL ids
+
+badInputTest("raw credentials the server cannot use are AUTHFAILED, malformed ACL ids INVALIDACL, and the session keeps its ids and its work", async () => {
+  const { stream } = await rawSession();
+  const base = `${ROOT}/auth`;
+  await createNode(stream, base);
+  const refused: [string, Uint8Array][] = [
+    ["digest", bytesOf("no-colon")],
+    ["digest", new Uint8Array(2048).fill(0x3a)],
+    ["", bytesOf("a:b")],
+    ["sasl", bytesOf("bob:pw")],
+    ["digest", new Uint8Array(0)],
+  ];
+  for (const [scheme, auth] of refused) {
+    assert.equal((await call(stream, { addAuth: { scheme, auth } })).err, ZkErrorCode.AUTHFAILED, `addAuth ${JSON.stringify(scheme)} of ${auth.length} bytes`);
+  }
+  // Invalid UTF-8 is decoded with replacement characters, as Java's new String(bytes) does: a digest like any other.
+  assert.equal((await call(stream, { addAuth: { scheme: "digest", auth: new Uint8Array([0xff, 0x3a, 0xfe]) } })).err, 0);
+  const who = await call(stream, { whoAmI: {} });
+  assert.equal(who.err, 0);
+  assert.deepEqual(who.clientInfo.map((info) => info.authScheme), ["ip", "digest"]);
+
+  const malformed = [
+    { perms: 31, id: { scheme: "digest", id: "" } },
+    { perms: 31, id: { scheme: "digest", id: "a:b:c" } },
+    { perms: 31, id: { scheme: "ip", id: "300.0.0.1" } },
+    { perms: 31, id: { scheme: "ip", id: "10.0.0.1/" } },
+    { perms: 31, id: { scheme: "super", id: "" } },
+    { perms: 64, id: { scheme: "world", id: "anyone" } },
+  ];
+  for (const entry of malformed) {
+    const label = JSON.stringify(entry);
+    assert.equal((await call(stream, { create: { path: `${base}/x`, acl: [entry] } })).err, ZkErrorCode.INVALIDACL, `create ${label}`);
+    assert.equal((await call(stream, { setAcl: { path: base, acl: [entry], version: -1 } })).err, ZkErrorCode.INVALIDACL, `setAcl ${label}`);
+  }
+  assert.equal((await call(stream, { setAcl: { path: base, acl: [], version: -1 } })).err, ZkErrorCode.INVALIDACL, "setAcl with no entry");
+  const acl = await call(stream, { getAcl: { path: base } });
+  assert.deepEqual([acl.acl.length, acl.stat?.aversion], [1, 0], "nothing changed the ACL");
+  assert.equal((await call(stream, { create: { path: `${base}/after`, data: bytesOf("ok") } })).err, 0, "the session still writes");
+});
+
 // 13. Going back in time
 
 badInputTest("a client that has seen a zxid ahead of the server is refused with FAILED_PRECONDITION", async () => {

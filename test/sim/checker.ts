@@ -15,6 +15,7 @@ export const PROPERTIES = [
   "ephemerals of an expired session disappear on every server",
   "the leader deletes only empty containers and expired TTL nodes",
   "empty containers and expired TTL nodes are deleted",
+  "ACL decisions follow each node's ACL",
 ] as const;
 export type Property = (typeof PROPERTIES)[number];
 

@@ -5,7 +5,9 @@
  * fsync delay (a crash discards the rest); a network that delays, drops, duplicates and reorders
  * election datagrams, carries Zab over FIFO streams that can break (noisily or silently), and
  * honours symmetric and one-way partitions; clock jumps; and clients issuing writes, reads and
- * syncs through sessions. The same seed replays the same run exactly.
+ * syncs through sessions, as anonymous, owner or super user against nodes with restrictive ACLs
+ * (acl-workload.ts): every ACL decision is checked against that model. The same seed replays the
+ * same run exactly.
  */
 import { FastLeaderElection, type Decision, type ElectionOutput, type ElectionSelf } from "../../src/election/fast-leader-election.js";
 import type { Notification } from "../../src/election/types.js";
@@ -19,10 +21,12 @@ import { SessionTable } from "../../src/store/session-table.js";
 import { decodeSnapshot, encodeSnapshot } from "../../src/store/snapshot-codec.js";
 import { decodeTxn, encodeTxn } from "../../src/store/txn-codec.js";
 import { formatZxid } from "../../src/store/zxid.js";
+import { permits } from "../../src/server/acl.js";
 import { Prep } from "../../src/server/prep.js";
 import type { CreateRequest, WriteRequest } from "../../src/server/requests.js";
 import { CleanupScanner, cleanupKind } from "../../src/store/cleanup-scan.js";
-import { ownerKind, ttlOfOwner, type Txn, type TxnBody } from "../../src/store/types.js";
+import { ownerKind, Perms, ttlOfOwner, type Id, type Txn, type TxnBody } from "../../src/store/types.js";
+import { authInfoOf, GUARDED_ACL, identityOf, readRefused, SECRET_ACL, writeRefused } from "./acl-workload.js";
 import { Checker } from "./checker.js";
 import { Prng } from "./prng.js";
 
@@ -322,9 +326,10 @@ class OracleElection implements SimElection {
 /** What a session asks to have ordered: a client write, or its own creation. */
 type SimWrite = WriteRequest | { op: "createSession"; timeoutMs: number };
 
+/** Requests carry the ids of the client's connection, as a real connection holds them. */
 export type ClientRequest =
-  | { op: "write"; cxid: number; sessionId: bigint; write: SimWrite }
-  | { op: "read"; cxid: number; path: string }
+  | { op: "write"; cxid: number; sessionId: bigint; write: SimWrite; authInfo: readonly Id[] }
+  | { op: "read"; cxid: number; path: string; authInfo: readonly Id[] }
   | { op: "sync"; cxid: number };
 
 interface ClientReply {
@@ -404,7 +409,12 @@ export class Simulation {
     clientDeaths: 0,
     containersDeleted: 0,
     ttlNodesDeleted: 0,
+    aclRefusals: 0,
   };
+  /** Writes sent, by session and cxid, until their txn is first applied and its ACL verdict checked. */
+  private readonly writeIntents = new Map<string, { write: WriteRequest; clientId: number }>();
+  /** The highest zxid whose ACL verdict was checked: each committed txn is checked once, at its first apply. */
+  private aclCheckedZxid = 0;
 
   constructor(seed: number, config: Partial<SimConfig> = {}) {
     this.prng = new Prng(seed);
@@ -726,8 +736,8 @@ export class Simulation {
     }
     if (ready.forwarded.length > 0 && zab.kind === "leader") {
       for (const f of ready.forwarded) {
-        const request = decodeRequest(f.request);
-        if (zab.serving && zab.canPropose) this.proposeWrite(server, f.sessionId, f.cxid, request);
+        const { write, authInfo } = decodeRequest(f.request);
+        if (zab.serving && zab.canPropose) this.proposeWrite(server, f.sessionId, f.cxid, write, authInfo);
       }
     }
     for (const touch of ready.touches) this.touchSession(server, touch.sessionId, touch.timeoutMs);
@@ -834,6 +844,10 @@ export class Simulation {
     const txn = decodeTxn(record.record);
     if (txn.header.zxid !== record.zxid) this.checker.fail("committed prefixes agree", `record ${formatZxid(record.zxid)} carries zxid ${formatZxid(txn.header.zxid)}`);
     const cleanupKind = this.checkCleanupDelete(server, txn);
+    if (record.zxid > this.aclCheckedZxid) {
+      this.aclCheckedZxid = record.zxid;
+      this.checkWriteVerdict(server, txn);
+    }
     server.tree.apply(txn);
     if (server.zab?.kind === "leader" && cleanupKind === "container") this.stats.containersDeleted += 1;
     if (server.zab?.kind === "leader" && cleanupKind === "ttl") this.stats.ttlNodesDeleted += 1;
@@ -1148,15 +1162,19 @@ export class Simulation {
       client.sessionGeneration += 1;
       const sessionId = (BigInt(client.id) << 32n) | BigInt(client.sessionGeneration);
       client.creatingSessionId = sessionId;
-      const request: ClientRequest = { op: "write", cxid, sessionId, write: { op: "createSession", timeoutMs: SESSION_TIMEOUT_MS } };
+      const request: ClientRequest = { op: "write", cxid, sessionId, write: { op: "createSession", timeoutMs: SESSION_TIMEOUT_MS }, authInfo: authInfoOf(client.id) };
       client.inFlight.push({ request, sentAtMs: this.nowMs, ackedZxidMaxAtSend: this.checker.ackedZxidMax });
       this.queue.push(this.fifoArrival(`${client.connection}>`), { kind: "clientRequest", server: client.server, clientId: client.id, connection: client.connection, request });
       return;
     }
     const roll = this.prng.float();
     let request: ClientRequest;
-    if (roll < 0.6) request = { op: "write", cxid, sessionId: client.sessionId, write: this.randomWrite(client, cxid) };
-    else if (roll < 0.85) request = { op: "read", cxid, path: `/k${this.prng.int(5)}` };
+    const authInfo = authInfoOf(client.id);
+    if (roll < 0.6) {
+      const write = this.randomWrite(client, cxid);
+      request = { op: "write", cxid, sessionId: client.sessionId, write, authInfo };
+      this.writeIntents.set(`${client.sessionId}:${cxid}`, { write, clientId: client.id });
+    } else if (roll < 0.85) request = { op: "read", cxid, path: `/${this.prng.pick(["k", "k", "k", "r", "q"])}${this.prng.int(3)}`, authInfo };
     else request = { op: "sync", cxid };
     client.inFlight.push({ request, sentAtMs: this.nowMs, ackedZxidMaxAtSend: this.checker.ackedZxidMax });
     this.queue.push(this.fifoArrival(`${client.connection}>`), { kind: "clientRequest", server: client.server, clientId: client.id, connection: client.connection, request });
@@ -1165,6 +1183,7 @@ export class Simulation {
   private randomWrite(client: SimClient, cxid: number): WriteRequest {
     const data = new TextEncoder().encode(`${client.id}:${cxid}`);
     if (this.prng.chance(0.3)) return this.randomContainerOrTtlWrite(client, data);
+    if (this.prng.chance(0.25)) return this.randomGuardedWrite(data);
     const path = `/k${this.prng.int(5)}`;
     const roll = this.prng.float();
     if (roll < 0.15) return { op: "create", path: `/e${client.id}-${this.prng.int(4)}`, data, acl: [], mode: "ephemeral", ttlMs: 0 };
@@ -1195,6 +1214,51 @@ export class Simulation {
     if (roll < 0.87) return create(`${ttlNode}/x`, "persistent");
     if (roll < 0.94) return { op: "delete", path: `${ttlNode}/x`, version: -1 };
     return { op: "setData", path: ttlNode, data, version: -1 };
+  }
+
+  /** A write to or under the nodes acl-workload.ts protects, by whoever this client is. */
+  private randomGuardedWrite(data: Uint8Array): WriteRequest {
+    const n = this.prng.int(3);
+    const roll = this.prng.float();
+    if (roll < 0.2) return { op: "create", path: `/r${n}`, data, acl: GUARDED_ACL, mode: "persistent", ttlMs: 0 };
+    if (roll < 0.3) return { op: "create", path: `/q${n}`, data, acl: SECRET_ACL, mode: "persistent", ttlMs: 0 };
+    if (roll < 0.55) return { op: "setData", path: this.prng.chance(0.7) ? `/r${n}` : `/q${n}`, data, version: -1 };
+    if (roll < 0.75) return { op: "create", path: `/r${n}/c${this.prng.int(3)}`, data, acl: [], mode: "persistent", ttlMs: 0 };
+    if (roll < 0.92) return { op: "delete", path: `/r${n}/c${this.prng.int(3)}`, version: -1 };
+    return { op: "delete", path: this.prng.chance(0.7) ? `/r${n}` : `/q${n}`, version: -1 };
+  }
+
+  /**
+   * Before a newly committed txn is first applied, the tree is exactly what prep decided it against:
+   * its NOAUTH, or the absence of one, must be the model's verdict.
+   */
+  private checkWriteVerdict(server: SimServer, txn: Txn): void {
+    const key = `${txn.header.sessionId}:${txn.header.cxid}`;
+    const intent = this.writeIntents.get(key);
+    if (intent === undefined) return;
+    this.writeIntents.delete(key);
+    const err = txn.body.type === "error" ? txn.body.err : 0;
+    // A write of a session already gone is refused before prep looks at any ACL.
+    if (err === ZkErrorCode.SESSIONEXPIRED) return;
+    const identity = identityOf(intent.clientId);
+    const expected = writeRefused(intent.write, identity, (path) => server.tree.getNode(path) !== undefined);
+    if (err === ZkErrorCode.NOAUTH) this.stats.aclRefusals += 1;
+    if (expected !== (err === ZkErrorCode.NOAUTH)) {
+      this.checker.fail("ACL decisions follow each node's ACL", `${identity} client ${intent.clientId}'s ${intent.write.op} ${"path" in intent.write ? intent.write.path : ""} committed at ${formatZxid(txn.header.zxid)} with err ${err}, expected ${expected ? "NOAUTH" : "no NOAUTH"}`);
+    }
+  }
+
+  /** A read at `server`, checked there as the pipeline checks it: NONODE, then READ on the node. */
+  private readVerdict(server: SimServer, clientId: number, path: string, authInfo: readonly Id[]): number {
+    const node = server.tree.getNode(path);
+    if (node === undefined) return ZkErrorCode.NONODE;
+    const err = permits(node.acl, Perms.READ, authInfo) ? 0 : ZkErrorCode.NOAUTH;
+    if (err === ZkErrorCode.NOAUTH) this.stats.aclRefusals += 1;
+    const identity = identityOf(clientId);
+    if (readRefused(path, identity) !== (err === ZkErrorCode.NOAUTH)) {
+      this.checker.fail("ACL decisions follow each node's ACL", `${identity} client ${clientId}'s read of ${path} at server ${server.id} (${formatZxid(server.tree.lastProcessedZxid)}) answered ${err}`);
+    }
+    return err;
   }
 
   /** The client process dies: it never talks again with this session; it comes back later with a new one. */
@@ -1253,9 +1317,9 @@ export class Simulation {
       case "write":
         server.writesInFlight.set(`${request.sessionId}:${request.cxid}`, pending);
         if (zab.kind === "leader") {
-          if (zab.canPropose) this.proposeWrite(server, request.sessionId, request.cxid, request.write);
+          if (zab.canPropose) this.proposeWrite(server, request.sessionId, request.cxid, request.write, request.authInfo);
         } else {
-          this.handleReady(server, zab.forward(request.sessionId, request.cxid, encodeRequest(request.write)));
+          this.handleReady(server, zab.forward(request.sessionId, request.cxid, encodeRequest(request.write, request.authInfo)));
         }
         break;
       case "sync": {
@@ -1270,7 +1334,7 @@ export class Simulation {
     this.drainSessions(server);
   }
 
-  private proposeWrite(server: SimServer, sessionId: bigint, cxid: number, write: SimWrite): void {
+  private proposeWrite(server: SimServer, sessionId: bigint, cxid: number, write: SimWrite, authInfo: readonly Id[]): void {
     const zab = server.zab;
     if (zab?.kind !== "leader" || server.prep === undefined) return;
     const zxid = zab.allocateZxid();
@@ -1281,7 +1345,7 @@ export class Simulation {
       // ZooKeeper's checkSession: a write of a session that is gone (or going) is an error txn.
       body = { type: "error", err: ZkErrorCode.SESSIONEXPIRED };
     } else {
-      body = server.prep.prepare(write, sessionId, zxid);
+      body = server.prep.prepare(write, sessionId, zxid, authInfo);
     }
     const record = encodeTxn({ header: { sessionId, cxid, zxid, timeMs: this.clock(server) }, body });
     this.handleReady(server, zab.propose(zxid, record));
@@ -1293,7 +1357,10 @@ export class Simulation {
     for (const [clientId, queue] of server.sessions) {
       while (queue.length > 0) {
         const head = queue[0]!;
-        if (head.request.op === "read") head.reply = { cxid: head.request.cxid, zxid: server.tree.lastProcessedZxid, err: 0 };
+        if (head.request.op === "read") {
+          const err = this.readVerdict(server, clientId, head.request.path, head.request.authInfo);
+          head.reply = { cxid: head.request.cxid, zxid: server.tree.lastProcessedZxid, err };
+        }
         else if (head.request.op === "sync") {
           if (head.syncZxid === undefined || server.tree.lastProcessedZxid < head.syncZxid) break;
           head.reply = { cxid: head.request.cxid, zxid: server.tree.lastProcessedZxid, err: 0 };
@@ -1372,7 +1439,7 @@ export class Simulation {
       const leader = this.servers.find((s) => s.zab?.kind === "leader" && s.serving);
       if (leader === undefined || !this.servers.every((s) => s.up && s.serving)) continue;
       if (marker === undefined && leader.zab?.kind === "leader" && leader.zab.canPropose) {
-        this.proposeWrite(leader, 0n, 0, { op: "create", path: "/converged-", data: new Uint8Array(), acl: [], mode: "persistent-sequential", ttlMs: 0 });
+        this.proposeWrite(leader, 0n, 0, { op: "create", path: "/converged-", data: new Uint8Array(), acl: [], mode: "persistent-sequential", ttlMs: 0 }, []);
         marker = leader.zab.lastProposedZxid;
       }
       if (marker === undefined) continue;
@@ -1471,15 +1538,15 @@ export class Simulation {
 // ------------------------------------------------------------------------------------------------
 // The forwarded-request codec of the simulator (opaque bytes to the core).
 
-function encodeRequest(request: SimWrite): Uint8Array {
-  return new TextEncoder().encode(JSON.stringify(request, (_key, value: unknown) => (value instanceof Uint8Array ? { bytes: [...value] } : value)));
+function encodeRequest(write: SimWrite, authInfo: readonly Id[]): Uint8Array {
+  return new TextEncoder().encode(JSON.stringify({ write, authInfo }, (_key, value: unknown) => (value instanceof Uint8Array ? { bytes: [...value] } : value)));
 }
 
-function decodeRequest(bytes: Uint8Array): SimWrite {
+function decodeRequest(bytes: Uint8Array): { write: SimWrite; authInfo: Id[] } {
   return JSON.parse(new TextDecoder().decode(bytes), (_key, value: unknown) => {
     if (value !== null && typeof value === "object" && "bytes" in value && Array.isArray((value as { bytes: unknown }).bytes)) {
       return new Uint8Array((value as { bytes: number[] }).bytes);
     }
     return value;
-  }) as SimWrite;
+  }) as { write: SimWrite; authInfo: Id[] };
 }

@@ -43,9 +43,10 @@ test("ephemerals of an expired session disappear on every server", () => holds("
 test("the leader's cleanup deletes only empty containers that have had a child and childless expired TTL nodes", () =>
   holds("the leader deletes only empty containers and expired TTL nodes"));
 test("after faults stop, empty containers and expired TTL nodes are deleted within two scans", () => holds("empty containers and expired TTL nodes are deleted"));
+test("every ACL decision, on the leader's writes and every server's reads, is the one the node's ACL and the sender's ids imply", () => holds("ACL decisions follow each node's ACL"));
 
-test("the runs exercise what they claim to: elections, DIFF, TRUNC and SNAP syncs, acked writes, cleanup deletes", () => {
-  assert.equal(PROPERTIES.length, 9);
+test("the runs exercise what they claim to: elections, DIFF, TRUNC and SNAP syncs, acked writes, cleanup deletes, ACL refusals", () => {
+  assert.equal(PROPERTIES.length, 10);
   const total = (key: keyof SimOutcome["stats"]) => outcomes.reduce((n, o) => n + o.stats[key], 0);
   assert.ok(outcomes.length === SEEDS);
   assert.ok(total("ackedWrites") > SEEDS * 10, "clients got writes acknowledged");
@@ -54,4 +55,5 @@ test("the runs exercise what they claim to: elections, DIFF, TRUNC and SNAP sync
   assert.ok(total("stepDowns") > 0, "faults made leaders and learners step down");
   assert.ok(total("clientDeaths") > 0 && total("sessionsExpired") > 0, "clients died and the leader expired their sessions");
   assert.ok(total("containersDeleted") > 0 && total("ttlNodesDeleted") > 0, "the leader deleted empty containers and expired TTL nodes");
+  assert.ok(total("aclRefusals") > SEEDS, "ACLs refused reads and writes");
 });

@@ -74,6 +74,8 @@ const requestOp = fc.oneof(
     .array(fc.oneof(pathWatch.map((getData) => ({ op: "getData" as const, getData })), pathWatch.map((getChildren) => ({ op: "getChildren" as const, getChildren }))), { maxLength: 4 })
     .map((ops) => ({ op: "multiRead" as const, multiRead: { ops } })),
   fc.record({ path: str, acl: acls, version: int32 }).map((setAcl) => ({ op: "setAcl" as const, setAcl })),
+  fc.record({ scheme: str, auth: bytes }).map((addAuth) => ({ op: "addAuth" as const, addAuth })),
+  fc.constant({ op: "whoAmI" as const, whoAmI: {} }),
 );
 const singleClientFrame: fc.Arbitrary<ClientFrame> = fc.oneof(
   fc
@@ -119,6 +121,7 @@ const singleServerFrame: fc.Arbitrary<ServerFrame> = fc.oneof(
       ),
       acl: acls,
       number: int32,
+      clientInfo: fc.array(fc.record({ authScheme: str, user: str }), { maxLength: 3 }),
     })
     .map((response) => ({ frame: "response" as const, response }) as ServerFrame),
   fc.record({ type: int32, path: str, zxid: int64 }).map((event) => ({ frame: "event" as const, event })),
@@ -193,7 +196,7 @@ test("unknown fields in a server frame are skipped", () => {
 test("a truncated server frame is rejected, not misread", () => {
   const encoded = session.responseSerialize({
     frame: "response",
-    response: { xid: 7, zxid: "99", err: 0, path: "/a", stat: null, data: Buffer.from("hello"), children: [], results: [], acl: [], number: 0 },
+    response: { xid: 7, zxid: "99", err: 0, path: "/a", stat: null, data: Buffer.from("hello"), children: [], results: [], acl: [], number: 0, clientInfo: [] },
   } as ServerFrame);
   for (let cut = 1; cut < encoded.length; cut++) {
     assert.throws(() => decodeServerFrame(encoded.subarray(0, cut)), /malformed server frame/, `cut at ${cut}`);

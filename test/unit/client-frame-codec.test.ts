@@ -153,6 +153,8 @@ const requestOp = fc.oneof(
   fc
     .array(fc.oneof(pathWatch.map((getData) => ({ getData })), pathWatch.map((getChildren) => ({ getChildren })), fc.constant({})), { maxLength: 4 })
     .map((ops) => ({ multiRead: { ops } })),
+  fc.record({ scheme: str, auth: bytes }).map((addAuth) => ({ addAuth })),
+  fc.constant({ whoAmI: {} }),
   fc.constant({}),
 );
 const singleFrame = fc.oneof(
@@ -189,6 +191,9 @@ test("typical frames decode to the server's records", () => {
   assert.deepStrictEqual(decodeClientFrame(badMode), { frame: "rejected", xid: 6, err: ZkErrorCode.BADARGUMENTS });
   const noId = session.requestSerialize({ request: { xid: 7, create: { path: "/a", acl: [{ perms: 31 }] } } });
   assert.deepStrictEqual(decodeClientFrame(noId), { frame: "rejected", xid: 7, err: ZkErrorCode.INVALIDACL });
+  const addAuth = session.requestSerialize({ request: { xid: 8, addAuth: { scheme: "digest", auth: Buffer.from("bob:secret") } } });
+  assert.deepStrictEqual(decodeClientFrame(addAuth), { frame: "request", xid: 8, request: { op: "addAuth", scheme: "digest", auth: Buffer.from("bob:secret") } });
+  assert.deepStrictEqual(decodeClientFrame(session.requestSerialize({ request: { xid: 9, whoAmI: {} } })), { frame: "request", xid: 9, request: { op: "whoAmI" } });
   assert.equal(decodeClientFrame(Buffer.alloc(0)), MALFORMED);
   assert.equal(decodeClientFrame(Buffer.from([0x0f, 0x01])), MALFORMED);
   assert.deepStrictEqual(decodeClientFrame(session.requestSerialize({ ping: {} })), { frame: "ping" });
@@ -254,7 +259,7 @@ const leafContent = fc.oneof(
 const soup: fc.Memo<Uint8Array> = fc.memo((depth) => {
   const content: fc.Arbitrary<Uint8Array> = depth <= 1 ? leafContent : fc.oneof({ weight: 1, arbitrary: leafContent }, { weight: 3, arbitrary: soup(depth - 1) });
   const entry = fc.record({
-    field: fc.oneof({ weight: 6, arbitrary: fc.integer({ min: 1, max: 13 }) }, { weight: 1, arbitrary: fc.integer({ min: 0, max: 40 }) }),
+    field: fc.oneof({ weight: 6, arbitrary: fc.integer({ min: 1, max: 18 }) }, { weight: 1, arbitrary: fc.integer({ min: 0, max: 40 }) }),
     wire: fc.oneof({ weight: 8, arbitrary: fc.constantFrom(0, 2) }, { weight: 2, arbitrary: fc.integer({ min: 0, max: 7 }) }),
   });
   return fc
@@ -438,6 +443,7 @@ const replyBody: fc.Arbitrary<ReplyBody> = fc.oneof(
   fc.record({ kind: fc.constant("paths" as const), paths: fc.array(str, { maxLength: 4 }) }),
   fc.record({ kind: fc.constant("number" as const), number: int32 }),
   fc.record({ kind: fc.constant("multiRead" as const), results: fc.array(readOpResult, { maxLength: 4 }) }),
+  fc.record({ kind: fc.constant("whoAmI" as const), clientInfo: fc.array(fc.record({ authScheme: str, user: str }), { maxLength: 3 }) }),
 );
 const reply: fc.Arbitrary<Reply> = fc.record({ err: int32, zxid: safeNat, body: replyBody });
 

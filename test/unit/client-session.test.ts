@@ -1,6 +1,6 @@
 /**
  * The SDK against a tiny fake Corral server (real grpc-js on 127.0.0.1, scripted by each test):
- * xid matching, connection loss, resuming a session with setWatches first, expiry, FAILED_PRECONDITION
+ * xid matching, connection loss, resuming a session with its credentials and setWatches first, expiry, FAILED_PRECONDITION
  * failover, connect timeout, close, pings. No assertion depends on timing.
  */
 import assert from "node:assert/strict";
@@ -740,6 +740,85 @@ test("a pong keeps an idle connection alive", TIMEOUT, async () => {
     }
     assert.deepEqual(states, []);
     assert.equal(stream.isGone, false);
+  } finally {
+    await shutdown(client, server);
+  }
+});
+
+test("addAuthInfo, whoAmI, getACL and setACL travel as ZooKeeper's calls; AUTHFAILED keeps the session", TIMEOUT, async () => {
+  const server = await FakeServer.start();
+  const { client, stream } = await connected(server, {}, `${server.address}/app`);
+  try {
+    const auth = client.addAuthInfo("digest", "bob:secret");
+    const authRequest = await stream.nextRequest();
+    assert.deepEqual(authRequest.op === "addAuth" && { scheme: authRequest.addAuth.scheme, auth: text(authRequest.addAuth.auth) }, { scheme: "digest", auth: "bob:secret" });
+    stream.reply(authRequest.xid);
+    await auth;
+
+    const refused = later(client.addAuthInfo("bogus", bytes("x")));
+    stream.reply((await stream.nextRequest()).xid, { err: ZkErrorCode.AUTHFAILED });
+    await rejectsWithCode(refused, "AUTHFAILED");
+    assert.equal(client.state, "connected");
+
+    const who = client.whoAmI();
+    const whoRequest = await stream.nextRequest();
+    assert.equal(whoRequest.op, "whoAmI");
+    stream.reply(whoRequest.xid, { clientInfo: [{ authScheme: "ip", user: "127.0.0.1" }, { authScheme: "digest", user: "bob" }] });
+    assert.deepEqual(await who, [{ authScheme: "ip", user: "127.0.0.1" }, { authScheme: "digest", user: "bob" }]);
+
+    const acl = [{ perms: 31, id: { scheme: "auth", id: "" } }];
+    const set = client.setACL("/n", acl, { version: 3 });
+    const setRequest = await stream.nextRequest();
+    assert.deepEqual(setRequest.op === "setAcl" && setRequest.setAcl, { path: "/app/n", acl, version: 3 });
+    stream.reply(setRequest.xid, { stat: { ...STAT, aversion: 4 } });
+    assert.equal((await set).aversion, 4);
+    const get = client.getACL("/n");
+    const getRequest = await stream.nextRequest();
+    assert.equal(getRequest.op === "getAcl" && getRequest.getAcl.path, "/app/n");
+    stream.reply(getRequest.xid, { stat: STAT, acl: [{ perms: 31, id: { scheme: "digest", id: "bob:x" } }] });
+    assert.deepEqual((await get).acl, [{ perms: 31, id: { scheme: "digest", id: "bob:x" } }]);
+    const denied = later(client.getACL("/n"));
+    stream.reply((await stream.nextRequest()).xid, { err: ZkErrorCode.NOAUTH });
+    await rejectsWithCode(denied, "NOAUTH");
+  } finally {
+    await shutdown(client, server);
+  }
+});
+
+test("after a drop the accepted credentials are sent again, in order, before setWatches and anything else", TIMEOUT, async () => {
+  const server = await FakeServer.start();
+  const { client, stream } = await connected(server);
+  try {
+    const accepted = async (scheme: string, auth: string, err = 0): Promise<void> => {
+      const promise = later(client.addAuthInfo(scheme, auth));
+      stream.reply((await stream.nextRequest()).xid, { err });
+      await promise.catch(() => undefined);
+    };
+    await accepted("digest", "bob:secret");
+    await accepted("digest", "nocolon", ZkErrorCode.AUTHFAILED);
+    await accepted("digest", "alice:pw");
+    await accepted("digest", "bob:secret");
+    const watched = client.getData("/w", { watch: () => {} });
+    stream.reply((await stream.nextRequest()).xid, { stat: STAT });
+    await watched;
+
+    const reconnected = nextState(client, "reconnected");
+    let sentFromListener: Promise<unknown> | undefined;
+    client.on("state", (s) => {
+      if (s === "reconnected") sentFromListener = client.exists("/after");
+    });
+    stream.end();
+    const second = await server.nextStream();
+    await second.accept({ sessionId: "77", password: new Uint8Array([1, 2, 3, 4]) });
+    await reconnected;
+    const sent: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const r = await second.nextRequest();
+      sent.push(r.op === "addAuth" ? `${r.addAuth.scheme} ${text(r.addAuth.auth)}` : r.op);
+      second.reply(r.xid, { stat: STAT });
+    }
+    assert.deepEqual(sent, ["digest bob:secret", "digest alice:pw", "setWatches", "exists"], "refused and repeated credentials are not sent again");
+    await sentFromListener;
   } finally {
     await shutdown(client, server);
   }

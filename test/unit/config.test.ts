@@ -142,6 +142,12 @@ const VALID: ValidCase[] = [
     sources: () => ({ env: { CORRAL_CONTAINER_CHECK_INTERVAL_MS: "250", CORRAL_TTL_NODES_ENABLED: "true" }, flags: { "container-max-per-minute": "60" } }),
     expect: { containerCheckIntervalMs: 250, containerMaxPerMinute: 60, ttlNodesEnabled: true },
   },
+  {
+    name: "no super user by default; superDigest from the file, CORRAL_SUPER_DIGEST overriding it",
+    sources: () => ({ file: file({ superDigest: "super:D/InIHSb7yEEbrWz8b9l71RjZJU=" }), env: { CORRAL_SUPER_DIGEST: "root:D/InIHSb7yEEbrWz8b9l71RjZJU=" } }),
+    expect: { superDigest: "root:D/InIHSb7yEEbrWz8b9l71RjZJU=" },
+  },
+  { name: "superDigest defaults to none", sources: () => ({}), expect: { superDigest: "" } },
 ];
 
 for (const c of VALID) {
@@ -202,6 +208,8 @@ const INVALID: InvalidCase[] = [
   { name: "commitLogCount above the maximum window", sources: () => ({ flags: { "commit-log-count": "10001" } }), field: "commitLogCount" },
   { name: "containerCheckIntervalMs below 10", sources: () => ({ file: file({ containerCheckIntervalMs: 5 }) }), field: "containerCheckIntervalMs" },
   { name: "containerMaxPerMinute 0", sources: () => ({ env: { CORRAL_CONTAINER_MAX_PER_MINUTE: "0" } }), field: "containerMaxPerMinute" },
+  { name: "a superDigest that is a password, not a digest", sources: () => ({ env: { CORRAL_SUPER_DIGEST: "super:test" } }), field: "superDigest", says: /base64/ },
+  { name: "a superDigest without its user", sources: () => ({ flags: { "super-digest": "D/InIHSb7yEEbrWz8b9l71RjZJU=" } }), field: "superDigest" },
   { name: "syncLimitTicks not a number", sources: () => ({ env: { CORRAL_SYNC_LIMIT_TICKS: "soon" } }), field: "syncLimitTicks" },
   { name: "an unknown top-level field still fails", sources: () => ({ file: file({ server: [] }) }), field: "server", says: /unknown field/ },
   { name: "tickMs 0 still fails", sources: () => ({ flags: { "tick-ms": "0" } }), field: "tickMs" },

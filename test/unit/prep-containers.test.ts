@@ -25,7 +25,7 @@ function fixture(ttlNodesEnabled = true) {
   let zxid = 0;
   const prepare = (request: WriteRequest): { zxid: number; body: TxnBody } => {
     zxid += 1;
-    return { zxid, body: prep.prepare(request, SESSION, zxid) };
+    return { zxid, body: prep.prepare(request, SESSION, zxid, []) };
   };
   const apply = ({ zxid: z, body }: { zxid: number; body: TxnBody }, sessionId = SESSION) => {
     const outcome = tree.apply({ header: { sessionId, cxid: 1, zxid: z, timeMs: clock.nowMs }, body });

@@ -6,12 +6,27 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import fc from "fast-check";
+import { ZkErrorCode } from "../../src/common/errors.js";
 import { Prep } from "../../src/server/prep.js";
 import type { CreateRequest, MultiOpRequest, WriteRequest } from "../../src/server/requests.js";
 import { DataTree } from "../../src/store/data-tree.js";
-import type { CreateMode, TxnBody } from "../../src/store/types.js";
+import { Perms, type Acl, type CreateMode, type Id, type TxnBody } from "../../src/store/types.js";
 
 const SESSIONS = [0x0100000000000001n, 0x0100000000000002n];
+/** What each session's connection is authenticated as: ACL decisions must not depend on timing either. */
+const AUTH: readonly Id[][] = [
+  [{ scheme: "ip", id: "10.0.0.1" }, { scheme: "digest", id: "alice:hash" }],
+  [{ scheme: "ip", id: "192.168.0.1" }],
+];
+const aclList = fc.constantFrom<Acl[]>(
+  [],
+  [{ perms: Perms.ALL, id: { scheme: "world", id: "anyone" } }],
+  [{ perms: Perms.READ, id: { scheme: "world", id: "anyone" } }],
+  [{ perms: Perms.ALL, id: { scheme: "digest", id: "alice:hash" } }],
+  [{ perms: Perms.ALL, id: { scheme: "auth", id: "" } }],
+  [{ perms: Perms.CREATE | Perms.DELETE, id: { scheme: "ip", id: "192.168.0.0/16" } }, { perms: Perms.READ, id: { scheme: "world", id: "anyone" } }],
+  [{ perms: Perms.ALL, id: { scheme: "bogus", id: "x" } }],
+);
 const segment = fc.constantFrom("a", "b", "c", "", ".", "..", "zookeeper", "x\u0000", "q-");
 const path = fc
   .tuple(fc.boolean(), fc.array(segment, { minLength: 0, maxLength: 3 }), fc.boolean())
@@ -23,10 +38,10 @@ const version = fc.constantFrom(-1, 0, 1, 2);
 const mode = fc.constantFrom<CreateMode>("persistent", "ephemeral", "persistent-sequential", "ephemeral-sequential", "container", "persistent-with-ttl");
 const data = fc.uint8Array({ maxLength: 4 });
 
-const create = fc.record({ op: fc.constant("create" as const), path: anyPath, data, acl: fc.constant([]), mode, ttlMs: fc.constant(0) }) as fc.Arbitrary<CreateRequest>;
+const create = fc.record({ op: fc.constant("create" as const), path: anyPath, data, acl: aclList, mode, ttlMs: fc.constant(0) }) as fc.Arbitrary<CreateRequest>;
 const del = fc.record({ op: fc.constant("delete" as const), path: anyPath, version });
 const setData = fc.record({ op: fc.constant("setData" as const), path: anyPath, data, version });
-const setAcl = fc.record({ op: fc.constant("setAcl" as const), path: anyPath, acl: fc.constant([]), version });
+const setAcl = fc.record({ op: fc.constant("setAcl" as const), path: anyPath, acl: aclList, version });
 const check = fc.record({ op: fc.constant("check" as const), path: anyPath, version });
 const multi = fc.record({ op: fc.constant("multi" as const), ops: fc.array(fc.oneof(create, del, setData, check) as fc.Arbitrary<MultiOpRequest>, { maxLength: 4 }) });
 const request = fc.oneof(create, create, del, setData, setAcl, multi) as fc.Arbitrary<WriteRequest>;
@@ -45,6 +60,7 @@ function freshTree(): DataTree {
 }
 
 test("prep never throws, its txns always apply, and in-flight decisions equal one-at-a-time decisions", () => {
+  let refusedByAcl = 0;
   fc.assert(
     fc.property(fc.array(step, { maxLength: 60 }), (steps) => {
       const serial = { tree: freshTree(), bodies: [] as TxnBody[] };
@@ -65,20 +81,22 @@ test("prep never throws, its txns always apply, and in-flight decisions equal on
         if (s.request.op === "close") closed.add(s.session);
         const session = SESSIONS[s.session]!;
         zxid += 1;
-        const a = serialPrep.prepare(s.request, session, zxid);
+        const a = serialPrep.prepare(s.request, session, zxid, AUTH[s.session]!);
         serial.tree.apply({ header: { sessionId: session, cxid: 1, zxid, timeMs: 5 }, body: a });
         serialPrep.applied(zxid);
         serial.bodies.push(a);
-        const b = pipelinedPrep.prepare(s.request, session, zxid);
+        const b = pipelinedPrep.prepare(s.request, session, zxid, AUTH[s.session]!);
         pipelined.bodies.push(b);
         pipelined.queue.push({ zxid, session, body: b });
         if (s.applyNow) flush();
       }
       flush();
+      refusedByAcl += serial.bodies.filter((body) => JSON.stringify(body, (_k, v: unknown) => (typeof v === "bigint" ? String(v) : v)).includes(`"err":${ZkErrorCode.NOAUTH}`)).length;
       assert.deepEqual(pipelined.bodies, serial.bodies);
       assert.equal(pipelined.tree.digest(), serial.tree.digest());
       assert.equal(pipelinedPrep.inFlightChanges(), 0);
     }),
     { numRuns: 400 },
   );
+  assert.ok(refusedByAcl > 0, "some requests were refused by an ACL");
 });

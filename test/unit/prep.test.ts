@@ -4,11 +4,13 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { generateDigest } from "../../src/common/digest.js";
 import { ZkErrorCode } from "../../src/common/errors.js";
+import { SUPER_ID } from "../../src/server/acl.js";
 import { Prep } from "../../src/server/prep.js";
 import type { CreateRequest, WriteRequest } from "../../src/server/requests.js";
 import { DataTree } from "../../src/store/data-tree.js";
-import type { TxnBody } from "../../src/store/types.js";
+import { OPEN_ACL_UNSAFE, Perms, type Acl, type Id, type TxnBody } from "../../src/store/types.js";
 
 const SESSION = 0x0100000000000001n;
 const bytes = (s: string) => new TextEncoder().encode(s);
@@ -18,16 +20,16 @@ function fixture() {
   const tree = new DataTree();
   const prep = new Prep(tree, { ttlNodesEnabled: false });
   let zxid = 0;
-  const prepare = (request: WriteRequest, session = SESSION): { zxid: number; body: TxnBody } => {
+  const prepare = (request: WriteRequest, session = SESSION, authInfo: readonly Id[] = []): { zxid: number; body: TxnBody } => {
     zxid += 1;
-    return { zxid, body: prep.prepare(request, session, zxid) };
+    return { zxid, body: prep.prepare(request, session, zxid, authInfo) };
   };
   const apply = ({ zxid: z, body }: { zxid: number; body: TxnBody }, session = SESSION) => {
     const outcome = tree.apply({ header: { sessionId: session, cxid: 1, zxid: z, timeMs: 1000 + z }, body });
     prep.applied(z);
     return outcome;
   };
-  const run = (request: WriteRequest, session = SESSION) => apply(prepare(request, session), session);
+  const run = (request: WriteRequest, session = SESSION, authInfo: readonly Id[] = []) => apply(prepare(request, session, authInfo), session);
   tree.apply({ header: { sessionId: SESSION, cxid: 0, zxid: ++zxid, timeMs: 1 }, body: { type: "createSession", timeoutMs: 4000, password: new Uint8Array(16) } });
   return { tree, prep, prepare, apply, run };
 }
@@ -60,7 +62,12 @@ describe("prep rejects with the ZooKeeper error code", () => {
     { name: "delete root", setup: [], request: { op: "delete", path: "/", version: -1 }, err: "BADARGUMENTS" },
     { name: "setData wrong version", setup: [create("/a")], request: { op: "setData", path: "/a", data: bytes("x"), version: 1 }, err: "BADVERSION" },
     { name: "setData missing", setup: [], request: { op: "setData", path: "/a", data: bytes("x"), version: -1 }, err: "NONODE" },
-    { name: "setAcl wrong aversion", setup: [create("/a")], request: { op: "setAcl", path: "/a", acl: [], version: 2 }, err: "BADVERSION" },
+    { name: "setAcl wrong aversion", setup: [create("/a")], request: { op: "setAcl", path: "/a", acl: [...OPEN_ACL_UNSAFE], version: 2 }, err: "BADVERSION" },
+    { name: "setAcl with an empty list", setup: [create("/a")], request: { op: "setAcl", path: "/a", acl: [], version: -1 }, err: "INVALIDACL" },
+    { name: "setAcl of a missing node", setup: [], request: { op: "setAcl", path: "/a", acl: [...OPEN_ACL_UNSAFE], version: -1 }, err: "NONODE" },
+    { name: "digest ACL id without a colon", setup: [], request: { op: "create", path: "/a", data: bytes(""), acl: [{ perms: 31, id: { scheme: "digest", id: "bob" } }], mode: "persistent", ttlMs: 0 }, err: "INVALIDACL" },
+    { name: "ip ACL id with bad bits", setup: [], request: { op: "create", path: "/a", data: bytes(""), acl: [{ perms: 31, id: { scheme: "ip", id: "10.0.0.0/33" } }], mode: "persistent", ttlMs: 0 }, err: "INVALIDACL" },
+    { name: "auth ACL from a session with no authenticated id", setup: [], request: { op: "create", path: "/a", data: bytes(""), acl: [{ perms: 31, id: { scheme: "auth", id: "" } }], mode: "persistent", ttlMs: 0 }, err: "INVALIDACL" },
     { name: "unknown ACL scheme", setup: [], request: { op: "create", path: "/a", data: bytes(""), acl: [{ perms: 31, id: { scheme: "nope", id: "x" } }], mode: "persistent", ttlMs: 0 }, err: "INVALIDACL" },
     { name: "write under /zookeeper", setup: [], request: create("/zookeeper/x"), err: "BADARGUMENTS" },
     { name: "delete /zookeeper", setup: [], request: { op: "delete", path: "/zookeeper", version: -1 }, err: "BADARGUMENTS" },
@@ -189,9 +196,180 @@ describe("closeSession", () => {
     const other = 0x0100000000000002n;
     f.tree.apply({ header: { sessionId: other, cxid: 0, zxid: 2, timeMs: 1 }, body: { type: "createSession", timeoutMs: 4000, password: new Uint8Array(16) } });
     f.prep.applied(2);
-    const t = { zxid: 3, body: f.prep.prepare(create("/theirs", "ephemeral"), other, 3) };
+    const t = { zxid: 3, body: f.prep.prepare(create("/theirs", "ephemeral"), other, 3, []) };
     f.apply(t, other);
-    f.prep.prepare({ op: "close" }, SESSION, 4);
-    assert.deepEqual(f.prep.prepare(create("/theirs"), SESSION, 5), { type: "error", err: ZkErrorCode.NODEEXISTS });
+    f.prep.prepare({ op: "close" }, SESSION, 4, []);
+    assert.deepEqual(f.prep.prepare(create("/theirs"), SESSION, 5, []), { type: "error", err: ZkErrorCode.NODEEXISTS });
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// ACLs: ZooKeeper 3.8's PrepRequestProcessor checkACL calls, one rule a test.
+
+const ALICE: Id = { scheme: "digest", id: generateDigest("alice:secret") };
+const BOB: Id = { scheme: "digest", id: generateDigest("bob:secret") };
+const ANYONE = (perms: number): Acl => ({ perms, id: { scheme: "world", id: "anyone" } });
+const only = (id: Id, perms = Perms.ALL): Acl => ({ perms, id });
+const withAcl = (path: string, acl: Acl[], mode: CreateRequest["mode"] = "persistent"): CreateRequest => ({ ...create(path, mode), acl });
+/** The error a request is answered with: its own, or a multi's first failing op's. */
+const errOf = (body: TxnBody): number => {
+  if (body.type === "error") return body.err;
+  if (body.type === "multi") return body.ops.find((op) => op.type === "error")?.err ?? 0;
+  return 0;
+};
+
+describe("each write needs one permission on one node", () => {
+  const rules: { op: string; perm: keyof typeof Perms; on: "parent" | "node"; request: WriteRequest }[] = [
+    { op: "create", perm: "CREATE", on: "parent", request: create("/p/new") },
+    { op: "sequential create", perm: "CREATE", on: "parent", request: create("/p/seq-", "persistent-sequential") },
+    { op: "delete", perm: "DELETE", on: "parent", request: { op: "delete", path: "/p/child", version: -1 } },
+    { op: "setData", perm: "WRITE", on: "node", request: { op: "setData", path: "/p/child", data: bytes("x"), version: -1 } },
+    { op: "setAcl", perm: "ADMIN", on: "node", request: { op: "setAcl", path: "/p/child", acl: [ANYONE(Perms.READ)], version: -1 } },
+    { op: "check in a multi", perm: "READ", on: "node", request: { op: "multi", ops: [{ op: "check", path: "/p/child", version: -1 }] } },
+  ];
+  /** /p and /p/child, the one named by `on` granting `perms` to everyone and the other everything. */
+  const setup = (on: "parent" | "node", perms: number) => {
+    const f = fixture();
+    f.run(create("/p"));
+    f.run(withAcl("/p/child", [ANYONE(on === "node" ? perms : Perms.ALL)]));
+    f.run({ op: "setAcl", path: "/p", acl: [ANYONE(on === "parent" ? perms : Perms.ALL)], version: -1 });
+    assert.equal(f.tree.getNode("/p")?.stat.aversion, 1, "set up");
+    return f;
+  };
+  for (const rule of rules) {
+    const perm = Perms[rule.perm];
+    test(`${rule.op} is refused NOAUTH without ${rule.perm} on the ${rule.on}`, () => {
+      const f = setup(rule.on, Perms.ALL & ~perm);
+      const before = f.tree.digest();
+      const { body } = f.prepare(rule.request);
+      assert.equal(errOf(body), ZkErrorCode.NOAUTH);
+      if (body.type === "multi") assert.deepEqual(body.ops, [{ type: "error", err: ZkErrorCode.NOAUTH }]);
+      assert.equal(f.prep.inFlightChanges(), 0);
+      assert.equal(f.tree.digest(), before);
+    });
+    test(`${rule.op} is allowed with ${rule.perm} alone on the ${rule.on}`, () => {
+      const f = setup(rule.on, perm);
+      assert.equal(errOf(f.prepare(rule.request).body), 0);
+    });
+  }
+
+  test("the node's own ACL does not decide a delete, its parent's does", () => {
+    const f = fixture();
+    f.run(withAcl("/p", [ANYONE(Perms.ALL)]));
+    f.run(withAcl("/p/child", [only(ALICE)]));
+    assert.equal(errOf(f.prepare({ op: "delete", path: "/p/child", version: -1 }).body), 0);
+  });
+
+  test("a create is not checked against the ACL it asks for", () => {
+    const f = fixture();
+    assert.equal(errOf(f.prepare(withAcl("/mine", [only(ALICE)])).body), 0, "anyone may create a node only alice can use");
+  });
+
+  test("a close is never refused, even with its ephemerals under a locked parent", () => {
+    const f = fixture();
+    f.run(create("/e", "ephemeral"));
+    f.run({ op: "setAcl", path: "/", acl: [only(ALICE)], version: -1 }, SESSION, []);
+    assert.equal(f.prepare({ op: "close" }).body.type, "closeSession");
+  });
+});
+
+describe("ZooKeeper's order of checks", () => {
+  const locked = () => {
+    const f = fixture();
+    f.run(withAcl("/p", [only(ALICE)]));
+    f.run(withAcl("/p/child", [only(ALICE)]), SESSION, [ALICE]);
+    return f;
+  };
+  const cases: { name: string; request: WriteRequest; err: keyof typeof ZkErrorCode }[] = [
+    { name: "create under a missing parent: NONODE before the ACL", request: create("/missing/x"), err: "NONODE" },
+    { name: "create of an existing node under a locked parent: NOAUTH before NODEEXISTS", request: create("/p/child"), err: "NOAUTH" },
+    { name: "create with an invalid ACL under a locked parent: INVALIDACL before NOAUTH", request: withAcl("/p/x", [{ perms: 31, id: { scheme: "bogus", id: "" } }]), err: "INVALIDACL" },
+    { name: "delete of a missing node under a locked parent: NOAUTH before NONODE", request: { op: "delete", path: "/p/none", version: -1 }, err: "NOAUTH" },
+    { name: "delete with a wrong version under a locked parent: NOAUTH before BADVERSION", request: { op: "delete", path: "/p/child", version: 7 }, err: "NOAUTH" },
+    { name: "setData of a missing node: NONODE", request: { op: "setData", path: "/p/none", data: bytes("x"), version: -1 }, err: "NONODE" },
+    { name: "setData with a wrong version on a locked node: NOAUTH before BADVERSION", request: { op: "setData", path: "/p", data: bytes("x"), version: 7 }, err: "NOAUTH" },
+    { name: "setAcl with an invalid ACL on a missing node: INVALIDACL before NONODE", request: { op: "setAcl", path: "/none", acl: [{ perms: 31, id: { scheme: "ip", id: "nope" } }], version: -1 }, err: "INVALIDACL" },
+    { name: "setAcl with a wrong aversion on a locked node: NOAUTH before BADVERSION", request: { op: "setAcl", path: "/p", acl: [ANYONE(Perms.ALL)], version: 7 }, err: "NOAUTH" },
+    { name: "writes under /zookeeper stay BADARGUMENTS", request: { op: "setData", path: "/zookeeper", data: bytes("x"), version: -1 }, err: "BADARGUMENTS" },
+  ];
+  for (const c of cases) {
+    test(c.name, () => {
+      assert.equal(errOf(locked().prepare(c.request).body), ZkErrorCode[c.err]);
+    });
+  }
+});
+
+describe("who passes", () => {
+  const locked = () => {
+    const f = fixture();
+    f.run(withAcl("/p", [only(ALICE), ANYONE(Perms.READ)]));
+    f.run(withAcl("/net", [{ perms: Perms.ALL, id: { scheme: "ip", id: "10.0.0.0/8" } }]));
+    return f;
+  };
+  const setData = (path: string): WriteRequest => ({ op: "setData", path, data: bytes("x"), version: -1 });
+
+  test("a session holding the digest id named by the ACL", () => {
+    assert.equal(errOf(locked().prepare(setData("/p"), SESSION, [{ scheme: "ip", id: "127.0.0.1" }, ALICE]).body), 0);
+    assert.equal(errOf(locked().prepare(setData("/p"), SESSION, [BOB]).body), ZkErrorCode.NOAUTH);
+  });
+
+  test("a session whose address is inside the ACL's ip/bits", () => {
+    assert.equal(errOf(locked().prepare(setData("/net"), SESSION, [{ scheme: "ip", id: "10.200.0.1" }]).body), 0);
+    assert.equal(errOf(locked().prepare(setData("/net"), SESSION, [{ scheme: "ip", id: "11.0.0.1" }]).body), ZkErrorCode.NOAUTH);
+  });
+
+  test("the super user, whatever the ACL", () => {
+    const f = locked();
+    const requests: WriteRequest[] = [setData("/p"), create("/p/x"), { op: "delete", path: "/p/x", version: -1 }, { op: "setAcl", path: "/p", acl: [ANYONE(Perms.ALL)], version: -1 }];
+    for (const request of requests) assert.notEqual(f.run(request, SESSION, [SUPER_ID]).result.type, "error", request.op);
+  });
+});
+
+describe("the auth scheme", () => {
+  test("expands to the creator's digest ids, and only those may then write", () => {
+    const f = fixture();
+    const { result } = f.run(withAcl("/mine", [{ perms: Perms.ALL, id: { scheme: "auth", id: "" } }]), SESSION, [{ scheme: "ip", id: "127.0.0.1" }, ALICE]);
+    assert.equal(result.type, "create");
+    assert.deepEqual(f.tree.getAcl("/mine").acl, [only(ALICE)]);
+    const setData: WriteRequest = { op: "setData", path: "/mine", data: bytes("x"), version: -1 };
+    assert.equal(errOf(f.prepare(setData, SESSION, [BOB]).body), ZkErrorCode.NOAUTH);
+    assert.equal(errOf(f.prepare(setData, SESSION, [ALICE]).body), 0);
+  });
+});
+
+describe("ACLs still in flight decide later requests", () => {
+  test("a setAcl in flight locks the node for the next write", () => {
+    const f = fixture();
+    f.run(create("/a"));
+    assert.equal(f.prepare({ op: "setAcl", path: "/a", acl: [only(ALICE)], version: 0 }).body.type, "setAcl");
+    assert.equal(errOf(f.prepare({ op: "setData", path: "/a", data: bytes("x"), version: -1 }).body), ZkErrorCode.NOAUTH);
+    assert.equal(errOf(f.prepare({ op: "setData", path: "/a", data: bytes("x"), version: -1 }, SESSION, [ALICE]).body), 0);
+  });
+
+  test("a create in flight gives its child creates the new node's ACL", () => {
+    const f = fixture();
+    f.prepare(withAcl("/a", [only(ALICE)]));
+    assert.equal(errOf(f.prepare(create("/a/b")).body), ZkErrorCode.NOAUTH);
+    assert.equal(errOf(f.prepare(create("/a/b"), SESSION, [ALICE]).body), 0);
+  });
+
+  test("aversion advances with setAcls in flight", () => {
+    const f = fixture();
+    f.run(create("/a"));
+    const first = f.prepare({ op: "setAcl", path: "/a", acl: [ANYONE(Perms.ALL)], version: 0 });
+    const second = f.prepare({ op: "setAcl", path: "/a", acl: [ANYONE(Perms.ALL)], version: 1 });
+    const stale = f.prepare({ op: "setAcl", path: "/a", acl: [ANYONE(Perms.ALL)], version: 1 });
+    assert.deepEqual([first.body.type, second.body.type, errOf(stale.body)], ["setAcl", "setAcl", ZkErrorCode.BADVERSION]);
+    f.apply(first);
+    f.apply(second);
+    assert.equal(f.tree.getNode("/a")?.stat.aversion, 2);
+  });
+
+  test("a multi refused at one op by its ACL reports NOAUTH there and applies nothing", () => {
+    const f = fixture();
+    f.run(withAcl("/p", [only(ALICE)]));
+    const { body } = f.prepare({ op: "multi", ops: [create("/free"), create("/p/x"), create("/free2")] });
+    assert.deepEqual(body.type === "multi" && body.ops.map((op) => (op.type === "error" ? op.err : 0)), [0, ZkErrorCode.NOAUTH, ZkErrorCode.RUNTIMEINCONSISTENCY]);
+    assert.equal(f.prep.inFlightChanges(), 0);
   });
 });

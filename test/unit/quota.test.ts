@@ -27,7 +27,7 @@ function fixture(options: { enforceQuota?: boolean } = {}) {
   let zxid = 0;
   const prepare = (request: WriteRequest): { zxid: number; body: TxnBody } => {
     zxid += 1;
-    return { zxid, body: prep.prepare(request, SESSION, zxid) };
+    return { zxid, body: prep.prepare(request, SESSION, zxid, []) };
   };
   const apply = ({ zxid: z, body }: { zxid: number; body: TxnBody }) => {
     tree.apply({ header: { sessionId: SESSION, cxid: 1, zxid: z, timeMs: 1000 + z }, body });

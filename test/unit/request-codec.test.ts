@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import fc from "fast-check";
+import { limits } from "../../src/common/constants.js";
 import { ZkError } from "../../src/common/errors.js";
 import { decodeForwardedRequest, encodeForwardedRequest, type ForwardedRequest } from "../../src/server/request-codec.js";
 import type { CreateMode } from "../../src/store/types.js";
@@ -24,14 +25,23 @@ const request: fc.Arbitrary<ForwardedRequest> = fc.oneof(
   fc.record({ op: fc.constant("createSession" as const), timeoutMs: fc.integer({ min: 0, max: 2 ** 31 - 1 }), password: bytes }),
 );
 
-test("every forwarded request survives the round trip", () => {
-  fc.assert(fc.property(request, (r) => assert.deepEqual(decodeForwardedRequest(encodeForwardedRequest(r)), structuredClone(r))));
+const authInfo = fc.array(fc.record({ scheme: fc.constantFrom("ip", "digest", "super"), id: fc.string({ maxLength: 40 }) }), { maxLength: limits.authIdsPerConnectionMax });
+
+test("every forwarded request survives the round trip with the ids of its connection", () => {
+  fc.assert(
+    fc.property(request, authInfo, (r, ids) => assert.deepEqual(decodeForwardedRequest(encodeForwardedRequest(r, ids)), { request: structuredClone(r), authInfo: structuredClone(ids) })),
+  );
+});
+
+test("more ids than a connection may hold are MARSHALLINGERROR", () => {
+  const ids = Array.from({ length: limits.authIdsPerConnectionMax + 1 }, (_, i) => ({ scheme: "digest", id: `u${i}:h` }));
+  assert.throws(() => decodeForwardedRequest(encodeForwardedRequest({ op: "close" }, ids)), (e: unknown) => e instanceof ZkError && e.code === "MARSHALLINGERROR");
 });
 
 test("truncated or garbage bytes are MARSHALLINGERROR, never another exception", () => {
   fc.assert(
-    fc.property(request, fc.nat(), fc.uint8Array({ maxLength: 40 }), (r, cut, garbage) => {
-      const encoded = encodeForwardedRequest(r);
+    fc.property(request, authInfo, fc.nat(), fc.uint8Array({ maxLength: 40 }), (r, ids, cut, garbage) => {
+      const encoded = encodeForwardedRequest(r, ids);
       for (const input of [encoded.subarray(0, cut % Math.max(1, encoded.length)), garbage]) {
         try {
           decodeForwardedRequest(input);
@@ -44,7 +54,7 @@ test("truncated or garbage bytes are MARSHALLINGERROR, never another exception",
 });
 
 test("a check outside a multi is refused", () => {
-  const bytesOfCheck = encodeForwardedRequest({ op: "multi", ops: [{ op: "check", path: "/a", version: 1 }] });
+  const bytesOfCheck = encodeForwardedRequest({ op: "multi", ops: [{ op: "check", path: "/a", version: 1 }] }, []);
   // Strip the multi header (tag + count) so the check stands alone after the version byte.
   const alone = new Uint8Array([bytesOfCheck[0]!, ...bytesOfCheck.subarray(3)]);
   assert.throws(() => decodeForwardedRequest(alone), (e: unknown) => e instanceof ZkError && e.code === "MARSHALLINGERROR");

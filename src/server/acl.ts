@@ -1,0 +1,164 @@
+/**
+ * ACL decisions as ZooKeeper 3.8 makes them: ZooKeeperServer.checkACL, PrepRequestProcessor.fixupACL,
+ * the `ip` and `digest` providers' isValid / matches, and the digest redaction of getACL. Pure
+ * functions of their arguments: the ids a request is checked with are an input of the request (the
+ * connection's, carried to the leader with a forwarded write), so prep stays deterministic.
+ *
+ * The server knows the schemes ZooKeeper registers by default: `ip` and `digest` authenticate and
+ * match; `world:anyone` matches everyone; `auth` exists only in a request, expanded to the caller's
+ * authenticated ids; a session holding the `super` id passes every check.
+ */
+import { ZkError } from "../common/errors.js";
+import { Perms, type Acl, type Id } from "../common/znode.js";
+
+/** The id of a session authenticated as the configured super user. */
+export const SUPER_ID: Id = Object.freeze({ scheme: "super", id: "" });
+
+/** Whether ids `authInfo` may do what `perm` (a Perms bit set) names on a node whose ACL is `acl`. */
+export function permits(acl: readonly Acl[], perm: number, authInfo: readonly Id[]): boolean {
+  // ZooKeeper lets anyone touch a node that has no ACL at all.
+  if (acl.length === 0) return true;
+  for (const id of authInfo) if (id.scheme === SUPER_ID.scheme) return true;
+  for (const entry of acl) {
+    if ((entry.perms & perm) === 0) continue;
+    const { scheme, id } = entry.id;
+    if (scheme === "world" && id === "anyone") return true;
+    for (const authId of authInfo) {
+      if (authId.scheme !== scheme) continue;
+      if (scheme === "digest" && authId.id === id) return true;
+      if (scheme === "ip" && ipMatches(authId.id, id)) return true;
+    }
+  }
+  return false;
+}
+
+/** Throws ZkError NOAUTH unless `permits(acl, perm, authInfo)`. */
+export function checkAcl(acl: readonly Acl[], perm: number, authInfo: readonly Id[], path: string): void {
+  if (!permits(acl, perm, authInfo)) throw new ZkError("NOAUTH", undefined, path);
+}
+
+/**
+ * ZooKeeper's fixupACL: the ACL a create or setACL stores. Duplicates are dropped, `auth` entries
+ * become one entry per authenticated id of the caller (INVALIDACL when it has none: an `ip` id does
+ * not count), and every other entry must name a known scheme with a well-formed id. An empty list is
+ * INVALIDACL (a create that gives none gets the open ACL before this is reached).
+ */
+export function fixupAcl(acl: readonly Acl[], authInfo: readonly Id[], path: string): Acl[] {
+  const unique: Acl[] = [];
+  for (const entry of acl) if (!unique.some((seen) => sameAcl(seen, entry))) unique.push(entry);
+  if (unique.length === 0) throw new ZkError("INVALIDACL", "an ACL list must not be empty", path);
+  const fixed: Acl[] = [];
+  for (const entry of unique) {
+    if (!Number.isInteger(entry.perms) || entry.perms < 0 || entry.perms > Perms.ALL) {
+      throw new ZkError("INVALIDACL", `bad permissions ${entry.perms}`, path);
+    }
+    const { scheme, id } = entry.id;
+    if (scheme === "world" && id === "anyone") {
+      fixed.push(entry);
+    } else if (scheme === "auth") {
+      const authenticated = authInfo.filter((authId) => authId.scheme === "digest");
+      if (authenticated.length === 0) throw new ZkError("INVALIDACL", "an auth ACL needs an authenticated session", path);
+      for (const authId of authenticated) fixed.push({ perms: entry.perms, id: { scheme: authId.scheme, id: authId.id } });
+    } else if (isValidId(scheme, id)) {
+      fixed.push(entry);
+    } else {
+      throw new ZkError("INVALIDACL", `invalid ACL id ${scheme}:${id}`, path);
+    }
+  }
+  return fixed;
+}
+
+/** Whether an ACL may name `scheme:id` (only schemes with a provider; world only as world:anyone). */
+export function isValidId(scheme: string, id: string): boolean {
+  switch (scheme) {
+    case "digest":
+      return javaSplitCount(id, ":") === 2;
+    case "ip":
+      return parseIpExpression(id) !== undefined;
+    default:
+      return false;
+  }
+}
+
+/**
+ * ZooKeeper's IPAuthenticationProvider.matches: `remote` (an address) against `aclExpr`
+ * ("a.b.c.d" or "a.b.c.d/bits"). IPv4 only, as in ZooKeeper 3.8: an IPv6 address matches nothing.
+ */
+export function ipMatches(remote: string, aclExpr: string): boolean {
+  const expression = parseIpExpression(aclExpr);
+  const address = parseIpv4(remote);
+  if (expression === undefined || address === undefined) return false;
+  const mask = expression.bits === 0 ? 0 : (0xffffffff << (32 - expression.bits)) >>> 0;
+  return ((address & mask) >>> 0) === ((expression.address & mask) >>> 0);
+}
+
+/**
+ * What getACL shows a caller without ADMIN on the node (ZooKeeper 3.6+): digest ids keep their
+ * user, the password hash becomes "x".
+ */
+export function redactDigests(acl: readonly Acl[]): Acl[] {
+  return acl.map((entry) =>
+    entry.id.scheme === "digest" ? { perms: entry.perms, id: { scheme: "digest", id: entry.id.id.replace(/:.*/g, ":x") } } : entry,
+  );
+}
+
+/** One entry of a whoAmI answer (ZooKeeper's ClientInfo). */
+export interface ClientInfo {
+  authScheme: string;
+  user: string;
+}
+
+/** ZooKeeper's ClientInfo for whoAmI: the scheme and the provider's user name (digest: the user). */
+export function clientInfoOf(id: Id): ClientInfo {
+  switch (id.scheme) {
+    case "digest":
+      return { authScheme: id.scheme, user: id.id.split(":")[0] ?? "" };
+    case "ip":
+      return { authScheme: id.scheme, user: id.id };
+    default:
+      // No provider answers for the scheme (super): ZooKeeper reports an empty user.
+      return { authScheme: id.scheme, user: "" };
+  }
+}
+
+function sameAcl(a: Acl, b: Acl): boolean {
+  return a.perms === b.perms && a.id.scheme === b.id.scheme && a.id.id === b.id.id;
+}
+
+/** The length of Java's `text.split(separator)`: trailing empty parts are dropped. */
+function javaSplitCount(text: string, separator: string): number {
+  const parts = text.split(separator);
+  while (parts.length > 0 && parts[parts.length - 1] === "") parts.pop();
+  return parts.length;
+}
+
+/** "a.b.c.d" or "a.b.c.d/bits" with bits in 0..32; undefined when ZooKeeper's isValid says no. */
+function parseIpExpression(text: string): { address: number; bits: number } | undefined {
+  const slash = text.indexOf("/");
+  const address = parseIpv4(slash < 0 ? text : text.slice(0, slash));
+  if (address === undefined) return undefined;
+  if (slash < 0) return { address, bits: 32 };
+  const bits = parseJavaInt(text.slice(slash + 1));
+  if (bits === undefined || bits < 0 || bits > 32) return undefined;
+  return { address, bits };
+}
+
+/** A dotted IPv4 address as an unsigned 32-bit number; each part as Java's Integer.parseInt reads it. */
+function parseIpv4(text: string): number | undefined {
+  const parts = text.split(".");
+  if (parts.length !== 4) return undefined;
+  let address = 0;
+  for (const part of parts) {
+    const value = parseJavaInt(part);
+    if (value === undefined || value < 0 || value > 255) return undefined;
+    address = address * 256 + value;
+  }
+  return address;
+}
+
+/** Integer.parseInt's accepted forms: an optional sign and decimal digits, nothing else. */
+function parseJavaInt(text: string): number | undefined {
+  if (!/^[+-]?[0-9]+$/.test(text)) return undefined;
+  const value = Number(text);
+  return Number.isSafeInteger(value) ? value : undefined;
+}

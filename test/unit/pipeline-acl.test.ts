@@ -1,0 +1,235 @@
+/**
+ * ACLs and authentication on the serving server (src/server/pipeline.ts): reads are checked as
+ * ZooKeeper 3.8's FinalRequestProcessor checks them, addAuth changes the connection's ids for the
+ * requests after it (and never ends the session), whoAmI reports them, and every write goes to
+ * the broadcast with the ids its connection had when it arrived.
+ */
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { generateDigest } from "../../src/common/digest.js";
+import { ZkErrorCode } from "../../src/common/errors.js";
+import type { RevalidationOutcome, WriteBroadcast } from "../../src/server/broadcast.js";
+import { initialAuthInfo } from "../../src/server/auth.js";
+import { RequestPipeline, type ClientConnection } from "../../src/server/pipeline.js";
+import { Prep } from "../../src/server/prep.js";
+import type { ClientRequest, Reply, WriteRequest } from "../../src/server/requests.js";
+import { DataTree } from "../../src/store/data-tree.js";
+import { Perms, type Acl, type Id, type TxnBody, type WatchEvent } from "../../src/store/types.js";
+
+const SESSION = 0x0100000000000001n;
+const bytes = (s: string) => new TextEncoder().encode(s);
+const ALICE: Id = { scheme: "digest", id: generateDigest("alice:secret") };
+const SUPER_DIGEST = generateDigest("super:test");
+const ANYONE = (perms: number): Acl => ({ perms, id: { scheme: "world", id: "anyone" } });
+
+/** Preps with the ids it is given and applies when `flush` is called (writes stay queued until then). */
+class HeldBroadcast implements WriteBroadcast {
+  readonly serving = true;
+  readonly submitted: { request: WriteRequest; authInfo: readonly Id[] }[] = [];
+  private readonly held: { sessionId: bigint; cxid: number; body: TxnBody }[] = [];
+  private zxid = 0;
+  pipeline: RequestPipeline | undefined;
+  readonly prep: Prep;
+
+  constructor(readonly tree: DataTree) {
+    this.prep = new Prep(tree, { ttlNodesEnabled: false });
+  }
+
+  submitWrite(sessionId: bigint, cxid: number, request: WriteRequest, authInfo: readonly Id[]): void {
+    this.submitted.push({ request, authInfo });
+    this.held.push({ sessionId, cxid, body: this.prep.prepare(request, sessionId, this.zxid + this.held.length + 1, authInfo) });
+  }
+  submitCreateSession(sessionId: bigint, timeoutMs: number, password: Uint8Array): void {
+    this.held.push({ sessionId, cxid: 0, body: { type: "createSession", timeoutMs, password } });
+    this.flush();
+  }
+  submitExpireSession(): void {}
+  requestSync(ready: (zxid: number) => void): void {
+    ready(this.zxid + this.held.length);
+  }
+  revalidateSession(_s: bigint, _t: number, done: (outcome: RevalidationOutcome) => void): void {
+    done("valid");
+  }
+
+  flush(): void {
+    for (const { sessionId, cxid, body } of this.held.splice(0)) {
+      const zxid = ++this.zxid;
+      const txn = { header: { sessionId, cxid, zxid, timeMs: zxid }, body };
+      const { result, deliveries } = this.tree.apply(txn);
+      this.prep.applied(zxid);
+      this.pipeline!.applied(txn, result, deliveries);
+    }
+  }
+}
+
+class FakeConnection implements ClientConnection {
+  open = true;
+  authInfo: readonly Id[];
+  readonly replies = new Map<number, Reply>();
+  readonly events: WatchEvent[] = [];
+  constructor(readonly remoteAddress: string) {
+    this.authInfo = initialAuthInfo(remoteAddress);
+  }
+  sendReply(xid: number, reply: Reply): void {
+    this.replies.set(xid, reply);
+  }
+  sendEvent(event: WatchEvent): void {
+    this.events.push(event);
+  }
+  end(): void {
+    this.open = false;
+  }
+}
+
+/** One session on one connection from 10.1.2.3, over a tree where /locked is alice's alone. */
+function fixture() {
+  const tree = new DataTree();
+  const broadcast = new HeldBroadcast(tree);
+  const pipeline = new RequestPipeline({ tree }, broadcast, { touch() {}, forget() {} }, { superDigest: SUPER_DIGEST });
+  broadcast.pipeline = pipeline;
+  pipeline.createSession(SESSION, 4000, new Uint8Array(16), () => {});
+  const connection = new FakeConnection("10.1.2.3");
+  pipeline.attach(SESSION, connection);
+  let xid = 0;
+  const send = (request: ClientRequest): number => {
+    pipeline.submit(SESSION, connection, ++xid, request);
+    return xid;
+  };
+  /** Sends, applies whatever is held, and gives the answer. */
+  const call = (request: ClientRequest): Reply => {
+    const sent = send(request);
+    broadcast.flush();
+    const reply = connection.replies.get(sent);
+    assert.ok(reply, `request ${sent} (${request.op}) was answered`);
+    return reply;
+  };
+  const setup = (request: WriteRequest, authInfo: readonly Id[] = [ALICE]) => {
+    broadcast.submitWrite(SESSION, 0, request, authInfo);
+    broadcast.flush();
+  };
+  setup({ op: "create", path: "/locked", data: bytes("secret"), acl: [{ perms: Perms.ALL, id: ALICE }], mode: "persistent", ttlMs: 0 });
+  setup({ op: "create", path: "/locked/child", data: bytes(""), acl: [], mode: "persistent", ttlMs: 0 });
+  return { tree, broadcast, pipeline, connection, send, call, setup };
+}
+
+const getData = (path: string, watch = false): ClientRequest => ({ op: "getData", path, watch });
+const addAuth = (scheme: string, auth: string): ClientRequest => ({ op: "addAuth", scheme, auth: bytes(auth) });
+
+describe("reads check READ on the node", () => {
+  for (const op of ["getData", "getChildren"] as const) {
+    test(`${op} without READ is NOAUTH, with READ alone it answers`, () => {
+      const f = fixture();
+      assert.equal(f.call({ op, path: "/locked", watch: false }).err, ZkErrorCode.NOAUTH);
+      f.setup({ op: "setAcl", path: "/locked", acl: [ANYONE(Perms.READ)], version: -1 });
+      assert.equal(f.call({ op, path: "/locked", watch: false }).err, 0);
+    });
+
+    test(`${op} of a missing node is NONODE, not NOAUTH`, () => {
+      assert.equal(fixture().call({ op, path: "/locked/none", watch: false }).err, ZkErrorCode.NONODE);
+    });
+  }
+
+  test("a refused read sets no watch", () => {
+    const f = fixture();
+    assert.equal(f.call(getData("/locked", true)).err, ZkErrorCode.NOAUTH);
+    assert.equal(f.call({ op: "getChildren", path: "/locked", watch: true }).err, ZkErrorCode.NOAUTH);
+    assert.equal(f.tree.watches.watchCountOf(SESSION), 0);
+  });
+
+  test("exists answers whatever the ACL (ZooKeeper up to 3.8.3)", () => {
+    const f = fixture();
+    const reply = f.call({ op: "exists", path: "/locked", watch: false });
+    assert.equal(reply.err, 0);
+    assert.equal(reply.body.kind, "stat");
+  });
+
+  test("getACL needs READ or ADMIN; with READ alone digest passwords are hidden", () => {
+    const f = fixture();
+    const getAcl: ClientRequest = { op: "getAcl", path: "/locked" };
+    assert.equal(f.call(getAcl).err, ZkErrorCode.NOAUTH, "no permission at all");
+    f.setup({ op: "setAcl", path: "/locked", acl: [{ perms: Perms.ADMIN | Perms.READ, id: ALICE }, ANYONE(Perms.WRITE)], version: -1 });
+    assert.equal(f.call(getAcl).err, ZkErrorCode.NOAUTH, "WRITE does not let anyone read the ACL");
+    f.setup({ op: "setAcl", path: "/locked", acl: [{ perms: Perms.ADMIN, id: ALICE }, ANYONE(Perms.READ)], version: -1 });
+    const readOnly = f.call(getAcl);
+    assert.equal(readOnly.err, 0);
+    assert.deepEqual(readOnly.body.kind === "acl" && readOnly.body.acl, [{ perms: Perms.ADMIN, id: { scheme: "digest", id: "alice:x" } }, ANYONE(Perms.READ)]);
+    assert.equal(f.call(addAuth("digest", "alice:secret")).err, 0);
+    const admin = f.call(getAcl);
+    assert.deepEqual(admin.body.kind === "acl" && admin.body.acl, [{ perms: Perms.ADMIN, id: ALICE }, ANYONE(Perms.READ)]);
+    f.setup({ op: "setAcl", path: "/locked", acl: [{ perms: Perms.ADMIN, id: ALICE }], version: -1 });
+    assert.equal(f.call(getAcl).err, 0, "ADMIN alone lets alice read the ACL");
+  });
+});
+
+describe("addAuth", () => {
+  test("digest credentials open what the ACL names, for this connection's later requests", () => {
+    const f = fixture();
+    assert.equal(f.call(getData("/locked")).err, ZkErrorCode.NOAUTH);
+    assert.equal(f.call(addAuth("digest", "alice:secret")).err, 0);
+    const reply = f.call(getData("/locked"));
+    assert.equal(reply.err, 0);
+    assert.deepEqual(reply.body.kind === "data" && new TextDecoder().decode(reply.body.data), "secret");
+    assert.equal(f.call({ op: "setData", path: "/locked", data: bytes("x"), version: -1 }).err, 0);
+  });
+
+  test("AUTHFAILED for a wrong scheme or digest without a colon, and the session goes on", () => {
+    const f = fixture();
+    for (const [scheme, auth] of [["digest", "alice"], ["bogus", "alice:secret"], ["world", "anyone"], ["super", "x"]] as const) {
+      assert.equal(f.call(addAuth(scheme, auth)).err, ZkErrorCode.AUTHFAILED, `${scheme} ${auth}`);
+    }
+    assert.equal(f.connection.open, true);
+    assert.equal(f.call({ op: "create", path: "/after", data: bytes(""), acl: [], mode: "persistent", ttlMs: 0 }).err, 0);
+    assert.deepEqual(f.connection.authInfo, [{ scheme: "ip", id: "10.1.2.3" }], "no id was added");
+  });
+
+  test("a wrong password authenticates as another digest, which the ACL does not name", () => {
+    const f = fixture();
+    assert.equal(f.call(addAuth("digest", "alice:wrong")).err, 0);
+    assert.equal(f.call(getData("/locked")).err, ZkErrorCode.NOAUTH);
+  });
+
+  test("requests queued before it keep the ids they arrived with; writes carry them to the broadcast", () => {
+    const f = fixture();
+    const write = f.send({ op: "setData", path: "/locked", data: bytes("early"), version: -1 });
+    const earlyRead = f.send(getData("/locked"));
+    const auth = f.send(addAuth("digest", "alice:secret"));
+    const lateRead = f.send(getData("/locked"));
+    const lateWrite = f.send({ op: "setData", path: "/locked", data: bytes("late"), version: -1 });
+    f.broadcast.flush();
+    const err = (xid: number) => f.connection.replies.get(xid)?.err;
+    assert.deepEqual([err(write), err(earlyRead), err(auth), err(lateRead), err(lateWrite)], [ZkErrorCode.NOAUTH, ZkErrorCode.NOAUTH, 0, 0, 0]);
+    const carried = f.broadcast.submitted.slice(-2).map((s) => s.authInfo);
+    assert.deepEqual(carried, [[{ scheme: "ip", id: "10.1.2.3" }], [{ scheme: "ip", id: "10.1.2.3" }, ALICE]]);
+  });
+
+  test("ip authentication adds nothing new: the connection already holds its address", () => {
+    const f = fixture();
+    assert.equal(f.call(addAuth("ip", "1.2.3.4")).err, 0);
+    assert.deepEqual(f.connection.authInfo, [{ scheme: "ip", id: "10.1.2.3" }]);
+  });
+
+  test("the configured super digest passes every check", () => {
+    const f = fixture();
+    assert.equal(f.call(addAuth("digest", "super:test")).err, 0);
+    assert.equal(f.call(getData("/locked")).err, 0);
+    assert.equal(f.call({ op: "getAcl", path: "/locked" }).err, 0);
+    assert.equal(f.call({ op: "delete", path: "/locked/child", version: -1 }).err, 0);
+  });
+});
+
+test("whoAmI lists the connection's ids, its ip first, as ZooKeeper's ClientInfo", () => {
+  const f = fixture();
+  const who = () => {
+    const reply = f.call({ op: "whoAmI" });
+    return reply.body.kind === "whoAmI" ? reply.body.clientInfo : undefined;
+  };
+  assert.deepEqual(who(), [{ authScheme: "ip", user: "10.1.2.3" }]);
+  f.call(addAuth("digest", "alice:secret"));
+  f.call(addAuth("digest", "super:test"));
+  assert.deepEqual(who(), [
+    { authScheme: "ip", user: "10.1.2.3" },
+    { authScheme: "digest", user: "alice" },
+    { authScheme: "super", user: "" },
+    { authScheme: "digest", user: "super" },
+  ]);
+});
