@@ -193,7 +193,9 @@ function setWatchesSize(m: SetWatchesRequest): number {
     int64FieldSize(1, m.relativeZxid) +
     stringListSize(2, m.dataWatches) +
     stringListSize(3, m.existWatches) +
-    stringListSize(4, m.childWatches)
+    stringListSize(4, m.childWatches) +
+    stringListSize(5, m.persistentWatches) +
+    stringListSize(6, m.persistentRecursiveWatches)
   );
 }
 function writeSetWatches(w: Writer, m: SetWatchesRequest): void {
@@ -201,6 +203,17 @@ function writeSetWatches(w: Writer, m: SetWatchesRequest): void {
   writeStringList(w, 2, m.dataWatches);
   writeStringList(w, 3, m.existWatches);
   writeStringList(w, 4, m.childWatches);
+  writeStringList(w, 5, m.persistentWatches);
+  writeStringList(w, 6, m.persistentRecursiveWatches);
+}
+
+/** AddWatchRequest, RemoveWatchesRequest, CheckWatchesRequest: a path and an int32. */
+function pathNumberSize(path: string, n: number): number {
+  return stringFieldSize(1, path) + int32FieldSize(2, n);
+}
+function writePathNumber(w: Writer, path: string, n: number): void {
+  writeStringField(w, 1, path);
+  writeInt32Field(w, 2, n);
 }
 
 /** The op member of a Request: its field number and body size. */
@@ -222,6 +235,9 @@ function requestOpSize(r: Request): [field: number, size: number] {
     case "close": return [11, 0];
     case "getAcl": return [12, stringFieldSize(1, r.getAcl.path)];
     case "setAcl": return [13, stringFieldSize(1, r.setAcl.path) + aclListSize(2, r.setAcl.acl) + sint32FieldSize(3, r.setAcl.version)];
+    case "addWatch": return [14, pathNumberSize(r.addWatch.path, r.addWatch.mode)];
+    case "removeWatches": return [15, pathNumberSize(r.removeWatches.path, r.removeWatches.type)];
+    case "checkWatches": return [16, pathNumberSize(r.checkWatches.path, r.checkWatches.type)];
   }
 }
 
@@ -248,6 +264,9 @@ function writeRequestOp(w: Writer, r: Request): void {
       writeAclList(w, 2, r.setAcl.acl);
       writeSint32Field(w, 3, r.setAcl.version);
       return;
+    case "addWatch": return writePathNumber(w, r.addWatch.path, r.addWatch.mode);
+    case "removeWatches": return writePathNumber(w, r.removeWatches.path, r.removeWatches.type);
+    case "checkWatches": return writePathNumber(w, r.checkWatches.path, r.checkWatches.type);
   }
 }
 

@@ -65,7 +65,12 @@ export interface SetWatchesRequest {
   dataWatches: string[];
   existWatches: string[];
   childWatches: string[];
+  persistentWatches: string[];
+  persistentRecursiveWatches: string[];
 }
+export interface AddWatchRequest { path: string; mode: number }
+export interface RemoveWatchesRequest { path: string; type: number }
+export interface CheckWatchesRequest { path: string; type: number }
 export type CloseRequest = Record<string, never>;
 export interface GetAclRequest { path: string }
 export interface SetAclRequest { path: string; acl: WireAcl[]; version: number }
@@ -82,7 +87,10 @@ export type RequestOp =
   | { op: "setWatches"; setWatches: SetWatchesRequest }
   | { op: "close"; close: CloseRequest }
   | { op: "getAcl"; getAcl: GetAclRequest }
-  | { op: "setAcl"; setAcl: SetAclRequest };
+  | { op: "setAcl"; setAcl: SetAclRequest }
+  | { op: "addWatch"; addWatch: AddWatchRequest }
+  | { op: "removeWatches"; removeWatches: RemoveWatchesRequest }
+  | { op: "checkWatches"; checkWatches: CheckWatchesRequest };
 
 export type Request = { xid: number } & RequestOp;
 

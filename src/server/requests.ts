@@ -3,6 +3,7 @@
  * gRPC messages: every front door (the gRPC stream today, ZooKeeper's jute protocol later) decodes
  * into these and encodes from them.
  */
+import type { AddWatchMode, WatcherType } from "../common/watch-modes.js";
 import type { Acl, CreateMode, OpResult, Stat } from "../store/types.js";
 
 export interface CreateRequest {
@@ -35,10 +36,25 @@ export interface SetWatchesRequest {
   dataWatches: string[];
   existWatches: string[];
   childWatches: string[];
+  persistentWatches: string[];
+  persistentRecursiveWatches: string[];
 }
+export interface AddWatchRequest { op: "addWatch"; path: string; mode: AddWatchMode }
+/** Removes this session's watches of `watcherType` on `path` (ZooKeeper's removeWatches opcode). */
+export interface RemoveWatchesRequest { op: "removeWatches"; path: string; watcherType: WatcherType }
+/** Answers NOWATCHER unless this session holds such a watch (ZooKeeper's checkWatches opcode). */
+export interface CheckWatchesRequest { op: "checkWatches"; path: string; watcherType: WatcherType }
 
-/** Requests answered from the local tree. */
-export type ReadRequest = ExistsRequest | GetDataRequest | GetChildrenRequest | GetAclRequest | SetWatchesRequest;
+/** Requests answered from the local tree and this server's watches. */
+export type ReadRequest =
+  | ExistsRequest
+  | GetDataRequest
+  | GetChildrenRequest
+  | GetAclRequest
+  | SetWatchesRequest
+  | AddWatchRequest
+  | RemoveWatchesRequest
+  | CheckWatchesRequest;
 
 export interface SyncRequest { op: "sync"; path: string }
 
