@@ -4,6 +4,7 @@ export { op, ZkMultiError } from "./client/ops.js";
 export { CREATE_MODE_FLAGS, OPEN_ACL_UNSAFE, Perms } from "./client/types.js";
 export type {
   Acl,
+  AddWatchMode,
   ClientLogger,
   ClientState,
   ConnectOptions,
@@ -11,6 +12,7 @@ export type {
   CreateOptions,
   Data,
   Id,
+  NodeEventType,
   Op,
   OpResult,
   Stat,
@@ -19,6 +21,7 @@ export type {
   WatchedEventType,
   WatchOptions,
   Watcher,
+  WatcherType,
 } from "./client/types.js";
 export { ZkError, ZkErrorCode, zkErrorName } from "./common/errors.js";
 export type { ZkErrorName } from "./common/errors.js";
