@@ -101,10 +101,10 @@ const Kind = {
   close: 11,
   getAcl: 12,
   setAcl: 13,
-  addWatchPersistent: 14,
-  addWatchRecursive: 15,
-  removeWatches: 16,
-  checkWatches: 17,
+  addWatchPersistent: 40,
+  addWatchRecursive: 41,
+  removeWatches: 42,
+  checkWatches: 43,
 } as const;
 type KindValue = (typeof Kind)[keyof typeof Kind];
 
