@@ -7,6 +7,7 @@ export { CREATE_MODE_FLAGS, CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, Perms, READ_ACL_UN
 export { generateDigest } from "./common/digest.js";
 export type {
   Acl,
+  AddWatchMode,
   ClientInfo,
   ClientLogger,
   ClientState,
@@ -15,6 +16,7 @@ export type {
   CreateOptions,
   Data,
   Id,
+  NodeEventType,
   Op,
   OpResult,
   ReadOp,
@@ -25,6 +27,7 @@ export type {
   WatchedEventType,
   WatchOptions,
   Watcher,
+  WatcherType,
 } from "./client/types.js";
 export { ZkError, ZkErrorCode, zkErrorName } from "./common/errors.js";
 export type { ZkErrorName } from "./common/errors.js";

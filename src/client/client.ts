@@ -28,12 +28,14 @@ import type { HostPort } from "./connect-string.js";
 import {
   aclFromWire,
   aclToWire,
+  addWatchModeNumber,
   checkVersion,
   eventTypeName,
   modeFlag,
   requireStat,
   toBytes,
   ttlToWire,
+  watcherTypeNumber,
 } from "./convert.js";
 import { decodeServerFrame, encodeClientFrame, encodeClientFrameBatch } from "./codec.js";
 import type { DecodedConnectResponse, DecodedResponse, DecodedServerFrame, DecodedWatchEvent } from "./codec.js";
@@ -42,6 +44,7 @@ import { multiErrorFromWire, multiResultsFromWire, opsToWire, readOpsToWire, rea
 import type {
   Acl,
   ClientInfo,
+  AddWatchMode,
   ClientLogger,
   ClientState,
   ConnectOptions,
@@ -55,10 +58,12 @@ import type {
   Stat,
   VersionOptions,
   WatchOptions,
+  WatchedEventType,
   Watcher,
+  WatcherType,
 } from "./types.js";
 import { isSequentialMode } from "./types.js";
-import { WatchRegistry, chunkWatchPaths } from "./watch-registry.js";
+import { WatchRegistry, chunkWatchPaths, type RemovedWatchers } from "./watch-registry.js";
 
 export const DEFAULT_SESSION_TIMEOUT_MS = 10_000;
 /** Back-off between connection attempts: first retry at once, then 50 ms doubling up to 1 s. */
@@ -106,6 +111,10 @@ const Kind = {
   multiRead: 32,
   addAuth: 14,
   whoAmI: 15,
+  addWatchPersistent: 40,
+  addWatchRecursive: 41,
+  removeWatches: 42,
+  checkWatches: 43,
 } as const;
 type KindValue = (typeof Kind)[keyof typeof Kind];
 
@@ -421,6 +430,69 @@ export class Client extends EventEmitter {
   }
 
   /**
+   * Sets a watch that stays after it fires (ZooKeeper's addWatch), whether or not the node exists.
+   * "persistent": every NodeCreated, NodeDataChanged, NodeDeleted and NodeChildrenChanged of
+   * `basePath`. "persistent-recursive": NodeCreated, NodeDataChanged and NodeDeleted of `basePath`
+   * and of every node below it (never NodeChildrenChanged). It is set again after a reconnect;
+   * changes made while disconnected are not replayed to it (ZooKeeper's semantics: re-read what
+   * matters on "reconnected"). Remove it with `removeWatches` / `removeAllWatches`.
+   */
+  addWatch(basePath: string, watcher: Watcher, mode: AddWatchMode): Promise<void> {
+    let serverPath: string;
+    let modeNumber: number;
+    try {
+      serverPath = this.serverPath(basePath);
+      requireWatcher(watcher);
+      modeNumber = addWatchModeNumber(mode);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const kind = mode === "persistent" ? Kind.addWatchPersistent : Kind.addWatchRecursive;
+    return this.send(kind, { op: "addWatch", addWatch: { path: serverPath, mode: modeNumber } }, basePath, serverPath, watcher);
+  }
+
+  /**
+   * Removes one callback's watches of `watcherType` on `path` ("children", "data" — getData and
+   * exists —, "persistent", "persistent-recursive" or "any"); the callback gets a
+   * ChildWatchRemoved, DataWatchRemoved or PersistentWatchRemoved event for each kind it lost, and
+   * no event of the removed watches after this resolves. Rejects NOWATCHER if this client holds no
+   * such watch. The server is only asked whether it holds one (ZooKeeper's checkWatches): the
+   * session's other callbacks may still need it. With `local`, the watches are removed here even
+   * when the server cannot be reached or answers with an error.
+   */
+  removeWatches(path: string, watcher: Watcher, watcherType: WatcherType, local = false): Promise<void> {
+    let serverPath: string;
+    let type: number;
+    try {
+      serverPath = this.serverPath(path);
+      requireWatcher(watcher);
+      type = watcherTypeNumber(watcherType);
+      checkLocal(local);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.sendRemoval(Kind.checkWatches, { op: "checkWatches", checkWatches: { path: serverPath, type } }, path, serverPath, watcher, watcherType, local);
+  }
+
+  /**
+   * Removes every callback's watches of `watcherType` on `path`, here and on the server (ZooKeeper's
+   * removeWatches opcode); each callback gets its WatchRemoved event(s). Rejects NOWATCHER if this
+   * client holds no such watch. `local` as for `removeWatches`.
+   */
+  removeAllWatches(path: string, watcherType: WatcherType, local = false): Promise<void> {
+    let serverPath: string;
+    let type: number;
+    try {
+      serverPath = this.serverPath(path);
+      type = watcherTypeNumber(watcherType);
+      checkLocal(local);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.sendRemoval(Kind.removeWatches, { op: "removeWatches", removeWatches: { path: serverPath, type } }, path, serverPath, undefined, watcherType, local);
+  }
+
+  /**
    * Applies every op or none. Resolves with one OpResult per op; on failure rejects with a
    * ZkMultiError whose `code` is the failing op's error and `results` the per-op list.
    */
@@ -565,6 +637,68 @@ export class Client extends EventEmitter {
       return Promise.reject(err);
     }
     return this.send(kind, { op: "getChildren", getChildren: { path: serverPath, watch: watcher !== undefined } }, path, serverPath, watcher);
+  }
+
+  /**
+   * A removal of watches, settled as ZooKeeper's WatchDeregistration: nothing held here → NOWATCHER;
+   * a failure (no connection, or the server's error) → that error, unless `local`; otherwise the
+   * watches go and their callbacks are told. It settles while the answer is read, so no frame after
+   * the answer reaches a removed callback.
+   */
+  private sendRemoval(
+    kind: KindValue,
+    request: RequestOp,
+    path: string,
+    serverPath: string,
+    watcher: Watcher | undefined,
+    type: WatcherType,
+    local: boolean,
+  ): Promise<void> {
+    if (!this.registry.contains(serverPath, watcher, type)) return Promise.reject(new ZkError("NOWATCHER", undefined, path));
+    return new Promise<void>((resolve, reject) => {
+      const settle = (err: ZkError | undefined): void => {
+        // An event may have spent a one-time watch while the request was out.
+        if (!this.registry.contains(serverPath, watcher, type)) return reject(new ZkError("NOWATCHER", undefined, path));
+        if (err !== undefined && !local) return reject(err);
+        this.notifyRemoved(this.registry.remove(serverPath, watcher, type)!, path);
+        resolve();
+      };
+      const conn = this.conn;
+      if (this.lifecycle !== "active" || conn === null || conn.phase !== "open") {
+        const code = this.lifecycle === "active" ? "CONNECTIONLOSS" : "SESSIONEXPIRED";
+        settle(new ZkError(code, `${code}: not connected`, path));
+        return;
+      }
+      const pending: Pending = {
+        xid: (this.xid = nextXid(this.xid)),
+        kind,
+        path,
+        serverPath,
+        watcher: undefined,
+        ops: undefined,
+        resolve: () => settle(undefined),
+        reject: settle,
+      };
+      this.write(conn, pending, request);
+    });
+  }
+
+  /** Tells removed callbacks, one event per kind of watch each lost (ZooKeeper's order: child, data, persistent). */
+  private notifyRemoved(removed: RemovedWatchers, path: string): void {
+    const groups: [Set<Watcher>, WatchedEventType][] = [
+      [removed.child, "ChildWatchRemoved"],
+      [removed.data, "DataWatchRemoved"],
+      [removed.persistent, "PersistentWatchRemoved"],
+    ];
+    for (const [watchers, type] of groups) {
+      for (const watcher of watchers) {
+        try {
+          watcher({ type, path, zxid: -1n });
+        } catch (err) {
+          this.reportCallbackError(err);
+        }
+      }
+    }
   }
 
   private send<T>(
@@ -882,6 +1016,13 @@ export class Client extends EventEmitter {
       case Kind.setWatches:
       case Kind.close:
       case Kind.addAuth:
+      case Kind.removeWatches:
+      case Kind.checkWatches:
+        p.resolve(undefined);
+        return;
+      case Kind.addWatchPersistent:
+      case Kind.addWatchRecursive:
+        if (p.watcher) this.registry.add(p.kind === Kind.addWatchPersistent ? "persistent" : "persistent-recursive", p.serverPath, p.watcher);
         p.resolve(undefined);
         return;
       case Kind.whoAmI:
@@ -1117,6 +1258,14 @@ function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
 /** Session ids are shown in hex, as ZooKeeper logs them. */
 function hex(id: bigint): string {
   return "0x" + BigInt.asUintN(64, id).toString(16);
+}
+
+function requireWatcher(watcher: Watcher): void {
+  if (typeof watcher !== "function") throw new ZkError("BADARGUMENTS", "watcher must be a function");
+}
+
+function checkLocal(local: boolean): void {
+  if (typeof local !== "boolean") throw new ZkError("BADARGUMENTS", "local must be a boolean");
 }
 
 function checkWatcher(watch: Watcher | undefined): Watcher | undefined {

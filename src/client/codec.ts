@@ -195,7 +195,9 @@ function setWatchesSize(m: SetWatchesRequest): number {
     int64FieldSize(1, m.relativeZxid) +
     stringListSize(2, m.dataWatches) +
     stringListSize(3, m.existWatches) +
-    stringListSize(4, m.childWatches)
+    stringListSize(4, m.childWatches) +
+    stringListSize(5, m.persistentWatches) +
+    stringListSize(6, m.persistentRecursiveWatches)
   );
 }
 function writeSetWatches(w: Writer, m: SetWatchesRequest): void {
@@ -203,6 +205,17 @@ function writeSetWatches(w: Writer, m: SetWatchesRequest): void {
   writeStringList(w, 2, m.dataWatches);
   writeStringList(w, 3, m.existWatches);
   writeStringList(w, 4, m.childWatches);
+  writeStringList(w, 5, m.persistentWatches);
+  writeStringList(w, 6, m.persistentRecursiveWatches);
+}
+
+/** AddWatchRequest, RemoveWatchesRequest, CheckWatchesRequest: a path and an int32. */
+function pathNumberSize(path: string, n: number): number {
+  return stringFieldSize(1, path) + int32FieldSize(2, n);
+}
+function writePathNumber(w: Writer, path: string, n: number): void {
+  writeStringField(w, 1, path);
+  writeInt32Field(w, 2, n);
 }
 
 function multiReadOpSize(op: MultiReadOp): number {
@@ -242,6 +255,9 @@ function requestOpSize(r: Request): [field: number, size: number] {
     }
     case "addAuth": return [17, stringFieldSize(1, r.addAuth.scheme) + bytesFieldSize(2, r.addAuth.auth)];
     case "whoAmI": return [18, 0];
+    case "addWatch": return [14, pathNumberSize(r.addWatch.path, r.addWatch.mode)];
+    case "removeWatches": return [15, pathNumberSize(r.removeWatches.path, r.removeWatches.type)];
+    case "checkWatches": return [16, pathNumberSize(r.checkWatches.path, r.checkWatches.type)];
   }
 }
 
@@ -281,6 +297,9 @@ function writeRequestOp(w: Writer, r: Request): void {
       writeBytesField(w, 2, r.addAuth.auth);
       return;
     case "whoAmI": return;
+    case "addWatch": return writePathNumber(w, r.addWatch.path, r.addWatch.mode);
+    case "removeWatches": return writePathNumber(w, r.removeWatches.path, r.removeWatches.type);
+    case "checkWatches": return writePathNumber(w, r.checkWatches.path, r.checkWatches.type);
   }
 }
 

@@ -2,8 +2,9 @@
 import { ZkError } from "../common/errors.js";
 import { limits } from "../common/constants.js";
 import { TTL_MS_MAX } from "../common/znode.js";
+import { ADD_WATCH_MODE_NUMBERS, WATCHER_TYPE_NUMBERS, type AddWatchMode, type WatcherType } from "../common/watch-modes.js";
 import type { WireAcl, WireStat } from "../protocol/client-wire.js";
-import type { Acl, CreateMode, Data, Stat, WatchedEventType } from "./types.js";
+import type { Acl, CreateMode, Data, NodeEventType, Stat } from "./types.js";
 import { CREATE_MODE_FLAGS, isTtlMode } from "./types.js";
 
 const encoder = new TextEncoder();
@@ -90,15 +91,18 @@ export function checkVersion(version: number | undefined): number {
   return version;
 }
 
-/** ZooKeeper's Watcher.Event.EventType numbers for the node events the SDK delivers. */
-export const EVENT_TYPE_NUMBERS: Readonly<Record<WatchedEventType, number>> = Object.freeze({
+/**
+ * ZooKeeper's Watcher.Event.EventType numbers for the node events a server sends (the WatchRemoved
+ * events are the SDK's own, never on the wire).
+ */
+export const EVENT_TYPE_NUMBERS: Readonly<Record<NodeEventType, number>> = Object.freeze({
   NodeCreated: 1,
   NodeDeleted: 2,
   NodeDataChanged: 3,
   NodeChildrenChanged: 4,
 });
 
-export function eventTypeName(type: number): WatchedEventType | undefined {
+export function eventTypeName(type: number): NodeEventType | undefined {
   switch (type) {
     case 1: return "NodeCreated";
     case 2: return "NodeDeleted";
@@ -106,4 +110,16 @@ export function eventTypeName(type: number): WatchedEventType | undefined {
     case 4: return "NodeChildrenChanged";
     default: return undefined;
   }
+}
+
+/** An addWatch mode to its wire number; anything else is BADARGUMENTS. */
+export function addWatchModeNumber(mode: AddWatchMode): number {
+  if (typeof mode !== "string" || !Object.hasOwn(ADD_WATCH_MODE_NUMBERS, mode)) throw new ZkError("BADARGUMENTS", `unknown addWatch mode ${JSON.stringify(mode)}`);
+  return ADD_WATCH_MODE_NUMBERS[mode];
+}
+
+/** A watcher type to its wire number; anything else is BADARGUMENTS. */
+export function watcherTypeNumber(type: WatcherType): number {
+  if (typeof type !== "string" || !Object.hasOwn(WATCHER_TYPE_NUMBERS, type)) throw new ZkError("BADARGUMENTS", `unknown watcher type ${JSON.stringify(type)}`);
+  return WATCHER_TYPE_NUMBERS[type];
 }

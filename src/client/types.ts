@@ -40,17 +40,31 @@ export interface ClientInfo {
 /** Data arguments: bytes, or a string sent as UTF-8. */
 export type Data = Uint8Array | string;
 
-export type WatchedEventType = "NodeCreated" | "NodeDeleted" | "NodeDataChanged" | "NodeChildrenChanged";
+export type { AddWatchMode, WatcherType } from "../common/watch-modes.js";
+
+/** Events about a znode, sent by the server when a watch fires. */
+export type NodeEventType = "NodeCreated" | "NodeDeleted" | "NodeDataChanged" | "NodeChildrenChanged";
+
+/**
+ * Every event a watcher can get: the node events, and the event a watcher gets when
+ * `removeWatches` / `removeAllWatches` takes it away (one-time child watch → ChildWatchRemoved,
+ * one-time data or exist watch → DataWatchRemoved, persistent or recursive → PersistentWatchRemoved).
+ */
+export type WatchedEventType = NodeEventType | "DataWatchRemoved" | "ChildWatchRemoved" | "PersistentWatchRemoved";
 
 export interface WatchedEvent {
   type: WatchedEventType;
   /** The znode the event is about, relative to the chroot. */
   path: string;
-  /** zxid of the transaction that fired it. */
+  /** zxid of the transaction that fired it; -1n for the WatchRemoved events (ZooKeeper's NO_ZXID). */
   zxid: bigint;
 }
 
-/** A one-time watch callback. The same function set twice on one path and kind fires once. */
+/**
+ * A watch callback. A one-time watch (getData, exists, getChildren) calls it once; a watch of
+ * `addWatch` on every event until it is removed. The same function set twice on one path and kind
+ * is one watch.
+ */
 export type Watcher = (event: WatchedEvent) => void;
 
 /**

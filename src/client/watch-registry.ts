@@ -1,22 +1,41 @@
 /**
- * The client side of watches, as ZooKeeper's ZKWatchManager: three tables (data, exist, child) of
- * one-time watchers keyed by server path. A watch is added only once the server's answer says it
- * was set; an event removes and returns every watcher it triggers, each function once.
+ * The client side of watches, as ZooKeeper's ZKWatchManager: five tables of watch callbacks keyed
+ * by server path — one-time data, exist and child watches, and addWatch's persistent and
+ * persistent-recursive ones. A watch is added only once the server's answer says it was set. An
+ * event removes the one-time watchers it triggers and returns them together with the persistent
+ * ones it reaches, each function once.
  */
-import type { WatchedEventType, Watcher } from "./types.js";
+import type { AddWatchMode, WatcherType } from "../common/watch-modes.js";
+import type { NodeEventType, Watcher } from "./types.js";
 
-export type WatchKind = "data" | "exist" | "child";
+export type WatchKind = "data" | "exist" | "child" | AddWatchMode;
 
 export interface WatchPaths {
   dataWatches: string[];
   existWatches: string[];
   childWatches: string[];
+  persistentWatches: string[];
+  persistentRecursiveWatches: string[];
 }
 
+/** What a removal took, by the event its watchers are told (ZooKeeper's WatchRemoved types). */
+export interface RemovedWatchers {
+  /** child watches → ChildWatchRemoved */
+  child: Set<Watcher>;
+  /** data and exist watches → DataWatchRemoved */
+  data: Set<Watcher>;
+  /** persistent and persistent-recursive watches → PersistentWatchRemoved */
+  persistent: Set<Watcher>;
+}
+
+type Table = Map<string, Set<Watcher>>;
+
 export class WatchRegistry {
-  private readonly data = new Map<string, Set<Watcher>>();
-  private readonly exist = new Map<string, Set<Watcher>>();
-  private readonly child = new Map<string, Set<Watcher>>();
+  private readonly data: Table = new Map();
+  private readonly exist: Table = new Map();
+  private readonly child: Table = new Map();
+  private readonly persistent: Table = new Map();
+  private readonly recursive: Table = new Map();
 
   add(kind: WatchKind, path: string, watcher: Watcher): void {
     const table = this.table(kind);
@@ -26,11 +45,14 @@ export class WatchRegistry {
   }
 
   /**
-   * Removes and returns the watchers an event triggers (ZooKeeper's materialize):
+   * The watchers an event triggers (ZooKeeper's materialize); the one-time ones are removed.
    * NodeCreated and NodeDataChanged → data + exist; NodeDeleted → data + exist + child;
-   * NodeChildrenChanged → child. A function registered under several kinds fires once.
+   * NodeChildrenChanged → child. Then the persistent watchers of the path, and the recursive
+   * watchers of the path and of every path above it — except for NodeChildrenChanged, which a
+   * recursive watch never gets (the server sends one for a one-time child watch of this session on
+   * a node below a recursive watch). A function reached several ways fires once.
    */
-  materialize(type: WatchedEventType, path: string): Set<Watcher> {
+  materialize(type: NodeEventType, path: string): Set<Watcher> {
     const out = new Set<Watcher>();
     switch (type) {
       case "NodeCreated":
@@ -47,7 +69,46 @@ export class WatchRegistry {
         take(this.child, path, out);
         break;
     }
+    addAll(this.persistent.get(path), out);
+    if (type !== "NodeChildrenChanged" && this.recursive.size > 0) {
+      for (let at: string | undefined = path; at !== undefined; at = parentOf(at)) addAll(this.recursive.get(at), out);
+    }
     return out;
+  }
+
+  /**
+   * Whether `watcher` (any watcher when undefined) is held on `path` under a kind `type` names:
+   * "children" child, "data" data or exist, "persistent" / "persistent-recursive" that table,
+   * "any" all five (ZooKeeper's ZKWatchManager.containsWatcher).
+   */
+  contains(path: string, watcher: Watcher | undefined, type: WatcherType): boolean {
+    return this.tablesOf(type).some(([, table]) => {
+      const set = table.get(path);
+      return set !== undefined && (watcher === undefined || set.has(watcher));
+    });
+  }
+
+  /**
+   * Removes `watcher` (every watcher when undefined) from `path` in the kinds `type` names (as
+   * `contains`). Returns what went, by removal event, or undefined when nothing did.
+   */
+  remove(path: string, watcher: Watcher | undefined, type: WatcherType): RemovedWatchers | undefined {
+    const removed: RemovedWatchers = { child: new Set(), data: new Set(), persistent: new Set() };
+    let any = false;
+    for (const [group, table] of this.tablesOf(type)) {
+      const set = table.get(path);
+      if (set === undefined) continue;
+      if (watcher === undefined) {
+        table.delete(path);
+        addAll(set, removed[group]);
+        any = true;
+      } else if (set.delete(watcher)) {
+        if (set.size === 0) table.delete(path);
+        removed[group].add(watcher);
+        any = true;
+      }
+    }
+    return any ? removed : undefined;
   }
 
   /** Paths still watched, for setWatches after a reconnect. */
@@ -56,29 +117,80 @@ export class WatchRegistry {
       dataWatches: [...this.data.keys()],
       existWatches: [...this.exist.keys()],
       childWatches: [...this.child.keys()],
+      persistentWatches: [...this.persistent.keys()],
+      persistentRecursiveWatches: [...this.recursive.keys()],
     };
   }
 
   get size(): number {
-    return this.data.size + this.exist.size + this.child.size;
+    return this.data.size + this.exist.size + this.child.size + this.persistent.size + this.recursive.size;
   }
 
   clear(): void {
     this.data.clear();
     this.exist.clear();
     this.child.clear();
+    this.persistent.clear();
+    this.recursive.clear();
   }
 
-  private table(kind: WatchKind): Map<string, Set<Watcher>> {
-    return kind === "data" ? this.data : kind === "exist" ? this.exist : this.child;
+  private table(kind: WatchKind): Table {
+    switch (kind) {
+      case "data":
+        return this.data;
+      case "exist":
+        return this.exist;
+      case "child":
+        return this.child;
+      case "persistent":
+        return this.persistent;
+      case "persistent-recursive":
+        return this.recursive;
+    }
+  }
+
+  /** The tables a watcher type names, each with the removal event its watchers get. */
+  private tablesOf(type: WatcherType): [keyof RemovedWatchers, Table][] {
+    switch (type) {
+      case "children":
+        return [["child", this.child]];
+      case "data":
+        return [
+          ["data", this.data],
+          ["data", this.exist],
+        ];
+      case "persistent":
+        return [["persistent", this.persistent]];
+      case "persistent-recursive":
+        return [["persistent", this.recursive]];
+      case "any":
+        return [
+          ["child", this.child],
+          ["data", this.data],
+          ["data", this.exist],
+          ["persistent", this.persistent],
+          ["persistent", this.recursive],
+        ];
+    }
   }
 }
 
-function take(table: Map<string, Set<Watcher>>, path: string, out: Set<Watcher>): void {
+function take(table: Table, path: string, out: Set<Watcher>): void {
   const set = table.get(path);
   if (!set) return;
   table.delete(path);
-  for (const watcher of set) out.add(watcher);
+  addAll(set, out);
+}
+
+function addAll(from: ReadonlySet<Watcher> | undefined, to: Set<Watcher>): void {
+  if (from) for (const watcher of from) to.add(watcher);
+}
+
+/** "/a/b" → "/a", "/a" → "/", "/" → undefined. */
+function parentOf(path: string): string | undefined {
+  if (path.length <= 1) return undefined;
+  const slash = path.lastIndexOf("/");
+  return slash <= 0 ? "/" : path.slice(0, slash);
 }
 
 /**
@@ -88,16 +200,16 @@ function take(table: Map<string, Set<Watcher>>, path: string, out: Set<Watcher>)
  */
 export function chunkWatchPaths(all: WatchPaths, bytesMax: number): WatchPaths[] {
   const chunks: WatchPaths[] = [];
-  let chunk: WatchPaths = { dataWatches: [], existWatches: [], childWatches: [] };
+  let chunk = emptyWatchPaths();
   let bytes = 0;
-  const kinds: (keyof WatchPaths)[] = ["dataWatches", "existWatches", "childWatches"];
+  const kinds: (keyof WatchPaths)[] = ["dataWatches", "existWatches", "childWatches", "persistentWatches", "persistentRecursiveWatches"];
   for (const kind of kinds) {
     for (const path of all[kind]) {
       // UTF-8 is at most 3 bytes per UTF-16 unit, plus the field's tag and length.
       const size = path.length * 3 + 4;
       if (bytes > 0 && bytes + size > bytesMax) {
         chunks.push(chunk);
-        chunk = { dataWatches: [], existWatches: [], childWatches: [] };
+        chunk = emptyWatchPaths();
         bytes = 0;
       }
       chunk[kind].push(path);
@@ -106,4 +218,8 @@ export function chunkWatchPaths(all: WatchPaths, bytesMax: number): WatchPaths[]
   }
   if (bytes > 0) chunks.push(chunk);
   return chunks;
+}
+
+export function emptyWatchPaths(): WatchPaths {
+  return { dataWatches: [], existWatches: [], childWatches: [], persistentWatches: [], persistentRecursiveWatches: [] };
 }

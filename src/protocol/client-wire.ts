@@ -65,7 +65,12 @@ export interface SetWatchesRequest {
   dataWatches: string[];
   existWatches: string[];
   childWatches: string[];
+  persistentWatches: string[];
+  persistentRecursiveWatches: string[];
 }
+export interface AddWatchRequest { path: string; mode: number }
+export interface RemoveWatchesRequest { path: string; type: number }
+export interface CheckWatchesRequest { path: string; type: number }
 export type CloseRequest = Record<string, never>;
 export interface GetAclRequest { path: string }
 export interface SetAclRequest { path: string; acl: WireAcl[]; version: number }
@@ -94,7 +99,10 @@ export type RequestOp =
   | { op: "getAllChildrenNumber"; getAllChildrenNumber: GetAllChildrenNumberRequest }
   | { op: "multiRead"; multiRead: MultiReadRequest }
   | { op: "addAuth"; addAuth: AddAuthRequest }
-  | { op: "whoAmI"; whoAmI: WhoAmIRequest };
+  | { op: "whoAmI"; whoAmI: WhoAmIRequest }
+  | { op: "addWatch"; addWatch: AddWatchRequest }
+  | { op: "removeWatches"; removeWatches: RemoveWatchesRequest }
+  | { op: "checkWatches"; checkWatches: CheckWatchesRequest };
 
 export type Request = { xid: number } & RequestOp;
 

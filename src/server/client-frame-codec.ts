@@ -20,11 +20,13 @@
  * - nested unknown groups are skipped up to protobufjs's recursion limit.
  * Anything protobufjs refused decodes to MALFORMED; nothing throws out of `decodeClientFrame`.
  *
- * Semantic checks (create mode, TTL, ACL entries without an id, zxids) turn a request into a
- * `rejected` frame carrying the ZooKeeper error code it is answered with, as before.
+ * Semantic checks (create mode, TTL, ACL entries without an id, zxids, addWatch modes, watcher
+ * types) turn a request into a `rejected` frame carrying the ZooKeeper error code it is answered
+ * with, as before.
  */
 import { ZkErrorCode } from "../common/errors.js";
 import { limits } from "../common/constants.js";
+import { addWatchModeOf, watcherTypeOf, type WatcherType } from "../common/watch-modes.js";
 import {
   bytesFieldSize,
   encodeFrameBatch,
@@ -457,6 +459,9 @@ function readRequest(r: Reader, depth: number): RequestFrame | RejectedFrame {
       case 21: decoded = readMultiRead(r, inner); break;
       case 17: decoded = readAddAuth(r, inner); break;
       case 18: readEmpty(r, inner); decoded = { op: "whoAmI" }; break;
+      case 14: decoded = readAddWatch(r, inner); break;
+      case 15: decoded = readPathType(r, "removeWatches", inner); break;
+      case 16: decoded = readPathType(r, "checkWatches", inner); break;
       default: r.skipType(t & 7, depth); continue;
     }
     if (field >= opField) {
@@ -678,6 +683,8 @@ function readSetWatches(r: Reader, depth: number): ClientRequest | number {
   const dataWatches: string[] = [];
   const existWatches: string[] = [];
   const childWatches: string[] = [];
+  const persistentWatches: string[] = [];
+  const persistentRecursiveWatches: string[] = [];
   while (r.pos < r.len) {
     const t = r.uint32();
     switch (t >>> 3) {
@@ -685,12 +692,51 @@ function readSetWatches(r: Reader, depth: number): ClientRequest | number {
       case 2: dataWatches.push(r.string()); break;
       case 3: existWatches.push(r.string()); break;
       case 4: childWatches.push(r.string()); break;
+      case 5: persistentWatches.push(r.string()); break;
+      case 6: persistentRecursiveWatches.push(r.string()); break;
       default: r.skipType(t & 7, depth);
     }
   }
   r.leave(outer);
   if (relativeZxid < 0) return BADARGUMENTS;
-  return { op: "setWatches", relativeZxid, dataWatches, existWatches, childWatches };
+  return { op: "setWatches", relativeZxid, dataWatches, existWatches, childWatches, persistentWatches, persistentRecursiveWatches };
+}
+
+function readAddWatch(r: Reader, depth: number): ClientRequest | number {
+  const outer = r.enter();
+  let path = "";
+  let mode = 0;
+  while (r.pos < r.len) {
+    const t = r.uint32();
+    switch (t >>> 3) {
+      case 1: path = r.string(); break;
+      case 2: mode = r.int32(); break;
+      default: r.skipType(t & 7, depth);
+    }
+  }
+  r.leave(outer);
+  const watchMode = addWatchModeOf(mode);
+  if (watchMode === undefined) return BADARGUMENTS;
+  return { op: "addWatch", path, mode: watchMode };
+}
+
+/** RemoveWatchesRequest and CheckWatchesRequest: a path and a Watcher.WatcherType number. */
+function readPathType<K extends "removeWatches" | "checkWatches">(r: Reader, op: K, depth: number): { op: K; path: string; watcherType: WatcherType } | number {
+  const outer = r.enter();
+  let path = "";
+  let type = 0;
+  while (r.pos < r.len) {
+    const t = r.uint32();
+    switch (t >>> 3) {
+      case 1: path = r.string(); break;
+      case 2: type = r.int32(); break;
+      default: r.skipType(t & 7, depth);
+    }
+  }
+  r.leave(outer);
+  const watcherType = watcherTypeOf(type);
+  if (watcherType === undefined) return BADARGUMENTS;
+  return { op, path, watcherType };
 }
 
 function readSetAcl(r: Reader, depth: number): ClientRequest | number {

@@ -396,18 +396,33 @@ export class RequestPipeline {
         case "whoAmI":
           return { err: 0, zxid, body: { kind: "whoAmI", clientInfo: authInfo.map(clientInfoOf) } };
         case "setWatches": {
-          for (const path of [...request.dataWatches, ...request.existWatches, ...request.childWatches]) {
-            validatePath(path);
-          }
-          const deliveries = this.tree.setWatches(
-            request.relativeZxid,
+          for (const list of [
             request.dataWatches,
             request.existWatches,
             request.childWatches,
-            session.id,
-          );
+            request.persistentWatches,
+            request.persistentRecursiveWatches,
+          ]) {
+            for (const path of list) validatePath(path);
+          }
+          const deliveries = this.tree.setWatches(request.relativeZxid, request, session.id);
           for (const delivery of deliveries) session.connection?.sendEvent(delivery.event);
           return { err: 0, zxid, body: EMPTY_BODY };
+        }
+        case "addWatch": {
+          validatePath(request.path);
+          this.tree.addWatch(request.path, request.mode, this.watcherFor(session));
+          return { err: 0, zxid, body: EMPTY_BODY };
+        }
+        case "removeWatches":
+        case "checkWatches": {
+          validatePath(request.path);
+          const watches = this.tree.watches;
+          const found =
+            request.op === "removeWatches"
+              ? watches.removeWatch(request.path, request.watcherType, session.id)
+              : watches.containsWatch(request.path, request.watcherType, session.id);
+          return { err: found ? 0 : ZkErrorCode.NOWATCHER, zxid, body: EMPTY_BODY };
         }
       }
     } catch (error) {

@@ -3,6 +3,7 @@
  * gRPC messages: every front door (the gRPC stream today, ZooKeeper's jute protocol later) decodes
  * into these and encodes from them.
  */
+import type { AddWatchMode, WatcherType } from "../common/watch-modes.js";
 import type { Acl, CreateMode, OpResult, Stat } from "../store/types.js";
 import type { ClientInfo } from "./acl.js";
 
@@ -41,7 +42,14 @@ export interface SetWatchesRequest {
   dataWatches: string[];
   existWatches: string[];
   childWatches: string[];
+  persistentWatches: string[];
+  persistentRecursiveWatches: string[];
 }
+export interface AddWatchRequest { op: "addWatch"; path: string; mode: AddWatchMode }
+/** Removes this session's watches of `watcherType` on `path` (ZooKeeper's removeWatches opcode). */
+export interface RemoveWatchesRequest { op: "removeWatches"; path: string; watcherType: WatcherType }
+/** Answers NOWATCHER unless this session holds such a watch (ZooKeeper's checkWatches opcode). */
+export interface CheckWatchesRequest { op: "checkWatches"; path: string; watcherType: WatcherType }
 
 /** ZooKeeper's whoAmI: the ids the connection is authenticated as. */
 export interface WhoAmIRequest { op: "whoAmI" }
@@ -56,7 +64,10 @@ export type ReadRequest =
   | GetEphemeralsRequest
   | GetAllChildrenNumberRequest
   | MultiReadRequest
-  | WhoAmIRequest;
+  | WhoAmIRequest
+  | AddWatchRequest
+  | RemoveWatchesRequest
+  | CheckWatchesRequest;
 
 export interface SyncRequest { op: "sync"; path: string }
 

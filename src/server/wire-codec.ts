@@ -9,6 +9,7 @@
  */
 import { limits } from "../common/constants.js";
 import { ZkError } from "../common/errors.js";
+import { addWatchModeOf, watcherTypeOf, type WatcherType } from "../common/watch-modes.js";
 import type * as wire from "../protocol/client-wire.js";
 import type { Acl, CreateMode, OpResult, Stat, WatchEvent } from "../store/types.js";
 import type { ClientRequest, MultiOpRequest, MultiReadOpRequest, ReadOpResult, Reply } from "./requests.js";
@@ -50,6 +51,8 @@ export function decodeRequest(request: wire.Request): ClientRequest {
         dataWatches: request.setWatches.dataWatches,
         existWatches: request.setWatches.existWatches,
         childWatches: request.setWatches.childWatches,
+        persistentWatches: request.setWatches.persistentWatches,
+        persistentRecursiveWatches: request.setWatches.persistentRecursiveWatches,
       };
     case "close":
       return { op: "close" };
@@ -68,6 +71,15 @@ export function decodeRequest(request: wire.Request): ClientRequest {
       return { op: "addAuth", scheme: request.addAuth.scheme, auth: request.addAuth.auth ?? EMPTY };
     case "whoAmI":
       return { op: "whoAmI" };
+    case "addWatch": {
+      const mode = addWatchModeOf(request.addWatch.mode);
+      if (mode === undefined) throw new ZkError("BADARGUMENTS", `unknown addWatch mode ${request.addWatch.mode}`, request.addWatch.path);
+      return { op: "addWatch", path: request.addWatch.path, mode };
+    }
+    case "removeWatches":
+      return { op: "removeWatches", path: request.removeWatches.path, watcherType: decodeWatcherType(request.removeWatches) };
+    case "checkWatches":
+      return { op: "checkWatches", path: request.checkWatches.path, watcherType: decodeWatcherType(request.checkWatches) };
     default:
       throw new ZkError("UNIMPLEMENTED", "request carries no known operation");
   }
@@ -79,6 +91,12 @@ function decodeCreate(create: wire.CreateRequest): ClientRequest & { op: "create
   const ttlMs = Number(create.ttlMs);
   if (!Number.isSafeInteger(ttlMs) || ttlMs < 0) throw new ZkError("BADARGUMENTS", "bad ttl", create.path);
   return { op: "create", path: create.path, data: create.data ?? EMPTY, acl: decodeAcl(create.acl), mode, ttlMs };
+}
+
+function decodeWatcherType(request: { path: string; type: number }): WatcherType {
+  const type = watcherTypeOf(request.type);
+  if (type === undefined) throw new ZkError("BADARGUMENTS", `unknown watcher type ${request.type}`, request.path);
+  return type;
 }
 
 function decodeMultiOp(op: wire.MultiOp): MultiOpRequest {

@@ -1,7 +1,7 @@
 /**
  * The replicated tree of znodes, ZooKeeper's DataTree without I/O: `apply(txn)` changes it
  * deterministically and returns the watch deliveries the change fires; the read methods answer
- * a server's local reads and register one-time watches.
+ * a server's local reads and register watches (one-time ones, and addWatch's persistent ones).
  *
  * Stat bookkeeping. Each node stores the Stat a ZooKeeper client sees, with two deliberate points:
  * - `cversion` counts child creates *and* deletes, as ZooKeeper reports it (its DataNode.copyStat
@@ -15,6 +15,7 @@
  */
 import { assert } from "../common/assert.js";
 import { ZkError, ZkErrorCode } from "../common/errors.js";
+import type { AddWatchMode } from "../common/watch-modes.js";
 import { Hasher } from "./hasher.js";
 import type {
   Acl,
@@ -54,6 +55,15 @@ export interface ReadonlyZNode {
 export interface SessionRecord {
   timeoutMs: number;
   password: Uint8Array;
+}
+
+/** The watched paths a reconnecting client hands back, per kind (ZooKeeper's SetWatches2). */
+export interface WatchLists {
+  dataWatches: readonly string[];
+  existWatches: readonly string[];
+  childWatches: readonly string[];
+  persistentWatches: readonly string[];
+  persistentRecursiveWatches: readonly string[];
 }
 
 export interface ApplyOutcome {
@@ -526,40 +536,46 @@ export class DataTree {
   }
 
   /**
-   * Re-registers a reconnecting client's watches, as ZooKeeper's DataTree.setWatches: a watch whose
-   * change the client missed since `relativeZxid` fires now (zxid = lastProcessedZxid), others are
-   * registered. Data watch: node gone → NodeDeleted, mzxid > relativeZxid → NodeDataChanged.
-   * Exist watch: node exists → NodeCreated. Child watch: node gone → NodeDeleted,
-   * pzxid > relativeZxid → NodeChildrenChanged.
+   * addWatch: a persistent or persistent-recursive watch, set whether or not the node exists (a
+   * watch on a missing node fires on its creation), as ZooKeeper's DataTree.addWatch.
    */
-  setWatches(
-    relativeZxid: number,
-    dataWatches: readonly string[],
-    existWatches: readonly string[],
-    childWatches: readonly string[],
-    watcher: bigint,
-  ): WatchDelivery[] {
+  addWatch(path: string, mode: AddWatchMode, watcher: bigint): void {
+    this.watches.addPersistentWatch(path, watcher, mode);
+  }
+
+  /**
+   * Re-registers a reconnecting client's watches, as ZooKeeper's DataTree.setWatches: a one-time
+   * watch whose change the client missed since `relativeZxid` fires now (zxid = lastProcessedZxid),
+   * others are registered. Data watch: node gone → NodeDeleted, mzxid > relativeZxid →
+   * NodeDataChanged. Exist watch: node exists → NodeCreated. Child watch: node gone → NodeDeleted,
+   * pzxid > relativeZxid → NodeChildrenChanged. Persistent and persistent-recursive watches are
+   * registered again and fire nothing now: ZooKeeper does not look at `relativeZxid` for them, so
+   * changes made while the client was disconnected are not replayed to them.
+   */
+  setWatches(relativeZxid: number, lists: WatchLists, watcher: bigint): WatchDelivery[] {
     const out: WatchDelivery[] = [];
     const zxid = this.lastZxid;
     const fire = (type: WatchEvent["type"], path: string): void => {
       out.push({ watcher, event: { type, path, zxid } });
     };
-    for (const path of dataWatches) {
+    for (const path of lists.dataWatches) {
       const node = this.nodes.get(path);
       if (node === undefined) fire(WatchEventType.NodeDeleted, path);
       else if (node.stat.mzxid > relativeZxid) fire(WatchEventType.NodeDataChanged, path);
       else this.watches.addDataWatch(path, watcher);
     }
-    for (const path of existWatches) {
+    for (const path of lists.existWatches) {
       if (this.nodes.has(path)) fire(WatchEventType.NodeCreated, path);
       else this.watches.addDataWatch(path, watcher);
     }
-    for (const path of childWatches) {
+    for (const path of lists.childWatches) {
       const node = this.nodes.get(path);
       if (node === undefined) fire(WatchEventType.NodeDeleted, path);
       else if (node.stat.pzxid > relativeZxid) fire(WatchEventType.NodeChildrenChanged, path);
       else this.watches.addChildWatch(path, watcher);
     }
+    for (const path of lists.persistentWatches) this.watches.addPersistentWatch(path, watcher, "persistent");
+    for (const path of lists.persistentRecursiveWatches) this.watches.addPersistentWatch(path, watcher, "persistent-recursive");
     return out;
   }
 

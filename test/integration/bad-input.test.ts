@@ -715,6 +715,41 @@ badInputTest("raw credentials the server cannot use are AUTHFAILED, malformed AC
 
 // 13. Going back in time
 
+badInputTest("addWatch, removeWatches and checkWatches: bad paths, modes and watcher types are BADARGUMENTS, no watch is NOWATCHER", async () => {
+  const { stream } = await rawSession();
+  const base = `${ROOT}/watches`;
+  await createNode(stream, base);
+  const { BADARGUMENTS, NOWATCHER } = ZkErrorCode;
+  for (const path of ["a", "", `${base}/`, `${base}//x`, `${base}/../x`, `${base}/x\u0000`]) {
+    const label = JSON.stringify(path);
+    assert.equal((await call(stream, { addWatch: { path, mode: 1 } })).err, BADARGUMENTS, `addWatch ${label}`);
+    assert.equal((await call(stream, { removeWatches: { path, type: 3 } })).err, BADARGUMENTS, `removeWatches ${label}`);
+    assert.equal((await call(stream, { checkWatches: { path, type: 3 } })).err, BADARGUMENTS, `checkWatches ${label}`);
+  }
+  for (const mode of [-1, 2, 1_000_000]) {
+    assert.equal((await call(stream, { addWatch: { path: base, mode } })).err, BADARGUMENTS, `addWatch mode ${mode}`);
+  }
+  for (const type of [-1, 0, 6]) {
+    assert.equal((await call(stream, { removeWatches: { path: base, type } })).err, BADARGUMENTS, `removeWatches type ${type}`);
+    assert.equal((await call(stream, { checkWatches: { path: base, type } })).err, BADARGUMENTS, `checkWatches type ${type}`);
+  }
+  // None of them set a watch.
+  assert.equal((await call(stream, { checkWatches: { path: base, type: 3 } })).err, NOWATCHER);
+  assert.equal((await call(stream, { removeWatches: { path: base, type: 3 } })).err, NOWATCHER);
+  // The session still sets, finds and removes watches.
+  assert.equal((await call(stream, { addWatch: { path: base, mode: 1 } })).err, 0);
+  assert.equal((await call(stream, { checkWatches: { path: base, type: 5 } })).err, 0);
+  assert.equal((await call(stream, { checkWatches: { path: base, type: 4 } })).err, NOWATCHER, "recursive is not persistent");
+  assert.equal((await call(stream, { removeWatches: { path: base, type: 5 } })).err, 0);
+  assert.equal((await call(stream, { checkWatches: { path: base, type: 5 } })).err, NOWATCHER);
+  // Through the SDK a bad path never leaves the client, and the session goes on.
+  const client = await connectSdk();
+  await assert.rejects(client.addWatch("no-slash", () => {}, "persistent"), isZkError("BADARGUMENTS"));
+  await assert.rejects(client.removeAllWatches(base, "any"), isZkError("NOWATCHER"));
+  await client.addWatch(base, () => {}, "persistent");
+  await client.removeAllWatches(base, "persistent");
+});
+
 badInputTest("a client that has seen a zxid ahead of the server is refused with FAILED_PRECONDITION", async () => {
   const probe = await rawSession();
   const serverZxid = BigInt(probe.connect.lastZxid);

@@ -64,6 +64,8 @@ const requestOp = fc.oneof(
       dataWatches: fc.array(str, { maxLength: 3 }),
       existWatches: fc.array(str, { maxLength: 3 }),
       childWatches: fc.array(str, { maxLength: 3 }),
+      persistentWatches: fc.array(str, { maxLength: 3 }),
+      persistentRecursiveWatches: fc.array(str, { maxLength: 3 }),
     })
     .map((setWatches) => ({ op: "setWatches" as const, setWatches })),
   fc.constant({ op: "close" as const, close: {} }),
@@ -76,6 +78,9 @@ const requestOp = fc.oneof(
   fc.record({ path: str, acl: acls, version: int32 }).map((setAcl) => ({ op: "setAcl" as const, setAcl })),
   fc.record({ scheme: str, auth: bytes }).map((addAuth) => ({ op: "addAuth" as const, addAuth })),
   fc.constant({ op: "whoAmI" as const, whoAmI: {} }),
+  fc.record({ path: str, mode: int32 }).map((addWatch) => ({ op: "addWatch" as const, addWatch })),
+  fc.record({ path: str, type: int32 }).map((removeWatches) => ({ op: "removeWatches" as const, removeWatches })),
+  fc.record({ path: str, type: int32 }).map((checkWatches) => ({ op: "checkWatches" as const, checkWatches })),
 );
 const singleClientFrame: fc.Arbitrary<ClientFrame> = fc.oneof(
   fc

@@ -105,6 +105,8 @@ const int64 = fc.oneof(
 const int32 = fc.oneof(fc.constantFrom(0, -1, 1, 2 ** 31 - 1, -(2 ** 31)), fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }));
 const uint32 = fc.oneof(fc.constantFrom(0, 1, 6, 7, 127, 128, 2 ** 32 - 1), fc.integer({ min: 0, max: 2 ** 32 - 1 }));
 const mode = fc.oneof(fc.integer({ min: 0, max: 7 }), uint32);
+/** addWatch modes and watcher types: the defined ones, their neighbours, and any int32. */
+const watchNumber = fc.oneof(fc.integer({ min: -1, max: 6 }), int32);
 const str = fc.oneof(
   fc.constantFrom("", "/", "/a/b", "/app/queue/q-0000000001", "world", "anyone", "digest"),
   fc.string({ maxLength: 30 }),
@@ -143,6 +145,8 @@ const requestOp = fc.oneof(
       dataWatches: fc.array(str, { maxLength: 3 }),
       existWatches: fc.array(str, { maxLength: 3 }),
       childWatches: fc.array(str, { maxLength: 3 }),
+      persistentWatches: fc.array(str, { maxLength: 3 }),
+      persistentRecursiveWatches: fc.array(str, { maxLength: 3 }),
     })
     .map((setWatches) => ({ setWatches })),
   fc.constant({ close: {} }),
@@ -155,6 +159,9 @@ const requestOp = fc.oneof(
     .map((ops) => ({ multiRead: { ops } })),
   fc.record({ scheme: str, auth: bytes }).map((addAuth) => ({ addAuth })),
   fc.constant({ whoAmI: {} }),
+  fc.record({ path: str, mode: watchNumber }).map((addWatch) => ({ addWatch })),
+  fc.record({ path: str, type: watchNumber }).map((removeWatches) => ({ removeWatches })),
+  fc.record({ path: str, type: watchNumber }).map((checkWatches) => ({ checkWatches })),
   fc.constant({}),
 );
 const singleFrame = fc.oneof(
@@ -194,6 +201,20 @@ test("typical frames decode to the server's records", () => {
   const addAuth = session.requestSerialize({ request: { xid: 8, addAuth: { scheme: "digest", auth: Buffer.from("bob:secret") } } });
   assert.deepStrictEqual(decodeClientFrame(addAuth), { frame: "request", xid: 8, request: { op: "addAuth", scheme: "digest", auth: Buffer.from("bob:secret") } });
   assert.deepStrictEqual(decodeClientFrame(session.requestSerialize({ request: { xid: 9, whoAmI: {} } })), { frame: "request", xid: 9, request: { op: "whoAmI" } });
+  const addWatch = session.requestSerialize({ request: { xid: 8, addWatch: { path: "/a", mode: 1 } } });
+  assert.deepStrictEqual(decodeClientFrame(addWatch), { frame: "request", xid: 8, request: { op: "addWatch", path: "/a", mode: "persistent-recursive" } });
+  const badWatchMode = session.requestSerialize({ request: { xid: 9, addWatch: { path: "/a", mode: 2 } } });
+  assert.deepStrictEqual(decodeClientFrame(badWatchMode), { frame: "rejected", xid: 9, err: ZkErrorCode.BADARGUMENTS });
+  const removeWatches = session.requestSerialize({ request: { xid: 10, removeWatches: { path: "/a", type: 5 } } });
+  assert.deepStrictEqual(decodeClientFrame(removeWatches), {
+    frame: "request",
+    xid: 10,
+    request: { op: "removeWatches", path: "/a", watcherType: "persistent-recursive" },
+  });
+  const checkWatches = session.requestSerialize({ request: { xid: 11, checkWatches: { path: "/a", type: 3 } } });
+  assert.deepStrictEqual(decodeClientFrame(checkWatches), { frame: "request", xid: 11, request: { op: "checkWatches", path: "/a", watcherType: "any" } });
+  const badType = session.requestSerialize({ request: { xid: 12, checkWatches: { path: "/a", type: 0 } } });
+  assert.deepStrictEqual(decodeClientFrame(badType), { frame: "rejected", xid: 12, err: ZkErrorCode.BADARGUMENTS });
   assert.equal(decodeClientFrame(Buffer.alloc(0)), MALFORMED);
   assert.equal(decodeClientFrame(Buffer.from([0x0f, 0x01])), MALFORMED);
   assert.deepStrictEqual(decodeClientFrame(session.requestSerialize({ ping: {} })), { frame: "ping" });
@@ -259,7 +280,7 @@ const leafContent = fc.oneof(
 const soup: fc.Memo<Uint8Array> = fc.memo((depth) => {
   const content: fc.Arbitrary<Uint8Array> = depth <= 1 ? leafContent : fc.oneof({ weight: 1, arbitrary: leafContent }, { weight: 3, arbitrary: soup(depth - 1) });
   const entry = fc.record({
-    field: fc.oneof({ weight: 6, arbitrary: fc.integer({ min: 1, max: 18 }) }, { weight: 1, arbitrary: fc.integer({ min: 0, max: 40 }) }),
+    field: fc.oneof({ weight: 6, arbitrary: fc.integer({ min: 1, max: 21 }) }, { weight: 1, arbitrary: fc.integer({ min: 0, max: 40 }) }),
     wire: fc.oneof({ weight: 8, arbitrary: fc.constantFrom(0, 2) }, { weight: 2, arbitrary: fc.integer({ min: 0, max: 7 }) }),
   });
   return fc

@@ -497,6 +497,8 @@ test("after a drop the client resumes its session with its last zxid and sends s
       dataWatches: ["/app/d"],
       existWatches: ["/app/e"],
       childWatches: ["/app/c"],
+      persistentWatches: [],
+      persistentRecursiveWatches: [],
     });
     const afterRequest = await second.nextRequest();
     assert.equal(afterRequest.op === "sync" && afterRequest.sync.path, "/app/after");
@@ -740,6 +742,256 @@ test("a pong keeps an idle connection alive", TIMEOUT, async () => {
     }
     assert.deepEqual(states, []);
     assert.equal(stream.isGone, false);
+  } finally {
+    await shutdown(client, server);
+  }
+});
+
+// ---------------------------------------------------------------------------------------------
+// Persistent watches, removeWatches, removeAllWatches (ZooKeeper's addWatch and WatchDeregistration).
+
+/** Sends a request, answers it with `fields`, and returns the request as the server saw it. */
+async function answered<T>(stream: FakeStream, call: Promise<T>, fields: Parameters<FakeStream["reply"]>[1] = {}): Promise<{ request: Request; result: PromiseSettledResult<T> }> {
+  const request = await stream.nextRequest();
+  stream.reply(request.xid, fields);
+  const [result] = await Promise.allSettled([call]);
+  return { request, result: result! };
+}
+
+/** A sync round trip: every frame the server sent before its answer has been handled. */
+async function flush(client: Client, stream: FakeStream): Promise<void> {
+  const sync = client.sync("/");
+  stream.reply((await stream.nextRequest()).xid, {});
+  await sync;
+}
+
+function recorder(): { events: string[]; watcher: (e: WatchedEvent) => void } {
+  const events: string[] = [];
+  return { events, watcher: (e) => void events.push(`${e.type} ${e.path} ${e.zxid}`) };
+}
+
+test("addWatch sends the chrooted path and ZooKeeper's mode number, and registers only once the server said yes", TIMEOUT, async () => {
+  const server = await FakeServer.start();
+  const { client, stream } = await connected(server, {}, `${server.address}/app`);
+  try {
+    const refused = recorder();
+    const { request: first, result } = await answered(stream, client.addWatch("/r", refused.watcher, "persistent-recursive"), { err: ZkErrorCode.NOAUTH });
+    assert.deepEqual(first.op === "addWatch" && first.addWatch, { path: "/app/r", mode: 1 });
+    assert.equal(result.status === "rejected" && (result.reason as ZkError).code, "NOAUTH");
+    const p = recorder();
+    const { request: second } = await answered(stream, client.addWatch("/p", p.watcher, "persistent"));
+    assert.deepEqual(second.op === "addWatch" && second.addWatch, { path: "/app/p", mode: 0 });
+    stream.event(1, "/app/r/x", "20");
+    stream.event(3, "/app/p", "21");
+    await flush(client, stream);
+    assert.deepEqual(refused.events, []);
+    assert.deepEqual(p.events, ["NodeDataChanged /p 21"]);
+  } finally {
+    await shutdown(client, server);
+  }
+});
+
+test("a persistent watch fires on every event of its node; a recursive one on its subtree, never for NodeChildrenChanged", TIMEOUT, async () => {
+  const server = await FakeServer.start();
+  const { client, stream } = await connected(server);
+  try {
+    const p = recorder();
+    const r = recorder();
+    await answered(stream, client.addWatch("/p", p.watcher, "persistent"));
+    await answered(stream, client.addWatch("/r", r.watcher, "persistent-recursive"));
+    stream.event(3, "/p", "10");
+    stream.event(4, "/p", "11");
+    stream.event(3, "/p", "12");
+    stream.event(1, "/p/below", "13");
+    stream.event(1, "/r", "14");
+    stream.event(1, "/r/a/b", "15");
+    stream.event(4, "/r/a", "16");
+    stream.event(2, "/r/a/b", "17");
+    stream.event(3, "/rx", "18");
+    await flush(client, stream);
+    assert.deepEqual(p.events, ["NodeDataChanged /p 10", "NodeChildrenChanged /p 11", "NodeDataChanged /p 12"]);
+    assert.deepEqual(r.events, ["NodeCreated /r 14", "NodeCreated /r/a/b 15", "NodeDeleted /r/a/b 17"]);
+  } finally {
+    await shutdown(client, server);
+  }
+});
+
+test("after a drop, setWatches carries the persistent and recursive watches with the last zxid seen", TIMEOUT, async () => {
+  const server = await FakeServer.start();
+  const { client, stream } = await connected(server, {}, `${server.address}/app`);
+  try {
+    await answered(stream, client.addWatch("/p", () => {}, "persistent"));
+    await answered(stream, client.addWatch("/r", () => {}, "persistent-recursive"), { zxid: "40" });
+    const reconnected = nextState(client, "reconnected");
+    stream.end();
+    const second = await server.nextStream();
+    const resume = await second.accept({ sessionId: "77" });
+    assert.equal(resume.lastZxidSeen, "40");
+    await reconnected;
+    const setWatches = await second.nextRequest();
+    assert.deepEqual(setWatches.op === "setWatches" && setWatches.setWatches, {
+      relativeZxid: "40",
+      dataWatches: [],
+      existWatches: [],
+      childWatches: [],
+      persistentWatches: ["/app/p"],
+      persistentRecursiveWatches: ["/app/r"],
+    });
+    second.reply(setWatches.xid, {});
+  } finally {
+    await shutdown(client, server);
+  }
+});
+
+test("removeWatches asks the server with checkWatches; the callback gets its removal event before the call resolves, and nothing after", TIMEOUT, async () => {
+  const server = await FakeServer.start();
+  const { client, stream } = await connected(server, { sessionTimeoutMs: QUIET_TIMEOUT_MS }, `${server.address}/app`);
+  try {
+    const order: string[] = [];
+    const gone = (e: WatchedEvent): void => void order.push(`gone: ${e.type} ${e.path} ${e.zxid}`);
+    const kept = recorder();
+    await answered(stream, client.addWatch("/p", gone, "persistent-recursive"));
+    await answered(stream, client.addWatch("/p", kept.watcher, "persistent-recursive"));
+    const removal = client.removeWatches("/p", gone, "persistent-recursive").then(() => order.push("resolved"));
+    const request = await stream.nextRequest();
+    assert.deepEqual(request.op === "checkWatches" && request.checkWatches, { path: "/app/p", type: 5 });
+    // The answer and a later event in one message: the event must not reach the removed callback.
+    stream.send({
+      frame: "batch",
+      batch: {
+        frames: [
+          { frame: "response", response: { xid: request.xid, zxid: "50", err: 0 } },
+          { frame: "event", event: { type: 3, path: "/app/p/x", zxid: "51" } },
+        ],
+      },
+    });
+    await removal;
+    assert.deepEqual(order, ["gone: PersistentWatchRemoved /p -1", "resolved"]);
+    assert.deepEqual(kept.events, ["NodeDataChanged /p/x 51"]);
+  } finally {
+    await shutdown(client, server);
+  }
+});
+
+test("removeAllWatches sends ZooKeeper's removeWatches opcode and tells every callback, one event per kind it lost", TIMEOUT, async () => {
+  const server = await FakeServer.start();
+  const { client, stream } = await connected(server);
+  try {
+    const a = recorder();
+    const b = recorder();
+    await answered(stream, client.getChildren("/n", { watch: a.watcher }), { stat: STAT, children: [] });
+    await answered(stream, client.getData("/n", { watch: a.watcher }), { stat: STAT });
+    await answered(stream, client.addWatch("/n", b.watcher, "persistent"));
+    await answered(stream, client.addWatch("/n/below", b.watcher, "persistent"));
+    const { request, result } = await answered(stream, client.removeAllWatches("/n", "any"));
+    assert.deepEqual(request.op === "removeWatches" && request.removeWatches, { path: "/n", type: 3 });
+    assert.equal(result.status, "fulfilled");
+    assert.deepEqual(a.events, ["ChildWatchRemoved /n -1", "DataWatchRemoved /n -1"]);
+    assert.deepEqual(b.events, ["PersistentWatchRemoved /n -1"]);
+    stream.event(2, "/n", "60");
+    stream.event(3, "/n/below", "61");
+    await flush(client, stream);
+    assert.deepEqual(a.events.length, 2);
+    assert.deepEqual(b.events, ["PersistentWatchRemoved /n -1", "NodeDataChanged /n/below 61"]);
+  } finally {
+    await shutdown(client, server);
+  }
+});
+
+test("a removal of what this client does not hold is NOWATCHER, asked of nobody", TIMEOUT, async () => {
+  const server = await FakeServer.start();
+  const { client, stream } = await connected(server);
+  try {
+    const w = recorder();
+    await answered(stream, client.getData("/d", { watch: w.watcher }), { stat: STAT });
+    await rejectsWithCode(client.removeWatches("/d", w.watcher, "children"), "NOWATCHER");
+    await rejectsWithCode(client.removeWatches("/d", () => {}, "data"), "NOWATCHER");
+    await rejectsWithCode(client.removeAllWatches("/other", "any"), "NOWATCHER");
+    await rejectsWithCode(client.removeWatches("/d", w.watcher, "persistent"), "NOWATCHER");
+    // The next frame the server sees is this sync: none of the above was sent.
+    const sync = client.sync("/");
+    const next = await stream.nextRequest();
+    assert.equal(next.op, "sync");
+    stream.reply(next.xid, {});
+    await sync;
+  } finally {
+    await shutdown(client, server);
+  }
+});
+
+test("a server error fails a removal and keeps the watch; with local the watch goes anyway", TIMEOUT, async () => {
+  const server = await FakeServer.start();
+  const { client, stream } = await connected(server);
+  try {
+    const w = recorder();
+    await answered(stream, client.addWatch("/p", w.watcher, "persistent"));
+    const { result } = await answered(stream, client.removeWatches("/p", w.watcher, "any"), { err: ZkErrorCode.NOWATCHER });
+    assert.equal(result.status === "rejected" && (result.reason as ZkError).code, "NOWATCHER");
+    assert.deepEqual(w.events, []);
+    stream.event(3, "/p", "70");
+    await flush(client, stream);
+    assert.deepEqual(w.events, ["NodeDataChanged /p 70"], "still armed");
+    const local = await answered(stream, client.removeWatches("/p", w.watcher, "any", true), { err: ZkErrorCode.NOWATCHER });
+    assert.equal(local.result.status, "fulfilled");
+    assert.deepEqual(w.events, ["NodeDataChanged /p 70", "PersistentWatchRemoved /p -1"]);
+  } finally {
+    await shutdown(client, server);
+  }
+});
+
+test("without a connection a removal fails CONNECTIONLOSS, or with local removes here; a lost answer counts as no connection", TIMEOUT, async () => {
+  const server = await FakeServer.start();
+  const { client, stream } = await connected(server);
+  try {
+    const w = recorder();
+    await answered(stream, client.addWatch("/p", w.watcher, "persistent"));
+    await answered(stream, client.getData("/d", { watch: w.watcher }), { stat: STAT });
+    // In flight when the connection drops.
+    const inFlight = client.removeWatches("/d", w.watcher, "data", true);
+    await stream.nextRequest();
+    const disconnected = nextState(client, "disconnected");
+    stream.end();
+    await inFlight;
+    await disconnected;
+    assert.deepEqual(w.events, ["DataWatchRemoved /d -1"]);
+    // Not connected at all.
+    await rejectsWithCode(client.removeAllWatches("/p", "persistent"), "CONNECTIONLOSS");
+    await client.removeAllWatches("/p", "persistent", true);
+    assert.deepEqual(w.events, ["DataWatchRemoved /d -1", "PersistentWatchRemoved /p -1"]);
+    // Nothing is left to set again on the next stream.
+    const second = await server.nextStream();
+    const reconnected = nextState(client, "reconnected");
+    await second.accept({ sessionId: "77" });
+    await reconnected;
+    const sync = client.sync("/");
+    const next = await second.nextRequest();
+    assert.equal(next.op, "sync", "no setWatches: this client holds no watch");
+    second.reply(next.xid, {});
+    await sync;
+  } finally {
+    await shutdown(client, server);
+  }
+});
+
+test("addWatch, removeWatches and removeAllWatches refuse bad arguments with BADARGUMENTS before sending anything", TIMEOUT, async () => {
+  const server = await FakeServer.start();
+  const { client, stream } = await connected(server);
+  try {
+    const w = (): void => {};
+    await rejectsWithCode(client.addWatch("bad", w, "persistent"), "BADARGUMENTS");
+    await rejectsWithCode(client.addWatch("/a/", w, "persistent"), "BADARGUMENTS");
+    await rejectsWithCode(client.addWatch("/a", w, "recursive" as never), "BADARGUMENTS");
+    await rejectsWithCode(client.addWatch("/a", w, "toString" as never), "BADARGUMENTS");
+    await rejectsWithCode(client.addWatch("/a", undefined as never, "persistent"), "BADARGUMENTS");
+    await rejectsWithCode(client.removeWatches("/a", w, "all" as never), "BADARGUMENTS");
+    await rejectsWithCode(client.removeWatches("/a", "w" as never, "any"), "BADARGUMENTS");
+    await rejectsWithCode(client.removeWatches("/a", w, "any", "yes" as never), "BADARGUMENTS");
+    await rejectsWithCode(client.removeAllWatches("a", "any"), "BADARGUMENTS");
+    const sync = client.sync("/");
+    const next = await stream.nextRequest();
+    assert.equal(next.op, "sync");
+    stream.reply(next.xid, {});
+    await sync;
   } finally {
     await shutdown(client, server);
   }

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { ZkError, ZkErrorCode } from "../../src/common/errors.js";
-import { DataTree, sequenceNumberOf, sequentialPath, type ApplyOutcome } from "../../src/store/data-tree.js";
+import type { AddWatchMode } from "../../src/common/watch-modes.js";
+import { DataTree, sequenceNumberOf, sequentialPath, type ApplyOutcome, type WatchLists } from "../../src/store/data-tree.js";
 import {
   CONTAINER_OWNER,
   OPEN_ACL_UNSAFE,
@@ -51,6 +52,10 @@ function dump(tree: DataTree): Map<string, unknown> {
   const out = new Map<string, unknown>();
   tree.walk((path, node) => out.set(path, { data: [...node.data], acl: structuredClone(node.acl), stat: { ...node.stat } }));
   return out;
+}
+
+function watchLists(lists: Partial<WatchLists>): WatchLists {
+  return { dataWatches: [], existWatches: [], childWatches: [], persistentWatches: [], persistentRecursiveWatches: [], ...lists };
 }
 
 function delivery(watcher: bigint, type: WatchEventTypeValue, path: string, zxid: number): WatchDelivery {
@@ -530,6 +535,108 @@ describe("watches fired by apply", () => {
   });
 });
 
+describe("persistent and recursive watches fired by apply", () => {
+  type Change = (script: TxnScript) => ApplyOutcome;
+  const CHANGES: Record<string, Change> = {
+    "create /missing": (s) => s.create("/missing"),
+    "create /w/new": (s) => s.create("/w/new"),
+    "create /w/c/deep": (s) => s.create("/w/c/deep"),
+    "delete /w/c": (s) => s.delete("/w/c"),
+    "setData /w": (s) => s.setData("/w", bytes("x")),
+    "setData /w/c": (s) => s.setData("/w/c", bytes("x")),
+    "setAcl /w": (s) => s.setAcl("/w", READ_ONLY),
+    "error txn": (s) => s.error(ZkErrorCode.NONODE),
+  };
+  // Setup: txn 1 creates /w, txn 2 creates /w/c; the change is txn 3. ZooKeeper 3.9's
+  // DataTree.addWatch: persistent in both tables, persistent-recursive in the data table only.
+  const TABLE: [AddWatchMode, string, keyof typeof CHANGES, [WatchEventTypeValue, string][]][] = [
+    ["persistent", "/w", "setData /w", [[NodeDataChanged, "/w"]]],
+    ["persistent", "/w", "create /w/new", [[NodeChildrenChanged, "/w"]]],
+    ["persistent", "/w", "delete /w/c", [[NodeChildrenChanged, "/w"]]],
+    ["persistent", "/w", "setData /w/c", []],
+    ["persistent", "/w", "setAcl /w", []],
+    ["persistent", "/w/c", "delete /w/c", [[NodeDeleted, "/w/c"]]],
+    ["persistent", "/missing", "create /missing", [[NodeCreated, "/missing"]]],
+    ["persistent-recursive", "/w", "setData /w", [[NodeDataChanged, "/w"]]],
+    ["persistent-recursive", "/w", "setData /w/c", [[NodeDataChanged, "/w/c"]]],
+    ["persistent-recursive", "/w", "create /w/new", [[NodeCreated, "/w/new"]]],
+    ["persistent-recursive", "/w", "create /w/c/deep", [[NodeCreated, "/w/c/deep"]]],
+    ["persistent-recursive", "/w", "delete /w/c", [[NodeDeleted, "/w/c"]]],
+    ["persistent-recursive", "/", "create /w/new", [[NodeCreated, "/w/new"]]],
+    ["persistent-recursive", "/w/c", "setData /w", []],
+    ["persistent-recursive", "/w", "create /missing", []],
+    ["persistent-recursive", "/missing", "create /missing", [[NodeCreated, "/missing"]]],
+    ["persistent-recursive", "/w", "setAcl /w", []],
+    ["persistent-recursive", "/w", "error txn", []],
+  ];
+  for (const [mode, path, change, expected] of TABLE) {
+    const names = expected.map(([type, at]) => `${Object.entries(WatchEventType).find(([, v]) => v === type)![0]} on ${at}`);
+    test(`${mode} ${path} then ${change} → ${names.join(", ") || "nothing"}, and the watch stays`, () => {
+      const script = new TxnScript();
+      script.create("/w"); // 1
+      script.create("/w/c"); // 2
+      script.tree.addWatch(path, mode, W);
+      const held = script.tree.watches.watchCountOf(W);
+      const { deliveries } = CHANGES[change]!(script); // 3
+      assert.deepEqual(
+        deliveries.filter((d) => d.watcher === W),
+        expected.map(([type, at]) => delivery(W, type, at, Z(3))),
+      );
+      assert.equal(script.tree.watches.watchCountOf(W), held);
+    });
+  }
+
+  test("a recursive watch gets each op of a multi in op order, with the multi's zxid, and no NodeChildrenChanged", () => {
+    const script = new TxnScript();
+    script.create("/w"); // 1
+    script.create("/w/c"); // 2
+    script.tree.addWatch("/w", "persistent-recursive", W);
+    const { deliveries } = script.apply({
+      type: "multi",
+      ops: [
+        { type: "create", path: "/w/new", data: new Uint8Array(0), acl: OPEN_ACL_UNSAFE as Acl[], ephemeralOwner: 0n, parentCversion: 2 },
+        { type: "setData", path: "/w", data: bytes("x"), version: 1 },
+        { type: "delete", path: "/w/c" },
+      ],
+    }); // 3
+    assert.deepEqual(deliveries, [
+      delivery(W, NodeCreated, "/w/new", Z(3)),
+      delivery(W, NodeDataChanged, "/w", Z(3)),
+      delivery(W, NodeDeleted, "/w/c", Z(3)),
+    ]);
+  });
+
+  test("an ephemeral deleted by closeSession fires the recursive watches above it, then the closed session's watches go", () => {
+    const script = new TxnScript();
+    script.create("/w"); // 1
+    script.createSession(S1); // 2
+    script.create("/w/e", { owner: S1 }); // 3
+    script.tree.addWatch("/w", "persistent-recursive", W);
+    script.tree.addWatch("/w", "persistent-recursive", S1);
+    assert.deepEqual(script.closeSession(S1).deliveries, [delivery(W, NodeDeleted, "/w/e", Z(4)), delivery(S1, NodeDeleted, "/w/e", Z(4))]);
+    assert.equal(script.tree.watches.watchCountOf(S1), 0);
+    assert.equal(script.tree.watches.watchCountOf(W), 1);
+  });
+});
+
+describe("setWatches: persistent and recursive watches", () => {
+  test("are registered again and fire nothing now, even for changes since relativeZxid (ZooKeeper does not replay them)", () => {
+    const script = new TxnScript();
+    script.create("/p"); // 1
+    script.create("/r"); // 2
+    script.setData("/p", bytes("x")); // 3
+    script.create("/r/k"); // 4
+    const deliveries = script.tree.setWatches(0, watchLists({ persistentWatches: ["/p", "/gone"], persistentRecursiveWatches: ["/r"] }), W);
+    assert.deepEqual(deliveries, []);
+    assert.equal(script.tree.watches.containsWatch("/p", "persistent", W), true);
+    assert.equal(script.tree.watches.containsWatch("/gone", "persistent", W), true);
+    assert.equal(script.tree.watches.containsWatch("/r", "persistent-recursive", W), true);
+    assert.deepEqual(script.setData("/r/k", bytes("y")).deliveries, [delivery(W, NodeDataChanged, "/r/k", Z(5))]);
+    assert.deepEqual(script.create("/gone").deliveries, [delivery(W, NodeCreated, "/gone", Z(6))]);
+    assert.deepEqual(script.setData("/p", bytes("z")).deliveries, [delivery(W, NodeDataChanged, "/p", Z(7))]);
+  });
+});
+
 describe("setWatches (a reconnecting client's watches)", () => {
   // Setup: 1 create /d, 2 create /c, 3 setData /d (mzxid Z(3)), 4 create /c/k (pzxid of /c Z(4)).
   function setup(): TxnScript {
@@ -555,7 +662,7 @@ describe("setWatches (a reconnecting client's watches)", () => {
       const tree = setup().tree;
       const lists: [string[], string[], string[]] = [[], [], []];
       lists[kind === "data" ? 0 : kind === "exist" ? 1 : 2].push(path);
-      const deliveries = tree.setWatches(relativeZxid, ...lists, W);
+      const deliveries = tree.setWatches(relativeZxid, watchLists({ dataWatches: lists[0], existWatches: lists[1], childWatches: lists[2] }), W);
       if (expected === "armed") {
         assert.deepEqual(deliveries, []);
         assert.equal(tree.watches.hasWatch(path, kind === "child" ? "child" : "data", W), true);
@@ -568,13 +675,13 @@ describe("setWatches (a reconnecting client's watches)", () => {
 
   test("an armed exist watch then fires on creation", () => {
     const script = setup();
-    script.tree.setWatches(Z(4), [], ["/gone"], [], W);
+    script.tree.setWatches(Z(4), watchLists({ existWatches: ["/gone"] }), W);
     assert.deepEqual(script.create("/gone").deliveries, [delivery(W, NodeCreated, "/gone", Z(5))]);
   });
 
   test("events fired now come data, then exist, then child", () => {
     const tree = setup().tree;
-    const deliveries = tree.setWatches(0, ["/gone"], ["/d"], ["/c"], W);
+    const deliveries = tree.setWatches(0, watchLists({ dataWatches: ["/gone"], existWatches: ["/d"], childWatches: ["/c"] }), W);
     assert.deepEqual(deliveries, [
       delivery(W, NodeDeleted, "/gone", Z(4)),
       delivery(W, NodeCreated, "/d", Z(4)),
