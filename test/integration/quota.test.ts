@@ -6,13 +6,12 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { Client, deleteQuota, listQuota, setQuota, ZkError } from "../../src/index.js";
+import { Client, deleteQuota, listQuota, setQuota } from "../../src/index.js";
 import { statsPathOf } from "../../src/common/quota.js";
 import { connectTo, waitForLeader } from "../helpers/cluster-client.js";
+import { withCode } from "../helpers/zk-error.js";
 import { ClusterProcess } from "../helpers/cluster-process.js";
 import { waitFor } from "../helpers/wait.js";
-
-const isCode = (code: string) => (e: unknown) => e instanceof ZkError && e.code === code;
 
 describe("quotas", () => {
   let cluster: ClusterProcess;
@@ -33,8 +32,8 @@ describe("quotas", () => {
     await setQuota(zk, "/hard", { countHardLimit: 3 });
     await zk.create("/hard/a", "1");
     await zk.create("/hard/b", "22");
-    await assert.rejects(zk.create("/hard/c", ""), isCode("QUOTAEXCEEDED"));
-    await assert.rejects(zk.multi([{ type: "create", path: "/hard/d", data: new Uint8Array(), mode: "persistent", acl: undefined, ttlMs: undefined }]), isCode("QUOTAEXCEEDED"));
+    await assert.rejects(zk.create("/hard/c", ""), withCode("QUOTAEXCEEDED"));
+    await assert.rejects(zk.multi([{ type: "create", path: "/hard/d", data: new Uint8Array(), mode: "persistent", acl: undefined, ttlMs: undefined }]), withCode("QUOTAEXCEEDED"));
     assert.deepEqual(await listQuota(zk, "/hard"), { limits: { count: -1, bytes: -1, countHardLimit: 3, byteHardLimit: -1 }, usage: { count: 3, bytes: 3 } });
     await zk.delete("/hard/a");
     await zk.create("/hard/c", "");
@@ -61,9 +60,9 @@ describe("quotas", () => {
     await zk.create("/outer", "");
     await zk.create("/outer/inner", "");
     await setQuota(zk, "/outer", { countHardLimit: 2 });
-    await assert.rejects(setQuota(zk, "/outer/inner", { count: 5 }), isCode("BADARGUMENTS"));
-    await assert.rejects(setQuota(zk, "/missing", { count: 5 }), isCode("NONODE"));
-    await assert.rejects(zk.create("/outer/more", ""), isCode("QUOTAEXCEEDED"));
+    await assert.rejects(setQuota(zk, "/outer/inner", { count: 5 }), withCode("BADARGUMENTS"));
+    await assert.rejects(setQuota(zk, "/missing", { count: 5 }), withCode("NONODE"));
+    await assert.rejects(zk.create("/outer/more", ""), withCode("QUOTAEXCEEDED"));
     assert.equal(await deleteQuota(zk, "/outer"), true);
     assert.equal(await listQuota(zk, "/outer"), null);
     assert.equal(await zk.exists("/zookeeper/quota/outer"), null, "the empty quota path is removed too");
