@@ -3,7 +3,9 @@
  * ZooKeeper's zkCli reads them, `corral shell`'s own flags, tab completion. Pure; answers are
  * formatted by src/cli/shell-format.ts and src/cli/shell.ts runs the commands against a `Client`.
  */
-import type { CreateMode } from "../index.js";
+import { Perms } from "../index.js";
+import type { Acl, AddWatchMode, CreateMode, QuotaLimits, WatcherType } from "../index.js";
+import { assert } from "../common/assert.js";
 import { ConfigError } from "../server/config.js";
 
 export const DEFAULT_CONNECT_STRING = "127.0.0.1:2181";
@@ -89,6 +91,16 @@ export type ShellCommand =
   | { name: "deleteall"; path: string }
   | { name: "sync"; path: string }
   | { name: "getAcl"; path: string; stat: boolean }
+  | { name: "setAcl"; path: string; acl: Acl[]; stat: boolean; version: number; recursive: boolean }
+  | { name: "getEphemerals"; path: string }
+  | { name: "getAllChildrenNumber"; path: string }
+  | { name: "addauth"; scheme: string; auth: string }
+  | { name: "whoami" }
+  | { name: "addWatch"; path: string; mode: AddWatchMode }
+  | { name: "removewatches"; path: string; watcherType: WatcherType; local: boolean }
+  | { name: "setquota"; path: string; limit: QuotaLimit; value: number }
+  | { name: "listquota"; path: string }
+  | { name: "delquota"; path: string; limit: QuotaLimit | undefined }
   | { name: "close" }
   | { name: "connect"; connectString: string | undefined }
   | { name: "printwatches"; enabled: boolean | undefined }
@@ -118,6 +130,23 @@ const SPECS: readonly CommandSpec[] = [
   { name: "deleteall", args: "path", flags: "", valued: "", positionalMin: 1, positionalMax: 1 },
   { name: "sync", args: "path", flags: "", valued: "", positionalMin: 1, positionalMax: 1 },
   { name: "getAcl", args: "[-s] path", flags: "s", valued: "", positionalMin: 1, positionalMax: 1 },
+  { name: "setAcl", args: "[-s] [-v version] [-R] path acl", flags: "sR", valued: "v", positionalMin: 2, positionalMax: 2 },
+  { name: "getEphemerals", args: "[path]", flags: "", valued: "", positionalMin: 0, positionalMax: 1 },
+  { name: "getAllChildrenNumber", args: "path", flags: "", valued: "", positionalMin: 1, positionalMax: 1 },
+  { name: "addauth", args: "scheme auth", flags: "", valued: "", positionalMin: 1, positionalMax: 2 },
+  { name: "whoami", args: "", flags: "", valued: "", positionalMin: 0, positionalMax: 0 },
+  {
+    name: "addWatch",
+    args: "[-m mode] path # optional mode is one of [PERSISTENT, PERSISTENT_RECURSIVE] - default is PERSISTENT_RECURSIVE",
+    flags: "",
+    valued: "m",
+    positionalMin: 1,
+    positionalMax: 1,
+  },
+  { name: "removewatches", args: "path [-c|-d|-a] [-l]", flags: "cdal", valued: "", positionalMin: 1, positionalMax: 1 },
+  { name: "setquota", args: "-n|-b|-N|-B val path", flags: "", valued: "nbNB", positionalMin: 1, positionalMax: 1 },
+  { name: "listquota", args: "path", flags: "", valued: "", positionalMin: 1, positionalMax: 1 },
+  { name: "delquota", args: "[-n|-b|-N|-B] path", flags: "nbNB", valued: "", positionalMin: 1, positionalMax: 1 },
   { name: "close", args: "", flags: "", valued: "", positionalMin: 0, positionalMax: 0 },
   { name: "connect", args: "[host:port[,host:port...][/chroot]]", flags: "", valued: "", positionalMin: 0, positionalMax: 1 },
   { name: "printwatches", args: "on|off", flags: "", valued: "", positionalMin: 0, positionalMax: 1 },
@@ -220,6 +249,81 @@ function createMode(spec: CommandSpec, o: ParsedOptions): { mode: CreateMode; tt
   return { mode, ttlMs: undefined };
 }
 
+/** zkCli's ACL text: comma-separated scheme:id:perms, the id running to the last colon (digest:bob:hash:cdrwa). */
+export function parseAclText(spec: CommandSpec, text: string): Acl[] {
+  const acl: Acl[] = [];
+  for (const entry of text.split(",")) {
+    const first = entry.indexOf(":");
+    const last = entry.lastIndexOf(":");
+    // zkCli skips such an entry and sets the rest; setting a narrower ACL than typed is worse than refusing.
+    if (first < 0 || first === last) throw usageError(spec, `${entry} does not have the form scheme:id:perm`);
+    acl.push({ id: { scheme: entry.slice(0, first), id: entry.slice(first + 1, last) }, perms: parsePerms(spec, entry.slice(last + 1)) });
+  }
+  return acl;
+}
+
+const PERM_BY_LETTER: Readonly<Record<string, number>> = {
+  c: Perms.CREATE,
+  d: Perms.DELETE,
+  r: Perms.READ,
+  w: Perms.WRITE,
+  a: Perms.ADMIN,
+};
+
+function parsePerms(spec: CommandSpec, text: string): number {
+  let perms = 0;
+  for (const letter of text) {
+    const perm = PERM_BY_LETTER[letter];
+    if (perm === undefined) throw usageError(spec, `Unknown perm type: ${letter}`);
+    perms |= perm;
+  }
+  return perms;
+}
+
+/** zkCli's AddWatchMode.valueOf(mode.toUpperCase()): PERSISTENT or PERSISTENT_RECURSIVE in any case. */
+function addWatchMode(spec: CommandSpec, text: string | undefined): AddWatchMode {
+  if (text === undefined) return "persistent-recursive";
+  const upper = text.toUpperCase();
+  if (upper === "PERSISTENT") return "persistent";
+  if (upper === "PERSISTENT_RECURSIVE") return "persistent-recursive";
+  throw usageError(spec, `mode must be PERSISTENT or PERSISTENT_RECURSIVE, not ${JSON.stringify(text)}`);
+}
+
+/** The quota a setquota / delquota option names (ZooKeeper's StatsTrack keys). */
+export type QuotaLimit = keyof Required<QuotaLimits>;
+
+const QUOTA_LIMIT_BY_LETTER: Readonly<Record<"n" | "b" | "N" | "B", QuotaLimit>> = {
+  n: "count",
+  b: "bytes",
+  N: "countHardLimit",
+  B: "byteHardLimit",
+};
+
+/** ZooKeeper's quota subtree; no quota may be set inside it. */
+const QUOTA_ROOT = "/zookeeper/quota";
+
+/** The one quota option given (zkCli's option group allows one), or undefined for none. */
+function onlyQuotaLetter(spec: CommandSpec, letters: readonly string[]): keyof typeof QUOTA_LIMIT_BY_LETTER | undefined {
+  if (letters.length > 1) {
+    throw usageError(spec, `The option '${letters[1]}' was specified but an option from this group has already been selected: '${letters[0]}'`);
+  }
+  const letter = letters[0];
+  assert(letter === undefined || letter in QUOTA_LIMIT_BY_LETTER, `quota option letters are n b N B, not ${letter}`);
+  return letter as keyof typeof QUOTA_LIMIT_BY_LETTER | undefined;
+}
+
+/** -n / -N: a count above zero; -b / -B: bytes, zero or more (zkCli's checks). */
+function quotaValue(spec: CommandSpec, letter: string, text: string): number {
+  const value = /^[+-]?[0-9]{1,15}$/.test(text) ? Number(text) : NaN;
+  const isCount = letter === "n" || letter === "N";
+  if (!Number.isSafeInteger(value) || (isCount && value > 0x7fffffff)) {
+    throw usageError(spec, `the ${isCount ? "num" : "bytes"} quota must be an integer, not ${JSON.stringify(text)}`);
+  }
+  if (isCount && value <= 0) throw usageError(spec, "the num quota must be greater than zero");
+  if (!isCount && value < 0) throw usageError(spec, "the bytes quota must be greater than or equal to zero");
+  return value;
+}
+
 /**
  * Turns a split command line into a command. Throws ShellUsageError for an unknown command (with
  * the whole help) or bad arguments (with that command's usage). Command names are matched
@@ -232,7 +336,7 @@ export function parseCommand(args: readonly string[]): ShellCommand {
   if (spec === undefined) throw new ShellUsageError(`Unknown command: ${word}\n${helpText()}`);
   const o = parseOptions(rest, spec);
   const n = o.positionals.length;
-  if (n < spec.positionalMin) throw usageError(spec, n === 0 && spec.args.endsWith("path") ? "missing path" : "missing arguments");
+  if (n < spec.positionalMin) throw usageError(spec, n === 0 && spec.positionalMin === 1 && /\bpath\b/.test(spec.args) ? "missing path" : "missing arguments");
   if (n > spec.positionalMax) {
     const hint = spec.args.includes("data") ? " (quote data that contains blanks)" : "";
     throw usageError(spec, `too many arguments${hint}`);
@@ -260,6 +364,40 @@ export function parseCommand(args: readonly string[]): ShellCommand {
       return { name: "sync", path };
     case "getAcl":
       return { name: "getAcl", path, stat: s };
+    case "setAcl":
+      return {
+        name: "setAcl",
+        path,
+        acl: parseAclText(spec, o.positionals[1]!),
+        stat: s,
+        version: parseVersion(spec, o.values.get("v")),
+        recursive: o.flags.has("R"),
+      };
+    case "getEphemerals":
+      return { name: "getEphemerals", path: o.positionals[0] ?? "/" };
+    case "getAllChildrenNumber":
+      return { name: "getAllChildrenNumber", path };
+    case "addauth":
+      return { name: "addauth", scheme: o.positionals[0]!, auth: o.positionals[1] ?? "" };
+    case "addWatch":
+      return { name: "addWatch", path, mode: addWatchMode(spec, o.values.get("m")) };
+    case "removewatches": {
+      // zkCli's order: -c wins over -d, -d over -a; none means any.
+      const watcherType: WatcherType = o.flags.has("c") ? "children" : o.flags.has("d") ? "data" : "any";
+      return { name: "removewatches", path, watcherType, local: o.flags.has("l") };
+    }
+    case "setquota": {
+      const letter = onlyQuotaLetter(spec, [...o.values.keys()]);
+      if (letter === undefined) throw usageError(spec, "Missing required option: one of -n, -b, -N, -B");
+      if (path.startsWith(QUOTA_ROOT)) throw new ShellUsageError(`cannot set a quota under the path: ${QUOTA_ROOT}`);
+      return { name: "setquota", path, limit: QUOTA_LIMIT_BY_LETTER[letter], value: quotaValue(spec, letter, o.values.get(letter)!) };
+    }
+    case "listquota":
+      return { name: "listquota", path };
+    case "delquota": {
+      const letter = onlyQuotaLetter(spec, [...o.flags]);
+      return { name: "delquota", path, limit: letter === undefined ? undefined : QUOTA_LIMIT_BY_LETTER[letter] };
+    }
     case "connect":
       return { name: "connect", connectString: o.positionals[0] };
     case "printwatches": {
@@ -267,6 +405,7 @@ export function parseCommand(args: readonly string[]): ShellCommand {
       if (arg !== undefined && arg !== "on" && arg !== "off") throw usageError(spec, `expected on or off, not ${JSON.stringify(o.positionals[0])}`);
       return { name: "printwatches", enabled: arg === undefined ? undefined : arg === "on" };
     }
+    case "whoami":
     case "close":
     case "history":
     case "help":

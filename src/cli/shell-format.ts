@@ -3,7 +3,8 @@
  * prints them. Pure; src/cli/shell.ts writes what these return (text without the final newline).
  */
 import { Perms, ZkError } from "../index.js";
-import type { Acl, ClientState, Stat, WatchedEvent } from "../index.js";
+import type { Acl, ClientInfo, ClientState, QuotaReport, Stat, WatchedEvent } from "../index.js";
+import { formatQuotaFigures, limitsPathOf, unsetFigures } from "../common/quota.js";
 import { ShellError } from "./shell-commands.js";
 
 /** Java's Long.toHexString with zkCli's 0x: 64-bit two's complement, lower case, no padding. */
@@ -57,6 +58,43 @@ export function formatStat(stat: Stat, timeZone?: string): string {
 /** `ls`: child names sorted, as zkCli prints a Java list: [a, b]. */
 export function formatChildren(children: readonly string[]): string {
   return `[${[...children].sort().join(", ")}]`;
+}
+
+/** `getEphemerals`: paths in the server's order, as zkCli prints a Java list: [/a, /b]. */
+export function formatJavaList(items: readonly string[]): string {
+  return `[${items.join(", ")}]`;
+}
+
+/** `whoami`: a header, then one "scheme: user" line per id the session is authenticated as. */
+export function formatWhoAmI(clientInfo: readonly ClientInfo[]): string {
+  return ["Auth scheme: User", ...clientInfo.map((info) => `${info.authScheme}: ${info.user}`)].join("\n");
+}
+
+/** `listquota`'s first line (zkCli prints it on stderr): where the limits live. */
+export function formatQuotaLocation(path: string): string {
+  return `absolute path is ${limitsPathOf(path)}`;
+}
+
+/** `listquota`: the limits, then the usage, each as ZooKeeper's StatsTrack text. */
+export function formatQuotaReport(path: string, report: QuotaReport): string {
+  return [
+    `Output quota for ${path} ${formatQuotaFigures(report.limits)}`,
+    `Output stat for ${path} ${formatQuotaFigures({ ...unsetFigures(), ...report.usage })}`,
+  ].join("\n");
+}
+
+/** `setquota`'s warnings (stdout) when a new limit is already below what the subtree holds. */
+export function quotaWarnings(report: QuotaReport): string[] {
+  const { limits, usage } = report;
+  const below = (limit: number, used: number) => limit > -1 && limit < used;
+  const warnings: string[] = [];
+  if (below(limits.count, usage.count) || below(limits.countHardLimit, usage.count)) {
+    warnings.push(`[Warning]: the count quota you create is less than the existing count:${usage.count}`);
+  }
+  if (below(limits.bytes, usage.bytes) || below(limits.byteHardLimit, usage.bytes)) {
+    warnings.push(`[Warning]: the bytes quota you create is less than the existing bytes:${usage.bytes}`);
+  }
+  return warnings;
 }
 
 /** zkCli's getPermString: c d r w a. */
@@ -139,6 +177,10 @@ export function describeError(err: unknown): string {
         return `Insufficient permission : ${path}`;
       case "NOTREADONLY":
         return `Not a read-only call: ${path}`;
+      case "QUOTAEXCEEDED":
+        return `Quota has exceeded : ${path}`;
+      case "NOWATCHER":
+        return `KeeperErrorCode = No such watcher for ${path}`;
       case "BADARGUMENTS":
         return generic ? `Argument error : ${path}` : err.message;
       default:

@@ -6,8 +6,9 @@
  * src/cli/shell-commands.ts, formatting in src/cli/shell-format.ts.
  */
 import { createInterface, clearLine, cursorTo, type Interface } from "node:readline";
-import { Client, ZkError } from "../index.js";
-import type { ClientState, Watcher } from "../index.js";
+import { Client, deleteQuota, listQuota, setQuota, ZkError } from "../index.js";
+import { formatQuotaFigures, limitsPathOf } from "../common/quota.js";
+import type { Acl, ClientState, Watcher } from "../index.js";
 import {
   ShellError,
   childPath,
@@ -16,6 +17,7 @@ import {
   parseCommand,
   pathCompletionTarget,
   splitArgs,
+  type QuotaLimit,
   type ShellArgs,
   type ShellCommand,
 } from "./shell-commands.js";
@@ -25,7 +27,12 @@ import {
   formatAcl,
   formatChildren,
   formatData,
+  formatJavaList,
   formatPrompt,
+  formatQuotaLocation,
+  formatQuotaReport,
+  formatWhoAmI,
+  quotaWarnings,
   formatStat,
   formatStateEvent,
   formatWatchedEvent,
@@ -217,7 +224,89 @@ class ShellSession {
         if (command.stat) out(formatStat(stat));
         return;
       }
+      case "setAcl": {
+        if (command.recursive) return this.setAclRecursive(zk, command.path, command.acl, command.version);
+        const stat = await zk.setACL(command.path, command.acl, { version: command.version });
+        if (command.stat) out(formatStat(stat));
+        return;
+      }
+      case "getEphemerals":
+        return out(formatJavaList(await zk.getEphemerals(command.path)));
+      case "getAllChildrenNumber":
+        return out(String(await zk.getAllChildrenNumber(command.path)));
+      case "addauth":
+        return zk.addAuthInfo(command.scheme, command.auth);
+      case "whoami":
+        return out(formatWhoAmI(await zk.whoAmI()));
+      case "addWatch":
+        return zk.addWatch(command.path, this.watcher, command.mode);
+      case "removewatches":
+        return zk.removeAllWatches(command.path, command.watcherType, command.local);
+      case "setquota": {
+        // zkCli's own words for a missing node (setQuota's NONODE would read as a failed read).
+        if ((await zk.exists(command.path)) === null) throw new ShellError(`${command.path} does not exist.`);
+        await setQuota(zk, command.path, { [command.limit]: command.value });
+        const report = await listQuota(zk, command.path);
+        for (const warning of report === null ? [] : quotaWarnings(report)) out(warning);
+        return;
+      }
+      case "listquota": {
+        this.output.err(formatQuotaLocation(command.path));
+        const report = await listQuota(zk, command.path);
+        if (report === null) throw new ShellError(`quota for ${command.path} does not exist.`);
+        return out(formatQuotaReport(command.path, report));
+      }
+      case "delquota":
+        return this.deleteQuota(zk, command.path, command.limit);
     }
+  }
+
+  /**
+   * `delquota`: with no option the whole quota goes; with one, that limit becomes -1 and the others
+   * stay (zkCli rewrites the limits node; setQuota only ever raises a limit from -1, so it cannot).
+   */
+  private async deleteQuota(zk: Client, path: string, limit: QuotaLimit | undefined): Promise<void> {
+    const missing = `Quota does not exist for ${path}`;
+    if (limit === undefined) {
+      if (!(await deleteQuota(zk, path))) this.output.out(missing);
+      return;
+    }
+    const report = await listQuota(zk, path);
+    if (report === null) return this.output.out(missing);
+    await zk.setData(limitsPathOf(path), formatQuotaFigures({ ...report.limits, [limit]: -1 }));
+  }
+
+  /**
+   * `setAcl -R`: the path and every descendant, parents first (zkCli's visitSubTreeDFS). The tree is
+   * listed before any ACL changes, so an ACL that takes READ away cannot hide the nodes below it.
+   * A node that fails is reported and the rest still get the ACL; the command then fails.
+   */
+  private async setAclRecursive(zk: Client, path: string, acl: readonly Acl[], version: number): Promise<void> {
+    const tree: string[] = [];
+    const stack = [path];
+    while (stack.length > 0) {
+      const next = stack.pop()!;
+      let children: string[];
+      try {
+        children = await zk.getChildren(next);
+      } catch (error) {
+        if (next !== path && error instanceof ZkError && error.code === "NONODE") continue;
+        throw error;
+      }
+      tree.push(next);
+      for (const child of children.sort().reverse()) stack.push(childPath(next, child));
+    }
+    let failed = 0;
+    for (const node of tree) {
+      try {
+        await zk.setACL(node, acl, { version });
+      } catch (error) {
+        if (!(error instanceof ZkError) || error.code === "CONNECTIONLOSS" || error.code === "SESSIONEXPIRED") throw error;
+        this.output.err(describeError(error));
+        failed++;
+      }
+    }
+    if (failed > 0) throw new ShellError(`setAcl -R: ${failed} of ${tree.length} nodes were not changed`);
   }
 
   /** `ls -R`: the path and every descendant, depth first, children in name order (zkCli's visitSubTreeDFS). */
