@@ -20,7 +20,12 @@ import {
   formatChildren,
   formatData,
   formatJavaDate,
+  formatJavaList,
   formatPrompt,
+  formatQuotaLocation,
+  formatQuotaReport,
+  formatWhoAmI,
+  quotaWarnings,
   formatStat,
   formatStateEvent,
   formatWatchedEvent,
@@ -103,8 +108,54 @@ test("parseCommand reads zkCli's options, bundled or apart, before or after the 
     ["quit", { name: "quit" }],
     ["exit", { name: "quit" }],
     ["LS /", { name: "ls", path: "/", stat: false, watch: false, recursive: false }],
+    ["getEphemerals", { name: "getEphemerals", path: "/" }],
+    ["getEphemerals /app/lock-", { name: "getEphemerals", path: "/app/lock-" }],
+    ["getAllChildrenNumber /a", { name: "getAllChildrenNumber", path: "/a" }],
+    ["addauth digest bob:secret", { name: "addauth", scheme: "digest", auth: "bob:secret" }],
+    ["addauth ip", { name: "addauth", scheme: "ip", auth: "" }],
+    ["whoami", { name: "whoami" }],
+    ["addWatch /a", { name: "addWatch", path: "/a", mode: "persistent-recursive" }],
+    ["addWatch -m persistent /a", { name: "addWatch", path: "/a", mode: "persistent" }],
+    ["addwatch -m PERSISTENT_RECURSIVE /a", { name: "addWatch", path: "/a", mode: "persistent-recursive" }],
+    ["removewatches /a", { name: "removewatches", path: "/a", watcherType: "any", local: false }],
+    ["removewatches /a -c", { name: "removewatches", path: "/a", watcherType: "children", local: false }],
+    ["removewatches /a -d -l", { name: "removewatches", path: "/a", watcherType: "data", local: true }],
+    ["removewatches /a -a", { name: "removewatches", path: "/a", watcherType: "any", local: false }],
+    ["removewatches /a -dc", { name: "removewatches", path: "/a", watcherType: "children", local: false }],
+    ["setquota -n 10 /a", { name: "setquota", path: "/a", limit: "count", value: 10 }],
+    ["setquota -b 0 /a", { name: "setquota", path: "/a", limit: "bytes", value: 0 }],
+    ["setquota /a -N 3", { name: "setquota", path: "/a", limit: "countHardLimit", value: 3 }],
+    ["setquota -B1024 /a", { name: "setquota", path: "/a", limit: "byteHardLimit", value: 1024 }],
+    ["listquota /a", { name: "listquota", path: "/a" }],
+    ["delquota /a", { name: "delquota", path: "/a", limit: undefined }],
+    ["delquota -n /a", { name: "delquota", path: "/a", limit: "count" }],
+    ["delquota -B /a", { name: "delquota", path: "/a", limit: "byteHardLimit" }],
   ];
   for (const [line, command] of rows) assert.deepEqual(parseCommand(splitArgs(line)), command, line);
+});
+
+test("setAcl reads zkCli's ACL text: scheme:id:perms entries, the id running to the last colon", () => {
+  const command = parseCommand(splitArgs("setAcl -s -v 2 -R /a digest:bob:Kk9HZ2mZ+Ow=:cdrwa,world:anyone:r,ip:10.0.0.1:"));
+  assert.deepEqual(command, {
+    name: "setAcl",
+    path: "/a",
+    stat: true,
+    version: 2,
+    recursive: true,
+    acl: [
+      { id: { scheme: "digest", id: "bob:Kk9HZ2mZ+Ow=" }, perms: Perms.ALL },
+      { id: { scheme: "world", id: "anyone" }, perms: Perms.READ },
+      { id: { scheme: "ip", id: "10.0.0.1" }, perms: 0 },
+    ],
+  });
+  assert.deepEqual(parseCommand(["setacl", "/a", "world:anyone:wa"]), {
+    name: "setAcl",
+    path: "/a",
+    stat: false,
+    version: -1,
+    recursive: false,
+    acl: [{ id: { scheme: "world", id: "anyone" }, perms: Perms.WRITE | Perms.ADMIN }],
+  });
 });
 
 test("bad arguments print the reason and that command's usage", () => {
@@ -128,6 +179,31 @@ test("bad arguments print the reason and that command's usage", () => {
     ["deleteall /", "deleteall cannot delete the root\nusage: deleteall path"],
     ["printwatches maybe", 'expected on or off, not "maybe"\nusage: printwatches on|off'],
     ["close now", "too many arguments\nusage: close"],
+    ["setAcl /a", "missing arguments\nusage: setAcl [-s] [-v version] [-R] path acl"],
+    ["setAcl /a world:anyone", "world:anyone does not have the form scheme:id:perm\nusage: setAcl [-s] [-v version] [-R] path acl"],
+    ["setAcl /a world:anyone:rx", "Unknown perm type: x\nusage: setAcl [-s] [-v version] [-R] path acl"],
+    ["setAcl /a world:anyone:r,", " does not have the form scheme:id:perm\nusage: setAcl [-s] [-v version] [-R] path acl"],
+    ["setAcl -v x /a world:anyone:r", 'version must be an integer from -1 to 2147483647, not "x"\nusage: setAcl [-s] [-v version] [-R] path acl'],
+    ["getAllChildrenNumber", "missing path\nusage: getAllChildrenNumber path"],
+    ["getEphemerals /a /b", "too many arguments\nusage: getEphemerals [path]"],
+    ["addauth", "missing arguments\nusage: addauth scheme auth"],
+    ["whoami me", "too many arguments\nusage: whoami"],
+    [
+      "addWatch -m once /a",
+      'mode must be PERSISTENT or PERSISTENT_RECURSIVE, not "once"\nusage: addWatch [-m mode] path # optional mode is one of [PERSISTENT, PERSISTENT_RECURSIVE] - default is PERSISTENT_RECURSIVE',
+    ],
+    ["removewatches", "missing path\nusage: removewatches path [-c|-d|-a] [-l]"],
+    ["removewatches -x /a", "Unrecognized option: -x\nusage: removewatches path [-c|-d|-a] [-l]"],
+    ["setquota /a", "Missing required option: one of -n, -b, -N, -B\nusage: setquota -n|-b|-N|-B val path"],
+    ["setquota -n 1 -b 2 /a", "The option 'b' was specified but an option from this group has already been selected: 'n'\nusage: setquota -n|-b|-N|-B val path"],
+    ["setquota -n 0 /a", "the num quota must be greater than zero\nusage: setquota -n|-b|-N|-B val path"],
+    ["setquota -N -3 /a", "the num quota must be greater than zero\nusage: setquota -n|-b|-N|-B val path"],
+    ["setquota -b -1 /a", "the bytes quota must be greater than or equal to zero\nusage: setquota -n|-b|-N|-B val path"],
+    ["setquota -n ten /a", 'the num quota must be an integer, not "ten"\nusage: setquota -n|-b|-N|-B val path'],
+    ["setquota -n 2147483648 /a", 'the num quota must be an integer, not "2147483648"\nusage: setquota -n|-b|-N|-B val path'],
+    ["setquota -n 5 /zookeeper/quota/a", "cannot set a quota under the path: /zookeeper/quota"],
+    ["listquota", "missing path\nusage: listquota path"],
+    ["delquota -n -b /a", "The option 'b' was specified but an option from this group has already been selected: 'n'\nusage: delquota [-n|-b|-N|-B] path"],
   ];
   for (const [line, message] of rows) {
     assert.throws(() => parseCommand(splitArgs(line)), (err: unknown) => err instanceof ShellUsageError && err.message === message, line);
@@ -240,6 +316,27 @@ test("the prompt shows the connect string, the connection state and the command 
   assert.equal(formatPrompt("h:1", undefined, 3), "[corral: h:1(CLOSED) 3] ");
 });
 
+test("getEphemerals, whoami and listquota print as zkCli does", () => {
+  assert.equal(formatJavaList([]), "[]");
+  assert.equal(formatJavaList(["/b", "/a/x"]), "[/b, /a/x]");
+  assert.equal(formatWhoAmI([]), "Auth scheme: User");
+  assert.equal(
+    formatWhoAmI([
+      { authScheme: "ip", user: "127.0.0.1" },
+      { authScheme: "digest", user: "bob" },
+    ]),
+    "Auth scheme: User\nip: 127.0.0.1\ndigest: bob",
+  );
+  assert.equal(formatQuotaLocation("/app"), "absolute path is /zookeeper/quota/app/zookeeper_limits");
+  const report = { limits: { count: 10, bytes: -1, countHardLimit: -1, byteHardLimit: 4096 }, usage: { count: 3, bytes: 12 } };
+  assert.equal(formatQuotaReport("/app", report), "Output quota for /app count=10,bytes=-1=;byteHardLimit=4096\nOutput stat for /app count=3,bytes=12");
+  assert.deepEqual(quotaWarnings(report), []);
+  assert.deepEqual(quotaWarnings({ limits: { count: 2, bytes: -1, countHardLimit: -1, byteHardLimit: 5 }, usage: { count: 3, bytes: 12 } }), [
+    "[Warning]: the count quota you create is less than the existing count:3",
+    "[Warning]: the bytes quota you create is less than the existing bytes:12",
+  ]);
+});
+
 test("data prints as UTF-8 text", () => {
   assert.equal(formatData(new TextEncoder().encode("héllo wörld")), "héllo wörld");
   assert.equal(formatData(new Uint8Array(0)), "");
@@ -257,6 +354,8 @@ test("errors print in zkCli's words, never as a stack", () => {
     [new ZkError("BADARGUMENTS", undefined, "/x"), "Argument error : /x"],
     [new ZkError("BADARGUMENTS", 'invalid path "x": path must start with /', "x"), 'invalid path "x": path must start with /'],
     [new ZkError("UNIMPLEMENTED", undefined, "/ttl"), "UNIMPLEMENTED: /ttl"],
+    [new ZkError("NOWATCHER", undefined, "/w"), "KeeperErrorCode = No such watcher for /w"],
+    [new ZkError("QUOTAEXCEEDED", undefined, "/q/x"), "Quota has exceeded : /q/x"],
     [new ZkError("CONNECTIONLOSS", "CONNECTIONLOSS: not connected", "/x"), "CONNECTIONLOSS: /x"],
     [new ZkError("SESSIONEXPIRED", "SESSIONEXPIRED: session expired", "/x"), "SESSIONEXPIRED: /x"],
     [new ZkError("CONNECTIONLOSS", "CONNECTIONLOSS: could not connect within 10 ms"), "CONNECTIONLOSS: could not connect within 10 ms"],
@@ -282,8 +381,9 @@ test("a failed connect says where and why, and points at npm start", () => {
 });
 
 test("tab completion completes command names and child paths", () => {
-  assert.deepEqual(completeCommandName("get"), ["get", "getAcl"]);
-  assert.deepEqual(completeCommandName("de"), ["delete", "deleteall"]);
+  assert.deepEqual(completeCommandName("get"), ["get", "getAcl", "getEphemerals", "getAllChildrenNumber"]);
+  assert.deepEqual(completeCommandName("set"), ["set", "setAcl", "setquota"]);
+  assert.deepEqual(completeCommandName("de"), ["delete", "deleteall", "delquota"]);
   assert.deepEqual(completeCommandName("zz"), []);
   assert.deepEqual(pathCompletionTarget("/"), { parent: "/", prefix: "" });
   assert.deepEqual(pathCompletionTarget("/ap"), { parent: "/", prefix: "ap" });
