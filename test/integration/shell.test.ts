@@ -7,10 +7,11 @@ import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { after, before, test } from "node:test";
-import { Client } from "../../src/index.js";
+import { Client, generateDigest, Perms } from "../../src/index.js";
 import { helpText } from "../../src/cli/shell-commands.js";
 import { formatStat } from "../../src/cli/shell-format.js";
 import { ServerProcess, freePort } from "../helpers/server-process.js";
+import { withCode } from "../helpers/zk-error.js";
 import { makeTempDir } from "../helpers/temp-dir.js";
 
 const CLI = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
@@ -236,4 +237,186 @@ test("bad flags exit 2; nothing listening is reported and exits 1; help needs no
   assert.deepEqual(await shell(["--connect", `127.0.0.1:${port}`, "--timeout-ms", "300"], "ls /\n"), { code: 1, stdout: "", stderr: expected });
 
   assert.deepEqual(await shell(["--connect", `127.0.0.1:${port}`, "help"]), { code: 0, stdout: `${helpText()}\n`, stderr: "" });
+});
+
+test("getEphemerals lists this session's ephemerals, getAllChildrenNumber counts descendants, whoami shows addauth's id", async () => {
+  const run = await shell(
+    ["--connect", target()],
+    [
+      "create /eph-app",
+      "create -e /eph-app/b",
+      "create -e /eph-app/a",
+      "create /eph-app/p",
+      "create /eph-app/p/q",
+      "getEphemerals",
+      "getEphemerals /eph-app/a",
+      "getEphemerals /nothing-here",
+      "getAllChildrenNumber /eph-app",
+      "getAllChildrenNumber /eph-app/p/q",
+      "getAllChildrenNumber /eph-none",
+      "whoami",
+      "addauth digest bob:secret",
+      "whoami",
+    ].join("\n"),
+  );
+  assert.equal(run.stderr, "Node does not exist: /eph-none\n");
+  assert.equal(run.code, 1);
+  assert.equal(
+    run.stdout,
+    [
+      "Created /eph-app",
+      "Created /eph-app/b",
+      "Created /eph-app/a",
+      "Created /eph-app/p",
+      "Created /eph-app/p/q",
+      "[/eph-app/a, /eph-app/b]",
+      "[/eph-app/a]",
+      "[]",
+      "4",
+      "0",
+      "Auth scheme: User",
+      "ip: 127.0.0.1",
+      "Auth scheme: User",
+      "ip: 127.0.0.1",
+      "digest: bob",
+      "",
+    ].join("\n"),
+  );
+});
+
+test("setAcl sets zkCli's ACL text, -s prints the Stat, -R reaches every descendant, and the ACL is enforced", async () => {
+  await withClient(async (zk) => {
+    for (const path of ["/acl", "/acl/c", "/acl/c/d"]) await zk.create(path, "");
+  });
+  const bob = generateDigest("bob:secret");
+  const run = await shell(
+    ["--connect", target()],
+    [
+      `setAcl -s /acl digest:${bob}:cdrwa,world:anyone:r`,
+      "getAcl /acl",
+      "set /acl x",
+      "setAcl /acl world:anyone:cdrwa",
+      "addauth digest bob:secret",
+      "setAcl -v 7 /acl world:anyone:cdrwa",
+      "set /acl x",
+      "setAcl -R /acl world:anyone:r",
+      "getAcl /acl/c/d",
+      "setAcl /acl world:anyone",
+    ].join("\n"),
+  );
+  const stat = await withClient(async (zk) => (await zk.getACL("/acl")).stat);
+  assert.equal(
+    run.stderr,
+    [
+      "Insufficient permission : /acl",
+      "Insufficient permission : /acl",
+      "version No is not valid : /acl",
+      "world:anyone does not have the form scheme:id:perm",
+      "usage: setAcl [-s] [-v version] [-R] path acl",
+      "",
+    ].join("\n"),
+  );
+  assert.equal(run.code, 1);
+  // The Stat setAcl -s printed is the node's after that first change: aclVersion 1, the data unset.
+  assert.equal(stat.aversion, 2);
+  assert.match(run.stdout, /^cZxid = 0x[0-9a-f]+\n(?:.*\n){6}aclVersion = 1\n/);
+  const afterStat = run.stdout.split("\n").slice(11).join("\n");
+  // Read without ADMIN (before addauth), the digest's hash is hidden, as ZooKeeper 3.6+ does.
+  assert.equal(afterStat, ["'digest,'bob:x", ": cdrwa", "'world,'anyone", ": r", "'world,'anyone", ": r", ""].join("\n"));
+  // The whole tree now reads world:anyone:r, so no one can write it.
+  await withClient(async (zk) => {
+    for (const path of ["/acl", "/acl/c", "/acl/c/d"]) {
+      assert.deepEqual((await zk.getACL(path)).acl, [{ perms: Perms.READ, id: { scheme: "world", id: "anyone" } }], path);
+    }
+    await assert.rejects(zk.setData("/acl/c", "y"), withCode("NOAUTH"));
+  });
+});
+
+test("addWatch prints every event of a persistent recursive or persistent watch, removewatches ends it", async () => {
+  const run = await shell(
+    ["--connect", target()],
+    [
+      "create /aw",
+      "addWatch /aw",
+      "create /aw/x",
+      "set /aw/x 1",
+      "removewatches /aw",
+      "create /aw/y",
+      "addWatch -m persistent /aw",
+      "create /aw/z",
+      "set /aw/z 2",
+      "set /aw 3",
+      "removewatches /aw -a",
+      "set /aw 4",
+      "removewatches /aw",
+    ].join("\n"),
+  );
+  assert.equal(run.stderr, "KeeperErrorCode = No such watcher for /aw\n");
+  assert.equal(run.code, 1);
+  const event = (type: string, path: string) => `\nWATCHER::\n\nWatchedEvent state:SyncConnected type:${type} path:${path}`;
+  assert.equal(
+    run.stdout,
+    [
+      "Created /aw",
+      event("NodeCreated", "/aw/x"),
+      "Created /aw/x",
+      event("NodeDataChanged", "/aw/x"),
+      event("PersistentWatchRemoved", "/aw"),
+      "Created /aw/y",
+      event("NodeChildrenChanged", "/aw"),
+      "Created /aw/z",
+      event("NodeDataChanged", "/aw"),
+      event("PersistentWatchRemoved", "/aw"),
+      "",
+    ].join("\n"),
+  );
+});
+
+test("setquota, listquota and delquota keep ZooKeeper's quota nodes and print zkCli's lines", async () => {
+  await withClient(async (zk) => {
+    await zk.create("/q", "");
+    await zk.create("/q/a", "12345");
+    await zk.create("/q/a/deep", "");
+  });
+  const run = await shell(
+    ["--connect", target()],
+    [
+      "setquota -n 10 /q",
+      "listquota /q",
+      "setquota -B 100 /q",
+      "listquota /q",
+      "delquota -n /q",
+      "listquota /q",
+      "setquota -n 1 /q",
+      "setquota -n 5 /q/a",
+      "setquota -n 5 /q-none",
+      "delquota /q",
+      "listquota /q",
+      "delquota /q",
+      "delquota -b /q",
+    ].join("\n"),
+  );
+  const location = "absolute path is /zookeeper/quota/q/zookeeper_limits";
+  assert.equal(
+    run.stderr,
+    [location, location, location, "/q/a has a parent /q which has a quota", "/q-none does not exist.", location, "quota for /q does not exist.", ""].join("\n"),
+  );
+  assert.equal(run.code, 1);
+  assert.equal(
+    run.stdout,
+    [
+      "Output quota for /q count=10,bytes=-1",
+      "Output stat for /q count=3,bytes=5",
+      "Output quota for /q count=10,bytes=-1=;byteHardLimit=100",
+      "Output stat for /q count=3,bytes=5",
+      "Output quota for /q count=-1,bytes=-1=;byteHardLimit=100",
+      "Output stat for /q count=3,bytes=5",
+      "[Warning]: the count quota you create is less than the existing count:3",
+      "Quota does not exist for /q",
+      "Quota does not exist for /q",
+      "",
+    ].join("\n"),
+  );
+  // delquota took the quota nodes away, down to /zookeeper/quota itself.
+  assert.deepEqual(await withClient((zk) => zk.getChildren("/zookeeper/quota")), []);
 });
