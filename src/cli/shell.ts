@@ -1,5 +1,6 @@
 /**
- * `corral shell`: ZooKeeper's zkCli.sh for corral, on the public SDK only. Three ways to run it:
+ * `corral shell`: ZooKeeper's zkCli.sh for corral, on the public SDK (and, for delquota -n|-b|-N|-B,
+ * ZooKeeper's quota node layout from src/common/quota.ts). Three ways to run it:
  * interactive (stdin is a TTY: a prompt, history, tab completion of commands and paths), a script
  * (stdin is not a TTY: one command a line, in order) and one command (`corral shell -- ls /`).
  * Answers go to stdout, failures to stderr, in zkCli's words; parsing lives in
