@@ -1,0 +1,86 @@
+/**
+ * ZooKeeper's client framing: a 4-byte big-endian length, then that many bytes of record.
+ * The server refuses a length below 0 or above jute.maxbuffer (NIOServerCnxn.readLength).
+ *
+ * FrameSplitter turns a TCP byte stream, cut anywhere, into whole frames. It holds at most one
+ * partial frame, allocates a frame's buffer only after its length passed the checks, and after
+ * one bad length it stays failed (the connection is to be closed).
+ *
+ * Pure: no sockets, no server state.
+ */
+import { assert } from "../../common/assert.js";
+import { JUTE_MAX_BUFFER_BYTES, JuteError } from "./jute.js";
+
+export const FRAME_LENGTH_PREFIX_BYTES = 4;
+
+/** Prefixes a record with its length. */
+export function encodeFrame(record: Uint8Array, frameMaxBytes = JUTE_MAX_BUFFER_BYTES): Uint8Array {
+  assert(record.byteLength <= frameMaxBytes, `frame of ${record.byteLength} bytes above ${frameMaxBytes}`);
+  const frame = new Uint8Array(FRAME_LENGTH_PREFIX_BYTES + record.byteLength);
+  new DataView(frame.buffer).setInt32(0, record.byteLength, false);
+  frame.set(record, FRAME_LENGTH_PREFIX_BYTES);
+  return frame;
+}
+
+/** Checks a frame's length prefix the way ZooKeeper's server does. */
+export function checkFrameLength(length: number, frameMaxBytes = JUTE_MAX_BUFFER_BYTES): void {
+  if (length < 0) throw new JuteError("negative-length", `frame length ${length}`);
+  if (length > frameMaxBytes) throw new JuteError("length-over-limit", `frame length ${length} above ${frameMaxBytes}`);
+}
+
+export class FrameSplitter {
+  private readonly header = new Uint8Array(FRAME_LENGTH_PREFIX_BYTES);
+  private headerFilled = 0;
+  /** The frame being filled, allocated once its length is known and checked. */
+  private body: Uint8Array | null = null;
+  private bodyFilled = 0;
+  private failure: JuteError | null = null;
+
+  constructor(private readonly frameMaxBytes = JUTE_MAX_BUFFER_BYTES) {
+    assert(Number.isInteger(frameMaxBytes) && frameMaxBytes >= 0 && frameMaxBytes <= 0x7fffffff, "frameMaxBytes must fit a jute int");
+  }
+
+  /** Bytes held from a frame not yet complete. */
+  get pendingBytes(): number {
+    return this.headerFilled + this.bodyFilled;
+  }
+
+  /**
+   * Feeds the next chunk of the stream; returns the frames it completed, in order.
+   * Throws JuteError on a bad length, and again on every later call.
+   */
+  push(chunk: Uint8Array): Uint8Array[] {
+    if (this.failure !== null) throw this.failure;
+    const frames: Uint8Array[] = [];
+    let at = 0;
+    while (at < chunk.byteLength) {
+      if (this.body === null) {
+        const take = Math.min(FRAME_LENGTH_PREFIX_BYTES - this.headerFilled, chunk.byteLength - at);
+        this.header.set(chunk.subarray(at, at + take), this.headerFilled);
+        this.headerFilled += take;
+        at += take;
+        if (this.headerFilled < FRAME_LENGTH_PREFIX_BYTES) break;
+        const length = new DataView(this.header.buffer).getInt32(0, false);
+        try {
+          checkFrameLength(length, this.frameMaxBytes);
+        } catch (error) {
+          this.failure = error as JuteError;
+          throw error;
+        }
+        this.body = new Uint8Array(length);
+        this.bodyFilled = 0;
+      }
+      const take = Math.min(this.body.byteLength - this.bodyFilled, chunk.byteLength - at);
+      this.body.set(chunk.subarray(at, at + take), this.bodyFilled);
+      this.bodyFilled += take;
+      at += take;
+      if (this.bodyFilled === this.body.byteLength) {
+        frames.push(this.body);
+        this.body = null;
+        this.bodyFilled = 0;
+        this.headerFilled = 0;
+      }
+    }
+    return frames;
+  }
+}
