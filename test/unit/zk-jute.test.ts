@@ -146,6 +146,8 @@ const CASES: Case[] = [
   { name: "GetEphemeralsRequest", codec: R.GetEphemeralsRequest, value: rec({ prefixPath: str }) },
   { name: "GetEphemeralsResponse", codec: R.GetEphemeralsResponse, value: rec({ ephemerals: strings }) },
   { name: "WhoAmIResponse", codec: R.WhoAmIResponse, value: rec({ clientInfo: vec(rec({ authScheme: str, user: str })) }) },
+  { name: "GetSASLRequest", codec: R.GetSASLRequest, value: rec({ token: buf }) },
+  { name: "SetSASLResponse", codec: R.SetSASLResponse, value: rec({ token: buf }) },
   { name: "MultiRequest", codec: R.MultiRequest, value: rec({ ops: fc.array(multiOp, { maxLength: 5 }) }) },
   { name: "MultiResponse", codec: R.MultiResponse, value: rec({ results: fc.array(multiResult, { maxLength: 5 }) }) },
 ];
@@ -299,6 +301,24 @@ test("a multi request is MultiHeader(type, false, -1) + request per op, then Mul
   assert.deepStrictEqual(R.decodeRecord(R.MultiRequest, golden, { trailing: "reject" }), { ops });
 });
 
+test("a ping is RequestHeader(-2, 11) with no body; an auth is RequestHeader(-4, 100) then AuthPacket", () => {
+  const ping = new JuteWriter();
+  R.RequestHeader.write(ping, { xid: Xid.ping, type: OpCode.ping });
+  assert.deepStrictEqual(ping.toBytes(), hex(`fffffffe 0000000b`));
+  assert.deepStrictEqual(R.decodeRequest(ping.toBytes(), { trailing: "reject" }), { header: { xid: -2, type: 11 }, body: {} });
+  const auth = hex(`fffffffc 00000064 00000000 00000006 646967657374 00000003 613a62`);
+  assert.deepStrictEqual(R.decodeRequest(auth, { trailing: "reject" }), {
+    header: { xid: Xid.auth, type: OpCode.auth },
+    body: { type: 0, scheme: "digest", auth: Uint8Array.from(Buffer.from("a:b")) },
+  });
+});
+
+test("a ConnectResponse is protocolVersion, timeOut, sessionId, passwd, readOnly", () => {
+  const golden = hex(`00000000 00002710 0000000000000abc 00000002 0102 00`);
+  const response: R.ConnectResponse = { protocolVersion: 0, timeOut: 10000, sessionId: 0xabcn, passwd: Uint8Array.of(1, 2), readOnly: false };
+  assert.deepStrictEqual(R.encodeRecord(R.ConnectResponse, response), golden);
+});
+
 test("the special xids and a few opcodes have ZooKeeper's numbers", () => {
   assert.deepStrictEqual(Xid, { notification: -1, ping: -2, auth: -4, setWatches: -8 });
   assert.equal(OpCode.ping, 11);
@@ -408,6 +428,12 @@ test("a frame length above jute.maxbuffer is refused from its 4-byte prefix, and
   const prefix = new JuteWriter().writeInt(JUTE_MAX_BUFFER_BYTES + 1).toBytes();
   assert.throws(() => splitter.push(prefix), isJuteError("length-over-limit"));
   assert.throws(() => splitter.push(Uint8Array.of(0)), isJuteError("length-over-limit"));
+});
+
+test("a forged 2 GiB frame length is refused with only its 4-byte prefix held", () => {
+  const splitter = new FrameSplitter();
+  assert.throws(() => splitter.push(Uint8Array.of(0x7f, 0xff, 0xff, 0xff, 1, 2, 3)), isJuteError("length-over-limit"));
+  assert.equal(splitter.pendingBytes, 4);
 });
 
 test("a negative frame length is refused", () => {

@@ -295,14 +295,21 @@ export const GetEphemeralsResponse = struct({ ephemerals: vector(ustring) });
 export type GetEphemeralsResponse = ValueOf<typeof GetEphemeralsResponse>;
 export const WhoAmIResponse = struct({ clientInfo: vector(ClientInfo) });
 export type WhoAmIResponse = ValueOf<typeof WhoAmIResponse>;
+/** SASL (opcode sasl = 102), sent by clients configured for SASL; not in issue 7's list. */
+export const GetSASLRequest = struct({ token: buffer });
+export type GetSASLRequest = ValueOf<typeof GetSASLRequest>;
+export const SetSASLResponse = struct({ token: buffer });
+export type SetSASLResponse = ValueOf<typeof SetSASLResponse>;
 
 /**
  * deleteContainer has no jute record: ZooKeeper 3.8's PrepRequestProcessor reads the whole body
  * as the path's UTF-8 bytes (the request normally comes from its own ContainerManager).
  */
+const UTF8_ENCODER = new TextEncoder();
+const UTF8_DECODER = new TextDecoder("utf-8", { fatal: false });
 export const DeleteContainerRequest: JuteCodec<{ path: string }> = {
-  write: (w, v) => void w.writeRaw(new TextEncoder().encode(v.path)),
-  read: (r) => ({ path: new TextDecoder("utf-8", { fatal: false }).decode(r.readRest()) }),
+  write: (w, v) => void w.writeRaw(UTF8_ENCODER.encode(v.path)),
+  read: (r) => ({ path: UTF8_DECODER.decode(r.readRest()) }),
   minBytes: 0,
 };
 export type DeleteContainerRequest = ValueOf<typeof DeleteContainerRequest>;
@@ -458,7 +465,7 @@ export type MultiResponse = ValueOf<typeof MultiResponse>;
 
 /**
  * The request body after a RequestHeader of this type, or undefined for a type ZooKeeper 3.8
- * clients do not send (createSession, sasl, error, notification). `empty` = no body.
+ * clients do not send (createSession, error, notification). `empty` = no body.
  */
 export function requestBodyCodec(type: number): JuteCodec<any> | undefined {
   switch (type) {
@@ -511,6 +518,8 @@ export function requestBodyCodec(type: number): JuteCodec<any> | undefined {
       return GetEphemeralsRequest;
     case OpCode.getAllChildrenNumber:
       return GetAllChildrenNumberRequest;
+    case OpCode.sasl:
+      return GetSASLRequest;
     case OpCode.ping:
     case OpCode.whoAmI:
     case OpCode.closeSession:
@@ -562,6 +571,8 @@ export function responseBodyCodec(type: number): JuteCodec<any> | undefined {
       return ErrorResponse;
     case OpCode.whoAmI:
       return WhoAmIResponse;
+    case OpCode.sasl:
+      return SetSASLResponse;
     case OpCode.delete:
     case OpCode.deleteContainer:
     case OpCode.ping:
