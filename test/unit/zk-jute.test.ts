@@ -364,6 +364,19 @@ test("random bytes after any request header decode or fail with a JuteError only
   );
 });
 
+test("random bytes given to any record decoder decode or fail with a JuteError only", () => {
+  fc.assert(
+    fc.property(fc.constantFrom(...CASES), fc.uint8Array({ maxLength: 96 }), ({ codec }, bytes) => {
+      try {
+        R.decodeRecord(codec, bytes);
+      } catch (error) {
+        assert.ok(error instanceof JuteError, `not a JuteError: ${String(error)}`);
+      }
+    }),
+    { numRuns: 5000 },
+  );
+});
+
 test("a length above the field limit is refused before any allocation", () => {
   const before = process.memoryUsage().arrayBuffers;
   for (const length of [0x7fffffff, JUTE_FIELD_LENGTH_MAX_BYTES + 1]) {
