@@ -444,3 +444,11 @@ test("averages print as Java doubles", () => {
   assert.equal(javaDoubleToString(12345678), "1.2345678E7");
   assert.equal(javaDoubleToString(0.0001), "1.0E-4");
 });
+
+test("version sniffers reading envi find 3.8.0 (^zookeeper.version=(\\d+\\.\\d+\\.\\d+) and split on '-' before ',')", () => {
+  const context = { ...standalone(), version: zookeeperFullVersion("0.1.0", new Date(Date.UTC(2026, 0, 2, 3, 4))) };
+  const line = renderFourLetterWord("envi", context).split("\n").find((l) => l.startsWith("zookeeper.version="));
+  assert.equal(/^zookeeper\.version=(\d+\.\d+\.\d+)/.exec(line ?? "")?.[1], "3.8.0");
+  assert.equal(/zookeeper\.version=(.*),/.exec(line ?? "")?.[1]?.split("-")[0], "3.8.0");
+  assert.match(renderFourLetterWord("srvr", context), /^Zookeeper version: 3\.8\.0-/);
+});
