@@ -106,15 +106,15 @@ const Kind = {
   close: 11,
   getAcl: 12,
   setAcl: 13,
-  getEphemerals: 30,
-  getAllChildrenNumber: 31,
-  multiRead: 32,
   addAuth: 14,
   whoAmI: 15,
-  addWatchPersistent: 40,
-  addWatchRecursive: 41,
-  removeWatches: 42,
-  checkWatches: 43,
+  addWatchPersistent: 16,
+  addWatchRecursive: 17,
+  removeWatches: 18,
+  checkWatches: 19,
+  getEphemerals: 20,
+  getAllChildrenNumber: 21,
+  multiRead: 22,
 } as const;
 type KindValue = (typeof Kind)[keyof typeof Kind];
 

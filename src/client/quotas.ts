@@ -9,6 +9,7 @@
 import { ZkError } from "../common/errors.js";
 import { formatQuotaFigures, limitsPathOf, parseQuotaFigures, QUOTA_ROOT, statsPathOf, unsetFigures, type QuotaFigures } from "../common/quota.js";
 import type { Client } from "./client.js";
+import { op } from "./ops.js";
 
 export type QuotaLimits = Partial<QuotaFigures>;
 
@@ -42,7 +43,7 @@ export async function setQuota(zk: Client, path: string, limits: QuotaLimits): P
 
 /** The quota on `path`, or null if it has none. */
 export async function listQuota(zk: Client, path: string): Promise<QuotaReport | null> {
-  const [limits, stats] = await zk.multiRead([{ type: "getData", path: limitsPathOf(path) }, { type: "getData", path: statsPathOf(path) }]);
+  const [limits, stats] = await zk.multiRead([op.getData(limitsPathOf(path)), op.getData(statsPathOf(path))]);
   if (limits?.type !== "getData") return null;
   const usage = stats?.type === "getData" ? parseQuotaFigures(stats.data) : unsetFigures();
   return { limits: parseQuotaFigures(limits.data), usage: { count: usage.count, bytes: usage.bytes } };

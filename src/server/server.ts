@@ -89,6 +89,7 @@ export class CorralServer {
     const now = () => Date.now();
     const tracker = new SessionTracker(config.tickMs, now);
     const metrics = new ServerMetrics();
+    const authOptions = { superDigest: config.superDigest };
     const prepOptions: PrepOptions = {
       ttlNodesEnabled: config.ttlNodesEnabled,
       enforceQuota: config.enforceQuota,
@@ -107,7 +108,7 @@ export class CorralServer {
       const clusterBroadcast = new ClusterBroadcast();
       const activity = new ClusterSessionActivity();
       broadcast = clusterBroadcast;
-      pipeline = new RequestPipeline(database, clusterBroadcast, activity, { superDigest: config.superDigest });
+      pipeline = new RequestPipeline(database, clusterBroadcast, activity, authOptions);
       let peerRef: QuorumPeer | undefined;
       transport = new PeerTransport({
         myId: config.serverId,
@@ -128,7 +129,7 @@ export class CorralServer {
       const prep = new Prep(database.tree, prepOptions);
       standalone = new StandaloneBroadcast(database, prep, now, onFatal);
       broadcast = standalone;
-      pipeline = new RequestPipeline(database, broadcast, tracker, { superDigest: config.superDigest });
+      pipeline = new RequestPipeline(database, broadcast, tracker, authOptions);
       // Sessions restored from disk get a full timeout from now, as ZooKeeper does at start-up.
       for (const [sessionId, record] of database.tree.sessions) tracker.touch(sessionId, record.timeoutMs);
     }

@@ -85,6 +85,7 @@ const NO_CHILDREN: Set<string> = new NoChildren();
 const NO_PATHS: ReadonlySet<string> = new Set();
 
 const ROOT = "/";
+const UTF8 = new TextEncoder();
 const RESERVED = "/zookeeper";
 const QUOTA = "/zookeeper/quota";
 
@@ -398,18 +399,15 @@ export class DataTree {
     const stats = this.nodes.get(statsPathOf(root))!;
     let count = 0;
     let bytes = 0;
-    const pending = this.nodes.has(root) ? [root] : [];
-    for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
-      const node = this.nodes.get(next)!;
+    this.visitSubtree(root, (node) => {
       count += 1;
       bytes += node.data.length;
-      for (const child of node.children) pending.push(next === ROOT ? ROOT + child : `${next}/${child}`);
-    }
+    });
     this.writeQuotaUsage(stats, { ...unsetFigures(), count, bytes });
   }
 
   private writeQuotaUsage(stats: ZNode, usage: QuotaFigures): void {
-    stats.data = new TextEncoder().encode(formatQuotaFigures(usage));
+    stats.data = UTF8.encode(formatQuotaFigures(usage));
     stats.stat.dataLength = stats.data.length;
   }
 
@@ -500,15 +498,19 @@ export class DataTree {
     const node = this.nodes.get(path);
     if (node === undefined) throw new ZkError("NONODE", undefined, path);
     let count = 0;
-    const pending: string[] = [path];
+    this.visitSubtree(path, () => (count += 1));
+    return count - 1;
+  }
+
+  /** Calls `visit` on `path` (if it exists) and every node below it, in no particular order. */
+  private visitSubtree(path: string, visit: (node: ZNode) => void): void {
+    const pending = this.nodes.has(path) ? [path] : [];
     for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+      const node = this.nodes.get(next)!;
+      visit(node);
       const prefix = next === ROOT ? ROOT : next + "/";
-      for (const child of this.nodes.get(next)!.children) {
-        count += 1;
-        pending.push(prefix + child);
-      }
+      for (const child of node.children) pending.push(prefix + child);
     }
-    return count;
   }
 
   /** The deepest path at or above `path` that has a quota (ZooKeeper's getMaxPrefixWithQuota). */

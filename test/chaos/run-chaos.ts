@@ -93,10 +93,11 @@ export async function runChaos(options: ChaosRunOptions): Promise<ChaosRunResult
     const prng = new Prng(options.seed);
     const workers: Promise<void>[] = [];
     let process = 0;
-    for (let i = 0; i < (options.registerWorkers ?? 5); i++) workers.push(registerWorker(process++, context, keys, prng.fork()));
-    for (let i = 0; i < (options.setWorkers ?? 2); i++) workers.push(setWorker(process++, context, directories));
+    const counts = workerCounts(options);
+    for (let i = 0; i < counts.register; i++) workers.push(registerWorker(process++, context, keys, prng.fork()));
+    for (let i = 0; i < counts.set; i++) workers.push(setWorker(process++, context, directories));
     const resource = new FencedResource();
-    for (let i = 0; i < (options.lockWorkers ?? 3); i++) workers.push(lockWorker(process++, context, resource, prng.fork()));
+    for (let i = 0; i < counts.lock; i++) workers.push(lockWorker(process++, context, resource, prng.fork()));
 
     nemesis = new Nemesis(cluster, {
       nemeses: options.nemeses,
@@ -120,7 +121,7 @@ export async function runChaos(options: ChaosRunOptions): Promise<ChaosRunResult
     // The workers run on against the healed cluster until every workload has made progress again
     // (a register op, a set add, a lock grant), and at least a few seconds.
     const healedAt = now();
-    const workloads = liveWorkloads(options);
+    const workloads = (Object.keys(counts) as Workload[]).filter((w) => counts[w] > 0);
     const progressed = () => workloads.every((w) => firstProgressAfter(history.ops, w, healedAt) !== undefined);
     await new Promise((resolve) => setTimeout(resolve, 3_000));
     if (recovered) await waitFor("every workload's progress", () => progressed() || undefined, LIVENESS_LIMIT_MS).catch(() => undefined);
@@ -168,9 +169,9 @@ export async function runChaos(options: ChaosRunOptions): Promise<ChaosRunResult
   return { valid: invalid ? false : unknown ? "inconclusive" : true, verdicts, paragraph, ops: history.ops, faults, files };
 }
 
-function liveWorkloads(options: ChaosRunOptions): Workload[] {
-  const counts: Record<Workload, number> = { register: options.registerWorkers ?? 5, set: options.setWorkers ?? 2, lock: options.lockWorkers ?? 3 };
-  return (Object.keys(counts) as Workload[]).filter((w) => counts[w] > 0);
+/** How many workers each workload runs (the defaults when the options say nothing). */
+function workerCounts(options: ChaosRunOptions): Record<Workload, number> {
+  return { register: options.registerWorkers ?? 5, set: options.setWorkers ?? 2, lock: options.lockWorkers ?? 3 };
 }
 
 async function setUp(connectString: string, rings: readonly NodeRing[]): Promise<void> {
