@@ -169,6 +169,8 @@ describe("Barrier", () => {
       await barrier.set(); // idempotent
       assert.equal(await barrier.isSet(), true);
       const events: string[] = [];
+      // A waiter's server may not have applied the set yet: it would see no barrier and pass at once.
+      await Promise.all(waiters.map((client) => client.sync(path)));
       const waits = waiters.map((client, i) => new Barrier(client, path).wait().then(() => events.push(`released ${i}`)));
       // Each waiter's exists-watch went out before this read on the same session, so it is registered.
       await Promise.all(waiters.map((client) => client.exists(path)));
@@ -192,6 +194,7 @@ describe("Barrier", () => {
     try {
       const barrier = new Barrier(setter!, path);
       await barrier.set();
+      await Promise.all([doomed!.sync(path), survivor!.sync(path)]);
       const doomedWait = outcome(new Barrier(doomed!, path).wait());
       const survivorWait = new Barrier(survivor!, path).wait();
       await Promise.all([doomed!.exists(path), survivor!.exists(path)]);
@@ -232,6 +235,8 @@ describe("Barrier", () => {
     try {
       await new Barrier(setter!, path).set();
       const events: string[] = [];
+      // A waiter's server may not have applied the set yet: it would see no barrier and pass at once.
+      await Promise.all(waiters.map((client) => client.sync(path)));
       const waits = waiters.map((client, i) => outcome(new Barrier(client, path).wait().then(() => void events.push(`released ${i}`))));
       await Promise.all(waiters.map((client) => client.exists(path)));
       killed = await rc.killLeader();
