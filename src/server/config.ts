@@ -27,6 +27,8 @@ export interface ServerEntry {
   electionPort: number;
   /** Participants vote and can lead; observers only learn. */
   role: ServerRole;
+  /** The port speaking ZooKeeper's own client protocol (jute); absent = none. */
+  zkClientPort?: number;
 }
 
 export interface ServerConfig {
@@ -37,6 +39,17 @@ export interface ServerConfig {
   clientHost: string;
   /** In a cluster it comes from this server's entry (and must agree with it if set). */
   clientPort: number;
+  /**
+   * The second client port, speaking Apache ZooKeeper's binary protocol (zkCli.sh, Curator,
+   * kazoo...), on clientHost; -1 = none, 0 = any free port. In a cluster it comes from this
+   * server's entry.
+   */
+  zkClientPort: number;
+  /**
+   * ZooKeeper's 4lw.commands.whitelist for the ZooKeeper port: comma-separated words, "*" for
+   * all. "srvr" is always on (ZooKeeper's default is that alone).
+   */
+  fourLetterWordWhitelist: string;
   /** ZooKeeper's tickTime: the unit of session timeouts, initLimit and syncLimit. */
   tickMs: number;
   minSessionTimeoutMs: number;
@@ -92,6 +105,8 @@ const FIELDS: Record<keyof ServerConfig, FieldKind> = {
   dataDir: "string",
   clientHost: "string",
   clientPort: "int",
+  zkClientPort: "int",
+  fourLetterWordWhitelist: "string",
   tickMs: "int",
   minSessionTimeoutMs: "int",
   maxSessionTimeoutMs: "int",
@@ -113,7 +128,7 @@ const FIELDS: Record<keyof ServerConfig, FieldKind> = {
 const SUPER_DIGEST = /^[^:]*:[A-Za-z0-9+/]{27}=$/;
 const LOG_LEVELS = new Set(["fatal", "error", "warn", "info", "debug", "trace", "silent"]);
 const ROLES: ReadonlySet<string> = new Set<ServerRole>(["participant", "observer"]);
-const ENTRY_FIELDS = ["id", "host", "clientPort", "quorumPort", "electionPort", "role"] as const;
+const ENTRY_FIELDS = ["id", "host", "clientPort", "quorumPort", "electionPort", "role", "zkClientPort"] as const;
 const ENTRY_PORTS = ["clientPort", "quorumPort", "electionPort"] as const;
 
 export function defaultConfig(): Omit<ServerConfig, "minSessionTimeoutMs" | "maxSessionTimeoutMs"> {
@@ -122,6 +137,8 @@ export function defaultConfig(): Omit<ServerConfig, "minSessionTimeoutMs" | "max
     dataDir: "./data",
     clientHost: "127.0.0.1",
     clientPort: 2181,
+    zkClientPort: -1,
+    fourLetterWordWhitelist: "srvr",
     tickMs: 2000,
     snapshotEveryTxns: 100_000,
     snapshotRetainCount: 3,
@@ -192,15 +209,17 @@ function serverEntryFromObject(raw: unknown, index: number): ServerEntry {
     quorumPort: coerceInt(`${at}.quorumPort`, record["quorumPort"]),
     electionPort: coerceInt(`${at}.electionPort`, record["electionPort"]),
     role: role as ServerRole,
+    ...(record["zkClientPort"] === undefined ? {} : { zkClientPort: coerceInt(`${at}.zkClientPort`, record["zkClientPort"]) }),
   };
 }
 
-const COMPACT_ENTRY = /^(?:server\.)?([^=]*)=(\[[^\]]*\]|[^:\[\]]*):([^:]*):([^:]*):([^:]*)(?::([^:]*))?$/;
+const COMPACT_ENTRY = /^(?:server\.)?([^=]*)=(\[[^\]]*\]|[^:\[\]]*):([^:]*):([^:]*):([^:]*)(?::([^:]*)(?::([^:]*))?)?$/;
 
 /**
  * The compact servers list used by CORRAL_SERVERS and --servers:
- * `ID=HOST:CLIENT_PORT:QUORUM_PORT:ELECTION_PORT[:ROLE]` entries separated by commas (whitespace
- * around entries ignored, an IPv6 host in brackets, ROLE participant by default), e.g.
+ * `ID=HOST:CLIENT_PORT:QUORUM_PORT:ELECTION_PORT[:ROLE[:ZK_CLIENT_PORT]]` entries separated by
+ * commas (whitespace around entries ignored, an IPv6 host in brackets, ROLE participant by
+ * default, no ZooKeeper-protocol port by default), e.g.
  * `1=corral1:2181:2888:3888:participant,2=corral2:2181:2888:3888,4=corral4:2181:2888:3888:observer`.
  * Only the syntax is checked here; validateConfig checks the values.
  */
@@ -211,8 +230,8 @@ export function parseServers(text: string): ServerEntry[] {
     if (item === "") continue;
     const at = `servers[${entries.length}]`;
     const match = COMPACT_ENTRY.exec(item);
-    if (!match) throw new ConfigError(at, `expected ID=HOST:CLIENT_PORT:QUORUM_PORT:ELECTION_PORT[:participant|observer], got ${JSON.stringify(item)}`);
-    const [, id, hostText, client, quorum, election, role] = match as unknown as [string, string, string, string, string, string, string | undefined];
+    if (!match) throw new ConfigError(at, `expected ID=HOST:CLIENT_PORT:QUORUM_PORT:ELECTION_PORT[:participant|observer[:ZK_CLIENT_PORT]], got ${JSON.stringify(item)}`);
+    const [, id, hostText, client, quorum, election, role, zkClient] = match as unknown as [string, string, string, string, string, string, string | undefined, string | undefined];
     const host = hostText.startsWith("[") ? hostText.slice(1, -1) : hostText;
     entries.push({
       id: coerceInt(`${at}.id`, id),
@@ -221,6 +240,7 @@ export function parseServers(text: string): ServerEntry[] {
       quorumPort: coerceInt(`${at}.quorumPort`, quorum),
       electionPort: coerceInt(`${at}.electionPort`, election),
       role: (role ?? "participant") as ServerRole,
+      ...(zkClient === undefined ? {} : { zkClientPort: coerceInt(`${at}.zkClientPort`, zkClient) }),
     });
   }
   return entries;
@@ -234,7 +254,7 @@ export function formatHostPort(host: string, port: number): string {
 /** The compact form parseServers reads back (CORRAL_SERVERS). */
 export function formatServers(servers: readonly ServerEntry[]): string {
   return servers
-    .map((s) => `${s.id}=${s.host.includes(":") ? `[${s.host}]` : s.host}:${s.clientPort}:${s.quorumPort}:${s.electionPort}:${s.role}`)
+    .map((s) => `${s.id}=${s.host.includes(":") ? `[${s.host}]` : s.host}:${s.clientPort}:${s.quorumPort}:${s.electionPort}:${s.role}${s.zkClientPort === undefined ? "" : `:${s.zkClientPort}`}`)
     .join(",");
 }
 
@@ -291,6 +311,7 @@ export function loadConfig(sources: ConfigSources): ServerConfig {
     if (self) {
       if (!explicit.has("clientHost")) merged["clientHost"] = self.host;
       if (!explicit.has("clientPort")) merged["clientPort"] = self.clientPort;
+      if (!explicit.has("zkClientPort")) merged["zkClientPort"] = self.zkClientPort ?? -1;
     }
   }
   // "{id}" in dataDir lets one shared file give every server of a single-host cluster its own dir.
@@ -305,6 +326,7 @@ export function validateConfig(config: ServerConfig): ServerConfig {
   };
   range("serverId", 1, 254);
   range("clientPort", 0, 65535);
+  range("zkClientPort", -1, 65535);
   range("tickMs", 1, 60_000);
   range("snapshotEveryTxns", 1, 100_000_000);
   range("snapshotRetainCount", 1, 1000);
@@ -330,6 +352,9 @@ export function validateConfig(config: ServerConfig): ServerConfig {
     if (config.clientPort !== self.clientPort) {
       throw new ConfigError("clientPort", `is ${config.clientPort} but servers gives server ${self.id} client port ${self.clientPort}`);
     }
+    if (config.zkClientPort !== (self.zkClientPort ?? -1)) {
+      throw new ConfigError("zkClientPort", `is ${config.zkClientPort} but servers gives server ${self.id} ${self.zkClientPort === undefined ? "none" : `ZooKeeper client port ${self.zkClientPort}`}`);
+    }
   }
   return config;
 }
@@ -350,8 +375,9 @@ export function validateServers(servers: readonly ServerEntry[]): void {
     if (typeof server.host !== "string" || server.host.trim() === "") throw new ConfigError(`${at}.host`, "must not be empty");
     if (/[\s,=\/\[\]]/.test(server.host)) throw new ConfigError(`${at}.host`, `not a host name or address: ${JSON.stringify(server.host)}`);
     if (!ROLES.has(server.role)) throw new ConfigError(`${at}.role`, `expected participant or observer, got ${JSON.stringify(server.role)}`);
-    for (const port of ENTRY_PORTS) {
-      const value = server[port];
+    const ports = server.zkClientPort === undefined ? ENTRY_PORTS : [...ENTRY_PORTS, "zkClientPort" as const];
+    for (const port of ports) {
+      const value = server[port] as number;
       if (!Number.isSafeInteger(value) || value < 1 || value > 65535) {
         throw new ConfigError(`${at}.${port}`, `must be an integer within [1, 65535], got ${value}`);
       }
@@ -389,4 +415,14 @@ export function quorumMembers(config: Pick<ServerConfig, "servers">): { voters: 
 export function clusterConnectString(config: Pick<ServerConfig, "servers" | "clientHost" | "clientPort">): string {
   if (config.servers.length === 0) return formatHostPort(config.clientHost, config.clientPort);
   return config.servers.map((s) => formatHostPort(s.host, s.clientPort)).join(",");
+}
+
+/**
+ * What a ZooKeeper client (zkCli.sh -server, Curator, kazoo) connects with: every server's
+ * host:zkClientPort; undefined when no server has one.
+ */
+export function clusterZkConnectString(config: Pick<ServerConfig, "servers" | "clientHost" | "zkClientPort">): string | undefined {
+  if (config.servers.length === 0) return config.zkClientPort > 0 ? formatHostPort(config.clientHost, config.zkClientPort) : undefined;
+  const hosts = config.servers.filter((s) => s.zkClientPort !== undefined).map((s) => formatHostPort(s.host, s.zkClientPort!));
+  return hosts.length > 0 ? hosts.join(",") : undefined;
 }

@@ -49,6 +49,7 @@ export class ClusterProcess {
         quorumPort: await freePort(),
         electionPort: await freePort(),
         role: id <= options.voters ? "participant" : "observer",
+        zkClientPort: await freePort(),
       });
     }
     const tickMs = options.tickMs ?? 100;
@@ -77,6 +78,7 @@ export class ClusterProcess {
           const server = await ServerProcess.start({
             dataDir: join(dir.path, String(entry.id)),
             port: entry.clientPort,
+            zkPort: entry.zkClientPort,
             serverId: entry.id,
             tickMs,
             logLevel: "info",
@@ -96,6 +98,11 @@ export class ClusterProcess {
 
   get connectString(): string {
     return [...this.servers.values()].map((s) => s.connectString).join(",");
+  }
+
+  /** Every server's ZooKeeper-protocol port, for zkCli.sh, node-zookeeper-client and the like. */
+  get zkConnectString(): string {
+    return [...this.servers.values()].map((s) => s.zkConnectString).join(",");
   }
 
   server(id: number): ServerProcess {

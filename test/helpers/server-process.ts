@@ -58,6 +58,8 @@ async function waitForPort(port: number, child: ChildProcess, deadlineMs: number
 export interface ServerProcessOptions {
   dataDir: string;
   port?: number;
+  /** The ZooKeeper-protocol client port (--zk-client-port); none when absent. */
+  zkPort?: number;
   tickMs?: number;
   serverId?: number;
   snapshotEveryTxns?: number;
@@ -88,6 +90,12 @@ export class ServerProcess {
 
   get connectString(): string {
     return `127.0.0.1:${this.port}`;
+  }
+
+  /** host:port of the ZooKeeper-protocol port; throws when the server was started without one. */
+  get zkConnectString(): string {
+    if (this.options.zkPort === undefined) throw new Error("this server was started without a ZooKeeper port (zkPort)");
+    return `127.0.0.1:${this.options.zkPort}`;
   }
 
   get pid(): number | undefined {
@@ -122,6 +130,7 @@ export class ServerProcess {
       "--data-dir", o.dataDir,
       "--client-host", "127.0.0.1",
       "--client-port", String(this.port),
+      ...(o.zkPort === undefined ? [] : ["--zk-client-port", String(o.zkPort)]),
       "--tick-ms", String(o.tickMs ?? 100),
       "--snapshot-every-txns", String(o.snapshotEveryTxns ?? 100_000),
       "--snapshot-retain-count", String(o.snapshotRetainCount ?? 3),
