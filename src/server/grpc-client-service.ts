@@ -5,7 +5,6 @@
  * leave every other session alone (contract item 8).
  */
 import * as grpc from "@grpc/grpc-js";
-import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
 import { ZkError, ZkErrorCode } from "../common/errors.js";
 import { CLIENT_PROTOCOL_BATCHES_SINCE, CLIENT_PROTOCOL_VERSION } from "../common/constants.js";
@@ -14,7 +13,7 @@ import { corralServiceDefinition } from "../protocol/client-wire.js";
 import type { DataTree } from "../store/data-tree.js";
 import type { Id, WatchEvent } from "../store/types.js";
 import { initialAuthInfo, remoteAddressOfPeer } from "./auth.js";
-import type { WriteBroadcast } from "./broadcast.js";
+import type { SessionOpener } from "./session-opener.js";
 import type { ClientConnection, RequestPipeline } from "./pipeline.js";
 import type { Reply } from "./requests.js";
 import {
@@ -30,6 +29,13 @@ import {
   type IncomingFrame,
 } from "./client-frame-codec.js";
 
+/** How a refused connect ends the stream: FAILED_PRECONDITION tells the client it is ahead of this server. */
+const REFUSAL_STATUS = {
+  "not-serving": grpc.status.UNAVAILABLE,
+  "not-created": grpc.status.UNAVAILABLE,
+  behind: grpc.status.FAILED_PRECONDITION,
+} as const;
+
 /** Frames a client may send after connect and before its answer; beyond it the stream is cut. */
 const HELD_FRAMES_MAX = 1024;
 const EMPTY = new Uint8Array(0);
@@ -39,26 +45,8 @@ export interface ClientServiceDeps {
   /** Read through on every use: a learner's tree is replaced when it syncs by SNAP or TRUNC. */
   state: { readonly tree: DataTree };
   pipeline: RequestPipeline;
-  broadcast: WriteBroadcast;
-  sessionIds: SessionIdGenerator;
-  /** Clamp a requested session timeout to the server's bounds. */
-  negotiateTimeoutMs(requestedMs: number): number;
+  sessions: SessionOpener;
   logger: Logger;
-}
-
-/** ZooKeeper's session id scheme: server id in the top byte, a time-seeded counter below. */
-export class SessionIdGenerator {
-  private next: bigint;
-  constructor(serverId: number, nowMs: number) {
-    const mask64 = (1n << 64n) - 1n;
-    const timeBits = ((BigInt(nowMs) << 24n) & mask64) >> 8n;
-    this.next = BigInt.asIntN(64, timeBits | (BigInt(serverId & 0xff) << 56n));
-  }
-  take(): bigint {
-    const id = this.next;
-    this.next = BigInt.asIntN(64, this.next + 1n);
-    return id;
-  }
 }
 
 /**
@@ -207,47 +195,23 @@ class GrpcClientConnection implements ClientConnection {
   }
 
   private onConnect(connect: ConnectFrame): void {
-    const deps = this.deps;
     // A newer client is answered in our version and speaks it from then on (it knows every older one).
     this.protocolVersion = Math.min(connect.protocolVersion, CLIENT_PROTOCOL_VERSION);
     // Any 64-bit zxid is well-formed (one beyond this server means it is behind); a negative one is not.
-    const lastZxidSeen = connect.lastZxidSeen;
-    if (lastZxidSeen < 0n) throw new ZkError("BADARGUMENTS", `bad zxid ${lastZxidSeen}`);
-    const sessionId = connect.sessionId;
-    if (!deps.broadcast.serving) return this.reject(grpc.status.UNAVAILABLE, "server is not serving");
-    // Contract item 4: never let a client see an older state than it already saw.
-    if (lastZxidSeen > BigInt(deps.state.tree.lastProcessedZxid)) {
-      return this.reject(
-        grpc.status.FAILED_PRECONDITION,
-        `client has seen zxid 0x${lastZxidSeen.toString(16)}, this server is at 0x${deps.state.tree.lastProcessedZxid.toString(16)}`,
-      );
-    }
+    if (connect.lastZxidSeen < 0n) throw new ZkError("BADARGUMENTS", `bad zxid ${connect.lastZxidSeen}`);
     this.phase = "connecting";
-    if (sessionId === 0n) {
-      const newId = deps.sessionIds.take();
-      const password = randomBytes(16);
-      const timeoutMs = deps.negotiateTimeoutMs(connect.timeoutMs);
-      deps.pipeline.createSession(newId, timeoutMs, password, (accepted) => {
-        if (this.phase !== "connecting") return;
-        if (!accepted) return this.reject(grpc.status.UNAVAILABLE, "session could not be created");
-        this.establish(newId, timeoutMs, password);
-      });
-      return;
-    }
-    const record = deps.state.tree.sessions.get(sessionId);
-    if (!record || !deps.pipeline.checkSession(sessionId, connect.password)) {
-      this.logger.info({ session: hex(sessionId) }, "resume refused: session expired, unknown or wrong password");
-      return this.refuseExpired();
-    }
-    deps.broadcast.revalidateSession(sessionId, record.timeoutMs, (outcome) => {
+    const request = { sessionId: connect.sessionId, password: connect.password, requestedTimeoutMs: connect.timeoutMs, lastZxidSeen: connect.lastZxidSeen };
+    this.deps.sessions.open(request, (outcome) => {
       if (this.phase !== "connecting") return;
-      if (outcome === "unavailable") return this.reject(grpc.status.UNAVAILABLE, "server is not serving");
-      // The leader has seen the session expire (its closeSession may not have reached us yet).
-      if (outcome === "expired") {
-        this.logger.info({ session: hex(sessionId) }, "resume refused: the leader has no such live session");
-        return this.refuseExpired();
+      switch (outcome.kind) {
+        case "established":
+          return this.establish(outcome.sessionId, outcome.timeoutMs, outcome.password);
+        case "expired":
+          this.logger.info({ session: hex(connect.sessionId) }, "resume refused: session expired, unknown or wrong password");
+          return this.refuseExpired();
+        case "refused":
+          return this.reject(REFUSAL_STATUS[outcome.reason], outcome.detail);
       }
-      this.establish(sessionId, record.timeoutMs, record.password);
     });
   }
 

@@ -153,6 +153,13 @@ export class RequestPipeline {
     this.broadcast.submitExpireSession(sessionId);
   }
 
+  /** Requests queued over every session, not yet answered. */
+  outstandingRequests(): number {
+    let total = 0;
+    for (const session of this.sessions.values()) total += session.queued();
+    return total;
+  }
+
   queuedRequests(sessionId: bigint): number {
     return this.sessions.get(sessionId)?.queued() ?? 0;
   }

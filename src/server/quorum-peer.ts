@@ -136,6 +136,12 @@ export class QuorumPeer {
     return this.roleState;
   }
 
+  /** Leader only: its learners and where each stands (mntr); undefined on any other role. */
+  learners(): ReturnType<Leader["learners"]> | undefined {
+    const zab = this.zab;
+    return zab instanceof Leader ? zab.learners() : undefined;
+  }
+
   get serving(): boolean {
     return this.zab?.serving ?? false;
   }

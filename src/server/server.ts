@@ -7,7 +7,12 @@ import { mkdirSync } from "node:fs";
 import { GRPC_CHANNEL_OPTIONS } from "../protocol/client-wire.js";
 import type { ServerConfig } from "./config.js";
 import { ServerDatabase, hex } from "./database.js";
-import { clientServiceDefinition, clientServiceHandlers, SessionIdGenerator } from "./grpc-client-service.js";
+import { clientServiceDefinition, clientServiceHandlers } from "./grpc-client-service.js";
+import { SessionIdGenerator, SessionOpener } from "./session-opener.js";
+import { ZkClientService } from "./zk-wire/zk-client-service.js";
+import { parseFourLetterWordWhitelist, type FourLetterWordServerMode } from "./zk-wire/four-letter-words.js";
+import { fourLetterWordContext } from "./zk-wire/four-letter-word-context.js";
+import { readFileSync } from "node:fs";
 import type { Logger } from "./log.js";
 import { RequestPipeline } from "./pipeline.js";
 import { ServerMetrics } from "./metrics.js";
@@ -19,6 +24,18 @@ import { PeerTransport } from "./peer/peer-transport.js";
 import { ClusterBroadcast, ClusterSessionActivity, QuorumPeer } from "./quorum-peer.js";
 import { DISK_FAULT_ENV, type DiskFaultPlan } from "./disk-faults.js";
 import { CleanupScanner } from "../store/cleanup-scan.js";
+
+/** corral's own version (package.json), which the ZooKeeper port reports inside a 3.8.0 version string. */
+const CORRAL_VERSION = readCorralVersion();
+
+function readCorralVersion(): string {
+  try {
+    const manifest = JSON.parse(readFileSync(new URL("../../../package.json", import.meta.url), "utf8")) as { version?: unknown };
+    return typeof manifest.version === "string" ? manifest.version : "unknown";
+  } catch {
+    return "unknown";
+  }
+}
 
 export interface ServerHooks {
   /**
@@ -51,6 +68,7 @@ export class CorralServer {
     private readonly quorumPeer: QuorumPeer | undefined,
     private readonly transport: PeerTransport | undefined,
     readonly metrics: ServerMetrics,
+    private readonly zkService: ZkClientService | undefined,
   ) {}
 
   static async start(config: ServerConfig, logger: Logger, hooks: ServerHooks = {}): Promise<CorralServer> {
@@ -141,32 +159,61 @@ export class CorralServer {
       "grpc.keepalive_time_ms": 10_000,
       "grpc.keepalive_timeout_ms": 5_000,
     });
-    grpcServer.addService(
-      clientServiceDefinition(),
-      clientServiceHandlers({
-        serverId: config.serverId,
-        state: database,
-        pipeline,
-        broadcast,
-        sessionIds: new SessionIdGenerator(config.serverId, now()),
-        negotiateTimeoutMs: (requested) => Math.min(config.maxSessionTimeoutMs, Math.max(config.minSessionTimeoutMs, requested)),
-        logger,
-      }),
-    );
+    // One opener for both doors: one session id sequence, one way to open and resume a session.
+    const sessions = new SessionOpener({
+      state: database,
+      pipeline,
+      broadcast,
+      sessionIds: new SessionIdGenerator(config.serverId, now()),
+      negotiateTimeoutMs: (requested) => Math.min(config.maxSessionTimeoutMs, Math.max(config.minSessionTimeoutMs, requested)),
+    });
+    grpcServer.addService(clientServiceDefinition(), clientServiceHandlers({ serverId: config.serverId, state: database, pipeline, sessions, logger }));
     let clientPort: number;
+    let zkService: ZkClientService | undefined;
     try {
       if (transport) await transport.start();
+      if (config.zkClientPort >= 0) {
+        const startedAt = new Date();
+        const whitelist = parseFourLetterWordWhitelist(config.fourLetterWordWhitelist);
+        const modeOf = (): FourLetterWordServerMode | undefined => {
+          if (!broadcast.serving) return undefined;
+          if (!quorumPeer) return "standalone";
+          return quorumPeer.role === "leading" ? "leader" : quorumPeer.role === "observing" ? "observer" : "follower";
+        };
+        zkService = await ZkClientService.listen(config.clientHost, config.zkClientPort, {
+          serverId: config.serverId,
+          state: database,
+          pipeline,
+          sessions,
+          fourLetterWords: whitelist,
+          fourLetterWordContext: () =>
+            fourLetterWordContext({
+              config,
+              corralVersion: CORRAL_VERSION,
+              startedAt,
+              tree: database.tree,
+              mode: modeOf(),
+              connections: zkService?.stats() ?? [],
+              totals: zkService!.totals,
+              outstandingRequests: pipeline.outstandingRequests(),
+              ...(quorumPeer?.learners() === undefined ? {} : { learners: quorumPeer.learners()! }),
+            }),
+          nowMs: now,
+          logger,
+        });
+      }
       clientPort = await new Promise<number>((resolve, reject) => {
         grpcServer.bindAsync(`${config.clientHost}:${config.clientPort}`, grpc.ServerCredentials.createInsecure(), (error, port) =>
           error ? reject(error) : resolve(port),
         );
       });
     } catch (error) {
+      await zkService?.close();
       await transport?.stop();
       await database.close();
       throw error;
     }
-    const server = new CorralServer(config, clientPort, grpcServer, database, pipeline, logger, quorumPeer, transport, metrics);
+    const server = new CorralServer(config, clientPort, grpcServer, database, pipeline, logger, quorumPeer, transport, metrics, zkService);
     if (quorumPeer) {
       await quorumPeer.start();
     } else {
@@ -175,7 +222,7 @@ export class CorralServer {
       logger.info({ role: "standalone", lastZxid: hex(database.tree.lastProcessedZxid) }, "role changed");
     }
     logger.info(
-      { clientAddress: `${config.clientHost}:${clientPort}`, lastZxid: hex(database.tree.lastProcessedZxid), mode: clustered ? "cluster" : "standalone" },
+      { clientAddress: `${config.clientHost}:${clientPort}`, ...(zkService ? { zkClientAddress: `${config.clientHost}:${zkService.port}` } : {}), lastZxid: hex(database.tree.lastProcessedZxid), mode: clustered ? "cluster" : "standalone" },
       "listening for clients",
     );
     return server;
@@ -183,6 +230,11 @@ export class CorralServer {
 
   get connectString(): string {
     return `${this.config.clientHost}:${this.clientPort}`;
+  }
+
+  /** host:port of the ZooKeeper-protocol port, when it has one. */
+  get zkConnectString(): string | undefined {
+    return this.zkService ? `${this.config.clientHost}:${this.zkService.port}` : undefined;
   }
 
   /** Write a snapshot now (tests use it to take one mid-load). */
@@ -218,6 +270,7 @@ export class CorralServer {
       clearInterval(this.cleanupTimer);
       await this.quorumPeer?.stop();
       this.pipeline.reset();
+      await this.zkService?.close();
       await new Promise<void>((resolve) => {
         const force = setTimeout(() => {
           this.grpcServer.forceShutdown();

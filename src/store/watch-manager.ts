@@ -175,6 +175,11 @@ export class WatchManager {
     return this.total;
   }
 
+  /** Paths with at least one watch (ZooKeeper's wchs counts data and child tables apart, and so do we). */
+  watchedPathCount(): number {
+    return this.dataByPath.size + this.childByPath.size;
+  }
+
   /** Watchers holding at least one watch. */
   watcherCount(): number {
     return this.byWatcher.size;

@@ -1,0 +1,87 @@
+/**
+ * The connect handshake's server side, shared by every front door (gRPC and ZooKeeper's jute
+ * protocol): a new session is created through the broadcast; a resumed one is checked here (known,
+ * right password, not closing) and revalidated by the leader, which makes this server its owner
+ * (ZooKeeper's revalidateSession). The door turns the outcome into its own answer.
+ */
+import { randomBytes } from "node:crypto";
+import type { DataTree } from "../store/data-tree.js";
+import type { WriteBroadcast } from "./broadcast.js";
+import type { RequestPipeline } from "./pipeline.js";
+
+/** The part of a ConnectRequest the server acts on. */
+export interface SessionRequest {
+  /** 0n for a new session. */
+  sessionId: bigint;
+  password: Uint8Array;
+  requestedTimeoutMs: number;
+  /** The newest zxid the client has seen; a server behind it must not serve the client. */
+  lastZxidSeen: bigint;
+}
+
+export type SessionOutcome =
+  | { kind: "established"; sessionId: bigint; timeoutMs: number; password: Uint8Array }
+  /** The session to resume is gone (expired, closed, unknown, wrong password): the client must start over. */
+  | { kind: "expired" }
+  /** Not this server, not now (no quorum, behind the client, the session could not be made): try another. */
+  | { kind: "refused"; reason: "not-serving" | "behind" | "not-created"; detail: string };
+
+export interface SessionOpenerDeps {
+  /** Read through on every use: a learner's tree is replaced when it syncs by SNAP or TRUNC. */
+  state: { readonly tree: DataTree };
+  pipeline: RequestPipeline;
+  broadcast: WriteBroadcast;
+  sessionIds: SessionIdGenerator;
+  /** Clamp a requested session timeout to the server's bounds. */
+  negotiateTimeoutMs(requestedMs: number): number;
+}
+
+/** ZooKeeper's session id scheme: server id in the top byte, a time-seeded counter below. */
+export class SessionIdGenerator {
+  private next: bigint;
+  constructor(serverId: number, nowMs: number) {
+    const mask64 = (1n << 64n) - 1n;
+    const timeBits = ((BigInt(nowMs) << 24n) & mask64) >> 8n;
+    this.next = BigInt.asIntN(64, timeBits | (BigInt(serverId & 0xff) << 56n));
+  }
+  take(): bigint {
+    const id = this.next;
+    this.next = BigInt.asIntN(64, this.next + 1n);
+    return id;
+  }
+}
+
+export const SESSION_PASSWORD_BYTES = 16;
+
+export class SessionOpener {
+  constructor(private readonly deps: SessionOpenerDeps) {}
+
+  /** Settles `done` exactly once (unless the server is reset first, when it is never called). */
+  open(request: SessionRequest, done: (outcome: SessionOutcome) => void): void {
+    const { state, pipeline, broadcast } = this.deps;
+    if (!broadcast.serving) return done({ kind: "refused", reason: "not-serving", detail: "server is not serving" });
+    // Contract item 4: never let a client see an older state than it already saw.
+    const here = state.tree.lastProcessedZxid;
+    if (request.lastZxidSeen > BigInt(here)) {
+      return done({ kind: "refused", reason: "behind", detail: `client has seen zxid 0x${request.lastZxidSeen.toString(16)}, this server is at 0x${here.toString(16)}` });
+    }
+    if (request.sessionId === 0n) {
+      const sessionId = this.deps.sessionIds.take();
+      const password = randomBytes(SESSION_PASSWORD_BYTES);
+      const timeoutMs = this.deps.negotiateTimeoutMs(request.requestedTimeoutMs);
+      pipeline.createSession(sessionId, timeoutMs, password, (accepted) =>
+        done(accepted ? { kind: "established", sessionId, timeoutMs, password } : { kind: "refused", reason: "not-created", detail: "session could not be created" }),
+      );
+      return;
+    }
+    const sessionId = request.sessionId;
+    const record = state.tree.sessions.get(sessionId);
+    if (!record || !pipeline.checkSession(sessionId, request.password)) return done({ kind: "expired" });
+    broadcast.revalidateSession(sessionId, record.timeoutMs, (outcome) => {
+      if (outcome === "unavailable") return done({ kind: "refused", reason: "not-serving", detail: "server is not serving" });
+      // The leader has seen the session expire (its closeSession may not have reached us yet).
+      if (outcome === "expired") return done({ kind: "expired" });
+      done({ kind: "established", sessionId, timeoutMs: record.timeoutMs, password: record.password });
+    });
+  }
+}

@@ -1,0 +1,414 @@
+/**
+ * The ZooKeeper front door: a TCP port speaking Apache ZooKeeper 3.8's own client protocol, so
+ * that zkCli.sh, the C client, Curator, kazoo and node-zookeeper-client use corral unchanged.
+ *
+ * It feeds the same RequestPipeline and sessions as the gRPC door: a session opened through either
+ * door is the same session, ordered, answered and expired the same way. A connection's first four
+ * bytes may be a four-letter word instead of a frame length; it is answered as text and closed.
+ * A malformed frame, an oversized length or a record that does not decode closes that connection
+ * with one log line; nothing a client sends can throw out of here or touch another connection.
+ */
+import { createServer, type Server, type Socket } from "node:net";
+import type { Logger } from "pino";
+import { ZkErrorCode } from "../../common/errors.js";
+import type { DataTree } from "../../store/data-tree.js";
+import type { Id, WatchEvent } from "../../store/types.js";
+import { initialAuthInfo, remoteAddressOfPeer } from "../auth.js";
+import type { ClientConnection, RequestPipeline } from "../pipeline.js";
+import type { Reply } from "../requests.js";
+import { SESSION_PASSWORD_BYTES, type SessionOpener } from "../session-opener.js";
+import { answerFourLetterWord, recognizeFourLetterWord, type FourLetterWordContext } from "./four-letter-words.js";
+import { encodeFrame, FrameSplitter } from "./frames.js";
+import { JuteError, JuteReader } from "./jute.js";
+import { ConnectRequest, ConnectResponse, decodeRecord, encodeNotification, encodeRecord, encodeReply, OpCode, RequestHeader, requestBodyCodec, Xid } from "./records.js";
+import { encodeZkReply, toClientRequest, type ReplyShape } from "./zk-requests.js";
+
+/** ZooKeeper's Watcher.Event.KeeperState.SyncConnected: every notification a live session gets. */
+const SYNC_CONNECTED = 3;
+/** Requests a client may send behind its ConnectRequest before the answer; beyond it the connection is cut. */
+const HELD_FRAMES_MAX = 1024;
+/** A client that does not read its answers is cut off rather than buffered without bound. */
+const UNREAD_BYTES_MAX = 64 * 1024 * 1024;
+
+export interface ZkClientServiceDeps {
+  serverId: number;
+  /** Read through on every use: a learner's tree is replaced when it syncs by SNAP or TRUNC. */
+  state: { readonly tree: DataTree };
+  pipeline: RequestPipeline;
+  sessions: SessionOpener;
+  /** The words enabled on this port (parseFourLetterWordWhitelist). */
+  fourLetterWords: ReadonlySet<string>;
+  /** A fresh snapshot of the server for a four-letter word's answer. */
+  fourLetterWordContext(): FourLetterWordContext;
+  nowMs(): number;
+  logger: Logger;
+}
+
+/** What `cons` and `mntr` report of one connection (ZooKeeper's ServerCnxn stats). */
+export interface ZkConnectionStats {
+  remoteHost: string;
+  remotePort: number;
+  packetsReceived: number;
+  packetsSent: number;
+  outstandingRequests: number;
+  session?: {
+    sessionId: bigint;
+    establishedMs: number;
+    sessionTimeoutMs: number;
+    lastOperation: string;
+    lastCxid: number;
+    lastZxid: bigint;
+    lastResponseMs: number;
+    latency: LatencyStats;
+  };
+}
+
+export class LatencyStats {
+  count = 0;
+  totalMs = 0;
+  minMs = 0;
+  maxMs = 0;
+  lastMs = 0;
+  record(ms: number): void {
+    this.minMs = this.count === 0 ? ms : Math.min(this.minMs, ms);
+    this.maxMs = Math.max(this.maxMs, ms);
+    this.count += 1;
+    this.totalMs += ms;
+    this.lastMs = ms;
+  }
+  get avgMs(): number {
+    return this.count === 0 ? 0 : this.totalMs / this.count;
+  }
+}
+
+/** Over every connection a port ever had: what srvr and mntr report as the server's. */
+export class PortStats {
+  readonly latency = new LatencyStats();
+  packetsReceived = 0;
+  packetsSent = 0;
+}
+
+/** The listening port and its live connections. */
+export class ZkClientService {
+  private readonly connections = new Set<ZkWireConnection>();
+  private nextConnectionId = 1;
+  readonly totals = new PortStats();
+
+  private constructor(
+    private readonly server: Server,
+    readonly port: number,
+  ) {}
+
+  static async listen(host: string, port: number, deps: ZkClientServiceDeps): Promise<ZkClientService> {
+    const server = createServer({ noDelay: true });
+    let service: ZkClientService | undefined;
+    server.on("connection", (socket) => service?.accept(socket, deps));
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen({ host, port, exclusive: true }, () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
+    const address = server.address();
+    service = new ZkClientService(server, typeof address === "object" && address !== null ? address.port : port);
+    server.on("error", (error) => deps.logger.error({ err: error }, "ZooKeeper client port error"));
+    return service;
+  }
+
+  get connectionCount(): number {
+    return this.connections.size;
+  }
+
+  stats(): ZkConnectionStats[] {
+    return [...this.connections].map((connection) => connection.stats());
+  }
+
+  private accept(socket: Socket, deps: ZkClientServiceDeps): void {
+    const connection = new ZkWireConnection(this.nextConnectionId++, socket, deps, this.totals, () => this.connections.delete(connection));
+    this.connections.add(connection);
+  }
+
+  /** Stops listening and ends every connection (their sessions live on, as on any server stop). */
+  close(): Promise<void> {
+    for (const connection of [...this.connections]) connection.end("closed");
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+type Phase = "first-bytes" | "awaiting-connect" | "connecting" | "connected" | "ended";
+
+interface SentRequest {
+  xid: number;
+  shape: ReplyShape;
+  receivedMs: number;
+}
+
+class ZkWireConnection implements ClientConnection {
+  private phase: Phase = "first-bytes";
+  private readonly splitter = new FrameSplitter();
+  /** The first bytes, until four have arrived and told a frame length from a four-letter word. */
+  private prefix = new Uint8Array(0);
+  private held: Uint8Array[] = [];
+  /** Requests handed to the pipeline, in the order their replies come back. */
+  private readonly awaiting: SentRequest[] = [];
+  private sessionId = 0n;
+  private timeoutMs = 0;
+  /** Whether the client's ConnectRequest had the readOnly flag: then the response has it too. */
+  private answerReadOnly = false;
+  private readonly logger: Logger;
+  readonly remoteAddress: string;
+  authInfo: readonly Id[];
+  private packetsReceived = 0;
+  private packetsSent = 0;
+  private establishedMs = 0;
+  private lastOperation = "NA";
+  private lastCxid = -1;
+  private lastZxid = -1n;
+  private lastResponseMs = 0;
+  private readonly latency = new LatencyStats();
+
+  constructor(
+    readonly id: number,
+    private readonly socket: Socket,
+    private readonly deps: ZkClientServiceDeps,
+    private readonly totals: PortStats,
+    private readonly onClosed: () => void,
+  ) {
+    const address = socket.remoteAddress ?? "";
+    this.remoteAddress = remoteAddressOfPeer(`${address}:${socket.remotePort ?? 0}`);
+    this.authInfo = initialAuthInfo(this.remoteAddress);
+    this.logger = deps.logger.child({ zkConnection: id, peer: `${this.remoteAddress}:${socket.remotePort ?? 0}` });
+    socket.on("data", (chunk: Buffer) => this.onData(chunk));
+    socket.on("end", () => this.gone());
+    socket.on("close", () => this.gone());
+    socket.on("error", () => this.gone());
+  }
+
+  get open(): boolean {
+    return this.phase !== "ended";
+  }
+
+  stats(): ZkConnectionStats {
+    const base = {
+      remoteHost: this.remoteAddress,
+      remotePort: this.socket.remotePort ?? 0,
+      packetsReceived: this.packetsReceived,
+      packetsSent: this.packetsSent,
+      outstandingRequests: this.awaiting.length,
+    };
+    if (this.phase !== "connected") return base;
+    return {
+      ...base,
+      session: {
+        sessionId: this.sessionId,
+        establishedMs: this.establishedMs,
+        sessionTimeoutMs: this.timeoutMs,
+        lastOperation: this.lastOperation,
+        lastCxid: this.lastCxid,
+        lastZxid: this.lastZxid,
+        lastResponseMs: this.lastResponseMs,
+        latency: this.latency,
+      },
+    };
+  }
+
+  sendReply(xid: number, reply: Reply): void {
+    const at = this.awaiting.findIndex((sent) => sent.xid === xid);
+    if (at < 0) return; // not one of ours (a request of the session's earlier connection)
+    const [sent] = this.awaiting.splice(at, 1) as [SentRequest];
+    const now = this.deps.nowMs();
+    this.latency.record(now - sent.receivedMs);
+    this.totals.latency.record(now - sent.receivedMs);
+    this.lastZxid = BigInt(reply.zxid);
+    this.lastResponseMs = now;
+    if (sent.shape.type === OpCode.auth) {
+      // ZooKeeper answers an auth packet with zxid 0, and a failed one closes the connection.
+      this.write(encodeReply({ xid, zxid: 0n, err: reply.err }));
+      if (reply.err === ZkErrorCode.AUTHFAILED) this.end("closed");
+      return;
+    }
+    this.write(encodeZkReply(xid, sent.shape, reply));
+  }
+
+  sendEvent(event: WatchEvent): void {
+    this.write(encodeNotification({ type: event.type, state: SYNC_CONNECTED, path: event.path }));
+  }
+
+  end(reason: "closed" | "expired" | "moved"): void {
+    if (this.phase === "ended") return;
+    if (reason !== "closed") this.logger.debug({ session: hex(this.sessionId), reason }, "connection ended by server");
+    this.gone();
+    this.socket.end();
+  }
+
+  private write(record: Uint8Array): void {
+    if (this.phase === "ended") return;
+    this.countSent();
+    this.socket.write(encodeFrame(record));
+    if (this.socket.writableLength > UNREAD_BYTES_MAX) this.close("the client does not read its answers");
+  }
+
+  private gone(): void {
+    if (this.phase === "ended") return;
+    const wasConnected = this.phase === "connected";
+    this.phase = "ended";
+    this.held = [];
+    if (wasConnected) this.deps.pipeline.detach(this.sessionId, this);
+    this.onClosed();
+  }
+
+  private countSent(): void {
+    this.packetsSent += 1;
+    this.totals.packetsSent += 1;
+  }
+
+  /** Closes the connection for something the client did wrong. */
+  private close(why: string): void {
+    if (this.phase === "ended") return;
+    this.logger.info({ session: this.sessionId === 0n ? undefined : hex(this.sessionId), reason: why }, "ZooKeeper client connection closed");
+    this.gone();
+    this.socket.destroy();
+  }
+
+  private onData(chunk: Buffer): void {
+    if (this.phase === "ended") return;
+    let bytes: Uint8Array = chunk;
+    if (this.phase === "first-bytes") {
+      const joined = new Uint8Array(this.prefix.byteLength + bytes.byteLength);
+      joined.set(this.prefix);
+      joined.set(bytes, this.prefix.byteLength);
+      if (joined.byteLength < 4) {
+        this.prefix = joined;
+        return;
+      }
+      const word = recognizeFourLetterWord(joined);
+      if (word !== undefined) return this.answerFourLetterWord(word);
+      this.phase = "awaiting-connect";
+      bytes = joined;
+    }
+    let frames: Uint8Array[];
+    try {
+      frames = this.splitter.push(bytes);
+    } catch (error) {
+      if (error instanceof JuteError) return this.close(`bad frame: ${error.message}`);
+      throw error;
+    }
+    for (const frame of frames) {
+      if ((this.phase as Phase) === "ended") return;
+      this.packetsReceived += 1;
+      this.totals.packetsReceived += 1;
+      try {
+        this.onFrame(frame);
+      } catch (error) {
+        if (error instanceof JuteError) return this.close(`malformed ${this.phase === "awaiting-connect" ? "ConnectRequest" : "request"}: ${error.message}`);
+        throw error;
+      }
+    }
+  }
+
+  private answerFourLetterWord(word: Parameters<typeof answerFourLetterWord>[0]): void {
+    const answer = answerFourLetterWord(word, this.deps.fourLetterWords, this.deps.fourLetterWordContext());
+    this.logger.debug({ word, executed: answer.executed }, "four-letter word");
+    this.gone();
+    this.socket.end(answer.text);
+  }
+
+  private onFrame(frame: Uint8Array): void {
+    switch (this.phase) {
+      case "awaiting-connect":
+        return this.onConnect(decodeRecord(ConnectRequest, frame));
+      case "connecting":
+        if (this.held.length >= HELD_FRAMES_MAX) return this.close("too many requests before the connect answer");
+        this.held.push(frame);
+        return;
+      case "connected":
+        return this.onRequest(frame);
+    }
+  }
+
+  private onRequest(frame: Uint8Array): void {
+    const reader = new JuteReader(frame);
+    const header = RequestHeader.read(reader);
+    const { xid, type } = header;
+    this.lastCxid = xid;
+    this.lastOperation = OPERATION_NAMES.get(type) ?? "UNKN";
+    const pipeline = this.deps.pipeline;
+    if (type === OpCode.ping) {
+      // Answered at once, like the gRPC door's pong: the client matches it by its xid, not its place.
+      pipeline.touch(this.sessionId);
+      this.write(encodeReply({ xid: Xid.ping, zxid: BigInt(this.deps.state.tree.lastProcessedZxid), err: 0 }));
+      return;
+    }
+    const codec = requestBodyCodec(type);
+    const mapping = codec === undefined ? { reject: ZkErrorCode.UNIMPLEMENTED, shape: { type } } : toClientRequest(type, codec.read(reader));
+    this.awaiting.push({ xid, shape: mapping.shape, receivedMs: this.deps.nowMs() });
+    if ("reject" in mapping) return pipeline.submitRejected(this.sessionId, this, xid, mapping.reject);
+    pipeline.submit(this.sessionId, this, xid, mapping.request);
+  }
+
+  private onConnect(connect: ConnectRequest): void {
+    this.answerReadOnly = connect.readOnly !== undefined;
+    // A negative zxid is not one; ZooKeeper takes it as "seen nothing", and so do we.
+    const lastZxidSeen = connect.lastZxidSeen < 0n ? 0n : connect.lastZxidSeen;
+    this.phase = "connecting";
+    const request = { sessionId: connect.sessionId, password: connect.passwd ?? new Uint8Array(0), requestedTimeoutMs: connect.timeOut, lastZxidSeen };
+    this.deps.sessions.open(request, (outcome) => {
+      if (this.phase !== "connecting") return;
+      switch (outcome.kind) {
+        case "established":
+          return this.establish(outcome.sessionId, outcome.timeoutMs, outcome.password);
+        case "expired":
+          // ZooKeeper's answer to a dead session: timeout 0, which the client reports as expiry.
+          this.logger.info({ session: hex(connect.sessionId) }, "resume refused: session expired, unknown or wrong password");
+          this.writeConnectResponse(0, 0n, new Uint8Array(SESSION_PASSWORD_BYTES));
+          return this.end("expired");
+        case "refused":
+          // ZooKeeper closes without an answer; the client tries its next server.
+          return this.close(`connect refused: ${outcome.detail}`);
+      }
+    });
+  }
+
+  private establish(sessionId: bigint, timeoutMs: number, password: Uint8Array): void {
+    this.sessionId = sessionId;
+    this.timeoutMs = timeoutMs;
+    this.phase = "connected";
+    this.establishedMs = this.deps.nowMs();
+    this.deps.pipeline.attach(sessionId, this);
+    this.writeConnectResponse(timeoutMs, sessionId, password);
+    const held = this.held;
+    this.held = [];
+    for (const frame of held) {
+      if (this.phase !== "connected") return;
+      try {
+        this.onRequest(frame);
+      } catch (error) {
+        if (error instanceof JuteError) return this.close(`malformed request: ${error.message}`);
+        throw error;
+      }
+    }
+  }
+
+  private writeConnectResponse(timeoutMs: number, sessionId: bigint, password: Uint8Array): void {
+    const response: ConnectResponse = { protocolVersion: 0, timeOut: timeoutMs, sessionId, passwd: password, readOnly: this.answerReadOnly ? false : undefined };
+    this.countSent();
+    this.socket.write(encodeFrame(encodeRecord(ConnectResponse, response)));
+  }
+}
+
+/** ZooKeeper's short names for the last operation of a connection (cons's lop). */
+const OPERATION_NAMES: ReadonlyMap<number, string> = new Map([
+  [OpCode.create, "CREA"], [OpCode.create2, "CREA"], [OpCode.createContainer, "CREA"], [OpCode.createTTL, "CREA"],
+  [OpCode.delete, "DELE"], [OpCode.deleteContainer, "DELE"], [OpCode.exists, "EXIS"], [OpCode.getData, "GETD"],
+  [OpCode.setData, "SETD"], [OpCode.getACL, "GETA"], [OpCode.setACL, "SETA"], [OpCode.getChildren, "GETC"],
+  [OpCode.getChildren2, "GETC"], [OpCode.sync, "SYNC"], [OpCode.ping, "PING"], [OpCode.check, "CHEC"],
+  [OpCode.multi, "MULT"], [OpCode.multiRead, "MLTR"], [OpCode.reconfig, "RECO"], [OpCode.checkWatches, "CHKW"],
+  [OpCode.removeWatches, "REMW"], [OpCode.auth, "AUTH"], [OpCode.setWatches, "SETW"], [OpCode.setWatches2, "STW2"],
+  [OpCode.getEphemerals, "GETE"], [OpCode.getAllChildrenNumber, "GETACN"], [OpCode.addWatch, "ADDW"],
+  [OpCode.whoAmI, "HOMI"], [OpCode.closeSession, "CLOSE"], [OpCode.sasl, "SASL"],
+]);
+
+function hex(id: bigint): string {
+  return "0x" + BigInt.asUintN(64, id).toString(16);
+}

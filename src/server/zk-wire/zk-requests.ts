@@ -1,0 +1,305 @@
+/**
+ * ZooKeeper's client records ⇄ the server's own requests and replies (src/server/requests.ts).
+ *
+ * A decoded jute request becomes a ClientRequest for the same pipeline the gRPC door feeds, or an
+ * error code to answer it with in its place (what ZooKeeper 3.8 refuses before prep: an empty ACL,
+ * a TTL on a non-TTL mode, an opcode it does not run). A Reply becomes the exact response record
+ * ZooKeeper 3.8's FinalRequestProcessor writes for that opcode.
+ *
+ * Pure: no sockets, no server state.
+ */
+import { ZkErrorCode } from "../../common/errors.js";
+import { addWatchModeOf, watcherTypeOf } from "../../common/watch-modes.js";
+import { CREATE_MODE_FLAGS, isTtlMode, type CreateMode } from "../../common/znode.js";
+import type { Acl, OpResult, Stat } from "../../store/types.js";
+import type { ClientRequest, CreateRequest, MultiOpRequest, MultiReadOpRequest, ReadOpResult, Reply } from "../requests.js";
+import * as jute from "./records.js";
+import { OpCode } from "./records.js";
+
+const EMPTY = new Uint8Array(0);
+const MODES_BY_FLAG = new Map<number, CreateMode>((Object.entries(CREATE_MODE_FLAGS) as [CreateMode, number][]).map(([mode, flag]) => [flag, mode]));
+
+/** What a request frame asks for, or the error ZooKeeper answers it with without running it. */
+export type ZkRequestMapping =
+  | { request: ClientRequest; shape: ReplyShape }
+  | { reject: number; shape: ReplyShape };
+
+/** What the reply to a request must look like: its opcode, and for a multi each op's opcode. */
+export interface ReplyShape {
+  type: number;
+  opTypes?: readonly number[];
+}
+
+class Refusal {
+  constructor(readonly code: number) {}
+}
+
+/** Maps a request record decoded by records.ts (`body` is what requestBodyCodec(type) read). */
+export function toClientRequest(type: number, body: unknown): ZkRequestMapping {
+  const shape: ReplyShape = { type };
+  try {
+    switch (type) {
+      case OpCode.create:
+      case OpCode.create2:
+      case OpCode.createContainer:
+      case OpCode.createTTL: {
+        return { request: createRequest(body as jute.CreateTTLRequest), shape };
+      }
+      case OpCode.delete: {
+        const r = body as jute.DeleteRequest;
+        return { request: { op: "delete", path: str(r.path), version: r.version }, shape };
+      }
+      case OpCode.setData: {
+        const r = body as jute.SetDataRequest;
+        return { request: { op: "setData", path: str(r.path), data: r.data ?? EMPTY, version: r.version }, shape };
+      }
+      case OpCode.setACL: {
+        const r = body as jute.SetACLRequest;
+        return { request: { op: "setAcl", path: str(r.path), acl: acls(r.acl), version: r.version }, shape };
+      }
+      case OpCode.exists:
+      case OpCode.getData:
+      case OpCode.getChildren:
+      case OpCode.getChildren2: {
+        const r = body as jute.GetDataRequest;
+        const op = type === OpCode.exists ? "exists" : type === OpCode.getData ? "getData" : "getChildren";
+        return { request: { op, path: str(r.path), watch: r.watch }, shape };
+      }
+      case OpCode.getACL:
+        return { request: { op: "getAcl", path: str((body as jute.GetACLRequest).path) }, shape };
+      case OpCode.sync:
+        return { request: { op: "sync", path: str((body as jute.SyncRequest).path) }, shape };
+      case OpCode.multi: {
+        const ops = (body as jute.MultiRequest).ops;
+        return { request: { op: "multi", ops: ops.map(multiOp) }, shape: { type, opTypes: ops.map((op) => op.type) } };
+      }
+      case OpCode.multiRead: {
+        const ops = (body as jute.MultiRequest).ops;
+        return { request: { op: "multiRead", ops: ops.map(multiReadOp) }, shape: { type, opTypes: ops.map((op) => op.type) } };
+      }
+      case OpCode.checkWatches:
+      case OpCode.removeWatches: {
+        const r = body as jute.CheckWatchesRequest;
+        const watcherType = watcherTypeOf(r.type);
+        if (watcherType === undefined) throw new Refusal(ZkErrorCode.BADARGUMENTS);
+        return { request: { op: type === OpCode.checkWatches ? "checkWatches" : "removeWatches", path: str(r.path), watcherType }, shape };
+      }
+      case OpCode.addWatch: {
+        const r = body as jute.AddWatchRequest;
+        const mode = addWatchModeOf(r.mode);
+        if (mode === undefined) throw new Refusal(ZkErrorCode.BADARGUMENTS);
+        return { request: { op: "addWatch", path: str(r.path), mode }, shape };
+      }
+      case OpCode.auth: {
+        const r = body as jute.AuthPacket;
+        return { request: { op: "addAuth", scheme: str(r.scheme), auth: r.auth ?? EMPTY }, shape };
+      }
+      case OpCode.setWatches:
+      case OpCode.setWatches2: {
+        const r = body as jute.SetWatches2;
+        return {
+          request: {
+            op: "setWatches",
+            relativeZxid: Number(r.relativeZxid),
+            dataWatches: strings(r.dataWatches),
+            existWatches: strings(r.existWatches),
+            childWatches: strings(r.childWatches),
+            persistentWatches: strings(r.persistentWatches),
+            persistentRecursiveWatches: strings(r.persistentRecursiveWatches),
+          },
+          shape,
+        };
+      }
+      case OpCode.getEphemerals:
+        return { request: { op: "getEphemerals", prefixPath: str((body as jute.GetEphemeralsRequest).prefixPath) }, shape };
+      case OpCode.getAllChildrenNumber:
+        return { request: { op: "getAllChildrenNumber", path: str((body as jute.GetAllChildrenNumberRequest).path) }, shape };
+      case OpCode.whoAmI:
+        return { request: { op: "whoAmI" }, shape };
+      case OpCode.closeSession:
+        return { request: { op: "close" }, shape };
+      default:
+        // reconfig (no dynamic reconfiguration here), sasl, deleteContainer (ZooKeeper's own
+        // ContainerManager sends it, never a client), a lone check: ZooKeeper's UnimplementedException.
+        return { reject: ZkErrorCode.UNIMPLEMENTED, shape };
+    }
+  } catch (error) {
+    if (error instanceof Refusal) return { reject: error.code, shape };
+    throw error;
+  }
+}
+
+function createRequest(r: jute.CreateTTLRequest | jute.CreateRequest): CreateRequest {
+  const mode = MODES_BY_FLAG.get(r.flags);
+  if (mode === undefined) throw new Refusal(ZkErrorCode.BADARGUMENTS);
+  // Only createTTL carries a ttl; everywhere else ZooKeeper uses -1, which a TTL mode refuses.
+  const ttl = "ttl" in r ? r.ttl : -1n;
+  if (!isTtlMode(mode) && ttl >= 0n) throw new Refusal(ZkErrorCode.BADARGUMENTS);
+  // A TTL beyond a JS safe integer is out of range all the same: prep refuses it.
+  const ttlMs = isTtlMode(mode) ? (ttl > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(ttl)) : 0;
+  return { op: "create", path: str(r.path), data: r.data ?? EMPTY, acl: acls(r.acl), mode, ttlMs };
+}
+
+function multiOp(op: jute.MultiOp): MultiOpRequest {
+  switch (op.type) {
+    case OpCode.create:
+    case OpCode.create2:
+    case OpCode.createContainer:
+    case OpCode.createTTL:
+      return createRequest(op.request);
+    case OpCode.delete:
+      return { op: "delete", path: str(op.request.path), version: op.request.version };
+    case OpCode.setData:
+      return { op: "setData", path: str(op.request.path), data: op.request.data ?? EMPTY, version: op.request.version };
+    case OpCode.check:
+      return { op: "check", path: str(op.request.path), version: op.request.version };
+    default:
+      // A read in a write multi: ZooKeeper's MultiOperationRecord refuses mixed kinds.
+      throw new Refusal(ZkErrorCode.MARSHALLINGERROR);
+  }
+}
+
+function multiReadOp(op: jute.MultiOp): MultiReadOpRequest {
+  switch (op.type) {
+    case OpCode.getData:
+      return { op: "getData", path: str(op.request.path) };
+    case OpCode.getChildren:
+      return { op: "getChildren", path: str(op.request.path) };
+    default:
+      throw new Refusal(ZkErrorCode.MARSHALLINGERROR);
+  }
+}
+
+/** ZooKeeper refuses a null or empty ACL list (InvalidACLException) before looking at anything else. */
+function acls(list: jute.ACL[] | null): Acl[] {
+  if (list === null || list.length === 0) throw new Refusal(ZkErrorCode.INVALIDACL);
+  return list.map((entry) => {
+    if (entry.id.scheme === null || entry.id.id === null) throw new Refusal(ZkErrorCode.INVALIDACL);
+    return { perms: entry.perms, id: { scheme: entry.id.scheme, id: entry.id.id } };
+  });
+}
+
+/** A null path reaches prep as "" and is refused there as a bad path, as ZooKeeper's is. */
+function str(value: string | null): string {
+  return value ?? "";
+}
+
+function strings(list: (string | null)[] | null | undefined): string[] {
+  return (list ?? []).map(str);
+}
+
+// ---- replies --------------------------------------------------------------------------------
+
+/**
+ * The reply frame's record for `reply` to a request of `shape`, answered as `xid`. An error is the
+ * header alone; a multi's per-op failures travel in its results with err 0 in the header, as
+ * ZooKeeper 3.8 sends them.
+ */
+export function encodeZkReply(xid: number, shape: ReplyShape, reply: Reply): Uint8Array {
+  const zxid = BigInt(reply.zxid);
+  const body = reply.body;
+  if (body.kind === "multi") {
+    const results = body.results.map((result, i) => multiResult(result, shape.opTypes?.[i] ?? OpCode.error));
+    return jute.encodeReply({ xid, zxid, err: 0 }, { codec: jute.MultiResponse, value: { results } });
+  }
+  if (body.kind === "multiRead") {
+    return jute.encodeReply({ xid, zxid, err: 0 }, { codec: jute.MultiResponse, value: { results: body.results.map(readResult) } });
+  }
+  if (reply.err !== 0) return jute.encodeReply({ xid, zxid, err: reply.err });
+  const header = { xid, zxid, err: 0 };
+  switch (shape.type) {
+    case OpCode.create:
+      return jute.encodeReply(header, { codec: jute.CreateResponse, value: { path: pathOf(body) } });
+    case OpCode.create2:
+    case OpCode.createTTL:
+    case OpCode.createContainer:
+      return jute.encodeReply(header, { codec: jute.Create2Response, value: { path: pathOf(body), stat: statOf(body) } });
+    case OpCode.exists:
+    case OpCode.setData:
+      return jute.encodeReply(header, { codec: jute.SetDataResponse, value: { stat: statOf(body) } });
+    case OpCode.setACL:
+      return jute.encodeReply(header, { codec: jute.SetACLResponse, value: { stat: statOf(body) } });
+    case OpCode.getData:
+      if (body.kind !== "data") break;
+      return jute.encodeReply(header, { codec: jute.GetDataResponse, value: { data: body.data, stat: juteStat(body.stat) } });
+    case OpCode.getChildren:
+      if (body.kind !== "children") break;
+      return jute.encodeReply(header, { codec: jute.GetChildrenResponse, value: { children: body.children } });
+    case OpCode.getChildren2:
+      if (body.kind !== "children") break;
+      return jute.encodeReply(header, { codec: jute.GetChildren2Response, value: { children: body.children, stat: juteStat(body.stat) } });
+    case OpCode.getACL:
+      if (body.kind !== "acl") break;
+      return jute.encodeReply(header, { codec: jute.GetACLResponse, value: { acl: body.acl, stat: juteStat(body.stat) } });
+    case OpCode.sync:
+      return jute.encodeReply(header, { codec: jute.SyncResponse, value: { path: pathOf(body) } });
+    case OpCode.getEphemerals:
+      if (body.kind !== "paths") break;
+      return jute.encodeReply(header, { codec: jute.GetEphemeralsResponse, value: { ephemerals: body.paths } });
+    case OpCode.getAllChildrenNumber:
+      if (body.kind !== "number") break;
+      return jute.encodeReply(header, { codec: jute.GetAllChildrenNumberResponse, value: { totalNumber: body.number } });
+    case OpCode.addWatch:
+      return jute.encodeReply(header, { codec: jute.ErrorResponse, value: { err: 0 } });
+    case OpCode.whoAmI:
+      if (body.kind !== "whoAmI") break;
+      return jute.encodeReply(header, { codec: jute.WhoAmIResponse, value: { clientInfo: body.clientInfo } });
+    default:
+      // delete, auth, setWatches, checkWatches, removeWatches, closeSession: the header says it all.
+      return jute.encodeReply(header);
+  }
+  throw new Error(`a ${body.kind} reply to opcode ${shape.type}`);
+}
+
+function pathOf(body: Reply["body"]): string {
+  if (body.kind === "create" || body.kind === "path") return body.path;
+  throw new Error(`no path in a ${body.kind} reply`);
+}
+
+function statOf(body: Reply["body"]): jute.Stat {
+  if (body.kind === "create" || body.kind === "stat" || body.kind === "data" || body.kind === "children" || body.kind === "acl") return juteStat(body.stat);
+  throw new Error(`no stat in a ${body.kind} reply`);
+}
+
+/** A successful op answers as its own opcode does; TTL and container creates answer as create2 (OpResult.CreateResult with a stat). */
+function multiResult(result: OpResult, opType: number): jute.MultiResult {
+  switch (result.type) {
+    case "create":
+      return opType === OpCode.create ? { type: OpCode.create, path: result.path } : { type: OpCode.create2, path: result.path, stat: juteStat(result.stat) };
+    case "delete":
+      return { type: OpCode.delete };
+    case "setData":
+      return { type: OpCode.setData, stat: juteStat(result.stat) };
+    case "check":
+      return { type: OpCode.check };
+    case "error":
+      return { type: OpCode.error, err: result.err };
+  }
+}
+
+function readResult(result: ReadOpResult): jute.MultiResult {
+  switch (result.type) {
+    case "getData":
+      return { type: OpCode.getData, data: result.data, stat: juteStat(result.stat) };
+    case "getChildren":
+      return { type: OpCode.getChildren, children: result.children };
+    case "error":
+      return { type: OpCode.error, err: result.err };
+  }
+}
+
+export function juteStat(stat: Stat): jute.Stat {
+  return {
+    czxid: BigInt(stat.czxid),
+    mzxid: BigInt(stat.mzxid),
+    ctime: BigInt(stat.ctime),
+    mtime: BigInt(stat.mtime),
+    version: stat.version,
+    cversion: stat.cversion,
+    aversion: stat.aversion,
+    ephemeralOwner: stat.ephemeralOwner,
+    dataLength: stat.dataLength,
+    numChildren: stat.numChildren,
+    pzxid: BigInt(stat.pzxid),
+  };
+}
