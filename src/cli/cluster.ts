@@ -14,7 +14,8 @@ import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "
 import { isAbsolute, join, relative, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { ConfigError, clusterConnectString, defaultConfig, formatHostPort, formatServers, validateServers, type ServerEntry } from "../server/config.js";
+import { ANSWERED_FOUR_LETTER_WORDS } from "../server/zk-wire/four-letter-words.js";
+import { ConfigError, clusterConnectString, clusterZkConnectString, defaultConfig, formatHostPort, formatServers, validateServers, type ServerEntry } from "../server/config.js";
 import { probe } from "./health.js";
 
 const MAIN = fileURLToPath(new URL("./main.js", import.meta.url));
@@ -26,6 +27,8 @@ export interface ClusterOptions {
   basePort: number;
   quorumBasePort: number;
   electionBasePort: number;
+  /** ZooKeeper-protocol client ports are zkBasePort, zkBasePort+1, …; 0 = none. */
+  zkBasePort: number;
   host: string;
   /** Absolute; the cluster config and one data dir per server (<dataDir>/<id>) live here. */
   dataDir: string;
@@ -39,8 +42,10 @@ export interface ClusterOptions {
 /** ZooKeeper's customary ports: 2181 for clients, 2888 quorum, 3888 election — same offsets from any base. */
 const QUORUM_OFFSET = 2888 - 2181;
 const ELECTION_OFFSET = 3888 - 2181;
+/** The ZooKeeper-protocol ports sit 100 above the gRPC ones: 2281, 2282, … by default. */
+const ZK_OFFSET = 100;
 
-const FLAGS = ["voters", "observers", "base-port", "quorum-base-port", "election-base-port", "data-dir", "tick-ms", "stop-grace-ms", "start-timeout-ms"];
+const FLAGS = ["voters", "observers", "base-port", "quorum-base-port", "election-base-port", "zk-base-port", "data-dir", "tick-ms", "stop-grace-ms", "start-timeout-ms"];
 
 function intFlag(flags: Record<string, string>, name: string, fallback: number, min: number, max: number): number {
   const raw = flags[name];
@@ -63,10 +68,12 @@ export function parseClusterOptions(flags: Record<string, string>, cwd = process
   const basePort = intFlag(flags, "base-port", 2181, 1, 65535);
   const quorumBasePort = intFlag(flags, "quorum-base-port", basePort + QUORUM_OFFSET, 1, 65535);
   const electionBasePort = intFlag(flags, "election-base-port", basePort + ELECTION_OFFSET, 1, 65535);
+  const zkBasePort = intFlag(flags, "zk-base-port", basePort + ZK_OFFSET, 0, 65535);
   const ranges: [string, number][] = [
     ["base-port", basePort],
     ["quorum-base-port", quorumBasePort],
     ["election-base-port", electionBasePort],
+    ...(zkBasePort === 0 ? [] : [["zk-base-port", zkBasePort] as [string, number]]),
   ];
   for (const [name, first] of ranges) {
     const last = first + size - 1;
@@ -90,6 +97,7 @@ export function parseClusterOptions(flags: Record<string, string>, cwd = process
     basePort,
     quorumBasePort,
     electionBasePort,
+    zkBasePort,
     host: "127.0.0.1",
     dataDir: isAbsolute(dataDir) ? dataDir : resolve(cwd, dataDir),
     tickMs: intFlag(flags, "tick-ms", defaults.tickMs, 1, 60_000),
@@ -109,6 +117,7 @@ export function clusterServers(options: ClusterOptions): ServerEntry[] {
       quorumPort: options.quorumBasePort + i,
       electionPort: options.electionBasePort + i,
       role: i < options.voters ? "participant" : "observer",
+      ...(options.zkBasePort === 0 ? {} : { zkClientPort: options.zkBasePort + i }),
     });
   }
   validateServers(servers);
@@ -123,6 +132,8 @@ export function clusterConfigJson(options: ClusterOptions): Record<string, unkno
     tickMs: options.tickMs,
     initLimitTicks: defaults.initLimitTicks,
     syncLimitTicks: defaults.syncLimitTicks,
+    // A local development cluster answers every four-letter word corral has (ZooKeeper's default is srvr alone).
+    fourLetterWordWhitelist: ANSWERED_FOUR_LETTER_WORDS.join(","),
     servers: clusterServers(options),
   };
 }
@@ -142,11 +153,11 @@ export function writeClusterConfig(options: ClusterOptions): { path: string; reu
   if (existsSync(path)) {
     let previous: string;
     try {
-      previous = formatServers((JSON.parse(readFileSync(path, "utf8")) as { servers: ServerEntry[] }).servers);
+      previous = membership((JSON.parse(readFileSync(path, "utf8")) as { servers: ServerEntry[] }).servers);
     } catch (error) {
       throw new ConfigError("data-dir", `${path} exists but is not a cluster config (${(error as Error).message}); remove it or pick another --data-dir`);
     }
-    if (previous !== formatServers(servers)) {
+    if (previous !== membership(servers)) {
       throw new ConfigError(
         "data-dir",
         `${path} describes another cluster (${previous}); its servers' data belongs to that membership: use another --data-dir or remove it`,
@@ -158,6 +169,11 @@ export function writeClusterConfig(options: ClusterOptions): { path: string; reu
   writeFileSync(temp, JSON.stringify(json, null, 2) + "\n");
   renameSync(temp, path);
   return { path, reused };
+}
+
+/** Who the members are and how they reach each other; client ports may change between runs, membership not. */
+function membership(servers: readonly ServerEntry[]): string {
+  return formatServers(servers.map(({ zkClientPort: _client, ...entry }) => entry));
 }
 
 /** What a child inherits: everything but CORRAL_* (the cluster file decides), except the log level. */
@@ -216,10 +232,12 @@ export async function runCluster(
   const { path: configPath, reused } = writeClusterConfig(options);
   const servers = clusterServers(options);
   const connectString = clusterConnectString({ servers, clientHost: options.host, clientPort: options.basePort });
+  const zkConnectString = clusterZkConnectString({ servers, clientHost: options.host, zkClientPort: -1 });
   io.out(
     `corral cluster: ${options.voters} voter${options.voters === 1 ? "" : "s"}, ${options.observers} observer${options.observers === 1 ? "" : "s"} ` +
       `on ${options.host}; config ${display(configPath)}${reused ? " (reusing its data)" : ""}\n` +
-      `connect string: ${connectString}\n`,
+      `connect string: ${connectString}\n` +
+      (zkConnectString === undefined ? "" : `ZooKeeper-protocol connect string: ${zkConnectString}\n`),
   );
   if (options.voters % 2 === 0) {
     io.out(`note: ${options.voters} voters tolerate no more failures than ${options.voters - 1}; an odd number is usual\n`);
@@ -327,12 +345,13 @@ export async function runCluster(
         String(m.entry.id),
         live ? `${m.entry.role}, ${m.liveRole}` : m.entry.role,
         formatHostPort(m.entry.host, m.entry.clientPort),
+        m.entry.zkClientPort === undefined ? "-" : formatHostPort(m.entry.host, m.entry.zkClientPort),
         formatHostPort(m.entry.host, m.entry.quorumPort),
         formatHostPort(m.entry.host, m.entry.electionPort),
         display(join(options.dataDir, String(m.entry.id))),
         String(m.child.pid),
       ]);
-      const header = ["id", "role", "client", "quorum", "election", "data", "pid"];
+      const header = ["id", "role", "client", "zookeeper", "quorum", "election", "data", "pid"];
       const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
       const line = (cells: string[]) => "  " + cells.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd() + "\n";
       io.out(
@@ -340,6 +359,7 @@ export async function runCluster(
           line(header) +
           rows.map(line).join("") +
           `connect with: Client.connect("${connectString}")\n` +
+          (zkConnectString === undefined ? "" : `or any ZooKeeper client: zkCli.sh -server ${zkConnectString}\n`) +
           "press Ctrl-C to stop\n",
       );
     }

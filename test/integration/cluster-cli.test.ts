@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { createServer, type Server } from "node:net";
+import { connect, createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { test } from "node:test";
@@ -64,7 +64,8 @@ async function portRanges(count: number): Promise<string[]> {
   const base = await freeRange(count, taken);
   const quorum = await freeRange(count, taken);
   const election = await freeRange(count, taken);
-  return ["--base-port", String(base), "--quorum-base-port", String(quorum), "--election-base-port", String(election)];
+  const zookeeper = await freeRange(count, taken);
+  return ["--base-port", String(base), "--quorum-base-port", String(quorum), "--election-base-port", String(election), "--zk-base-port", String(zookeeper)];
 }
 
 interface Row {
@@ -73,18 +74,34 @@ interface Row {
   /** "leading", "following <id>", "observing <id>" when the servers' logs showed it. */
   liveRole: string | undefined;
   client: string;
+  /** The ZooKeeper-protocol port, "-" when none. */
+  zookeeper: string;
   pid: number;
 }
 
 /** The member table `corral cluster` prints once everything serves. */
 function rows(stdout: string): Row[] {
-  return [...stdout.matchAll(/^ {2}(\d+) +(participant|observer)(?:, (leading|following \d+|observing \d+))? +(\S+) +\S+ +\S+ +\S+ +(\d+)$/gm)].map((m) => ({
+  return [...stdout.matchAll(/^ {2}(\d+) +(participant|observer)(?:, (leading|following \d+|observing \d+))? +(\S+) +(\S+) +\S+ +\S+ +\S+ +(\d+)$/gm)].map((m) => ({
     id: Number(m[1]),
     role: m[2]!,
     liveRole: m[3],
     client: m[4]!,
-    pid: Number(m[5]),
+    zookeeper: m[5]!,
+    pid: Number(m[6]),
   }));
+}
+
+/** Sends a four-letter word to host:port and returns the whole answer (the server closes after it). */
+function fourLetterWord(address: string, word: string): Promise<string> {
+  const [host, port] = address.split(":") as [string, string];
+  return new Promise((resolve, reject) => {
+    let text = "";
+    const socket = connect({ host, port: Number(port) }, () => socket.write(word));
+    socket.setEncoding("utf8");
+    socket.on("data", (chunk: string) => (text += chunk));
+    socket.on("end", () => resolve(text));
+    socket.on("error", reject);
+  });
 }
 
 function processExists(pid: number): boolean {
@@ -133,11 +150,17 @@ test("corral cluster --voters 3: every member serves, Ctrl-C stops them all and 
   try {
     const expected = [0, 1, 2].map((i) => `127.0.0.1:${base + i}`);
     assert.equal(cluster.connectString, expected.join(","));
+    const zkBase = Number(ports[ports.indexOf("--zk-base-port") + 1]);
+    const expectedZk = [0, 1, 2].map((i) => `127.0.0.1:${zkBase + i}`);
+    assert.match(cluster.out(), new RegExp(`^ZooKeeper-protocol connect string: ${expectedZk.join(",").replaceAll(".", "\\.")}$`, "m"));
+    assert.match(cluster.out(), new RegExp(`zkCli\\.sh -server ${expectedZk.join(",").replaceAll(".", "\\.")}`));
     const members = rows(cluster.out());
     assert.deepEqual(
-      members.map((r) => [r.id, r.role, r.client]),
-      expected.map((client, i) => [i + 1, "participant", client]),
+      members.map((r) => [r.id, r.role, r.client, r.zookeeper]),
+      expected.map((client, i) => [i + 1, "participant", client, expectedZk[i]]),
     );
+    // Each ZooKeeper port answers (the dev cluster enables the four-letter words).
+    for (const address of expectedZk) assert.equal(await fourLetterWord(address, "ruok"), "imok");
     assert.equal(new Set(members.map((r) => r.pid)).size, 3);
     // Log level info: the table shows the elected roles, one leader and two followers of it.
     const leaders = members.filter((r) => r.liveRole === "leading");

@@ -37,7 +37,15 @@ test("observers take the ids after the voters; every port range moves with --bas
   assert.deepEqual([explicit[0]!.quorumPort, explicit[0]!.electionPort], [6000, 7000]);
 });
 
+test("ZooKeeper-protocol ports sit 100 above the client ports unless --zk-base-port moves them; 0 turns them off", () => {
+  assert.deepEqual(clusterServers(parseClusterOptions({ voters: "3" })).map((s) => s.zkClientPort), [2281, 2282, 2283]);
+  assert.deepEqual(clusterServers(parseClusterOptions({ voters: "2", "zk-base-port": "9000" })).map((s) => s.zkClientPort), [9000, 9001]);
+  assert.deepEqual(clusterServers(parseClusterOptions({ voters: "2", "zk-base-port": "0" })).map((s) => s.zkClientPort), [undefined, undefined]);
+});
+
 const BAD: [Record<string, string>, string][] = [
+  [{ "zk-base-port": "2182" }, "zk-base-port"],
+  [{ "zk-base-port": "-1" }, "zk-base-port"],
   [{ voters: "0" }, "voters"],
   [{ voters: "three" }, "voters"],
   [{ observers: "-1" }, "observers"],

@@ -11,6 +11,7 @@ import { after, test } from "node:test";
 import {
   ConfigError,
   clusterConnectString,
+  clusterZkConnectString,
   envName,
   formatServers,
   loadConfig,
@@ -251,6 +252,30 @@ test("clusterConnectString lists every server, observers included, in list order
   const v6 = loadConfig({ env: { CORRAL_SERVERS: "1=[::1]:2181:2888:3888", CORRAL_SERVER_ID: "1" } });
   assert.equal(clusterConnectString(v6), "[::1]:2181");
   assert.equal(clusterConnectString(loadConfig({ flags: { "client-port": "3000" } })), "127.0.0.1:3000");
+});
+
+test("the ZooKeeper-protocol port: off by default, per server entry in a cluster, in both list forms", () => {
+  const standalone = loadConfig({});
+  assert.equal(standalone.zkClientPort, -1);
+  assert.equal(standalone.fourLetterWordWhitelist, "srvr");
+  assert.equal(clusterZkConnectString(standalone), undefined);
+  assert.equal(clusterZkConnectString(loadConfig({ flags: { "zk-client-port": "3100" } })), "127.0.0.1:3100");
+
+  const compact = "1=127.0.0.1:2181:2888:3888:participant:2281,2=127.0.0.1:2182:2889:3889,3=127.0.0.1:2183:2890:3890:observer:2283";
+  const servers = parseServers(compact);
+  assert.deepEqual(servers.map((s) => s.zkClientPort), [2281, undefined, 2283]);
+  assert.equal(formatServers(servers), "1=127.0.0.1:2181:2888:3888:participant:2281,2=127.0.0.1:2182:2889:3889:participant,3=127.0.0.1:2183:2890:3890:observer:2283");
+  assert.equal(loadConfig({ env: { CORRAL_SERVERS: compact, CORRAL_SERVER_ID: "1" } }).zkClientPort, 2281);
+  assert.equal(loadConfig({ env: { CORRAL_SERVERS: compact, CORRAL_SERVER_ID: "2" } }).zkClientPort, -1);
+  assert.equal(clusterZkConnectString(loadConfig({ env: { CORRAL_SERVERS: compact, CORRAL_SERVER_ID: "2" } })), "127.0.0.1:2281,127.0.0.1:2283");
+
+  const json = file({ servers: [{ ...entry(1, 2181), zkClientPort: 2281 }, entry(2, 2182)] });
+  assert.equal(loadConfig({ file: json, flags: { "server-id": "1" } }).zkClientPort, 2281);
+  // Disagreeing with the entry, clashing with another port, or out of range: refused, naming the field.
+  assert.throws(() => loadConfig({ file: json, flags: { "server-id": "1", "zk-client-port": "2999" } }), (e: unknown) => e instanceof ConfigError && e.field === "zkClientPort");
+  const clash = file({ servers: [{ ...entry(1, 2181), zkClientPort: 2181 }] });
+  assert.throws(() => loadConfig({ file: clash, flags: { "server-id": "1" } }), (e: unknown) => e instanceof ConfigError && e.field === "servers[0].zkClientPort");
+  assert.throws(() => loadConfig({ flags: { "zk-client-port": "70000" } }), (e: unknown) => e instanceof ConfigError && e.field === "zkClientPort");
 });
 
 test("quorumMembers splits voters from observers, in id order; standalone has none", () => {
