@@ -40,7 +40,9 @@ Drives a running server or cluster closed-loop and prints one JSON line per work
   --keys N                 key space for getData / setData: ROOT/k0000 ...               [1000]
   --workloads LIST         comma-separated: ${WORKLOADS.join(",")}  [all]
                            (mixed = 90 % getData / 10 % setData; see --read-percent)
-  --target NAME            system adapter in bench/targets/: corral                      [corral]
+  --target NAME            system adapter in bench/targets/                              [corral]
+                           corral: corral's SDK (gRPC port); zookeeper: node-zookeeper-client,
+                           for ZooKeeper or corral's ZooKeeper-protocol port (zkClientPort)
   --json-out FILE          also append the JSON lines to FILE
   --root PATH              where the key space lives (kept between runs)                 [/bench]
   --read-percent P         getData share of "mixed"                                      [90]

@@ -13,6 +13,7 @@ import type { BenchConnection, BenchTarget } from "./target.js";
 /** Adapters, loaded lazily so that one whose client library is missing does not break the others. */
 const TARGETS: Record<string, () => Promise<BenchTarget>> = {
   corral: async () => (await import("./targets/corral.js")).corralTarget,
+  zookeeper: async () => (await import("./targets/zookeeper.js")).zookeeperTarget,
 };
 
 const SETUP_INFLIGHT_MIN = 32;
