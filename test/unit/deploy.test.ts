@@ -3,6 +3,8 @@
  * (and every StatefulSet pod) is fed through the real config loader; the list of servers must be
  * one list, name every service, and agree with the published/exposed ports, the volumes and the
  * health checks; the Dockerfile's ENTRYPOINT and HEALTHCHECK must run files its build produces.
+ * Every server has a ZooKeeper-protocol port too (zkClientPort), held to the same agreement as its
+ * gRPC client port: listed, exposed, published, EXPOSEd, a container and service port.
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -13,7 +15,15 @@ import { fileURLToPath } from "node:url";
 import { test } from "node:test";
 import { parse, parseAllDocuments } from "yaml";
 import { healthTarget } from "../../src/cli/health.js";
-import { loadConfig, quorumMembers, type ServerConfig, type ServerEntry } from "../../src/server/config.js";
+import {
+  clusterConnectString,
+  clusterZkConnectString,
+  loadConfig,
+  quorumMembers,
+  type ServerConfig,
+  type ServerEntry,
+} from "../../src/server/config.js";
+import { ANSWERED_FOUR_LETTER_WORDS } from "../../src/server/zk-wire/four-letter-words.js";
 
 const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 const DEPLOY = join(ROOT, "deploy");
@@ -115,22 +125,84 @@ test("compose: one server list, identical in every service, naming every service
   assert.deepEqual(loaded.map((l) => l.name).sort(), ["corral1", "corral2", "corral3", "corral4"]);
 });
 
+/** The ZooKeeper-protocol port of a server entry; fails the test if the entry has none. */
+function zkPortOf(entry: ServerEntry, where: string): number {
+  assert.ok(entry.zkClientPort !== undefined, `${where}: server ${entry.id}'s entry gives a ZooKeeper client port (...:ROLE:ZK_CLIENT_PORT)`);
+  return entry.zkClientPort;
+}
+
+test("compose: every server has a ZooKeeper client port, listed in CORRAL_SERVERS and served by that server", () => {
+  assert.ok(loaded.length > 0);
+  for (const { name, config, self } of loaded) {
+    for (const entry of config.servers) zkPortOf(entry, name);
+    assert.equal(config.zkClientPort, zkPortOf(self, name), `${name} serves the ZooKeeper port its entry lists`);
+  }
+});
+
 test("compose: published, exposed and listed ports agree", () => {
   const published = new Set<string>();
   for (const { name, service, self } of loaded) {
+    const zkPort = zkPortOf(self, name);
     const ports = ((service["ports"] as unknown[]) ?? []).map(portMapping);
     assert.ok(ports.length > 0, `${name} publishes its client port`);
     for (const port of ports) {
-      assert.equal(port.target, self.clientPort, `${name} publishes only its client port (${self.clientPort}), not ${port.target}`);
+      assert.ok(
+        port.target === self.clientPort || port.target === zkPort,
+        `${name} publishes only its client port (${self.clientPort}) and its ZooKeeper port (${zkPort}), not ${port.target}`,
+      );
       assert.ok(port.published !== undefined && port.published > 0, `${name} publishes on a fixed host port`);
       const key = `${port.hostIp ?? "0.0.0.0"}:${port.published}`;
       assert.ok(!published.has(key), `host port ${key} is published once`);
       published.add(key);
     }
+    assert.deepEqual(
+      ports.map((p) => p.target).sort((a, b) => a - b),
+      [self.clientPort, zkPort].sort((a, b) => a - b),
+      `${name} publishes its client port and its ZooKeeper port, each once`,
+    );
+    const [client, zk] = [self.clientPort, zkPort].map((target) => ports.find((p) => p.target === target)!);
+    assert.equal(zk!.hostIp, client!.hostIp, `${name} publishes its ZooKeeper port on the same host address as its client port`);
     const expose = ((service["expose"] as unknown[]) ?? []).map((p) => Number(String(p).replace(/\/tcp$/, "")));
-    for (const port of [self.clientPort, self.quorumPort, self.electionPort]) {
+    for (const port of [self.clientPort, zkPort, self.quorumPort, self.electionPort]) {
       assert.ok(expose.includes(port), `${name} exposes ${port}; it exposes ${expose.join(", ")}`);
     }
+  }
+});
+
+test("compose: the header's connect strings are the published host ports and the network addresses", () => {
+  const header = readFileSync(COMPOSE_FILE, "utf8").split("\n").filter((l) => l.startsWith("#")).join("\n");
+  const byId = [...loaded].sort((a, b) => a.config.serverId - b.config.serverId);
+  /** Where the host reaches each server's `target` port, in id order. */
+  const onHost = (target: (self: ServerEntry) => number) =>
+    byId
+      .map(({ service, self }) => {
+        const mapping = ((service["ports"] as unknown[]) ?? []).map(portMapping).find((p) => p.target === target(self));
+        assert.ok(mapping, `server ${self.id} publishes ${target(self)}`);
+        return `${mapping.hostIp ?? "127.0.0.1"}:${mapping.published}`;
+      })
+      .join(",");
+  assert.equal(/Clients on the host connect with (\S+)/.exec(header)?.[1], onHost((s) => s.clientPort));
+  assert.equal(/zkCli\.sh -server (\S+)/.exec(header)?.[1], onHost((s) => zkPortOf(s, "compose")));
+  const config = loaded[0]!.config;
+  assert.ok(header.replace(/\n#\s*/g, " ").includes(clusterConnectString(config)), `the header names ${clusterConnectString(config)}`);
+  const zkNetwork = clusterZkConnectString(config);
+  assert.ok(zkNetwork !== undefined && header.includes(zkNetwork), `the header names ${zkNetwork}`);
+});
+
+/** A whitelist must name words corral answers: a misspelt word would be refused without a trace. */
+function assertAnsweredWords(whitelist: string, where: string): void {
+  for (const item of whitelist.split(",")) {
+    const word = item.trim();
+    if (word === "" || word === "*") continue;
+    assert.ok((ANSWERED_FOUR_LETTER_WORDS as readonly string[]).includes(word), `${where}: four-letter word ${JSON.stringify(word)} is one corral answers`);
+  }
+}
+
+test("compose: the four-letter words whitelisted on the ZooKeeper port are one list of words corral answers", () => {
+  const whitelist = loaded[0]!.config.fourLetterWordWhitelist;
+  for (const { name, config } of loaded) {
+    assert.equal(config.fourLetterWordWhitelist, whitelist, `${name} has the same whitelist`);
+    assertAnsweredWords(config.fourLetterWordWhitelist, name);
   }
 });
 
@@ -290,7 +362,9 @@ test("Dockerfile: data volume, exposed ports and environment agree with the comp
   const exposed = all(runtime, "EXPOSE").flatMap((e) => e.split(/\s+/)).map((p) => Number(p.replace(/\/tcp$/, "")));
   for (const { name, config, self } of loaded) {
     assert.ok(volumes.includes(config.dataDir), `${name}'s data dir ${config.dataDir} is a VOLUME of the image`);
-    for (const port of [self.clientPort, self.quorumPort, self.electionPort]) assert.ok(exposed.includes(port), `the image EXPOSEs ${port}`);
+    for (const port of [self.clientPort, zkPortOf(self, name), self.quorumPort, self.electionPort]) {
+      assert.ok(exposed.includes(port), `the image EXPOSEs ${port}`);
+    }
   }
   // The image's own defaults, alone, make a valid standalone server on its volume.
   const env: NodeJS.ProcessEnv = {};
@@ -298,6 +372,10 @@ test("Dockerfile: data volume, exposed ports and environment agree with the comp
   const standalone = loadConfig({ env });
   assert.ok(volumes.includes(standalone.dataDir), "the default data dir is the volume");
   assert.equal(healthTarget(standalone), "127.0.0.1:2181", "the image's health check reaches a default server");
+  // The image fixes no ZooKeeper port: an explicit one must match the server's entry, so a cluster
+  // whose entries list none would not start.
+  assert.equal(standalone.zkClientPort, -1, "the image leaves the ZooKeeper port to the configuration");
+  assert.doesNotThrow(() => loadConfig({ env: { ...env, CORRAL_SERVERS: "1=a:2181:2888:3888", CORRAL_SERVER_ID: "1" } }));
 });
 
 test("Dockerfile: everything it copies from the context exists and is not ignored", () => {
@@ -320,8 +398,29 @@ test("Dockerfile: everything it copies from the context exists and is not ignore
 // ---------------------------------------------------------------------------------------------
 // deploy/k8s/corral.yaml
 
+interface K8sServicePort {
+  name?: string;
+  port: number;
+  targetPort?: number | string;
+}
+interface K8sContainerPort {
+  name?: string;
+  containerPort: number;
+}
+/** Each of a Service's ports reaches the container port of the same number (targetPort by name or number). */
+function assertServicePortsTarget(service: string, ports: K8sServicePort[], containerPorts: K8sContainerPort[]): void {
+  for (const port of ports) {
+    const target = port.targetPort ?? port.port;
+    const reached = containerPorts.find((c) => (typeof target === "string" ? c.name === target : c.containerPort === target));
+    assert.ok(reached, `${service} port ${port.port}: targetPort ${target} is a container port`);
+    assert.equal(reached.containerPort, port.port, `${service} port ${port.port} reaches container port ${reached.containerPort}`);
+  }
+}
+
 test("k8s: the StatefulSet's pods load as the members CORRAL_SERVERS lists, behind a headless service", () => {
-  const docs = parseAllDocuments(readFileSync(K8S_FILE, "utf8")).map((d) => {
+  const text = readFileSync(K8S_FILE, "utf8");
+  const header = text.split("\n").filter((l) => l.startsWith("#")).join("\n");
+  const docs = parseAllDocuments(text).map((d) => {
     assert.deepEqual(d.errors, []);
     return d.toJS() as Json;
   });
@@ -331,12 +430,12 @@ test("k8s: the StatefulSet's pods load as the members CORRAL_SERVERS lists, behi
   const spec = sts.spec as {
     serviceName: string;
     replicas: number;
-    template: { spec: { containers: Json[] } };
+    template: { metadata: { labels: Record<string, string> }; spec: { containers: Json[] } };
     volumeClaimTemplates: { metadata: { name: string } }[];
   };
   const headless = kind("Service").find((s) => (s["metadata"] as Json)["name"] === spec.serviceName);
   assert.ok(headless, `the StatefulSet's serviceName ${spec.serviceName} is a Service here`);
-  const headlessSpec = headless["spec"] as { clusterIP: string; publishNotReadyAddresses: boolean; ports: { port: number }[] };
+  const headlessSpec = headless["spec"] as { clusterIP: string; publishNotReadyAddresses: boolean; ports: K8sServicePort[] };
   assert.equal(headlessSpec.clusterIP, "None");
   assert.equal(headlessSpec.publishNotReadyAddresses, true, "peers must resolve each other before any is ready");
 
@@ -344,7 +443,7 @@ test("k8s: the StatefulSet's pods load as the members CORRAL_SERVERS lists, behi
     command: string[];
     args: string[];
     env: { name: string; value: string }[];
-    ports: { containerPort: number }[];
+    ports: K8sContainerPort[];
     volumeMounts: { name: string; mountPath: string }[];
     readinessProbe: { exec: { command: string[] } };
     livenessProbe: { exec: { command: string[] } };
@@ -359,6 +458,18 @@ test("k8s: the StatefulSet's pods load as the members CORRAL_SERVERS lists, behi
     for (const { name, value } of container.env) baseEnv[name] = value;
     const containerPorts = container.ports.map((p) => p.containerPort);
     const servicePorts = headlessSpec.ports.map((p) => p.port);
+    assertServicePortsTarget(spec.serviceName, headlessSpec.ports, container.ports);
+    // The client Service: the other Service selecting these pods, for clients that take one address.
+    const labels = spec.template.metadata.labels;
+    const clientServices = kind("Service").filter((s) => {
+      const selector = (s["spec"] as { selector?: Record<string, string> }).selector ?? {};
+      return s !== headless && Object.keys(selector).length > 0 && Object.entries(selector).every(([k, v]) => labels[k] === v);
+    });
+    assert.equal(clientServices.length, 1, "one client Service selects the pods");
+    const clientService = clientServices[0]!;
+    const clientServiceName = (clientService["metadata"] as { name: string }).name;
+    const clientServicePorts = (clientService["spec"] as { ports: K8sServicePort[] }).ports;
+    assertServicePortsTarget(clientServiceName, clientServicePorts, container.ports);
     let servers: ServerEntry[] | undefined;
     for (let ordinal = 0; ordinal < spec.replicas; ordinal++) {
       const podName = `${sts.metadata.name}-${ordinal}`;
@@ -373,10 +484,20 @@ test("k8s: the StatefulSet's pods load as the members CORRAL_SERVERS lists, behi
       assert.equal(config.serverId, ordinal + 1);
       const self = config.servers.find((s) => s.id === config.serverId)!;
       assert.equal(self.host, `${podName}.${spec.serviceName}`, `server ${id} is reached at its pod's stable name`);
-      for (const port of [self.clientPort, self.quorumPort, self.electionPort]) {
+      for (const entry of config.servers) zkPortOf(entry, podName);
+      const zkPort = zkPortOf(self, podName);
+      assert.equal(config.zkClientPort, zkPort, `${podName} serves the ZooKeeper port its entry lists`);
+      for (const port of [self.clientPort, zkPort, self.quorumPort, self.electionPort]) {
         assert.ok(containerPorts.includes(port), `containerPort ${port}`);
         assert.ok(servicePorts.includes(port), `headless service port ${port}`);
       }
+      // Clients reach the client port and the ZooKeeper port through the client Service; peer ports stay off it.
+      assert.deepEqual(
+        clientServicePorts.map((p) => p.port).sort((a, b) => a - b),
+        [self.clientPort, zkPort].sort((a, b) => a - b),
+        `${clientServiceName} serves the client port and the ZooKeeper port`,
+      );
+      assertAnsweredWords(config.fourLetterWordWhitelist, podName);
       const mount = container.volumeMounts.find((m) => m.mountPath === config.dataDir);
       assert.ok(mount && spec.volumeClaimTemplates.some((t) => t.metadata.name === mount.name), "the data dir is a per-pod volume claim");
       for (const probe of [container.readinessProbe, container.livenessProbe]) {
@@ -388,6 +509,12 @@ test("k8s: the StatefulSet's pods load as the members CORRAL_SERVERS lists, behi
       servers = config.servers;
     }
     assert.equal(servers?.length, spec.replicas, "CORRAL_SERVERS lists exactly the StatefulSet's pods");
+    // The header's connect strings: every member, and the client Service.
+    const zkMembers = clusterZkConnectString({ servers, clientHost: "", zkClientPort: -1 });
+    assert.ok(header.includes(clusterConnectString({ servers, clientHost: "", clientPort: 0 })), "the header names every member's client port");
+    assert.equal(/zkCli\.sh -server (\S+)/.exec(header)?.[1], zkMembers, "the header's zkCli.sh line names every member's ZooKeeper port");
+    assert.ok(header.includes(`${clientServiceName}:${servers[0]!.clientPort}`), "the header names the client Service's client port");
+    assert.ok(header.includes(`${clientServiceName}:${zkPortOf(servers[0]!, "k8s")}`), "the header names the client Service's ZooKeeper port");
   } finally {
     rmSync(bin, { recursive: true, force: true });
   }
