@@ -10,6 +10,7 @@
  */
 import { ZkError } from "../common/errors.js";
 import { Perms, type Acl, type Id } from "../common/znode.js";
+import { zookeeperIdOrder } from "./zookeeper-id-order.js";
 
 /** The id of a session authenticated as the configured super user. */
 export const SUPER_ID: Id = Object.freeze({ scheme: "super", id: "" });
@@ -56,7 +57,8 @@ export function fixupAcl(acl: readonly Acl[], authInfo: readonly Id[], path: str
     if (scheme === "world" && id === "anyone") {
       fixed.push(entry);
     } else if (scheme === "auth") {
-      const authenticated = authInfo.filter((authId) => authId.scheme === "digest");
+      // In the order ZooKeeper iterates a connection's ids, so the stored ACL reads back the same.
+      const authenticated = zookeeperIdOrder(authInfo).filter((authId) => authId.scheme === "digest");
       if (authenticated.length === 0) throw new ZkError("INVALIDACL", "an auth ACL needs an authenticated session", path);
       for (const authId of authenticated) fixed.push({ perms: entry.perms, id: { scheme: authId.scheme, id: authId.id } });
     } else if (isValidId(scheme, id)) {

@@ -69,3 +69,4 @@ export function withAuthIds(current: readonly Id[], added: readonly Id[]): reado
   for (const id of added) if (!next.some((known) => known.scheme === id.scheme && known.id === id.id)) next.push(id);
   return next.length > limits.authIdsPerConnectionMax ? undefined : next;
 }
+

@@ -21,6 +21,7 @@ import type { DataTree } from "../store/data-tree.js";
 import { Perms, type Acl, type Id, type Txn, type TxnResult, type WatchDelivery, type WatchEvent } from "../store/types.js";
 import { checkAcl, clientInfoOf, permits, redactDigests } from "./acl.js";
 import { authenticate, withAuthIds, type AuthOptions } from "./auth.js";
+import { zookeeperIdOrder } from "./zookeeper-id-order.js";
 import type { WriteBroadcast } from "./broadcast.js";
 import { EMPTY_BODY, isWriteRequest, type AddAuthRequest, type ClientRequest, type MultiReadOpRequest, type ReadOpResult, type ReadRequest, type Reply, type WriteRequest } from "./requests.js";
 
@@ -401,7 +402,7 @@ export class RequestPipeline {
         case "multiRead":
           return { err: 0, zxid, body: { kind: "multiRead", results: request.ops.map((op) => this.executeReadOp(op, authInfo)) } };
         case "whoAmI":
-          return { err: 0, zxid, body: { kind: "whoAmI", clientInfo: authInfo.map(clientInfoOf) } };
+          return { err: 0, zxid, body: { kind: "whoAmI", clientInfo: zookeeperIdOrder(authInfo).map(clientInfoOf) } };
         case "setWatches": {
           for (const list of [
             request.dataWatches,
