@@ -32,6 +32,7 @@ import type {
   WatchEvent,
 } from "./types.js";
 import { OPEN_ACL_UNSAFE, ownerKind, PERSISTENT_OWNER, WatchEventType } from "./types.js";
+import { READ_ACL_UNSAFE } from "../common/znode.js";
 import { WatchManager } from "./watch-manager.js";
 import { formatQuotaFigures, isQuotaAccounted, limitsPathOf, parseQuotaFigures, quotaNodeTarget, statsPathOf, unsetFigures, type QuotaFigures } from "../common/quota.js";
 
@@ -88,6 +89,7 @@ const ROOT = "/";
 const UTF8 = new TextEncoder();
 const RESERVED = "/zookeeper";
 const QUOTA = "/zookeeper/quota";
+const CONFIG = "/zookeeper/config";
 
 export class DataTree {
   /** This server's watches (not replicated, not in snapshots). */
@@ -102,15 +104,20 @@ export class DataTree {
   private readonly sessionRecords = new Map<bigint, SessionRecord>();
   private lastZxid = 0;
 
-  /** A fresh tree: "/", "/zookeeper" and "/zookeeper/quota", every stat zero (as ZooKeeper's, see the file note for cversion). */
+  /**
+   * A fresh tree: "/", "/zookeeper", "/zookeeper/quota" and "/zookeeper/config", every stat zero
+   * (as ZooKeeper's, see the file note for cversion), the config node readable by all and with
+   * aversion -1, as ZooKeeper 3.8 makes it (empty: corral has no dynamic reconfiguration).
+   */
   constructor() {
     this.nodes.set(ROOT, newNode(zeroStat(), new Set(["zookeeper"])));
-    this.nodes.set(RESERVED, newNode(zeroStat(), new Set(["quota"])));
+    this.nodes.set(RESERVED, newNode(zeroStat(), new Set(["quota", "config"])));
     this.nodes.set(QUOTA, newNode(zeroStat(), NO_CHILDREN));
+    this.nodes.set(CONFIG, configNode());
     for (const path of [ROOT, RESERVED]) {
-      const stat = this.nodes.get(path)!.stat;
-      stat.numChildren = 1;
-      stat.cversion = -1;
+      const node = this.nodes.get(path)!;
+      node.stat.numChildren = node.children.size;
+      node.stat.cversion = -node.children.size;
     }
   }
 
@@ -136,6 +143,14 @@ export class DataTree {
       tree.indexOwner(path, node.stat.ephemeralOwner);
       const quota = quotaNodeTarget(path);
       if (quota?.kind === "limits") tree.quotaRoots.add(quota.target);
+    }
+    // Snapshots written before corral had /zookeeper/config lack it; every server adds it alike.
+    const reserved = tree.nodes.get(RESERVED);
+    if (reserved !== undefined && !tree.nodes.has(CONFIG)) {
+      tree.nodes.set(CONFIG, configNode());
+      reserved.children = new Set([...reserved.children, "config"]);
+      reserved.stat.numChildren += 1;
+      reserved.stat.cversion -= 1;
     }
     for (const [sessionId, record] of sessions) tree.sessionRecords.set(sessionId, record);
     tree.lastZxid = lastProcessedZxid;
@@ -706,6 +721,13 @@ export function emptyChildren(): Set<string> {
 
 function newNode(stat: Stat, children: Set<string>): ZNode {
   return { data: new Uint8Array(0), acl: OPEN_ACL_UNSAFE as Acl[], stat, children };
+}
+
+function configNode(): ZNode {
+  const node = newNode(zeroStat(), NO_CHILDREN);
+  node.acl = READ_ACL_UNSAFE as Acl[];
+  node.stat.aversion = -1;
+  return node;
 }
 
 function copyAcl(acl: Acl): Acl {

@@ -63,20 +63,42 @@ function delivery(watcher: bigint, type: WatchEventTypeValue, path: string, zxid
 }
 
 describe("a fresh DataTree", () => {
-  test("holds /, the reserved /zookeeper and /zookeeper/quota, with ZooKeeper's stats", () => {
+  test("holds /, the reserved /zookeeper, /zookeeper/quota and /zookeeper/config, with ZooKeeper's stats", () => {
     const tree = new DataTree();
-    assert.equal(tree.nodeCount(), 3);
+    assert.equal(tree.nodeCount(), 4);
     assert.equal(tree.lastProcessedZxid, 0);
     const zero = { czxid: 0, mzxid: 0, ctime: 0, mtime: 0, version: 0, aversion: 0, ephemeralOwner: 0n, dataLength: 0, pzxid: 0 };
     // ZooKeeper shows cversion = 2 * creates - numChildren: -1 for a parent of one built-in child.
     assert.deepEqual(rawStat(tree, "/"), { ...zero, cversion: -1, numChildren: 1 });
-    assert.deepEqual(rawStat(tree, "/zookeeper"), { ...zero, cversion: -1, numChildren: 1 });
+    assert.deepEqual(rawStat(tree, "/zookeeper"), { ...zero, cversion: -2, numChildren: 2 });
     assert.deepEqual(rawStat(tree, "/zookeeper/quota"), { ...zero, cversion: 0, numChildren: 0 });
+    // ZooKeeper 3.8 reads its config node back as empty, world-readable, with aversion -1.
+    assert.deepEqual(rawStat(tree, "/zookeeper/config"), { ...zero, aversion: -1, cversion: 0, numChildren: 0 });
+    assert.deepEqual(tree.getAcl("/zookeeper/config").acl, [{ perms: 1, id: { scheme: "world", id: "anyone" } }]);
     assert.deepEqual(tree.getChildren("/").children, ["zookeeper"]);
-    assert.deepEqual(tree.getChildren("/zookeeper").children, ["quota"]);
+    assert.deepEqual([...tree.getChildren("/zookeeper").children].sort(), ["config", "quota"]);
     assert.deepEqual(tree.getAcl("/zookeeper").acl, [...OPEN_ACL_UNSAFE]);
     assert.equal(tree.getData("/zookeeper/quota").data.length, 0);
     assert.equal(tree.sessions.size, 0);
+  });
+
+  test("a tree restored from a snapshot older than /zookeeper/config gains it, as a fresh tree has it", () => {
+    const fresh = new DataTree();
+    const nodes = new Map<string, any>();
+    fresh.walk((path, node) => {
+      if (path === "/zookeeper/config") return;
+      const copy = { data: node.data, acl: node.acl, stat: { ...node.stat }, children: new Set(node.children) };
+      if (path === "/zookeeper") {
+        copy.children.delete("config");
+        copy.stat.numChildren = 1;
+        copy.stat.cversion = -1;
+      }
+      nodes.set(path, copy);
+    });
+    const restored = DataTree.restore(nodes, new Map(), 0);
+    assert.equal(restored.nodeCount(), fresh.nodeCount());
+    assert.equal(restored.digest(), fresh.digest());
+    assert.deepEqual(restored.getData("/zookeeper/config").stat, fresh.getData("/zookeeper/config").stat);
   });
 
   test("names its first sequential child under / with 0000000000, as ZooKeeper does", () => {
@@ -115,7 +137,7 @@ describe("apply: create", () => {
       assert.deepEqual(tree.getChildren("/app").children, [path.slice("/app/".length)]);
       assert.deepEqual(deliveries, []);
       assert.equal(tree.lastProcessedZxid, Z(3));
-      assert.equal(tree.nodeCount(), 5);
+      assert.equal(tree.nodeCount(), 6);
 
       assert.deepEqual([...tree.ephemeralsOf(S1)], index === "ephemeral" ? [path] : []);
       assert.deepEqual([...tree.containerPaths()], index === "container" ? [path] : []);
@@ -162,7 +184,7 @@ describe("apply: delete", () => {
     assert.deepEqual(rawStat(tree, "/app"), createdStat(1, { cversion: 3, numChildren: 1, pzxid: Z(4) }));
     assert.deepEqual(rawStat(tree, "/app/b"), createdStat(3));
     assert.deepEqual(tree.getChildren("/app").children, ["b"]);
-    assert.equal(tree.nodeCount(), 5);
+    assert.equal(tree.nodeCount(), 6);
   });
 
   const OWNERS: [string, bigint, (tree: DataTree) => ReadonlySet<string>][] = [
@@ -715,7 +737,7 @@ describe("reads", () => {
     for (const path of ["/b", "/a", "/a/z", "/a/y"]) script.create(path);
     const paths: string[] = [];
     script.tree.walk((path) => paths.push(path));
-    assert.deepEqual(paths, ["/", "/a", "/a/y", "/a/z", "/b", "/zookeeper", "/zookeeper/quota"]);
+    assert.deepEqual(paths, ["/", "/a", "/a/y", "/a/z", "/b", "/zookeeper", "/zookeeper/config", "/zookeeper/quota"]);
   });
 });
 
@@ -763,8 +785,8 @@ describe("descendantCount (getAllChildrenNumber)", () => {
     assert.equal(s.tree.descendantCount("/a"), 4);
     assert.equal(s.tree.descendantCount("/a/b"), 2);
     assert.equal(s.tree.descendantCount("/a/b/c"), 0);
-    // "/" counts everything but itself, /zookeeper and /zookeeper/quota included.
-    assert.equal(s.tree.descendantCount("/"), 8);
+    // "/" counts everything but itself, /zookeeper, /zookeeper/quota and /zookeeper/config included (as ZooKeeper 3.8's does).
+    assert.equal(s.tree.descendantCount("/"), 9);
     s.apply({ type: "delete", path: "/a/b/c" });
     assert.equal(s.tree.descendantCount("/a"), 3);
   });

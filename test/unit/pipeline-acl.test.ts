@@ -217,7 +217,7 @@ describe("addAuth", () => {
   });
 });
 
-test("whoAmI lists the connection's ids, its ip first, as ZooKeeper's ClientInfo", () => {
+test("whoAmI lists the connection's ids as ZooKeeper's ClientInfo, in ZooKeeper's iteration order (not the order they were added)", () => {
   const f = fixture();
   const who = () => {
     const reply = f.call({ op: "whoAmI" });
@@ -227,9 +227,9 @@ test("whoAmI lists the connection's ids, its ip first, as ZooKeeper's ClientInfo
   f.call(addAuth("digest", "alice:secret"));
   f.call(addAuth("digest", "super:test"));
   assert.deepEqual(who(), [
-    { authScheme: "ip", user: "10.1.2.3" },
     { authScheme: "digest", user: "alice" },
     { authScheme: "super", user: "" },
+    { authScheme: "ip", user: "10.1.2.3" },
     { authScheme: "digest", user: "super" },
   ]);
 });
