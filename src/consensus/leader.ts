@@ -510,6 +510,14 @@ export class Leader {
     peer.stage = "syncing";
     peer.newLeaderZxid = lastForPeer;
     this.send(peer.sid, { type: "newLeader", zxid: lastForPeer });
+    // Committed syncTxns tell the learner that what they carry is committed, but not the records it
+    // had logged before (up to fromZxid) and has perhaps not applied: a follower that lost its leader
+    // between logging a proposal and hearing its commit. Say it, or they wait for the next commit —
+    // forever in a quiet cluster, with every sync at that learner waiting for them. (Observers need
+    // no word: everything up to their newLeader zxid is committed by upToDate.)
+    if (peer.role === "participant" && plan.mode !== "SNAP" && committedEnd > 0 && committedEnd <= fromZxid) {
+      this.send(peer.sid, { type: "commit", zxid: committedEnd });
+    }
   }
 
   private sendSyncTxns(to: number, records: LogRecord[], committed: boolean): void {

@@ -240,6 +240,9 @@ export class Learner {
         }
         this.phaseNow = "broadcast";
         this.out.events.push({ event: "phase", phase: "broadcast", epoch: this.leaderEpoch! });
+        // An observer is synced to committed records only (its newLeader zxid is committed by now),
+        // including any it had logged before and not applied; a follower hears its commit point.
+        if (this.role === "observer" && this.newLeaderZxid! > this.commitZxid) this.commitZxid = this.newLeaderZxid!;
         this.applyCommitted();
         break;
       case "proposal":

@@ -273,3 +273,65 @@ test("a leader cut off from its quorum never answers a sync", () => {
   const confirmed = leader.step({ type: "message", from: 2, message: { type: "ping", touches: [] } });
   assert.deepEqual(confirmed.syncsDone, [{ syncId: 1, zxid: 0 }], "one follower's answer + ours is a quorum of three");
 });
+
+/**
+ * A learner whose log holds committed records its tree has not applied (it crashed, or lost its
+ * leader, between logging them and hearing their commit) and that the sync does not send again:
+ * the sync must tell it they are committed. Nothing is proposed afterwards — in a quiet cluster no
+ * later commit would ever release them, and a sync at that learner (answered with the leader's last
+ * zxid) would wait forever.
+ */
+function withUnappliedTail(h: Harness, ids: number[]): void {
+  const log = [{ zxid: z(1, 1), record: enc("a") }, { zxid: z(1, 2), record: enc("b") }];
+  for (const id of ids) Object.assign(h.server(id), { acceptedEpoch: 1, currentEpoch: 1, log: log.slice(), applied: [z(1, 1)] });
+}
+
+test("a follower in sync with the establishing leader applies the logged records it had not applied", () => {
+  const h = new Harness([1, 2, 3]);
+  withUnappliedTail(h, [1, 2]);
+  h.server(1).applied = [z(1, 1), z(1, 2)];
+  establish(h, 1, [2]);
+  assert.ok(h.events().includes("# 1 sync 2 DIFF 0x100000002..0x100000002: learner is in sync"));
+  assert.ok(h.server(2).serving);
+  assert.deepEqual(h.server(2).applied, [z(1, 1), z(1, 2)], "1.2 is in the history the new epoch committed");
+});
+
+test("a follower joining an established leader applies the committed records it already logged", () => {
+  const h = new Harness([1, 2, 3]);
+  withUnappliedTail(h, [1, 2, 3]);
+  establish(h, 1, [2]);
+  assert.deepEqual(h.server(1).applied, [z(1, 1), z(1, 2)]);
+  h.start(3, 1);
+  h.deliver();
+  assert.ok(h.server(3).serving);
+  assert.deepEqual(h.server(3).applied, [z(1, 1), z(1, 2)], "1.2 was committed before 3 joined");
+});
+
+test("a follower joining while proposals are in flight applies only what is committed", () => {
+  const h = new Harness([1, 2, 3]);
+  withUnappliedTail(h, [1, 2, 3]);
+  establish(h, 1, [2]);
+  h.server(1).autoDurable = false;
+  h.server(2).autoDurable = false;
+  const inFlight = h.propose("c");
+  h.deliver();
+  h.start(3, 1);
+  h.deliver();
+  assert.ok(h.server(3).serving);
+  assert.deepEqual(h.server(3).applied, [z(1, 1), z(1, 2)], `${inFlight} is not committed yet: 3's ack alone is no quorum`);
+  h.flush(1);
+  h.deliver();
+  assert.deepEqual(h.server(3).applied, [z(1, 1), z(1, 2), inFlight]);
+});
+
+test("an observer in sync with the leader applies the logged records it had not applied", () => {
+  const h = new Harness([1, 2, 3], [4, 5]);
+  withUnappliedTail(h, [1, 2, 3, 4, 5]);
+  establish(h, 1, [2, 4]);
+  assert.ok(h.server(4).serving);
+  assert.deepEqual(h.server(4).applied, [z(1, 1), z(1, 2)], "an observer synced at establishment");
+  h.start(5, 1);
+  h.deliver();
+  assert.ok(h.server(5).serving);
+  assert.deepEqual(h.server(5).applied, [z(1, 1), z(1, 2)], "an observer joining later");
+});
