@@ -61,3 +61,11 @@ export const TTL_MS_MAX = 2 ** 40 - 1;
 export function isTtlMode(mode: CreateMode): boolean {
   return mode === "persistent-with-ttl" || mode === "persistent-sequential-with-ttl";
 }
+
+/**
+ * A znode's data when it was written as null (ZooKeeper's create or setData with null data; only
+ * ZooKeeper-protocol clients can): empty bytes everywhere, except that a ZooKeeper client reads
+ * it back as null (zkCli prints "null"). Told apart by identity; the log, snapshots and forwarded
+ * requests keep it (writeNullableBytes).
+ */
+export const NULL_DATA: Uint8Array = Object.freeze(new Uint8Array(0)) as Uint8Array;

@@ -56,7 +56,7 @@ function writeRequest(w: ByteWriter, request: ForwardedRequest | MultiOpRequest)
     case "create":
       w.writeUint8(TAG.create);
       w.writeString(request.path);
-      w.writeBytes(request.data);
+      w.writeNullableBytes(request.data);
       writeAclList(w, request.acl);
       w.writeUint8(CREATE_MODE_FLAGS[request.mode]);
       w.writeVarUint(request.ttlMs);
@@ -69,7 +69,7 @@ function writeRequest(w: ByteWriter, request: ForwardedRequest | MultiOpRequest)
     case "setData":
       w.writeUint8(TAG.setData);
       w.writeString(request.path);
-      w.writeBytes(request.data);
+      w.writeNullableBytes(request.data);
       w.writeVarInt(request.version);
       return;
     case "setAcl":
@@ -107,7 +107,7 @@ function readTaggedRequest(r: ByteReader, tag: number, topLevel: boolean): Forwa
   switch (tag) {
     case TAG.create: {
       const path = r.readString();
-      const data = r.readBytes();
+      const data = r.readNullableBytes();
       const acl = readAclList(r);
       const mode = MODES_BY_FLAG[r.readUint8()];
       if (mode === undefined) throw r.malformed("unknown create mode");
@@ -117,7 +117,7 @@ function readTaggedRequest(r: ByteReader, tag: number, topLevel: boolean): Forwa
     case TAG.delete:
       return { op: "delete", path: r.readString(), version: r.readVarInt() };
     case TAG.setData:
-      return { op: "setData", path: r.readString(), data: r.readBytes(), version: r.readVarInt() };
+      return { op: "setData", path: r.readString(), data: r.readNullableBytes(), version: r.readVarInt() };
     case TAG.setAcl:
       if (!topLevel) throw r.malformed("setAcl inside a multi");
       return { op: "setAcl", path: r.readString(), acl: readAclList(r), version: r.readVarInt() };

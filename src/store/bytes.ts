@@ -12,6 +12,10 @@
  */
 import { assert } from "../common/assert.js";
 import { ZkError } from "../common/errors.js";
+import { NULL_DATA } from "../common/znode.js";
+
+/** The length that stands for NULL_DATA: beyond any real length (data is at most a few MiB). */
+const NULL_BYTES_LENGTH = 0xffffffff;
 
 const TWO_POW_32 = 2 ** 32;
 /** Up to this many UTF-16 units a string is encoded by hand; longer ones by TextEncoder.encodeInto. */
@@ -208,6 +212,12 @@ export class ByteWriter {
   writeBytes(bytes: Uint8Array): void {
     this.writeVarUint(bytes.length);
     this.writeRaw(bytes);
+  }
+
+  /** As writeBytes, but NULL_DATA is written as a length no real data has (znode data fields). */
+  writeNullableBytes(bytes: Uint8Array): void {
+    if (bytes === NULL_DATA) this.writeVarUint(NULL_BYTES_LENGTH);
+    else this.writeBytes(bytes);
   }
 
   /** Varint byte length, then UTF-8 (lone surrogates become U+FFFD, as TextEncoder does). */
@@ -476,6 +486,13 @@ export class ByteReader {
   /** Varint length, then bytes: a view into the input. */
   readBytesView(): Uint8Array {
     return this.readRawView(this.readVarUint());
+  }
+
+  /** What writeNullableBytes wrote: NULL_DATA, or the bytes (a view into the input when `view`). */
+  readNullableBytes(view = false): Uint8Array {
+    const length = this.readVarUint();
+    if (length === NULL_BYTES_LENGTH) return NULL_DATA;
+    return view ? this.readRawView(length) : this.readRaw(length);
   }
 
   /** Varint byte length, then UTF-8 (invalid UTF-8 is malformed input). */

@@ -50,7 +50,7 @@ export function encodeSnapshot(tree: DataTree): Uint8Array {
   tree.walk((path, node) => {
     nodesWritten++;
     w.writeString(path.slice(path.lastIndexOf("/") + 1));
-    w.writeBytes(node.data);
+    w.writeNullableBytes(node.data);
     let ref = aclRefByList.get(node.acl);
     if (ref === undefined) {
       const key = aclKey(node.acl);
@@ -140,7 +140,7 @@ export function decodeSnapshot(bytes: Uint8Array): DataTree {
       }
       if (parent.node.children.has(name)) throw r.malformed(`${path} twice`);
     }
-    const data = r.readBytes();
+    const data = r.readNullableBytes();
     const aclRef = r.readVarUint();
     let acl: Acl[];
     if (aclRef < acls.length) {

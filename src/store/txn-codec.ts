@@ -185,7 +185,7 @@ function writeOp(w: ByteWriter, op: MultiOp): void {
     case "create":
       w.writeUint8(TxnOpCode.create);
       w.writeString(op.path);
-      w.writeBytes(op.data);
+      w.writeNullableBytes(op.data);
       writeAclList(w, op.acl);
       if (op.ephemeralOwner === PERSISTENT_OWNER) {
         w.writeUint8(0);
@@ -202,7 +202,7 @@ function writeOp(w: ByteWriter, op: MultiOp): void {
     case "setData":
       w.writeUint8(TxnOpCode.setData);
       w.writeString(op.path);
-      w.writeBytes(op.data);
+      w.writeNullableBytes(op.data);
       w.writeVarInt32(op.version);
       return;
     case "check":
@@ -221,7 +221,7 @@ function readOp(r: ByteReader, type: number, shareInput: boolean): MultiOp {
   switch (type) {
     case TxnOpCode.create: {
       const path = r.readString();
-      const data = shareInput ? r.readBytesView() : r.readBytes();
+      const data = r.readNullableBytes(shareInput);
       const acl = readAclList(r);
       const ownerTag = r.readUint8();
       let ephemeralOwner: bigint;
@@ -237,7 +237,7 @@ function readOp(r: ByteReader, type: number, shareInput: boolean): MultiOp {
     }
     case TxnOpCode.setData: {
       const path = r.readString();
-      const data = shareInput ? r.readBytesView() : r.readBytes();
+      const data = r.readNullableBytes(shareInput);
       const setData: SetDataTxn = { type: "setData", path, data, version: r.readVarInt32() };
       return setData;
     }

@@ -146,6 +146,25 @@ describe("the ZooKeeper port of a standalone server", () => {
     }
   });
 
+  test("data written as null reads back as null (zkCli prints \"null\"), empty data as zero bytes, and the gRPC SDK sees both as empty", async () => {
+    const jute = await JuteClient.connect(server.zkConnectString);
+    const grpc = await Client.connect(server.connectString);
+    try {
+      assert.equal((await jute.request(OpCode.create, CreateRequest, { path: "/zk-wire-null", data: null, acl: OPEN_ACL, flags: 0 })).header.err, 0);
+      await create(jute, "/zk-wire-empty", "");
+      const nullRead = decodeRecord(GetDataResponse, (await getData(jute, "/zk-wire-null")).body);
+      assert.equal(nullRead.data, null);
+      assert.equal(nullRead.stat.dataLength, 0);
+      assert.deepEqual(decodeRecord(GetDataResponse, (await getData(jute, "/zk-wire-empty")).body).data, new Uint8Array(0));
+      assert.equal((await grpc.getData("/zk-wire-null")).data.length, 0);
+      await jute.request(OpCode.setData, SetDataRequest, { path: "/zk-wire-empty", data: null, version: -1 });
+      assert.equal(decodeRecord(GetDataResponse, (await getData(jute, "/zk-wire-empty")).body).data, null);
+    } finally {
+      await jute.close();
+      await grpc.close();
+    }
+  });
+
   test("a failed multi answers with ZooKeeper 3.8's result list and changes nothing; a good one answers each op as its opcode", async () => {
     const jute = await JuteClient.connect(server.zkConnectString);
     try {

@@ -10,7 +10,7 @@
  */
 import { ZkErrorCode } from "../../common/errors.js";
 import { addWatchModeOf, watcherTypeOf } from "../../common/watch-modes.js";
-import { CREATE_MODE_FLAGS, isTtlMode, type CreateMode } from "../../common/znode.js";
+import { CREATE_MODE_FLAGS, isTtlMode, NULL_DATA, type CreateMode } from "../../common/znode.js";
 import type { Acl, OpResult, Stat } from "../../store/types.js";
 import type { ClientRequest, CreateRequest, MultiOpRequest, MultiReadOpRequest, ReadOpResult, Reply } from "../requests.js";
 import * as jute from "./records.js";
@@ -51,7 +51,7 @@ export function toClientRequest(type: number, body: unknown): ZkRequestMapping {
       }
       case OpCode.setData: {
         const r = body as jute.SetDataRequest;
-        return { request: { op: "setData", path: str(r.path), data: r.data ?? EMPTY, version: r.version }, shape };
+        return { request: { op: "setData", path: str(r.path), data: r.data ?? NULL_DATA, version: r.version }, shape };
       }
       case OpCode.setACL: {
         const r = body as jute.SetACLRequest;
@@ -135,9 +135,10 @@ function createRequest(r: jute.CreateTTLRequest | jute.CreateRequest): CreateReq
   // Only createTTL carries a ttl; everywhere else ZooKeeper uses -1, which a TTL mode refuses.
   const ttl = "ttl" in r ? r.ttl : -1n;
   if (!isTtlMode(mode) && ttl >= 0n) throw new Refusal(ZkErrorCode.BADARGUMENTS);
-  // A TTL beyond a JS safe integer is out of range all the same: prep refuses it.
-  const ttlMs = isTtlMode(mode) ? (ttl > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(ttl)) : 0;
-  return { op: "create", path: str(r.path), data: r.data ?? EMPTY, acl: acls(r.acl), mode, ttlMs };
+  // 0 is "no ttl" inside corral (prep refuses it for a TTL mode, as ZooKeeper refuses -1 or 0); a
+  // TTL beyond a JS safe integer is out of range all the same.
+  const ttlMs = ttl <= 0n ? 0 : ttl > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(ttl);
+  return { op: "create", path: str(r.path), data: r.data ?? NULL_DATA, acl: acls(r.acl), mode, ttlMs };
 }
 
 function multiOp(op: jute.MultiOp): MultiOpRequest {
@@ -150,7 +151,7 @@ function multiOp(op: jute.MultiOp): MultiOpRequest {
     case OpCode.delete:
       return { op: "delete", path: str(op.request.path), version: op.request.version };
     case OpCode.setData:
-      return { op: "setData", path: str(op.request.path), data: op.request.data ?? EMPTY, version: op.request.version };
+      return { op: "setData", path: str(op.request.path), data: op.request.data ?? NULL_DATA, version: op.request.version };
     case OpCode.check:
       return { op: "check", path: str(op.request.path), version: op.request.version };
     default:
@@ -221,7 +222,7 @@ export function encodeZkReply(xid: number, shape: ReplyShape, reply: Reply): Uin
       return jute.encodeReply(header, { codec: jute.SetACLResponse, value: { stat: statOf(body) } });
     case OpCode.getData:
       if (body.kind !== "data") break;
-      return jute.encodeReply(header, { codec: jute.GetDataResponse, value: { data: body.data, stat: juteStat(body.stat) } });
+      return jute.encodeReply(header, { codec: jute.GetDataResponse, value: { data: nullable(body.data), stat: juteStat(body.stat) } });
     case OpCode.getChildren:
       if (body.kind !== "children") break;
       return jute.encodeReply(header, { codec: jute.GetChildrenResponse, value: { children: body.children } });
@@ -280,12 +281,17 @@ function multiResult(result: OpResult, opType: number): jute.MultiResult {
 function readResult(result: ReadOpResult): jute.MultiResult {
   switch (result.type) {
     case "getData":
-      return { type: OpCode.getData, data: result.data, stat: juteStat(result.stat) };
+      return { type: OpCode.getData, data: nullable(result.data), stat: juteStat(result.stat) };
     case "getChildren":
       return { type: OpCode.getChildren, children: result.children };
     case "error":
       return { type: OpCode.error, err: result.err };
   }
+}
+
+/** Data written as null reads back as null, as ZooKeeper's does. */
+function nullable(data: Uint8Array): Uint8Array | null {
+  return data === NULL_DATA ? null : data;
 }
 
 export function juteStat(stat: Stat): jute.Stat {
