@@ -11,7 +11,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, openSync, closeSync, readFileSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
-import { connect } from "node:net";
 import { join } from "node:path";
 import { freePort } from "./server-process.js";
 import { makeTempDir } from "./temp-dir.js";
@@ -21,6 +20,10 @@ const ZOOKEEPER_JAR = "/usr/share/java/zookeeper.jar";
 const LOGGING_JARS = ["/usr/share/java/slf4j-log4j12.jar", "/usr/share/java/log4j-1.2.jar"];
 const JAVA = process.env.JAVA ?? (existsSync("/usr/bin/java") ? "/usr/bin/java" : "java");
 
+import { fourLetterWord } from "./four-letter-word.js";
+
+export { fourLetterWord };
+
 export const INSTALL_HINT = "apt-get install zookeeper zookeeper-bin";
 
 /** Throws, naming the apt packages, when Debian's ZooKeeper server jar is not installed. */
@@ -28,23 +31,6 @@ export function assertZooKeeperInstalled(): void {
   if (!existsSync(ZOOKEEPER_JAR)) {
     throw new Error(`ZooKeeper 3.8 is not installed (${ZOOKEEPER_JAR} is missing): ${INSTALL_HINT}`);
   }
-}
-
-/** Sends one four-letter word to 127.0.0.1:port and resolves with the whole answer ("" if refused). */
-export function fourLetterWord(port: number, word: string, limitMs = 5_000): Promise<string> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: "127.0.0.1", port });
-    let answer = "";
-    const timer = setTimeout(() => socket.destroy(), limitMs);
-    socket.setEncoding("utf8");
-    socket.once("connect", () => socket.write(word));
-    socket.on("data", (chunk: string) => (answer += chunk));
-    socket.once("error", () => undefined);
-    socket.once("close", () => {
-      clearTimeout(timer);
-      resolve(answer);
-    });
-  });
 }
 
 /** Children still running when the test process exits are killed (a crashed test must not leave a JVM behind). */

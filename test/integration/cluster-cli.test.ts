@@ -10,12 +10,13 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { connect, createServer, type Server } from "node:net";
+import { createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { test } from "node:test";
 import { Client } from "../../src/index.js";
 import { TEST_PORT_MAX, TEST_PORT_MIN } from "../helpers/server-process.js";
+import { fourLetterWord } from "../helpers/four-letter-word.js";
 import { makeTempDir } from "../helpers/temp-dir.js";
 import { waitFor } from "../helpers/wait.js";
 
@@ -91,18 +92,6 @@ function rows(stdout: string): Row[] {
   }));
 }
 
-/** Sends a four-letter word to host:port and returns the whole answer (the server closes after it). */
-function fourLetterWord(address: string, word: string): Promise<string> {
-  const [host, port] = address.split(":") as [string, string];
-  return new Promise((resolve, reject) => {
-    let text = "";
-    const socket = connect({ host, port: Number(port) }, () => socket.write(word));
-    socket.setEncoding("utf8");
-    socket.on("data", (chunk: string) => (text += chunk));
-    socket.on("end", () => resolve(text));
-    socket.on("error", reject);
-  });
-}
 
 function processExists(pid: number): boolean {
   try {
@@ -160,7 +149,7 @@ test("corral cluster --voters 3: every member serves, Ctrl-C stops them all and 
       expected.map((client, i) => [i + 1, "participant", client, expectedZk[i]]),
     );
     // Each ZooKeeper port answers (the dev cluster enables the four-letter words).
-    for (const address of expectedZk) assert.equal(await fourLetterWord(address, "ruok"), "imok");
+    for (const address of expectedZk) assert.equal(await fourLetterWord(Number(address.split(":")[1]), "ruok"), "imok");
     assert.equal(new Set(members.map((r) => r.pid)).size, 3);
     // Log level info: the table shows the elected roles, one leader and two followers of it.
     const leaders = members.filter((r) => r.liveRole === "leading");

@@ -35,6 +35,7 @@ import {
   type ACL,
 } from "../../src/server/zk-wire/records.js";
 import { JuteWriter } from "../../src/server/zk-wire/jute.js";
+import { fourLetterWord } from "../helpers/four-letter-word.js";
 import { JuteClient } from "../helpers/jute-client.js";
 import { freePort, ServerProcess } from "../helpers/server-process.js";
 import { makeTempDir } from "../helpers/temp-dir.js";
@@ -52,18 +53,6 @@ function getData(client: JuteClient, path: string, watch = false) {
   return client.request(OpCode.getData, GetDataRequest, { path, watch });
 }
 
-/** Sends a four-letter word and returns the whole answer (the server closes after it). */
-function fourLetterWord(address: string, word: string): Promise<string> {
-  const [host, port] = address.split(":") as [string, string];
-  return new Promise((resolve, reject) => {
-    let answer = "";
-    const socket = connect({ host, port: Number(port) }, () => socket.write(word));
-    socket.setEncoding("utf8");
-    socket.on("data", (chunk: string) => (answer += chunk));
-    socket.on("end", () => resolve(answer));
-    socket.on("error", reject);
-  });
-}
 
 describe("the ZooKeeper port of a standalone server", () => {
   let dir: Awaited<ReturnType<typeof makeTempDir>>;
@@ -78,6 +67,8 @@ describe("the ZooKeeper port of a standalone server", () => {
     await server?.stop();
     await dir?.remove();
   });
+
+  const zkPort = () => Number(server.zkConnectString.split(":")[1]);
 
   test("a session is one session through either door: an ephemeral made over jute is the gRPC client's to see, and goes when the session expires", async () => {
     const jute = await JuteClient.connect(server.zkConnectString, { timeoutMs: 400 });
@@ -238,18 +229,18 @@ describe("the ZooKeeper port of a standalone server", () => {
   });
 
   test("four-letter words: whitelisted ones answer, srvr always does, others are refused with ZooKeeper's text", async () => {
-    assert.equal(await fourLetterWord(server.zkConnectString, "ruok"), "imok");
-    const mntr = await fourLetterWord(server.zkConnectString, "mntr");
+    assert.equal(await fourLetterWord(zkPort(), "ruok"), "imok");
+    const mntr = await fourLetterWord(zkPort(), "mntr");
     assert.match(mntr, /^zk_version\t3\.8\.0-corral-/);
     assert.match(mntr, /\nzk_server_state\tstandalone\n/);
     assert.match(mntr, /\nzk_znode_count\t\d+\n/);
-    assert.match(await fourLetterWord(server.zkConnectString, "srvr"), /^Zookeeper version: 3\.8\.0-corral-.*\nLatency min\/avg\/max: /);
-    assert.equal(await fourLetterWord(server.zkConnectString, "stat"), "stat is not executed because it is not in the whitelist.\n");
-    assert.equal(await fourLetterWord(server.zkConnectString, "dump"), "dump is not executed because it is not in the whitelist.\n");
+    assert.match(await fourLetterWord(zkPort(), "srvr"), /^Zookeeper version: 3\.8\.0-corral-.*\nLatency min\/avg\/max: /);
+    assert.equal(await fourLetterWord(zkPort(), "stat"), "stat is not executed because it is not in the whitelist.\n");
+    assert.equal(await fourLetterWord(zkPort(), "dump"), "dump is not executed because it is not in the whitelist.\n");
     // cons lists a live session with its id.
     const jute = await JuteClient.connect(server.zkConnectString);
     try {
-      const cons = await fourLetterWord(server.zkConnectString, "cons");
+      const cons = await fourLetterWord(zkPort(), "cons");
       assert.ok(cons.includes(`sid=0x${jute.response!.sessionId.toString(16)}`), cons);
     } finally {
       await jute.close();

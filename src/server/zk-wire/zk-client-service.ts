@@ -91,6 +91,8 @@ export class PortStats {
 /** The listening port and its live connections. */
 export class ZkClientService {
   private readonly connections = new Set<ZkWireConnection>();
+  /** Every open socket, ended connections' included: a stop must not wait for a client to hang up. */
+  private readonly sockets = new Set<Socket>();
   private nextConnectionId = 1;
   readonly totals = new PortStats();
 
@@ -125,13 +127,16 @@ export class ZkClientService {
   }
 
   private accept(socket: Socket, deps: ZkClientServiceDeps): void {
+    this.sockets.add(socket);
+    socket.once("close", () => this.sockets.delete(socket));
     const connection = new ZkWireConnection(this.nextConnectionId++, socket, deps, this.totals, () => this.connections.delete(connection));
     this.connections.add(connection);
   }
 
-  /** Stops listening and ends every connection (their sessions live on, as on any server stop). */
+  /** Stops listening and drops every connection (their sessions live on, as on any server stop). */
   close(): Promise<void> {
     for (const connection of [...this.connections]) connection.end("closed");
+    for (const socket of this.sockets) socket.destroy();
     return new Promise((resolve) => this.server.close(() => resolve()));
   }
 }
