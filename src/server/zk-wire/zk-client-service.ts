@@ -233,7 +233,16 @@ class ZkWireConnection implements ClientConnection {
       if (reply.err === ZkErrorCode.AUTHFAILED) this.end("closed");
       return;
     }
-    this.write(encodeZkReply(xid, sent.shape, reply));
+    let record: Uint8Array;
+    try {
+      record = encodeZkReply(xid, sent.shape, reply);
+    } catch (error) {
+      // A reply this door cannot put in ZooKeeper's records is a bug of ours: it costs this
+      // connection (the client retries elsewhere), never the server.
+      this.logger.error({ err: error, xid, opcode: sent.shape.type }, "no ZooKeeper record for a reply");
+      return this.close("a reply could not be encoded");
+    }
+    this.write(record);
   }
 
   sendEvent(event: WatchEvent): void {

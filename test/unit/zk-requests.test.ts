@@ -1,0 +1,127 @@
+/**
+ * The ZooKeeper port's mapping between jute records and the server's own requests and replies
+ * (src/server/zk-wire/zk-requests.ts): what each opcode becomes, what ZooKeeper 3.8 refuses before
+ * prep, and the response record each opcode gets back.
+ */
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { NULL_DATA } from "../../src/common/znode.js";
+import type { Stat } from "../../src/store/types.js";
+import type { Reply } from "../../src/server/requests.js";
+import { JuteReader } from "../../src/server/zk-wire/jute.js";
+import * as jute from "../../src/server/zk-wire/records.js";
+import { OpCode } from "../../src/server/zk-wire/records.js";
+import { encodeZkReply, toClientRequest } from "../../src/server/zk-wire/zk-requests.js";
+
+const OPEN: jute.ACL[] = [{ perms: 31, id: { scheme: "world", id: "anyone" } }];
+const data = (text: string) => new TextEncoder().encode(text);
+const stat: Stat = { czxid: 5, mzxid: 6, ctime: 7, mtime: 8, version: 1, cversion: 2, aversion: 3, ephemeralOwner: 9n, dataLength: 4, numChildren: 0, pzxid: 10 };
+
+function request(type: number, body: unknown) {
+  const mapped = toClientRequest(type, body);
+  assert.ok("request" in mapped, `opcode ${type} refused with ${"reject" in mapped ? mapped.reject : "?"}`);
+  return mapped.request;
+}
+
+function refusal(type: number, body: unknown): number {
+  const mapped = toClientRequest(type, body);
+  assert.ok("reject" in mapped, `opcode ${type} was not refused`);
+  return mapped.reject;
+}
+
+/** Decodes a reply frame's header and the record after it. */
+function reply<T>(bytes: Uint8Array, codec?: jute.JuteCodec<T>): { header: jute.ReplyHeader; body: T | undefined; rest: number } {
+  const reader = new JuteReader(bytes);
+  const header = jute.ReplyHeader.read(reader);
+  const body = codec?.read(reader);
+  return { header, body, rest: reader.remainingBytes };
+}
+
+describe("jute requests → corral requests", () => {
+  test("creates: flags name the mode, createTTL carries its ttl, null data stays null", () => {
+    assert.deepEqual(request(OpCode.create, { path: "/a", data: data("x"), acl: OPEN, flags: 3 }), {
+      op: "create", path: "/a", data: data("x"), acl: OPEN, mode: "ephemeral-sequential", ttlMs: 0,
+    });
+    const ttl = request(OpCode.createTTL, { path: "/t", data: null, acl: OPEN, flags: 6, ttl: 5_000n });
+    assert.ok(ttl.op === "create");
+    assert.equal(ttl.mode, "persistent-sequential-with-ttl");
+    assert.equal(ttl.ttlMs, 5_000);
+    assert.equal(ttl.data, NULL_DATA);
+    assert.equal((request(OpCode.createContainer, { path: "/c", data: null, acl: OPEN, flags: 4 }) as { mode: string }).mode, "container");
+    // A TTL mode without a ttl reaches prep as "no ttl", which it refuses (UNIMPLEMENTED or BADARGUMENTS, as ZooKeeper).
+    assert.equal((request(OpCode.create, { path: "/t", data: null, acl: OPEN, flags: 5 }) as { ttlMs: number }).ttlMs, 0);
+  });
+
+  test("refused before prep as ZooKeeper refuses them", () => {
+    assert.equal(refusal(OpCode.create, { path: "/a", data: null, acl: [], flags: 0 }), -114, "empty ACL: INVALIDACL");
+    assert.equal(refusal(OpCode.create, { path: "/a", data: null, acl: null, flags: 0 }), -114, "null ACL: INVALIDACL");
+    assert.equal(refusal(OpCode.setACL, { path: "/a", acl: [], version: -1 }), -114);
+    assert.equal(refusal(OpCode.create, { path: "/a", data: null, acl: OPEN, flags: 7 }), -8, "unknown flags: BADARGUMENTS");
+    assert.equal(refusal(OpCode.createTTL, { path: "/a", data: null, acl: OPEN, flags: 0, ttl: 10n }), -8, "a ttl on a non-TTL mode");
+    assert.equal(refusal(OpCode.removeWatches, { path: "/a", type: 9 }), -8, "unknown watcher type");
+    assert.equal(refusal(OpCode.addWatch, { path: "/a", mode: 2 }), -8, "unknown addWatch mode");
+    assert.equal(refusal(OpCode.reconfig, { joiningServers: null, leavingServers: null, newMembers: null, curConfigId: -1n }), -6);
+    assert.equal(refusal(OpCode.check, { path: "/a", version: 1 }), -6, "a lone check");
+    assert.equal(refusal(OpCode.multi, { ops: [{ type: OpCode.getData, request: { path: "/a", watch: false } }] }), -5, "a read in a write multi");
+    assert.equal(refusal(OpCode.multiRead, { ops: [{ type: OpCode.delete, request: { path: "/a", version: -1 } }] }), -5, "a write in a multiRead");
+  });
+
+  test("the rest map one to one", () => {
+    assert.deepEqual(request(OpCode.getChildren2, { path: "/a", watch: true }), { op: "getChildren", path: "/a", watch: true });
+    assert.deepEqual(request(OpCode.exists, { path: "/a", watch: false }), { op: "exists", path: "/a", watch: false });
+    assert.deepEqual(request(OpCode.setData, { path: "/a", data: null, version: 3 }), { op: "setData", path: "/a", data: NULL_DATA, version: 3 });
+    assert.deepEqual(request(OpCode.removeWatches, { path: "/a", type: 5 }), { op: "removeWatches", path: "/a", watcherType: "persistent-recursive" });
+    assert.deepEqual(request(OpCode.addWatch, { path: "/a", mode: 1 }), { op: "addWatch", path: "/a", mode: "persistent-recursive" });
+    assert.deepEqual(request(OpCode.auth, { type: 0, scheme: "digest", auth: data("u:p") }), { op: "addAuth", scheme: "digest", auth: data("u:p") });
+    assert.deepEqual(request(OpCode.setWatches, { relativeZxid: 12n, dataWatches: ["/d"], existWatches: [], childWatches: null }), {
+      op: "setWatches", relativeZxid: 12, dataWatches: ["/d"], existWatches: [], childWatches: [], persistentWatches: [], persistentRecursiveWatches: [],
+    });
+    assert.deepEqual(request(OpCode.closeSession, {}), { op: "close" });
+    const multi = toClientRequest(OpCode.multi, { ops: [{ type: OpCode.create2, request: { path: "/m", data: null, acl: OPEN, flags: 0 } }, { type: OpCode.check, request: { path: "/m", version: 0 } }] });
+    assert.ok("request" in multi);
+    assert.deepEqual(multi.shape.opTypes, [OpCode.create2, OpCode.check]);
+  });
+});
+
+describe("corral replies → jute responses", () => {
+  const ok = (body: Reply["body"]): Reply => ({ err: 0, zxid: 42, body });
+
+  test("create answers with the path, create2/createTTL/createContainer with the path and the stat", () => {
+    const created = ok({ kind: "create", path: "/a", stat });
+    assert.deepEqual(reply(encodeZkReply(3, { type: OpCode.create }, created), jute.CreateResponse), { header: { xid: 3, zxid: 42n, err: 0 }, body: { path: "/a" }, rest: 0 });
+    for (const type of [OpCode.create2, OpCode.createTTL, OpCode.createContainer]) {
+      const decoded = reply(encodeZkReply(3, { type }, created), jute.Create2Response);
+      assert.equal(decoded.body?.path, "/a");
+      assert.equal(decoded.body?.stat.pzxid, 10n);
+      assert.equal(decoded.rest, 0);
+    }
+  });
+
+  test("an error is the header alone", () => {
+    assert.deepEqual(reply(encodeZkReply(4, { type: OpCode.getData }, { err: -101, zxid: 42, body: { kind: "empty" } })), { header: { xid: 4, zxid: 42n, err: -101 }, body: undefined, rest: 0 });
+  });
+
+  test("getData gives null for null data; getChildren has no stat, getChildren2 has one; exists and setData a stat", () => {
+    assert.equal(reply(encodeZkReply(1, { type: OpCode.getData }, ok({ kind: "data", data: NULL_DATA, stat })), jute.GetDataResponse).body?.data, null);
+    assert.deepEqual(reply(encodeZkReply(1, { type: OpCode.getData }, ok({ kind: "data", data: new Uint8Array(0), stat })), jute.GetDataResponse).body?.data, new Uint8Array(0));
+    const children = ok({ kind: "children", children: ["x", "y"], stat });
+    assert.deepEqual(reply(encodeZkReply(1, { type: OpCode.getChildren }, children), jute.GetChildrenResponse), { header: { xid: 1, zxid: 42n, err: 0 }, body: { children: ["x", "y"] }, rest: 0 });
+    assert.equal(reply(encodeZkReply(1, { type: OpCode.getChildren2 }, children), jute.GetChildren2Response).rest, 0);
+    assert.equal(reply(encodeZkReply(1, { type: OpCode.exists }, ok({ kind: "stat", stat })), jute.ExistsResponse).body?.stat.version, 1);
+  });
+
+  test("a multi's results follow its ops' opcodes; a failed one travels in the results with err 0 in the header", () => {
+    const shape = { type: OpCode.multi, opTypes: [OpCode.create, OpCode.createContainer, OpCode.setData, OpCode.delete] };
+    const done = reply(
+      encodeZkReply(8, shape, ok({ kind: "multi", results: [{ type: "create", path: "/a", stat }, { type: "create", path: "/c", stat }, { type: "setData", stat }, { type: "delete" }] })),
+      jute.MultiResponse,
+    );
+    assert.deepEqual(done.body?.results.map((r) => r.type), [OpCode.create, OpCode.create2, OpCode.setData, OpCode.delete]);
+    const failed = reply(
+      encodeZkReply(8, shape, { err: -101, zxid: 42, body: { kind: "multi", results: [{ type: "error", err: 0 }, { type: "error", err: -101 }, { type: "error", err: -2 }, { type: "error", err: -2 }] } }),
+      jute.MultiResponse,
+    );
+    assert.equal(failed.header.err, 0);
+    assert.deepEqual(failed.body?.results, [{ type: -1, err: 0 }, { type: -1, err: -101 }, { type: -1, err: -2 }, { type: -1, err: -2 }]);
+  });
+});
