@@ -203,6 +203,8 @@ describe("LeaderElection", { timeout: TEST_TIMEOUT_MS }, () => {
       for (let i = 0; i < bySequence.length; i++) {
         const leader = await until("exactly one leader", all.map((c) => c.election), electionEvents, () => exactlyOneLeader(all));
         assert.equal(leader, bySequence[i], "the lowest remaining candidate leads");
+        // Another session's view: sync first, or a lagging server may still show the resigned leader's node.
+        await bySequence[4]!.client.sync(path);
         assert.equal(await bySequence[4]!.election.leaderId(WAIT), leader.name, "leaderId names the leader");
         tokens.push(leader.election.fencingToken!);
         await leader.election.resign(WAIT);
@@ -370,6 +372,41 @@ class Completions {
 }
 
 describe("Master and Worker", { timeout: TEST_TIMEOUT_MS }, () => {
+  test("awaitStatus abandoned by abort or timeout rejects with OPERATIONTIMEOUT and leaves the tree as it was", async () => {
+    const path = freshPath("mw-await-abandon");
+    const [submitter, waiter] = (await sessions(2)) as [Client, Client];
+    /** Every node under `path` (after a sync), with its data: nothing may be added, removed or changed. */
+    const tree = async (): Promise<string[]> => {
+      const out: string[] = [];
+      const walk = async (node: string): Promise<void> => {
+        const { data } = await submitter.getData(node);
+        out.push(`${node}=${text(data)}`);
+        for (const child of (await submitter.getChildren(node)).sort()) await walk(`${node}/${child}`);
+      };
+      await submitter.sync(path);
+      await walk(path);
+      return out;
+    };
+    try {
+      // No master runs: the task is never assigned, so its status never comes.
+      const task = await MasterWorker.submit(submitter, path, "job", WAIT);
+      const before = await tree();
+
+      await assert.rejects(MasterWorker.awaitStatus(waiter, path, task, { timeoutMs: 300 }), (error: unknown) => isCode(error, "OPERATIONTIMEOUT"));
+      assert.deepEqual(await tree(), before);
+
+      const aborted = new AbortController();
+      const waiting = MasterWorker.awaitStatus(waiter, path, task, { signal: aborted.signal });
+      for (let i = 0; i < 3; i++) await waiter.exists(path); // the wait's exists-watch is registered before these answers
+      aborted.abort();
+      await assert.rejects(waiting, (error: unknown) => isCode(error, "OPERATIONTIMEOUT"));
+      assert.deepEqual(await tree(), before);
+    } finally {
+      await closeAll([submitter, waiter]);
+      await removeTree(path);
+    }
+  });
+
   test("failover with tasks in flight: a worker's and then the master's session expire, and every task is still recorded done exactly once", async () => {
     const path = freshPath("mw");
     const [m1c, m2c, w1c, w2c, w3c, submitter] = (await sessions(6)) as [Client, Client, Client, Client, Client, Client];

@@ -119,6 +119,30 @@ class LeaseCounter {
   }
 }
 
+/**
+ * A blocked acquire made by `contender()` on `path`, where `holderName` holds: abandoned once by
+ * an AbortSignal and once by timeoutMs, each rejects with OPERATIONTIMEOUT and leaves no node of
+ * its own behind (only the holder's node remains, read after a sync from `observer`).
+ */
+async function assertAbandonedAcquiresCleanUp(
+  observer: Client,
+  path: string,
+  holderName: string,
+  contender: () => { acquire(options: { signal?: AbortSignal; timeoutMs?: number }): Promise<unknown>; readonly waitingFor: string | undefined },
+): Promise<void> {
+  const aborted = new AbortController();
+  const abandoning = contender();
+  const abandoned = abandoning.acquire({ signal: aborted.signal });
+  await waitForChildren(observer, path, 2);
+  await waitFor("the abandoning acquire to wait", () => (abandoning.waitingFor !== undefined ? true : undefined), WAIT_MS);
+  aborted.abort();
+  await assert.rejects(abandoned, isCode("OPERATIONTIMEOUT"));
+  assert.deepEqual(await childrenOf(observer, path), [holderName], "the aborted acquire's node is gone");
+
+  await assert.rejects(contender().acquire({ timeoutMs: 300 }), isCode("OPERATIONTIMEOUT"));
+  assert.deepEqual(await childrenOf(observer, path), [holderName], "the timed-out acquire's node is gone");
+}
+
 describe("Lock", () => {
   test("five sessions taking several turns each never overlap, and fencing tokens grow with every grant", async () => {
     const clients = await sessions(5);
@@ -374,6 +398,32 @@ describe("ReadWriteLock", () => {
     await closeAll(clients);
   });
 
+  test("a read acquire and a write acquire abandoned by abort or timeout reject with OPERATIONTIMEOUT and leave no node behind", async () => {
+    const clients = await sessions(3);
+    const [a, b, c] = clients as [Client, Client, Client];
+
+    const readPath = "/rw-abandon-read";
+    const writer = new ReadWriteLock(a, readPath).writeLock();
+    await writer.acquire();
+    await assertAbandonedAcquiresCleanUp(c, readPath, writer.node!.slice(readPath.length + 1), () => new ReadWriteLock(b, readPath).readLock());
+    await writer.release();
+
+    const writePath = "/rw-abandon-write";
+    const reader = new ReadWriteLock(a, writePath).readLock();
+    await reader.acquire();
+    await assertAbandonedAcquiresCleanUp(c, writePath, reader.node!.slice(writePath.length + 1), () => new ReadWriteLock(b, writePath).writeLock());
+    // The readers' side is still open, and a writer after the abandoned ones gets its turn.
+    const next = new ReadWriteLock(b, writePath).writeLock();
+    const nextAcquired = next.acquire({ timeoutMs: WAIT_MS });
+    await reader.release();
+    await nextAcquired;
+    assert.equal(next.isHeld, true);
+    await next.release();
+    assert.deepEqual(await childrenOf(c, readPath), []);
+    assert.deepEqual(await childrenOf(c, writePath), []);
+    await closeAll(clients);
+  });
+
   test("under competition of readers and writers a writer is always alone", async () => {
     const clients = await sessions(6);
     const path = "/rw-competition";
@@ -496,6 +546,19 @@ describe("RevocableLock", () => {
     assert.equal(waiter.isHeld, false);
     assert.equal(await RevocableLock.revoke(c, path, { graceMs: 100 }), "none", "nobody holds it");
     assert.equal(await RevocableLock.requestRevoke(c, path), undefined);
+    await closeAll(clients);
+  });
+
+  test("an acquire abandoned by abort or timeout rejects with OPERATIONTIMEOUT and leaves no node behind", async () => {
+    const clients = await sessions(3);
+    const [a, b, c] = clients as [Client, Client, Client];
+    const path = "/revocable-abandon";
+    const holder = new RevocableLock(a, path);
+    await holder.acquire();
+    await assertAbandonedAcquiresCleanUp(c, path, holder.node!.slice(path.length + 1), () => new RevocableLock(b, path));
+    assert.equal(holder.isHeld, true);
+    await holder.release();
+    assert.deepEqual(await childrenOf(c, path), []);
     await closeAll(clients);
   });
 

@@ -364,6 +364,38 @@ describe("DoubleBarrier", () => {
     }
   });
 
+  test("an abandoned leave (abort or timeout) rejects with OPERATIONTIMEOUT and removes its own node; the others still leave", { timeout: TEST_TIMEOUT_MS }, async () => {
+    for (const how of ["abort", "timeout"] as const) {
+      const path = freshPath(`double-leave-abandon-${how}`);
+      const clients = await sessions(3);
+      const [observer] = clients;
+      try {
+        const barriers = clients.slice(1).map((client) => new DoubleBarrier(client, path, 2));
+        await Promise.all(barriers.map((barrier) => barrier.enter({ timeoutMs: EVENT_WAIT_MS })));
+        // The lowest member's leave waits for the highest to go, its own node still in place.
+        const [lowest, highest] = [...barriers].sort((a, b) => sequenceOf(a.ourPath!) - sequenceOf(b.ourPath!)) as [DoubleBarrier, DoubleBarrier];
+        const highestName = highest.ourPath!.slice(path.length + 1);
+        const controller = new AbortController();
+        const leaving = lowest.leave(how === "abort" ? { signal: controller.signal } : { timeoutMs: 300 });
+        if (how === "abort") {
+          // The leave's reads (members, then the exists-watch on the highest) go first on its session.
+          for (let i = 0; i < 3; i++) await lowest.client.exists(path);
+          controller.abort();
+        }
+        await rejectsWith(leaving, "OPERATIONTIMEOUT");
+        assert.equal(lowest.ourPath, undefined);
+        await observer!.sync(path);
+        assert.deepEqual((await observer!.getChildren(path)).filter((name) => name !== "ready"), [highestName], "only the other member's node is left");
+        await highest.leave({ timeoutMs: EVENT_WAIT_MS });
+        await observer!.sync(path);
+        assert.deepEqual(await observer!.getChildren(path), []);
+      } finally {
+        await removeTree(observer!, path);
+        await closeAll(clients);
+      }
+    }
+  });
+
   test("with the leader server killed mid-barrier, enter and leave still complete for everyone", { timeout: TEST_TIMEOUT_MS }, async () => {
     const path = freshPath("double-leader");
     const [first, second, third, observer] = await sessions(4);
@@ -686,6 +718,32 @@ describe("DistributedPriorityQueue", () => {
     } finally {
       await removeTree(producer!, path);
       await closeAll([producer!, consumer!]);
+    }
+  });
+
+  test("an abandoned take (abort or timeout) rejects with OPERATIONTIMEOUT, leaves nothing behind and steals nothing later", { timeout: TEST_TIMEOUT_MS }, async () => {
+    const path = freshPath("pq-abandon");
+    const [quitter, producer, consumer] = await sessions(3);
+    try {
+      const abandoned = new DistributedPriorityQueue(quitter!, path);
+      await rejectsWith(abandoned.take({ timeoutMs: 300 }), "OPERATIONTIMEOUT");
+      await producer!.sync(path);
+      assert.deepEqual(await producer!.getChildren(path), ["receipts"]);
+      const controller = new AbortController();
+      const taking = abandoned.take({ signal: controller.signal });
+      await quitter!.exists(path); // the take's children watch is registered before this answer
+      controller.abort();
+      await rejectsWith(taking, "OPERATIONTIMEOUT");
+      await producer!.sync(path);
+      assert.deepEqual(await producer!.getChildren(path), ["receipts"]);
+      assert.deepEqual(await producer!.getChildren(`${path}/receipts`), []);
+      await new DistributedPriorityQueue(producer!, path).offer("after", 3);
+      assert.equal(text(await new DistributedPriorityQueue(consumer!, path).take({ timeoutMs: EVENT_WAIT_MS })), "after");
+      await quitter!.sync(path);
+      assert.equal(await abandoned.poll(), null);
+    } finally {
+      await removeTree(producer!, path);
+      await closeAll([quitter!, producer!, consumer!]);
     }
   });
 
