@@ -4,8 +4,9 @@
  * every child and exits 0, a crashed child is reported (not restarted), bad flags exit 2.
  * `corral health` is checked against the same servers.
  *
- * The members form one replicated cluster: a write through one is read back through another, and
- * with log level info the table shows who leads.
+ * The members form one replicated cluster: a write through one is read back through another (by
+ * the SDK, and by `corral shell` given the three-host connect string), and with log level info the
+ * table shows who leads.
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -128,7 +129,7 @@ async function startCluster(args: string[], env: NodeJS.ProcessEnv = {}) {
   return { ...launched, connectString };
 }
 
-test("corral cluster --voters 3: every member serves, Ctrl-C stops them all and exits 0", { timeout: 20_000 }, async () => {
+test("corral cluster --voters 3: every member serves, Ctrl-C stops them all and exits 0", { timeout: 30_000 }, async () => {
   const dir = await makeTempDir();
   const dataDir = join(dir.path, "data");
   const ports = await portRanges(3);
@@ -175,6 +176,24 @@ test("corral cluster --voters 3: every member serves, Ctrl-C stops them all and 
     } finally {
       await reader.close();
     }
+    // `corral shell` with the three-host connect string: it reads back a write made through member 3,
+    // and what it creates is read back through every member.
+    const sh = run(["shell", "--connect", cluster.connectString]);
+    sh.child.stdin.end(["sync /", "get /written-via-3", 'create /shell "via the shell"', "create /shell/a 1", "sync /shell", "ls /shell", "get /shell", ""].join("\n"));
+    assert.equal(await sh.exit, 0, sh.err());
+    assert.equal(sh.err(), "");
+    assert.equal(sh.out(), ["Sync is OK", "x", "Created /shell", "Created /shell/a", "Sync is OK", "[a]", "via the shell", ""].join("\n"));
+    for (const member of members) {
+      const zk = await Client.connect(member.client, { connectTimeoutMs: 30_000 });
+      try {
+        await zk.sync("/");
+        assert.equal(new TextDecoder().decode((await zk.getData("/shell")).data), "via the shell", `the shell's write read through ${member.id}`);
+        assert.deepEqual(await zk.getChildren("/shell"), ["a"]);
+      } finally {
+        await zk.close();
+      }
+    }
+
     assert.ok(existsSync(join(dataDir, "cluster.json")));
     for (const member of members) assert.ok(existsSync(join(dataDir, String(member.id))), `data dir of ${member.id}`);
 

@@ -359,6 +359,12 @@ interface SimClient {
 
 // ------------------------------------------------------------------------------------------------
 
+/** Servers kept out of a convergence: crashed ones stay down, isolated ones are cut off from the rest. */
+export interface Minority {
+  crashed: number[];
+  isolated: number[];
+}
+
 export type Fault =
   | { kind: "crash"; server: number }
   | { kind: "restart"; server: number }
@@ -410,6 +416,8 @@ export class Simulation {
     containersDeleted: 0,
     ttlNodesDeleted: 0,
     aclRefusals: 0,
+    /** Runs whose first convergence kept a minority out (convergeWithout). */
+    minorityPhases: 0,
   };
   /** Writes sent, by session and cxid, until their txn is first applied and its ACL verdict checked. */
   private readonly writeIntents = new Map<string, { write: WriteRequest; clientId: number }>();
@@ -457,7 +465,8 @@ export class Simulation {
 
   /** The oracle's choice: the most up-to-date running voter, or (while faults run) sometimes any. */
   private pickLeader(): number | undefined {
-    const candidates = this.servers.filter((s) => s.up && !s.observer);
+    // Once faults stop, only a minority can still be cut off (convergeWithout): never pick one of them.
+    const candidates = this.servers.filter((s) => s.up && !s.observer && (!this.healing || this.reachesQuorum(s)));
     if (candidates.length === 0) return undefined;
     // An established leader is joined, as FastLeaderElection's out-of-election path does.
     const established = candidates.find((s) => s.zab?.kind === "leader" && s.serving);
@@ -470,6 +479,12 @@ export class Simulation {
       return 0;
     });
     return candidates[0]!.id;
+  }
+
+  /** Whether the running voters `server` can reach both ways (itself included) form a quorum. */
+  private reachesQuorum(server: SimServer): boolean {
+    const reachable = this.servers.filter((o) => o.up && (o.id === server.id || (!this.isBlocked(server.id, o.id) && !this.isBlocked(o.id, server.id))));
+    return this.quorum.containsQuorum(reachable.map((o) => o.id));
   }
 
   log(line: string): void {
@@ -1429,15 +1444,74 @@ export class Simulation {
    */
   converge(budgetMs: number): string | undefined {
     this.healAll();
+    this.stopFaults();
+    return this.awaitConvergence(this.servers, budgetMs);
+  }
+
+  /**
+   * A minority to keep out of a first convergence, drawn from `prng`: between one and
+   * ⌊(voters − 1) / 2⌋ voters (half the time starting with whoever leads now), sometimes an
+   * observer too, each either crashed or cut off with the others of the minority.
+   */
+  randomMinority(prng: Prng): Minority {
+    const voters = this.servers.filter((s) => !s.observer).map((s) => s.id);
+    const size = prng.between(1, Math.floor((voters.length - 1) / 2));
+    const chosen: number[] = [];
+    const leader = this.currentLeader();
+    if (leader !== undefined && !leader.observer && prng.chance(0.5)) chosen.push(leader.id);
+    while (chosen.length < size) {
+      const id = prng.pick(voters.filter((v) => !chosen.includes(v)));
+      chosen.push(id);
+    }
+    for (const s of this.servers) if (s.observer && prng.chance(0.3)) chosen.push(s.id);
+    const minority: Minority = { crashed: [], isolated: [] };
+    for (const id of chosen) (prng.chance(0.5) ? minority.crashed : minority.isolated).push(id);
+    return minority;
+  }
+
+  /**
+   * Issue 3's "a leader is elected whenever a quorum is connected": the faults stop and the network
+   * heals except for `minority`, whose servers are crashed (and stay down) or cut off from everyone
+   * else (they still reach each other). Within `budgetMs` a leader among the others must serve,
+   * every one of them serve with the same tree, and a fresh write reach all of them. Returns the
+   * failure reason, or undefined. A later converge() brings the minority back.
+   */
+  convergeWithout(minority: Minority, budgetMs: number): string | undefined {
+    const out = new Set([...minority.crashed, ...minority.isolated]);
+    const outVoters = [...out].filter((id) => !this.server(id).observer);
+    const inVoters = this.servers.filter((s) => !s.observer && !out.has(s.id)).map((s) => s.id);
+    if (this.quorum.containsQuorum(outVoters) || !this.quorum.containsQuorum(inVoters)) throw new Error(`not a minority: ${JSON.stringify(minority)}`);
+    this.log(`MINORITY stays out: ${JSON.stringify(minority)}`);
+    this.stats.minorityPhases += 1;
+    this.applyFault({ kind: "heal" });
+    for (const server of this.servers) if (!server.up && !minority.crashed.includes(server.id)) this.applyFault({ kind: "restart", server: server.id });
+    for (const id of minority.crashed) this.applyFault({ kind: "crash", server: id });
+    for (const a of this.servers) {
+      for (const b of this.servers) {
+        if (minority.isolated.includes(a.id) !== minority.isolated.includes(b.id)) this.blocked.add(`${a.id}>${b.id}`);
+      }
+    }
+    this.stopFaults();
+    return this.awaitConvergence(
+      this.servers.filter((s) => !out.has(s.id)),
+      budgetMs,
+    );
+  }
+
+  /** The faults stop: no more lost, duplicated or broken messages; the oracle election picks well. */
+  private stopFaults(): void {
     this.healing = true;
-    // The faults stop: no more lost, duplicated or broken messages.
     Object.assign(this.config, { electionLoss: 0, electionDuplicate: 0, streamBreak: 0 });
+  }
+
+  /** Within `budgetMs`, a leader among `members` serves, all of them serve at one tree, and a fresh write reaches them. */
+  private awaitConvergence(members: SimServer[], budgetMs: number): string | undefined {
     const deadline = this.nowMs + budgetMs;
     let marker: number | undefined;
     while (this.nowMs < deadline) {
       this.runFor(200);
-      const leader = this.servers.find((s) => s.zab?.kind === "leader" && s.serving);
-      if (leader === undefined || !this.servers.every((s) => s.up && s.serving)) continue;
+      const leader = members.find((s) => s.zab?.kind === "leader" && s.serving);
+      if (leader === undefined || !members.every((s) => s.up && s.serving)) continue;
       if (marker === undefined && leader.zab?.kind === "leader" && leader.zab.canPropose) {
         this.proposeWrite(leader, 0n, 0, { op: "create", path: "/converged-", data: new Uint8Array(), acl: [], mode: "persistent-sequential", ttlMs: 0 }, []);
         marker = leader.zab.lastProposedZxid;
@@ -1445,15 +1519,16 @@ export class Simulation {
       if (marker === undefined) continue;
       const zxid = leader.tree.lastProcessedZxid;
       if (zxid < marker) continue;
-      if (this.servers.every((s) => s.tree.lastProcessedZxid === zxid)) {
+      if (members.every((s) => s.tree.lastProcessedZxid === zxid)) {
         const digest = leader.tree.digest();
-        const differing = this.servers.filter((s) => s.tree.digest() !== digest).map((s) => s.id);
+        const differing = members.filter((s) => s.tree.digest() !== digest).map((s) => s.id);
         if (differing.length > 0) return `servers ${differing.join(",")} differ from leader ${leader.id} at ${formatZxid(zxid)}`;
+        this.log(`converged: ${members.map((s) => s.id).join(",")} at ${formatZxid(zxid)}, leader ${leader.id}`);
         return undefined;
       }
     }
     const states = this.servers.map((s) => `${s.id}:${s.up ? (s.zab?.kind ?? "looking") : "down"}${s.serving ? "+" : ""}@${formatZxid(s.tree.lastProcessedZxid)}`);
-    return `no convergence within ${budgetMs} ms: ${states.join(" ")}`;
+    return `no convergence of ${members.map((s) => s.id).join(",")} within ${budgetMs} ms: ${states.join(" ")}`;
   }
 
   /**

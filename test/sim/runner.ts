@@ -1,8 +1,13 @@
-/** One simulated run from one seed: warm up, inject a fault schedule, heal, check convergence. */
+/**
+ * One simulated run from one seed: warm up, inject a fault schedule, (in half the runs) heal all
+ * but a minority and check that the rest converge, heal everything, check convergence.
+ */
 import { Simulation, type Fault } from "./cluster.js";
 import { randomSchedule, type ScheduledFault, type SimOutcome } from "./schedule.js";
 
 export const CONVERGENCE_BUDGET_MS = 60_000;
+/** The share of runs whose faults end with a minority kept out while the rest converge, before everything heals. */
+export const MINORITY_FIRST_CHANCE = 0.5;
 /** Dead sessions time out after 2 s; the leader checks every tick. */
 export const SESSION_EXPIRY_BUDGET_MS = 10_000;
 
@@ -26,6 +31,12 @@ export function runSeed(seed: number, options: RunOptions = {}): SimOutcome {
       sim.applyFault(fault);
     }
     sim.runFor(1_000);
+    // Half the runs first keep a random minority crashed or cut off: the rest must still elect a
+    // leader and converge (issue 3: "a leader is elected whenever a quorum is connected").
+    if (scheduleRng.chance(MINORITY_FIRST_CHANCE)) {
+      const minority = sim.convergeWithout(sim.randomMinority(scheduleRng), CONVERGENCE_BUDGET_MS);
+      if (minority !== undefined) sim.checker.fail("a connected quorum elects a leader and converges", minority);
+    }
     const failure = sim.converge(CONVERGENCE_BUDGET_MS);
     if (failure !== undefined) sim.checker.fail("convergence after healing", failure);
     else {
