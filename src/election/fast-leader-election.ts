@@ -311,8 +311,14 @@ export class FastLeaderElection {
 
   private stepLooking(phase: LookingPhase, n: Notification, output: ElectionOutput): void {
     // Something arrived: the quiet period that triggers a resend starts over (ZooKeeper polls its
-    // queue with the notification timeout).
-    phase.resendAtMs = this.nowMs + phase.resendIntervalMs;
+    // queue with the notification timeout) — unless it is a voter's resend of exactly what we
+    // already hold from it. Such repeats must not postpone our own resend: a voter that missed our
+    // better vote resends its own worse one at the same cadence as our quiet period, and each of
+    // its repeats would restart that period, so ours would never go out and neither would ever
+    // decide (found by the simulator's minority-out convergence, seed 327).
+    const held = phase.received.get(n.from);
+    const repeat = held !== undefined && n.round === this.logicalClock && held.round === n.round && held.state === n.state && compareVotes(held.vote, n.vote) === 0;
+    if (!repeat) phase.resendAtMs = this.nowMs + phase.resendIntervalMs;
 
     // A looking voter behind our round gets our vote so that it catches up.
     if (this.role === "participant" && n.state === "looking" && n.round < this.logicalClock) this.answer(n.from, output);

@@ -27,16 +27,7 @@ before(() => {
  * The property's test still fails on every other seed, and on a listed seed (when run) that no
  * longer breaks it: then the entry goes.
  */
-const KNOWN_BROKEN: Partial<Record<Property, ReadonlyMap<number, string>>> = {
-  "a connected quorum elects a leader and converges": new Map([
-    [
-      327,
-      "FastLeaderElection livelock, as in ZooKeeper: server 2 missed server 1's LOOKING vote (it came while 2 was still following after a pause), " +
-        "1 never answers 2's worse vote of the same round, and 2's resend every 1,600 ms lands before 1's quiet period of 1,600 ms ends " +
-        "(10 ms ticks, network delay under 10 ms), so 1's better vote is never sent again",
-    ],
-  ]),
-};
+const KNOWN_BROKEN: Partial<Record<Property, ReadonlyMap<number, string>>> = {};
 
 function holds(property: Property): void {
   const known = KNOWN_BROKEN[property] ?? new Map<number, string>();

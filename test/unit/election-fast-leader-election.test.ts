@@ -304,6 +304,20 @@ test("a received notification restarts the quiet period before the next resend",
   assert.equal(m.tick(190).send.length, 4);
 });
 
+test("a voter's repeat of the vote we already hold from it does not restart the quiet period (no resend livelock)", () => {
+  const m = machine(1, quorum(5), { notificationTimeoutMs: 100 });
+  m.startLooking(SELF, 0);
+  m.receive(note(2, "looking", 1, vote(2, 1, 1)), 90);
+  assert.equal(m.nextDeadlineMs(), 190, "something new: the quiet period starts over");
+  // The same vote again, as a voter that missed ours resends it: our resend still goes out on time.
+  m.receive(note(2, "looking", 1, vote(2, 1, 1)), 180);
+  assert.equal(m.nextDeadlineMs(), 190);
+  assert.deepEqual(sent(m.tick(190)), ["2: looking r1 1(e1 z1:5)", "3: looking r1 1(e1 z1:5)", "4: looking r1 1(e1 z1:5)", "5: looking r1 1(e1 z1:5)"]);
+  // A different vote from the same voter is news again.
+  m.receive(note(2, "looking", 1, vote(2, 1, 2)), 250);
+  assert.equal(m.nextDeadlineMs(), 250 + 200);
+});
+
 test("a single voter elects itself after the finalize window", () => {
   const m = machine(1, quorum(1));
   assert.deepEqual(m.startLooking(SELF, 0).send, []);
