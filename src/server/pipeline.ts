@@ -319,7 +319,12 @@ export class RequestPipeline {
         }
       }
       session.head += 1;
-      if (entry.connection.open) entry.connection.sendReply(entry.xid, entry.reply);
+      if (!entry.connection.open) continue;
+      // SESSIONMOVED is a connection-level error in ZooKeeper (FinalRequestProcessor closes the
+      // connection instead of answering, ZOOKEEPER-710): the client sees a lost connection and
+      // reconnects, which revalidates the session where it is now, or finds it expired.
+      if (isSessionMoved(entry.reply)) entry.connection.end("moved");
+      else entry.connection.sendReply(entry.xid, entry.reply);
     }
     if (session.head === queue.length) {
       queue.length = 0;
@@ -476,6 +481,11 @@ function replyFor(result: TxnResult, zxid: number): Reply {
     case "closeSession":
       return { err: 0, zxid, body: EMPTY_BODY };
   }
+}
+
+function isSessionMoved(reply: Reply): boolean {
+  if (reply.err === ZkErrorCode.SESSIONMOVED) return true;
+  return reply.body.kind === "multi" && reply.body.results.some((result) => result.type === "error" && result.err === ZkErrorCode.SESSIONMOVED);
 }
 
 function codeOf(error: unknown): number {

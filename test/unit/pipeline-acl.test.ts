@@ -51,6 +51,11 @@ class HeldBroadcast implements WriteBroadcast {
     done("valid");
   }
 
+  /** Forget what is held (a test applies its own txn in its place). */
+  heldDrop(): void {
+    this.held.length = 0;
+  }
+
   flush(): void {
     for (const { sessionId, cxid, body } of this.held.splice(0)) {
       const zxid = ++this.zxid;
@@ -232,4 +237,24 @@ test("whoAmI lists the connection's ids as ZooKeeper's ClientInfo, in ZooKeeper'
     { authScheme: "ip", user: "10.1.2.3" },
     { authScheme: "digest", user: "super" },
   ]);
+});
+
+describe("SESSIONMOVED is a connection-level error, as in ZooKeeper", () => {
+  test("a write the leader refused as SESSIONMOVED ends its connection unanswered; the answers before it still go out", () => {
+    const f = fixture();
+    const before = f.send(getData("/locked/child"));
+    // The leader's owner check turned this write into an error txn carrying SESSIONMOVED.
+    f.pipeline.submit(SESSION, f.connection, 77, { op: "setData", path: "/locked/child", data: bytes("x"), version: -1 });
+    f.broadcast.flush();
+    assert.ok(f.connection.replies.has(before));
+    assert.equal(f.connection.open, true, "not yet: the error txn has not been applied");
+    const zxid = f.tree.lastProcessedZxid + 1;
+    const txn = { header: { sessionId: SESSION, cxid: 78, zxid, timeMs: zxid }, body: { type: "error" as const, err: ZkErrorCode.SESSIONMOVED } };
+    f.pipeline.submit(SESSION, f.connection, 78, { op: "setData", path: "/locked/child", data: bytes("y"), version: -1 });
+    f.broadcast.heldDrop();
+    const { result, deliveries } = f.tree.apply(txn);
+    f.pipeline.applied(txn, result, deliveries);
+    assert.equal(f.connection.replies.has(78), false, "no SESSIONMOVED answer is sent");
+    assert.equal(f.connection.open, false, "the connection is ended: the client reconnects and revalidates");
+  });
 });
