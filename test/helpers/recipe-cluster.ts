@@ -47,22 +47,23 @@ export class RecipeCluster {
       };
       client.on("state", listener);
     });
-    let expired = false;
-    void seen.then(() => (expired = true));
+    // The twin's close can miss: `client` may resume its session (taking it back) before the
+    // close lands, and then the close is refused or its connection dropped, and the session lives
+    // on. So the twin tries again until `client` has seen its session end.
+    const sawExpiry = (ms: number): Promise<boolean> => Promise.race([seen.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms))]);
     for (let attempt = 0; ; attempt++) {
       try {
         const twin = await Client.connect(this.connectString, { sessionId: client.sessionId, password: client.sessionPassword, connectTimeoutMs: 30_000 });
         await twin.close();
-        break;
       } catch (error) {
-        // The twin is a fresh client with no last-seen zxid, so a server that has not yet applied
-        // the session's creation answers "gone" instead of refusing as behind: try again, unless
-        // the session really is gone already.
-        if (!(error instanceof ZkError && error.code === "SESSIONEXPIRED") || expired || attempt >= 50) throw error;
-        await new Promise((resolve) => setTimeout(resolve, 50));
+        // SESSIONEXPIRED: the session is gone (a previous twin closed it), or the twin, a fresh
+        // client with no last-seen zxid, reached a server that has not yet applied the session's
+        // creation: either way, see whether `client` learns of an expiry, and try again if not.
+        if (!(error instanceof ZkError && error.code === "SESSIONEXPIRED") || attempt >= 50) throw error;
       }
+      if (await sawExpiry(attempt < 3 ? 1_000 : 5_000)) return;
+      if (attempt >= 50) throw new Error(`session 0x${client.sessionId.toString(16)} did not expire`);
     }
-    await seen;
   }
 
   /** The id of the server every running voter agrees leads. */
