@@ -186,8 +186,9 @@ export class CorralServer {
           pipeline,
           sessions,
           fourLetterWords: whitelist,
-          fourLetterWordContext: () =>
-            fourLetterWordContext({
+          fourLetterWordContext: () => {
+            const learners = quorumPeer?.learners();
+            return fourLetterWordContext({
               config,
               corralVersion: CORRAL_VERSION,
               startedAt,
@@ -196,8 +197,9 @@ export class CorralServer {
               connections: zkService?.stats() ?? [],
               totals: zkService!.totals,
               outstandingRequests: pipeline.outstandingRequests(),
-              ...(quorumPeer?.learners() === undefined ? {} : { learners: quorumPeer.learners()! }),
-            }),
+              ...(learners === undefined ? {} : { learners }),
+            });
+          },
           nowMs: now,
           logger,
         });

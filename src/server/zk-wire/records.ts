@@ -529,65 +529,6 @@ export function requestBodyCodec(type: number): JuteCodec<any> | undefined {
   }
 }
 
-/**
- * The response body after a ReplyHeader with err = 0 for a request of this type, as 3.8's
- * FinalRequestProcessor builds it (`empty` = header only). With err != 0 ZooKeeper sends the
- * header alone.
- */
-export function responseBodyCodec(type: number): JuteCodec<any> | undefined {
-  switch (type) {
-    case OpCode.create:
-      return CreateResponse;
-    case OpCode.create2:
-    case OpCode.createTTL:
-    case OpCode.createContainer:
-      return Create2Response;
-    case OpCode.exists:
-      return ExistsResponse;
-    case OpCode.getData:
-    case OpCode.reconfig:
-      return GetDataResponse;
-    case OpCode.setData:
-    case OpCode.check:
-      return SetDataResponse;
-    case OpCode.getACL:
-      return GetACLResponse;
-    case OpCode.setACL:
-      return SetACLResponse;
-    case OpCode.getChildren:
-      return GetChildrenResponse;
-    case OpCode.getChildren2:
-      return GetChildren2Response;
-    case OpCode.sync:
-      return SyncResponse;
-    case OpCode.multi:
-    case OpCode.multiRead:
-      return MultiResponse;
-    case OpCode.getEphemerals:
-      return GetEphemeralsResponse;
-    case OpCode.getAllChildrenNumber:
-      return GetAllChildrenNumberResponse;
-    case OpCode.addWatch:
-      return ErrorResponse;
-    case OpCode.whoAmI:
-      return WhoAmIResponse;
-    case OpCode.sasl:
-      return SetSASLResponse;
-    case OpCode.delete:
-    case OpCode.deleteContainer:
-    case OpCode.ping:
-    case OpCode.checkWatches:
-    case OpCode.removeWatches:
-    case OpCode.auth:
-    case OpCode.setWatches:
-    case OpCode.setWatches2:
-    case OpCode.closeSession:
-      return empty;
-    default:
-      return undefined;
-  }
-}
-
 /** A client request frame: RequestHeader then the body its type calls for. */
 export interface DecodedRequest {
   header: RequestHeader;

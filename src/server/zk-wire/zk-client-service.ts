@@ -312,12 +312,7 @@ class ZkWireConnection implements ClientConnection {
       if ((this.phase as Phase) === "ended") return;
       this.packetsReceived += 1;
       this.totals.packetsReceived += 1;
-      try {
-        this.onFrame(frame);
-      } catch (error) {
-        if (error instanceof JuteError) return this.close(`malformed ${this.phase === "awaiting-connect" ? "ConnectRequest" : "request"}: ${error.message}`);
-        throw error;
-      }
+      if (!this.decoded(() => this.onFrame(frame))) return;
     }
   }
 
@@ -394,13 +389,20 @@ class ZkWireConnection implements ClientConnection {
     const held = this.held;
     this.held = [];
     for (const frame of held) {
-      if (this.phase !== "connected") return;
-      try {
-        this.onRequest(frame);
-      } catch (error) {
-        if (error instanceof JuteError) return this.close(`malformed request: ${error.message}`);
-        throw error;
-      }
+      if (this.phase !== "connected" || !this.decoded(() => this.onRequest(frame))) return;
+    }
+  }
+
+  /** Runs `handle` on a frame; a record that does not decode closes the connection (false). */
+  private decoded(handle: () => void): boolean {
+    const what = this.phase === "awaiting-connect" ? "ConnectRequest" : "request";
+    try {
+      handle();
+      return true;
+    } catch (error) {
+      if (!(error instanceof JuteError)) throw error;
+      this.close(`malformed ${what}: ${error.message}`);
+      return false;
     }
   }
 

@@ -192,7 +192,8 @@ function strings(list: (string | null)[] | null | undefined): string[] {
 // ---- replies --------------------------------------------------------------------------------
 
 /**
- * The reply frame's record for `reply` to a request of `shape`, answered as `xid`. An error is the
+ * The reply frame's record for `reply` to a request of `shape`, answered as `xid`: the one place
+ * that picks the response record for an opcode, as 3.8's FinalRequestProcessor does. An error is the
  * header alone; a multi's per-op failures travel in its results with err 0 in the header, as
  * ZooKeeper 3.8 sends them.
  */
@@ -216,6 +217,7 @@ export function encodeZkReply(xid: number, shape: ReplyShape, reply: Reply): Uin
     case OpCode.createContainer:
       return jute.encodeReply(header, { codec: jute.Create2Response, value: { path: pathOf(body), stat: statOf(body) } });
     case OpCode.exists:
+      return jute.encodeReply(header, { codec: jute.ExistsResponse, value: { stat: statOf(body) } });
     case OpCode.setData:
       return jute.encodeReply(header, { codec: jute.SetDataResponse, value: { stat: statOf(body) } });
     case OpCode.setACL:
