@@ -407,7 +407,7 @@ export class Client extends EventEmitter {
   /**
    * Authenticates the session's connection as well (ZooKeeper's addAuthInfo): `digest` with
    * "user:password", or `ip`. Counts for every request sent after it, and is sent again on every
-   * new connection. Rejects with AUTHFAILED (unknown scheme, digest without a colon); the session
+   * new connection. Rejects with AUTHFAILED (unknown scheme); the session
    * stays usable and keeps the ids it had.
    */
   addAuthInfo(scheme: string, auth: Data): Promise<void> {

@@ -19,17 +19,16 @@ export interface AuthOptions {
 }
 
 /**
- * The ids an auth attempt adds, or undefined for AUTHFAILED: an unknown scheme, digest credentials
- * without a colon (ZooKeeper would hash them anyway), or more bytes than `limits.authBytesMax`.
+ * The ids an auth attempt adds, or undefined for AUTHFAILED: an unknown scheme, or more bytes than
+ * `limits.authBytesMax`.
  * `remoteAddress` is the connection's client address, which is all `ip` authentication proves.
  */
 export function authenticate(scheme: string, auth: Uint8Array, remoteAddress: string, options: AuthOptions): Id[] | undefined {
   if (auth.byteLength > limits.authBytesMax) return undefined;
   switch (scheme) {
     case "digest": {
-      const credentials = utf8.decode(auth);
-      if (!credentials.includes(":")) return undefined;
-      const digest = generateDigest(credentials);
+      // Credentials without a colon are hashed all the same, as ZooKeeper does ("blah" → "blah:<hash>").
+      const digest = generateDigest(utf8.decode(auth));
       const ids: Id[] = [];
       if (options.superDigest !== "" && digest === options.superDigest) ids.push(SUPER_ID);
       ids.push({ scheme: "digest", id: digest });

@@ -191,8 +191,12 @@ describe("authenticate (the auth packet)", () => {
     assert.deepEqual(authenticate("ip", bytes("1.2.3.4"), "10.0.0.1", options), [ip("10.0.0.1")]);
   });
 
-  test("AUTHFAILED: digest without a colon, unknown schemes, oversized credentials", () => {
-    assert.equal(authenticate("digest", bytes("bob"), "10.0.0.1", options), undefined);
+  test("digest credentials without a colon are hashed whole, as ZooKeeper 3.8's addauth digest blah", () => {
+    // DigestAuthenticationProvider.generateDigest: the user is the whole string, the hash is of it all.
+    assert.deepEqual(authenticate("digest", bytes("blah"), "10.0.0.1", options), [{ scheme: "digest", id: "blah:" + createHash("sha1").update("blah").digest("base64") }]);
+  });
+
+  test("AUTHFAILED: unknown schemes, oversized credentials", () => {
     for (const scheme of ["world", "auth", "super", "sasl", ""]) assert.equal(authenticate(scheme, bytes("a:b"), "10.0.0.1", options), undefined, scheme);
     assert.equal(authenticate("digest", bytes("bob:" + "x".repeat(limits.authBytesMax)), "10.0.0.1", options), undefined);
   });

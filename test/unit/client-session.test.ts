@@ -1047,7 +1047,7 @@ test("after a drop the accepted credentials are sent again, in order, before set
       await promise.catch(() => undefined);
     };
     await accepted("digest", "bob:secret");
-    await accepted("digest", "nocolon", ZkErrorCode.AUTHFAILED);
+    await accepted("bogus", "refused", ZkErrorCode.AUTHFAILED);
     await accepted("digest", "alice:pw");
     await accepted("digest", "bob:secret");
     const watched = client.getData("/w", { watch: () => {} });

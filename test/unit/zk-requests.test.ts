@@ -66,6 +66,24 @@ describe("jute requests → corral requests", () => {
     assert.equal(refusal(OpCode.multiRead, { ops: [{ type: OpCode.delete, request: { path: "/a", version: -1 } }] }), -5, "a write in a multiRead");
   });
 
+  test("null strings in an ACL entry as ZooKeeper's fixupACL meets them", () => {
+    const entry = (scheme: string | null, id: string | null) => [{ perms: 31, id: { scheme, id } }];
+    // kazoo's CREATOR_ALL_ACL: auth with its empty id written as null; fixupACL never reads it.
+    assert.deepEqual((request(OpCode.create, { path: "/a", data: null, acl: entry("auth", null), flags: 0 }) as { acl: unknown }).acl, [
+      { perms: 31, id: { scheme: "auth", id: "" } },
+    ]);
+    assert.deepEqual((request(OpCode.setACL, { path: "/a", acl: entry("auth", null), version: -1 }) as { acl: unknown }).acl, [
+      { perms: 31, id: { scheme: "auth", id: "" } },
+    ]);
+    // A null scheme names no provider: prep's fixupAcl answers INVALIDACL in ZooKeeper's order.
+    assert.deepEqual((request(OpCode.create, { path: "/a", data: null, acl: entry(null, "x"), flags: 0 }) as { acl: unknown }).acl, [
+      { perms: 31, id: { scheme: "", id: "x" } },
+    ]);
+    for (const scheme of ["world", "digest", "ip"]) {
+      assert.equal(refusal(OpCode.create, { path: "/a", data: null, acl: entry(scheme, null), flags: 0 }), -5, `${scheme}:null is ZooKeeper's NPE, MARSHALLINGERROR`);
+    }
+  });
+
   test("the rest map one to one", () => {
     assert.deepEqual(request(OpCode.getChildren2, { path: "/a", watch: true }), { op: "getChildren", path: "/a", watch: true });
     assert.deepEqual(request(OpCode.exists, { path: "/a", watch: false }), { op: "exists", path: "/a", watch: false });

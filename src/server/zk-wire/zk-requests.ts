@@ -171,14 +171,24 @@ function multiReadOp(op: jute.MultiOp): MultiReadOpRequest {
   }
 }
 
-/** ZooKeeper refuses a null or empty ACL list (InvalidACLException) before looking at anything else. */
+/**
+ * A jute ACL list as prep's fixupAcl takes it. A null or empty list is refused here, since an empty
+ * list is how the gRPC door asks for the default ACL (ZooKeeper's InvalidACLException). Null
+ * strings follow ZooKeeper's fixupACL: the id of an `auth` entry is never read (kazoo writes "" as
+ * null), a null scheme names no provider (INVALIDACL), and a null id under world, digest or ip
+ * throws a NullPointerException in ZooKeeper's provider, which its prep answers MARSHALLINGERROR.
+ */
 function acls(list: jute.ACL[] | null): Acl[] {
   if (list === null || list.length === 0) throw new Refusal(ZkErrorCode.INVALIDACL);
-  return list.map((entry) => {
-    if (entry.id.scheme === null || entry.id.id === null) throw new Refusal(ZkErrorCode.INVALIDACL);
-    return { perms: entry.perms, id: { scheme: entry.id.scheme, id: entry.id.id } };
+  return list.map(({ perms, id: { scheme, id } }) => {
+    if (scheme === null) return { perms, id: { scheme: "", id: id ?? "" } };
+    if (id === null && NULL_ID_THROWS_SCHEMES.has(scheme)) throw new Refusal(ZkErrorCode.MARSHALLINGERROR);
+    return { perms, id: { scheme, id: id ?? "" } };
   });
 }
+
+/** The schemes whose ZooKeeper provider dereferences an ACL's id (world compares it to "anyone"). */
+const NULL_ID_THROWS_SCHEMES: ReadonlySet<string> = new Set(["world", "digest", "ip"]);
 
 /** A null path reaches prep as "" and is refused there as a bad path, as ZooKeeper's is. */
 function str(value: string | null): string {
