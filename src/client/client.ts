@@ -19,7 +19,7 @@ import { ZkError, ZkErrorCode } from "../common/errors.js";
 import type { ZkErrorName } from "../common/errors.js";
 import { validatePath } from "../common/paths.js";
 import {
-  GRPC_CHANNEL_OPTIONS,
+  GRPC_CLIENT_CHANNEL_OPTIONS,
   corralServiceDefinition,
 } from "../protocol/client-wire.js";
 import type { ClientFrame, RequestOp } from "../protocol/client-wire.js";
@@ -781,7 +781,7 @@ export class Client extends EventEmitter {
     this.hostIndex = (this.hostIndex + 1) % this.config.hosts.length;
     const address = host.host.includes(":") ? `[${host.host}]:${host.port}` : `${host.host}:${host.port}`;
     const channel = new grpc.Client(address, this.config.credentials, {
-      ...GRPC_CHANNEL_OPTIONS,
+      ...GRPC_CLIENT_CHANNEL_OPTIONS,
       // One TCP connection per session, as ZooKeeper: a dead connection is discarded with its channel.
       "grpc.use_local_subchannel_pool": 1,
     });

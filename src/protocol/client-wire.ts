@@ -164,9 +164,23 @@ export function corralClientConstructor(): grpc.ServiceClientConstructor {
   return grpc.makeClientConstructor(corralServiceDefinition(), "corral.client.v1.Corral");
 }
 
-/** Channel options both sides use: message bounds and keepalive that notices a dead peer. */
-export const GRPC_CHANNEL_OPTIONS: grpc.ChannelOptions = {
+/**
+ * Message bounds of the client stream, per direction. What a client sends is bounded (one znode's
+ * data plus its envelope); what a server answers is not, as ZooKeeper puts no limit on its replies:
+ * a read returns whatever the tree holds (getChildren of 10,000 children with long names is
+ * 20 MB), and a bound here would fail that read with a CONNECTIONLOSS on every retry.
+ */
+const UNBOUNDED = -1;
+
+/** The server side of the client stream. */
+export const GRPC_SERVER_CHANNEL_OPTIONS: grpc.ChannelOptions = {
   "grpc.max_receive_message_length": limits.messageBytesMax,
+  "grpc.max_send_message_length": UNBOUNDED,
+};
+
+/** The client side of the client stream (the SDK and tests' raw sessions). */
+export const GRPC_CLIENT_CHANNEL_OPTIONS: grpc.ChannelOptions = {
+  "grpc.max_receive_message_length": UNBOUNDED,
   "grpc.max_send_message_length": limits.messageBytesMax,
 };
 

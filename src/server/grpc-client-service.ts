@@ -112,11 +112,27 @@ class GrpcClientConnection implements ClientConnection {
   }
 
   sendReply(xid: number, reply: Reply): void {
-    this.write(encodeResponseFrame(xid, reply));
+    this.send(() => encodeResponseFrame(xid, reply), { xid });
   }
 
   sendEvent(event: WatchEvent): void {
-    this.write(encodeEventFrame(event));
+    this.send(() => encodeEventFrame(event), { event: event.type, path: event.path });
+  }
+
+  /**
+   * Encodes and sends one answer. An answer that cannot be encoded is a bug of ours: it costs this
+   * stream (the client reconnects and retries), never the server.
+   */
+  private send(encode: () => Buffer, what: Record<string, unknown>): void {
+    if (this.phase === "ended") return;
+    let frame: Buffer;
+    try {
+      frame = encode();
+    } catch (error) {
+      this.logger.error({ err: error, ...what }, "an answer could not be encoded");
+      return this.reject(grpc.status.INTERNAL, "an answer could not be encoded");
+    }
+    this.write(frame);
   }
 
   end(reason: "closed" | "expired" | "moved"): void {

@@ -4,7 +4,7 @@
  */
 import * as grpc from "@grpc/grpc-js";
 import { mkdirSync } from "node:fs";
-import { GRPC_CHANNEL_OPTIONS } from "../protocol/client-wire.js";
+import { GRPC_SERVER_CHANNEL_OPTIONS } from "../protocol/client-wire.js";
 import type { ServerConfig } from "./config.js";
 import { ServerDatabase, hex } from "./database.js";
 import { clientServiceDefinition, clientServiceHandlers } from "./grpc-client-service.js";
@@ -154,7 +154,7 @@ export class CorralServer {
     database.onApply((txn, result, deliveries) => pipeline.applied(txn, result, deliveries));
 
     const grpcServer = new grpc.Server({
-      ...GRPC_CHANNEL_OPTIONS,
+      ...GRPC_SERVER_CHANNEL_OPTIONS,
       "grpc.keepalive_permit_without_calls": 1,
       "grpc.keepalive_time_ms": 10_000,
       "grpc.keepalive_timeout_ms": 5_000,

@@ -26,8 +26,11 @@ export interface JuteReply {
   body: Uint8Array;
 }
 
+/** The client takes replies of any size: the server's jute.maxbuffer bounds what it reads, not what it sends. */
+const REPLY_FRAME_MAX_BYTES = 0x7fffffff;
+
 export class JuteClient {
-  private readonly splitter = new FrameSplitter();
+  private readonly splitter = new FrameSplitter(REPLY_FRAME_MAX_BYTES);
   private readonly waiting = new Map<number, (reply: JuteReply) => void>();
   private connectAnswer: ((response: ConnectResponse) => void) | undefined;
   private nextXid = 1;

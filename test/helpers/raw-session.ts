@@ -7,7 +7,7 @@ import { CLIENT_PROTOCOL_VERSION } from "../../src/common/constants.js";
 import {
   corralClientConstructor,
   corralServiceDefinition,
-  GRPC_CHANNEL_OPTIONS,
+  GRPC_CLIENT_CHANNEL_OPTIONS,
   type ClientFrame,
   type Encodable,
   type Request,
@@ -54,7 +54,7 @@ export class RawStream {
 
   static open(address: string): RawStream {
     const Ctor = corralClientConstructor();
-    const client = new Ctor(address, grpc.credentials.createInsecure(), GRPC_CHANNEL_OPTIONS);
+    const client = new Ctor(address, grpc.credentials.createInsecure(), GRPC_CLIENT_CHANNEL_OPTIONS);
     return new RawStream((client as unknown as { Session(): Call }).Session(), client);
   }
 
@@ -66,7 +66,7 @@ export class RawStream {
       { Session: { ...session, requestSerialize: (bytes: Buffer) => bytes } },
       "corral.client.v1.Corral",
     );
-    const client = new Ctor(address, grpc.credentials.createInsecure(), GRPC_CHANNEL_OPTIONS);
+    const client = new Ctor(address, grpc.credentials.createInsecure(), GRPC_CLIENT_CHANNEL_OPTIONS);
     return new RawStream((client as unknown as { Session(): Call }).Session(), client);
   }
 

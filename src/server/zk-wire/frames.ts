@@ -12,10 +12,16 @@ import { assert } from "../../common/assert.js";
 import { JUTE_MAX_BUFFER_BYTES, JuteError } from "./jute.js";
 
 export const FRAME_LENGTH_PREFIX_BYTES = 4;
+/** The largest length a frame's signed 32-bit prefix can carry. */
+const FRAME_LENGTH_MAX_BYTES = 0x7fffffff;
 
-/** Prefixes a record with its length. */
-export function encodeFrame(record: Uint8Array, frameMaxBytes = JUTE_MAX_BUFFER_BYTES): Uint8Array {
-  assert(record.byteLength <= frameMaxBytes, `frame of ${record.byteLength} bytes above ${frameMaxBytes}`);
+/**
+ * Prefixes a record with its length. jute.maxbuffer bounds what a server reads, not what it
+ * writes: ZooKeeper sends a reply of any size and leaves it to the client's own jute.maxbuffer
+ * whether to take it. Only the length field's range is a limit here.
+ */
+export function encodeFrame(record: Uint8Array): Uint8Array {
+  if (record.byteLength > FRAME_LENGTH_MAX_BYTES) throw new JuteError("length-over-limit", `a record of ${record.byteLength} bytes does not fit a frame's length`);
   const frame = new Uint8Array(FRAME_LENGTH_PREFIX_BYTES + record.byteLength);
   new DataView(frame.buffer).setInt32(0, record.byteLength, false);
   frame.set(record, FRAME_LENGTH_PREFIX_BYTES);

@@ -229,24 +229,15 @@ class ZkWireConnection implements ClientConnection {
     this.lastResponseMs = now;
     if (sent.shape.type === OpCode.auth) {
       // ZooKeeper answers an auth packet with zxid 0, and a failed one closes the connection.
-      this.write(encodeReply({ xid, zxid: 0n, err: reply.err }));
+      this.send(() => encodeReply({ xid, zxid: 0n, err: reply.err }), { xid, opcode: OpCode.auth });
       if (reply.err === ZkErrorCode.AUTHFAILED) this.end("closed");
       return;
     }
-    let record: Uint8Array;
-    try {
-      record = encodeZkReply(xid, sent.shape, reply);
-    } catch (error) {
-      // A reply this door cannot put in ZooKeeper's records is a bug of ours: it costs this
-      // connection (the client retries elsewhere), never the server.
-      this.logger.error({ err: error, xid, opcode: sent.shape.type }, "no ZooKeeper record for a reply");
-      return this.close("a reply could not be encoded");
-    }
-    this.write(record);
+    this.send(() => encodeZkReply(xid, sent.shape, reply), { xid, opcode: sent.shape.type });
   }
 
   sendEvent(event: WatchEvent): void {
-    this.write(encodeNotification({ type: event.type, state: SYNC_CONNECTED, path: event.path }));
+    this.send(() => encodeNotification({ type: event.type, state: SYNC_CONNECTED, path: event.path }), { event: event.type, path: event.path });
   }
 
   end(reason: "closed" | "expired" | "moved"): void {
@@ -256,11 +247,24 @@ class ZkWireConnection implements ClientConnection {
     this.socket.end();
   }
 
-  private write(record: Uint8Array): void {
+  /**
+   * Encodes and sends one record, of any size (ZooKeeper bounds what it reads, not what it sends).
+   * A record that cannot be encoded is a bug of ours: it costs this connection, with an error
+   * line (the client reconnects and retries elsewhere), never the server. A client that leaves
+   * more than UNREAD_BYTES_MAX of earlier answers unread is cut off before more are queued.
+   */
+  private send(encode: () => Uint8Array, what: Record<string, unknown>): void {
     if (this.phase === "ended") return;
+    if (this.socket.writableLength > UNREAD_BYTES_MAX) return this.close("the client does not read its answers");
+    let frame: Uint8Array;
+    try {
+      frame = encodeFrame(encode());
+    } catch (error) {
+      this.logger.error({ err: error, ...what }, "an answer could not be encoded");
+      return this.close("an answer could not be encoded");
+    }
     this.countSent();
-    this.socket.write(encodeFrame(record));
-    if (this.socket.writableLength > UNREAD_BYTES_MAX) this.close("the client does not read its answers");
+    this.socket.write(frame);
   }
 
   private gone(): void {
@@ -346,7 +350,7 @@ class ZkWireConnection implements ClientConnection {
     if (type === OpCode.ping) {
       // Answered at once, like the gRPC door's pong: the client matches it by its xid, not its place.
       pipeline.touch(this.sessionId);
-      this.write(encodeReply({ xid: Xid.ping, zxid: BigInt(this.deps.state.tree.lastProcessedZxid), err: 0 }));
+      this.send(() => encodeReply({ xid: Xid.ping, zxid: BigInt(this.deps.state.tree.lastProcessedZxid), err: 0 }), { xid: Xid.ping });
       return;
     }
     const codec = requestBodyCodec(type);
@@ -408,8 +412,7 @@ class ZkWireConnection implements ClientConnection {
 
   private writeConnectResponse(timeoutMs: number, sessionId: bigint, password: Uint8Array): void {
     const response: ConnectResponse = { protocolVersion: 0, timeOut: timeoutMs, sessionId, passwd: password, readOnly: this.answerReadOnly ? false : undefined };
-    this.countSent();
-    this.socket.write(encodeFrame(encodeRecord(ConnectResponse, response)));
+    this.send(() => encodeRecord(ConnectResponse, response), { record: "ConnectResponse" });
   }
 }
 
