@@ -157,6 +157,24 @@ describe("fixupAcl", () => {
     const list = [acl(Perms.READ, "world", "anyone"), acl(Perms.ALL, "ip", "10.0.0.1"), acl(Perms.READ, "world", "anyone")];
     assert.deepEqual(fixupAcl(list, [], "/a"), list.slice(0, 2));
   });
+
+  test("entries differing in any one field are all kept", () => {
+    const list = [
+      acl(Perms.READ, "digest", "a:bc"),
+      acl(Perms.READ, "digest", "ab:c"),
+      acl(Perms.WRITE, "digest", "a:bc"),
+      acl(Perms.READ, "ip", "10.0.0.1"),
+      acl(Perms.READ, "ip", "10.0.0.1/32"),
+    ];
+    assert.deepEqual(fixupAcl([...list, ...list], [], "/a"), list);
+  });
+
+  test("40,000 entries, as one 1 MiB frame holds, with every other one repeated", () => {
+    const list = Array.from({ length: 40_000 }, (_, i) => acl(Perms.READ, "ip", `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${(i >> 1) & 255}`));
+    const fixed = fixupAcl(list, [], "/a");
+    assert.equal(fixed.length, 20_000);
+    assert.deepEqual(fixed, list.filter((_, i) => i % 2 === 0));
+  });
 });
 
 test("getACL without ADMIN shows digest ids with the hash replaced by x", () => {
