@@ -478,10 +478,19 @@ export class QuorumPeer {
     }
   }
 
+  /**
+   * Leader: whether `sessionId` exists and is not being expired. Every txn the leader proposed
+   * before is applied by now (a client learns its session only once its server applied the
+   * createSession, after the leader committed and applied it), so the tree is the truth here.
+   */
+  private sessionLive(sessionId: bigint): boolean {
+    return this.deps.database.tree.sessions.has(sessionId) && !this.deps.tracker.isClosing(sessionId);
+  }
+
   /** Leader: whether `sessionId` is alive; if so, `owner` is where its client is now. */
   private revalidate(sessionId: bigint, timeoutMs: number, owner: number): boolean {
-    const { database, tracker } = this.deps;
-    if (!database.tree.sessions.has(sessionId) || tracker.isClosing(sessionId)) return false;
+    const { tracker } = this.deps;
+    if (!this.sessionLive(sessionId)) return false;
     tracker.setOwner(sessionId, owner);
     tracker.touch(sessionId, timeoutMs);
     return true;
@@ -501,6 +510,12 @@ export class QuorumPeer {
     if (request.op === "createSession") {
       this.deps.tracker.setOwner(sessionId, origin);
       body = { type: "createSession", timeoutMs: request.timeoutMs, password: request.password };
+    } else if (request.op !== "close" && !this.sessionLive(sessionId)) {
+      // ZooKeeper's checkSession: a request reaching the leader after it expired the session (its
+      // server was slow to relay pings, or held the request) must not take effect. Proposed after
+      // the closeSession, an ephemeral create would outlive its session forever. A close is
+      // proposed all the same, as in ZooKeeper: closing twice is harmless.
+      body = { type: "error", err: ZkErrorCode.SESSIONEXPIRED };
     } else if (!this.deps.tracker.claim(sessionId, origin)) {
       // Sent on a connection its client has left: the error txn answers it, in order, where it came from.
       body = { type: "error", err: ZkErrorCode.SESSIONMOVED };
