@@ -20,8 +20,10 @@ const USAGE = `usage:
   Every field can also come from the environment as CORRAL_<FIELD>, e.g. CORRAL_CLIENT_PORT=2181,
   CORRAL_SERVERS=1=corral1:2181:2888:3888:participant,2=corral2:2181:2888:3888:participant,...
   corral cluster [--voters 3] [--observers 0] [--base-port 2181] [--quorum-base-port P] [--election-base-port P]
-                 [--data-dir ./data] [--tick-ms 2000] [--stop-grace-ms 10000] [--start-timeout-ms 60000]
-                                        one server process per member on 127.0.0.1, data under DIR/<id>
+                 [--zk-base-port P] [--data-dir ./data] [--stop-grace-ms 10000] [--start-timeout-ms 60000]
+                 [--config BASE_FILE] [--tick-ms 2000] [--SERVER-FLAG VALUE ...]
+                                        one server process per member on 127.0.0.1, data under DIR/<id>;
+                                        every member gets the base file's, CORRAL_*'s and the flags' settings
   corral health [--connect HOST:PORT] [--config FILE] [--timeout-ms 5000]
                                         exit 0 if the server answers exists("/"), else 1; without
                                         --connect, the client port of the server CORRAL_* describes
@@ -97,9 +99,8 @@ async function main(argv: string[]): Promise<void> {
     }
     case "cluster": {
       const { config, flags } = parseFlags(rest);
-      if (config !== undefined) throw new ConfigError("config", "corral cluster writes its own config; see --help");
       const { parseClusterOptions, runCluster } = await import("./cluster.js");
-      process.exit(await runCluster(parseClusterOptions(flags)));
+      process.exit(await runCluster(parseClusterOptions(flags, { ...(config ? { file: config } : {}), env: process.env })));
     }
     case "health": {
       let parsed: ReturnType<typeof parseFlags>;
