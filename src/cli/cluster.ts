@@ -1,7 +1,9 @@
 /**
  * `corral cluster`: a whole cluster on this machine, one `corral server` child process per member.
  *
- * It writes one cluster config (<data-dir>/cluster.json, the same format every server reads),
+ * It writes one cluster config (<data-dir>/cluster.json, the same format every server reads): the
+ * membership it lays out, plus the settings every member shares, taken from a base config file
+ * (--config), CORRAL_* variables and flags as `corral server` takes them. It then
  * starts `corral server --config <that file> --server-id <id>` for each member (data under
  * <data-dir>/<id>), prefixes each child's output lines with its id, waits until every server
  * serves sessions, then prints the members and the connect string. SIGINT/SIGTERM stop every
@@ -15,7 +17,21 @@ import { isAbsolute, join, relative, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { ANSWERED_FOUR_LETTER_WORDS } from "../server/zk-wire/four-letter-words.js";
-import { ConfigError, clusterConnectString, clusterZkConnectString, defaultConfig, formatHostPort, formatServers, validateServers, type ServerEntry } from "../server/config.js";
+import {
+  ConfigError,
+  FIELDS,
+  clusterConnectString,
+  clusterZkConnectString,
+  defaultConfig,
+  fieldFromFlag,
+  formatHostPort,
+  formatServers,
+  readConfigSources,
+  resolveConfig,
+  validateServers,
+  type ServerConfig,
+  type ServerEntry,
+} from "../server/config.js";
 import { probe } from "./health.js";
 
 const MAIN = fileURLToPath(new URL("./main.js", import.meta.url));
@@ -32,7 +48,11 @@ export interface ClusterOptions {
   host: string;
   /** Absolute; the cluster config and one data dir per server (<dataDir>/<id>) live here. */
   dataDir: string;
-  tickMs: number;
+  /**
+   * What every member's config holds besides the membership: the base config file, then CORRAL_*
+   * variables, then flags, each overriding the one before (over launcherDefaults()).
+   */
+  shared: Partial<ServerConfig>;
   /** After SIGTERM, how long a child may take to stop before it gets SIGKILL. */
   stopGraceMs: number;
   /** How long the servers may take to serve sessions before the launch is abandoned. */
@@ -45,7 +65,48 @@ const ELECTION_OFFSET = 3888 - 2181;
 /** The ZooKeeper-protocol ports sit 100 above the gRPC ones: 2281, 2282, … by default. */
 const ZK_OFFSET = 100;
 
-const FLAGS = ["voters", "observers", "base-port", "quorum-base-port", "election-base-port", "zk-base-port", "data-dir", "tick-ms", "stop-grace-ms", "start-timeout-ms"];
+/** The launcher's own flags: [value, what it does] (the usage is printed from this table). */
+export const CLUSTER_FLAGS: Readonly<Record<string, readonly [string, string]>> = {
+  voters: ["N", "voting members, ids 1..N (default 3)"],
+  observers: ["N", "observers, the ids after the voters (default 0)"],
+  "base-port": ["P", "server i's client port is P + i - 1 (default 2181)"],
+  "quorum-base-port": ["P", "server i's quorum port is P + i - 1 (default base + 707: 2888)"],
+  "election-base-port": ["P", "server i's election port is P + i - 1 (default base + 1707: 3888)"],
+  "zk-base-port": ["P", "server i's ZooKeeper-protocol port is P + i - 1 (default base + 100: 2281; 0 = none)"],
+  "data-dir": ["DIR", "cluster.json and each server's data, DIR/<id> (default ./data)"],
+  "stop-grace-ms": ["MS", "after Ctrl-C, how long a server may take to stop before SIGKILL (default 10000)"],
+  "start-timeout-ms": ["MS", "how long the servers may take to serve sessions (default 60000)"],
+};
+
+/**
+ * The fields the launcher sets for each member itself (its membership): they cannot come from a
+ * base config, the environment or a flag.
+ */
+export const MEMBER_FIELDS: readonly (keyof ServerConfig)[] = ["serverId", "dataDir", "clientHost", "clientPort", "zkClientPort", "servers"];
+
+/** The fields a base config (and CORRAL_*, and a flag) may set for every member. */
+export const SHARED_FIELDS = (Object.keys(FIELDS) as (keyof ServerConfig)[]).filter((field) => !MEMBER_FIELDS.includes(field));
+
+/** Where the launcher's shared settings start, before the base config: the server's defaults, but every four-letter word on. */
+export function launcherDefaults(): Partial<ServerConfig> {
+  const defaults = defaultConfig();
+  return {
+    tickMs: defaults.tickMs,
+    initLimitTicks: defaults.initLimitTicks,
+    syncLimitTicks: defaults.syncLimitTicks,
+    // A local development cluster answers every four-letter word corral has (ZooKeeper's default is srvr alone).
+    fourLetterWordWhitelist: ANSWERED_FOUR_LETTER_WORDS.join(","),
+  };
+}
+
+/** Where the members' shared settings come from, besides the flags. */
+export interface ClusterSources {
+  /** A base config: the JSON `corral server --config` reads, without the member fields. */
+  file?: string;
+  /** The launcher's environment: its CORRAL_* variables reach every member. */
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+}
 
 function intFlag(flags: Record<string, string>, name: string, fallback: number, min: number, max: number): number {
   const raw = flags[name];
@@ -56,10 +117,22 @@ function intFlag(flags: Record<string, string>, name: string, fallback: number, 
   return value;
 }
 
-/** `corral cluster` flags → options; a bad one is a ConfigError naming the flag. */
-export function parseClusterOptions(flags: Record<string, string>, cwd = process.cwd()): ClusterOptions {
-  for (const name of Object.keys(flags)) {
-    if (!FLAGS.includes(name)) throw new ConfigError(name, `unknown option (corral cluster takes --${FLAGS.join(", --")})`);
+/**
+ * `corral cluster` flags, base config and environment → options; a bad one is a ConfigError naming
+ * the flag or field. Every member's config is validated here, before anything is written or started.
+ */
+export function parseClusterOptions(flags: Record<string, string>, sources: ClusterSources = {}): ClusterOptions {
+  const memberFlags: Record<string, string> = {};
+  for (const [name, value] of Object.entries(flags)) {
+    if (Object.hasOwn(CLUSTER_FLAGS, name)) continue;
+    if (fieldFromFlag(name) === undefined) throw new ConfigError(name, "unknown option (corral cluster --help lists them)");
+    memberFlags[name] = value;
+  }
+  const { values: shared, from } = readConfigSources({ ...(sources.file === undefined ? {} : { file: sources.file }), env: sources.env ?? {}, flags: memberFlags });
+  for (const field of MEMBER_FIELDS) {
+    if (from[field] !== undefined) {
+      throw new ConfigError(field, `set by ${from[field]}, but corral cluster sets every member's ${MEMBER_FIELDS.join(", ")} itself (see --base-port, --zk-base-port, --data-dir)`);
+    }
   }
   const voters = intFlag(flags, "voters", 3, 1, 254);
   const observers = intFlag(flags, "observers", 0, 0, 253);
@@ -90,8 +163,7 @@ export function parseClusterOptions(flags: Record<string, string>, cwd = process
   }
   const dataDir = flags["data-dir"] ?? "./data";
   if (dataDir.trim() === "") throw new ConfigError("data-dir", "must not be empty");
-  const defaults = defaultConfig();
-  return {
+  const options: ClusterOptions = {
     voters,
     observers,
     basePort,
@@ -99,11 +171,15 @@ export function parseClusterOptions(flags: Record<string, string>, cwd = process
     electionBasePort,
     zkBasePort,
     host: "127.0.0.1",
-    dataDir: isAbsolute(dataDir) ? dataDir : resolve(cwd, dataDir),
-    tickMs: intFlag(flags, "tick-ms", defaults.tickMs, 1, 60_000),
+    dataDir: isAbsolute(dataDir) ? dataDir : resolve(sources.cwd ?? process.cwd(), dataDir),
+    shared,
     stopGraceMs: intFlag(flags, "stop-grace-ms", 10_000, 0, 600_000),
     startTimeoutMs: intFlag(flags, "start-timeout-ms", 60_000, 1, 3_600_000),
   };
+  // Each member loads the file as itself: validate exactly that, with the server's own rules.
+  const json = clusterConfigJson(options) as Partial<ServerConfig>;
+  for (const entry of json.servers!) resolveConfig({ ...json, serverId: entry.id });
+  return options;
 }
 
 /** The members: ids 1..voters are participants, the next `observers` ids observers. */
@@ -126,23 +202,15 @@ export function clusterServers(options: ClusterOptions): ServerEntry[] {
 
 /** The JSON every member reads (with its own --server-id); "{id}" gives each its own data dir. */
 export function clusterConfigJson(options: ClusterOptions): Record<string, unknown> {
-  const defaults = defaultConfig();
-  return {
-    dataDir: join(options.dataDir, "{id}"),
-    tickMs: options.tickMs,
-    initLimitTicks: defaults.initLimitTicks,
-    syncLimitTicks: defaults.syncLimitTicks,
-    // A local development cluster answers every four-letter word corral has (ZooKeeper's default is srvr alone).
-    fourLetterWordWhitelist: ANSWERED_FOUR_LETTER_WORDS.join(","),
-    servers: clusterServers(options),
-  };
+  return { dataDir: join(options.dataDir, "{id}"), ...launcherDefaults(), ...options.shared, servers: clusterServers(options) };
 }
 
 export const CLUSTER_CONFIG_FILE = "cluster.json";
 
 /**
  * Writes <dataDir>/cluster.json (atomically). A data dir that already holds a different cluster is
- * refused: reusing its servers' data under another membership is how a quorum loses writes.
+ * refused: reusing its servers' data under another membership is how a quorum loses writes. Only
+ * the membership counts: other settings (the base config, CORRAL_*) may change between runs.
  */
 export function writeClusterConfig(options: ClusterOptions): { path: string; reused: boolean } {
   mkdirSync(options.dataDir, { recursive: true });
@@ -176,11 +244,14 @@ function membership(servers: readonly ServerEntry[]): string {
   return formatServers(servers.map(({ zkClientPort: _client, ...entry }) => entry));
 }
 
-/** What a child inherits: everything but CORRAL_* (the cluster file decides), except the log level. */
+/**
+ * What a child inherits: everything but CORRAL_*. The launcher's CORRAL_* settings are in the
+ * cluster file already, so a member restarted by hand with that file gets them too.
+ */
 function childEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(process.env)) {
-    if (!key.startsWith("CORRAL_") || key === "CORRAL_LOG_LEVEL") env[key] = value;
+    if (!key.startsWith("CORRAL_")) env[key] = value;
   }
   return env;
 }

@@ -6,6 +6,13 @@
 import { Client } from "../index.js";
 import { ConfigError, formatHostPort, loadConfig, type ServerConfig } from "../server/config.js";
 
+/** `corral health`'s flags: [value, what it does] (the usage is printed from this table). */
+export const HEALTH_FLAGS: Readonly<Record<string, readonly [string, string]>> = {
+  connect: ["HOST:PORT", "the server to check (default: the client port CORRAL_* and --config describe)"],
+  config: ["FILE", "the server's config file, read as corral server reads it, for its client port"],
+  "timeout-ms": ["MS", "how long the server may take to answer (default 5000)"],
+};
+
 const WILDCARDS: Record<string, string> = { "0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1" };
 
 /**
@@ -54,7 +61,7 @@ export async function runHealth(configFile: string | undefined, flags: Record<st
   try {
     const { connect, "timeout-ms": timeout, ...rest } = flags;
     const unknown = Object.keys(rest)[0];
-    if (unknown !== undefined) throw new ConfigError(unknown, "unknown option (health takes --connect, --config, --timeout-ms)");
+    if (unknown !== undefined) throw new ConfigError(unknown, `unknown option (health takes --${Object.keys(HEALTH_FLAGS).join(", --")})`);
     if (timeout !== undefined) {
       timeoutMs = Number(timeout);
       if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) throw new ConfigError("timeout-ms", `expected a positive integer, got ${JSON.stringify(timeout)}`);

@@ -5,36 +5,24 @@
  * `corral cluster` runs a cluster of server processes on 127.0.0.1 (src/cli/cluster.ts);
  * `corral health` checks that a server serves sessions (container health checks);
  * `corral shell` is the command-line client, ZooKeeper's zkCli.sh (src/cli/shell.ts).
+ * `--help` (or `-h`) on any of them prints its usage (src/cli/usage.ts).
  */
 import { ConfigError, loadConfig, type ServerConfig } from "../server/config.js";
 import { diskFaultPlanFromEnv } from "../server/disk-faults.js";
 import { createLogger } from "../server/log.js";
 import { CorralServer } from "../server/server.js";
 
-const USAGE = `usage:
-  corral start                          standalone server on 127.0.0.1:2181, data under ./data
-  corral server [--config FILE] [--server-id N] [--data-dir DIR] [--client-host H] [--client-port P]
-                [--tick-ms MS] [--min-session-timeout-ms MS] [--max-session-timeout-ms MS]
-                [--snapshot-every-txns N] [--snapshot-retain-count N] [--log-level LEVEL]
-                [--servers ID=HOST:CLIENT:QUORUM:ELECTION[:ROLE],...] [--init-limit-ticks N] [--sync-limit-ticks N]
-  Every field can also come from the environment as CORRAL_<FIELD>, e.g. CORRAL_CLIENT_PORT=2181,
-  CORRAL_SERVERS=1=corral1:2181:2888:3888:participant,2=corral2:2181:2888:3888:participant,...
-  corral cluster [--voters 3] [--observers 0] [--base-port 2181] [--quorum-base-port P] [--election-base-port P]
-                 [--data-dir ./data] [--tick-ms 2000] [--stop-grace-ms 10000] [--start-timeout-ms 60000]
-                                        one server process per member on 127.0.0.1, data under DIR/<id>
-  corral health [--connect HOST:PORT] [--config FILE] [--timeout-ms 5000]
-                                        exit 0 if the server answers exists("/"), else 1; without
-                                        --connect, the client port of the server CORRAL_* describes
-  corral shell [--connect HOST:PORT[,HOST:PORT...][/CHROOT]] [--timeout-ms 10000] [--] [COMMAND ARGS...]
-                                        the command-line client (zkCli): a prompt on a terminal, one
-                                        command a line from a pipe, or just COMMAND; "corral shell help"
-                                        lists the commands (ls, get, stat, create, set, delete, ...)`;
-
-function parseFlags(args: string[]): { config?: string; flags: Record<string, string> } {
+/** `--name value` or `--name=value` pairs; `--help` or `-h` where a flag may stand asks for the usage. */
+function parseFlags(args: string[]): { config?: string; flags: Record<string, string>; help: boolean } {
   const flags: Record<string, string> = {};
   let config: string | undefined;
+  let help = false;
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!;
+    if (arg === "--help" || arg === "-h") {
+      help = true;
+      continue;
+    }
     if (!arg.startsWith("--")) throw new ConfigError(arg, "unexpected argument");
     const [name, inline] = arg.slice(2).split("=", 2) as [string, string | undefined];
     const value = inline ?? args[++i];
@@ -42,7 +30,13 @@ function parseFlags(args: string[]): { config?: string; flags: Record<string, st
     if (name === "config") config = value;
     else flags[name] = value;
   }
-  return config === undefined ? { flags } : { config, flags };
+  return config === undefined ? { flags, help } : { config, flags, help };
+}
+
+/** Prints a command's usage (the overview when undefined) to stdout. */
+async function printUsage(command?: string): Promise<void> {
+  const { usage } = await import("./usage.js");
+  process.stdout.write(`${usage(command)}\n`);
 }
 
 async function runServer(config: ServerConfig, banner: boolean): Promise<void> {
@@ -85,21 +79,18 @@ async function runServer(config: ServerConfig, banner: boolean): Promise<void> {
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   switch (command) {
-    case "start": {
-      const { config, flags } = parseFlags(rest);
-      await runServer(loadConfig({ ...(config ? { file: config } : {}), flags, env: process.env }), true);
-      return;
-    }
+    case "start":
     case "server": {
-      const { config, flags } = parseFlags(rest);
-      await runServer(loadConfig({ ...(config ? { file: config } : {}), flags, env: process.env }), false);
+      const { config, flags, help } = parseFlags(rest);
+      if (help) return printUsage(command);
+      await runServer(loadConfig({ ...(config ? { file: config } : {}), flags, env: process.env }), command === "start");
       return;
     }
     case "cluster": {
-      const { config, flags } = parseFlags(rest);
-      if (config !== undefined) throw new ConfigError("config", "corral cluster writes its own config; see --help");
+      const { config, flags, help } = parseFlags(rest);
+      if (help) return printUsage(command);
       const { parseClusterOptions, runCluster } = await import("./cluster.js");
-      process.exit(await runCluster(parseClusterOptions(flags)));
+      process.exit(await runCluster(parseClusterOptions(flags, { ...(config ? { file: config } : {}), env: process.env })));
     }
     case "health": {
       let parsed: ReturnType<typeof parseFlags>;
@@ -110,6 +101,7 @@ async function main(argv: string[]): Promise<void> {
         process.stderr.write(`unhealthy: ${(error as Error).message}\n`);
         process.exit(1);
       }
+      if (parsed.help) return printUsage(command);
       const { runHealth } = await import("./health.js");
       process.exit(await runHealth(parsed.config, parsed.flags, process.env));
     }
@@ -117,15 +109,25 @@ async function main(argv: string[]): Promise<void> {
       const { parseShellArgs, runShell } = await import("./shell.js");
       process.exit(await runShell(parseShellArgs(rest)));
     }
+    case "help": {
+      const { usage } = await import("./usage.js");
+      const text = usage(rest[0]);
+      if (text === undefined) {
+        process.stderr.write(`unknown command ${rest[0]}\n${usage()}\n`);
+        process.exit(2);
+      }
+      process.stdout.write(`${text}\n`);
+      return;
+    }
     case undefined:
-    case "help":
     case "--help":
     case "-h":
-      process.stdout.write(USAGE + "\n");
-      return;
-    default:
-      process.stderr.write(`unknown command ${command}\n${USAGE}\n`);
+      return printUsage();
+    default: {
+      const { usage } = await import("./usage.js");
+      process.stderr.write(`unknown command ${command}\n${usage()}\n`);
       process.exit(2);
+    }
   }
 }
 

@@ -11,6 +11,9 @@ import { ConfigError } from "../server/config.js";
 export const DEFAULT_CONNECT_STRING = "127.0.0.1:2181";
 export const DEFAULT_TIMEOUT_MS = 10_000;
 
+/** `corral shell`'s own flags and their values, as its usage shows them. */
+export const SHELL_FLAGS: Readonly<Record<string, string>> = { connect: "host:port[,host:port...][/chroot]", "timeout-ms": "MS" };
+
 /** A failure the shell words itself (not connected, no server answered): printed as its message. */
 export class ShellError extends Error {
   constructor(
@@ -169,7 +172,7 @@ export function usageOf(spec: Pick<CommandSpec, "name" | "args">): string {
 /** The `help` text (and what an unknown command prints). */
 export function helpText(): string {
   return [
-    "corral shell [--connect host:port[,host:port...][/chroot]] [--timeout-ms MS] [cmd args]",
+    `corral shell ${Object.entries(SHELL_FLAGS).map(([flag, value]) => `[--${flag} ${value}]`).join(" ")} [cmd args]`,
     ...SPECS.map((spec) => `\t${usageOf(spec)}${spec.name === "quit" ? " (or exit)" : ""}`),
     'Quote data that contains blanks: create /x "hello world". -- ends the options: set /x -- -data.',
   ].join("\n");
@@ -467,11 +470,12 @@ export function parseShellArgs(argv: readonly string[]): ShellArgs {
       continue;
     }
     if (!arg.startsWith("-")) break;
-    if (!arg.startsWith("--")) throw new ConfigError(arg, "unknown option (shell takes --connect, --timeout-ms)");
+    const known = `shell takes --${Object.keys(SHELL_FLAGS).join(", --")}`;
+    if (!arg.startsWith("--")) throw new ConfigError(arg, `unknown option (${known})`);
     const eq = arg.indexOf("=");
     const name = eq < 0 ? arg.slice(2) : arg.slice(2, eq);
     const value = eq < 0 ? argv[++i] : arg.slice(eq + 1);
-    if (name !== "connect" && name !== "timeout-ms") throw new ConfigError(name, "unknown option (shell takes --connect, --timeout-ms)");
+    if (!Object.hasOwn(SHELL_FLAGS, name)) throw new ConfigError(name, `unknown option (${known})`);
     if (value === undefined) throw new ConfigError(name, "missing value");
     if (name === "connect") {
       if (value.trim() === "") throw new ConfigError(name, "expected host:port[,host:port...][/chroot]");

@@ -99,8 +99,9 @@ export class ConfigError extends Error {
   }
 }
 
-type FieldKind = "int" | "string" | "bool" | "servers";
-const FIELDS: Record<keyof ServerConfig, FieldKind> = {
+export type FieldKind = "int" | "string" | "bool" | "servers";
+/** Every field and how its value is read; the flags (`--field-name`) and CORRAL_* names derive from it. */
+export const FIELDS: Readonly<Record<keyof ServerConfig, FieldKind>> = {
   serverId: "int",
   dataDir: "string",
   clientHost: "string",
@@ -155,10 +156,14 @@ export function defaultConfig(): Omit<ServerConfig, "minSessionTimeoutMs" | "max
   };
 }
 
-/** kebab-case flag or UPPER_SNAKE env name → field name. */
-function fieldFromFlag(flag: string): keyof ServerConfig | undefined {
+/** kebab-case flag → field name; undefined when no field has that flag. */
+export function fieldFromFlag(flag: string): keyof ServerConfig | undefined {
   const camel = flag.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
-  return camel in FIELDS ? (camel as keyof ServerConfig) : undefined;
+  return Object.hasOwn(FIELDS, camel) ? (camel as keyof ServerConfig) : undefined;
+}
+/** The flag that sets `field`, without its dashes: serverId → server-id. */
+export function flagName(field: string): string {
+  return field.replace(/[A-Z]/g, (c) => "-" + c.toLowerCase());
 }
 /** The environment variable that sets `field`: serverId → CORRAL_SERVER_ID, servers → CORRAL_SERVERS. */
 export function envName(field: string): string {
@@ -265,10 +270,17 @@ export interface ConfigSources {
   env?: NodeJS.ProcessEnv;
 }
 
-export function loadConfig(sources: ConfigSources): ServerConfig {
-  const merged: Record<string, unknown> = { ...defaultConfig() };
-  /** Fields some source set, as opposed to defaults. */
-  const explicit = new Set<string>();
+/** What some source set, coerced field by field but neither defaulted nor validated. */
+export interface ConfigValues {
+  values: Partial<ServerConfig>;
+  /** Where each value came from: the file's path, its CORRAL_* variable or its --flag. */
+  from: Partial<Record<keyof ServerConfig, string>>;
+}
+
+/** Reads the file, then the environment, then the flags, each overriding the one before. */
+export function readConfigSources(sources: ConfigSources): ConfigValues {
+  const values: Record<string, unknown> = {};
+  const from: Record<string, string> = {};
   if (sources.file) {
     let parsed: unknown;
     try {
@@ -278,25 +290,40 @@ export function loadConfig(sources: ConfigSources): ServerConfig {
     }
     if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new ConfigError("config", "the file must hold a JSON object");
     for (const [key, value] of Object.entries(parsed)) {
-      if (!(key in FIELDS)) throw new ConfigError(key, "unknown field");
-      merged[key] = coerce(key as keyof ServerConfig, value);
-      explicit.add(key);
+      if (!Object.hasOwn(FIELDS, key)) throw new ConfigError(key, "unknown field");
+      values[key] = coerce(key as keyof ServerConfig, value);
+      from[key] = sources.file;
     }
   }
   const env = sources.env ?? {};
   for (const field of Object.keys(FIELDS) as (keyof ServerConfig)[]) {
     const value = env[envName(field)];
     if (value !== undefined) {
-      merged[field] = coerce(field, value);
-      explicit.add(field);
+      values[field] = coerce(field, value);
+      from[field] = envName(field);
     }
   }
   for (const [flag, value] of Object.entries(sources.flags ?? {})) {
     const field = fieldFromFlag(flag);
     if (!field) throw new ConfigError(flag, "unknown option");
-    merged[field] = coerce(field, value);
-    explicit.add(field);
+    values[field] = coerce(field, value);
+    from[field] = `--${flag}`;
   }
+  return { values: values as Partial<ServerConfig>, from };
+}
+
+export function loadConfig(sources: ConfigSources): ServerConfig {
+  return resolveConfig(readConfigSources(sources).values);
+}
+
+/**
+ * The defaults overridden by `values` (what some source set), completed and validated: session
+ * bounds from tickMs, a cluster member's client host and ports from its own entry, "{id}" in dataDir.
+ */
+export function resolveConfig(values: Partial<ServerConfig>): ServerConfig {
+  const merged: Record<string, unknown> = { ...defaultConfig(), ...values };
+  /** Fields some source set, as opposed to defaults. */
+  const explicit = new Set<string>(Object.keys(values));
   const tickMs = merged["tickMs"] as number;
   merged["minSessionTimeoutMs"] ??= tickMs * limits.sessionTimeoutTicksMin;
   merged["maxSessionTimeoutMs"] ??= tickMs * limits.sessionTimeoutTicksMax;

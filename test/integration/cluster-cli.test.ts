@@ -6,20 +6,23 @@
  *
  * The members form one replicated cluster: a write through one is read back through another (by
  * the SDK, and by `corral shell` given the three-host connect string), and with log level info the
- * table shows who leads.
+ * table shows who leads. Settings given to the launcher — a base config file and CORRAL_* variables
+ * — reach every member; changed between runs, they keep the data dir.
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { test } from "node:test";
-import { Client } from "../../src/index.js";
+import { Client, CREATOR_ALL_ACL, generateDigest, setQuota } from "../../src/index.js";
 import { TEST_PORT_MAX, TEST_PORT_MIN } from "../helpers/server-process.js";
 import { fourLetterWord } from "../helpers/four-letter-word.js";
 import { makeTempDir } from "../helpers/temp-dir.js";
 import { waitFor } from "../helpers/wait.js";
+import { withCode } from "../helpers/zk-error.js";
 
 const CLI = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
 
@@ -134,9 +137,7 @@ test("corral cluster --voters 3: every member serves, Ctrl-C stops them all and 
   const dataDir = join(dir.path, "data");
   const ports = await portRanges(3);
   const base = Number(ports[1]);
-  // A CORRAL_* override in the launcher's environment must not leak into the members (it would
-  // contradict the cluster file); only the log level passes through.
-  const cluster = await startCluster(["--voters", "3", "--data-dir", dataDir, "--tick-ms", "200", ...ports], { CORRAL_CLIENT_PORT: "1", CORRAL_LOG_LEVEL: "info" });
+  const cluster = await startCluster(["--voters", "3", "--data-dir", dataDir, "--tick-ms", "200", ...ports], { CORRAL_LOG_LEVEL: "info" });
   try {
     const expected = [0, 1, 2].map((i) => `127.0.0.1:${base + i}`);
     assert.equal(cluster.connectString, expected.join(","));
@@ -256,11 +257,103 @@ test("bad cluster flags exit 2 naming the flag, before anything starts", async (
     const zero = run(["cluster", "--voters", "0", "--data-dir", dir.path]);
     assert.equal(await zero.exit, 2);
     assert.match(zero.err(), /voters/);
-    const unknown = run(["cluster", "--client-port", "2181", "--data-dir", dir.path]);
+    const unknown = run(["cluster", "--client-port-base", "2181", "--data-dir", dir.path]);
     assert.equal(await unknown.exit, 2);
-    assert.match(unknown.err(), /client-port: unknown option/);
+    assert.match(unknown.err(), /client-port-base: unknown option/);
+    // The membership is the launcher's: not from a flag, the environment or a base config.
+    const member = run(["cluster", "--client-port", "2181", "--data-dir", dir.path]);
+    assert.equal(await member.exit, 2);
+    assert.match(member.err(), /clientPort: set by --client-port, but corral cluster sets every member's/);
+    const fromEnv = run(["cluster", "--data-dir", dir.path], { CORRAL_CLIENT_PORT: "1" });
+    assert.equal(await fromEnv.exit, 2);
+    assert.match(fromEnv.err(), /clientPort: set by CORRAL_CLIENT_PORT/);
+    const base = join(dir.path, "base.json");
+    await writeFile(base, JSON.stringify({ ttlNodesEnabled: true, servers: "1=127.0.0.1:2181:2888:3888" }));
+    const fromFile = run(["cluster", "--config", base, "--data-dir", dir.path]);
+    assert.equal(await fromFile.exit, 2);
+    assert.match(fromFile.err(), /servers: set by .*base\.json/);
+    // A shared setting is validated, with the server's rules, before anything starts.
+    const badDigest = run(["cluster", "--data-dir", dir.path], { CORRAL_SUPER_DIGEST: "super:test" });
+    assert.equal(await badDigest.exit, 2);
+    assert.match(badDigest.err(), /superDigest: expected/);
     assert.equal(existsSync(join(dir.path, "cluster.json")), false);
   } finally {
+    await dir.remove();
+  }
+});
+
+test("a base config and CORRAL_* variables given to the launcher reach every member; changed, they keep the data dir", { timeout: 60_000 }, async () => {
+  const dir = await makeTempDir();
+  const dataDir = join(dir.path, "data");
+  const base = join(dir.path, "base.json");
+  const ports = await portRanges(3);
+  const args = ["--voters", "3", "--data-dir", dataDir, "--tick-ms", "200", "--config", base, ...ports];
+  await writeFile(base, JSON.stringify({ ttlNodesEnabled: true, fourLetterWordWhitelist: "ruok" }));
+  let cluster = await startCluster(args, { CORRAL_SUPER_DIGEST: generateDigest("super:test"), CORRAL_ENFORCE_QUOTA: "true" });
+  const clients: Client[] = [];
+  const connect = async (connectString: string) => {
+    const zk = await Client.connect(connectString, { connectTimeoutMs: 30_000 });
+    clients.push(zk);
+    return zk;
+  };
+  try {
+    const members = rows(cluster.out());
+    assert.equal(members.length, 3);
+    const owner = await connect(cluster.connectString);
+    await owner.addAuthInfo("digest", "alice:secret");
+    await owner.create("/private", "alice's", { acl: CREATOR_ALL_ACL });
+    for (const member of members) {
+      // The base config's whitelist, not the launcher's every-word default, on each ZooKeeper port.
+      const zkPort = Number(member.zookeeper.split(":")[1]);
+      assert.equal(await fourLetterWord(zkPort, "ruok"), "imok", `ruok on ${member.id}`);
+      assert.equal(await fourLetterWord(zkPort, "mntr"), "mntr is not executed because it is not in the whitelist.\n", `mntr on ${member.id}`);
+      const zk = await connect(member.client);
+      try {
+        await zk.sync("/");
+        await assert.rejects(zk.getData("/private"), withCode("NOAUTH"), `a stranger on ${member.id}`);
+        // CORRAL_SUPER_DIGEST: the super user passes the ACL on this member (reads are local).
+        await zk.addAuthInfo("digest", "super:test");
+        assert.deepEqual((await zk.whoAmI()).map((info) => info.authScheme), ["super", "ip", "digest"], `super on ${member.id}`);
+        assert.equal(new TextDecoder().decode((await zk.getData("/private")).data), "alice's");
+        // ttlNodesEnabled from the base config.
+        assert.equal(await zk.create(`/ttl-${member.id}`, "", { mode: "persistent-with-ttl", ttlMs: 600_000 }), `/ttl-${member.id}`);
+      } finally {
+        await zk.close();
+      }
+    }
+    // CORRAL_ENFORCE_QUOTA: a hard limit refuses the write.
+    await owner.create("/quota", "");
+    await setQuota(owner, "/quota", { countHardLimit: 2 });
+    await owner.create("/quota/a", "");
+    await assert.rejects(owner.create("/quota/b", ""), withCode("QUOTAEXCEEDED"));
+    await owner.close();
+    cluster.child.kill("SIGINT");
+    assert.equal(await cluster.exit, 0, cluster.err());
+
+    // The same members, another base config and no CORRAL_*: the data dir is this cluster's still,
+    // so it is reused, and the members run with the new settings.
+    await writeFile(base, JSON.stringify({ fourLetterWordWhitelist: "conf" }));
+    cluster = await startCluster(args);
+    assert.match(cluster.out(), /\(reusing its data\)/);
+    const again = rows(cluster.out());
+    const zk = await connect(again[2]!.client);
+    try {
+      await zk.sync("/");
+      assert.notEqual(await zk.exists("/ttl-1"), null, "the data is kept");
+      await assert.rejects(zk.create("/ttl-again", "", { mode: "persistent-with-ttl", ttlMs: 600_000 }), withCode("UNIMPLEMENTED"));
+      await zk.addAuthInfo("digest", "super:test");
+      await assert.rejects(zk.getData("/private"), withCode("NOAUTH"), "no super user any more");
+    } finally {
+      await zk.close();
+    }
+    const zkPort = Number(again[0]!.zookeeper.split(":")[1]);
+    assert.equal(await fourLetterWord(zkPort, "mntr"), "mntr is not executed because it is not in the whitelist.\n");
+    assert.match(await fourLetterWord(zkPort, "conf"), /^clientPort=/m);
+    cluster.child.kill("SIGINT");
+    assert.equal(await cluster.exit, 0, cluster.err());
+  } finally {
+    await Promise.all(clients.map((zk) => zk.close()));
+    if (cluster.child.exitCode === null) cluster.child.kill("SIGKILL");
     await dir.remove();
   }
 });

@@ -1,22 +1,23 @@
 /**
  * `corral cluster` without processes: its flags, the port layout, and the cluster file it writes —
- * which every member must load, through the ordinary config loader, as itself.
+ * which every member must load, through the ordinary config loader, as itself — with the settings
+ * a base config, CORRAL_* variables and flags give every member, and the fields it keeps its own.
  */
 import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
-import { clusterServers, parseClusterOptions, writeClusterConfig } from "../../src/cli/cluster.js";
-import { ConfigError, loadConfig, quorumMembers } from "../../src/server/config.js";
+import { CLUSTER_FLAGS, MEMBER_FIELDS, SHARED_FIELDS, clusterServers, parseClusterOptions, writeClusterConfig } from "../../src/cli/cluster.js";
+import { ConfigError, FIELDS, envName, flagName, loadConfig, quorumMembers } from "../../src/server/config.js";
 
 const dir = mkdtempSync(join(tmpdir(), "corral-cluster-opts-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 test("defaults: three voters on ZooKeeper's ports, data under ./data", () => {
-  const options = parseClusterOptions({}, "/home/me/app");
+  const options = parseClusterOptions({}, { cwd: "/home/me/app" });
   assert.equal(options.dataDir, "/home/me/app/data");
-  assert.equal(options.tickMs, 2000);
+  assert.deepEqual(options.shared, {});
   assert.deepEqual(
     clusterServers(options).map((s) => [s.id, s.host, s.clientPort, s.quorumPort, s.electionPort, s.role]),
     [
@@ -54,9 +55,17 @@ const BAD: [Record<string, string>, string][] = [
   [{ "base-port": "64000" }, "election-base-port"],
   [{ "quorum-base-port": "2182" }, "quorum-base-port"],
   [{ "base-port": "3000", "election-base-port": "3002" }, "election-base-port"],
-  [{ "tick-ms": "0" }, "tick-ms"],
+  [{ "tick-ms": "0" }, "tickMs"],
   [{ "data-dir": "" }, "data-dir"],
-  [{ "client-port": "1" }, "client-port"],
+  [{ "client-port": "1" }, "clientPort"],
+  [{ "server-id": "1" }, "serverId"],
+  [{ servers: "" }, "servers"],
+  [{ "client-host": "0.0.0.0" }, "clientHost"],
+  [{ "zk-client-port": "2999" }, "zkClientPort"],
+  [{ bogus: "1" }, "bogus"],
+  [{ "super-digest": "super:short" }, "superDigest"],
+  [{ "ttl-nodes-enabled": "yes" }, "ttlNodesEnabled"],
+  [{ "min-session-timeout-ms": "5000", "max-session-timeout-ms": "4000" }, "minSessionTimeoutMs"],
 ];
 for (const [flags, field] of BAD) {
   test(`corral cluster ${Object.entries(flags).map(([k, v]) => `--${k} ${JSON.stringify(v)}`).join(" ")} is refused naming ${field}`, () => {
@@ -87,12 +96,93 @@ test("a data dir holding another cluster's file is refused; the same cluster reu
   const first = parseClusterOptions({ voters: "3", "base-port": "41000", "data-dir": dataDir });
   writeClusterConfig(first);
   const before = readFileSync(join(dataDir, "cluster.json"), "utf8");
-  assert.equal(writeClusterConfig({ ...first, tickMs: 100 }).reused, true);
+  assert.equal(writeClusterConfig({ ...first, shared: { tickMs: 100 } }).reused, true);
   assert.throws(
     () => writeClusterConfig(parseClusterOptions({ voters: "5", "base-port": "41000", "data-dir": dataDir })),
     (error: unknown) => error instanceof ConfigError && error.field === "data-dir" && /another cluster/.test(error.message),
   );
   assert.notEqual(readFileSync(join(dataDir, "cluster.json"), "utf8"), before, "the same shape rewrote the tick");
+  // A changed base config, environment or flag is not another membership.
+  const base = join(dir, "b-base.json");
+  writeFileSync(base, JSON.stringify({ ttlNodesEnabled: true, enforceQuota: true }));
+  const changed = parseClusterOptions({ voters: "3", "base-port": "41000", "data-dir": dataDir, "tick-ms": "300" }, { file: base, env: { CORRAL_SUPER_DIGEST: SUPER } });
+  assert.equal(writeClusterConfig(changed).reused, true);
+  const written = loadConfig({ file: join(dataDir, "cluster.json"), flags: { "server-id": "2" } });
+  assert.deepEqual([written.ttlNodesEnabled, written.enforceQuota, written.superDigest, written.tickMs], [true, true, SUPER, 300]);
+  // Neither is a different ZooKeeper-protocol port: it is not part of the membership.
+  assert.equal(writeClusterConfig(parseClusterOptions({ voters: "3", "base-port": "41000", "data-dir": dataDir, "zk-base-port": "0" })).reused, true);
   writeFileSync(join(dataDir, "cluster.json"), "{ not json");
   assert.throws(() => writeClusterConfig(first), (error: unknown) => error instanceof ConfigError && error.field === "data-dir");
+});
+
+const SUPER = "super:D/InIHSb7yEEbrWz8b9l71RjZJU=";
+
+test("a base config, CORRAL_* variables and flags reach every member's config; flags beat the environment, which beats the file", () => {
+  const base = join(dir, "base.json");
+  writeFileSync(base, JSON.stringify({ ttlNodesEnabled: true, enforceQuota: true, tickMs: 100, fourLetterWordWhitelist: "ruok", superDigest: "other:D/InIHSb7yEEbrWz8b9l71RjZJU=" }));
+  const env = { CORRAL_SUPER_DIGEST: SUPER, CORRAL_TICK_MS: "150", CORRAL_CONTAINER_CHECK_INTERVAL_MS: "500", CORRAL_LOG_LEVEL: "warn", UNRELATED: "x" };
+  const options = parseClusterOptions({ voters: "2", observers: "1", "base-port": "42000", "data-dir": join(dir, "c"), "tick-ms": "200", "commit-log-count": "50" }, { file: base, env });
+  const { path } = writeClusterConfig(options);
+  for (const id of [1, 2, 3]) {
+    const config = loadConfig({ file: path, flags: { "server-id": String(id) } });
+    assert.equal(config.ttlNodesEnabled, true);
+    assert.equal(config.enforceQuota, true);
+    assert.equal(config.fourLetterWordWhitelist, "ruok", "the base config beats the launcher's every-word default");
+    assert.equal(config.superDigest, SUPER, "the environment beats the base config");
+    assert.equal(config.containerCheckIntervalMs, 500);
+    assert.equal(config.logLevel, "warn");
+    assert.equal(config.tickMs, 200, "a flag beats the environment");
+    assert.equal(config.commitLogCount, 50);
+    assert.equal(config.clientPort, 42000 + id - 1, "the membership stays the launcher's");
+    assert.equal(config.dataDir, join(dir, "c", String(id)));
+  }
+  // Without any of them: the launcher's defaults (every four-letter word corral answers).
+  const plain = loadConfig({ file: writeClusterConfig(parseClusterOptions({ voters: "1", "base-port": "42100", "data-dir": join(dir, "d") })).path, flags: { "server-id": "1" } });
+  assert.match(plain.fourLetterWordWhitelist, /^ruok,srvr,.*mntr/);
+  assert.deepEqual([plain.ttlNodesEnabled, plain.enforceQuota, plain.superDigest, plain.tickMs], [false, false, "", 2000]);
+});
+
+test("every field but the membership can be shared; the membership is refused from the base config, the environment and a flag, naming field and source", () => {
+  assert.deepEqual(
+    (Object.keys(FIELDS) as string[]).filter((field) => !(SHARED_FIELDS as string[]).includes(field)),
+    ["serverId", "dataDir", "clientHost", "clientPort", "zkClientPort", "servers"],
+  );
+  const base = join(dir, "member-base.json");
+  const dataDir = join(dir, "refused");
+  const values: Record<string, unknown> = { serverId: 2, dataDir: "/tmp/x", clientHost: "0.0.0.0", clientPort: 3000, zkClientPort: 3100, servers: [] };
+  for (const field of MEMBER_FIELDS) {
+    const raw = values[field]!;
+    writeFileSync(base, JSON.stringify({ ttlNodesEnabled: true, [field]: raw }));
+    const text = Array.isArray(raw) ? "" : String(raw);
+    const cases: [{ file?: string; env?: Record<string, string> }, Record<string, string>, string][] = [
+      [{ file: base }, {}, base],
+      [{ env: { [envName(field)]: text } }, {}, envName(field)],
+    ];
+    // --data-dir is the launcher's own flag (the parent of every member's data dir).
+    if (!Object.hasOwn(CLUSTER_FLAGS, flagName(field))) cases.push([{}, { [flagName(field)]: text }, `--${flagName(field)}`]);
+    for (const [sources, flags, source] of cases) {
+      assert.throws(
+        () => parseClusterOptions({ "data-dir": dataDir, ...flags }, sources),
+        (error: unknown) => error instanceof ConfigError && error.field === field && error.message.includes(`set by ${source}`),
+        `${field} from ${source}`,
+      );
+    }
+  }
+  assert.throws(() => readFileSync(join(dataDir, "cluster.json")), /ENOENT/, "nothing written");
+});
+
+test("a base config that is not a config object, or has an unknown or invalid field, is refused naming it", () => {
+  const base = join(dir, "bad-base.json");
+  for (const [content, field] of [
+    ["{ not json", "config"],
+    ["[]", "config"],
+    [JSON.stringify({ ttlNodes: true }), "ttlNodes"],
+    [JSON.stringify({ snapshotEveryTxns: 0 }), "snapshotEveryTxns"],
+    [JSON.stringify({ logLevel: "loud" }), "logLevel"],
+  ] as const) {
+    writeFileSync(base, content);
+    assert.throws(() => parseClusterOptions({}, { file: base }), (error: unknown) => error instanceof ConfigError && error.field === field, content);
+  }
+  assert.throws(() => parseClusterOptions({}, { file: join(dir, "missing.json") }), (error: unknown) => error instanceof ConfigError && error.field === "config");
+  assert.throws(() => parseClusterOptions({}, { env: { CORRAL_ENFORCE_QUOTA: "maybe" } }), (error: unknown) => error instanceof ConfigError && error.field === "enforceQuota");
 });

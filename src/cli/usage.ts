@@ -1,0 +1,140 @@
+/**
+ * What `corral --help` and `corral COMMAND --help` (or `-h`, or `corral help COMMAND`) print. Each
+ * command's options are listed from the tables its parser reads — config.ts's FIELDS for the
+ * server's settings, CLUSTER_FLAGS, HEALTH_FLAGS, SHELL_FLAGS — so no flag is accepted unlisted.
+ */
+import { FIELDS, defaultConfig, envName, flagName, type ServerConfig } from "../server/config.js";
+import { CLUSTER_FLAGS, MEMBER_FIELDS, SHARED_FIELDS, launcherDefaults } from "./cluster.js";
+import { HEALTH_FLAGS } from "./health.js";
+import { helpText } from "./shell-commands.js";
+
+/** Each server setting's value and meaning; a Record, so a new field does not compile without one. */
+const FIELD_HELP: Record<keyof ServerConfig, readonly [string, string]> = {
+  serverId: ["N", "1..254, this server's id (ZooKeeper's myid); required when servers lists a cluster"],
+  dataDir: ["DIR", "the txn log and snapshots; {id} is replaced by serverId"],
+  clientHost: ["HOST", "the address the gRPC client port binds; in a cluster, this server's entry's host"],
+  clientPort: ["PORT", "the gRPC client port; in a cluster, this server's entry's"],
+  zkClientPort: ["PORT", "the ZooKeeper-protocol client port, -1 none, 0 any free; in a cluster, this server's entry's"],
+  fourLetterWordWhitelist: ["WORDS", "four-letter words the ZooKeeper port answers, comma-separated, * for all"],
+  tickMs: ["MS", "ZooKeeper's tickTime"],
+  minSessionTimeoutMs: ["MS", "the shortest session timeout granted (default 2 ticks)"],
+  maxSessionTimeoutMs: ["MS", "the longest session timeout granted (default 20 ticks)"],
+  snapshotEveryTxns: ["N", "take a snapshot after this many txns"],
+  snapshotRetainCount: ["N", "snapshots kept; older log records are purged"],
+  ttlNodesEnabled: ["true|false", "allow TTL nodes; when off a TTL create is UNIMPLEMENTED"],
+  enforceQuota: ["true|false", "refuse writes past a quota's hard limit with QUOTAEXCEEDED"],
+  containerCheckIntervalMs: ["MS", "how often the leader deletes empty containers and expired TTL nodes"],
+  containerMaxPerMinute: ["N", "at most this many of those deletions a minute"],
+  logLevel: ["LEVEL", "fatal, error, warn, info, debug, trace or silent"],
+  servers: ["ID=HOST:CLIENT:QUORUM:ELECTION[:ROLE[:ZK_PORT]],...", "every member, this one included (in the file, a JSON list); none = standalone"],
+  initLimitTicks: ["N", "ticks a learner may take to connect to and sync with the leader"],
+  syncLimitTicks: ["N", "ticks a learner may lag or fall silent before it is dropped"],
+  commitLogCount: ["N", "committed txns the leader keeps in memory to DIFF a returning learner"],
+  superDigest: ["DIGEST", "the super user, super:<base64 SHA-1 of super:password>; the same on every server"],
+};
+
+const COMMANDS: readonly (readonly [string, string])[] = [
+  ["start", "a standalone server on 127.0.0.1:2181, data under ./data (corral server, with a banner)"],
+  ["server", "one server, standalone or a member of a cluster"],
+  ["cluster", "a cluster on this machine, one server process per member"],
+  ["health", "exit 0 if a server answers a session, else 1 (container health checks)"],
+  ["shell", "the command-line client, ZooKeeper's zkCli"],
+  ["help", "this usage; corral help COMMAND (or COMMAND --help) shows a command's"],
+];
+
+/** Two columns: the flag with its value, then what it does. */
+function table(rows: readonly (readonly [string, string])[]): string {
+  const width = Math.min(36, Math.max(...rows.map(([left]) => left.length)));
+  return rows.map(([left, right]) => (left.length > width ? `  ${left}\n  ${"".padEnd(width)}  ${right}` : `  ${left.padEnd(width)}  ${right}`)).join("\n");
+}
+
+/** One row per field: its flag and value, its meaning and, when it has one, its default. */
+function fieldRows(fields: readonly (keyof ServerConfig)[], defaults: Partial<ServerConfig>): [string, string][] {
+  return fields.map((field) => {
+    const [value, meaning] = FIELD_HELP[field];
+    const fallback = defaults[field];
+    const shown = fallback === undefined || fallback === "" || (Array.isArray(fallback) && fallback.length === 0) ? "" : ` (default ${String(fallback)})`;
+    return [`--${flagName(field)} ${value}`, meaning + shown];
+  });
+}
+
+const HELP_ROW = ["-h, --help", "print this usage"] as const;
+const SERVER_FIELDS = Object.keys(FIELDS) as (keyof ServerConfig)[];
+
+function serverUsage(command: "server" | "start"): string {
+  return [
+    `usage: corral ${command} [--config FILE] [--FIELD VALUE ...]`,
+    "",
+    command === "server"
+      ? "Runs one server: standalone, or the member --server-id of the cluster --servers lists."
+      : "Runs one server as corral server does and prints where it serves; without options a standalone\nserver on 127.0.0.1:2181 with data under ./data.",
+    "Every setting is a field of the JSON file given with --config (--tick-ms is tickMs there), an",
+    `environment variable (${envName("tickMs")}) and a flag; flags beat the environment, which beats the`,
+    "file, which beats the defaults. An invalid configuration exits 2, naming the field.",
+    "",
+    "options:",
+    table([["--config FILE", "a JSON object holding any of the fields below"], ...fieldRows(SERVER_FIELDS, defaultConfig()), HELP_ROW]),
+  ].join("\n");
+}
+
+function clusterUsage(): string {
+  return [
+    "usage: corral cluster [LAUNCHER OPTIONS] [--config FILE] [--FIELD VALUE ...]",
+    "",
+    "Runs a cluster on 127.0.0.1, one `corral server` process per member (ids from 1, voters first).",
+    "It writes DIR/cluster.json — the membership it lays out plus the settings every member shares —",
+    "and starts `corral server --config DIR/cluster.json --server-id ID` for each member, then prints",
+    "the connect strings once all serve. Ctrl-C stops them all (exit 0 if all stopped cleanly). A data",
+    "dir whose cluster.json describes another membership is refused.",
+    "",
+    "launcher options:",
+    table([...Object.entries(CLUSTER_FLAGS).map(([flag, [value, meaning]]) => [`--${flag} ${value}`, meaning] as const), HELP_ROW]),
+    "",
+    "every member's settings: corral server's, except the ones the launcher sets for each member",
+    `(${MEMBER_FIELDS.join(", ")}).`,
+    "Later winning: the defaults below, a base config file (--config), CORRAL_<FIELD> variables in",
+    "the launcher's environment, the flags. They are written to cluster.json, so a member restarted",
+    "by hand with that file gets them too.",
+    table([
+      ["--config FILE", "a base config: the JSON corral server --config reads, without the fields above"],
+      ...fieldRows(SHARED_FIELDS, { ...defaultConfig(), ...launcherDefaults() }),
+    ]),
+  ].join("\n");
+}
+
+function healthUsage(): string {
+  return [
+    `usage: corral health ${Object.entries(HEALTH_FLAGS).map(([flag, [value]]) => `[--${flag} ${value}]`).join(" ")}`,
+    "",
+    'Exits 0 when the server accepts a session and answers exists("/"), 1 otherwise (never 2, which',
+    "Docker reserves). Without --connect it checks the client port that the CORRAL_* environment (and",
+    "--config) describe, on 127.0.0.1 when that port is bound to 0.0.0.0.",
+    "",
+    "options:",
+    table([...Object.entries(HEALTH_FLAGS).map(([flag, [value, meaning]]) => [`--${flag} ${value}`, meaning] as const), HELP_ROW]),
+  ].join("\n");
+}
+
+function overview(): string {
+  return ["usage: corral COMMAND [OPTIONS]", "", "commands:", table(COMMANDS.map(([name, meaning]) => [name, meaning]))].join("\n");
+}
+
+/** The usage of `command` (undefined: the overview), or undefined when there is no such command. */
+export function usage(command?: string): string | undefined {
+  switch (command) {
+    case undefined:
+    case "help":
+      return overview();
+    case "server":
+    case "start":
+      return serverUsage(command);
+    case "cluster":
+      return clusterUsage();
+    case "health":
+      return healthUsage();
+    case "shell":
+      return helpText();
+    default:
+      return undefined;
+  }
+}
