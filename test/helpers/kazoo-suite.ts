@@ -8,9 +8,12 @@
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { createWriteStream, existsSync } from "node:fs";
-import { readFile } from "node:fs/promises";
+import { copyFile, mkdir, readFile, rm } from "node:fs/promises";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import type { ServerProcess } from "./server-process.js";
 import { makeTempDir } from "./temp-dir.js";
 
 /** The plugin's directory: test/kazoo in the source tree (tsc does not copy .py files into dist). */
@@ -167,9 +170,48 @@ process.once("exit", () => {
   }
 });
 
+/**
+ * The plugin's way to stop and start the servers, as kazoo's tests do with the ZooKeepers their
+ * harness launched (ManagedZooKeeper.stop / run): POST /servers/<i>/stop or /servers/<i>/run, i
+ * the server's place in the connect string. stop is a SIGTERM and waits for the exit; run waits
+ * until the restarted server listens again. Answers 200 with the new state, or 500 with the error.
+ */
+async function startControl(servers: readonly ServerProcess[]): Promise<{ url: string; close: () => Promise<void> }> {
+  let queue: Promise<unknown> = Promise.resolve();
+  const http: Server = createServer((req, res) => {
+    const m = /^\/servers\/(\d+)\/(stop|run)$/.exec(req.url ?? "");
+    const server = m ? servers[Number(m[1])] : undefined;
+    if (req.method !== "POST" || !m || !server) {
+      res.writeHead(404).end(`no such control: ${req.method} ${req.url}\n`);
+      return;
+    }
+    // One change at a time, in the order asked.
+    const change = queue.then(async () => {
+      if (m[2] === "stop") await server.stop();
+      else if (!server.running) await server.restart();
+    });
+    queue = change.catch(() => undefined);
+    change.then(
+      () => res.writeHead(200).end(server.running ? "running\n" : "stopped\n"),
+      (error: unknown) => res.writeHead(500).end(`${String(error)}\n`),
+    );
+  });
+  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+  const { port } = http.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () => new Promise<void>((resolve) => http.close(() => resolve())),
+  };
+}
+
 export interface KazooRunOptions {
   /** Connect string of the servers, without chroot. */
   hosts: string;
+  /**
+   * The servers of `hosts`, in its order: kazoo's tests may then stop and restart them
+   * (CORRAL_KAZOO_CONTROL). Without them, a test that tries fails.
+   */
+  servers?: readonly ServerProcess[];
   /** Extra pytest arguments (e.g. "-k", "...") put before the tests directory; the plugin's stale-list check is then off. */
   pytestArgs?: string[];
   /** A file path or test id under kazoo/tests to run instead of the whole directory. */
@@ -209,6 +251,9 @@ export async function runKazooSuite(options: KazooRunOptions): Promise<KazooRun>
     PYTHONUNBUFFERED: "1",
   });
 
+  const control = options.servers === undefined ? undefined : await startControl(options.servers);
+  if (control) env.CORRAL_KAZOO_CONTROL = control.url;
+
   const started = Date.now();
   const log = createWriteStream(logFile);
   let tail = "";
@@ -244,11 +289,21 @@ export async function runKazooSuite(options: KazooRunOptions): Promise<KazooRun>
     options.signal?.removeEventListener("abort", kill);
     kill();
     running.delete(child);
+    await control?.close();
   }
 }
 
-/** Removes the run's temp dir (log and XML); call once the log is no longer wanted. */
-export async function removeRunFiles(run: KazooRun): Promise<void> {
-  const { rm } = await import("node:fs/promises");
-  await rm(dirname(run.logFile), { recursive: true, force: true });
+/**
+ * Removes the run's temp dir (log and XML); with `keepIn` (a directory), its pytest.log and
+ * junit.xml are first copied there as `<name>.log` and `<name>.xml`.
+ */
+export async function removeRunFiles(run: KazooRun, keepIn?: { dir: string; name: string }): Promise<void> {
+  const runDir = dirname(run.logFile);
+  if (keepIn) {
+    await mkdir(keepIn.dir, { recursive: true });
+    await copyFile(run.logFile, join(keepIn.dir, `${keepIn.name}.log`));
+    const junit = join(runDir, "junit.xml");
+    if (existsSync(junit)) await copyFile(junit, join(keepIn.dir, `${keepIn.name}.xml`));
+  }
+  await rm(runDir, { recursive: true, force: true });
 }

@@ -8,7 +8,8 @@
  * (initLimit 4, syncLimit 2), every four-letter word, and the super digest of "super:test".
  *
  * `npm run test:kazoo` runs this file alone; KAZOO_SELECT="test_lock.py test_client.py::TestClient"
- * narrows a local run to some of kazoo's files or tests (the stale-skip-list check is then off).
+ * narrows a local run to some of kazoo's files or tests (the stale-skip-list check is then off);
+ * KAZOO_REPORT_DIR=dir keeps each run's pytest output and JUnit XML there (standalone.*, cluster.*).
  */
 import assert from "node:assert/strict";
 import { describe, test, type TestContext } from "node:test";
@@ -58,18 +59,22 @@ function report(t: TestContext, label: string, run: KazooRun): void {
   t.diagnostic(`  slowest: ${slow.map((c) => `${c.id} ${c.seconds.toFixed(1)} s`).join(", ")}`);
 }
 
-/** Runs the suite against `hosts`; `servers` are checked to have lived through it. */
-async function gate(t: TestContext, label: string, hosts: string, servers: ReadonlyMap<number, ServerProcess>): Promise<void> {
-  const run = await runKazooSuite({ hosts, timeoutMs: RUN_LIMIT_MS, ...(select ? { select } : {}) });
+/**
+ * Runs the suite against the ZooKeeper ports of `servers` (kazoo's tests may stop and restart
+ * them), which must all be running at the end.
+ */
+async function gate(t: TestContext, label: string, name: string, servers: readonly ServerProcess[]): Promise<void> {
+  const hosts = servers.map((s) => s.zkConnectString).join(",");
+  const run = await runKazooSuite({ hosts, servers, timeoutMs: RUN_LIMIT_MS, ...(select ? { select } : {}) });
   try {
-    report(t, label, run);
+    report(t, `${label} (${hosts})`, run);
     const problems = verdict(run);
-    for (const [id, server] of servers) {
-      if (!server.running) problems.push(`server ${id} died during the run (exit code ${server.exitCode}):\n${server.stderr.slice(-4_000)}`);
-    }
+    servers.forEach((server, i) => {
+      if (!server.running) problems.push(`server ${i} (${server.zkConnectString}) is not running after the run (exit code ${server.exitCode}):\n${server.stderr.slice(-4_000)}`);
+    });
     assert.deepEqual(problems, [], `kazoo's suite against ${label}:\n${problems.join("\n")}\n--- pytest's last output ---\n${run.tail.slice(-6_000)}`);
   } finally {
-    await removeRunFiles(run);
+    await removeRunFiles(run, process.env.KAZOO_REPORT_DIR ? { dir: process.env.KAZOO_REPORT_DIR, name } : undefined);
   }
 }
 
@@ -85,7 +90,7 @@ describe("kazoo's test suite against corral's ZooKeeper port", { concurrency: 1 
         extraArgs: ["--four-letter-word-whitelist", "*", "--super-digest", SUPER_DIGEST],
       });
       await servesSessions(server.connectString);
-      await gate(t, `a standalone server (${server.zkConnectString})`, server.zkConnectString, new Map([[1, server]]));
+      await gate(t, "a standalone server", "standalone", [server]);
     } finally {
       await server?.stop();
       await dir.remove();
@@ -104,7 +109,7 @@ describe("kazoo's test suite against corral's ZooKeeper port", { concurrency: 1 
     try {
       await waitFor("a leader every server agrees on", () => cluster.agreedLeader(), 60_000);
       for (const server of cluster.servers.values()) await servesSessions(server.connectString);
-      await gate(t, `a three-voter cluster (${cluster.zkConnectString})`, cluster.zkConnectString, cluster.servers);
+      await gate(t, "a three-voter cluster", "cluster", [...cluster.servers.values()]);
     } finally {
       await cluster.stop();
     }

@@ -6,22 +6,32 @@ that cluster with the servers named by CORRAL_KAZOO_HOSTS, a connect string with
 ("127.0.0.1:2281" or "127.0.0.1:2281,127.0.0.1:2282,127.0.0.1:2283"), so that
 KazooTestHarness.servers is exactly that string. The servers are someone else's to start and stop.
 
+kazoo's tests stop and restart servers of the ensemble (ManagedZooKeeper.stop / run): here those
+ask the runner to do it to its corral processes (CORRAL_KAZOO_CONTROL).
+
 SKIPS is the one list of kazoo tests not run against corral, each with its reason: only tests
-that need what corral does not serve (reconfig, SASL, read-only mode) or that stop and start
-ensemble members from inside the test. Their skip reasons start with SKIP_PREFIX so that the
-runner (test/integration/kazoo.test.ts) can tell them from the skips kazoo decides itself.
+that need what corral does not serve (reconfig, SASL, read-only mode), or a second server when
+the target is a standalone one. Their skip reasons start with SKIP_PREFIX so that the runner
+(test/integration/kazoo.test.ts) can tell them from the skips kazoo decides itself.
 """
 import os
 import sys
+import urllib.request
 
 import pytest
 
 HOSTS_ENV = "CORRAL_KAZOO_HOSTS"
+CONTROL_ENV = "CORRAL_KAZOO_CONTROL"
 SKIP_PREFIX = "corral-skip: "
 
-_STOPS_SERVER = (
-    "stops and restarts a server of the ensemble from inside the test (ManagedZooKeeper.stop/run); "
-    "the servers here are the runner's processes, not kazoo's"
+
+class OnlyStandalone(str):
+    """A skip reason that applies only when CORRAL_KAZOO_HOSTS names a single server."""
+
+
+_NEEDS_A_SECOND_SERVER = OnlyStandalone(
+    "stops the client's server and expects it connected to another of the ensemble within 5 s: "
+    "a standalone target has no other server (run against the three-voter cluster)"
 )
 _RECONFIG = "reconfig: corral has no dynamic reconfiguration (the opcode answers UNIMPLEMENTED)"
 _SASL = "SASL: corral's ZooKeeper port has no SASL authentication (no JAAS DIGEST-MD5 login)"
@@ -41,44 +51,59 @@ SKIPS = {
     "kazoo/tests/test_connection.py::TestReadOnlyMode::test_read_only":
         "read-only mode (ZooKeeper's readonlymode.enabled) is not served by corral, and the test "
         "stops two ensemble members from inside itself",
-    # Stopping a server from inside the test, once per handler that runs TestClient.
-    "kazoo/tests/test_client.py::TestClient::test_update_host_list": _STOPS_SERVER,
-    "kazoo/tests/test_client.py::TestClient::test_request_queuing_session_recovered": _STOPS_SERVER,
-    "kazoo/tests/test_client.py::TestClient::test_request_queuing_session_expired": _STOPS_SERVER,
-    "kazoo/tests/test_gevent_handler.py::TestGeventClient::test_update_host_list": _STOPS_SERVER,
-    "kazoo/tests/test_gevent_handler.py::TestGeventClient::test_request_queuing_session_recovered": _STOPS_SERVER,
-    "kazoo/tests/test_gevent_handler.py::TestGeventClient::test_request_queuing_session_expired": _STOPS_SERVER,
-    "kazoo/tests/test_eventlet_handler.py::TestEventletClient::test_update_host_list": _STOPS_SERVER,
-    "kazoo/tests/test_eventlet_handler.py::TestEventletClient::test_request_queuing_session_recovered": _STOPS_SERVER,
-    "kazoo/tests/test_eventlet_handler.py::TestEventletClient::test_request_queuing_session_expired": _STOPS_SERVER,
+    # Fail-over to another server of the ensemble, once per handler that runs TestClient.
+    "kazoo/tests/test_client.py::TestClient::test_update_host_list": _NEEDS_A_SECOND_SERVER,
+    "kazoo/tests/test_gevent_handler.py::TestGeventClient::test_update_host_list": _NEEDS_A_SECOND_SERVER,
+    "kazoo/tests/test_eventlet_handler.py::TestEventletClient::test_update_host_list": _NEEDS_A_SECOND_SERVER,
 }
 
 
 class ExternalServer(object):
-    """One server of the external ensemble, shaped like kazoo.testing.common.ManagedZooKeeper."""
+    """One server of the external ensemble, shaped like kazoo.testing.common.ManagedZooKeeper.
 
-    def __init__(self, address):
+    stop() and run() ask the runner (CORRAL_KAZOO_CONTROL, an http://127.0.0.1:port URL) to stop
+    the server process or start it again; both return once that is done, run() once the server
+    listens again. Without CORRAL_KAZOO_CONTROL the servers cannot be stopped and a test that
+    tries fails.
+    """
+
+    def __init__(self, index, address):
+        self.index = index
         self.address = address
         self.host, _, port = address.rpartition(":")
         self.client_port = int(port)
         self.running = True
 
+    def _control(self, action):
+        url = os.environ.get(CONTROL_ENV)
+        if not url:
+            raise RuntimeError(
+                "%s is an external server and %s is not set: kazoo's tests cannot %s it"
+                % (self.address, CONTROL_ENV, action))
+        request = urllib.request.Request("%s/servers/%d/%s" % (url, self.index, action), data=b"", method="POST")
+        with urllib.request.urlopen(request, timeout=120) as response:
+            state = response.read().decode().strip()
+        self.running = state == "running"
+
     def run(self):
-        pass
+        if not self.running:
+            self._control("run")
+
+    def stop(self):
+        if self.running:
+            self._control("stop")
 
     def _not_ours(self, *args, **kwargs):
-        raise RuntimeError(
-            "%s is an external server (%s): kazoo's tests cannot stop, reset or destroy it; "
-            "a test that needs to belongs in corral_kazoo_plugin.SKIPS" % (self.address, HOSTS_ENV))
+        raise RuntimeError("%s is an external server: kazoo's tests cannot reset or destroy its data" % self.address)
 
-    stop = reset = destroy = _not_ours
+    reset = destroy = _not_ours
 
 
 class ExternalCluster(object):
     """The external ensemble, shaped like kazoo.testing.common.ZookeeperCluster."""
 
     def __init__(self, hosts):
-        self._servers = [ExternalServer(h.strip()) for h in hosts.split(",") if h.strip()]
+        self._servers = [ExternalServer(i, h) for i, h in enumerate(h.strip() for h in hosts.split(",") if h.strip())]
         if not self._servers:
             raise pytest.UsageError("%s names no server" % HOSTS_ENV)
 
@@ -92,12 +117,15 @@ class ExternalCluster(object):
         return len(self._servers)
 
     def start(self):
-        pass
+        for server in self._servers:
+            server.run()
 
     def stop(self):
-        self._servers[0].stop()
+        for server in self._servers:
+            server.stop()
 
-    reset = stop
+    def reset(self):
+        self._servers[0].reset()
 
     def terminate(self):
         pass
@@ -154,6 +182,8 @@ def pytest_collection_modifyitems(session, config, items):
         reason = SKIPS.get(node_id)
         if reason is not None:
             seen.add(node_id)
+            if isinstance(reason, OnlyStandalone) and len(_cluster) > 1:
+                continue
             item.add_marker(pytest.mark.skip(reason=SKIP_PREFIX + reason))
     # A name that no longer matches a test is a stale list, not a silent pass (checked when the
     # whole suite runs: the runner sets CORRAL_KAZOO_WHOLE_SUITE).
