@@ -69,6 +69,8 @@ export interface KazooRun {
   counts: Record<Outcome, number>;
   /** The pytest process's exit code. */
   exitCode: number | null;
+  /** Whether pytest was killed for running past `timeoutMs`. */
+  timedOut: boolean;
   wallMs: number;
   /** Where pytest's console output went. */
   logFile: string;
@@ -145,8 +147,9 @@ export function skipOrigin(message: string): "plugin" | "kazoo" | "unexpected" {
 }
 
 /** What makes a run fail the gate, one line each; empty when it passes. */
-export function verdict(run: Pick<KazooRun, "cases" | "exitCode">): string[] {
+export function verdict(run: Pick<KazooRun, "cases" | "exitCode"> & { timedOut?: boolean }): string[] {
   const problems: string[] = [];
+  if (run.timedOut) problems.push("pytest did not finish in time and was killed (the cases after the one running then are missing)");
   if (run.cases.length === 0) problems.push("pytest reported no test case at all");
   for (const c of run.cases) {
     if (c.outcome === "failed" || c.outcome === "error") problems.push(`${c.outcome}: ${c.id}: ${c.message}`);
@@ -251,13 +254,30 @@ export async function runKazooSuite(options: KazooRunOptions): Promise<KazooRun>
     PYTHONUNBUFFERED: "1",
   });
 
+  try {
+    return await runPytest(python, args, env, dir.path, junit, logFile, options);
+  } catch (error) {
+    await dir.remove();
+    throw error;
+  }
+}
+
+async function runPytest(
+  python: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+  junit: string,
+  logFile: string,
+  options: KazooRunOptions,
+): Promise<KazooRun> {
   const control = options.servers === undefined ? undefined : await startControl(options.servers);
   if (control) env.CORRAL_KAZOO_CONTROL = control.url;
 
   const started = Date.now();
   const log = createWriteStream(logFile);
   let tail = "";
-  const child = spawn(python, args, { cwd: dir.path, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(python, args, { cwd, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
   running.add(child);
   const keep = (chunk: Buffer) => {
     log.write(chunk);
@@ -272,7 +292,14 @@ export async function runKazooSuite(options: KazooRunOptions): Promise<KazooRun>
       // already gone
     }
   };
-  const timer = options.timeoutMs === undefined ? undefined : setTimeout(kill, options.timeoutMs);
+  let timedOut = false;
+  const timer =
+    options.timeoutMs === undefined
+      ? undefined
+      : setTimeout(() => {
+          timedOut = true;
+          kill();
+        }, options.timeoutMs);
   options.signal?.addEventListener("abort", kill, { once: true });
   try {
     const exitCode = await new Promise<number | null>((resolve, reject) => {
@@ -283,7 +310,7 @@ export async function runKazooSuite(options: KazooRunOptions): Promise<KazooRun>
     await new Promise<void>((resolve) => log.end(resolve));
     const xml = existsSync(junit) ? await readFile(junit, "utf8") : "";
     const cases = parseJunit(xml);
-    return { cases, counts: countOutcomes(cases), exitCode, wallMs, logFile, tail };
+    return { cases, counts: countOutcomes(cases), exitCode, timedOut, wallMs, logFile, tail };
   } finally {
     clearTimeout(timer);
     options.signal?.removeEventListener("abort", kill);

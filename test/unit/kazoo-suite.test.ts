@@ -57,4 +57,5 @@ test("the verdict names every failure, error and unexpected skip; a clean report
   assert.match(verdict({ cases: passing, exitCode: null })[0]!, /exited with code null/);
   assert.match(verdict({ cases: passing, exitCode: 1 })[0]!, /no failure/);
   assert.match(verdict({ cases: [], exitCode: 0 })[0]!, /no test case/);
+  assert.match(verdict({ cases: passing, exitCode: null, timedOut: true })[0]!, /did not finish in time/);
 });
