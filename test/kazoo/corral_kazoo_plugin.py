@@ -1,0 +1,197 @@
+"""pytest plugin: run kazoo's own test suite against an external ZooKeeper-protocol server.
+
+kazoo's harness (kazoo.testing.harness.get_global_cluster) always launches a ZooKeeper of its
+own. Loaded with ``-p corral_kazoo_plugin`` (this directory on PYTHONPATH), this plugin replaces
+that cluster with the servers named by CORRAL_KAZOO_HOSTS, a connect string without chroot
+("127.0.0.1:2281" or "127.0.0.1:2281,127.0.0.1:2282,127.0.0.1:2283"), so that
+KazooTestHarness.servers is exactly that string. The servers are someone else's to start and stop.
+
+kazoo's tests stop and restart servers of the ensemble (ManagedZooKeeper.stop / run): here those
+ask the runner to do it to its corral processes (CORRAL_KAZOO_CONTROL).
+
+SKIPS is the one list of kazoo tests not run against corral, each with its reason: only tests
+that need what corral does not serve (reconfig, SASL, read-only mode), or a second server when
+the target is a standalone one. Their skip reasons start with SKIP_PREFIX so that the runner
+(test/integration/kazoo.test.ts) can tell them from the skips kazoo decides itself.
+"""
+import os
+import sys
+import urllib.request
+
+import pytest
+
+HOSTS_ENV = "CORRAL_KAZOO_HOSTS"
+CONTROL_ENV = "CORRAL_KAZOO_CONTROL"
+SKIP_PREFIX = "corral-skip: "
+
+
+class OnlyStandalone(str):
+    """A skip reason that applies only when CORRAL_KAZOO_HOSTS names a single server."""
+
+
+_NEEDS_A_SECOND_SERVER = OnlyStandalone(
+    "stops the client's server and expects it connected to another of the ensemble within 5 s: "
+    "a standalone target has no other server (run against the three-voter cluster)"
+)
+_RECONFIG = "reconfig: corral has no dynamic reconfiguration (the opcode answers UNIMPLEMENTED)"
+_SASL = "SASL: corral's ZooKeeper port has no SASL authentication (no JAAS DIGEST-MD5 login)"
+
+# Node ids as "kazoo/tests/<file>::<class>::<test>", whatever pytest's rootdir.
+SKIPS = {
+    # Reconfig (ZooKeeper's dynamic reconfiguration).
+    "kazoo/tests/test_client.py::TestReconfig::test_no_super_auth": _RECONFIG,
+    "kazoo/tests/test_client.py::TestReconfig::test_add_remove_observer": _RECONFIG,
+    "kazoo/tests/test_client.py::TestReconfig::test_bad_input": _RECONFIG,
+    # SASL (the harness reconfigures its ZooKeeper with a JAAS DIGEST-MD5 login).
+    "kazoo/tests/test_sasl.py::TestLegacySASLDigestAuthentication::test_connect_sasl_auth": _SASL,
+    "kazoo/tests/test_sasl.py::TestLegacySASLDigestAuthentication::test_invalid_sasl_auth": _SASL,
+    "kazoo/tests/test_sasl.py::TestSASLDigestAuthentication::test_connect_sasl_auth": _SASL,
+    "kazoo/tests/test_sasl.py::TestSASLDigestAuthentication::test_invalid_sasl_auth": _SASL,
+    # Read-only mode: stops two of three servers and expects the third to serve reads read-only.
+    "kazoo/tests/test_connection.py::TestReadOnlyMode::test_read_only":
+        "read-only mode (ZooKeeper's readonlymode.enabled) is not served by corral, and the test "
+        "stops two ensemble members from inside itself",
+    # Fail-over to another server of the ensemble, once per handler that runs TestClient.
+    "kazoo/tests/test_client.py::TestClient::test_update_host_list": _NEEDS_A_SECOND_SERVER,
+    "kazoo/tests/test_gevent_handler.py::TestGeventClient::test_update_host_list": _NEEDS_A_SECOND_SERVER,
+    "kazoo/tests/test_eventlet_handler.py::TestEventletClient::test_update_host_list": _NEEDS_A_SECOND_SERVER,
+}
+
+
+class ExternalServer(object):
+    """One server of the external ensemble, shaped like kazoo.testing.common.ManagedZooKeeper.
+
+    stop() and run() ask the runner (CORRAL_KAZOO_CONTROL, an http://127.0.0.1:port URL) to stop
+    the server process or start it again; both return once that is done, run() once the server
+    listens again. Without CORRAL_KAZOO_CONTROL the servers cannot be stopped and a test that
+    tries fails.
+    """
+
+    def __init__(self, index, address):
+        self.index = index
+        self.address = address
+        self.host, _, port = address.rpartition(":")
+        self.client_port = int(port)
+        self.running = True
+
+    def _control(self, action):
+        url = os.environ.get(CONTROL_ENV)
+        if not url:
+            raise RuntimeError(
+                "%s is an external server and %s is not set: kazoo's tests cannot %s it"
+                % (self.address, CONTROL_ENV, action))
+        request = urllib.request.Request("%s/servers/%d/%s" % (url, self.index, action), data=b"", method="POST")
+        with urllib.request.urlopen(request, timeout=120) as response:
+            state = response.read().decode().strip()
+        self.running = state == "running"
+
+    def run(self):
+        if not self.running:
+            self._control("run")
+
+    def stop(self):
+        if self.running:
+            self._control("stop")
+
+    def _not_ours(self, *args, **kwargs):
+        raise RuntimeError("%s is an external server: kazoo's tests cannot reset or destroy its data" % self.address)
+
+    reset = destroy = _not_ours
+
+
+class ExternalCluster(object):
+    """The external ensemble, shaped like kazoo.testing.common.ZookeeperCluster."""
+
+    def __init__(self, hosts):
+        self._servers = [ExternalServer(i, h) for i, h in enumerate(h.strip() for h in hosts.split(",") if h.strip())]
+        if not self._servers:
+            raise pytest.UsageError("%s names no server" % HOSTS_ENV)
+
+    def __getitem__(self, k):
+        return self._servers[k]
+
+    def __iter__(self):
+        return iter(self._servers)
+
+    def __len__(self):
+        return len(self._servers)
+
+    def start(self):
+        for server in self._servers:
+            server.run()
+
+    def stop(self):
+        for server in self._servers:
+            server.stop()
+
+    def reset(self):
+        self._servers[0].reset()
+
+    def terminate(self):
+        pass
+
+
+_cluster = None
+_original = None
+
+
+def _external_cluster():
+    return _cluster
+
+
+def _patch_everywhere():
+    """Replace get_global_cluster in kazoo.testing.harness and in every module that imported it by name."""
+    for name, module in list(sys.modules.items()):
+        if module is None:
+            continue
+        if getattr(module, "get_global_cluster", None) is _original:
+            setattr(module, "get_global_cluster", _external_cluster)
+
+
+def pytest_configure(config):
+    global _cluster, _original
+    hosts = os.environ.get(HOSTS_ENV, "")
+    if "/" in hosts:
+        raise pytest.UsageError("%s must be a connect string without chroot, got %r" % (HOSTS_ENV, hosts))
+    _cluster = ExternalCluster(hosts)
+    import kazoo.testing.harness as harness
+
+    if _original is None:
+        _original = harness.get_global_cluster
+    _patch_everywhere()
+
+
+def _kazoo_node_id(item):
+    """The item's node id as kazoo/tests/<file>::..., independent of pytest's rootdir."""
+    path = str(item.path)
+    marker = os.sep + "kazoo" + os.sep + "tests" + os.sep
+    at = path.rfind(marker)
+    if at < 0:
+        return item.nodeid
+    relative = "kazoo/tests/" + path[at + len(marker):].replace(os.sep, "/")
+    rest = item.nodeid.split("::", 1)
+    return relative + ("::" + rest[1] if len(rest) > 1 else "")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    # Test modules are imported by now: patch any that imported get_global_cluster by name.
+    _patch_everywhere()
+    seen = set()
+    for item in items:
+        node_id = _kazoo_node_id(item)
+        reason = SKIPS.get(node_id)
+        if reason is not None:
+            seen.add(node_id)
+            if isinstance(reason, OnlyStandalone) and len(_cluster) > 1:
+                continue
+            item.add_marker(pytest.mark.skip(reason=SKIP_PREFIX + reason))
+    # A name that no longer matches a test is a stale list, not a silent pass (checked when the
+    # whole suite runs: the runner sets CORRAL_KAZOO_WHOLE_SUITE).
+    if os.environ.get("CORRAL_KAZOO_WHOLE_SUITE") == "1":
+        stale = sorted(set(SKIPS) - seen)
+        if stale:
+            raise pytest.UsageError("corral_kazoo_plugin.SKIPS names tests that were not collected: %s" % ", ".join(stale))
+
+
+def pytest_runtest_setup(item):
+    _patch_everywhere()
