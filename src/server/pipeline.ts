@@ -230,8 +230,11 @@ export class RequestPipeline {
         break;
       }
       case "closeSession": {
+        // The client's own close (it is waiting for this txn), or the leader's expiry.
+        const waiting = session === undefined ? undefined : this.firstUnansweredWrite(session);
+        const askedFor = waiting?.request.op === "close" && waiting.xid === txn.header.cxid;
         if (session) this.answerWrite(session, txn, result);
-        this.closeSession(sessionId);
+        this.closeSession(sessionId, askedFor);
         break;
       }
       default:
@@ -286,7 +289,7 @@ export class RequestPipeline {
     return undefined;
   }
 
-  private closeSession(sessionId: bigint): void {
+  private closeSession(sessionId: bigint, askedFor: boolean): void {
     const session = this.sessions.get(sessionId);
     this.activity.forget(sessionId);
     this.tree.watches.removeWatcher(sessionId);
@@ -295,7 +298,6 @@ export class RequestPipeline {
     this.drain(session);
     this.sessions.delete(sessionId);
     this.syncWaiters.delete(session);
-    const askedFor = session.queue.some((entry) => entry.request.op === "close");
     session.connection?.end(askedFor ? "closed" : "expired");
     session.connection = undefined;
   }

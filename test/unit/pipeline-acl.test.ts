@@ -81,8 +81,10 @@ class FakeConnection implements ClientConnection {
   sendEvent(event: WatchEvent): void {
     this.events.push(event);
   }
-  end(): void {
+  endReason: "closed" | "expired" | "moved" | undefined;
+  end(reason: "closed" | "expired" | "moved"): void {
     this.open = false;
+    this.endReason = reason;
   }
 }
 
@@ -256,5 +258,19 @@ describe("SESSIONMOVED is a connection-level error, as in ZooKeeper", () => {
     f.pipeline.applied(txn, result, deliveries);
     assert.equal(f.connection.replies.has(78), false, "no SESSIONMOVED answer is sent");
     assert.equal(f.connection.open, false, "the connection is ended: the client reconnects and revalidates");
+  });
+});
+
+describe("how a session's connection ends", () => {
+  test("a close the client asked for ends its connection as closed, after answering it", () => {
+    const f = fixture();
+    assert.equal(f.call({ op: "close" }).err, 0);
+    assert.equal(f.connection.endReason, "closed");
+  });
+
+  test("a closeSession the server decided (expiry) ends the connection as expired", () => {
+    const f = fixture();
+    f.setup({ op: "close" });
+    assert.equal(f.connection.endReason, "expired");
   });
 });
