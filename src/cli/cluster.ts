@@ -29,6 +29,10 @@ export interface ClusterOptions {
   electionBasePort: number;
   /** ZooKeeper-protocol client ports are zkBasePort, zkBasePort+1, …; 0 = none. */
   zkBasePort: number;
+  /** Prometheus /metrics ports are metricsBasePort, metricsBasePort+1, …; 0 = none. */
+  metricsBasePort: number;
+  /** Admin HTTP ports (/commands, /healthz, /readyz) are adminBasePort, adminBasePort+1, …; 0 = none. */
+  adminBasePort: number;
   host: string;
   /** Absolute; the cluster config and one data dir per server (<dataDir>/<id>) live here. */
   dataDir: string;
@@ -44,8 +48,11 @@ const QUORUM_OFFSET = 2888 - 2181;
 const ELECTION_OFFSET = 3888 - 2181;
 /** The ZooKeeper-protocol ports sit 100 above the gRPC ones: 2281, 2282, … by default. */
 const ZK_OFFSET = 100;
+/** The metrics and admin ports sit where ZooKeeper's docs put them for the default base: 7000 and 8080. */
+const METRICS_OFFSET = 7000 - 2181;
+const ADMIN_OFFSET = 8080 - 2181;
 
-const FLAGS = ["voters", "observers", "base-port", "quorum-base-port", "election-base-port", "zk-base-port", "data-dir", "tick-ms", "stop-grace-ms", "start-timeout-ms"];
+const FLAGS = ["voters", "observers", "base-port", "quorum-base-port", "election-base-port", "zk-base-port", "metrics-base-port", "admin-base-port", "data-dir", "tick-ms", "stop-grace-ms", "start-timeout-ms"];
 
 function intFlag(flags: Record<string, string>, name: string, fallback: number, min: number, max: number): number {
   const raw = flags[name];
@@ -69,11 +76,20 @@ export function parseClusterOptions(flags: Record<string, string>, cwd = process
   const quorumBasePort = intFlag(flags, "quorum-base-port", basePort + QUORUM_OFFSET, 1, 65535);
   const electionBasePort = intFlag(flags, "election-base-port", basePort + ELECTION_OFFSET, 1, 65535);
   const zkBasePort = intFlag(flags, "zk-base-port", basePort + ZK_OFFSET, 0, 65535);
+  // Derived defaults past 65535 (a high --base-port) mean none rather than an error.
+  const derived = (offset: number) => (basePort + offset + size - 1 <= 65535 ? basePort + offset : 0);
+  const metricsBasePort = intFlag(flags, "metrics-base-port", derived(METRICS_OFFSET), 0, 65535);
+  const adminBasePort = intFlag(flags, "admin-base-port", derived(ADMIN_OFFSET), 0, 65535);
+  const optional: [string, number][] = [
+    ["zk-base-port", zkBasePort],
+    ["metrics-base-port", metricsBasePort],
+    ["admin-base-port", adminBasePort],
+  ];
   const ranges: [string, number][] = [
     ["base-port", basePort],
     ["quorum-base-port", quorumBasePort],
     ["election-base-port", electionBasePort],
-    ...(zkBasePort === 0 ? [] : [["zk-base-port", zkBasePort] as [string, number]]),
+    ...optional.filter(([, first]) => first !== 0),
   ];
   for (const [name, first] of ranges) {
     const last = first + size - 1;
@@ -98,6 +114,8 @@ export function parseClusterOptions(flags: Record<string, string>, cwd = process
     quorumBasePort,
     electionBasePort,
     zkBasePort,
+    metricsBasePort,
+    adminBasePort,
     host: "127.0.0.1",
     dataDir: isAbsolute(dataDir) ? dataDir : resolve(cwd, dataDir),
     tickMs: intFlag(flags, "tick-ms", defaults.tickMs, 1, 60_000),
@@ -118,6 +136,8 @@ export function clusterServers(options: ClusterOptions): ServerEntry[] {
       electionPort: options.electionBasePort + i,
       role: i < options.voters ? "participant" : "observer",
       ...(options.zkBasePort === 0 ? {} : { zkClientPort: options.zkBasePort + i }),
+      ...(options.metricsBasePort === 0 ? {} : { metricsPort: options.metricsBasePort + i }),
+      ...(options.adminBasePort === 0 ? {} : { adminPort: options.adminBasePort + i }),
     });
   }
   validateServers(servers);
@@ -173,7 +193,7 @@ export function writeClusterConfig(options: ClusterOptions): { path: string; reu
 
 /** Who the members are and how they reach each other; client ports may change between runs, membership not. */
 function membership(servers: readonly ServerEntry[]): string {
-  return formatServers(servers.map(({ zkClientPort: _client, ...entry }) => entry));
+  return formatServers(servers.map(({ zkClientPort: _client, metricsPort: _metrics, adminPort: _admin, ...entry }) => entry));
 }
 
 /** What a child inherits: everything but CORRAL_* (the cluster file decides), except the log level. */
@@ -346,12 +366,14 @@ export async function runCluster(
         live ? `${m.entry.role}, ${m.liveRole}` : m.entry.role,
         formatHostPort(m.entry.host, m.entry.clientPort),
         m.entry.zkClientPort === undefined ? "-" : formatHostPort(m.entry.host, m.entry.zkClientPort),
+        m.entry.metricsPort === undefined ? "-" : formatHostPort(m.entry.host, m.entry.metricsPort),
+        m.entry.adminPort === undefined ? "-" : formatHostPort(m.entry.host, m.entry.adminPort),
         formatHostPort(m.entry.host, m.entry.quorumPort),
         formatHostPort(m.entry.host, m.entry.electionPort),
         display(join(options.dataDir, String(m.entry.id))),
         String(m.child.pid),
       ]);
-      const header = ["id", "role", "client", "zookeeper", "quorum", "election", "data", "pid"];
+      const header = ["id", "role", "client", "zookeeper", "metrics", "admin", "quorum", "election", "data", "pid"];
       const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
       const line = (cells: string[]) => "  " + cells.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd() + "\n";
       io.out(

@@ -17,10 +17,12 @@ const USAGE = `usage:
                 [--tick-ms MS] [--min-session-timeout-ms MS] [--max-session-timeout-ms MS]
                 [--snapshot-every-txns N] [--snapshot-retain-count N] [--log-level LEVEL]
                 [--servers ID=HOST:CLIENT:QUORUM:ELECTION[:ROLE],...] [--init-limit-ticks N] [--sync-limit-ticks N]
+                [--zk-client-port P] [--metrics-port P] [--metrics-host H] [--admin-port P] [--admin-host H]
   Every field can also come from the environment as CORRAL_<FIELD>, e.g. CORRAL_CLIENT_PORT=2181,
   CORRAL_SERVERS=1=corral1:2181:2888:3888:participant,2=corral2:2181:2888:3888:participant,...
   corral cluster [--voters 3] [--observers 0] [--base-port 2181] [--quorum-base-port P] [--election-base-port P]
-                 [--data-dir ./data] [--tick-ms 2000] [--stop-grace-ms 10000] [--start-timeout-ms 60000]
+                 [--zk-base-port P] [--metrics-base-port 7000] [--admin-base-port 8080] [--data-dir ./data]
+                 [--tick-ms 2000] [--stop-grace-ms 10000] [--start-timeout-ms 60000]
                                         one server process per member on 127.0.0.1, data under DIR/<id>
   corral health [--connect HOST:PORT] [--config FILE] [--timeout-ms 5000]
                                         exit 0 if the server answers exists("/"), else 1; without

@@ -96,3 +96,26 @@ test("a data dir holding another cluster's file is refused; the same cluster reu
   writeFileSync(join(dataDir, "cluster.json"), "{ not json");
   assert.throws(() => writeClusterConfig(first), (error: unknown) => error instanceof ConfigError && error.field === "data-dir");
 });
+
+test("metrics and admin ports sit at ZooKeeper's 7000 and 8080 for the default base, move with --base-port, 0 turns them off", () => {
+  const servers = clusterServers(parseClusterOptions({ voters: "3" }));
+  assert.deepEqual(servers.map((s) => [s.metricsPort, s.adminPort]), [[7000, 8080], [7001, 8081], [7002, 8082]]);
+  const moved = clusterServers(parseClusterOptions({ voters: "2", "base-port": "3181" }));
+  assert.deepEqual(moved.map((s) => [s.metricsPort, s.adminPort]), [[8000, 9080], [8001, 9081]]);
+  const explicit = clusterServers(parseClusterOptions({ voters: "2", "metrics-base-port": "9100", "admin-base-port": "0" }));
+  assert.deepEqual(explicit.map((s) => [s.metricsPort, s.adminPort]), [[9100, undefined], [9101, undefined]]);
+  // Past 65535 the derived defaults are none, not an error: a high --base-port still works.
+  const high = clusterServers(parseClusterOptions({ voters: "3", "base-port": "61000", "quorum-base-port": "50000", "election-base-port": "51000" }));
+  assert.deepEqual(high.map((s) => [s.metricsPort, s.adminPort]), [[undefined, undefined], [undefined, undefined], [undefined, undefined]]);
+  assert.throws(() => parseClusterOptions({ voters: "3", "metrics-base-port": "2182" }), (e: unknown) => e instanceof ConfigError && e.field === "metrics-base-port");
+  assert.throws(() => parseClusterOptions({ voters: "3", "admin-base-port": "7001" }), (e: unknown) => e instanceof ConfigError && e.field === "admin-base-port");
+});
+
+test("every member of the written cluster file loads its own metrics and admin ports", () => {
+  const options = parseClusterOptions({ voters: "2", observers: "1", "data-dir": join(dir, "http-ports") });
+  const { path } = writeClusterConfig(options);
+  for (const id of [1, 2, 3]) {
+    const config = loadConfig({ file: path, flags: { "server-id": String(id) } });
+    assert.deepEqual([config.metricsPort, config.adminPort], [7000 + id - 1, 8080 + id - 1]);
+  }
+});
