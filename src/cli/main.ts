@@ -24,9 +24,10 @@ const USAGE = `usage:
                  [--zk-base-port P] [--metrics-base-port 7000] [--admin-base-port 8080] [--data-dir ./data]
                  [--tick-ms 2000] [--stop-grace-ms 10000] [--start-timeout-ms 60000]
                                         one server process per member on 127.0.0.1, data under DIR/<id>
-  corral health [--connect HOST:PORT] [--config FILE] [--timeout-ms 5000]
-                                        exit 0 if the server answers exists("/"), else 1; without
-                                        --connect, the client port of the server CORRAL_* describes
+  corral health [--connect HOST:PORT] [--config FILE] [--timeout-ms 5000] [--probe session|readyz|healthz]
+                                        exit 0 if the server answers exists("/") (or, with --probe
+                                        readyz|healthz, its admin port answers 200), else 1; without
+                                        --connect, the port of the server CORRAL_* describes
   corral shell [--connect HOST:PORT[,HOST:PORT...][/CHROOT]] [--timeout-ms 10000] [--] [COMMAND ARGS...]
                                         the command-line client (zkCli): a prompt on a terminal, one
                                         command a line from a pipe, or just COMMAND; "corral shell help"

@@ -31,6 +31,8 @@ const SERVER_STATES = ["standalone", "looking", "leading", "following", "observi
 export class ServerMetrics {
   readonly registry = new client.Registry();
   private readonly summaries: WindowedSummary[] = [];
+  /** Every metric corral defines, exported now or only in some states (leader-only gauges). */
+  private readonly names: string[] = [];
 
   // ---- events: summaries (ms unless named otherwise)
   private readonly readLatency = this.summary("readlatency", "Read request latency in ms, from arrival to answer (ZooKeeper's READ_LATENCY; sync included, pings not)", ADVANCED);
@@ -112,6 +114,12 @@ export class ServerMetrics {
   private readonly clientSessions = this.gauge("corral_client_sessions", "Sessions with a live connection to this server, through either client port");
 
   constructor() {
+    this.names.push(
+      "counter quota_exceeded_error_per_namespace",
+      "counter corral_quota_exceeded_count",
+      "gauge corral_learner_lag_zxids",
+      "gauge corral_server_state",
+    );
     // ZooKeeper's Prometheus provider exports the JVM's figures (exportJvmInfo); corral exports the
     // process's and Node's: CPU, memory, open fds, event-loop lag, GC.
     client.collectDefaultMetrics({ register: this.registry });
@@ -186,6 +194,18 @@ export class ServerMetrics {
     return this.registry.metrics();
   }
 
+  /**
+   * The names of every metric corral itself defines (Node's process metrics aside), whether or
+   * not exported right now: what dashboards and alert rules may refer to (deploy/ is checked
+   * against it). A summary's samples add `_sum` and `_count`.
+   */
+  metricNames(): { name: string; type: "counter" | "gauge" | "summary" }[] {
+    return this.names.map((entry) => {
+      const [type, name] = entry.split(" ") as ["counter" | "gauge" | "summary", string];
+      return { name, type };
+    });
+  }
+
   get contentType(): string {
     return this.registry.contentType;
   }
@@ -254,16 +274,19 @@ export class ServerMetrics {
   }
 
   private summary(name: string, help: string, percentiles: readonly number[]): WindowedSummary {
+    this.names.push(`summary ${name}`);
     const summary = new WindowedSummary({ name, help, percentiles, registers: [this.registry] });
     this.summaries.push(summary);
     return summary;
   }
 
   private counter(name: string, help: string): client.Counter {
+    this.names.push(`counter ${name}`);
     return new client.Counter({ name, help, registers: [this.registry] });
   }
 
   private gauge(name: string, help: string, register = true): client.Gauge {
+    this.names.push(`gauge ${name}`);
     return new client.Gauge({ name, help, registers: register ? [this.registry] : [] });
   }
 }

@@ -5,6 +5,8 @@
  * the same server; /healthz and /readyz, and /readyz following a member's quorum away and back.
  */
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
 import { Client } from "../../src/index.js";
 import { ClusterProcess } from "../helpers/cluster-process.js";
@@ -62,6 +64,14 @@ async function steady<T>(port: number, word: string, read: () => Promise<T>, vol
 async function rawAdmin(adminUrl: string, name: string): Promise<{ json: Record<string, unknown>; raw: string }> {
   const raw = await (await fetch(`${adminUrl}/commands/${name}`)).text();
   return { json: JSON.parse(raw) as Record<string, unknown>, raw };
+}
+
+const CLI = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
+
+/** `corral health` with these arguments and environment: its exit code and output. */
+function health(args: string[], env: Record<string, string> = {}): { status: number | null; out: string } {
+  const run = spawnSync(process.execPath, [CLI, "health", ...args], { encoding: "utf8", env: { PATH: process.env["PATH"] ?? "", ...env }, timeout: 30_000 });
+  return { status: run.status, out: run.stdout + run.stderr };
 }
 
 const sessionHex = (id: bigint) => `0x${BigInt.asUintN(64, id).toString(16)}`;
@@ -263,6 +273,18 @@ describe("a standalone server's metrics and admin ports", () => {
     assert.equal((await fetch(`${server.adminUrl}/metrics`)).status, 404);
     assert.equal((await fetch(`${server.metricsUrl}/commands/ruok`)).status, 404);
   });
+
+  test("corral health --probe readyz|healthz asks the admin port, from --connect or the CORRAL_* settings", () => {
+    const admin = server.adminUrl.replace("http://", "");
+    assert.deepEqual(health(["--probe", "readyz", "--connect", admin]), { status: 0, out: `ok: ${admin} serving\n` });
+    assert.deepEqual(health(["--probe", "healthz", "--connect", admin]), { status: 0, out: `ok: ${admin} alive\n` });
+    const port = admin.split(":")[1]!;
+    assert.equal(health(["--probe", "readyz"], { CORRAL_ADMIN_PORT: port, CORRAL_ADMIN_HOST: "0.0.0.0" }).status, 0, "0.0.0.0 is probed on loopback");
+    const none = health(["--probe", "readyz"]);
+    assert.equal(none.status, 1);
+    assert.match(none.out, /adminPort: --probe readyz asks the admin port, and this server has none/);
+    assert.equal(health(["--probe", "bogus", "--connect", admin]).status, 1);
+  });
 });
 
 // ---- a three-voter cluster -------------------------------------------------------------------
@@ -356,6 +378,9 @@ describe("a three-voter cluster's metrics and admin ports", () => {
     assert.equal(alone.value("corral_server_state", { state: "looking" }), 1);
     assert.ok(alone.value("looking_count") > lookingBefore);
     assert.ok(!alone.has("learners"), "no leader, no learners");
+    const probe = health(["--probe", "readyz", "--connect", survivor.adminUrl.replace("http://", "")]);
+    assert.equal(probe.status, 1);
+    assert.match(probe.out, /\/readyz answered 503/);
 
     await Promise.all(others.map((s) => s.restart()));
     await allReady();
