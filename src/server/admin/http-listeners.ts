@@ -101,7 +101,12 @@ export function adminHandler(status: ServerStatus): Handler {
       return send(response, 200, "text/html; charset=utf-8", links);
     }
     if (path.startsWith(`${COMMAND_URL}/`)) {
-      const name = decodeURIComponent(path.slice(COMMAND_URL.length + 1));
+      let name: string;
+      try {
+        name = decodeURIComponent(path.slice(COMMAND_URL.length + 1));
+      } catch {
+        return send(response, 400, "text/plain; charset=utf-8", "bad command name\n");
+      }
       // As ZooKeeper: 200 with the reason in "error", for unknown commands too.
       return sendJson(response, 200, runAdminCommand(name, status));
     }
