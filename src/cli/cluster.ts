@@ -45,6 +45,10 @@ export interface ClusterOptions {
   electionBasePort: number;
   /** ZooKeeper-protocol client ports are zkBasePort, zkBasePort+1, …; 0 = none. */
   zkBasePort: number;
+  /** Prometheus /metrics ports are metricsBasePort, metricsBasePort+1, …; 0 = none. */
+  metricsBasePort: number;
+  /** Admin HTTP ports (/commands, /healthz, /readyz) are adminBasePort, adminBasePort+1, …; 0 = none. */
+  adminBasePort: number;
   host: string;
   /** Absolute; the cluster config and one data dir per server (<dataDir>/<id>) live here. */
   dataDir: string;
@@ -64,6 +68,9 @@ const QUORUM_OFFSET = 2888 - 2181;
 const ELECTION_OFFSET = 3888 - 2181;
 /** The ZooKeeper-protocol ports sit 100 above the gRPC ones: 2281, 2282, … by default. */
 const ZK_OFFSET = 100;
+/** The metrics and admin ports sit where ZooKeeper's docs put them for the default base: 7000 and 8080. */
+const METRICS_OFFSET = 7000 - 2181;
+const ADMIN_OFFSET = 8080 - 2181;
 
 /** The launcher's own flags: [value, what it does] (the usage is printed from this table). */
 export const CLUSTER_FLAGS: Readonly<Record<string, readonly [string, string]>> = {
@@ -73,6 +80,8 @@ export const CLUSTER_FLAGS: Readonly<Record<string, readonly [string, string]>> 
   "quorum-base-port": ["P", "server i's quorum port is P + i - 1 (default base + 707: 2888)"],
   "election-base-port": ["P", "server i's election port is P + i - 1 (default base + 1707: 3888)"],
   "zk-base-port": ["P", "server i's ZooKeeper-protocol port is P + i - 1 (default base + 100: 2281; 0 = none)"],
+  "metrics-base-port": ["P", "server i's Prometheus /metrics port is P + i - 1 (default base + 4819: 7000; 0 = none)"],
+  "admin-base-port": ["P", "server i's admin HTTP port (/commands, /healthz, /readyz) is P + i - 1 (default base + 5899: 8080; 0 = none)"],
   "data-dir": ["DIR", "cluster.json and each server's data, DIR/<id> (default ./data)"],
   "stop-grace-ms": ["MS", "after Ctrl-C, how long a server may take to stop before SIGKILL (default 10000)"],
   "start-timeout-ms": ["MS", "how long the servers may take to serve sessions (default 60000)"],
@@ -82,7 +91,7 @@ export const CLUSTER_FLAGS: Readonly<Record<string, readonly [string, string]>> 
  * The fields the launcher sets for each member itself (its membership): they cannot come from a
  * base config, the environment or a flag.
  */
-export const MEMBER_FIELDS: readonly (keyof ServerConfig)[] = ["serverId", "dataDir", "clientHost", "clientPort", "zkClientPort", "servers"];
+export const MEMBER_FIELDS: readonly (keyof ServerConfig)[] = ["serverId", "dataDir", "clientHost", "clientPort", "zkClientPort", "metricsPort", "adminPort", "servers"];
 
 /** The fields a base config (and CORRAL_*, and a flag) may set for every member. */
 export const SHARED_FIELDS = (Object.keys(FIELDS) as (keyof ServerConfig)[]).filter((field) => !MEMBER_FIELDS.includes(field));
@@ -142,11 +151,20 @@ export function parseClusterOptions(flags: Record<string, string>, sources: Clus
   const quorumBasePort = intFlag(flags, "quorum-base-port", basePort + QUORUM_OFFSET, 1, 65535);
   const electionBasePort = intFlag(flags, "election-base-port", basePort + ELECTION_OFFSET, 1, 65535);
   const zkBasePort = intFlag(flags, "zk-base-port", basePort + ZK_OFFSET, 0, 65535);
+  // Derived defaults past 65535 (a high --base-port) mean none rather than an error.
+  const derived = (offset: number) => (basePort + offset + size - 1 <= 65535 ? basePort + offset : 0);
+  const metricsBasePort = intFlag(flags, "metrics-base-port", derived(METRICS_OFFSET), 0, 65535);
+  const adminBasePort = intFlag(flags, "admin-base-port", derived(ADMIN_OFFSET), 0, 65535);
+  const optional: [string, number][] = [
+    ["zk-base-port", zkBasePort],
+    ["metrics-base-port", metricsBasePort],
+    ["admin-base-port", adminBasePort],
+  ];
   const ranges: [string, number][] = [
     ["base-port", basePort],
     ["quorum-base-port", quorumBasePort],
     ["election-base-port", electionBasePort],
-    ...(zkBasePort === 0 ? [] : [["zk-base-port", zkBasePort] as [string, number]]),
+    ...optional.filter(([, first]) => first !== 0),
   ];
   for (const [name, first] of ranges) {
     const last = first + size - 1;
@@ -170,6 +188,8 @@ export function parseClusterOptions(flags: Record<string, string>, sources: Clus
     quorumBasePort,
     electionBasePort,
     zkBasePort,
+    metricsBasePort,
+    adminBasePort,
     host: "127.0.0.1",
     dataDir: isAbsolute(dataDir) ? dataDir : resolve(sources.cwd ?? process.cwd(), dataDir),
     shared,
@@ -194,6 +214,8 @@ export function clusterServers(options: ClusterOptions): ServerEntry[] {
       electionPort: options.electionBasePort + i,
       role: i < options.voters ? "participant" : "observer",
       ...(options.zkBasePort === 0 ? {} : { zkClientPort: options.zkBasePort + i }),
+      ...(options.metricsBasePort === 0 ? {} : { metricsPort: options.metricsBasePort + i }),
+      ...(options.adminBasePort === 0 ? {} : { adminPort: options.adminBasePort + i }),
     });
   }
   validateServers(servers);
@@ -241,7 +263,7 @@ export function writeClusterConfig(options: ClusterOptions): { path: string; reu
 
 /** Who the members are and how they reach each other; client ports may change between runs, membership not. */
 function membership(servers: readonly ServerEntry[]): string {
-  return formatServers(servers.map(({ zkClientPort: _client, ...entry }) => entry));
+  return formatServers(servers.map(({ zkClientPort: _client, metricsPort: _metrics, adminPort: _admin, ...entry }) => entry));
 }
 
 /**
@@ -417,12 +439,14 @@ export async function runCluster(
         live ? `${m.entry.role}, ${m.liveRole}` : m.entry.role,
         formatHostPort(m.entry.host, m.entry.clientPort),
         m.entry.zkClientPort === undefined ? "-" : formatHostPort(m.entry.host, m.entry.zkClientPort),
+        m.entry.metricsPort === undefined ? "-" : formatHostPort(m.entry.host, m.entry.metricsPort),
+        m.entry.adminPort === undefined ? "-" : formatHostPort(m.entry.host, m.entry.adminPort),
         formatHostPort(m.entry.host, m.entry.quorumPort),
         formatHostPort(m.entry.host, m.entry.electionPort),
         display(join(options.dataDir, String(m.entry.id))),
         String(m.child.pid),
       ]);
-      const header = ["id", "role", "client", "zookeeper", "quorum", "election", "data", "pid"];
+      const header = ["id", "role", "client", "zookeeper", "metrics", "admin", "quorum", "election", "data", "pid"];
       const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
       const line = (cells: string[]) => "  " + cells.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd() + "\n";
       io.out(

@@ -1,7 +1,10 @@
 /**
  * `corral health`: is a server serving sessions? Connects with the SDK, asks exists("/") and
- * closes. Exit 0 when it answered, 1 otherwise — never 2, which Docker reserves. The container
- * health checks in deploy/ run it; `corral cluster` uses the same probe to know a server is up.
+ * closes. Exit 0 when it answered, 1 otherwise — never 2, which Docker reserves. The image's
+ * health check runs it; `corral cluster` uses the same probe to know a server is up.
+ *
+ * `--probe readyz` (or `healthz`) asks the server's admin port instead (GET /readyz: serving,
+ * /healthz: alive), for containers without an HTTP client: deploy/docker-compose.yml's checks.
  */
 import { Client } from "../index.js";
 import { ConfigError, formatHostPort, loadConfig, type ServerConfig } from "../server/config.js";
@@ -11,6 +14,7 @@ export const HEALTH_FLAGS: Readonly<Record<string, readonly [string, string]>> =
   connect: ["HOST:PORT", "the server to check (default: the client port CORRAL_* and --config describe)"],
   config: ["FILE", "the server's config file, read as corral server reads it, for its client port"],
   "timeout-ms": ["MS", "how long the server may take to answer (default 5000)"],
+  probe: ["session|readyz|healthz", "what to ask: a session and exists(\"/\") (default), or the admin port's /readyz (serving) or /healthz (alive)"],
 };
 
 const WILDCARDS: Record<string, string> = { "0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1" };
@@ -22,6 +26,22 @@ const WILDCARDS: Record<string, string> = { "0.0.0.0": "127.0.0.1", "::": "::1",
 export function healthTarget(config: Pick<ServerConfig, "clientHost" | "clientPort">): string {
   const host = WILDCARDS[config.clientHost] ?? config.clientHost;
   return formatHostPort(host, config.clientPort);
+}
+
+/** Where a probe inside the server's own container reaches its admin port; undefined when it has none. */
+export function adminTarget(config: Pick<ServerConfig, "adminHost" | "adminPort">): string | undefined {
+  if (config.adminPort <= 0) return undefined;
+  return formatHostPort(WILDCARDS[config.adminHost] ?? config.adminHost, config.adminPort);
+}
+
+const HTTP_PROBES = ["readyz", "healthz"] as const;
+type HttpProbe = (typeof HTTP_PROBES)[number];
+
+/** Resolves when http://<address>/<probe> answers 200; rejects otherwise. */
+export async function httpProbe(address: string, probe: HttpProbe, timeoutMs: number): Promise<void> {
+  const response = await fetch(`http://${address}/${probe}`, { signal: AbortSignal.timeout(timeoutMs) });
+  const body = await response.text();
+  if (response.status !== 200) throw new Error(`/${probe} answered ${response.status}: ${body.replace(/\s+/g, " ").trim()}`);
 }
 
 /** Resolves when `connectString` accepted a session and answered exists("/"); rejects otherwise. */
@@ -58,22 +78,39 @@ export async function probe(connectString: string, timeoutMs: number): Promise<v
 export async function runHealth(configFile: string | undefined, flags: Record<string, string>, env: NodeJS.ProcessEnv): Promise<number> {
   let target: string;
   let timeoutMs = 5_000;
+  let kind = "session" as "session" | HttpProbe;
   try {
-    const { connect, "timeout-ms": timeout, ...rest } = flags;
+    const { connect, "timeout-ms": timeout, probe: probeFlag, ...rest } = flags;
     const unknown = Object.keys(rest)[0];
     if (unknown !== undefined) throw new ConfigError(unknown, `unknown option (health takes --${Object.keys(HEALTH_FLAGS).join(", --")})`);
     if (timeout !== undefined) {
       timeoutMs = Number(timeout);
       if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) throw new ConfigError("timeout-ms", `expected a positive integer, got ${JSON.stringify(timeout)}`);
     }
-    target = connect ?? healthTarget(loadConfig({ ...(configFile ? { file: configFile } : {}), env }));
+    if (probeFlag !== undefined) {
+      if (probeFlag !== "session" && !(HTTP_PROBES as readonly string[]).includes(probeFlag)) {
+        throw new ConfigError("probe", `expected session, readyz or healthz, got ${JSON.stringify(probeFlag)}`);
+      }
+      kind = probeFlag as typeof kind;
+    }
+    if (connect !== undefined) target = connect;
+    else {
+      const config = loadConfig({ ...(configFile ? { file: configFile } : {}), env });
+      if (kind === "session") target = healthTarget(config);
+      else {
+        const admin = adminTarget(config);
+        if (admin === undefined) throw new ConfigError("adminPort", `--probe ${kind} asks the admin port, and this server has none`);
+        target = admin;
+      }
+    }
   } catch (error) {
     process.stderr.write(`unhealthy: ${(error as Error).message}\n`);
     return 1;
   }
   try {
-    await probe(target, timeoutMs);
-    process.stdout.write(`ok: ${target} serving\n`);
+    if (kind === "session") await probe(target, timeoutMs);
+    else await httpProbe(target, kind, timeoutMs);
+    process.stdout.write(`ok: ${target} ${kind === "healthz" ? "alive" : "serving"}\n`);
     return 0;
   } catch (error) {
     process.stderr.write(`unhealthy: ${target}: ${(error as Error).message}\n`);

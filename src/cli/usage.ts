@@ -31,6 +31,10 @@ const FIELD_HELP: Record<keyof ServerConfig, readonly [string, string]> = {
   syncLimitTicks: ["N", "ticks a learner may lag or fall silent before it is dropped"],
   commitLogCount: ["N", "committed txns the leader keeps in memory to DIFF a returning learner"],
   superDigest: ["DIGEST", "the super user, super:<base64 SHA-1 of super:password>; the same on every server"],
+  metricsPort: ["PORT", "the Prometheus /metrics port, -1 none, 0 any free; in a cluster, this server's entry's"],
+  metricsHost: ["HOST", "the address the metrics port binds"],
+  adminPort: ["PORT", "the admin HTTP port (ZooKeeper's AdminServer commands, /healthz, /readyz), -1 none, 0 any free; in a cluster, this server's entry's"],
+  adminHost: ["HOST", "the address the admin port binds"],
 };
 
 const COMMANDS: readonly (readonly [string, string])[] = [

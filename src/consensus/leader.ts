@@ -143,6 +143,11 @@ export class Leader {
     return this.history.committedZxid;
   }
 
+  /** Proposals sent and not yet committed (for status pages and metrics). */
+  get outstandingProposals(): number {
+    return this.history.outstandingCount;
+  }
+
   /** Whether `allocateZxid` may be called now (serving, and the in-flight bound not reached). */
   get canPropose(): boolean {
     return this.serving && this.history.outstandingCount + (this.lastAllocatedZxid - this.history.lastZxid) < this.options.proposalsInFlightMax;

@@ -29,6 +29,13 @@ export interface ServerEntry {
   role: ServerRole;
   /** The port speaking ZooKeeper's own client protocol (jute); absent = none. */
   zkClientPort?: number;
+  /**
+   * This server's Prometheus /metrics port and its admin HTTP port (JSON form only): what it
+   * serves when its own config does not say otherwise. Other members never use them; they are
+   * here so that one cluster file gives every member of a one-host cluster its own ports.
+   */
+  metricsPort?: number;
+  adminPort?: number;
 }
 
 export interface ServerConfig {
@@ -87,6 +94,22 @@ export interface ServerConfig {
    * check. "" = no super user.
    */
   superDigest: string;
+  /**
+   * The HTTP port serving Prometheus metrics at /metrics (ZooKeeper's metricsProvider.httpPort,
+   * 7000 in its docs and in deploy/); -1 = none, 0 = any free port. In a cluster it defaults to
+   * this server's entry's metricsPort.
+   */
+  metricsPort: number;
+  /** The address the metrics port binds (ZooKeeper's metricsProvider.httpHost). */
+  metricsHost: string;
+  /**
+   * The admin HTTP port (ZooKeeper's AdminServer, admin.serverPort, 8080 in its docs and in
+   * deploy/): /commands/<name> as JSON, /healthz and /readyz; -1 = none, 0 = any free port. In a
+   * cluster it defaults to this server's entry's adminPort.
+   */
+  adminPort: number;
+  /** The address the admin port binds (ZooKeeper's admin.serverAddress); loopback unless set. */
+  adminHost: string;
 }
 
 export class ConfigError extends Error {
@@ -123,13 +146,19 @@ export const FIELDS: Readonly<Record<keyof ServerConfig, FieldKind>> = {
   syncLimitTicks: "int",
   commitLogCount: "int",
   superDigest: "string",
+  metricsPort: "int",
+  metricsHost: "string",
+  adminPort: "int",
+  adminHost: "string",
 };
 
 /** What generateDigest yields: a user without a colon, then 28 base64 characters of SHA-1. */
 const SUPER_DIGEST = /^[^:]*:[A-Za-z0-9+/]{27}=$/;
 const LOG_LEVELS = new Set(["fatal", "error", "warn", "info", "debug", "trace", "silent"]);
 const ROLES: ReadonlySet<string> = new Set<ServerRole>(["participant", "observer"]);
-const ENTRY_FIELDS = ["id", "host", "clientPort", "quorumPort", "electionPort", "role", "zkClientPort"] as const;
+const ENTRY_FIELDS = ["id", "host", "clientPort", "quorumPort", "electionPort", "role", "zkClientPort", "metricsPort", "adminPort"] as const;
+/** An entry's optional ports, each a field of the server's own config too. */
+const ENTRY_OPTIONAL_PORTS = ["zkClientPort", "metricsPort", "adminPort"] as const;
 const ENTRY_PORTS = ["clientPort", "quorumPort", "electionPort"] as const;
 
 export function defaultConfig(): Omit<ServerConfig, "minSessionTimeoutMs" | "maxSessionTimeoutMs"> {
@@ -153,6 +182,10 @@ export function defaultConfig(): Omit<ServerConfig, "minSessionTimeoutMs" | "max
     syncLimitTicks: 5,
     commitLogCount: zabLimits.committedLogRecordsMax,
     superDigest: "",
+    metricsPort: -1,
+    metricsHost: "127.0.0.1",
+    adminPort: -1,
+    adminHost: "127.0.0.1",
   };
 }
 
@@ -214,7 +247,9 @@ function serverEntryFromObject(raw: unknown, index: number): ServerEntry {
     quorumPort: coerceInt(`${at}.quorumPort`, record["quorumPort"]),
     electionPort: coerceInt(`${at}.electionPort`, record["electionPort"]),
     role: role as ServerRole,
-    ...(record["zkClientPort"] === undefined ? {} : { zkClientPort: coerceInt(`${at}.zkClientPort`, record["zkClientPort"]) }),
+    ...Object.fromEntries(
+      ENTRY_OPTIONAL_PORTS.filter((port) => record[port] !== undefined).map((port) => [port, coerceInt(`${at}.${port}`, record[port])]),
+    ),
   };
 }
 
@@ -339,6 +374,8 @@ export function resolveConfig(values: Partial<ServerConfig>): ServerConfig {
       if (!explicit.has("clientHost")) merged["clientHost"] = self.host;
       if (!explicit.has("clientPort")) merged["clientPort"] = self.clientPort;
       if (!explicit.has("zkClientPort")) merged["zkClientPort"] = self.zkClientPort ?? -1;
+      if (!explicit.has("metricsPort") && self.metricsPort !== undefined) merged["metricsPort"] = self.metricsPort;
+      if (!explicit.has("adminPort") && self.adminPort !== undefined) merged["adminPort"] = self.adminPort;
     }
   }
   // "{id}" in dataDir lets one shared file give every server of a single-host cluster its own dir.
@@ -354,6 +391,8 @@ export function validateConfig(config: ServerConfig): ServerConfig {
   range("serverId", 1, 254);
   range("clientPort", 0, 65535);
   range("zkClientPort", -1, 65535);
+  range("metricsPort", -1, 65535);
+  range("adminPort", -1, 65535);
   range("tickMs", 1, 60_000);
   range("snapshotEveryTxns", 1, 100_000_000);
   range("snapshotRetainCount", 1, 1000);
@@ -366,11 +405,27 @@ export function validateConfig(config: ServerConfig): ServerConfig {
   range("containerMaxPerMinute", 1, 10_000_000);
   if (config.dataDir.trim() === "") throw new ConfigError("dataDir", "must not be empty");
   if (config.clientHost.trim() === "") throw new ConfigError("clientHost", "must not be empty");
+  if (config.metricsHost.trim() === "") throw new ConfigError("metricsHost", "must not be empty");
+  if (config.adminHost.trim() === "") throw new ConfigError("adminHost", "must not be empty");
+  validateServers(config.servers);
+  // Ports of this process that bind the same address must differ (0, any free port, never collides).
+  const own: [keyof ServerConfig, string, number][] = [
+    ["clientPort", config.clientHost, config.clientPort],
+    ["zkClientPort", config.clientHost, config.zkClientPort],
+    ["metricsPort", config.metricsHost, config.metricsPort],
+    ["adminPort", config.adminHost, config.adminPort],
+  ];
+  for (let i = 0; i < own.length; i++) {
+    for (let j = 0; j < i; j++) {
+      const [field, host, port] = own[i]!;
+      const [other, otherHost, otherPort] = own[j]!;
+      if (port > 0 && port === otherPort && bindsOverlap(host, otherHost)) throw new ConfigError(field, `${port} is already ${other}`);
+    }
+  }
   if (!LOG_LEVELS.has(config.logLevel)) throw new ConfigError("logLevel", `one of ${[...LOG_LEVELS].join(", ")}`);
   if (config.superDigest !== "" && !SUPER_DIGEST.test(config.superDigest)) {
     throw new ConfigError("superDigest", `expected user:<base64 SHA-1 of "user:password"> (e.g. super:D/InIHSb7yEEbrWz8b9l71RjZJU=), got ${JSON.stringify(config.superDigest)}`);
   }
-  validateServers(config.servers);
   if (config.servers.length > 0) {
     const self = config.servers.find((s) => s.id === config.serverId);
     if (!self) {
@@ -382,8 +437,18 @@ export function validateConfig(config: ServerConfig): ServerConfig {
     if (config.zkClientPort !== (self.zkClientPort ?? -1)) {
       throw new ConfigError("zkClientPort", `is ${config.zkClientPort} but servers gives server ${self.id} ${self.zkClientPort === undefined ? "none" : `ZooKeeper client port ${self.zkClientPort}`}`);
     }
+    for (const field of ["metricsPort", "adminPort"] as const) {
+      const listed = self[field];
+      if (listed !== undefined && config[field] !== listed) throw new ConfigError(field, `is ${config[field]} but servers gives server ${self.id} ${field} ${listed}`);
+    }
   }
   return config;
+}
+
+/** Whether two bind addresses can clash on one port: the same one, or either a wildcard. */
+function bindsOverlap(a: string, b: string): boolean {
+  const wildcard = (host: string) => host === "0.0.0.0" || host === "::" || host === "";
+  return wildcard(a) || wildcard(b) || a.toLowerCase() === b.toLowerCase();
 }
 
 /** The servers list on its own: ids, hosts, ports, roles. Empty is valid (standalone). */
@@ -402,7 +467,7 @@ export function validateServers(servers: readonly ServerEntry[]): void {
     if (typeof server.host !== "string" || server.host.trim() === "") throw new ConfigError(`${at}.host`, "must not be empty");
     if (/[\s,=\/\[\]]/.test(server.host)) throw new ConfigError(`${at}.host`, `not a host name or address: ${JSON.stringify(server.host)}`);
     if (!ROLES.has(server.role)) throw new ConfigError(`${at}.role`, `expected participant or observer, got ${JSON.stringify(server.role)}`);
-    const ports = server.zkClientPort === undefined ? ENTRY_PORTS : [...ENTRY_PORTS, "zkClientPort" as const];
+    const ports = [...ENTRY_PORTS, ...ENTRY_OPTIONAL_PORTS.filter((port) => server[port] !== undefined)];
     for (const port of ports) {
       const value = server[port] as number;
       if (!Number.isSafeInteger(value) || value < 1 || value > 65535) {

@@ -35,6 +35,8 @@ export interface DatabaseOptions {
    * are committed.
    */
   replayLog?: boolean;
+  /** Called after each snapshot is written: how long encoding and writing it took (the server's snapshottime). */
+  onSnapshotTaken?: (durationMs: number, bytes: number) => void;
 }
 
 export class ServerDatabase {
@@ -123,11 +125,13 @@ export class ServerDatabase {
   takeSnapshot(): Promise<void> {
     if (this.snapshotInFlight) return this.snapshotInFlight;
     this.txnsSinceSnapshot = 0;
+    const startedMs = performance.now();
     const zxid = this.tree.lastProcessedZxid;
     const bytes = encodeSnapshot(this.tree);
     this.snapshotInFlight = (async () => {
       try {
         await this.snapshots.save(zxid, bytes);
+        this.options.onSnapshotTaken?.(performance.now() - startedMs, bytes.byteLength);
         const oldestKept = await purgeOld(this.log, this.snapshots, this.options.snapshotRetainCount);
         this.logger.info({ zxid: hex(zxid), bytes: bytes.byteLength, purgedLogBefore: oldestKept === undefined ? undefined : hex(oldestKept) }, "snapshot taken");
       } catch (error) {

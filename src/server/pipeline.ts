@@ -55,6 +55,8 @@ interface QueueEntry {
   reply: Reply | undefined;
   /** For syncs: the zxid the tree must reach; undefined until the broadcast says. */
   syncZxid: number | undefined;
+  /** When it arrived, on the observer's clock (0 without an observer). */
+  receivedMs: number;
 }
 
 class SessionState {
@@ -71,6 +73,12 @@ class SessionState {
   queued(): number {
     return this.queue.length - this.head;
   }
+}
+
+/** Told when a request is answered (the server's metrics): read or update, and how long it took. */
+export interface RequestObserver {
+  nowMs(): number;
+  answered(kind: "read" | "update", latencyMs: number): void;
 }
 
 export interface SessionActivity {
@@ -91,6 +99,7 @@ export class RequestPipeline {
     private readonly broadcast: WriteBroadcast,
     private readonly activity: SessionActivity,
     private readonly authOptions: AuthOptions,
+    private readonly observer?: RequestObserver,
   ) {}
 
   private get tree(): DataTree {
@@ -161,6 +170,13 @@ export class RequestPipeline {
     return total;
   }
 
+  /** Sessions attached to a live connection here. */
+  connectedSessions(): number {
+    let count = 0;
+    for (const session of this.sessions.values()) if (session.connection?.open) count += 1;
+    return count;
+  }
+
   queuedRequests(sessionId: bigint): number {
     return this.sessions.get(sessionId)?.queued() ?? 0;
   }
@@ -177,6 +193,7 @@ export class RequestPipeline {
       authInfo: connection.authInfo,
       reply: undefined,
       syncZxid: undefined,
+      receivedMs: this.observer?.nowMs() ?? 0,
     };
     session.queue.push(entry);
     if (session.closing || session.connection !== connection) {
@@ -210,7 +227,7 @@ export class RequestPipeline {
   submitRejected(sessionId: bigint, connection: ClientConnection, xid: number, err: number): void {
     const session = this.sessions.get(sessionId);
     if (!session) assert(false, `request for a session that was never attached: ${sessionId}`);
-    session.queue.push({ xid, request: { op: "sync", path: "/" }, kind: "read", connection, authInfo: connection.authInfo, reply: this.errorReply(err), syncZxid: undefined });
+    session.queue.push({ xid, request: { op: "sync", path: "/" }, kind: "read", connection, authInfo: connection.authInfo, reply: this.errorReply(err), syncZxid: undefined, receivedMs: this.observer?.nowMs() ?? 0 });
     this.drain(session);
   }
 
@@ -326,7 +343,11 @@ export class RequestPipeline {
       // connection instead of answering, ZOOKEEPER-710): the client sees a lost connection and
       // reconnects, which revalidates the session where it is now, or finds it expired.
       if (isSessionMoved(entry.reply)) entry.connection.end("moved");
-      else entry.connection.sendReply(entry.xid, entry.reply);
+      else {
+        entry.connection.sendReply(entry.xid, entry.reply);
+        // ZooKeeper's ServerStats.updateLatency: a request with a txn is an update, anything else a read.
+        this.observer?.answered(entry.kind === "write" ? "update" : "read", this.observer.nowMs() - entry.receivedMs);
+      }
     }
     if (session.head === queue.length) {
       queue.length = 0;

@@ -12,16 +12,20 @@ import type { PersistAction, ZabInput, ZabReady } from "../consensus/core-io.js"
 import type { QuorumMessage } from "../consensus/messages.js";
 import { QuorumVerifier } from "../consensus/quorum.js";
 import { createZab, Leader, type ZabCore } from "../consensus/zab.js";
+import type { LearnerStage } from "../consensus/leader.js";
+import type { ZabPhase } from "../consensus/core-io.js";
 import { FastLeaderElection, type Decision, type ElectionOutput } from "../election/fast-leader-election.js";
 import type { Notification } from "../election/types.js";
 import { CleanupScanner } from "../store/cleanup-scan.js";
 import { encodeSnapshot } from "../store/snapshot-codec.js";
 import { decodeTxn, encodeTxn } from "../store/txn-codec.js";
 import type { Id, Txn, TxnBody } from "../store/types.js";
+import { epochOf } from "../store/zxid.js";
 import type { RevalidationOutcome, WriteBroadcast } from "./broadcast.js";
 import type { ServerConfig } from "./config.js";
 import { hex, type ServerDatabase } from "./database.js";
 import type { Logger } from "./log.js";
+import type { ServerMetrics } from "./metrics.js";
 import type { PeerTransport } from "./peer/peer-transport.js";
 import type { RequestPipeline, SessionActivity } from "./pipeline.js";
 import { Prep, type PrepOptions } from "./prep.js";
@@ -91,6 +95,33 @@ export interface QuorumPeerDeps {
   onFatal: (error: unknown) => void;
   /** TEST ONLY (CORRAL_TEST_UNSAFE_SOLO_COMMIT=1): a leader that commits on its own ack alone. */
   unsafeCommitOnOwnAck?: boolean;
+  /** Where elections, syncs, proposals and commits are counted (ZooKeeper's ServerMetrics). */
+  metrics?: ServerMetrics;
+}
+
+/** A leader's view of one learner, for status pages and metrics. */
+export interface LearnerStatus {
+  sid: number;
+  role: "participant" | "observer";
+  stage: LearnerStage;
+  ackedZxid: number;
+  /** Txns behind our last proposal by its acks; undefined for observers (they do not ack) and before its first ack. */
+  lagZxids: number | undefined;
+}
+
+/** What a serving leader reports of itself. */
+export interface LeaderStatus {
+  uptimeMs: number;
+  lastProposedZxid: number;
+  proposalsInFlight: number;
+  learners: LearnerStatus[];
+}
+
+/** ZooKeeper's BufferStats of proposals: -1 until the first. */
+export interface ProposalSizes {
+  last: number;
+  min: number;
+  max: number;
 }
 
 export class QuorumPeer {
@@ -114,6 +145,14 @@ export class QuorumPeer {
   /** Learner only: connects waiting for the leader's answer to their session's revalidation. */
   private readonly pendingRevalidations = new Map<bigint, ((outcome: RevalidationOutcome) => void)[]>();
   private readonly heldLearnerMessages = new Map<number, QuorumMessage[]>();
+  /** When this server last left service (entered LOOKING) while serving or at start; cleared when it serves again. */
+  private unavailableSinceMs: number | undefined;
+  /** When the current election began, and when the current term's core was built. */
+  private lookingSinceMs = 0;
+  private termStartedMs = 0;
+  /** When the current term began serving (leader_uptime). */
+  private servingSinceMs = 0;
+  private proposalSizeBytes: ProposalSizes = { last: -1, min: -1, max: -1 };
 
   constructor(private readonly deps: QuorumPeerDeps) {
     const { config } = deps;
@@ -146,10 +185,39 @@ export class QuorumPeer {
     return this.zab?.serving ?? false;
   }
 
+  /** The leader of the current term, once decided (undefined while looking). */
+  get currentLeader(): number | undefined {
+    return this.zab ? this.leaderId : undefined;
+  }
+
+  /** ZooKeeper's ZabState: "election" while looking, then the current core's phase. */
+  get zabState(): "election" | ZabPhase {
+    return this.zab?.phase ?? "election";
+  }
+
+  /** This term's proposal sizes, while leading (stat's "Proposal sizes last/min/max"). */
+  get proposalSizes(): ProposalSizes {
+    return this.proposalSizeBytes;
+  }
+
+  /** Leader only, while serving: its learners with their lag, its proposals in flight. */
+  leaderStatus(): LeaderStatus | undefined {
+    const zab = this.zab;
+    if (!(zab instanceof Leader) || !zab.serving) return undefined;
+    const last = zab.lastProposedZxid;
+    return {
+      uptimeMs: this.deps.nowMs() - this.servingSinceMs,
+      lastProposedZxid: last,
+      proposalsInFlight: zab.outstandingProposals,
+      learners: zab.learners().map((learner) => ({ ...learner, lagZxids: learner.role === "participant" ? lagOf(last, learner.ackedZxid) : undefined })),
+    };
+  }
+
   async start(): Promise<void> {
     this.epochs = await this.deps.database.readEpochs();
     const intervalMs = Math.max(5, Math.min(TICK_INTERVAL_MS_MAX, Math.floor(this.deps.config.tickMs / 4)));
     this.tickTimer = setInterval(() => this.onTick(), intervalMs);
+    this.unavailableSinceMs = this.deps.nowMs();
     this.startLooking("start");
   }
 
@@ -253,6 +321,9 @@ export class QuorumPeer {
     this.deps.broadcast.servingFlag = false;
     this.deps.transport.stopFollowing();
     this.deps.pipeline.reset();
+    this.lookingSinceMs = this.deps.nowMs();
+    this.unavailableSinceMs ??= this.lookingSinceMs;
+    this.deps.metrics?.lookingStarted();
     this.setRole("looking", { reason });
     const self = { lastZxid: this.deps.database.lastLoggedZxid(), currentEpoch: this.epochs.currentEpoch };
     this.handleElection(this.election.startLooking(self, this.deps.nowMs()));
@@ -279,6 +350,10 @@ export class QuorumPeer {
     const { config, database, transport } = this.deps;
     const state = decision.state === "leading" ? "leading" : decision.state === "following" ? "following" : "observing";
     this.leaderId = decision.leader;
+    this.termStartedMs = this.deps.nowMs();
+    // ZooKeeper times an election for its voters (Leader.lead, Follower.followLeader), not observers.
+    if (state !== "observing") this.deps.metrics?.electionDecided(this.termStartedMs - this.lookingSinceMs);
+    this.proposalSizeBytes = { last: -1, min: -1, max: -1 };
     this.setRole(state, { leader: decision.leader, round: decision.round });
     const options = {
       myId: config.serverId,
@@ -357,7 +432,15 @@ export class QuorumPeer {
     const zab = this.zab;
     assert(zab, "a Ready without a core");
     const wasServing = this.deps.broadcast.servingFlag;
-    for (const action of ready.persist) this.carryOut(action, generation);
+    const metrics = this.deps.metrics;
+    if (metrics && ready.apply.length > 0) {
+      if (zab instanceof Leader) metrics.committed(ready.apply.length);
+      else if (wasServing) metrics.learnerCommitsReceived(ready.apply.length);
+    }
+    for (const action of ready.persist) {
+      if (metrics && wasServing && action.kind === "appendLog" && !(zab instanceof Leader)) metrics.learnerProposalsReceived(1);
+      this.carryOut(action, generation);
+    }
     for (const { to, message } of ready.send) {
       if (zab instanceof Leader) this.deps.transport.sendToLearner(to, message);
       else this.deps.transport.sendToLeader(message);
@@ -373,6 +456,7 @@ export class QuorumPeer {
     }
     for (const event of ready.events) {
       this.deps.logger.info(event, `zab ${event.event}`);
+      if (event.event === "syncMode") this.deps.metrics?.learnerSyncSent(event.mode);
       // Latecomers learn the leader from our answers: they should carry the epoch it established.
       const decision = this.election.decision;
       // Every member must answer with the same vote, or a joiner never sees a quorum agree on one.
@@ -429,6 +513,14 @@ export class QuorumPeer {
       for (const [sessionId, record] of database.tree.sessions) tracker.touch(sessionId, record.timeoutMs);
       this.cleanup = new CleanupScanner({ intervalMs: this.deps.config.containerCheckIntervalMs, maxPerMinute: this.deps.config.containerMaxPerMinute });
     }
+    const now = this.deps.nowMs();
+    this.servingSinceMs = now;
+    const metrics = this.deps.metrics;
+    if (metrics) {
+      if (!(zab instanceof Leader)) metrics.learnerSynced(this.roleState === "observing" ? "observer" : "follower", now - this.termStartedMs);
+      if (this.unavailableSinceMs !== undefined) metrics.servingAgain(now - this.unavailableSinceMs, zab instanceof Leader);
+    }
+    this.unavailableSinceMs = undefined;
     logger.info({ role: this.roleState, epoch: zab.epoch, lastZxid: hex(database.tree.lastProcessedZxid) }, "serving clients");
   }
 
@@ -548,7 +640,12 @@ export class QuorumPeer {
   }
 
   private proposeTxn(leader: Leader, header: Txn["header"], body: TxnBody): void {
-    this.handle(leader.propose(header.zxid, encodeTxn({ header, body })), this.generation);
+    const record = encodeTxn({ header, body });
+    const sizes = this.proposalSizeBytes;
+    const bytes = record.byteLength;
+    this.proposalSizeBytes = { last: bytes, min: sizes.min < 0 ? bytes : Math.min(sizes.min, bytes), max: Math.max(sizes.max, bytes) };
+    this.deps.metrics?.proposed();
+    this.handle(leader.propose(header.zxid, record), this.generation);
   }
 
   private fatal(error: unknown): void {
@@ -556,6 +653,13 @@ export class QuorumPeer {
     this.stopped = true;
     this.deps.onFatal(error);
   }
+}
+
+/** Txns between a learner's last ack and our last proposal (a different epoch's ack: all of this epoch's). */
+function lagOf(lastProposedZxid: number, ackedZxid: number): number | undefined {
+  if (ackedZxid < 0) return undefined;
+  if (epochOf(ackedZxid) !== epochOf(lastProposedZxid)) return lastProposedZxid % 2 ** 32;
+  return Math.max(0, lastProposedZxid - ackedZxid);
 }
 
 /** The pipeline's WriteBroadcast in a cluster: whatever the current term's role does with writes. */

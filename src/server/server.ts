@@ -10,8 +10,9 @@ import { ServerDatabase, hex } from "./database.js";
 import { clientServiceDefinition, clientServiceHandlers } from "./grpc-client-service.js";
 import { SessionIdGenerator, SessionOpener } from "./session-opener.js";
 import { ZkClientService } from "./zk-wire/zk-client-service.js";
-import { parseFourLetterWordWhitelist, type FourLetterWordServerMode } from "./zk-wire/four-letter-words.js";
-import { fourLetterWordContext } from "./zk-wire/four-letter-word-context.js";
+import { parseFourLetterWordWhitelist } from "./zk-wire/four-letter-words.js";
+import { ServerStatus } from "./server-status.js";
+import { adminHandler, HttpListener, metricsHandler } from "./admin/http-listeners.js";
 import { readFileSync } from "node:fs";
 import type { Logger } from "./log.js";
 import { RequestPipeline } from "./pipeline.js";
@@ -69,6 +70,9 @@ export class CorralServer {
     private readonly transport: PeerTransport | undefined,
     readonly metrics: ServerMetrics,
     private readonly zkService: ZkClientService | undefined,
+    readonly status: ServerStatus,
+    private readonly metricsListener: HttpListener | undefined,
+    private readonly adminListener: HttpListener | undefined,
   ) {}
 
   static async start(config: ServerConfig, logger: Logger, hooks: ServerHooks = {}): Promise<CorralServer> {
@@ -91,28 +95,38 @@ export class CorralServer {
     if (faults) {
       logger.warn({ diskFault: faults.spec }, `TEST ONLY: ${DISK_FAULT_ENV} is set: a durable write will fail on purpose and this server will stop`);
     }
-    const database = await ServerDatabase.open(
-      config.dataDir,
-      {
-        snapshotEveryTxns: config.snapshotEveryTxns,
-        snapshotRetainCount: config.snapshotRetainCount,
-        replayLog: !clustered,
-        // Whichever write fails the log — a group-commit batch, an epoch, a truncation, the purge
-        // after a background snapshot — the server stops at once rather than carry on with a dead log.
-        log: { onFailed: onFatal, ...(faults ? { faults } : {}) },
-        ...(faults ? { snapshotFaults: faults } : {}),
-      },
-      logger,
-    );
+    const metrics = new ServerMetrics();
+    const loadStartedMs = performance.now();
+    let database: ServerDatabase;
+    try {
+      database = await ServerDatabase.open(
+        config.dataDir,
+        {
+          snapshotEveryTxns: config.snapshotEveryTxns,
+          snapshotRetainCount: config.snapshotRetainCount,
+          replayLog: !clustered,
+          // Whichever write fails the log — a group-commit batch, an epoch, a truncation, the purge
+          // after a background snapshot — the server stops at once rather than carry on with a dead log.
+          log: { onFailed: onFatal, onBatchDurable: (records, ms) => metrics.logBatchDurable(records, ms), ...(faults ? { faults } : {}) },
+          onSnapshotTaken: (ms) => metrics.snapshotTaken(ms),
+          ...(faults ? { snapshotFaults: faults } : {}),
+        },
+        logger,
+      );
+    } catch (error) {
+      metrics.close();
+      throw error;
+    }
+    metrics.databaseLoaded(performance.now() - loadStartedMs);
     const now = () => Date.now();
     const tracker = new SessionTracker(config.tickMs, now);
-    const metrics = new ServerMetrics();
+    const requestObserver = { nowMs: () => performance.now(), answered: (kind: "read" | "update", ms: number) => metrics.requestAnswered(kind, ms) };
     const authOptions = { superDigest: config.superDigest };
     const prepOptions: PrepOptions = {
       ttlNodesEnabled: config.ttlNodesEnabled,
       enforceQuota: config.enforceQuota,
       onQuotaExceeded: (event) => {
-        metrics.quotaExceeded += 1;
+        metrics.quotaLimitExceeded(event);
         logger.warn(event, "quota exceeded");
       },
     };
@@ -126,7 +140,7 @@ export class CorralServer {
       const clusterBroadcast = new ClusterBroadcast();
       const activity = new ClusterSessionActivity();
       broadcast = clusterBroadcast;
-      pipeline = new RequestPipeline(database, clusterBroadcast, activity, authOptions);
+      pipeline = new RequestPipeline(database, clusterBroadcast, activity, authOptions, requestObserver);
       let peerRef: QuorumPeer | undefined;
       transport = new PeerTransport({
         myId: config.serverId,
@@ -141,13 +155,13 @@ export class CorralServer {
       });
       const unsafeCommitOnOwnAck = hooks.unsafeCommitOnOwnAck === true;
       if (unsafeCommitOnOwnAck) logger.warn("TEST ONLY: CORRAL_TEST_UNSAFE_SOLO_COMMIT=1: as leader this server commits without a quorum and loses writes");
-      quorumPeer = new QuorumPeer({ config, prepOptions, database, transport, pipeline, tracker, broadcast: clusterBroadcast, activity, logger, nowMs: now, onFatal, unsafeCommitOnOwnAck });
+      quorumPeer = new QuorumPeer({ config, prepOptions, database, transport, pipeline, tracker, broadcast: clusterBroadcast, activity, logger, nowMs: now, onFatal, unsafeCommitOnOwnAck, metrics });
       peerRef = quorumPeer;
     } else {
       const prep = new Prep(database.tree, prepOptions);
       standalone = new StandaloneBroadcast(database, prep, now, onFatal);
       broadcast = standalone;
-      pipeline = new RequestPipeline(database, broadcast, tracker, authOptions);
+      pipeline = new RequestPipeline(database, broadcast, tracker, authOptions, requestObserver);
       // Sessions restored from disk get a full timeout from now, as ZooKeeper does at start-up.
       for (const [sessionId, record] of database.tree.sessions) tracker.touch(sessionId, record.timeoutMs);
     }
@@ -170,39 +184,40 @@ export class CorralServer {
     grpcServer.addService(clientServiceDefinition(), clientServiceHandlers({ serverId: config.serverId, state: database, pipeline, sessions, logger }));
     let clientPort: number;
     let zkService: ZkClientService | undefined;
+    let metricsListener: HttpListener | undefined;
+    let adminListener: HttpListener | undefined;
+    // One view of the live state for the four-letter words, the admin commands and the metrics.
+    const status = new ServerStatus({
+      config,
+      corralVersion: CORRAL_VERSION,
+      startedAt: new Date(),
+      state: database,
+      pipeline,
+      broadcast,
+      tracker,
+      quorumPeer,
+      zkService: () => zkService,
+      nowMs: now,
+    });
     try {
       if (transport) await transport.start();
       if (config.zkClientPort >= 0) {
-        const startedAt = new Date();
-        const whitelist = parseFourLetterWordWhitelist(config.fourLetterWordWhitelist);
-        const modeOf = (): FourLetterWordServerMode | undefined => {
-          if (!broadcast.serving) return undefined;
-          if (!quorumPeer) return "standalone";
-          return quorumPeer.role === "leading" ? "leader" : quorumPeer.role === "observing" ? "observer" : "follower";
-        };
         zkService = await ZkClientService.listen(config.clientHost, config.zkClientPort, {
           serverId: config.serverId,
           state: database,
           pipeline,
           sessions,
-          fourLetterWords: whitelist,
-          fourLetterWordContext: () => {
-            const learners = quorumPeer?.learners();
-            return fourLetterWordContext({
-              config,
-              corralVersion: CORRAL_VERSION,
-              startedAt,
-              tree: database.tree,
-              mode: modeOf(),
-              connections: zkService?.stats() ?? [],
-              totals: zkService!.totals,
-              outstandingRequests: pipeline.outstandingRequests(),
-              ...(learners === undefined ? {} : { learners }),
-            });
-          },
+          fourLetterWords: parseFourLetterWordWhitelist(config.fourLetterWordWhitelist),
+          fourLetterWordContext: () => status.fourLetterWordContext(),
           nowMs: now,
           logger,
         });
+      }
+      if (config.metricsPort >= 0) {
+        metricsListener = await HttpListener.listen(config.metricsHost, config.metricsPort, "metrics", metricsHandler(metrics, status), logger);
+      }
+      if (config.adminPort >= 0) {
+        adminListener = await HttpListener.listen(config.adminHost, config.adminPort, "admin", adminHandler(status), logger);
       }
       clientPort = await new Promise<number>((resolve, reject) => {
         grpcServer.bindAsync(`${config.clientHost}:${config.clientPort}`, grpc.ServerCredentials.createInsecure(), (error, port) =>
@@ -210,12 +225,15 @@ export class CorralServer {
         );
       });
     } catch (error) {
+      await adminListener?.close();
+      await metricsListener?.close();
       await zkService?.close();
       await transport?.stop();
       await database.close();
+      metrics.close();
       throw error;
     }
-    const server = new CorralServer(config, clientPort, grpcServer, database, pipeline, logger, quorumPeer, transport, metrics, zkService);
+    const server = new CorralServer(config, clientPort, grpcServer, database, pipeline, logger, quorumPeer, transport, metrics, zkService, status, metricsListener, adminListener);
     if (quorumPeer) {
       await quorumPeer.start();
     } else {
@@ -224,7 +242,14 @@ export class CorralServer {
       logger.info({ role: "standalone", lastZxid: hex(database.tree.lastProcessedZxid) }, "role changed");
     }
     logger.info(
-      { clientAddress: `${config.clientHost}:${clientPort}`, ...(zkService ? { zkClientAddress: `${config.clientHost}:${zkService.port}` } : {}), lastZxid: hex(database.tree.lastProcessedZxid), mode: clustered ? "cluster" : "standalone" },
+      {
+        clientAddress: `${config.clientHost}:${clientPort}`,
+        ...(zkService ? { zkClientAddress: `${config.clientHost}:${zkService.port}` } : {}),
+        ...(metricsListener ? { metricsAddress: `${metricsListener.host}:${metricsListener.port}` } : {}),
+        ...(adminListener ? { adminAddress: `${adminListener.host}:${adminListener.port}` } : {}),
+        lastZxid: hex(database.tree.lastProcessedZxid),
+        mode: clustered ? "cluster" : "standalone",
+      },
       "listening for clients",
     );
     return server;
@@ -237,6 +262,16 @@ export class CorralServer {
   /** host:port of the ZooKeeper-protocol port, when it has one. */
   get zkConnectString(): string | undefined {
     return this.zkService ? `${this.config.clientHost}:${this.zkService.port}` : undefined;
+  }
+
+  /** The Prometheus metrics port, when it has one (the bound port: a configured 0 becomes the one picked). */
+  get metricsPort(): number | undefined {
+    return this.metricsListener?.port;
+  }
+
+  /** The admin HTTP port, when it has one. */
+  get adminPort(): number | undefined {
+    return this.adminListener?.port;
   }
 
   /** Write a snapshot now (tests use it to take one mid-load). */
@@ -271,6 +306,8 @@ export class CorralServer {
       clearInterval(this.expiryTimer);
       clearInterval(this.cleanupTimer);
       await this.quorumPeer?.stop();
+      // The admin port goes first and the metrics port last: /readyz fails as soon as we stop.
+      await this.adminListener?.close();
       this.pipeline.reset();
       await this.zkService?.close();
       await new Promise<void>((resolve) => {
@@ -285,6 +322,8 @@ export class CorralServer {
       });
       await this.transport?.stop();
       await this.database.close();
+      await this.metricsListener?.close();
+      this.metrics.close();
       this.logger.info("stopped");
     })();
     return this.stopping;

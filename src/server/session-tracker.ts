@@ -41,6 +41,11 @@ export class SessionTracker implements SessionActivity {
     return expired;
   }
 
+  /** When the session's expiry bucket falls due (epoch ms), if it is tracked here: the admin `dump`. */
+  expiryOf(sessionId: bigint): number | undefined {
+    return this.table.expiryOf(sessionId);
+  }
+
   isClosing(sessionId: bigint): boolean {
     return this.closing.has(sessionId);
   }

@@ -170,6 +170,24 @@ export class WatchManager {
     return { data: [...paths.data].sort(), child: [...paths.child].sort() };
   }
 
+  /** Every watcher holding at least one watch (for diagnostics: the admin `watches` command). */
+  watchers(): IterableIterator<bigint> {
+    return this.byWatcher.keys();
+  }
+
+  /** Every watched path with the watchers on it, data and child tables merged (the admin `watches_by_path` command). */
+  watchersByPath(): Map<string, Set<bigint>> {
+    const byPath = new Map<string, Set<bigint>>();
+    for (const table of [this.dataByPath, this.childByPath]) {
+      for (const [path, watchers] of table) {
+        let set = byPath.get(path);
+        if (set === undefined) byPath.set(path, (set = new Set()));
+        for (const watcher of watchers.keys()) set.add(watcher);
+      }
+    }
+    return byPath;
+  }
+
   /** All entries held, data and child. */
   watchCount(): number {
     return this.total;

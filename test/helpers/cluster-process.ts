@@ -22,6 +22,8 @@ export interface ClusterOptions {
   config?: Record<string, unknown>;
   /** The servers' super user ("super:<base64 sha1>"); none when absent. */
   superDigest?: string;
+  /** Give each server a Prometheus metrics port and an admin HTTP port (in its servers entry). */
+  httpPorts?: boolean;
 }
 
 export interface RoleLine {
@@ -50,6 +52,7 @@ export class ClusterProcess {
         electionPort: await freePort(),
         role: id <= options.voters ? "participant" : "observer",
         zkClientPort: await freePort(),
+        ...(options.httpPorts ? { metricsPort: await freePort(), adminPort: await freePort() } : {}),
       });
     }
     const tickMs = options.tickMs ?? 100;
@@ -79,6 +82,8 @@ export class ClusterProcess {
             dataDir: join(dir.path, String(entry.id)),
             port: entry.clientPort,
             zkPort: entry.zkClientPort,
+            // The same ports as the server's entry (a flag must agree with it).
+            ...(entry.metricsPort === undefined ? {} : { metricsPort: entry.metricsPort, adminPort: entry.adminPort }),
             serverId: entry.id,
             tickMs,
             logLevel: "info",

@@ -60,6 +60,9 @@ export interface ServerProcessOptions {
   port?: number;
   /** The ZooKeeper-protocol client port (--zk-client-port); none when absent. */
   zkPort?: number;
+  /** The Prometheus metrics port (--metrics-port) and the admin HTTP port (--admin-port); none when absent. */
+  metricsPort?: number;
+  adminPort?: number;
   tickMs?: number;
   serverId?: number;
   snapshotEveryTxns?: number;
@@ -98,6 +101,18 @@ export class ServerProcess {
     return `127.0.0.1:${this.options.zkPort}`;
   }
 
+  /** http://127.0.0.1:<metrics port>; throws when the server was started without one. */
+  get metricsUrl(): string {
+    if (this.options.metricsPort === undefined) throw new Error("this server was started without a metrics port (metricsPort)");
+    return `http://127.0.0.1:${this.options.metricsPort}`;
+  }
+
+  /** http://127.0.0.1:<admin port>; throws when the server was started without one. */
+  get adminUrl(): string {
+    if (this.options.adminPort === undefined) throw new Error("this server was started without an admin port (adminPort)");
+    return `http://127.0.0.1:${this.options.adminPort}`;
+  }
+
   get pid(): number | undefined {
     return this.child?.pid;
   }
@@ -131,6 +146,8 @@ export class ServerProcess {
       "--client-host", "127.0.0.1",
       "--client-port", String(this.port),
       ...(o.zkPort === undefined ? [] : ["--zk-client-port", String(o.zkPort)]),
+      ...(o.metricsPort === undefined ? [] : ["--metrics-port", String(o.metricsPort)]),
+      ...(o.adminPort === undefined ? [] : ["--admin-port", String(o.adminPort)]),
       "--tick-ms", String(o.tickMs ?? 100),
       "--snapshot-every-txns", String(o.snapshotEveryTxns ?? 100_000),
       "--snapshot-retain-count", String(o.snapshotRetainCount ?? 3),

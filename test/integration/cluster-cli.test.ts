@@ -70,7 +70,16 @@ async function portRanges(count: number): Promise<string[]> {
   const quorum = await freeRange(count, taken);
   const election = await freeRange(count, taken);
   const zookeeper = await freeRange(count, taken);
-  return ["--base-port", String(base), "--quorum-base-port", String(quorum), "--election-base-port", String(election), "--zk-base-port", String(zookeeper)];
+  const metrics = await freeRange(count, taken);
+  const admin = await freeRange(count, taken);
+  return [
+    "--base-port", String(base),
+    "--quorum-base-port", String(quorum),
+    "--election-base-port", String(election),
+    "--zk-base-port", String(zookeeper),
+    "--metrics-base-port", String(metrics),
+    "--admin-base-port", String(admin),
+  ];
 }
 
 interface Row {
@@ -81,18 +90,23 @@ interface Row {
   client: string;
   /** The ZooKeeper-protocol port, "-" when none. */
   zookeeper: string;
+  /** The Prometheus metrics and admin HTTP ports, "-" when none. */
+  metrics: string;
+  admin: string;
   pid: number;
 }
 
 /** The member table `corral cluster` prints once everything serves. */
 function rows(stdout: string): Row[] {
-  return [...stdout.matchAll(/^ {2}(\d+) +(participant|observer)(?:, (leading|following \d+|observing \d+))? +(\S+) +(\S+) +\S+ +\S+ +\S+ +(\d+)$/gm)].map((m) => ({
+  return [...stdout.matchAll(/^ {2}(\d+) +(participant|observer)(?:, (leading|following \d+|observing \d+))? +(\S+) +(\S+) +(\S+) +(\S+) +\S+ +\S+ +\S+ +(\d+)$/gm)].map((m) => ({
     id: Number(m[1]),
     role: m[2]!,
     liveRole: m[3],
     client: m[4]!,
     zookeeper: m[5]!,
-    pid: Number(m[6]),
+    metrics: m[6]!,
+    admin: m[7]!,
+    pid: Number(m[8]),
   }));
 }
 
@@ -152,6 +166,14 @@ test("corral cluster --voters 3: every member serves, Ctrl-C stops them all and 
     );
     // Each ZooKeeper port answers (the dev cluster enables the four-letter words).
     for (const address of expectedZk) assert.equal(await fourLetterWord(Number(address.split(":")[1]), "ruok"), "imok");
+    // Each member serves its own metrics and admin ports, as the table says.
+    const [metricsBase, adminBase] = ["--metrics-base-port", "--admin-base-port"].map((flag) => Number(ports[ports.indexOf(flag) + 1]));
+    assert.deepEqual(members.map((r) => [r.metrics, r.admin]), [0, 1, 2].map((i) => [`127.0.0.1:${metricsBase! + i}`, `127.0.0.1:${adminBase! + i}`]));
+    for (const member of members) {
+      const ready = await waitFor(`server ${member.id} ready`, async () => ((await fetch(`http://${member.admin}/readyz`)).status === 200 ? true : undefined));
+      assert.equal(ready, true);
+      assert.match(await (await fetch(`http://${member.metrics}/metrics`)).text(), /^quorum_size 3$/m);
+    }
     assert.equal(new Set(members.map((r) => r.pid)).size, 3);
     // Log level info: the table shows the elected roles, one leader and two followers of it.
     const leaders = members.filter((r) => r.liveRole === "leading");

@@ -145,11 +145,11 @@ test("a base config, CORRAL_* variables and flags reach every member's config; f
 test("every field but the membership can be shared; the membership is refused from the base config, the environment and a flag, naming field and source", () => {
   assert.deepEqual(
     (Object.keys(FIELDS) as string[]).filter((field) => !(SHARED_FIELDS as string[]).includes(field)),
-    ["serverId", "dataDir", "clientHost", "clientPort", "zkClientPort", "servers"],
+    ["serverId", "dataDir", "clientHost", "clientPort", "zkClientPort", "servers", "metricsPort", "adminPort"],
   );
   const base = join(dir, "member-base.json");
   const dataDir = join(dir, "refused");
-  const values: Record<string, unknown> = { serverId: 2, dataDir: "/tmp/x", clientHost: "0.0.0.0", clientPort: 3000, zkClientPort: 3100, servers: [] };
+  const values: Record<string, unknown> = { serverId: 2, dataDir: "/tmp/x", clientHost: "0.0.0.0", clientPort: 3000, zkClientPort: 3100, metricsPort: 3200, adminPort: 3300, servers: [] };
   for (const field of MEMBER_FIELDS) {
     const raw = values[field]!;
     writeFileSync(base, JSON.stringify({ ttlNodesEnabled: true, [field]: raw }));
@@ -185,4 +185,27 @@ test("a base config that is not a config object, or has an unknown or invalid fi
   }
   assert.throws(() => parseClusterOptions({}, { file: join(dir, "missing.json") }), (error: unknown) => error instanceof ConfigError && error.field === "config");
   assert.throws(() => parseClusterOptions({}, { env: { CORRAL_ENFORCE_QUOTA: "maybe" } }), (error: unknown) => error instanceof ConfigError && error.field === "enforceQuota");
+});
+
+test("metrics and admin ports sit at ZooKeeper's 7000 and 8080 for the default base, move with --base-port, 0 turns them off", () => {
+  const servers = clusterServers(parseClusterOptions({ voters: "3" }));
+  assert.deepEqual(servers.map((s) => [s.metricsPort, s.adminPort]), [[7000, 8080], [7001, 8081], [7002, 8082]]);
+  const moved = clusterServers(parseClusterOptions({ voters: "2", "base-port": "3181" }));
+  assert.deepEqual(moved.map((s) => [s.metricsPort, s.adminPort]), [[8000, 9080], [8001, 9081]]);
+  const explicit = clusterServers(parseClusterOptions({ voters: "2", "metrics-base-port": "9100", "admin-base-port": "0" }));
+  assert.deepEqual(explicit.map((s) => [s.metricsPort, s.adminPort]), [[9100, undefined], [9101, undefined]]);
+  // Past 65535 the derived defaults are none, not an error: a high --base-port still works.
+  const high = clusterServers(parseClusterOptions({ voters: "3", "base-port": "61000", "quorum-base-port": "50000", "election-base-port": "51000" }));
+  assert.deepEqual(high.map((s) => [s.metricsPort, s.adminPort]), [[undefined, undefined], [undefined, undefined], [undefined, undefined]]);
+  assert.throws(() => parseClusterOptions({ voters: "3", "metrics-base-port": "2182" }), (e: unknown) => e instanceof ConfigError && e.field === "metrics-base-port");
+  assert.throws(() => parseClusterOptions({ voters: "3", "admin-base-port": "7001" }), (e: unknown) => e instanceof ConfigError && e.field === "admin-base-port");
+});
+
+test("every member of the written cluster file loads its own metrics and admin ports", () => {
+  const options = parseClusterOptions({ voters: "2", observers: "1", "data-dir": join(dir, "http-ports") });
+  const { path } = writeClusterConfig(options);
+  for (const id of [1, 2, 3]) {
+    const config = loadConfig({ file: path, flags: { "server-id": String(id) } });
+    assert.deepEqual([config.metricsPort, config.adminPort], [7000 + id - 1, 8080 + id - 1]);
+  }
 });

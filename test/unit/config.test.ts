@@ -287,3 +287,50 @@ test("quorumMembers splits voters from observers, in id order; standalone has no
   assert.deepEqual(quorumMembers(loadConfig({})), { voters: [], observers: [] });
   assert.equal(thisServer(loadConfig({})), undefined);
 });
+
+test("metrics and admin ports: off by default on loopback, set per server or per entry in a cluster's JSON list", () => {
+  const standalone = loadConfig({});
+  assert.deepEqual([standalone.metricsPort, standalone.metricsHost, standalone.adminPort, standalone.adminHost], [-1, "127.0.0.1", -1, "127.0.0.1"]);
+  const set = loadConfig({ env: { CORRAL_METRICS_PORT: "7000", CORRAL_ADMIN_PORT: "8080", CORRAL_ADMIN_HOST: "0.0.0.0" }, flags: { "metrics-host": "0.0.0.0" } });
+  assert.deepEqual([set.metricsPort, set.metricsHost, set.adminPort, set.adminHost], [7000, "0.0.0.0", 8080, "0.0.0.0"]);
+  assert.equal(loadConfig({ flags: { "metrics-port": "0", "admin-port": "0" } }).adminPort, 0, "0 = any free port");
+
+  // A one-host cluster's file gives each member its own ports; another member's entry is not ours.
+  const json = file({ servers: [{ ...entry(1, 2181), metricsPort: 7000, adminPort: 8080 }, { ...entry(2, 2182), metricsPort: 7001 }] });
+  const first = loadConfig({ file: json, flags: { "server-id": "1" } });
+  assert.deepEqual([first.metricsPort, first.adminPort], [7000, 8080]);
+  const second = loadConfig({ file: json, flags: { "server-id": "2" } });
+  assert.deepEqual([second.metricsPort, second.adminPort], [7001, -1]);
+  // An entry without them leaves the server's own setting alone (compose: CORRAL_METRICS_PORT in each container).
+  assert.equal(loadConfig({ env: { CORRAL_SERVERS: THREE_COMPACT, CORRAL_SERVER_ID: "2", CORRAL_METRICS_PORT: "7000" } }).metricsPort, 7000);
+  assert.equal(loadConfig({ file: json, flags: { "server-id": "2", "admin-port": "8081" } }).adminPort, 8081);
+});
+
+const HTTP_PORT_ERRORS: [string, () => ConfigSources, string][] = [
+  ["out of range", () => ({ flags: { "metrics-port": "-2" } }), "metricsPort"],
+  ["out of range", () => ({ flags: { "admin-port": "65536" } }), "adminPort"],
+  ["an empty bind address", () => ({ flags: { "admin-host": " " } }), "adminHost"],
+  ["the client port again", () => ({ flags: { "client-port": "2181", "metrics-port": "2181" } }), "metricsPort"],
+  ["the metrics port again on a wildcard address", () => ({ flags: { "metrics-port": "7000", "admin-port": "7000", "admin-host": "0.0.0.0" } }), "adminPort"],
+  [
+    "another member's port on the same host",
+    () => ({ file: file({ servers: [{ ...entry(1, 2181), metricsPort: 7000 }, { ...entry(2, 2182), adminPort: 7000 }] }), flags: { "server-id": "1" } }),
+    "servers[1].adminPort",
+  ],
+  [
+    "a different port than its entry's",
+    () => ({ file: file({ servers: [{ ...entry(1, 2181), metricsPort: 7000 }] }), flags: { "server-id": "1", "metrics-port": "7001" } }),
+    "metricsPort",
+  ],
+];
+
+for (const [what, sources, field] of HTTP_PORT_ERRORS) {
+  test(`metrics and admin ports: ${what} is refused, naming ${field}`, () => {
+    assert.throws(() => loadConfig(sources()), (e: unknown) => e instanceof ConfigError && e.field === field);
+  });
+}
+
+test("metrics and admin ports on different bind addresses may share a number", () => {
+  const config = loadConfig({ flags: { "metrics-port": "7000", "metrics-host": "127.0.0.1", "admin-port": "7000", "admin-host": "127.0.0.2" } });
+  assert.deepEqual([config.metricsPort, config.adminPort], [7000, 7000]);
+});

@@ -4,7 +4,10 @@
  * one list, name every service, and agree with the published/exposed ports, the volumes and the
  * health checks; the Dockerfile's ENTRYPOINT and HEALTHCHECK must run files its build produces.
  * Every server has a ZooKeeper-protocol port too (zkClientPort), held to the same agreement as its
- * gRPC client port: listed, exposed, published, EXPOSEd, a container and service port.
+ * gRPC client port: listed, exposed, published, EXPOSEd, a container and service port. Every server
+ * has a metrics and an admin port: the probes ask the admin port's /readyz and /healthz, the
+ * monitoring profile's Prometheus scrapes exactly the servers' metrics ports, and the alert rules
+ * and the Grafana dashboard name only metrics a corral server exports.
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -14,7 +17,8 @@ import { dirname, join, posix, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { test } from "node:test";
 import { parse, parseAllDocuments } from "yaml";
-import { healthTarget } from "../../src/cli/health.js";
+import { adminTarget, healthTarget } from "../../src/cli/health.js";
+import { ServerMetrics } from "../../src/server/metrics.js";
 import {
   clusterConnectString,
   clusterZkConnectString,
@@ -27,6 +31,9 @@ import { ANSWERED_FOUR_LETTER_WORDS } from "../../src/server/zk-wire/four-letter
 
 const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 const DEPLOY = join(ROOT, "deploy");
+const PROMETHEUS_FILE = join(DEPLOY, "prometheus", "prometheus.yml");
+const ALERTS_FILE = join(DEPLOY, "prometheus", "alerts.yml");
+const DASHBOARD_FILE = join(DEPLOY, "grafana", "corral-dashboard.json");
 const COMPOSE_FILE = join(DEPLOY, "docker-compose.yml");
 const DOCKERFILE = join(DEPLOY, "Dockerfile");
 const K8S_FILE = join(DEPLOY, "k8s", "corral.yaml");
@@ -36,7 +43,12 @@ const K8S_FILE = join(DEPLOY, "k8s", "corral.yaml");
 
 type Json = Record<string, unknown>;
 const compose = parse(readFileSync(COMPOSE_FILE, "utf8"), { merge: true }) as Json;
-const services = Object.entries(compose["services"] as Record<string, Json>);
+const allServices = Object.entries(compose["services"] as Record<string, Json>);
+/** The image deploy/Dockerfile builds: the services that build it name it. */
+const corralImage = allServices.find(([, s]) => s["build"] !== undefined)?.[1]["image"];
+/** corral's servers; the rest (Prometheus, Grafana) are the monitoring profile's. */
+const services = allServices.filter(([, s]) => s["image"] === corralImage);
+const monitoring = allServices.filter(([, s]) => s["image"] !== corralImage);
 
 /** `environment:` in either of compose's forms (map, or list of KEY=VALUE), values as strings. */
 function environment(service: Json): NodeJS.ProcessEnv {
@@ -141,14 +153,14 @@ test("compose: every server has a ZooKeeper client port, listed in CORRAL_SERVER
 
 test("compose: published, exposed and listed ports agree", () => {
   const published = new Set<string>();
-  for (const { name, service, self } of loaded) {
+  for (const { name, service, self, config } of loaded) {
     const zkPort = zkPortOf(self, name);
     const ports = ((service["ports"] as unknown[]) ?? []).map(portMapping);
     assert.ok(ports.length > 0, `${name} publishes its client port`);
     for (const port of ports) {
       assert.ok(
-        port.target === self.clientPort || port.target === zkPort,
-        `${name} publishes only its client port (${self.clientPort}) and its ZooKeeper port (${zkPort}), not ${port.target}`,
+        port.target === self.clientPort || port.target === zkPort || port.target === config.adminPort,
+        `${name} publishes only its client port (${self.clientPort}), its ZooKeeper port (${zkPort}) and its admin port (${config.adminPort}), not ${port.target}`,
       );
       assert.ok(port.published !== undefined && port.published > 0, `${name} publishes on a fixed host port`);
       const key = `${port.hostIp ?? "0.0.0.0"}:${port.published}`;
@@ -157,13 +169,14 @@ test("compose: published, exposed and listed ports agree", () => {
     }
     assert.deepEqual(
       ports.map((p) => p.target).sort((a, b) => a - b),
-      [self.clientPort, zkPort].sort((a, b) => a - b),
-      `${name} publishes its client port and its ZooKeeper port, each once`,
+      [self.clientPort, zkPort, config.adminPort].sort((a, b) => a - b),
+      `${name} publishes its client port, its ZooKeeper port and its admin port, each once`,
     );
-    const [client, zk] = [self.clientPort, zkPort].map((target) => ports.find((p) => p.target === target)!);
+    const [client, zk, admin] = [self.clientPort, zkPort, config.adminPort].map((target) => ports.find((p) => p.target === target)!);
     assert.equal(zk!.hostIp, client!.hostIp, `${name} publishes its ZooKeeper port on the same host address as its client port`);
+    assert.equal(admin!.hostIp, "127.0.0.1", `${name} publishes its admin port (sessions, paths, environment) on loopback only`);
     const expose = ((service["expose"] as unknown[]) ?? []).map((p) => Number(String(p).replace(/\/tcp$/, "")));
-    for (const port of [self.clientPort, zkPort, self.quorumPort, self.electionPort]) {
+    for (const port of [self.clientPort, zkPort, self.quorumPort, self.electionPort, config.metricsPort, config.adminPort]) {
       assert.ok(expose.includes(port), `${name} exposes ${port}; it exposes ${expose.join(", ")}`);
     }
   }
@@ -224,18 +237,66 @@ test("compose: one named volume per service, mounted at its data dir and used by
 
 const MAIN_IN_IMAGE = "/app/dist/src/cli/main.js";
 
-test("compose: every service has a health check running `corral health` against its own client port", () => {
-  for (const { name, service, config, self } of loaded) {
+test("compose: every server has metrics and admin ports on every interface of its container", () => {
+  for (const { name, config } of loaded) {
+    assert.ok(config.metricsPort > 0 && config.adminPort > 0, `${name} serves metrics and admin ports`);
+    assert.equal(config.metricsHost, "0.0.0.0", `${name}'s metrics port is reachable from Prometheus`);
+    assert.equal(config.adminHost, "0.0.0.0", `${name}'s admin port is reachable through its published port`);
+  }
+});
+
+test("compose: every service's health check asks its own admin port's /readyz with `corral health --probe readyz`", () => {
+  for (const { name, service, config } of loaded) {
     const check = service["healthcheck"] as Json | undefined;
     assert.ok(check && check["disable"] !== true, `${name} has a healthcheck`);
     const command = check["test"] as string[];
     assert.ok(Array.isArray(command) && command[0] === "CMD", `${name}: exec-form CMD`);
     assert.deepEqual(command.slice(1, 4), ["node", MAIN_IN_IMAGE, "health"], name);
-    const connect = command.indexOf("--connect");
+    assert.equal(command[command.indexOf("--probe") + 1], "readyz", `${name} probes /readyz`);
+    assert.ok(!command.includes("--connect"), `${name}: the target comes from the server's own CORRAL_* settings`);
     // Without --connect, `corral health` derives its target from the same CORRAL_* environment.
-    const target = connect >= 0 ? command[connect + 1] : healthTarget(config);
-    assert.equal(target, `127.0.0.1:${self.clientPort}`, `${name}'s health check reaches its client port`);
+    assert.equal(adminTarget(config), `127.0.0.1:${config.adminPort}`, `${name}'s health check reaches its admin port`);
   }
+});
+
+test("compose: the monitoring profile's Prometheus scrapes exactly every server's metrics port, with the alert rules", () => {
+  const prometheusConfig = parse(readFileSync(PROMETHEUS_FILE, "utf8")) as {
+    rule_files: string[];
+    scrape_configs: { job_name: string; metrics_path?: string; static_configs: { targets: string[] }[] }[];
+  };
+  const job = prometheusConfig.scrape_configs.find((c) => c.job_name === "corral");
+  assert.ok(job, "a scrape job named corral (the dashboard and the alerts select job=\"corral\")");
+  assert.equal(job.metrics_path ?? "/metrics", "/metrics");
+  assert.deepEqual(
+    job.static_configs.flatMap((c) => c.targets).sort(),
+    loaded.map(({ name, config }) => `${name}:${config.metricsPort}`).sort(),
+    "every server's metrics port, and nothing else",
+  );
+  const byName = new Map(monitoring);
+  const prometheus = byName.get("prometheus");
+  const grafana = byName.get("grafana");
+  assert.ok(prometheus && grafana, "the monitoring profile has Prometheus and Grafana");
+  for (const [name, service] of monitoring) {
+    assert.deepEqual(service["profiles"], ["monitoring"], `${name} starts only with --profile monitoring`);
+    for (const port of ((service["ports"] as unknown[]) ?? []).map(portMapping)) assert.equal(port.hostIp, "127.0.0.1", `${name} is published on loopback only`);
+  }
+  /** Where a bind mount of the compose file puts a file of deploy/ in its container. */
+  const mounts = (service: Json) =>
+    new Map(
+      ((service["volumes"] as string[]) ?? [])
+        .filter((v) => v.startsWith("./"))
+        .map((v) => {
+          const [source, target] = v.split(":") as [string, string];
+          return [target, resolve(dirname(COMPOSE_FILE), source)];
+        }),
+    );
+  const prometheusMounts = mounts(prometheus);
+  const command = (prometheus["command"] as string[]).find((c) => c.startsWith("--config.file="))!.split("=")[1]!;
+  assert.equal(prometheusMounts.get(command), PROMETHEUS_FILE, "Prometheus reads deploy/prometheus/prometheus.yml");
+  for (const rules of prometheusConfig.rule_files) assert.equal(prometheusMounts.get(rules), ALERTS_FILE, `${rules} is deploy/prometheus/alerts.yml`);
+  const grafanaMounts = [...mounts(grafana)];
+  assert.ok(grafanaMounts.some(([, source]) => source === DASHBOARD_FILE), "Grafana gets the dashboard");
+  for (const [, source] of grafanaMounts) assert.ok(existsSync(source), `${source} exists`);
 });
 
 test("compose: every service builds (or shares) the image of deploy/Dockerfile from the repository root", () => {
@@ -362,7 +423,7 @@ test("Dockerfile: data volume, exposed ports and environment agree with the comp
   const exposed = all(runtime, "EXPOSE").flatMap((e) => e.split(/\s+/)).map((p) => Number(p.replace(/\/tcp$/, "")));
   for (const { name, config, self } of loaded) {
     assert.ok(volumes.includes(config.dataDir), `${name}'s data dir ${config.dataDir} is a VOLUME of the image`);
-    for (const port of [self.clientPort, zkPortOf(self, name), self.quorumPort, self.electionPort]) {
+    for (const port of [self.clientPort, zkPortOf(self, name), self.quorumPort, self.electionPort, config.metricsPort, config.adminPort]) {
       assert.ok(exposed.includes(port), `the image EXPOSEs ${port}`);
     }
   }
@@ -376,6 +437,10 @@ test("Dockerfile: data volume, exposed ports and environment agree with the comp
   // whose entries list none would not start.
   assert.equal(standalone.zkClientPort, -1, "the image leaves the ZooKeeper port to the configuration");
   assert.doesNotThrow(() => loadConfig({ env: { ...env, CORRAL_SERVERS: "1=a:2181:2888:3888", CORRAL_SERVER_ID: "1" } }));
+  // Metrics and admin ports alike, so a cluster file's entries can give members their own; once
+  // configured they listen on every interface, as the client port does.
+  assert.deepEqual([standalone.metricsPort, standalone.adminPort], [-1, -1], "the image leaves the metrics and admin ports to the configuration");
+  assert.deepEqual([standalone.metricsHost, standalone.adminHost], ["0.0.0.0", "0.0.0.0"]);
 });
 
 test("Dockerfile: everything it copies from the context exists and is not ignored", () => {
@@ -445,8 +510,8 @@ test("k8s: the StatefulSet's pods load as the members CORRAL_SERVERS lists, behi
     env: { name: string; value: string }[];
     ports: K8sContainerPort[];
     volumeMounts: { name: string; mountPath: string }[];
-    readinessProbe: { exec: { command: string[] } };
-    livenessProbe: { exec: { command: string[] } };
+    readinessProbe: { httpGet: { path: string; port: number | string } };
+    livenessProbe: { httpGet: { path: string; port: number | string } };
   };
   assert.deepEqual(container.command, ["sh", "-c"]);
   // Run the start script with a stand-in `node` to see the id each pod gets.
@@ -500,11 +565,23 @@ test("k8s: the StatefulSet's pods load as the members CORRAL_SERVERS lists, behi
       assertAnsweredWords(config.fourLetterWordWhitelist, podName);
       const mount = container.volumeMounts.find((m) => m.mountPath === config.dataDir);
       assert.ok(mount && spec.volumeClaimTemplates.some((t) => t.metadata.name === mount.name), "the data dir is a per-pod volume claim");
-      for (const probe of [container.readinessProbe, container.livenessProbe]) {
-        const command = probe.exec.command;
-        assert.deepEqual(command.slice(0, 3), ["node", MAIN_IN_IMAGE, "health"]);
-        assert.equal(command[command.indexOf("--connect") + 1], healthTarget(config));
+      // Readiness is /readyz (serving), liveness /healthz (alive), both on this pod's admin port.
+      assert.ok(config.adminPort > 0 && config.metricsPort > 0, `${podName} serves admin and metrics ports`);
+      assert.deepEqual([config.adminHost, config.metricsHost], ["0.0.0.0", "0.0.0.0"], `${podName}'s HTTP ports are reachable from the kubelet and Prometheus`);
+      for (const [probe, path] of [[container.readinessProbe, "/readyz"], [container.livenessProbe, "/healthz"]] as const) {
+        assert.equal(probe.httpGet.path, path);
+        const port = probe.httpGet.port;
+        const reached = container.ports.find((c) => (typeof port === "string" ? c.name === port : c.containerPort === port));
+        assert.equal(reached?.containerPort, config.adminPort, `the ${path} probe asks the admin port`);
       }
+      assert.ok(containerPorts.includes(config.metricsPort), `containerPort ${config.metricsPort} (metrics)`);
+      assert.ok(servicePorts.includes(config.metricsPort), `the headless service names the metrics port for a ServiceMonitor`);
+      const annotations = (spec.template.metadata as { annotations?: Record<string, string> }).annotations ?? {};
+      assert.deepEqual(
+        [annotations["prometheus.io/scrape"], annotations["prometheus.io/port"], annotations["prometheus.io/path"]],
+        ["true", String(config.metricsPort), "/metrics"],
+        "the pods carry the usual scrape annotations",
+      );
       if (servers) assert.deepEqual(config.servers, servers);
       servers = config.servers;
     }
@@ -518,4 +595,75 @@ test("k8s: the StatefulSet's pods load as the members CORRAL_SERVERS lists, behi
   } finally {
     rmSync(bin, { recursive: true, force: true });
   }
+});
+
+// ---------------------------------------------------------------------------------------------
+// deploy/prometheus/alerts.yml and deploy/grafana/corral-dashboard.json
+
+/** Every series a corral server can export: its own metrics (a summary's _sum and _count too), Node's, and Prometheus' `up`. */
+async function exportedNames(): Promise<Set<string>> {
+  const metrics = new ServerMetrics();
+  try {
+    const names = new Set<string>(["up"]);
+    for (const { name, type } of metrics.metricNames()) {
+      names.add(name);
+      if (type === "summary") for (const suffix of ["_sum", "_count"]) names.add(name + suffix);
+    }
+    // Node's process metrics, as the registry renders them (histograms and summaries with their suffixes).
+    for (const line of (await metrics.registry.metrics()).split("\n")) {
+      const name = /^([a-zA-Z_:][a-zA-Z0-9_:]*)[{ ]/.exec(line)?.[1];
+      if (name !== undefined) names.add(name);
+    }
+    return names;
+  } finally {
+    metrics.close();
+  }
+}
+
+const PROMQL_WORDS = new Set(["and", "or", "unless", "bool", "offset", "by", "without", "on", "ignoring", "group_left", "group_right", "inf", "nan"]);
+
+/** The metric names a PromQL expression reads: identifiers outside label matchers, ranges and strings that are not functions. */
+function metricNamesIn(expr: string): string[] {
+  const bare = expr
+    .replace(/"[^"]*"/g, " ")
+    .replace(/\{[^}]*\}/g, " ")
+    .replace(/\[[^\]]*\]/g, " ")
+    .replace(/\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)/g, " ");
+  return [...bare.matchAll(/\b([a-zA-Z_:][a-zA-Z0-9_:]*)\b(?!\s*\()/g)].map((m) => m[1]!).filter((word) => !PROMQL_WORDS.has(word.toLowerCase()));
+}
+
+test("alerts: the rule file's expressions read only metrics a corral server exports", async () => {
+  const known = await exportedNames();
+  const rules = parse(readFileSync(ALERTS_FILE, "utf8")) as { groups: { name: string; rules: { alert: string; expr: string; labels?: Record<string, string> }[] }[] };
+  const alerts = rules.groups.flatMap((g) => g.rules);
+  assert.ok(alerts.length >= 5, "a handful of alerts worth setting");
+  const names = new Set<string>();
+  for (const rule of alerts) {
+    assert.ok(rule.labels?.["severity"], `${rule.alert} has a severity`);
+    const read = metricNamesIn(rule.expr);
+    assert.ok(read.length > 0, `${rule.alert} reads a metric: ${rule.expr}`);
+    for (const name of read) assert.ok(known.has(name), `${rule.alert}: ${name} is a metric corral exports (${rule.expr})`);
+    assert.ok(!names.has(rule.alert), `${rule.alert} is named once`);
+    names.add(rule.alert);
+  }
+  for (const essential of ["CorralServerDown", "CorralNoLeader", "CorralServerNotServing", "CorralSlowFsync"]) assert.ok(names.has(essential), `an alert ${essential}`);
+});
+
+test("grafana: every panel's query reads only metrics a corral server exports", async () => {
+  const known = await exportedNames();
+  const dashboard = JSON.parse(readFileSync(DASHBOARD_FILE, "utf8")) as { uid: string; panels: { title: string; type: string; targets?: { expr: string }[] }[] };
+  assert.equal(dashboard.uid, "corral");
+  const queried = dashboard.panels.filter((p) => p.type !== "row");
+  assert.ok(queried.length >= 10);
+  const read = new Set<string>();
+  for (const panel of queried) {
+    assert.ok((panel.targets ?? []).length > 0, `${panel.title} has a query`);
+    for (const { expr } of panel.targets ?? []) {
+      for (const name of metricNamesIn(expr)) {
+        assert.ok(known.has(name), `${panel.title}: ${name} is a metric corral exports (${expr})`);
+        read.add(name);
+      }
+    }
+  }
+  for (const name of ["znode_count", "readlatency", "updatelatency", "fsynctime_sum", "corral_learner_lag_zxids", "corral_serving"]) assert.ok(read.has(name), `the dashboard shows ${name}`);
 });

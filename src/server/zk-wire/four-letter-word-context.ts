@@ -26,6 +26,8 @@ export interface FourLetterWordSource {
   outstandingRequests: number;
   /** Leader only. */
   learners?: readonly { sid: number; role: "participant" | "observer"; stage: LearnerStage }[];
+  /** Leader only: this term's proposal sizes (-1 before the first). */
+  proposalSizeBytes?: { last: number; min: number; max: number };
 }
 
 export function fourLetterWordContext(source: FourLetterWordSource): FourLetterWordContext {
@@ -64,7 +66,7 @@ export function fourLetterWordContext(source: FourLetterWordSource): FourLetterW
             syncedNonVotingFollowers: 0,
             syncedObservers: synced.filter((l) => l.role === "observer").length,
             pendingSyncs: learners.length - synced.length,
-            proposalSizeBytes: { last: -1, min: -1, max: -1 },
+            proposalSizeBytes: source.proposalSizeBytes ?? { last: -1, min: -1, max: -1 },
           },
         }),
     config: {

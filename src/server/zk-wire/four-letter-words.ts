@@ -297,12 +297,13 @@ export function renderFourLetterWord(word: AnsweredFourLetterWord, context: Four
   }
 }
 
-function serverState(context: FourLetterWordContext): string {
+/** ZooKeeper's ServerStats.getServerState: the mode, or "read-only". */
+export function serverState(context: FourLetterWordContext): string {
   return context.readOnly ? "read-only" : context.mode;
 }
 
 /** Java's Long.toHexString: two's complement for negatives. */
-function javaLongHex(value: bigint): string {
+export function javaLongHex(value: bigint): string {
   return BigInt.asUintN(64, value).toString(16);
 }
 
@@ -372,37 +373,47 @@ function renderStat(context: FourLetterWordContext, withClients: boolean): strin
  * other numbers as Java doubles.
  */
 function renderMonitor(context: FourLetterWordContext): string {
-  const lines: [string, string][] = [
+  return monitorFigures(context)
+    .map(([key, value]) => `zk_${key}\t${typeof value === "string" ? value : key === "avg_latency" ? javaDoubleToString(value) : String(value)}\n`)
+    .join("");
+}
+
+/**
+ * What mntr reports, in its order, typed: strings (version, server_state) and numbers
+ * (avg_latency a double, the rest integers). The admin server's `monitor` command reports the same.
+ */
+export function monitorFigures(context: FourLetterWordContext): [string, string | number][] {
+  const figures: [string, string | number][] = [
     ["version", context.version],
     ["server_state", serverState(context)],
-    ["avg_latency", javaDoubleToString(context.latency.avgMs)],
-    ["max_latency", String(context.latency.maxMs)],
-    ["min_latency", String(context.latency.minMs)],
-    ["packets_received", String(context.packetsReceived)],
-    ["packets_sent", String(context.packetsSent)],
-    ["num_alive_connections", String(context.connections.length)],
-    ["outstanding_requests", String(context.outstandingRequests)],
-    ["znode_count", String(context.nodeCount)],
-    ["watch_count", String(context.watches.total)],
-    ["ephemerals_count", String(context.ephemeralsCount)],
-    ["approximate_data_size", String(context.approximateDataSizeBytes)],
-    ["open_file_descriptor_count", String(context.openFileDescriptorCount ?? -1)],
-    ["max_file_descriptor_count", String(context.maxFileDescriptorCount ?? -1)],
+    ["avg_latency", context.latency.avgMs],
+    ["max_latency", context.latency.maxMs],
+    ["min_latency", context.latency.minMs],
+    ["packets_received", context.packetsReceived],
+    ["packets_sent", context.packetsSent],
+    ["num_alive_connections", context.connections.length],
+    ["outstanding_requests", context.outstandingRequests],
+    ["znode_count", context.nodeCount],
+    ["watch_count", context.watches.total],
+    ["ephemerals_count", context.ephemeralsCount],
+    ["approximate_data_size", context.approximateDataSizeBytes],
+    ["open_file_descriptor_count", context.openFileDescriptorCount ?? -1],
+    ["max_file_descriptor_count", context.maxFileDescriptorCount ?? -1],
   ];
   const leader = context.leader;
   if (serverState(context) === "leader" && leader !== undefined) {
-    lines.push(
-      ["learners", String(leader.learners)],
-      ["synced_followers", String(leader.syncedFollowers)],
-      ["synced_non_voting_followers", String(leader.syncedNonVotingFollowers)],
-      ["synced_observers", String(leader.syncedObservers)],
-      ["pending_syncs", String(leader.pendingSyncs)],
-      ["last_proposal_size", String(leader.proposalSizeBytes.last)],
-      ["max_proposal_size", String(leader.proposalSizeBytes.max)],
-      ["min_proposal_size", String(leader.proposalSizeBytes.min)],
+    figures.push(
+      ["learners", leader.learners],
+      ["synced_followers", leader.syncedFollowers],
+      ["synced_non_voting_followers", leader.syncedNonVotingFollowers],
+      ["synced_observers", leader.syncedObservers],
+      ["pending_syncs", leader.pendingSyncs],
+      ["last_proposal_size", leader.proposalSizeBytes.last],
+      ["max_proposal_size", leader.proposalSizeBytes.max],
+      ["min_proposal_size", leader.proposalSizeBytes.min],
     );
   }
-  return lines.map(([key, value]) => `zk_${key}\t${value}\n`).join("");
+  return figures;
 }
 
 function renderConf(config: FourLetterWordConfig): string {
@@ -450,8 +461,13 @@ function renderConnections(context: FourLetterWordContext): string {
 }
 
 function renderEnvironment(context: FourLetterWordContext): string {
+  return `Environment:\n${environmentEntries(context).map(([key, value]) => `${key}=${value}\n`).join("")}`;
+}
+
+/** envi's key=value pairs, in Environment.list's order (the admin `environment` command's too). */
+export function environmentEntries(context: FourLetterWordContext): [string, string][] {
   const env = context.environment;
-  const entries: [string, string][] = [
+  return [
     ["zookeeper.version", context.version],
     ["host.name", env.hostName],
     ["java.version", env.javaVersion],
@@ -471,7 +487,6 @@ function renderEnvironment(context: FourLetterWordContext): string {
     ["os.memory.max", `${env.memoryMaxMb}MB`],
     ["os.memory.total", `${env.memoryTotalMb}MB`],
   ];
-  return `Environment:\n${entries.map(([key, value]) => `${key}=${value}\n`).join("")}`;
 }
 
 function renderWatchSummary(context: FourLetterWordContext): string {

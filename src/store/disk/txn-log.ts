@@ -88,6 +88,11 @@ export interface LevelTxnLogOptions {
    * write.
    */
   onFailed?: (error: TxnLogFailedError) => void;
+  /**
+   * Called after each group-commit batch is durable, before its appends resolve: how many records
+   * it carried and how long its `sync: true` write took (the server's fsynctime and batch size).
+   */
+  onBatchDurable?: (records: number, durationMs: number) => void;
 }
 
 /** Default byte budget of one group-commit batch. */
@@ -137,6 +142,7 @@ export class LevelTxnLog implements TxnLog {
   private readonly batchBytesMax: number;
   private readonly faults: TxnLogFaults;
   private readonly onFailed: ((error: TxnLogFailedError) => void) | undefined;
+  private readonly onBatchDurable: ((records: number, durationMs: number) => void) | undefined;
 
   /** Appended, not yet handed to LevelDB, in zxid order. */
   private queued: PendingAppend[] = [];
@@ -175,6 +181,7 @@ export class LevelTxnLog implements TxnLog {
     this.batchBytesMax = options.batchBytesMax ?? LOG_BATCH_BYTES_MAX_DEFAULT;
     this.faults = options.faults ?? {};
     this.onFailed = options.onFailed;
+    this.onBatchDurable = options.onBatchDurable;
     assert(Number.isSafeInteger(this.batchTxnsMax) && this.batchTxnsMax >= 1, "batchTxnsMax >= 1");
     assert(Number.isSafeInteger(this.batchBytesMax) && this.batchBytesMax >= 1, "batchBytesMax >= 1");
     this.stable = {
@@ -343,6 +350,7 @@ export class LevelTxnLog implements TxnLog {
     this.inFlight = batch;
     let recordBytes = 0;
     for (const pending of batch) recordBytes += pending.record.byteLength;
+    const startedMs = performance.now();
     try {
       await this.write("append", () => this.writeRecords(batch));
     } catch {
@@ -360,6 +368,7 @@ export class LevelTxnLog implements TxnLog {
     this.counters.recordsWritten += batch.length;
     this.counters.recordBytesWritten += recordBytes;
     this.counters.largestBatchRecords = Math.max(this.counters.largestBatchRecords, batch.length);
+    this.onBatchDurable?.(batch.length, performance.now() - startedMs);
     for (const pending of batch) pending.resolve();
     if (this.queued.length > 0) this.scheduleFlush();
     else this.notifyIdle();

@@ -1,0 +1,115 @@
+/**
+ * The server's two HTTP listeners, each on its own port as in ZooKeeper:
+ *
+ * - metrics (ZooKeeper's Prometheus provider, metricsProvider.httpPort): `GET /metrics`, the
+ *   Prometheus text format, gauges read from the live state at that moment;
+ * - admin (ZooKeeper's AdminServer, admin.serverPort): `GET /commands/<name>` answers ZooKeeper's
+ *   admin commands as JSON (admin-commands.ts), `/commands` lists them; and, for orchestrators,
+ *   `GET /healthz` (the process is alive and its event loop answers: 200) and `GET /readyz`
+ *   (200 while the server serves clients — standalone, or part of a quorum with an established
+ *   leader — else 503).
+ *
+ * Both answer GET and HEAD only, and nothing else of the server: they read, never change it.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { Logger } from "../log.js";
+import type { ServerMetrics } from "../metrics.js";
+import type { ServerStatus } from "../server-status.js";
+import { ADMIN_COMMAND_NAMES, runAdminCommand } from "./admin-commands.js";
+import { toJson } from "./json.js";
+
+/** ZooKeeper's admin.commandURL. */
+export const COMMAND_URL = "/commands";
+
+type Handler = (request: IncomingMessage, response: ServerResponse, path: string) => Promise<void> | void;
+
+/** One HTTP port. */
+export class HttpListener {
+  private constructor(
+    private readonly server: Server,
+    readonly host: string,
+    readonly port: number,
+  ) {}
+
+  static async listen(host: string, port: number, what: string, handler: Handler, logger: Logger): Promise<HttpListener> {
+    const server = createServer({ keepAliveTimeout: 5_000, requestTimeout: 30_000 }, (request, response) => {
+      const method = request.method ?? "GET";
+      if (method !== "GET" && method !== "HEAD") {
+        response.setHeader("allow", "GET, HEAD");
+        return send(response, 405, "text/plain; charset=utf-8", "method not allowed\n");
+      }
+      const path = new URL(request.url ?? "/", "http://localhost").pathname;
+      Promise.resolve()
+        .then(() => handler(request, response, path))
+        .catch((error: unknown) => {
+          logger.error({ err: error, path }, `${what} request failed`);
+          if (!response.headersSent) send(response, 500, "text/plain; charset=utf-8", "internal error\n");
+          else response.destroy();
+        });
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen({ host, port, exclusive: true }, () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
+    server.on("error", (error) => logger.error({ err: error }, `${what} port error`));
+    const address = server.address();
+    return new HttpListener(server, host, typeof address === "object" && address !== null ? address.port : port);
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve) => {
+      this.server.close(() => resolve());
+      this.server.closeAllConnections();
+    });
+  }
+}
+
+function send(response: ServerResponse, status: number, contentType: string, body: string): void {
+  response.writeHead(status, { "content-type": contentType, "content-length": Buffer.byteLength(body), "cache-control": "no-store" });
+  response.end(body);
+}
+
+function sendJson(response: ServerResponse, status: number, value: unknown): void {
+  send(response, status, "application/json", `${toJson(value)}\n`);
+}
+
+export function metricsHandler(metrics: ServerMetrics, status: ServerStatus): Handler {
+  return async (_request, response, path) => {
+    if (path !== "/metrics") return send(response, 404, "text/plain; charset=utf-8", "not found: metrics are at /metrics\n");
+    send(response, 200, metrics.contentType, await metrics.scrape(status));
+  };
+}
+
+export function adminHandler(status: ServerStatus): Handler {
+  return (_request, response, path) => {
+    if (path === "/healthz") return sendJson(response, 200, { status: "ok" });
+    if (path === "/readyz") {
+      const ready = status.serving;
+      const leaderId = status.leaderId();
+      return sendJson(response, ready ? 200 : 503, {
+        ready,
+        server_state: status.state(),
+        ...(leaderId === undefined ? {} : { leader_id: leaderId }),
+      });
+    }
+    if (path === COMMAND_URL || path === `${COMMAND_URL}/`) {
+      // ZooKeeper's CommandServlet: a link to each command.
+      const links = ADMIN_COMMAND_NAMES.map((name) => `<a href="${COMMAND_URL}/${name}">${name}</a>\n<br/>\n`).join("");
+      return send(response, 200, "text/html; charset=utf-8", links);
+    }
+    if (path.startsWith(`${COMMAND_URL}/`)) {
+      let name: string;
+      try {
+        name = decodeURIComponent(path.slice(COMMAND_URL.length + 1));
+      } catch {
+        return send(response, 400, "text/plain; charset=utf-8", "bad command name\n");
+      }
+      // As ZooKeeper: 200 with the reason in "error", for unknown commands too.
+      return sendJson(response, 200, runAdminCommand(name, status));
+    }
+    send(response, 404, "text/plain; charset=utf-8", `not found: try ${COMMAND_URL}, /healthz or /readyz\n`);
+  };
+}

@@ -1,0 +1,148 @@
+/**
+ * What a running server tells about itself, read at the moment someone asks: the four-letter
+ * words, the admin HTTP commands and the Prometheus gauges all read this one object, so each
+ * figure is computed in one place and the three agree.
+ *
+ * Nothing here is kept up to date as the server runs; every method reads the live state (tree,
+ * pipeline, quorum peer, ZooKeeper port) when it is called.
+ */
+import type { DataTree } from "../store/data-tree.js";
+import type { WriteBroadcast } from "./broadcast.js";
+import type { ServerConfig } from "./config.js";
+import type { RequestPipeline } from "./pipeline.js";
+import type { LeaderStatus, QuorumPeer } from "./quorum-peer.js";
+import type { SessionTracker } from "./session-tracker.js";
+import { fourLetterWordContext } from "./zk-wire/four-letter-word-context.js";
+import type { FourLetterWordContext, FourLetterWordServerMode } from "./zk-wire/four-letter-words.js";
+import { PortStats, type ZkClientService } from "./zk-wire/zk-client-service.js";
+
+/** ZooKeeper's peer states, plus standalone. */
+export type ServerState = "standalone" | "looking" | "leading" | "following" | "observing";
+
+export interface ServerStatusDeps {
+  config: ServerConfig;
+  corralVersion: string;
+  startedAt: Date;
+  /** Read through on every use: a learner's tree is replaced when it syncs by SNAP or TRUNC. */
+  state: { readonly tree: DataTree };
+  pipeline: RequestPipeline;
+  broadcast: WriteBroadcast;
+  /** Who owns session expiry here: the standalone server's, or the cluster's (live only while leading). */
+  tracker: SessionTracker;
+  quorumPeer: QuorumPeer | undefined;
+  /** The ZooKeeper port, once it listens (undefined when the server has none). */
+  zkService: () => ZkClientService | undefined;
+  nowMs: () => number;
+}
+
+export class ServerStatus {
+  /** Figures of a ZooKeeper port that does not exist: all zero. */
+  private readonly noPortTotals = new PortStats();
+
+  constructor(private readonly deps: ServerStatusDeps) {}
+
+  get config(): ServerConfig {
+    return this.deps.config;
+  }
+
+  get tree(): DataTree {
+    return this.deps.state.tree;
+  }
+
+  get version(): string {
+    return this.deps.corralVersion;
+  }
+
+  /** Serving clients: standalone, or part of a quorum with an established leader (/readyz). */
+  get serving(): boolean {
+    return this.deps.broadcast.serving;
+  }
+
+  state(): ServerState {
+    const peer = this.deps.quorumPeer;
+    return peer ? peer.role : "standalone";
+  }
+
+  /** ZooKeeper's ServerStats.getServerState, while serving. */
+  mode(): FourLetterWordServerMode | undefined {
+    if (!this.serving) return undefined;
+    switch (this.state()) {
+      case "standalone":
+        return "standalone";
+      case "leading":
+        return "leader";
+      case "observing":
+        return "observer";
+      default:
+        return "follower";
+    }
+  }
+
+  uptimeMs(): number {
+    return this.deps.nowMs() - this.deps.startedAt.getTime();
+  }
+
+  /** Sessions alive in the (replicated) tree. */
+  globalSessions(): number {
+    return this.tree.sessions.size;
+  }
+
+  /** Sessions with a live connection here, through either client port. */
+  clientSessions(): number {
+    return this.deps.pipeline.connectedSessions();
+  }
+
+  /** Voting members; undefined for a standalone server. */
+  quorumSize(): number | undefined {
+    if (!this.deps.quorumPeer) return undefined;
+    return this.deps.config.servers.filter((s) => s.role === "participant").length;
+  }
+
+  /** The current term's leader (this server when leading); undefined while looking or standalone. */
+  leaderId(): number | undefined {
+    return this.deps.quorumPeer?.currentLeader;
+  }
+
+  /** ZooKeeper's ZabState; undefined for a standalone server. */
+  zabState(): string | undefined {
+    return this.deps.quorumPeer?.zabState;
+  }
+
+  /** A serving leader's learners, lag and proposals in flight. */
+  leaderStatus(): LeaderStatus | undefined {
+    return this.deps.quorumPeer?.leaderStatus();
+  }
+
+  /**
+   * When each session's expiry bucket falls due, where this server owns expiry (standalone, or
+   * the leader); empty elsewhere, as ZooKeeper's learners report.
+   */
+  sessionExpiries(): Map<bigint, number> {
+    const expiries = new Map<bigint, number>();
+    const peer = this.deps.quorumPeer;
+    if (peer && !(peer.role === "leading" && peer.serving)) return expiries;
+    for (const sessionId of this.tree.sessions.keys()) {
+      const at = this.deps.tracker.expiryOf(sessionId);
+      if (at !== undefined) expiries.set(sessionId, at);
+    }
+    return expiries;
+  }
+
+  /** The snapshot the four-letter words render (and the admin commands and gauges read). */
+  fourLetterWordContext(): FourLetterWordContext {
+    const { config, quorumPeer, pipeline } = this.deps;
+    const zkService = this.deps.zkService();
+    const learners = quorumPeer?.learners();
+    return fourLetterWordContext({
+      config,
+      corralVersion: this.deps.corralVersion,
+      startedAt: this.deps.startedAt,
+      tree: this.tree,
+      mode: this.mode(),
+      connections: zkService?.stats() ?? [],
+      totals: zkService?.totals ?? this.noPortTotals,
+      outstandingRequests: pipeline.outstandingRequests(),
+      ...(learners === undefined ? {} : { learners, proposalSizeBytes: quorumPeer!.proposalSizes }),
+    });
+  }
+}
