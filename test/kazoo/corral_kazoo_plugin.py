@@ -12,7 +12,7 @@ ask the runner to do it to its corral processes (CORRAL_KAZOO_CONTROL).
 SKIPS is the one list of kazoo tests not run against corral, each with its reason: only tests
 that need what corral does not serve (reconfig, SASL, read-only mode), or a second server when
 the target is a standalone one. Their skip reasons start with SKIP_PREFIX so that the runner
-(test/integration/kazoo.test.ts) can tell them from the skips kazoo decides itself.
+(test/kazoo/kazoo.test.ts) can tell them from the skips kazoo decides itself.
 """
 import os
 import sys
