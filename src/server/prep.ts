@@ -96,10 +96,11 @@ export class Prep {
    */
   prepare(request: WriteRequest, sessionId: bigint, zxid: number, authInfo: readonly Id[]): TxnBody {
     if (request.op === "close") return this.prepareCloseSession(sessionId, zxid);
-    if (request.op === "multi") return this.prepareMulti(request.ops, sessionId, zxid, authInfo);
+    const zooKeeperChecks = "zooKeeperChecks" in request && request.zooKeeperChecks === true;
+    if (request.op === "multi") return this.prepareMulti(request.ops, sessionId, zxid, authInfo, zooKeeperChecks);
     const overlay = new Map<string, ChangeRecord>();
     try {
-      const body = this.prepareOne(request, sessionId, zxid, authInfo, overlay);
+      const body = this.prepareOne(request, sessionId, zxid, authInfo, overlay, zooKeeperChecks);
       this.commitOverlay(overlay);
       return body;
     } catch (error) {
@@ -184,7 +185,7 @@ export class Prep {
     return this.changesInOrder.length - this.changesHead;
   }
 
-  private prepareMulti(ops: MultiOpRequest[], sessionId: bigint, zxid: number, authInfo: readonly Id[]): TxnBody {
+  private prepareMulti(ops: MultiOpRequest[], sessionId: bigint, zxid: number, authInfo: readonly Id[], zooKeeperChecks: boolean): TxnBody {
     if (ops.length > limits.multiOpsMax) {
       return { type: "error", err: ZkErrorCode.BADARGUMENTS };
     }
@@ -198,7 +199,7 @@ export class Prep {
         continue;
       }
       try {
-        txns.push(this.prepareOne(op, sessionId, zxid, authInfo, overlay) as MultiTxn["ops"][number]);
+        txns.push(this.prepareOne(op, sessionId, zxid, authInfo, overlay, zooKeeperChecks) as MultiTxn["ops"][number]);
       } catch (error) {
         txns.push(errorTxn(error));
         failed = true;
@@ -215,10 +216,11 @@ export class Prep {
     zxid: number,
     authInfo: readonly Id[],
     overlay: Map<string, ChangeRecord>,
+    zooKeeperChecks: boolean,
   ): CreateTxn | DeleteTxn | SetDataTxn | SetAclTxn | CheckTxn {
     switch (request.op) {
       case "create":
-        return this.prepareCreate(request, sessionId, zxid, authInfo, overlay);
+        return this.prepareCreate(request, sessionId, zxid, authInfo, overlay, zooKeeperChecks);
       case "delete":
         return this.prepareDelete(request, zxid, authInfo, overlay);
       case "setData":
@@ -236,15 +238,16 @@ export class Prep {
     zxid: number,
     authInfo: readonly Id[],
     overlay: Map<string, ChangeRecord>,
+    zooKeeperChecks: boolean,
   ): CreateTxn {
     // ZooKeeper's validateCreateRequest runs first: a disabled mode, then a TTL that does not fit it.
     const ephemeralOwner = ownerForMode(request, sessionId, this.options.ttlNodesEnabled);
     const sequential = isSequential(request.mode);
     validatePath(request.path, sequential);
     checkDataSize(request.data);
-    // On this wire an empty list is how a client asks for the default (ZooKeeper's Java client
-    // would have sent OPEN_ACL_UNSAFE itself).
-    const acl = request.acl.length === 0 ? (OPEN_ACL_UNSAFE as Acl[]) : fixupAcl(request.acl, authInfo, request.path);
+    // Through the gRPC door an empty list is how a client asks for the default (ZooKeeper's Java
+    // client would have sent OPEN_ACL_UNSAFE itself); a ZooKeeper client's empty list is INVALIDACL.
+    const acl = request.acl.length === 0 && !zooKeeperChecks ? (OPEN_ACL_UNSAFE as Acl[]) : fixupAcl(request.acl, authInfo, request.path);
     // A sequential name is appended to the path, so "/a/" names a child of "/a" and "/" one of the root.
     if (request.path === "/" && !sequential) throw new ZkError("NODEEXISTS", undefined, "/");
     const parentPath = parentOf(sequential ? request.path + "0" : request.path);

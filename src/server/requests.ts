@@ -7,21 +7,34 @@ import type { AddWatchMode, WatcherType } from "../common/watch-modes.js";
 import type { Acl, CreateMode, OpResult, Stat } from "../store/types.js";
 import type { ClientInfo } from "./acl.js";
 
-export interface CreateRequest {
+/**
+ * Set by the ZooKeeper door on the requests whose checks ZooKeeper 3.8's server makes in its own
+ * way (unset, the gRPC door's rules apply). On a write it travels to the leader's prep with the
+ * request; on a multi it covers every op.
+ */
+export interface ZooKeeperChecks {
+  /**
+   * A create's empty ACL list is INVALIDACL where fixupACL finds it (through the gRPC door an empty
+   * list asks for the default ACL).
+   */
+  zooKeeperChecks?: true;
+}
+
+export interface CreateRequest extends ZooKeeperChecks {
   op: "create";
   path: string;
   data: Uint8Array;
-  /** Empty = world:anyone with every permission. */
+  /** Empty = world:anyone with every permission, unless `zooKeeperChecks` (then INVALIDACL). */
   acl: Acl[];
   mode: CreateMode;
   ttlMs: number;
 }
-export interface DeleteRequest { op: "delete"; path: string; version: number }
+export interface DeleteRequest extends ZooKeeperChecks { op: "delete"; path: string; version: number }
 export interface SetDataRequest { op: "setData"; path: string; data: Uint8Array; version: number }
 export interface SetAclRequest { op: "setAcl"; path: string; acl: Acl[]; version: number }
 export interface CheckRequest { op: "check"; path: string; version: number }
 export type MultiOpRequest = CreateRequest | DeleteRequest | SetDataRequest | CheckRequest;
-export interface MultiRequest { op: "multi"; ops: MultiOpRequest[] }
+export interface MultiRequest extends ZooKeeperChecks { op: "multi"; ops: MultiOpRequest[] }
 export interface CloseRequest { op: "close" }
 
 /** Requests that become a txn (through prep on the leader). */

@@ -299,6 +299,23 @@ describe("ZooKeeper's order of checks", () => {
   }
 });
 
+describe("requests from the ZooKeeper door (zooKeeperChecks): ZooKeeper 3.8's own order", () => {
+  const zk = <R extends WriteRequest>(request: R): R => ({ ...request, zooKeeperChecks: true });
+  const cases: { name: string; request: WriteRequest; err: keyof typeof ZkErrorCode; gRpc: keyof typeof ZkErrorCode | "OK" }[] = [
+    { name: "a create's empty ACL list is INVALIDACL (through the gRPC door it asks for the default ACL)", request: create("/a"), err: "INVALIDACL", gRpc: "OK" },
+    { name: "a create's path without a slash: BADARGUMENTS before the empty ACL", request: create("a"), err: "BADARGUMENTS", gRpc: "BADARGUMENTS" },
+    { name: "a create's path with NUL: BADARGUMENTS before the empty ACL", request: create("/a\u0000"), err: "BADARGUMENTS", gRpc: "BADARGUMENTS" },
+    { name: "a create's empty ACL in a multi is that op's INVALIDACL", request: { op: "multi", ops: [create("/a")] }, err: "INVALIDACL", gRpc: "OK" },
+  ];
+  for (const c of cases) {
+    test(c.name, () => {
+      const f = fixture();
+      assert.equal(errOf(f.prepare(zk(c.request)).body), ZkErrorCode[c.err]);
+      assert.equal(errOf(fixture().prepare(c.request).body), c.gRpc === "OK" ? 0 : ZkErrorCode[c.gRpc]);
+    });
+  }
+});
+
 describe("who passes", () => {
   const locked = () => {
     const f = fixture();

@@ -40,7 +40,7 @@ function reply<T>(bytes: Uint8Array, codec?: jute.JuteCodec<T>): { header: jute.
 describe("jute requests → corral requests", () => {
   test("creates: flags name the mode, createTTL carries its ttl, null data stays null", () => {
     assert.deepEqual(request(OpCode.create, { path: "/a", data: data("x"), acl: OPEN, flags: 3 }), {
-      op: "create", path: "/a", data: data("x"), acl: OPEN, mode: "ephemeral-sequential", ttlMs: 0,
+      op: "create", path: "/a", data: data("x"), acl: OPEN, mode: "ephemeral-sequential", ttlMs: 0, zooKeeperChecks: true,
     });
     const ttl = request(OpCode.createTTL, { path: "/t", data: null, acl: OPEN, flags: 6, ttl: 5_000n });
     assert.ok(ttl.op === "create");
@@ -52,10 +52,19 @@ describe("jute requests → corral requests", () => {
     assert.equal((request(OpCode.create, { path: "/t", data: null, acl: OPEN, flags: 5 }) as { ttlMs: number }).ttlMs, 0);
   });
 
+  test("an empty or null ACL list goes to prep, which refuses it INVALIDACL after the path checks ZooKeeper makes first", () => {
+    for (const acl of [[], null]) {
+      const create = request(OpCode.create, { path: "x", data: null, acl, flags: 0 });
+      assert.ok(create.op === "create");
+      assert.deepEqual([create.acl, create.zooKeeperChecks], [[], true], "an empty list that prep will not take for the default ACL");
+      assert.deepEqual(request(OpCode.setACL, { path: "x", acl, version: -1 }), { op: "setAcl", path: "x", acl: [], version: -1 });
+    }
+    const multi = request(OpCode.multi, { ops: [{ type: OpCode.create, request: { path: "/m", data: null, acl: [], flags: 0 } }] });
+    assert.ok(multi.op === "multi");
+    assert.equal(multi.zooKeeperChecks, true, "a multi's creates are checked ZooKeeper's way too");
+  });
+
   test("refused before prep as ZooKeeper refuses them", () => {
-    assert.equal(refusal(OpCode.create, { path: "/a", data: null, acl: [], flags: 0 }), -114, "empty ACL: INVALIDACL");
-    assert.equal(refusal(OpCode.create, { path: "/a", data: null, acl: null, flags: 0 }), -114, "null ACL: INVALIDACL");
-    assert.equal(refusal(OpCode.setACL, { path: "/a", acl: [], version: -1 }), -114);
     assert.equal(refusal(OpCode.create, { path: "/a", data: null, acl: OPEN, flags: 7 }), -8, "unknown flags: BADARGUMENTS");
     assert.equal(refusal(OpCode.createTTL, { path: "/a", data: null, acl: OPEN, flags: 0, ttl: 10n }), -8, "a ttl on a non-TTL mode");
     assert.equal(refusal(OpCode.removeWatches, { path: "/a", type: 9 }), -8, "unknown watcher type");

@@ -2,9 +2,10 @@
  * ZooKeeper's client records ⇄ the server's own requests and replies (src/server/requests.ts).
  *
  * A decoded jute request becomes a ClientRequest for the same pipeline the gRPC door feeds, or an
- * error code to answer it with in its place (what ZooKeeper 3.8 refuses before prep: an empty ACL,
- * a TTL on a non-TTL mode, an opcode it does not run). A Reply becomes the exact response record
- * ZooKeeper 3.8's FinalRequestProcessor writes for that opcode.
+ * error code to answer it with in its place (what ZooKeeper 3.8 refuses before it looks at the
+ * tree: unknown create flags, a TTL on a non-TTL mode, an opcode it does not run). Requests whose
+ * checks ZooKeeper makes in its own order carry `zooKeeperChecks`. A Reply becomes the exact
+ * response record ZooKeeper 3.8's FinalRequestProcessor writes for that opcode.
  *
  * Pure: no sockets, no server state.
  */
@@ -43,7 +44,7 @@ export function toClientRequest(type: number, body: unknown): ZkRequestMapping {
       case OpCode.create2:
       case OpCode.createContainer:
       case OpCode.createTTL: {
-        return { request: createRequest(body as jute.CreateTTLRequest), shape };
+        return { request: { ...createRequest(body as jute.CreateTTLRequest), zooKeeperChecks: true }, shape };
       }
       case OpCode.delete: {
         const r = body as jute.DeleteRequest;
@@ -71,7 +72,7 @@ export function toClientRequest(type: number, body: unknown): ZkRequestMapping {
         return { request: { op: "sync", path: str((body as jute.SyncRequest).path) }, shape };
       case OpCode.multi: {
         const ops = (body as jute.MultiRequest).ops;
-        return { request: { op: "multi", ops: ops.map(multiOp) }, shape: { type, opTypes: ops.map((op) => op.type) } };
+        return { request: { op: "multi", ops: ops.map(multiOp), zooKeeperChecks: true }, shape: { type, opTypes: ops.map((op) => op.type) } };
       }
       case OpCode.multiRead: {
         const ops = (body as jute.MultiRequest).ops;
@@ -172,15 +173,14 @@ function multiReadOp(op: jute.MultiOp): MultiReadOpRequest {
 }
 
 /**
- * A jute ACL list as prep's fixupAcl takes it. A null or empty list is refused here, since an empty
- * list is how the gRPC door asks for the default ACL (ZooKeeper's InvalidACLException). Null
- * strings follow ZooKeeper's fixupACL: the id of an `auth` entry is never read (kazoo writes "" as
- * null), a null scheme names no provider (INVALIDACL), and a null id under world, digest or ip
- * throws a NullPointerException in ZooKeeper's provider, which its prep answers MARSHALLINGERROR.
+ * A jute ACL list as prep's fixupAcl takes it. A null list is an empty one, which prep refuses
+ * INVALIDACL where ZooKeeper's fixupACL does (after the path checks it makes first). Null strings
+ * follow ZooKeeper's fixupACL: the id of an `auth` entry is never read (kazoo writes "" as null), a
+ * null scheme names no provider (INVALIDACL), and a null id under world, digest or ip throws a
+ * NullPointerException in ZooKeeper's provider, which its prep answers MARSHALLINGERROR.
  */
 function acls(list: jute.ACL[] | null): Acl[] {
-  if (list === null || list.length === 0) throw new Refusal(ZkErrorCode.INVALIDACL);
-  return list.map(({ perms, id: { scheme, id } }) => {
+  return (list ?? []).map(({ perms, id: { scheme, id } }) => {
     if (scheme === null) return { perms, id: { scheme: "", id: id ?? "" } };
     if (id === null && NULL_ID_THROWS_SCHEMES.has(scheme)) throw new Refusal(ZkErrorCode.MARSHALLINGERROR);
     return { perms, id: { scheme, id: id ?? "" } };
