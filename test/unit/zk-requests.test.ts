@@ -64,6 +64,15 @@ describe("jute requests → corral requests", () => {
     assert.equal(multi.zooKeeperChecks, true, "a multi's creates are checked ZooKeeper's way too");
   });
 
+  test("creates and deletes are checked ZooKeeper's way in prep; a null path there is ZooKeeper's NullPointerException", () => {
+    assert.deepEqual(request(OpCode.delete, { path: "/a//b", version: 2 }), { op: "delete", path: "/a//b", version: 2, zooKeeperChecks: true });
+    assert.equal(refusal(OpCode.delete, { path: null, version: -1 }), -5, "a delete's null path: MARSHALLINGERROR");
+    assert.equal(refusal(OpCode.create, { path: null, data: null, acl: OPEN, flags: 0 }), -5, "a create's null path: MARSHALLINGERROR");
+    assert.equal(refusal(OpCode.create, { path: null, data: null, acl: OPEN, flags: 7 }), -8, "after the create mode: BADARGUMENTS first");
+    // setData's path is validated first, and PathUtils refuses null: BADARGUMENTS in prep.
+    assert.deepEqual(request(OpCode.setData, { path: null, data: null, version: -1 }), { op: "setData", path: "", data: NULL_DATA, version: -1 });
+  });
+
   test("refused before prep as ZooKeeper refuses them", () => {
     assert.equal(refusal(OpCode.create, { path: "/a", data: null, acl: OPEN, flags: 7 }), -8, "unknown flags: BADARGUMENTS");
     assert.equal(refusal(OpCode.createTTL, { path: "/a", data: null, acl: OPEN, flags: 0, ttl: 10n }), -8, "a ttl on a non-TTL mode");

@@ -48,7 +48,7 @@ export function toClientRequest(type: number, body: unknown): ZkRequestMapping {
       }
       case OpCode.delete: {
         const r = body as jute.DeleteRequest;
-        return { request: { op: "delete", path: str(r.path), version: r.version }, shape };
+        return { request: { op: "delete", path: nonNull(r.path), version: r.version, zooKeeperChecks: true }, shape };
       }
       case OpCode.setData: {
         const r = body as jute.SetDataRequest;
@@ -139,7 +139,7 @@ function createRequest(r: jute.CreateTTLRequest | jute.CreateRequest): CreateReq
   // 0 is "no ttl" inside corral (prep refuses it for a TTL mode, as ZooKeeper refuses -1 or 0); a
   // TTL beyond a JS safe integer is out of range all the same.
   const ttlMs = ttl <= 0n ? 0 : ttl > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(ttl);
-  return { op: "create", path: str(r.path), data: r.data ?? NULL_DATA, acl: acls(r.acl), mode, ttlMs };
+  return { op: "create", path: nonNull(r.path), data: r.data ?? NULL_DATA, acl: acls(r.acl), mode, ttlMs };
 }
 
 function multiOp(op: jute.MultiOp): MultiOpRequest {
@@ -150,11 +150,11 @@ function multiOp(op: jute.MultiOp): MultiOpRequest {
     case OpCode.createTTL:
       return createRequest(op.request);
     case OpCode.delete:
-      return { op: "delete", path: str(op.request.path), version: op.request.version };
+      return { op: "delete", path: nonNull(op.request.path), version: op.request.version };
     case OpCode.setData:
-      return { op: "setData", path: str(op.request.path), data: op.request.data ?? NULL_DATA, version: op.request.version };
+      return { op: "setData", path: nonNull(op.request.path), data: op.request.data ?? NULL_DATA, version: op.request.version };
     case OpCode.check:
-      return { op: "check", path: str(op.request.path), version: op.request.version };
+      return { op: "check", path: nonNull(op.request.path), version: op.request.version };
     default:
       // A read in a write multi: ZooKeeper's MultiOperationRecord refuses mixed kinds.
       throw new Refusal(ZkErrorCode.MARSHALLINGERROR);
@@ -190,9 +190,18 @@ function acls(list: jute.ACL[] | null): Acl[] {
 /** The schemes whose ZooKeeper provider dereferences an ACL's id (world compares it to "anyone"). */
 const NULL_ID_THROWS_SCHEMES: ReadonlySet<string> = new Set(["world", "digest", "ip"]);
 
-/** A null path reaches prep as "" and is refused there as a bad path, as ZooKeeper's is. */
+/** A null path reaches prep as "" and is refused there as a bad path, as ZooKeeper's PathUtils refuses null. */
 function str(value: string | null): string {
   return value ?? "";
+}
+
+/**
+ * A path ZooKeeper dereferences before it validates it (a create's, a delete's, any op's of a multi):
+ * null is its NullPointerException, which it answers MARSHALLINGERROR.
+ */
+function nonNull(path: string | null): string {
+  if (path === null) throw new Refusal(ZkErrorCode.MARSHALLINGERROR);
+  return path;
 }
 
 function strings(list: (string | null)[] | null | undefined): string[] {
