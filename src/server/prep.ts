@@ -317,8 +317,9 @@ export class Prep {
     const node = this.record(request.path, overlay);
     if (!node) throw new ZkError("NONODE", undefined, request.path);
     checkAcl(node.acl, Perms.WRITE, authInfo, request.path);
-    checkVersion(request.version, node.version, request.path);
+    // ZooKeeper checks the quota before the version.
     this.quota.charge(request.path, 0, request.data.length - (this.tree.getNode(request.path)?.data.length ?? 0), zxid);
+    checkVersion(request.version, node.version, request.path);
     const version = node.version + 1;
     overlay.set(request.path, { zxid, path: request.path, node: { ...node, version } });
     return { type: "setData", path: request.path, data: request.data, version };
