@@ -186,11 +186,10 @@ describe("the ZooKeeper port of a standalone server", () => {
       });
       assert.equal(done.header.err, 0);
       const results = decodeRecord(MultiResponse, done.body).results;
-      assert.deepEqual(results.map((r) => r.type), [OpCode.create, OpCode.create2, OpCode.setData, OpCode.check, OpCode.delete]);
+      // A create2 op with a plain mode answers as a create, without a stat, as in ZooKeeper 3.8.
+      assert.deepEqual(results.map((r) => r.type), [OpCode.create, OpCode.create, OpCode.setData, OpCode.check, OpCode.delete]);
       assert.deepEqual(results[0], { type: OpCode.create, path: "/zk-wire-multi/a" });
-      const sequential = results[1] as { path: string; stat: { version: number } };
-      assert.equal(sequential.path, "/zk-wire-multi/s-0000000001");
-      assert.equal(sequential.stat.version, 0);
+      assert.deepEqual(results[1], { type: OpCode.create, path: "/zk-wire-multi/s-0000000001" });
     } finally {
       await jute.close();
     }

@@ -113,9 +113,43 @@ describe("jute requests → corral requests", () => {
       op: "setWatches", relativeZxid: 12, dataWatches: ["/d"], existWatches: [], childWatches: [], persistentWatches: [], persistentRecursiveWatches: [],
     });
     assert.deepEqual(request(OpCode.closeSession, {}), { op: "close" });
-    const multi = toClientRequest(OpCode.multi, { ops: [{ type: OpCode.create2, request: { path: "/m", data: null, acl: OPEN, flags: 0 } }, { type: OpCode.check, request: { path: "/m", version: 0 } }] });
+    const multi = toClientRequest(OpCode.multi, { ops: [{ type: OpCode.setData, request: { path: "/m", data: null, version: 1 } }, { type: OpCode.check, request: { path: "/m", version: 0 } }] });
     assert.ok("request" in multi);
-    assert.deepEqual(multi.shape.opTypes, [OpCode.create2, OpCode.check]);
+    assert.deepEqual(multi.shape.opTypes, [OpCode.setData, OpCode.check]);
+  });
+
+  test("a multi's ops as ZooKeeper's MultiOperationRecord reads them: a create's flags, not its header, pick its opcode", () => {
+    const create = (type: number, flags: number, ttl?: bigint) => ({ type, request: { path: "/m", data: null, acl: OPEN, flags, ...(ttl === undefined ? {} : { ttl }) } });
+    const mapped = (...ops: unknown[]) => toClientRequest(OpCode.multi, { ops });
+    const opTypes = (...ops: unknown[]) => {
+      const m = mapped(...ops);
+      assert.ok("request" in m, `refused with ${"reject" in m ? m.reject : "?"}`);
+      return m.shape.opTypes;
+    };
+    // The result record follows: create answers without a stat, the others with one.
+    assert.deepEqual(opTypes(create(OpCode.create2, 0), create(OpCode.create, 4), create(OpCode.createContainer, 2), create(OpCode.createTTL, 5, 100n)), [
+      OpCode.create, OpCode.createContainer, OpCode.create, OpCode.createTTL,
+    ]);
+    // A createTTL op with a non-TTL mode is a plain create: its ttl is dropped, not refused.
+    const plain = mapped(create(OpCode.createTTL, 0, 100n));
+    assert.ok("request" in plain && plain.request.op === "multi");
+    assert.deepEqual(plain.request.ops[0], { op: "create", path: "/m", data: NULL_DATA, acl: OPEN, mode: "persistent", ttlMs: 0 });
+    // Unknown flags fail that op alone, BADARGUMENTS (prep's first check refuses a ttl on a persistent create).
+    const unknown = mapped(create(OpCode.create, 7), create(OpCode.createTTL, 9, 5n));
+    assert.ok("request" in unknown && unknown.request.op === "multi");
+    assert.deepEqual(unknown.request.ops.map((op) => op.op === "create" && [op.mode, op.ttlMs]), [["persistent", 1], ["persistent", 1]]);
+    assert.deepEqual(unknown.shape.opTypes, [OpCode.create, OpCode.create]);
+    // A TTL mode under a header without a ttl field fails the whole multi (ZooKeeper's ClassCastException).
+    assert.equal(refusal(OpCode.multi, { ops: [create(OpCode.create, 5)] }), -5);
+    // A null path in any op fails the whole multi before any op runs (ZooKeeper's NullPointerException).
+    for (const op of [
+      { type: OpCode.create, request: { path: null, data: null, acl: OPEN, flags: 0 } },
+      { type: OpCode.delete, request: { path: null, version: -1 } },
+      { type: OpCode.setData, request: { path: null, data: null, version: -1 } },
+      { type: OpCode.check, request: { path: null, version: -1 } },
+    ]) {
+      assert.equal(refusal(OpCode.multi, { ops: [{ type: OpCode.check, request: { path: "/m", version: 9 } }, op] }), -5, `a null path in a ${op.type}`);
+    }
   });
 });
 

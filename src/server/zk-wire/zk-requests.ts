@@ -71,8 +71,8 @@ export function toClientRequest(type: number, body: unknown): ZkRequestMapping {
       case OpCode.sync:
         return { request: { op: "sync", path: str((body as jute.SyncRequest).path) }, shape };
       case OpCode.multi: {
-        const ops = (body as jute.MultiRequest).ops;
-        return { request: { op: "multi", ops: ops.map(multiOp), zooKeeperChecks: true }, shape: { type, opTypes: ops.map((op) => op.type) } };
+        const ops = (body as jute.MultiRequest).ops.map(multiOp);
+        return { request: { op: "multi", ops: ops.map((op) => op.request), zooKeeperChecks: true }, shape: { type, opTypes: ops.map((op) => op.type) } };
       }
       case OpCode.multiRead: {
         const ops = (body as jute.MultiRequest).ops;
@@ -142,23 +142,48 @@ function createRequest(r: jute.CreateTTLRequest | jute.CreateRequest): CreateReq
   return { op: "create", path: nonNull(r.path), data: r.data ?? NULL_DATA, acl: acls(r.acl), mode, ttlMs };
 }
 
-function multiOp(op: jute.MultiOp): MultiOpRequest {
+/**
+ * One op of a multi, and the opcode ZooKeeper runs it as (which picks its result record). Its
+ * MultiOperationRecord makes every create an Op.create, whose opcode follows the flags, not the op
+ * header: a container is createContainer, a TTL mode createTTL, anything else a plain create (so a
+ * create2 op answers without a stat), and only a createTTL op record keeps its ttl.
+ */
+function multiOp(op: jute.MultiOp): { request: MultiOpRequest; type: number } {
   switch (op.type) {
     case OpCode.create:
     case OpCode.create2:
     case OpCode.createContainer:
     case OpCode.createTTL:
-      return createRequest(op.request);
+      return multiCreate(op.request);
     case OpCode.delete:
-      return { op: "delete", path: nonNull(op.request.path), version: op.request.version };
+      return { request: { op: "delete", path: nonNull(op.request.path), version: op.request.version }, type: op.type };
     case OpCode.setData:
-      return { op: "setData", path: nonNull(op.request.path), data: op.request.data ?? NULL_DATA, version: op.request.version };
+      return { request: { op: "setData", path: nonNull(op.request.path), data: op.request.data ?? NULL_DATA, version: op.request.version }, type: op.type };
     case OpCode.check:
-      return { op: "check", path: nonNull(op.request.path), version: op.request.version };
+      return { request: { op: "check", path: nonNull(op.request.path), version: op.request.version }, type: op.type };
     default:
       // A read in a write multi: ZooKeeper's MultiOperationRecord refuses mixed kinds.
       throw new Refusal(ZkErrorCode.MARSHALLINGERROR);
   }
+}
+
+function multiCreate(r: jute.CreateTTLRequest | jute.CreateRequest): { request: CreateRequest; type: number } {
+  const mode = MODES_BY_FLAG.get(r.flags);
+  const path = nonNull(r.path);
+  if (mode === undefined) {
+    // Unknown flags run as a plain create whose prep refuses them first (CreateMode.fromFlag),
+    // BADARGUMENTS in that op's place: sent as a persistent create with a ttl, which prep's first
+    // check refuses the same way.
+    return { request: { op: "create", path, data: r.data ?? NULL_DATA, acl: acls(r.acl), mode: "persistent", ttlMs: 1 }, type: OpCode.create };
+  }
+  if (isTtlMode(mode)) {
+    // A TTL op under a create, create2 or createContainer header has no ttl field: ZooKeeper's prep
+    // casts its record to CreateTTLRequest and fails the whole multi (ClassCastException).
+    if (!("ttl" in r)) throw new Refusal(ZkErrorCode.MARSHALLINGERROR);
+    return { request: createRequest(r), type: OpCode.createTTL };
+  }
+  const request = createRequest({ path: r.path, data: r.data, acl: r.acl, flags: r.flags });
+  return { request, type: mode === "container" ? OpCode.createContainer : OpCode.create };
 }
 
 function multiReadOp(op: jute.MultiOp): MultiReadOpRequest {
