@@ -203,7 +203,7 @@ describe("the ZooKeeper port of a standalone server", () => {
       assert.equal((await create(jute, "/zk-wire-ttl", "", 5)).header.err, -6, "a TTL mode while TTL nodes are off is UNIMPLEMENTED");
       assert.equal((await jute.request(4242, undefined, undefined)).header.err, -6, "an unknown opcode is UNIMPLEMENTED");
       assert.equal((await jute.request(OpCode.reconfig, ReconfigRequest, { joiningServers: "server.9=127.0.0.1:1:2", leavingServers: null, newMembers: null, curConfigId: -1n })).header.err, -6, "reconfig is UNIMPLEMENTED");
-      assert.equal((await getData(jute, "no-slash")).header.err, -8, "a bad path is BADARGUMENTS");
+      assert.equal((await getData(jute, "no-slash")).header.err, -101, "a read's path is looked up unvalidated: NONODE, as in ZooKeeper");
       const container = await create(jute, "/zk-wire-container", "c", 4, OPEN_ACL, OpCode.createContainer);
       assert.equal(container.header.err, 0);
       assert.equal(decodeRecord(Create2Response, container.body).stat.ephemeralOwner, 0n);

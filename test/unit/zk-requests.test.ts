@@ -76,8 +76,9 @@ describe("jute requests → corral requests", () => {
   test("refused before prep as ZooKeeper refuses them", () => {
     assert.equal(refusal(OpCode.create, { path: "/a", data: null, acl: OPEN, flags: 7 }), -8, "unknown flags: BADARGUMENTS");
     assert.equal(refusal(OpCode.createTTL, { path: "/a", data: null, acl: OPEN, flags: 0, ttl: 10n }), -8, "a ttl on a non-TTL mode");
-    assert.equal(refusal(OpCode.removeWatches, { path: "/a", type: 9 }), -8, "unknown watcher type");
-    assert.equal(refusal(OpCode.addWatch, { path: "/a", mode: 2 }), -8, "unknown addWatch mode");
+    assert.equal(refusal(OpCode.removeWatches, { path: "/a", type: 9 }), -5, "unknown watcher type: WatcherType.fromInt's RuntimeException");
+    assert.equal(refusal(OpCode.checkWatches, { path: "/a", type: 0 }), -5, "unknown watcher type");
+    assert.equal(refusal(OpCode.addWatch, { path: "/a", mode: 2 }), -5, "unknown addWatch mode: WatcherMode.fromZooDef's IllegalArgumentException");
     assert.equal(refusal(OpCode.reconfig, { joiningServers: null, leavingServers: null, newMembers: null, curConfigId: -1n }), -6);
     assert.equal(refusal(OpCode.check, { path: "/a", version: 1 }), -6, "a lone check");
     assert.equal(refusal(OpCode.multi, { ops: [{ type: OpCode.getData, request: { path: "/a", watch: false } }] }), -5, "a read in a write multi");
@@ -103,19 +104,50 @@ describe("jute requests → corral requests", () => {
   });
 
   test("the rest map one to one", () => {
-    assert.deepEqual(request(OpCode.getChildren2, { path: "/a", watch: true }), { op: "getChildren", path: "/a", watch: true });
-    assert.deepEqual(request(OpCode.exists, { path: "/a", watch: false }), { op: "exists", path: "/a", watch: false });
+    assert.deepEqual(request(OpCode.getChildren2, { path: "/a", watch: true }), { op: "getChildren", path: "/a", watch: true, zooKeeperChecks: true });
+    assert.deepEqual(request(OpCode.exists, { path: "/a", watch: false }), { op: "exists", path: "/a", watch: false, zooKeeperChecks: true });
     assert.deepEqual(request(OpCode.setData, { path: "/a", data: null, version: 3 }), { op: "setData", path: "/a", data: NULL_DATA, version: 3 });
-    assert.deepEqual(request(OpCode.removeWatches, { path: "/a", type: 5 }), { op: "removeWatches", path: "/a", watcherType: "persistent-recursive" });
-    assert.deepEqual(request(OpCode.addWatch, { path: "/a", mode: 1 }), { op: "addWatch", path: "/a", mode: "persistent-recursive" });
+    assert.deepEqual(request(OpCode.removeWatches, { path: "/a", type: 5 }), { op: "removeWatches", path: "/a", watcherType: "persistent-recursive", zooKeeperChecks: true });
+    assert.deepEqual(request(OpCode.addWatch, { path: "/a", mode: 1 }), { op: "addWatch", path: "/a", mode: "persistent-recursive", zooKeeperChecks: true });
     assert.deepEqual(request(OpCode.auth, { type: 0, scheme: "digest", auth: data("u:p") }), { op: "addAuth", scheme: "digest", auth: data("u:p") });
     assert.deepEqual(request(OpCode.setWatches, { relativeZxid: 12n, dataWatches: ["/d"], existWatches: [], childWatches: null }), {
-      op: "setWatches", relativeZxid: 12, dataWatches: ["/d"], existWatches: [], childWatches: [], persistentWatches: [], persistentRecursiveWatches: [],
+      op: "setWatches", relativeZxid: 12, dataWatches: ["/d"], existWatches: [], childWatches: [], persistentWatches: [], persistentRecursiveWatches: [], zooKeeperChecks: true,
     });
     assert.deepEqual(request(OpCode.closeSession, {}), { op: "close" });
     const multi = toClientRequest(OpCode.multi, { ops: [{ type: OpCode.setData, request: { path: "/m", data: null, version: 1 } }, { type: OpCode.check, request: { path: "/m", version: 0 } }] });
     assert.ok("request" in multi);
     assert.deepEqual(multi.shape.opTypes, [OpCode.setData, OpCode.check]);
+  });
+
+  test("reads look their path up unvalidated, as ZooKeeper does: null is MARSHALLINGERROR, \"\" is the root (without a watch)", () => {
+    for (const type of [OpCode.getData, OpCode.getChildren, OpCode.getChildren2, OpCode.exists]) {
+      assert.equal(refusal(type, { path: null, watch: false }), -5, `opcode ${type}`);
+      assert.deepEqual(request(type, { path: "", watch: true }), { op: type === OpCode.exists ? "exists" : type === OpCode.getData ? "getData" : "getChildren", path: "/", watch: false, zooKeeperChecks: true });
+      assert.deepEqual(request(type, { path: "no//slash/", watch: true }), { op: type === OpCode.exists ? "exists" : type === OpCode.getData ? "getData" : "getChildren", path: "no//slash/", watch: true, zooKeeperChecks: true });
+    }
+    assert.equal(refusal(OpCode.getACL, { path: null }), -5);
+    assert.deepEqual(request(OpCode.getACL, { path: "" }), { op: "getAcl", path: "/", zooKeeperChecks: true });
+    assert.equal(refusal(OpCode.getAllChildrenNumber, { path: null }), -5);
+    const number = toClientRequest(OpCode.getAllChildrenNumber, { path: "" });
+    assert.ok("request" in number);
+    assert.deepEqual([number.request, number.shape], [{ op: "getAllChildrenNumber", path: "/", zooKeeperChecks: true }, { type: OpCode.getAllChildrenNumber, rootKeyCounted: true }]);
+    const counted = reply(encodeZkReply(1, number.shape, { err: 0, zxid: 1, body: { kind: "number", number: 7 } }), jute.GetAllChildrenNumberResponse);
+    assert.equal(counted.body?.totalNumber, 8, "ZooKeeper counts the root's own key for \"\"");
+    const multiRead = request(OpCode.multiRead, { ops: [{ type: OpCode.getData, request: { path: "", watch: false } }, { type: OpCode.getChildren, request: { path: "x", watch: false } }] });
+    assert.deepEqual(multiRead, { op: "multiRead", ops: [{ op: "getData", path: "/" }, { op: "getChildren", path: "x" }], zooKeeperChecks: true });
+    assert.equal(refusal(OpCode.multiRead, { ops: [{ type: OpCode.getData, request: { path: "/a", watch: false } }, { type: OpCode.getData, request: { path: null, watch: false } }] }), -5);
+  });
+
+  test("sync answers any path, echoing it, null as null; watch requests take any path", () => {
+    assert.deepEqual(request(OpCode.sync, { path: "no-slash" }), { op: "sync", path: "no-slash", zooKeeperChecks: true });
+    const nullSync = toClientRequest(OpCode.sync, { path: null });
+    assert.ok("request" in nullSync);
+    assert.deepEqual(nullSync.shape, { type: OpCode.sync, nullPath: true });
+    const echoed = reply(encodeZkReply(2, nullSync.shape, { err: 0, zxid: 1, body: { kind: "path", path: "" } }), jute.SyncResponse);
+    assert.deepEqual([echoed.body, echoed.rest], [{ path: null }, 0]);
+    assert.equal(refusal(OpCode.checkWatches, { path: null, type: 1 }), -5, "checkWatches dereferences its path");
+    assert.deepEqual(request(OpCode.removeWatches, { path: null, type: 1 }), { op: "removeWatches", path: "", watcherType: "children", zooKeeperChecks: true });
+    assert.deepEqual(request(OpCode.addWatch, { path: null, mode: 0 }), { op: "addWatch", path: "", mode: "persistent", zooKeeperChecks: true });
   });
 
   test("a multi's ops as ZooKeeper's MultiOperationRecord reads them: a create's flags, not its header, pick its opcode", () => {

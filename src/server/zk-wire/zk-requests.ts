@@ -29,6 +29,13 @@ export type ZkRequestMapping =
 export interface ReplyShape {
   type: number;
   opTypes?: readonly number[];
+  /** A sync of a null path, which ZooKeeper echoes as null. */
+  nullPath?: true;
+  /**
+   * getAllChildrenNumber of "": ZooKeeper counts the keys of its node table that start with "/",
+   * the root's own included, one more than for "/".
+   */
+  rootKeyCounted?: true;
 }
 
 class Refusal {
@@ -64,32 +71,41 @@ export function toClientRequest(type: number, body: unknown): ZkRequestMapping {
       case OpCode.getChildren2: {
         const r = body as jute.GetDataRequest;
         const op = type === OpCode.exists ? "exists" : type === OpCode.getData ? "getData" : "getChildren";
-        return { request: { op, path: str(r.path), watch: r.watch }, shape };
+        const path = readPath(r.path);
+        // ZooKeeper's watch on "" never fires: none is set on the root in its place.
+        return { request: { op, path, watch: r.watch && r.path !== "", zooKeeperChecks: true }, shape };
       }
       case OpCode.getACL:
-        return { request: { op: "getAcl", path: str((body as jute.GetACLRequest).path) }, shape };
-      case OpCode.sync:
-        return { request: { op: "sync", path: str((body as jute.SyncRequest).path) }, shape };
+        return { request: { op: "getAcl", path: readPath((body as jute.GetACLRequest).path), zooKeeperChecks: true }, shape };
+      case OpCode.sync: {
+        // ZooKeeper answers any sync, echoing its path, null included.
+        const path = (body as jute.SyncRequest).path;
+        return { request: { op: "sync", path: str(path), zooKeeperChecks: true }, shape: path === null ? { type, nullPath: true } : shape };
+      }
       case OpCode.multi: {
         const ops = (body as jute.MultiRequest).ops.map(multiOp);
         return { request: { op: "multi", ops: ops.map((op) => op.request), zooKeeperChecks: true }, shape: { type, opTypes: ops.map((op) => op.type) } };
       }
       case OpCode.multiRead: {
         const ops = (body as jute.MultiRequest).ops;
-        return { request: { op: "multiRead", ops: ops.map(multiReadOp) }, shape: { type, opTypes: ops.map((op) => op.type) } };
+        return { request: { op: "multiRead", ops: ops.map(multiReadOp), zooKeeperChecks: true }, shape: { type, opTypes: ops.map((op) => op.type) } };
       }
       case OpCode.checkWatches:
       case OpCode.removeWatches: {
         const r = body as jute.CheckWatchesRequest;
+        // ZooKeeper's WatcherType.fromInt throws a RuntimeException on a number it does not know.
         const watcherType = watcherTypeOf(r.type);
-        if (watcherType === undefined) throw new Refusal(ZkErrorCode.BADARGUMENTS);
-        return { request: { op: type === OpCode.checkWatches ? "checkWatches" : "removeWatches", path: str(r.path), watcherType }, shape };
+        if (watcherType === undefined) throw new Refusal(ZkErrorCode.MARSHALLINGERROR);
+        // Its watch lookup dereferences a checkWatches path; removeWatches finds no watch on null.
+        if (r.path === null && type === OpCode.checkWatches) throw new Refusal(ZkErrorCode.MARSHALLINGERROR);
+        return { request: { op: type === OpCode.checkWatches ? "checkWatches" : "removeWatches", path: str(r.path), watcherType, zooKeeperChecks: true }, shape };
       }
       case OpCode.addWatch: {
         const r = body as jute.AddWatchRequest;
+        // WatcherMode.fromZooDef throws an IllegalArgumentException on a mode it does not know.
         const mode = addWatchModeOf(r.mode);
-        if (mode === undefined) throw new Refusal(ZkErrorCode.BADARGUMENTS);
-        return { request: { op: "addWatch", path: str(r.path), mode }, shape };
+        if (mode === undefined) throw new Refusal(ZkErrorCode.MARSHALLINGERROR);
+        return { request: { op: "addWatch", path: str(r.path), mode, zooKeeperChecks: true }, shape };
       }
       case OpCode.auth: {
         const r = body as jute.AuthPacket;
@@ -107,14 +123,17 @@ export function toClientRequest(type: number, body: unknown): ZkRequestMapping {
             childWatches: strings(r.childWatches),
             persistentWatches: strings(r.persistentWatches),
             persistentRecursiveWatches: strings(r.persistentRecursiveWatches),
+            zooKeeperChecks: true,
           },
           shape,
         };
       }
       case OpCode.getEphemerals:
         return { request: { op: "getEphemerals", prefixPath: str((body as jute.GetEphemeralsRequest).prefixPath) }, shape };
-      case OpCode.getAllChildrenNumber:
-        return { request: { op: "getAllChildrenNumber", path: str((body as jute.GetAllChildrenNumberRequest).path) }, shape };
+      case OpCode.getAllChildrenNumber: {
+        const path = (body as jute.GetAllChildrenNumberRequest).path;
+        return { request: { op: "getAllChildrenNumber", path: readPath(path), zooKeeperChecks: true }, shape: path === "" ? { type, rootKeyCounted: true } : shape };
+      }
       case OpCode.whoAmI:
         return { request: { op: "whoAmI" }, shape };
       case OpCode.closeSession:
@@ -189,9 +208,9 @@ function multiCreate(r: jute.CreateTTLRequest | jute.CreateRequest): { request: 
 function multiReadOp(op: jute.MultiOp): MultiReadOpRequest {
   switch (op.type) {
     case OpCode.getData:
-      return { op: "getData", path: str(op.request.path) };
+      return { op: "getData", path: readPath(op.request.path) };
     case OpCode.getChildren:
-      return { op: "getChildren", path: str(op.request.path) };
+      return { op: "getChildren", path: readPath(op.request.path) };
     default:
       throw new Refusal(ZkErrorCode.MARSHALLINGERROR);
   }
@@ -218,6 +237,16 @@ const NULL_ID_THROWS_SCHEMES: ReadonlySet<string> = new Set(["world", "digest", 
 /** A null path reaches prep as "" and is refused there as a bad path, as ZooKeeper's PathUtils refuses null. */
 function str(value: string | null): string {
   return value ?? "";
+}
+
+/**
+ * The path of a read ZooKeeper looks up in its node table without validating it: null is its
+ * NullPointerException (MARSHALLINGERROR; in a multiRead, for the whole request), and "" is a key
+ * of that table, the root's.
+ */
+function readPath(path: string | null): string {
+  if (path === null) throw new Refusal(ZkErrorCode.MARSHALLINGERROR);
+  return path === "" ? "/" : path;
 }
 
 /**
@@ -279,13 +308,13 @@ export function encodeZkReply(xid: number, shape: ReplyShape, reply: Reply): Uin
       if (body.kind !== "acl") break;
       return jute.encodeReply(header, { codec: jute.GetACLResponse, value: { acl: body.acl, stat: juteStat(body.stat) } });
     case OpCode.sync:
-      return jute.encodeReply(header, { codec: jute.SyncResponse, value: { path: pathOf(body) } });
+      return jute.encodeReply(header, { codec: jute.SyncResponse, value: { path: shape.nullPath ? null : pathOf(body) } });
     case OpCode.getEphemerals:
       if (body.kind !== "paths") break;
       return jute.encodeReply(header, { codec: jute.GetEphemeralsResponse, value: { ephemerals: body.paths } });
     case OpCode.getAllChildrenNumber:
       if (body.kind !== "number") break;
-      return jute.encodeReply(header, { codec: jute.GetAllChildrenNumberResponse, value: { totalNumber: body.number } });
+      return jute.encodeReply(header, { codec: jute.GetAllChildrenNumberResponse, value: { totalNumber: body.number + (shape.rootKeyCounted ? 1 : 0) } });
     case OpCode.addWatch:
       return jute.encodeReply(header, { codec: jute.ErrorResponse, value: { err: 0 } });
     case OpCode.whoAmI:
