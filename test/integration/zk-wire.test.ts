@@ -24,12 +24,14 @@ import {
   ErrorResponse,
   GetDataRequest,
   GetDataResponse,
+  GetSASLRequest,
   MultiRequest,
   MultiResponse,
   OpCode,
   ReconfigRequest,
   RequestHeader,
   SetDataRequest,
+  SetSASLResponse,
   Xid,
   type ACL,
 } from "../../src/server/zk-wire/records.js";
@@ -201,8 +203,9 @@ describe("the ZooKeeper port of a standalone server", () => {
       assert.equal((await create(jute, "/zk-wire-noacl", "", 0, [])).header.err, -114, "an empty ACL is INVALIDACL");
       assert.equal((await create(jute, "/zk-wire-badmode", "", 9)).header.err, -8, "an unknown create mode is BADARGUMENTS");
       assert.equal((await create(jute, "/zk-wire-ttl", "", 5)).header.err, -6, "a TTL mode while TTL nodes are off is UNIMPLEMENTED");
-      assert.equal((await jute.request(4242, undefined, undefined)).header.err, -6, "an unknown opcode is UNIMPLEMENTED");
-      assert.equal((await jute.request(OpCode.reconfig, ReconfigRequest, { joiningServers: "server.9=127.0.0.1:1:2", leavingServers: null, newMembers: null, curConfigId: -1n })).header.err, -6, "reconfig is UNIMPLEMENTED");
+      assert.equal((await jute.request(OpCode.reconfig, ReconfigRequest, { joiningServers: "server.9=127.0.0.1:1:2", leavingServers: null, newMembers: null, curConfigId: -1n })).header.err, -123, "reconfig is RECONFIGDISABLED");
+      const sasl = await jute.request(OpCode.sasl, GetSASLRequest, { token: new Uint8Array([1, 2]) });
+      assert.deepEqual([sasl.header, decodeRecord(SetSASLResponse, sasl.body)], [{ xid: sasl.header.xid, zxid: 0n, err: 0 }, { token: null }], "sasl: OK without a token, as from a ZooKeeper without SASL");
       assert.equal((await getData(jute, "no-slash")).header.err, -101, "a read's path is looked up unvalidated: NONODE, as in ZooKeeper");
       const container = await create(jute, "/zk-wire-container", "c", 4, OPEN_ACL, OpCode.createContainer);
       assert.equal(container.header.err, 0);
@@ -215,6 +218,21 @@ describe("the ZooKeeper port of a standalone server", () => {
       assert.deepEqual(jute.events.at(-1), { type: 1, state: 3, path: "/zk-wire-container/child" });
     } finally {
       await jute.close();
+    }
+  });
+
+  test("an unknown opcode is answered UNIMPLEMENTED and the connection closed; what followed it is not run", async () => {
+    const jute = await JuteClient.connect(server.zkConnectString);
+    const unknown = jute.request(4242, undefined, undefined);
+    const after = jute.request(OpCode.create, CreateRequest, { path: "/zk-wire-after-unknown", data: null, acl: OPEN_ACL, flags: 0 }).catch((error: Error) => error);
+    assert.equal((await unknown).header.err, -6);
+    await jute.closed;
+    assert.ok((await after) instanceof Error, "the create sent after it got no answer");
+    const other = await JuteClient.connect(server.zkConnectString);
+    try {
+      assert.equal((await getData(other, "/zk-wire-after-unknown")).header.err, -101, "and was not run");
+    } finally {
+      await other.close();
     }
   });
 

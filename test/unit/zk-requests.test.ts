@@ -79,10 +79,26 @@ describe("jute requests → corral requests", () => {
     assert.equal(refusal(OpCode.removeWatches, { path: "/a", type: 9 }), -5, "unknown watcher type: WatcherType.fromInt's RuntimeException");
     assert.equal(refusal(OpCode.checkWatches, { path: "/a", type: 0 }), -5, "unknown watcher type");
     assert.equal(refusal(OpCode.addWatch, { path: "/a", mode: 2 }), -5, "unknown addWatch mode: WatcherMode.fromZooDef's IllegalArgumentException");
-    assert.equal(refusal(OpCode.reconfig, { joiningServers: null, leavingServers: null, newMembers: null, curConfigId: -1n }), -6);
     assert.equal(refusal(OpCode.check, { path: "/a", version: 1 }), -6, "a lone check");
     assert.equal(refusal(OpCode.multi, { ops: [{ type: OpCode.getData, request: { path: "/a", watch: false } }] }), -5, "a read in a write multi");
     assert.equal(refusal(OpCode.multiRead, { ops: [{ type: OpCode.delete, request: { path: "/a", version: -1 } }] }), -5, "a write in a multiRead");
+  });
+
+  test("opcodes no client of corral's runs: each as ZooKeeper 3.8 answers it", () => {
+    const shapeOf = (type: number, body?: unknown) => {
+      const mapped = toClientRequest(type, body);
+      assert.ok("reject" in mapped);
+      return [mapped.reject, mapped.shape.closeAfter === true];
+    };
+    assert.deepEqual(shapeOf(OpCode.reconfig, { joiningServers: null, leavingServers: null, newMembers: null, curConfigId: -1n }), [-123, false], "reconfig: RECONFIGDISABLED");
+    assert.deepEqual(shapeOf(OpCode.deleteContainer, { path: "/c" }), [-8, false], "deleteContainer: BADARGUMENTS");
+    assert.deepEqual(shapeOf(OpCode.sasl, { token: new Uint8Array([1]) }), [0, false], "sasl: OK, as a server without SASL answers it");
+    assert.deepEqual(toClientRequest(OpCode.sasl, { token: null }), { close: "a sasl packet without a token" });
+    assert.deepEqual(shapeOf(OpCode.check, { path: "/a", version: 1 }), [-6, false], "a lone check: UNIMPLEMENTED");
+    assert.deepEqual(shapeOf(OpCode.createSession), [-6, false]);
+    for (const type of [99, 0, OpCode.notification, 4242, -3]) {
+      assert.deepEqual(shapeOf(type), [-6, true], `opcode ${type}: UNIMPLEMENTED, then the connection closes`);
+    }
   });
 
   test("null strings in an ACL entry as ZooKeeper's fixupACL meets them", () => {

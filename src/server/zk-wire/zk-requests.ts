@@ -20,10 +20,15 @@ import { OpCode } from "./records.js";
 const EMPTY = new Uint8Array(0);
 const MODES_BY_FLAG = new Map<number, CreateMode>((Object.entries(CREATE_MODE_FLAGS) as [CreateMode, number][]).map(([mode, flag]) => [flag, mode]));
 
-/** What a request frame asks for, or the error ZooKeeper answers it with without running it. */
+/**
+ * What a request frame asks for; or the code ZooKeeper answers it with without running it (in its
+ * place in the session's order; 0 only for sasl); or, for a frame ZooKeeper fails on outside any
+ * request's answer, the end of the connection, unanswered.
+ */
 export type ZkRequestMapping =
   | { request: ClientRequest; shape: ReplyShape }
-  | { reject: number; shape: ReplyShape };
+  | { reject: number; shape: ReplyShape }
+  | { close: string };
 
 /** What the reply to a request must look like: its opcode, and for a multi each op's opcode. */
 export interface ReplyShape {
@@ -36,13 +41,18 @@ export interface ReplyShape {
    * the root's own included, one more than for "/".
    */
   rootKeyCounted?: true;
+  /** The connection reads nothing more and is closed once this is answered (an opcode ZooKeeper does not know). */
+  closeAfter?: true;
 }
 
 class Refusal {
   constructor(readonly code: number) {}
 }
 
-/** Maps a request record decoded by records.ts (`body` is what requestBodyCodec(type) read). */
+/**
+ * Maps a request record decoded by records.ts (`body` is what requestBodyCodec(type) read;
+ * undefined for an opcode it has no record for).
+ */
 export function toClientRequest(type: number, body: unknown): ZkRequestMapping {
   const shape: ReplyShape = { type };
   try {
@@ -138,10 +148,26 @@ export function toClientRequest(type: number, body: unknown): ZkRequestMapping {
         return { request: { op: "whoAmI" }, shape };
       case OpCode.closeSession:
         return { request: { op: "close" }, shape };
-      default:
-        // reconfig (no dynamic reconfiguration here), sasl, deleteContainer (ZooKeeper's own
-        // ContainerManager sends it, never a client), a lone check: ZooKeeper's UnimplementedException.
+      case OpCode.reconfig:
+        // Dynamic reconfiguration is off in ZooKeeper 3.8 unless reconfigEnabled; corral has none.
+        return { reject: ZkErrorCode.RECONFIGDISABLED, shape };
+      case OpCode.deleteContainer:
+        // Sent by ZooKeeper's own ContainerManager, never a client: its prep reads the whole frame,
+        // header included, as the path, whose NUL bytes getParentPathAndValidate refuses.
+        return { reject: ZkErrorCode.BADARGUMENTS, shape };
+      case OpCode.sasl:
+        // A ZooKeeper without a SASL server (no JAAS login) answers OK with no token; a null token
+        // throws out of its packet handling, which drops the connection.
+        if ((body as jute.GetSASLRequest).token === null) return { close: "a sasl packet without a token" };
+        return { reject: ZkErrorCode.OK, shape };
+      case OpCode.check:
+      case OpCode.createSession:
+        // Opcodes ZooKeeper's Request.isValid accepts that no client sends alone: a lone check
+        // (3.8 runs it and never answers success) and createSession (part of the connect).
         return { reject: ZkErrorCode.UNIMPLEMENTED, shape };
+      default:
+        // ZooKeeper's UnimplementedRequestProcessor: UNIMPLEMENTED, then it closes the connection.
+        return { reject: ZkErrorCode.UNIMPLEMENTED, shape: { type, closeAfter: true } };
     }
   } catch (error) {
     if (error instanceof Refusal) return { reject: error.code, shape };
