@@ -52,6 +52,12 @@ export interface ClientConnection {
   sendEvent(event: WatchEvent): void;
   /** End the connection: the session closed, expired, or moved to another connection. */
   end(reason: "closed" | "expired" | "moved"): void;
+  /**
+   * An addAuth on this connection failed; called when it arrives, before its AUTHFAILED answer
+   * goes out in its place. The ZooKeeper door reads nothing more (ZooKeeper stops reading a
+   * connection whose auth failed, and closes it); the gRPC door's session goes on.
+   */
+  authFailed?(): void;
 }
 
 type EntryKind = "read" | "write" | "sync";
@@ -363,11 +369,14 @@ export class RequestPipeline {
     }
   }
 
-  /** ZooKeeper's auth packet: AUTHFAILED leaves the connection as it was (ZooKeeper would close it). */
+  /** ZooKeeper's auth packet: AUTHFAILED leaves the ids as they were; the door decides what becomes of the connection. */
   private addAuth(connection: ClientConnection, request: AddAuthRequest): Reply {
     const ids = authenticate(request.scheme, request.auth, connection.remoteAddress, this.authOptions);
     const authInfo = ids && withAuthIds(connection.authInfo, ids);
-    if (!authInfo) return this.errorReply(ZkErrorCode.AUTHFAILED);
+    if (!authInfo) {
+      connection.authFailed?.();
+      return this.errorReply(ZkErrorCode.AUTHFAILED);
+    }
     connection.authInfo = authInfo;
     return { err: 0, zxid: this.tree.lastProcessedZxid, body: EMPTY_BODY };
   }

@@ -245,6 +245,24 @@ describe("the ZooKeeper port of a standalone server", () => {
     await jute.closed;
   });
 
+  test("nothing sent after a failed auth packet is run; digest credentials written as null fail, as in ZooKeeper", async () => {
+    for (const [scheme, auth] of [["kerberos-of-my-own", bytes("x")], ["digest", null]] as const) {
+      const jute = await JuteClient.connect(server.zkConnectString);
+      const path = `/zk-wire-after-auth-${scheme}`;
+      const auth_ = jute.request(OpCode.auth, AuthPacket, { type: 0, scheme, auth }, Xid.auth);
+      const after = jute.request(OpCode.create, CreateRequest, { path, data: null, acl: OPEN_ACL, flags: 0 }).catch((error: Error) => error);
+      assert.deepEqual((await auth_).header, { xid: Xid.auth, zxid: 0n, err: -115 }, scheme);
+      await jute.closed;
+      assert.ok((await after) instanceof Error, "the create sent after it got no answer");
+      const other = await JuteClient.connect(server.zkConnectString);
+      try {
+        assert.equal((await getData(other, path)).header.err, -101, "and was not run");
+      } finally {
+        await other.close();
+      }
+    }
+  });
+
   test("four-letter words: whitelisted ones answer, srvr always does, others are refused with ZooKeeper's text", async () => {
     assert.equal(await fourLetterWord(zkPort(), "ruok"), "imok");
     const mntr = await fourLetterWord(zkPort(), "mntr");

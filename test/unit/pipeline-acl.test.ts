@@ -72,6 +72,8 @@ class FakeConnection implements ClientConnection {
   authInfo: readonly Id[];
   readonly replies = new Map<number, Reply>();
   readonly events: WatchEvent[] = [];
+  /** Replies sent when authFailed was called: the door learns of a failed auth before its answer goes out. */
+  readonly authFailedAt: number[] = [];
   constructor(readonly remoteAddress: string) {
     this.authInfo = initialAuthInfo(remoteAddress);
   }
@@ -83,6 +85,9 @@ class FakeConnection implements ClientConnection {
   }
   end(): void {
     this.open = false;
+  }
+  authFailed(): void {
+    this.authFailedAt.push(this.replies.size);
   }
 }
 
@@ -232,6 +237,17 @@ describe("addAuth", () => {
     assert.equal(f.connection.open, true);
     assert.equal(f.call({ op: "create", path: "/after", data: bytes(""), acl: [], mode: "persistent", ttlMs: 0 }).err, 0);
     assert.deepEqual(f.connection.authInfo, [{ scheme: "ip", id: "10.1.2.3" }], "no id was added");
+  });
+
+  test("the connection hears of a failed auth when it arrives, before the answers queued ahead of it go out", () => {
+    const f = fixture();
+    const write = f.send({ op: "setData", path: "/locked/child", data: bytes("x"), version: -1 });
+    const failed = f.send(addAuth("bogus", "x"));
+    assert.deepEqual(f.connection.authFailedAt, [0], "told at once, while the write ahead of it is unanswered");
+    f.broadcast.flush();
+    assert.deepEqual([f.connection.replies.get(write)?.err, f.connection.replies.get(failed)?.err], [0, ZkErrorCode.AUTHFAILED], "answers still in order");
+    assert.equal(f.call(addAuth("digest", "alice:secret")).err, 0);
+    assert.equal(f.connection.authFailedAt.length, 1, "a successful auth tells nothing");
   });
 
   test("a wrong password authenticates as another digest, which the ACL does not name", () => {

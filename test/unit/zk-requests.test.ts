@@ -101,6 +101,14 @@ describe("jute requests → corral requests", () => {
     }
   });
 
+  test("auth: digest credentials written as null are AUTHFAILED, ending the connection; the ip provider never reads them", () => {
+    const digest = toClientRequest(OpCode.auth, { type: 0, scheme: "digest", auth: null });
+    assert.deepEqual(digest, { reject: -115, shape: { type: OpCode.auth, closeAfter: true } });
+    assert.deepEqual(request(OpCode.auth, { type: 0, scheme: "ip", auth: null }), { op: "addAuth", scheme: "ip", auth: new Uint8Array(0) });
+    assert.deepEqual(request(OpCode.auth, { type: 0, scheme: "digest", auth: new Uint8Array(0) }), { op: "addAuth", scheme: "digest", auth: new Uint8Array(0) });
+    assert.deepEqual(request(OpCode.auth, { type: 0, scheme: null, auth: data("x") }), { op: "addAuth", scheme: "", auth: data("x") }, "no provider: AUTHFAILED in the pipeline");
+  });
+
   test("null strings in an ACL entry as ZooKeeper's fixupACL meets them", () => {
     const entry = (scheme: string | null, id: string | null) => [{ perms: 31, id: { scheme, id } }];
     // kazoo's CREATOR_ALL_ACL: auth with its empty id written as null; fixupACL never reads it.

@@ -253,6 +253,11 @@ class ZkWireConnection implements ClientConnection {
     if (sent.shape.closeAfter) this.end("closed");
   }
 
+  /** ZooKeeper stops reading a connection whose auth failed: its AUTHFAILED answer is the last. */
+  authFailed(): void {
+    this.stopReading();
+  }
+
   sendEvent(event: WatchEvent): void {
     this.write(encodeNotification({ type: event.type, state: SYNC_CONNECTED, path: event.path }));
   }

@@ -119,6 +119,9 @@ export function toClientRequest(type: number, body: unknown): ZkRequestMapping {
       }
       case OpCode.auth: {
         const r = body as jute.AuthPacket;
+        // ZooKeeper's digest provider makes a String of the credentials: null throws, which its
+        // packet handling answers AUTHFAILED (the ip provider never reads them).
+        if (r.auth === null && r.scheme === "digest") return { reject: ZkErrorCode.AUTHFAILED, shape: { type, closeAfter: true } };
         return { request: { op: "addAuth", scheme: str(r.scheme), auth: r.auth ?? EMPTY }, shape };
       }
       case OpCode.setWatches:
