@@ -23,7 +23,19 @@ import { checkAcl, clientInfoOf, permits, redactDigests } from "./acl.js";
 import { authenticate, withAuthIds, type AuthOptions } from "./auth.js";
 import { zookeeperIdOrder } from "./zookeeper-id-order.js";
 import type { WriteBroadcast } from "./broadcast.js";
-import { EMPTY_BODY, isWriteRequest, type AddAuthRequest, type ClientRequest, type MultiReadOpRequest, type ReadOpResult, type ReadRequest, type Reply, type WriteRequest } from "./requests.js";
+import {
+  EMPTY_BODY,
+  isWriteRequest,
+  type AddAuthRequest,
+  type ClientRequest,
+  type MultiReadOpRequest,
+  type MultiReadRequest,
+  type ReadOpResult,
+  type ReadRequest,
+  type Reply,
+  type WriteRequest,
+  type ZooKeeperChecks,
+} from "./requests.js";
 
 /** A client connection as the pipeline sees it; each front door implements it. */
 export interface ClientConnection {
@@ -40,6 +52,12 @@ export interface ClientConnection {
   sendEvent(event: WatchEvent): void;
   /** End the connection: the session closed, expired, or moved to another connection. */
   end(reason: "closed" | "expired" | "moved"): void;
+  /**
+   * An addAuth on this connection failed; called when it arrives, before its AUTHFAILED answer
+   * goes out in its place. The ZooKeeper door reads nothing more (ZooKeeper stops reading a
+   * connection whose auth failed, and closes it); the gRPC door's session goes on.
+   */
+  authFailed?(): void;
 }
 
 type EntryKind = "read" | "write" | "sync";
@@ -208,9 +226,9 @@ export class RequestPipeline {
       } else if (request.op === "addAuth") {
         entry.reply = this.addAuth(connection, request);
       } else if (entry.kind === "sync") {
-        const path = (request as Extract<ClientRequest, { op: "sync" }>).path;
+        const sync = request as Extract<ClientRequest, { op: "sync" }>;
         try {
-          validatePath(path);
+          checkReadPath(sync, sync.path);
           this.broadcast.requestSync((zxid) => {
             entry.syncZxid = zxid;
             this.drain(session);
@@ -359,9 +377,9 @@ export class RequestPipeline {
   }
 
   /** One op of a multiRead: its own answer or its own error (NONODE, NOAUTH...), never the whole request's. */
-  private executeReadOp(op: MultiReadOpRequest, authInfo: readonly Id[]): ReadOpResult {
+  private executeReadOp(request: MultiReadRequest, op: MultiReadOpRequest, authInfo: readonly Id[]): ReadOpResult {
     try {
-      validatePath(op.path);
+      checkReadPath(request, op.path);
       checkAcl(this.aclOf(op.path), Perms.READ, authInfo, op.path);
       if (op.op === "getData") {
         const { data, stat } = this.tree.getData(op.path);
@@ -374,11 +392,14 @@ export class RequestPipeline {
     }
   }
 
-  /** ZooKeeper's auth packet: AUTHFAILED leaves the connection as it was (ZooKeeper would close it). */
+  /** ZooKeeper's auth packet: AUTHFAILED leaves the ids as they were; the door decides what becomes of the connection. */
   private addAuth(connection: ClientConnection, request: AddAuthRequest): Reply {
     const ids = authenticate(request.scheme, request.auth, connection.remoteAddress, this.authOptions);
     const authInfo = ids && withAuthIds(connection.authInfo, ids);
-    if (!authInfo) return this.errorReply(ZkErrorCode.AUTHFAILED);
+    if (!authInfo) {
+      connection.authFailed?.();
+      return this.errorReply(ZkErrorCode.AUTHFAILED);
+    }
     connection.authInfo = authInfo;
     return { err: 0, zxid: this.tree.lastProcessedZxid, body: EMPTY_BODY };
   }
@@ -391,25 +412,27 @@ export class RequestPipeline {
       switch (request.op) {
         case "exists": {
           // No ACL check, as ZooKeeper up to 3.8.3 (3.8.4 began to check READ on a node that exists).
-          validatePath(request.path);
+          // ZooKeeper's exists looks at one thing of the path: NUL.
+          if (request.zooKeeperChecks && request.path.includes("\u0000")) throw new ZkError("BADARGUMENTS", "NUL in a path", request.path);
+          checkReadPath(request, request.path);
           const stat = this.tree.exists(request.path, watcher);
           if (!stat) return { err: ZkErrorCode.NONODE, zxid, body: EMPTY_BODY };
           return { err: 0, zxid, body: { kind: "stat", stat } };
         }
         case "getData": {
-          validatePath(request.path);
+          checkReadPath(request, request.path);
           checkAcl(this.aclOf(request.path), Perms.READ, authInfo, request.path);
           const { data, stat } = this.tree.getData(request.path, watcher);
           return { err: 0, zxid, body: { kind: "data", data, stat } };
         }
         case "getChildren": {
-          validatePath(request.path);
+          checkReadPath(request, request.path);
           checkAcl(this.aclOf(request.path), Perms.READ, authInfo, request.path);
           const { children, stat } = this.tree.getChildren(request.path, watcher);
           return { err: 0, zxid, body: { kind: "children", children, stat } };
         }
         case "getAcl": {
-          validatePath(request.path);
+          checkReadPath(request, request.path);
           const nodeAcl = this.aclOf(request.path);
           checkAcl(nodeAcl, Perms.READ | Perms.ADMIN, authInfo, request.path);
           const { acl, stat } = this.tree.getAcl(request.path);
@@ -423,12 +446,12 @@ export class RequestPipeline {
           return { err: 0, zxid, body: { kind: "paths", paths: paths.sort() } };
         }
         case "getAllChildrenNumber": {
-          validatePath(request.path);
+          checkReadPath(request, request.path);
           checkAcl(this.aclOf(request.path), Perms.READ, authInfo, request.path);
           return { err: 0, zxid, body: { kind: "number", number: this.tree.descendantCount(request.path) } };
         }
         case "multiRead":
-          return { err: 0, zxid, body: { kind: "multiRead", results: request.ops.map((op) => this.executeReadOp(op, authInfo)) } };
+          return { err: 0, zxid, body: { kind: "multiRead", results: request.ops.map((op) => this.executeReadOp(request, op, authInfo)) } };
         case "whoAmI":
           return { err: 0, zxid, body: { kind: "whoAmI", clientInfo: zookeeperIdOrder(authInfo).map(clientInfoOf) } };
         case "setWatches": {
@@ -439,20 +462,24 @@ export class RequestPipeline {
             request.persistentWatches,
             request.persistentRecursiveWatches,
           ]) {
-            for (const path of list) validatePath(path);
+            for (const path of list) checkReadPath(request, path);
           }
           const deliveries = this.tree.setWatches(request.relativeZxid, request, session.id);
           for (const delivery of deliveries) session.connection?.sendEvent(delivery.event);
           return { err: 0, zxid, body: EMPTY_BODY };
         }
         case "addWatch": {
-          validatePath(request.path);
+          checkReadPath(request, request.path);
           this.tree.addWatch(request.path, request.mode, this.watcherFor(session));
           return { err: 0, zxid, body: EMPTY_BODY };
         }
         case "removeWatches":
         case "checkWatches": {
-          validatePath(request.path);
+          // ZooKeeper's watch lookup takes the parent of a path before it looks: one without a slash throws.
+          if (request.op === "checkWatches" && request.zooKeeperChecks && request.path !== "" && !request.path.includes("/")) {
+            throw new ZkError("MARSHALLINGERROR", "a path without a slash", request.path);
+          }
+          checkReadPath(request, request.path);
           const watches = this.tree.watches;
           const found =
             request.op === "removeWatches"
@@ -509,6 +536,11 @@ function replyFor(result: TxnResult, zxid: number): Reply {
 function isSessionMoved(reply: Reply): boolean {
   if (reply.err === ZkErrorCode.SESSIONMOVED) return true;
   return reply.body.kind === "multi" && reply.body.results.some((result) => result.type === "error" && result.err === ZkErrorCode.SESSIONMOVED);
+}
+
+/** A read's, sync's or watch request's path is validated, BADARGUMENTS, unless it asks for ZooKeeper's checks, which validate none. */
+function checkReadPath(request: ZooKeeperChecks, path: string): void {
+  if (request.zooKeeperChecks !== true) validatePath(path);
 }
 
 function codeOf(error: unknown): number {

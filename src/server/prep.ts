@@ -96,10 +96,11 @@ export class Prep {
    */
   prepare(request: WriteRequest, sessionId: bigint, zxid: number, authInfo: readonly Id[]): TxnBody {
     if (request.op === "close") return this.prepareCloseSession(sessionId, zxid);
-    if (request.op === "multi") return this.prepareMulti(request.ops, sessionId, zxid, authInfo);
+    const zooKeeperChecks = "zooKeeperChecks" in request && request.zooKeeperChecks === true;
+    if (request.op === "multi") return this.prepareMulti(request.ops, sessionId, zxid, authInfo, zooKeeperChecks);
     const overlay = new Map<string, ChangeRecord>();
     try {
-      const body = this.prepareOne(request, sessionId, zxid, authInfo, overlay);
+      const body = this.prepareOne(request, sessionId, zxid, authInfo, overlay, zooKeeperChecks);
       this.commitOverlay(overlay);
       return body;
     } catch (error) {
@@ -184,7 +185,7 @@ export class Prep {
     return this.changesInOrder.length - this.changesHead;
   }
 
-  private prepareMulti(ops: MultiOpRequest[], sessionId: bigint, zxid: number, authInfo: readonly Id[]): TxnBody {
+  private prepareMulti(ops: MultiOpRequest[], sessionId: bigint, zxid: number, authInfo: readonly Id[], zooKeeperChecks: boolean): TxnBody {
     if (ops.length > limits.multiOpsMax) {
       return { type: "error", err: ZkErrorCode.BADARGUMENTS };
     }
@@ -198,7 +199,7 @@ export class Prep {
         continue;
       }
       try {
-        txns.push(this.prepareOne(op, sessionId, zxid, authInfo, overlay) as MultiTxn["ops"][number]);
+        txns.push(this.prepareOne(op, sessionId, zxid, authInfo, overlay, zooKeeperChecks) as MultiTxn["ops"][number]);
       } catch (error) {
         txns.push(errorTxn(error));
         failed = true;
@@ -215,12 +216,13 @@ export class Prep {
     zxid: number,
     authInfo: readonly Id[],
     overlay: Map<string, ChangeRecord>,
+    zooKeeperChecks: boolean,
   ): CreateTxn | DeleteTxn | SetDataTxn | SetAclTxn | CheckTxn {
     switch (request.op) {
       case "create":
-        return this.prepareCreate(request, sessionId, zxid, authInfo, overlay);
+        return this.prepareCreate(request, sessionId, zxid, authInfo, overlay, zooKeeperChecks);
       case "delete":
-        return this.prepareDelete(request, zxid, authInfo, overlay);
+        return this.prepareDelete(request, zxid, authInfo, overlay, zooKeeperChecks);
       case "setData":
         return this.prepareSetData(request, zxid, authInfo, overlay);
       case "setAcl":
@@ -236,29 +238,33 @@ export class Prep {
     zxid: number,
     authInfo: readonly Id[],
     overlay: Map<string, ChangeRecord>,
+    zooKeeperChecks: boolean,
   ): CreateTxn {
     // ZooKeeper's validateCreateRequest runs first: a disabled mode, then a TTL that does not fit it.
     const ephemeralOwner = ownerForMode(request, sessionId, this.options.ttlNodesEnabled);
     const sequential = isSequential(request.mode);
-    validatePath(request.path, sequential);
+    // ZooKeeper's validatePathForCreate looks only for a slash and NUL now and checks the whole
+    // path once the parent is found and allows it, so a malformed path can be NONODE or NOAUTH
+    // first; the gRPC door checks it whole first. A sequential name is appended to the path, so
+    // "/a/" names a child of "/a" and "/" one of the root.
+    if (zooKeeperChecks) checkSlashAndNul(request.path);
+    else validatePath(request.path, sequential);
+    const parentPath = parentPathOf(request.path);
     checkDataSize(request.data);
-    // On this wire an empty list is how a client asks for the default (ZooKeeper's Java client
-    // would have sent OPEN_ACL_UNSAFE itself).
-    const acl = request.acl.length === 0 ? (OPEN_ACL_UNSAFE as Acl[]) : fixupAcl(request.acl, authInfo, request.path);
-    // A sequential name is appended to the path, so "/a/" names a child of "/a" and "/" one of the root.
-    if (request.path === "/" && !sequential) throw new ZkError("NODEEXISTS", undefined, "/");
-    const parentPath = parentOf(sequential ? request.path + "0" : request.path);
+    // Through the gRPC door an empty list is how a client asks for the default (ZooKeeper's Java
+    // client would have sent OPEN_ACL_UNSAFE itself); a ZooKeeper client's empty list is INVALIDACL.
+    const acl = request.acl.length === 0 && !zooKeeperChecks ? (OPEN_ACL_UNSAFE as Acl[]) : fixupAcl(request.acl, authInfo, request.path);
     checkNotReserved(request.path);
     const parent = this.record(parentPath, overlay);
     if (!parent) throw new ZkError("NONODE", undefined, parentPath);
     checkAcl(parent.acl, Perms.CREATE, authInfo, request.path);
+    // ZooKeeper names sequential children by the parent's count of child creates, which never goes back.
+    const path = sequential ? request.path + String(sequenceNumberOf(parent)).padStart(10, "0") : request.path;
+    if (zooKeeperChecks || sequential) validatePath(path);
+    if (this.record(path, overlay)) throw new ZkError("NODEEXISTS", undefined, path);
     if (ownerKind(parent.ephemeralOwner) === "ephemeral") {
       throw new ZkError("NOCHILDRENFOREPHEMERALS", undefined, parentPath);
     }
-    // ZooKeeper names sequential children by the parent's count of child creates, which never goes back.
-    const path = sequential ? request.path + String(sequenceNumberOf(parent)).padStart(10, "0") : request.path;
-    if (sequential) validatePath(path);
-    if (this.record(path, overlay)) throw new ZkError("NODEEXISTS", undefined, path);
     this.quota.charge(path, 1, request.data.length, zxid);
     const parentCversion = parent.cversion + 1;
     overlay.set(parentPath, {
@@ -274,12 +280,19 @@ export class Prep {
     return { type: "create", path, data: request.data, acl, ephemeralOwner, parentCversion };
   }
 
-  private prepareDelete(request: DeleteRequest, zxid: number, authInfo: readonly Id[], overlay: Map<string, ChangeRecord>): DeleteTxn {
-    validatePath(request.path);
-    if (request.path === "/") throw new ZkError("BADARGUMENTS", "cannot delete the root", "/");
+  private prepareDelete(request: DeleteRequest, zxid: number, authInfo: readonly Id[], overlay: Map<string, ChangeRecord>, zooKeeperChecks: boolean): DeleteTxn {
+    if (zooKeeperChecks) {
+      // ZooKeeper's getParentPathAndValidate: a slash, no NUL, none of its own nodes. It never
+      // checks the rest of the path: a malformed one names no node (NONODE), or is NOAUTH first.
+      checkSlashAndNul(request.path);
+      if (ZOOKEEPER_SPECIAL_PATHS.has(request.path)) throw new ZkError("BADARGUMENTS", "cannot delete the root or ZooKeeper's own nodes", request.path);
+    } else {
+      validatePath(request.path);
+      if (request.path === "/") throw new ZkError("BADARGUMENTS", "cannot delete the root", "/");
+    }
     checkNotReserved(request.path);
     // Deleting is a right on the parent, checked before the node is even looked up (ZooKeeper's order).
-    const parentPath = parentOf(request.path);
+    const parentPath = parentPathOf(request.path);
     const parent = this.record(parentPath, overlay);
     if (!parent) throw new ZkError("NONODE", undefined, parentPath);
     checkAcl(parent.acl, Perms.DELETE, authInfo, request.path);
@@ -304,8 +317,9 @@ export class Prep {
     const node = this.record(request.path, overlay);
     if (!node) throw new ZkError("NONODE", undefined, request.path);
     checkAcl(node.acl, Perms.WRITE, authInfo, request.path);
-    checkVersion(request.version, node.version, request.path);
+    // ZooKeeper checks the quota before the version.
     this.quota.charge(request.path, 0, request.data.length - (this.tree.getNode(request.path)?.data.length ?? 0), zxid);
+    checkVersion(request.version, node.version, request.path);
     const version = node.version + 1;
     overlay.set(request.path, { zxid, path: request.path, node: { ...node, version } });
     return { type: "setData", path: request.path, data: request.data, version };
@@ -400,6 +414,20 @@ function checkDataSize(data: Uint8Array): void {
     throw new ZkError("BADARGUMENTS", `data of ${data.byteLength} bytes exceeds ${limits.dataBytesMax}`);
   }
 }
+
+/** What ZooKeeper's validatePathForCreate and getParentPathAndValidate look for before the tree: a slash, and no NUL. */
+function checkSlashAndNul(path: string): void {
+  if (path.lastIndexOf("/") < 0 || path.includes("\u0000")) throw new ZkError("BADARGUMENTS", `invalid path ${JSON.stringify(path)}`, path);
+}
+
+/** The path up to the last slash, "/" for the root and its children, as ZooKeeper's prep takes a parent ("" is its root). */
+function parentPathOf(path: string): string {
+  const slash = path.lastIndexOf("/");
+  return slash <= 0 ? "/" : path.slice(0, slash);
+}
+
+/** The nodes ZooKeeper's DataTree.isSpecialPath names, which no delete may remove. */
+const ZOOKEEPER_SPECIAL_PATHS: ReadonlySet<string> = new Set(["/", RESERVED_ROOT, QUOTA_ROOT, RESERVED_ROOT + "/config"]);
 
 /** /zookeeper is the server's, except below /zookeeper/quota, where clients write quotas (as zkCli's setquota does). */
 function checkNotReserved(path: string): void {

@@ -13,8 +13,11 @@ import type { CreateRequest, MultiOpRequest, WriteRequest } from "./requests.js"
 export type ForwardedRequest = WriteRequest | { op: "createSession"; timeoutMs: number; password: Uint8Array };
 
 const FORMAT_VERSION = 1;
-/** `authInfo` is a prefix before the request's own tag, left out when there are no ids. */
-const TAG = { create: 1, delete: 2, setData: 3, setAcl: 4, check: 5, multi: 6, close: 7, createSession: 8, authInfo: 9 } as const;
+/**
+ * `authInfo` is a prefix before the request's own tag, left out when there are no ids; then
+ * `zooKeeperChecks`, a tag alone, only on a request that sets it (ZooKeeper-door writes).
+ */
+const TAG = { create: 1, delete: 2, setData: 3, setAcl: 4, check: 5, multi: 6, close: 7, createSession: 8, authInfo: 9, zooKeeperChecks: 10 } as const;
 const MODES_BY_FLAG = Object.entries(CREATE_MODE_FLAGS).sort((a, b) => a[1] - b[1]).map(([mode]) => mode as CreateMode);
 const NO_IDS: readonly Id[] = Object.freeze([]);
 
@@ -29,6 +32,7 @@ export function encodeForwardedRequest(request: ForwardedRequest, authInfo: read
       w.writeString(id.id);
     }
   }
+  if ("zooKeeperChecks" in request && request.zooKeeperChecks === true) w.writeUint8(TAG.zooKeeperChecks);
   writeRequest(w, request);
   return w.finishCopy();
 }
@@ -46,7 +50,16 @@ export function decodeForwardedRequest(bytes: Uint8Array): { request: ForwardedR
     authInfo = ids;
     tag = r.readUint8();
   }
+  let zooKeeperChecks = false;
+  if (tag === TAG.zooKeeperChecks) {
+    zooKeeperChecks = true;
+    tag = r.readUint8();
+  }
   const request = readTaggedRequest(r, tag, true);
+  if (zooKeeperChecks) {
+    if (request.op !== "create" && request.op !== "delete" && request.op !== "multi") throw r.malformed(`ZooKeeper checks on a ${request.op}`);
+    request.zooKeeperChecks = true;
+  }
   r.expectEnd("forwarded request");
   return { request, authInfo };
 }

@@ -7,36 +7,54 @@ import type { AddWatchMode, WatcherType } from "../common/watch-modes.js";
 import type { Acl, CreateMode, OpResult, Stat } from "../store/types.js";
 import type { ClientInfo } from "./acl.js";
 
-export interface CreateRequest {
+/**
+ * Set by the ZooKeeper door on the requests whose checks ZooKeeper 3.8's server makes in its own
+ * way (unset, the gRPC door's rules apply: every path is validated first, BADARGUMENTS). On a write
+ * it travels to the leader's prep with the request; on a multi it covers every op.
+ */
+export interface ZooKeeperChecks {
+  /**
+   * Writes: a create's or delete's path is checked for a slash and NUL only before the tree, and
+   * whole once the parent is found and allows it (so a malformed path can be NONODE or NOAUTH
+   * first); a create's empty ACL list is INVALIDACL where fixupACL finds it (through the gRPC door
+   * an empty list asks for the default ACL). Reads, sync and watch requests validate no path: one
+   * that cannot exist is NONODE or NOWATCHER, sync echoes it, a watch on it never fires (exists
+   * still refuses NUL, BADARGUMENTS; checkWatches fails a non-empty path without a slash,
+   * MARSHALLINGERROR, as ZooKeeper's watch lookup throws).
+   */
+  zooKeeperChecks?: true;
+}
+
+export interface CreateRequest extends ZooKeeperChecks {
   op: "create";
   path: string;
   data: Uint8Array;
-  /** Empty = world:anyone with every permission. */
+  /** Empty = world:anyone with every permission, unless `zooKeeperChecks` (then INVALIDACL). */
   acl: Acl[];
   mode: CreateMode;
   ttlMs: number;
 }
-export interface DeleteRequest { op: "delete"; path: string; version: number }
+export interface DeleteRequest extends ZooKeeperChecks { op: "delete"; path: string; version: number }
 export interface SetDataRequest { op: "setData"; path: string; data: Uint8Array; version: number }
 export interface SetAclRequest { op: "setAcl"; path: string; acl: Acl[]; version: number }
 export interface CheckRequest { op: "check"; path: string; version: number }
 export type MultiOpRequest = CreateRequest | DeleteRequest | SetDataRequest | CheckRequest;
-export interface MultiRequest { op: "multi"; ops: MultiOpRequest[] }
+export interface MultiRequest extends ZooKeeperChecks { op: "multi"; ops: MultiOpRequest[] }
 export interface CloseRequest { op: "close" }
 
 /** Requests that become a txn (through prep on the leader). */
 export type WriteRequest = CreateRequest | DeleteRequest | SetDataRequest | SetAclRequest | MultiRequest | CloseRequest;
 
-export interface ExistsRequest { op: "exists"; path: string; watch: boolean }
-export interface GetDataRequest { op: "getData"; path: string; watch: boolean }
-export interface GetChildrenRequest { op: "getChildren"; path: string; watch: boolean }
-export interface GetAclRequest { op: "getAcl"; path: string }
+export interface ExistsRequest extends ZooKeeperChecks { op: "exists"; path: string; watch: boolean }
+export interface GetDataRequest extends ZooKeeperChecks { op: "getData"; path: string; watch: boolean }
+export interface GetChildrenRequest extends ZooKeeperChecks { op: "getChildren"; path: string; watch: boolean }
+export interface GetAclRequest extends ZooKeeperChecks { op: "getAcl"; path: string }
 /** The session's ephemerals whose path starts with `prefixPath` (a string prefix, as ZooKeeper's). */
 export interface GetEphemeralsRequest { op: "getEphemerals"; prefixPath: string }
-export interface GetAllChildrenNumberRequest { op: "getAllChildrenNumber"; path: string }
+export interface GetAllChildrenNumberRequest extends ZooKeeperChecks { op: "getAllChildrenNumber"; path: string }
 export type MultiReadOpRequest = { op: "getData"; path: string } | { op: "getChildren"; path: string };
-export interface MultiReadRequest { op: "multiRead"; ops: MultiReadOpRequest[] }
-export interface SetWatchesRequest {
+export interface MultiReadRequest extends ZooKeeperChecks { op: "multiRead"; ops: MultiReadOpRequest[] }
+export interface SetWatchesRequest extends ZooKeeperChecks {
   op: "setWatches";
   relativeZxid: number;
   dataWatches: string[];
@@ -45,11 +63,11 @@ export interface SetWatchesRequest {
   persistentWatches: string[];
   persistentRecursiveWatches: string[];
 }
-export interface AddWatchRequest { op: "addWatch"; path: string; mode: AddWatchMode }
+export interface AddWatchRequest extends ZooKeeperChecks { op: "addWatch"; path: string; mode: AddWatchMode }
 /** Removes this session's watches of `watcherType` on `path` (ZooKeeper's removeWatches opcode). */
-export interface RemoveWatchesRequest { op: "removeWatches"; path: string; watcherType: WatcherType }
+export interface RemoveWatchesRequest extends ZooKeeperChecks { op: "removeWatches"; path: string; watcherType: WatcherType }
 /** Answers NOWATCHER unless this session holds such a watch (ZooKeeper's checkWatches opcode). */
-export interface CheckWatchesRequest { op: "checkWatches"; path: string; watcherType: WatcherType }
+export interface CheckWatchesRequest extends ZooKeeperChecks { op: "checkWatches"; path: string; watcherType: WatcherType }
 
 /** ZooKeeper's whoAmI: the ids the connection is authenticated as. */
 export interface WhoAmIRequest { op: "whoAmI" }
@@ -69,7 +87,7 @@ export type ReadRequest =
   | RemoveWatchesRequest
   | CheckWatchesRequest;
 
-export interface SyncRequest { op: "sync"; path: string }
+export interface SyncRequest extends ZooKeeperChecks { op: "sync"; path: string }
 
 /** ZooKeeper's auth packet: authenticate this connection (its effect is immediate, its answer in order). */
 export interface AddAuthRequest { op: "addAuth"; scheme: string; auth: Uint8Array }

@@ -24,12 +24,14 @@ import {
   ErrorResponse,
   GetDataRequest,
   GetDataResponse,
+  GetSASLRequest,
   MultiRequest,
   MultiResponse,
   OpCode,
   ReconfigRequest,
   RequestHeader,
   SetDataRequest,
+  SetSASLResponse,
   Xid,
   type ACL,
 } from "../../src/server/zk-wire/records.js";
@@ -186,11 +188,10 @@ describe("the ZooKeeper port of a standalone server", () => {
       });
       assert.equal(done.header.err, 0);
       const results = decodeRecord(MultiResponse, done.body).results;
-      assert.deepEqual(results.map((r) => r.type), [OpCode.create, OpCode.create2, OpCode.setData, OpCode.check, OpCode.delete]);
+      // A create2 op with a plain mode answers as a create, without a stat, as in ZooKeeper 3.8.
+      assert.deepEqual(results.map((r) => r.type), [OpCode.create, OpCode.create, OpCode.setData, OpCode.check, OpCode.delete]);
       assert.deepEqual(results[0], { type: OpCode.create, path: "/zk-wire-multi/a" });
-      const sequential = results[1] as { path: string; stat: { version: number } };
-      assert.equal(sequential.path, "/zk-wire-multi/s-0000000001");
-      assert.equal(sequential.stat.version, 0);
+      assert.deepEqual(results[1], { type: OpCode.create, path: "/zk-wire-multi/s-0000000001" });
     } finally {
       await jute.close();
     }
@@ -202,9 +203,10 @@ describe("the ZooKeeper port of a standalone server", () => {
       assert.equal((await create(jute, "/zk-wire-noacl", "", 0, [])).header.err, -114, "an empty ACL is INVALIDACL");
       assert.equal((await create(jute, "/zk-wire-badmode", "", 9)).header.err, -8, "an unknown create mode is BADARGUMENTS");
       assert.equal((await create(jute, "/zk-wire-ttl", "", 5)).header.err, -6, "a TTL mode while TTL nodes are off is UNIMPLEMENTED");
-      assert.equal((await jute.request(4242, undefined, undefined)).header.err, -6, "an unknown opcode is UNIMPLEMENTED");
-      assert.equal((await jute.request(OpCode.reconfig, ReconfigRequest, { joiningServers: "server.9=127.0.0.1:1:2", leavingServers: null, newMembers: null, curConfigId: -1n })).header.err, -6, "reconfig is UNIMPLEMENTED");
-      assert.equal((await getData(jute, "no-slash")).header.err, -8, "a bad path is BADARGUMENTS");
+      assert.equal((await jute.request(OpCode.reconfig, ReconfigRequest, { joiningServers: "server.9=127.0.0.1:1:2", leavingServers: null, newMembers: null, curConfigId: -1n })).header.err, -123, "reconfig is RECONFIGDISABLED");
+      const sasl = await jute.request(OpCode.sasl, GetSASLRequest, { token: new Uint8Array([1, 2]) });
+      assert.deepEqual([sasl.header, decodeRecord(SetSASLResponse, sasl.body)], [{ xid: sasl.header.xid, zxid: 0n, err: 0 }, { token: null }], "sasl: OK without a token, as from a ZooKeeper without SASL");
+      assert.equal((await getData(jute, "no-slash")).header.err, -101, "a read's path is looked up unvalidated: NONODE, as in ZooKeeper");
       const container = await create(jute, "/zk-wire-container", "c", 4, OPEN_ACL, OpCode.createContainer);
       assert.equal(container.header.err, 0);
       assert.equal(decodeRecord(Create2Response, container.body).stat.ephemeralOwner, 0n);
@@ -219,6 +221,21 @@ describe("the ZooKeeper port of a standalone server", () => {
     }
   });
 
+  test("an unknown opcode is answered UNIMPLEMENTED and the connection closed; what followed it is not run", async () => {
+    const jute = await JuteClient.connect(server.zkConnectString);
+    const unknown = jute.request(4242, undefined, undefined);
+    const after = jute.request(OpCode.create, CreateRequest, { path: "/zk-wire-after-unknown", data: null, acl: OPEN_ACL, flags: 0 }).catch((error: Error) => error);
+    assert.equal((await unknown).header.err, -6);
+    await jute.closed;
+    assert.ok((await after) instanceof Error, "the create sent after it got no answer");
+    const other = await JuteClient.connect(server.zkConnectString);
+    try {
+      assert.equal((await getData(other, "/zk-wire-after-unknown")).header.err, -101, "and was not run");
+    } finally {
+      await other.close();
+    }
+  });
+
   test("a failed auth packet is answered AUTHFAILED on xid -4 and the connection is closed, as ZooKeeper does", async () => {
     const jute = await JuteClient.connect(server.zkConnectString);
     const good = await jute.request(OpCode.auth, AuthPacket, { type: 0, scheme: "digest", auth: bytes("user:secret") }, Xid.auth);
@@ -226,6 +243,24 @@ describe("the ZooKeeper port of a standalone server", () => {
     const bad = await jute.request(OpCode.auth, AuthPacket, { type: 0, scheme: "kerberos-of-my-own", auth: bytes("x") }, Xid.auth);
     assert.deepEqual(bad.header, { xid: Xid.auth, zxid: 0n, err: -115 });
     await jute.closed;
+  });
+
+  test("nothing sent after a failed auth packet is run; digest credentials written as null fail, as in ZooKeeper", async () => {
+    for (const [scheme, auth] of [["kerberos-of-my-own", bytes("x")], ["digest", null]] as const) {
+      const jute = await JuteClient.connect(server.zkConnectString);
+      const path = `/zk-wire-after-auth-${scheme}`;
+      const auth_ = jute.request(OpCode.auth, AuthPacket, { type: 0, scheme, auth }, Xid.auth);
+      const after = jute.request(OpCode.create, CreateRequest, { path, data: null, acl: OPEN_ACL, flags: 0 }).catch((error: Error) => error);
+      assert.deepEqual((await auth_).header, { xid: Xid.auth, zxid: 0n, err: -115 }, scheme);
+      await jute.closed;
+      assert.ok((await after) instanceof Error, "the create sent after it got no answer");
+      const other = await JuteClient.connect(server.zkConnectString);
+      try {
+        assert.equal((await getData(other, path)).header.err, -101, "and was not run");
+      } finally {
+        await other.close();
+      }
+    }
   });
 
   test("four-letter words: whitelisted ones answer, srvr always does, others are refused with ZooKeeper's text", async () => {

@@ -72,6 +72,8 @@ class FakeConnection implements ClientConnection {
   authInfo: readonly Id[];
   readonly replies = new Map<number, Reply>();
   readonly events: WatchEvent[] = [];
+  /** Replies sent when authFailed was called: the door learns of a failed auth before its answer goes out. */
+  readonly authFailedAt: number[] = [];
   constructor(readonly remoteAddress: string) {
     this.authInfo = initialAuthInfo(remoteAddress);
   }
@@ -85,6 +87,9 @@ class FakeConnection implements ClientConnection {
   end(reason: "closed" | "expired" | "moved"): void {
     this.open = false;
     this.endReason = reason;
+  }
+  authFailed(): void {
+    this.authFailedAt.push(this.replies.size);
   }
 }
 
@@ -168,6 +173,53 @@ describe("reads check READ on the node", () => {
   });
 });
 
+describe("reads, sync and watch requests with zooKeeperChecks validate no path, as ZooKeeper's FinalRequestProcessor", () => {
+  const zk = <R extends ClientRequest>(request: R): R => ({ ...request, zooKeeperChecks: true });
+  const BAD = ["/locked/", "/locked//child", "no-slash", "/locked/\u0001", "/a/../b"];
+  for (const path of BAD) {
+    test(`${JSON.stringify(path)}: reads are NONODE through the ZooKeeper door, BADARGUMENTS through the gRPC door`, () => {
+      const f = fixture();
+      const reads: ClientRequest[] = [
+        getData(path),
+        { op: "getChildren", path, watch: false },
+        { op: "exists", path, watch: false },
+        { op: "getAcl", path },
+        { op: "getAllChildrenNumber", path },
+      ];
+      for (const read of reads) {
+        assert.equal(f.call(zk(read)).err, ZkErrorCode.NONODE, `${read.op} through the ZooKeeper door`);
+        assert.equal(f.call(read).err, ZkErrorCode.BADARGUMENTS, `${read.op} through the gRPC door`);
+      }
+      const multiRead = f.call(zk({ op: "multiRead", ops: [{ op: "getData", path }, { op: "getChildren", path: "/locked" }] }));
+      assert.deepEqual(multiRead.body.kind === "multiRead" && multiRead.body.results, [{ type: "error", err: ZkErrorCode.NONODE }, { type: "error", err: ZkErrorCode.NOAUTH }]);
+      const sync = f.call(zk({ op: "sync", path }));
+      assert.deepEqual([sync.err, sync.body], [0, { kind: "path", path }], "sync answers any path, echoing it");
+      assert.equal(f.call({ op: "sync", path }).err, ZkErrorCode.BADARGUMENTS);
+      assert.equal(f.call(zk({ op: "removeWatches", path, watcherType: "any" })).err, ZkErrorCode.NOWATCHER);
+      assert.equal(f.call(zk({ op: "addWatch", path, mode: "persistent" })).err, 0, "a watch on a path that can never exist, as ZooKeeper sets it");
+      assert.equal(f.call(zk({ op: "removeWatches", path, watcherType: "persistent" })).err, 0, "and it can be removed");
+      assert.equal(f.call({ op: "addWatch", path, mode: "persistent" }).err, ZkErrorCode.BADARGUMENTS);
+    });
+  }
+
+  test("exists refuses NUL; checkWatches fails a path without a slash (ZooKeeper's watch lookup throws)", () => {
+    const f = fixture();
+    assert.equal(f.call(zk({ op: "exists", path: "/locked\u0000", watch: false })).err, ZkErrorCode.BADARGUMENTS);
+    assert.equal(f.call(zk(getData("/locked\u0000"))).err, ZkErrorCode.NONODE);
+    assert.equal(f.call(zk({ op: "checkWatches", path: "no-slash", watcherType: "any" })).err, ZkErrorCode.MARSHALLINGERROR);
+    assert.equal(f.call(zk({ op: "checkWatches", path: "", watcherType: "any" })).err, ZkErrorCode.NOWATCHER);
+    assert.equal(f.call(zk({ op: "checkWatches", path: "/a//b", watcherType: "data" })).err, ZkErrorCode.NOWATCHER);
+  });
+
+  test("setWatches takes any path: a data watch on one that cannot exist fires NodeDeleted at once, as ZooKeeper's does", () => {
+    const f = fixture();
+    const lists = { relativeZxid: 0, dataWatches: ["no-slash"], existWatches: ["/x//y"], childWatches: [], persistentWatches: [], persistentRecursiveWatches: [] };
+    assert.equal(f.call({ op: "setWatches", ...lists }).err, ZkErrorCode.BADARGUMENTS);
+    assert.equal(f.call(zk({ op: "setWatches", ...lists })).err, 0);
+    assert.deepEqual(f.connection.events.map((e) => [e.type, e.path]), [[2, "no-slash"]]);
+  });
+});
+
 describe("addAuth", () => {
   test("digest credentials open what the ACL names, for this connection's later requests", () => {
     const f = fixture();
@@ -187,6 +239,17 @@ describe("addAuth", () => {
     assert.equal(f.connection.open, true);
     assert.equal(f.call({ op: "create", path: "/after", data: bytes(""), acl: [], mode: "persistent", ttlMs: 0 }).err, 0);
     assert.deepEqual(f.connection.authInfo, [{ scheme: "ip", id: "10.1.2.3" }], "no id was added");
+  });
+
+  test("the connection hears of a failed auth when it arrives, before the answers queued ahead of it go out", () => {
+    const f = fixture();
+    const write = f.send({ op: "setData", path: "/locked/child", data: bytes("x"), version: -1 });
+    const failed = f.send(addAuth("bogus", "x"));
+    assert.deepEqual(f.connection.authFailedAt, [0], "told at once, while the write ahead of it is unanswered");
+    f.broadcast.flush();
+    assert.deepEqual([f.connection.replies.get(write)?.err, f.connection.replies.get(failed)?.err], [0, ZkErrorCode.AUTHFAILED], "answers still in order");
+    assert.equal(f.call(addAuth("digest", "alice:secret")).err, 0);
+    assert.equal(f.connection.authFailedAt.length, 1, "a successful auth tells nothing");
   });
 
   test("a wrong password authenticates as another digest, which the ACL does not name", () => {

@@ -44,7 +44,9 @@ const setData = fc.record({ op: fc.constant("setData" as const), path: anyPath, 
 const setAcl = fc.record({ op: fc.constant("setAcl" as const), path: anyPath, acl: aclList, version });
 const check = fc.record({ op: fc.constant("check" as const), path: anyPath, version });
 const multi = fc.record({ op: fc.constant("multi" as const), ops: fc.array(fc.oneof(create, del, setData, check) as fc.Arbitrary<MultiOpRequest>, { maxLength: 4 }) });
-const request = fc.oneof(create, create, del, setData, setAcl, multi) as fc.Arbitrary<WriteRequest>;
+/** Creates, deletes and multis also as the ZooKeeper door sends them, checked in ZooKeeper's order. */
+const zooKeeperDoor = fc.oneof(create, del, multi).map((r) => ({ ...r, zooKeeperChecks: true as const }));
+const request = fc.oneof(create, create, del, setData, setAcl, multi, zooKeeperDoor) as fc.Arbitrary<WriteRequest>;
 const step = fc.record({
   session: fc.constantFrom(0, 1),
   request: fc.oneof({ weight: 30, arbitrary: request }, { weight: 1, arbitrary: fc.constant<WriteRequest>({ op: "close" }) }),

@@ -299,6 +299,58 @@ describe("ZooKeeper's order of checks", () => {
   }
 });
 
+describe("requests from the ZooKeeper door (zooKeeperChecks): ZooKeeper 3.8's own order", () => {
+  const zk = <R extends WriteRequest>(request: R): R => ({ ...request, zooKeeperChecks: true });
+  const open = (path: string, mode: CreateRequest["mode"] = "persistent") => withAcl(path, [ANYONE(Perms.ALL)], mode);
+  /** /a with a child, /ro without CREATE, /nod without DELETE (with a child), /e an ephemeral. */
+  const tree = () => {
+    const f = fixture();
+    for (const request of [open("/a"), open("/a/child"), withAcl("/ro", [ANYONE(Perms.ALL & ~Perms.CREATE)]), open("/nod"), open("/nod/c"), open("/e", "ephemeral")]) f.run(request);
+    f.run({ op: "setAcl", path: "/nod", acl: [ANYONE(Perms.ALL & ~Perms.DELETE)], version: -1 });
+    return f;
+  };
+  const del = (path: string, version = -1): WriteRequest => ({ op: "delete", path, version });
+  const cases: { name: string; request: WriteRequest; err: keyof typeof ZkErrorCode | "OK"; gRpc: keyof typeof ZkErrorCode | "OK" }[] = [
+    { name: "a create's empty ACL list is INVALIDACL (through the gRPC door it asks for the default ACL)", request: create("/x"), err: "INVALIDACL", gRpc: "OK" },
+    { name: "a create's path without a slash: BADARGUMENTS before the empty ACL", request: create("a"), err: "BADARGUMENTS", gRpc: "BADARGUMENTS" },
+    { name: "a create's path with NUL: BADARGUMENTS before the empty ACL", request: create("/a\u0000"), err: "BADARGUMENTS", gRpc: "BADARGUMENTS" },
+    { name: "a create's empty segment: the empty ACL's INVALIDACL first", request: create("/a//b"), err: "INVALIDACL", gRpc: "BADARGUMENTS" },
+    { name: "a create's empty segment: its parent (\"/a/\") does not exist", request: open("/a//b"), err: "NONODE", gRpc: "BADARGUMENTS" },
+    { name: "a create below a malformed missing parent: NONODE", request: open("/missing/./x"), err: "NONODE", gRpc: "BADARGUMENTS" },
+    { name: "a create's \".\" name under an existing parent: BADARGUMENTS once the parent allows it", request: open("/a/."), err: "BADARGUMENTS", gRpc: "BADARGUMENTS" },
+    { name: "a create's \".\" name under a parent without CREATE: NOAUTH first", request: open("/ro/."), err: "NOAUTH", gRpc: "BADARGUMENTS" },
+    { name: "a create's bad character under a parent without CREATE: NOAUTH first", request: open("/ro/\u0001"), err: "NOAUTH", gRpc: "BADARGUMENTS" },
+    { name: "a create with a trailing slash under a missing parent: NONODE", request: open("/missing/"), err: "NONODE", gRpc: "BADARGUMENTS" },
+    { name: "a create with a trailing slash under an existing parent: BADARGUMENTS", request: open("/a/"), err: "BADARGUMENTS", gRpc: "BADARGUMENTS" },
+    { name: "a relative create with a slash: its parent does not exist", request: open("a/b"), err: "NONODE", gRpc: "BADARGUMENTS" },
+    { name: "a sequential create with a trailing slash names a child", request: open("/a/", "persistent-sequential"), err: "OK", gRpc: "OK" },
+    { name: "a create of the root: NODEEXISTS", request: open("/"), err: "NODEEXISTS", gRpc: "NODEEXISTS" },
+    { name: "a create below an ephemeral: NOCHILDRENFOREPHEMERALS", request: open("/e/x"), err: "NOCHILDRENFOREPHEMERALS", gRpc: "NOCHILDRENFOREPHEMERALS" },
+    { name: "a delete's empty segment: NONODE (\"/a/\" is no node)", request: del("/a//b"), err: "NONODE", gRpc: "BADARGUMENTS" },
+    { name: "a delete with a trailing slash: NONODE", request: del("/a/"), err: "NONODE", gRpc: "BADARGUMENTS" },
+    { name: "a delete's bad character: NONODE", request: del("/a/\u0001"), err: "NONODE", gRpc: "BADARGUMENTS" },
+    { name: "a delete's \".\" name under a parent without DELETE: NOAUTH", request: del("/nod/."), err: "NOAUTH", gRpc: "BADARGUMENTS" },
+    { name: "a delete without a slash: BADARGUMENTS", request: del("x"), err: "BADARGUMENTS", gRpc: "BADARGUMENTS" },
+    { name: "a delete of an empty path: BADARGUMENTS", request: del(""), err: "BADARGUMENTS", gRpc: "BADARGUMENTS" },
+    { name: "a delete with NUL: BADARGUMENTS", request: del("/a\u0000"), err: "BADARGUMENTS", gRpc: "BADARGUMENTS" },
+    { name: "a delete of the root: BADARGUMENTS", request: del("/"), err: "BADARGUMENTS", gRpc: "BADARGUMENTS" },
+    { name: "a delete of /zookeeper/config: BADARGUMENTS", request: del("/zookeeper/config"), err: "BADARGUMENTS", gRpc: "BADARGUMENTS" },
+    { name: "a delete with a wrong version of a node with children: BADVERSION before NOTEMPTY", request: del("/a", 5), err: "BADVERSION", gRpc: "BADVERSION" },
+    { name: "a multi's create checks its path ZooKeeper's way too", request: { op: "multi", ops: [open("/a//b")] }, err: "NONODE", gRpc: "BADARGUMENTS" },
+    { name: "a create's empty ACL in a multi is that op's INVALIDACL", request: { op: "multi", ops: [create("/x")] }, err: "INVALIDACL", gRpc: "OK" },
+  ];
+  const code = (name: keyof typeof ZkErrorCode | "OK") => (name === "OK" ? 0 : ZkErrorCode[name]);
+  for (const c of cases) {
+    test(c.name, () => {
+      const f = tree();
+      const before = f.tree.digest();
+      assert.equal(errOf(f.prepare(zk(c.request)).body), code(c.err), "through the ZooKeeper door");
+      if (c.err !== "OK") assert.equal(f.tree.digest(), before);
+      assert.equal(errOf(tree().prepare(c.request).body), code(c.gRpc), "through the gRPC door");
+    });
+  }
+});
+
 describe("who passes", () => {
   const locked = () => {
     const f = fixture();

@@ -134,6 +134,14 @@ describe("prep checks quota limits", () => {
     assert.equal(run({ op: "setData", path: "/app", data: bytes("1"), version: -1 }).type, "setData", "shrinking is always allowed");
   });
 
+  test("a setData past a hard limit with a wrong version is QUOTAEXCEEDED: ZooKeeper checks the quota first", () => {
+    const { run, setQuota } = fixture({ enforceQuota: true });
+    run(create("/app", "12345"));
+    setQuota("/app", "count=-1,bytes=-1=;byteHardLimit=8");
+    assert.deepEqual(run({ op: "setData", path: "/app", data: bytes("123456789"), version: 7 }), { type: "error", err: ZkErrorCode.QUOTAEXCEEDED });
+    assert.deepEqual(run({ op: "setData", path: "/app", data: bytes("1"), version: 7 }), { type: "error", err: ZkErrorCode.BADVERSION });
+  });
+
   test("soft limits, and hard limits without enforcement, are reported and allowed", () => {
     const soft = fixture({ enforceQuota: true });
     soft.run(create("/app"));

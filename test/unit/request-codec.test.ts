@@ -27,6 +27,22 @@ const request: fc.Arbitrary<ForwardedRequest> = fc.oneof(
 
 const authInfo = fc.array(fc.record({ scheme: fc.constantFrom("ip", "digest", "super"), id: fc.string({ maxLength: 40 }) }), { maxLength: limits.authIdsPerConnectionMax });
 
+test("a ZooKeeper-door write keeps its zooKeeperChecks across the forward; other requests never carry it", () => {
+  const ids = [{ scheme: "ip", id: "10.0.0.1" }];
+  const requests: ForwardedRequest[] = [
+    { op: "create", path: "/a", data: new Uint8Array(0), acl: [], mode: "persistent", ttlMs: 0, zooKeeperChecks: true },
+    { op: "delete", path: "/a/", version: -1, zooKeeperChecks: true },
+    { op: "multi", ops: [{ op: "create", path: "/m", data: new Uint8Array(0), acl: [], mode: "persistent", ttlMs: 0 }], zooKeeperChecks: true },
+  ];
+  for (const r of requests) {
+    for (const authInfo of [ids, []]) assert.deepEqual(decodeForwardedRequest(encodeForwardedRequest(r, authInfo)), { request: r, authInfo });
+  }
+  // The tag before a request that cannot carry it is a malformed forward.
+  const setData = encodeForwardedRequest({ op: "setData", path: "/a", data: new Uint8Array(0), version: -1 }, []);
+  const tagged = new Uint8Array([setData[0]!, 10, ...setData.subarray(1)]);
+  assert.throws(() => decodeForwardedRequest(tagged), (e: unknown) => e instanceof ZkError && e.code === "MARSHALLINGERROR");
+});
+
 test("every forwarded request survives the round trip with the ids of its connection", () => {
   fc.assert(
     fc.property(request, authInfo, (r, ids) => assert.deepEqual(decodeForwardedRequest(encodeForwardedRequest(r, ids)), { request: structuredClone(r), authInfo: structuredClone(ids) })),

@@ -40,7 +40,7 @@ function reply<T>(bytes: Uint8Array, codec?: jute.JuteCodec<T>): { header: jute.
 describe("jute requests → corral requests", () => {
   test("creates: flags name the mode, createTTL carries its ttl, null data stays null", () => {
     assert.deepEqual(request(OpCode.create, { path: "/a", data: data("x"), acl: OPEN, flags: 3 }), {
-      op: "create", path: "/a", data: data("x"), acl: OPEN, mode: "ephemeral-sequential", ttlMs: 0,
+      op: "create", path: "/a", data: data("x"), acl: OPEN, mode: "ephemeral-sequential", ttlMs: 0, zooKeeperChecks: true,
     });
     const ttl = request(OpCode.createTTL, { path: "/t", data: null, acl: OPEN, flags: 6, ttl: 5_000n });
     assert.ok(ttl.op === "create");
@@ -52,18 +52,61 @@ describe("jute requests → corral requests", () => {
     assert.equal((request(OpCode.create, { path: "/t", data: null, acl: OPEN, flags: 5 }) as { ttlMs: number }).ttlMs, 0);
   });
 
+  test("an empty or null ACL list goes to prep, which refuses it INVALIDACL after the path checks ZooKeeper makes first", () => {
+    for (const acl of [[], null]) {
+      const create = request(OpCode.create, { path: "x", data: null, acl, flags: 0 });
+      assert.ok(create.op === "create");
+      assert.deepEqual([create.acl, create.zooKeeperChecks], [[], true], "an empty list that prep will not take for the default ACL");
+      assert.deepEqual(request(OpCode.setACL, { path: "x", acl, version: -1 }), { op: "setAcl", path: "x", acl: [], version: -1 });
+    }
+    const multi = request(OpCode.multi, { ops: [{ type: OpCode.create, request: { path: "/m", data: null, acl: [], flags: 0 } }] });
+    assert.ok(multi.op === "multi");
+    assert.equal(multi.zooKeeperChecks, true, "a multi's creates are checked ZooKeeper's way too");
+  });
+
+  test("creates and deletes are checked ZooKeeper's way in prep; a null path there is ZooKeeper's NullPointerException", () => {
+    assert.deepEqual(request(OpCode.delete, { path: "/a//b", version: 2 }), { op: "delete", path: "/a//b", version: 2, zooKeeperChecks: true });
+    assert.equal(refusal(OpCode.delete, { path: null, version: -1 }), -5, "a delete's null path: MARSHALLINGERROR");
+    assert.equal(refusal(OpCode.create, { path: null, data: null, acl: OPEN, flags: 0 }), -5, "a create's null path: MARSHALLINGERROR");
+    assert.equal(refusal(OpCode.create, { path: null, data: null, acl: OPEN, flags: 7 }), -8, "after the create mode: BADARGUMENTS first");
+    // setData's path is validated first, and PathUtils refuses null: BADARGUMENTS in prep.
+    assert.deepEqual(request(OpCode.setData, { path: null, data: null, version: -1 }), { op: "setData", path: "", data: NULL_DATA, version: -1 });
+  });
+
   test("refused before prep as ZooKeeper refuses them", () => {
-    assert.equal(refusal(OpCode.create, { path: "/a", data: null, acl: [], flags: 0 }), -114, "empty ACL: INVALIDACL");
-    assert.equal(refusal(OpCode.create, { path: "/a", data: null, acl: null, flags: 0 }), -114, "null ACL: INVALIDACL");
-    assert.equal(refusal(OpCode.setACL, { path: "/a", acl: [], version: -1 }), -114);
     assert.equal(refusal(OpCode.create, { path: "/a", data: null, acl: OPEN, flags: 7 }), -8, "unknown flags: BADARGUMENTS");
     assert.equal(refusal(OpCode.createTTL, { path: "/a", data: null, acl: OPEN, flags: 0, ttl: 10n }), -8, "a ttl on a non-TTL mode");
-    assert.equal(refusal(OpCode.removeWatches, { path: "/a", type: 9 }), -8, "unknown watcher type");
-    assert.equal(refusal(OpCode.addWatch, { path: "/a", mode: 2 }), -8, "unknown addWatch mode");
-    assert.equal(refusal(OpCode.reconfig, { joiningServers: null, leavingServers: null, newMembers: null, curConfigId: -1n }), -6);
+    assert.equal(refusal(OpCode.removeWatches, { path: "/a", type: 9 }), -5, "unknown watcher type: WatcherType.fromInt's RuntimeException");
+    assert.equal(refusal(OpCode.checkWatches, { path: "/a", type: 0 }), -5, "unknown watcher type");
+    assert.equal(refusal(OpCode.addWatch, { path: "/a", mode: 2 }), -5, "unknown addWatch mode: WatcherMode.fromZooDef's IllegalArgumentException");
     assert.equal(refusal(OpCode.check, { path: "/a", version: 1 }), -6, "a lone check");
     assert.equal(refusal(OpCode.multi, { ops: [{ type: OpCode.getData, request: { path: "/a", watch: false } }] }), -5, "a read in a write multi");
     assert.equal(refusal(OpCode.multiRead, { ops: [{ type: OpCode.delete, request: { path: "/a", version: -1 } }] }), -5, "a write in a multiRead");
+  });
+
+  test("opcodes no client of corral's runs: each as ZooKeeper 3.8 answers it", () => {
+    const shapeOf = (type: number, body?: unknown) => {
+      const mapped = toClientRequest(type, body);
+      assert.ok("reject" in mapped);
+      return [mapped.reject, mapped.shape.closeAfter === true];
+    };
+    assert.deepEqual(shapeOf(OpCode.reconfig, { joiningServers: null, leavingServers: null, newMembers: null, curConfigId: -1n }), [-123, false], "reconfig: RECONFIGDISABLED");
+    assert.deepEqual(shapeOf(OpCode.deleteContainer, { path: "/c" }), [-8, false], "deleteContainer: BADARGUMENTS");
+    assert.deepEqual(shapeOf(OpCode.sasl, { token: new Uint8Array([1]) }), [0, false], "sasl: OK, as a server without SASL answers it");
+    assert.deepEqual(toClientRequest(OpCode.sasl, { token: null }), { close: "a sasl packet without a token" });
+    assert.deepEqual(shapeOf(OpCode.check, { path: "/a", version: 1 }), [-6, false], "a lone check: UNIMPLEMENTED");
+    assert.deepEqual(shapeOf(OpCode.createSession), [-6, false]);
+    for (const type of [99, 0, OpCode.notification, 4242, -3]) {
+      assert.deepEqual(shapeOf(type), [-6, true], `opcode ${type}: UNIMPLEMENTED, then the connection closes`);
+    }
+  });
+
+  test("auth: digest credentials written as null are AUTHFAILED, ending the connection; the ip provider never reads them", () => {
+    const digest = toClientRequest(OpCode.auth, { type: 0, scheme: "digest", auth: null });
+    assert.deepEqual(digest, { reject: -115, shape: { type: OpCode.auth, closeAfter: true } });
+    assert.deepEqual(request(OpCode.auth, { type: 0, scheme: "ip", auth: null }), { op: "addAuth", scheme: "ip", auth: new Uint8Array(0) });
+    assert.deepEqual(request(OpCode.auth, { type: 0, scheme: "digest", auth: new Uint8Array(0) }), { op: "addAuth", scheme: "digest", auth: new Uint8Array(0) });
+    assert.deepEqual(request(OpCode.auth, { type: 0, scheme: null, auth: data("x") }), { op: "addAuth", scheme: "", auth: data("x") }, "no provider: AUTHFAILED in the pipeline");
   });
 
   test("null strings in an ACL entry as ZooKeeper's fixupACL meets them", () => {
@@ -85,19 +128,84 @@ describe("jute requests → corral requests", () => {
   });
 
   test("the rest map one to one", () => {
-    assert.deepEqual(request(OpCode.getChildren2, { path: "/a", watch: true }), { op: "getChildren", path: "/a", watch: true });
-    assert.deepEqual(request(OpCode.exists, { path: "/a", watch: false }), { op: "exists", path: "/a", watch: false });
+    assert.deepEqual(request(OpCode.getChildren2, { path: "/a", watch: true }), { op: "getChildren", path: "/a", watch: true, zooKeeperChecks: true });
+    assert.deepEqual(request(OpCode.exists, { path: "/a", watch: false }), { op: "exists", path: "/a", watch: false, zooKeeperChecks: true });
     assert.deepEqual(request(OpCode.setData, { path: "/a", data: null, version: 3 }), { op: "setData", path: "/a", data: NULL_DATA, version: 3 });
-    assert.deepEqual(request(OpCode.removeWatches, { path: "/a", type: 5 }), { op: "removeWatches", path: "/a", watcherType: "persistent-recursive" });
-    assert.deepEqual(request(OpCode.addWatch, { path: "/a", mode: 1 }), { op: "addWatch", path: "/a", mode: "persistent-recursive" });
+    assert.deepEqual(request(OpCode.removeWatches, { path: "/a", type: 5 }), { op: "removeWatches", path: "/a", watcherType: "persistent-recursive", zooKeeperChecks: true });
+    assert.deepEqual(request(OpCode.addWatch, { path: "/a", mode: 1 }), { op: "addWatch", path: "/a", mode: "persistent-recursive", zooKeeperChecks: true });
     assert.deepEqual(request(OpCode.auth, { type: 0, scheme: "digest", auth: data("u:p") }), { op: "addAuth", scheme: "digest", auth: data("u:p") });
     assert.deepEqual(request(OpCode.setWatches, { relativeZxid: 12n, dataWatches: ["/d"], existWatches: [], childWatches: null }), {
-      op: "setWatches", relativeZxid: 12, dataWatches: ["/d"], existWatches: [], childWatches: [], persistentWatches: [], persistentRecursiveWatches: [],
+      op: "setWatches", relativeZxid: 12, dataWatches: ["/d"], existWatches: [], childWatches: [], persistentWatches: [], persistentRecursiveWatches: [], zooKeeperChecks: true,
     });
     assert.deepEqual(request(OpCode.closeSession, {}), { op: "close" });
-    const multi = toClientRequest(OpCode.multi, { ops: [{ type: OpCode.create2, request: { path: "/m", data: null, acl: OPEN, flags: 0 } }, { type: OpCode.check, request: { path: "/m", version: 0 } }] });
+    const multi = toClientRequest(OpCode.multi, { ops: [{ type: OpCode.setData, request: { path: "/m", data: null, version: 1 } }, { type: OpCode.check, request: { path: "/m", version: 0 } }] });
     assert.ok("request" in multi);
-    assert.deepEqual(multi.shape.opTypes, [OpCode.create2, OpCode.check]);
+    assert.deepEqual(multi.shape.opTypes, [OpCode.setData, OpCode.check]);
+  });
+
+  test("reads look their path up unvalidated, as ZooKeeper does: null is MARSHALLINGERROR, \"\" is the root (without a watch)", () => {
+    for (const type of [OpCode.getData, OpCode.getChildren, OpCode.getChildren2, OpCode.exists]) {
+      assert.equal(refusal(type, { path: null, watch: false }), -5, `opcode ${type}`);
+      assert.deepEqual(request(type, { path: "", watch: true }), { op: type === OpCode.exists ? "exists" : type === OpCode.getData ? "getData" : "getChildren", path: "/", watch: false, zooKeeperChecks: true });
+      assert.deepEqual(request(type, { path: "no//slash/", watch: true }), { op: type === OpCode.exists ? "exists" : type === OpCode.getData ? "getData" : "getChildren", path: "no//slash/", watch: true, zooKeeperChecks: true });
+    }
+    assert.equal(refusal(OpCode.getACL, { path: null }), -5);
+    assert.deepEqual(request(OpCode.getACL, { path: "" }), { op: "getAcl", path: "/", zooKeeperChecks: true });
+    assert.equal(refusal(OpCode.getAllChildrenNumber, { path: null }), -5);
+    const number = toClientRequest(OpCode.getAllChildrenNumber, { path: "" });
+    assert.ok("request" in number);
+    assert.deepEqual([number.request, number.shape], [{ op: "getAllChildrenNumber", path: "/", zooKeeperChecks: true }, { type: OpCode.getAllChildrenNumber, rootKeyCounted: true }]);
+    const counted = reply(encodeZkReply(1, number.shape, { err: 0, zxid: 1, body: { kind: "number", number: 7 } }), jute.GetAllChildrenNumberResponse);
+    assert.equal(counted.body?.totalNumber, 8, "ZooKeeper counts the root's own key for \"\"");
+    const multiRead = request(OpCode.multiRead, { ops: [{ type: OpCode.getData, request: { path: "", watch: false } }, { type: OpCode.getChildren, request: { path: "x", watch: false } }] });
+    assert.deepEqual(multiRead, { op: "multiRead", ops: [{ op: "getData", path: "/" }, { op: "getChildren", path: "x" }], zooKeeperChecks: true });
+    assert.equal(refusal(OpCode.multiRead, { ops: [{ type: OpCode.getData, request: { path: "/a", watch: false } }, { type: OpCode.getData, request: { path: null, watch: false } }] }), -5);
+  });
+
+  test("sync answers any path, echoing it, null as null; watch requests take any path", () => {
+    assert.deepEqual(request(OpCode.sync, { path: "no-slash" }), { op: "sync", path: "no-slash", zooKeeperChecks: true });
+    const nullSync = toClientRequest(OpCode.sync, { path: null });
+    assert.ok("request" in nullSync);
+    assert.deepEqual(nullSync.shape, { type: OpCode.sync, nullPath: true });
+    const echoed = reply(encodeZkReply(2, nullSync.shape, { err: 0, zxid: 1, body: { kind: "path", path: "" } }), jute.SyncResponse);
+    assert.deepEqual([echoed.body, echoed.rest], [{ path: null }, 0]);
+    assert.equal(refusal(OpCode.checkWatches, { path: null, type: 1 }), -5, "checkWatches dereferences its path");
+    assert.deepEqual(request(OpCode.removeWatches, { path: null, type: 1 }), { op: "removeWatches", path: "", watcherType: "children", zooKeeperChecks: true });
+    assert.deepEqual(request(OpCode.addWatch, { path: null, mode: 0 }), { op: "addWatch", path: "", mode: "persistent", zooKeeperChecks: true });
+  });
+
+  test("a multi's ops as ZooKeeper's MultiOperationRecord reads them: a create's flags, not its header, pick its opcode", () => {
+    const create = (type: number, flags: number, ttl?: bigint) => ({ type, request: { path: "/m", data: null, acl: OPEN, flags, ...(ttl === undefined ? {} : { ttl }) } });
+    const mapped = (...ops: unknown[]) => toClientRequest(OpCode.multi, { ops });
+    const opTypes = (...ops: unknown[]) => {
+      const m = mapped(...ops);
+      assert.ok("request" in m, `refused with ${"reject" in m ? m.reject : "?"}`);
+      return m.shape.opTypes;
+    };
+    // The result record follows: create answers without a stat, the others with one.
+    assert.deepEqual(opTypes(create(OpCode.create2, 0), create(OpCode.create, 4), create(OpCode.createContainer, 2), create(OpCode.createTTL, 5, 100n)), [
+      OpCode.create, OpCode.createContainer, OpCode.create, OpCode.createTTL,
+    ]);
+    // A createTTL op with a non-TTL mode is a plain create: its ttl is dropped, not refused.
+    const plain = mapped(create(OpCode.createTTL, 0, 100n));
+    assert.ok("request" in plain && plain.request.op === "multi");
+    assert.deepEqual(plain.request.ops[0], { op: "create", path: "/m", data: NULL_DATA, acl: OPEN, mode: "persistent", ttlMs: 0 });
+    // Unknown flags fail that op alone, BADARGUMENTS (prep's first check refuses a ttl on a persistent create).
+    const unknown = mapped(create(OpCode.create, 7), create(OpCode.createTTL, 9, 5n));
+    assert.ok("request" in unknown && unknown.request.op === "multi");
+    assert.deepEqual(unknown.request.ops.map((op) => op.op === "create" && [op.mode, op.ttlMs]), [["persistent", 1], ["persistent", 1]]);
+    assert.deepEqual(unknown.shape.opTypes, [OpCode.create, OpCode.create]);
+    // A TTL mode under a header without a ttl field fails the whole multi (ZooKeeper's ClassCastException).
+    assert.equal(refusal(OpCode.multi, { ops: [create(OpCode.create, 5)] }), -5);
+    // A null path in any op fails the whole multi before any op runs (ZooKeeper's NullPointerException).
+    for (const op of [
+      { type: OpCode.create, request: { path: null, data: null, acl: OPEN, flags: 0 } },
+      { type: OpCode.delete, request: { path: null, version: -1 } },
+      { type: OpCode.setData, request: { path: null, data: null, version: -1 } },
+      { type: OpCode.check, request: { path: null, version: -1 } },
+    ]) {
+      assert.equal(refusal(OpCode.multi, { ops: [{ type: OpCode.check, request: { path: "/m", version: 9 } }, op] }), -5, `a null path in a ${op.type}`);
+    }
   });
 });
 

@@ -20,7 +20,7 @@ import { SESSION_PASSWORD_BYTES, type SessionOpener } from "../session-opener.js
 import { answerFourLetterWord, recognizeFourLetterWord, type FourLetterWordContext } from "./four-letter-words.js";
 import { encodeFrame, FrameSplitter } from "./frames.js";
 import { JuteError, JuteReader } from "./jute.js";
-import { ConnectRequest, ConnectResponse, decodeRecord, encodeNotification, encodeRecord, encodeReply, OpCode, RequestHeader, requestBodyCodec, Xid } from "./records.js";
+import { ConnectRequest, ConnectResponse, decodeRecord, encodeNotification, encodeRecord, encodeReply, OpCode, RequestHeader, requestBodyCodec, SetSASLResponse, Xid } from "./records.js";
 import { encodeZkReply, toClientRequest, type ReplyShape } from "./zk-requests.js";
 
 /** ZooKeeper's Watcher.Event.KeeperState.SyncConnected: every notification a live session gets. */
@@ -155,6 +155,8 @@ class ZkWireConnection implements ClientConnection {
   /** The first bytes, until four have arrived and told a frame length from a four-letter word. */
   private prefix = new Uint8Array(0);
   private held: Uint8Array[] = [];
+  /** Cleared once a request that ends the connection arrived: later frames are not read. */
+  private reading = true;
   /** Requests handed to the pipeline, in the order their replies come back. */
   private readonly awaiting: SentRequest[] = [];
   private sessionId = 0n;
@@ -233,7 +235,18 @@ class ZkWireConnection implements ClientConnection {
       if (reply.err === ZkErrorCode.AUTHFAILED) this.end("closed");
       return;
     }
+    if (sent.shape.type === OpCode.sasl) {
+      // As a ZooKeeper without a SASL server answers: zxid 0, OK, no token.
+      this.send(() => encodeReply({ xid, zxid: 0n, err: reply.err }, { codec: SetSASLResponse, value: { token: null } }), { xid, opcode: OpCode.sasl });
+      return;
+    }
     this.send(() => encodeZkReply(xid, sent.shape, reply), { xid, opcode: sent.shape.type });
+    if (sent.shape.closeAfter) this.end("closed");
+  }
+
+  /** ZooKeeper stops reading a connection whose auth failed: its AUTHFAILED answer is the last. */
+  authFailed(): void {
+    this.stopReading();
   }
 
   sendEvent(event: WatchEvent): void {
@@ -290,7 +303,7 @@ class ZkWireConnection implements ClientConnection {
   }
 
   private onData(chunk: Buffer): void {
-    if (this.phase === "ended") return;
+    if (this.phase === "ended" || !this.reading) return;
     let bytes: Uint8Array = chunk;
     if (this.phase === "first-bytes") {
       const joined = new Uint8Array(this.prefix.byteLength + bytes.byteLength);
@@ -313,7 +326,7 @@ class ZkWireConnection implements ClientConnection {
       throw error;
     }
     for (const frame of frames) {
-      if ((this.phase as Phase) === "ended") return;
+      if ((this.phase as Phase) === "ended" || !this.reading) return;
       this.packetsReceived += 1;
       this.totals.packetsReceived += 1;
       if (!this.decoded(() => this.onFrame(frame))) return;
@@ -354,8 +367,11 @@ class ZkWireConnection implements ClientConnection {
       return;
     }
     const codec = requestBodyCodec(type);
-    const mapping = codec === undefined ? { reject: ZkErrorCode.UNIMPLEMENTED, shape: { type } } : toClientRequest(type, codec.read(reader));
+    const mapping = toClientRequest(type, codec?.read(reader));
+    if ("close" in mapping) return this.close(mapping.close);
     this.awaiting.push({ xid, shape: mapping.shape, receivedMs: this.deps.nowMs() });
+    // Nothing after a request that ends the connection is read, as ZooKeeper stops reading it.
+    if (mapping.shape.closeAfter) this.stopReading();
     if ("reject" in mapping) return pipeline.submitRejected(this.sessionId, this, xid, mapping.reject);
     pipeline.submit(this.sessionId, this, xid, mapping.request);
   }
@@ -393,8 +409,16 @@ class ZkWireConnection implements ClientConnection {
     const held = this.held;
     this.held = [];
     for (const frame of held) {
-      if (this.phase !== "connected" || !this.decoded(() => this.onRequest(frame))) return;
+      if (this.phase !== "connected" || !this.reading || !this.decoded(() => this.onRequest(frame))) return;
     }
+  }
+
+  /**
+   * Runs nothing more that arrives (it is read and dropped, so the socket still sees the client's
+   * end): the connection ends once what was read before is answered.
+   */
+  private stopReading(): void {
+    this.reading = false;
   }
 
   /** Runs `handle` on a frame; a record that does not decode closes the connection (false). */

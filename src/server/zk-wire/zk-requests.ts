@@ -2,9 +2,10 @@
  * ZooKeeper's client records ⇄ the server's own requests and replies (src/server/requests.ts).
  *
  * A decoded jute request becomes a ClientRequest for the same pipeline the gRPC door feeds, or an
- * error code to answer it with in its place (what ZooKeeper 3.8 refuses before prep: an empty ACL,
- * a TTL on a non-TTL mode, an opcode it does not run). A Reply becomes the exact response record
- * ZooKeeper 3.8's FinalRequestProcessor writes for that opcode.
+ * error code to answer it with in its place (what ZooKeeper 3.8 refuses before it looks at the
+ * tree: unknown create flags, a TTL on a non-TTL mode, an opcode it does not run). Requests whose
+ * checks ZooKeeper makes in its own order carry `zooKeeperChecks`. A Reply becomes the exact
+ * response record ZooKeeper 3.8's FinalRequestProcessor writes for that opcode.
  *
  * Pure: no sockets, no server state.
  */
@@ -19,22 +20,39 @@ import { OpCode } from "./records.js";
 const EMPTY = new Uint8Array(0);
 const MODES_BY_FLAG = new Map<number, CreateMode>((Object.entries(CREATE_MODE_FLAGS) as [CreateMode, number][]).map(([mode, flag]) => [flag, mode]));
 
-/** What a request frame asks for, or the error ZooKeeper answers it with without running it. */
+/**
+ * What a request frame asks for; or the code ZooKeeper answers it with without running it (in its
+ * place in the session's order; 0 only for sasl); or, for a frame ZooKeeper fails on outside any
+ * request's answer, the end of the connection, unanswered.
+ */
 export type ZkRequestMapping =
   | { request: ClientRequest; shape: ReplyShape }
-  | { reject: number; shape: ReplyShape };
+  | { reject: number; shape: ReplyShape }
+  | { close: string };
 
 /** What the reply to a request must look like: its opcode, and for a multi each op's opcode. */
 export interface ReplyShape {
   type: number;
   opTypes?: readonly number[];
+  /** A sync of a null path, which ZooKeeper echoes as null. */
+  nullPath?: true;
+  /**
+   * getAllChildrenNumber of "": ZooKeeper counts the keys of its node table that start with "/",
+   * the root's own included, one more than for "/".
+   */
+  rootKeyCounted?: true;
+  /** The connection reads nothing more and is closed once this is answered (an opcode ZooKeeper does not know). */
+  closeAfter?: true;
 }
 
 class Refusal {
   constructor(readonly code: number) {}
 }
 
-/** Maps a request record decoded by records.ts (`body` is what requestBodyCodec(type) read). */
+/**
+ * Maps a request record decoded by records.ts (`body` is what requestBodyCodec(type) read;
+ * undefined for an opcode it has no record for).
+ */
 export function toClientRequest(type: number, body: unknown): ZkRequestMapping {
   const shape: ReplyShape = { type };
   try {
@@ -43,11 +61,11 @@ export function toClientRequest(type: number, body: unknown): ZkRequestMapping {
       case OpCode.create2:
       case OpCode.createContainer:
       case OpCode.createTTL: {
-        return { request: createRequest(body as jute.CreateTTLRequest), shape };
+        return { request: { ...createRequest(body as jute.CreateTTLRequest), zooKeeperChecks: true }, shape };
       }
       case OpCode.delete: {
         const r = body as jute.DeleteRequest;
-        return { request: { op: "delete", path: str(r.path), version: r.version }, shape };
+        return { request: { op: "delete", path: nonNull(r.path), version: r.version, zooKeeperChecks: true }, shape };
       }
       case OpCode.setData: {
         const r = body as jute.SetDataRequest;
@@ -63,35 +81,47 @@ export function toClientRequest(type: number, body: unknown): ZkRequestMapping {
       case OpCode.getChildren2: {
         const r = body as jute.GetDataRequest;
         const op = type === OpCode.exists ? "exists" : type === OpCode.getData ? "getData" : "getChildren";
-        return { request: { op, path: str(r.path), watch: r.watch }, shape };
+        const path = readPath(r.path);
+        // ZooKeeper's watch on "" never fires: none is set on the root in its place.
+        return { request: { op, path, watch: r.watch && r.path !== "", zooKeeperChecks: true }, shape };
       }
       case OpCode.getACL:
-        return { request: { op: "getAcl", path: str((body as jute.GetACLRequest).path) }, shape };
-      case OpCode.sync:
-        return { request: { op: "sync", path: str((body as jute.SyncRequest).path) }, shape };
+        return { request: { op: "getAcl", path: readPath((body as jute.GetACLRequest).path), zooKeeperChecks: true }, shape };
+      case OpCode.sync: {
+        // ZooKeeper answers any sync, echoing its path, null included.
+        const path = (body as jute.SyncRequest).path;
+        return { request: { op: "sync", path: str(path), zooKeeperChecks: true }, shape: path === null ? { type, nullPath: true } : shape };
+      }
       case OpCode.multi: {
-        const ops = (body as jute.MultiRequest).ops;
-        return { request: { op: "multi", ops: ops.map(multiOp) }, shape: { type, opTypes: ops.map((op) => op.type) } };
+        const ops = (body as jute.MultiRequest).ops.map(multiOp);
+        return { request: { op: "multi", ops: ops.map((op) => op.request), zooKeeperChecks: true }, shape: { type, opTypes: ops.map((op) => op.type) } };
       }
       case OpCode.multiRead: {
         const ops = (body as jute.MultiRequest).ops;
-        return { request: { op: "multiRead", ops: ops.map(multiReadOp) }, shape: { type, opTypes: ops.map((op) => op.type) } };
+        return { request: { op: "multiRead", ops: ops.map(multiReadOp), zooKeeperChecks: true }, shape: { type, opTypes: ops.map((op) => op.type) } };
       }
       case OpCode.checkWatches:
       case OpCode.removeWatches: {
         const r = body as jute.CheckWatchesRequest;
+        // ZooKeeper's WatcherType.fromInt throws a RuntimeException on a number it does not know.
         const watcherType = watcherTypeOf(r.type);
-        if (watcherType === undefined) throw new Refusal(ZkErrorCode.BADARGUMENTS);
-        return { request: { op: type === OpCode.checkWatches ? "checkWatches" : "removeWatches", path: str(r.path), watcherType }, shape };
+        if (watcherType === undefined) throw new Refusal(ZkErrorCode.MARSHALLINGERROR);
+        // Its watch lookup dereferences a checkWatches path; removeWatches finds no watch on null.
+        if (r.path === null && type === OpCode.checkWatches) throw new Refusal(ZkErrorCode.MARSHALLINGERROR);
+        return { request: { op: type === OpCode.checkWatches ? "checkWatches" : "removeWatches", path: str(r.path), watcherType, zooKeeperChecks: true }, shape };
       }
       case OpCode.addWatch: {
         const r = body as jute.AddWatchRequest;
+        // WatcherMode.fromZooDef throws an IllegalArgumentException on a mode it does not know.
         const mode = addWatchModeOf(r.mode);
-        if (mode === undefined) throw new Refusal(ZkErrorCode.BADARGUMENTS);
-        return { request: { op: "addWatch", path: str(r.path), mode }, shape };
+        if (mode === undefined) throw new Refusal(ZkErrorCode.MARSHALLINGERROR);
+        return { request: { op: "addWatch", path: str(r.path), mode, zooKeeperChecks: true }, shape };
       }
       case OpCode.auth: {
         const r = body as jute.AuthPacket;
+        // ZooKeeper's digest provider makes a String of the credentials: null throws, which its
+        // packet handling answers AUTHFAILED (the ip provider never reads them).
+        if (r.auth === null && r.scheme === "digest") return { reject: ZkErrorCode.AUTHFAILED, shape: { type, closeAfter: true } };
         return { request: { op: "addAuth", scheme: str(r.scheme), auth: r.auth ?? EMPTY }, shape };
       }
       case OpCode.setWatches:
@@ -106,22 +136,41 @@ export function toClientRequest(type: number, body: unknown): ZkRequestMapping {
             childWatches: strings(r.childWatches),
             persistentWatches: strings(r.persistentWatches),
             persistentRecursiveWatches: strings(r.persistentRecursiveWatches),
+            zooKeeperChecks: true,
           },
           shape,
         };
       }
       case OpCode.getEphemerals:
         return { request: { op: "getEphemerals", prefixPath: str((body as jute.GetEphemeralsRequest).prefixPath) }, shape };
-      case OpCode.getAllChildrenNumber:
-        return { request: { op: "getAllChildrenNumber", path: str((body as jute.GetAllChildrenNumberRequest).path) }, shape };
+      case OpCode.getAllChildrenNumber: {
+        const path = (body as jute.GetAllChildrenNumberRequest).path;
+        return { request: { op: "getAllChildrenNumber", path: readPath(path), zooKeeperChecks: true }, shape: path === "" ? { type, rootKeyCounted: true } : shape };
+      }
       case OpCode.whoAmI:
         return { request: { op: "whoAmI" }, shape };
       case OpCode.closeSession:
         return { request: { op: "close" }, shape };
-      default:
-        // reconfig (no dynamic reconfiguration here), sasl, deleteContainer (ZooKeeper's own
-        // ContainerManager sends it, never a client), a lone check: ZooKeeper's UnimplementedException.
+      case OpCode.reconfig:
+        // Dynamic reconfiguration is off in ZooKeeper 3.8 unless reconfigEnabled; corral has none.
+        return { reject: ZkErrorCode.RECONFIGDISABLED, shape };
+      case OpCode.deleteContainer:
+        // Sent by ZooKeeper's own ContainerManager, never a client: its prep reads the whole frame,
+        // header included, as the path, whose NUL bytes getParentPathAndValidate refuses.
+        return { reject: ZkErrorCode.BADARGUMENTS, shape };
+      case OpCode.sasl:
+        // A ZooKeeper without a SASL server (no JAAS login) answers OK with no token; a null token
+        // throws out of its packet handling, which drops the connection.
+        if ((body as jute.GetSASLRequest).token === null) return { close: "a sasl packet without a token" };
+        return { reject: ZkErrorCode.OK, shape };
+      case OpCode.check:
+      case OpCode.createSession:
+        // Opcodes ZooKeeper's Request.isValid accepts that no client sends alone: a lone check
+        // (3.8 runs it and never answers success) and createSession (part of the connect).
         return { reject: ZkErrorCode.UNIMPLEMENTED, shape };
+      default:
+        // ZooKeeper's UnimplementedRequestProcessor: UNIMPLEMENTED, then it closes the connection.
+        return { reject: ZkErrorCode.UNIMPLEMENTED, shape: { type, closeAfter: true } };
     }
   } catch (error) {
     if (error instanceof Refusal) return { reject: error.code, shape };
@@ -138,49 +187,73 @@ function createRequest(r: jute.CreateTTLRequest | jute.CreateRequest): CreateReq
   // 0 is "no ttl" inside corral (prep refuses it for a TTL mode, as ZooKeeper refuses -1 or 0); a
   // TTL beyond a JS safe integer is out of range all the same.
   const ttlMs = ttl <= 0n ? 0 : ttl > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(ttl);
-  return { op: "create", path: str(r.path), data: r.data ?? NULL_DATA, acl: acls(r.acl), mode, ttlMs };
+  return { op: "create", path: nonNull(r.path), data: r.data ?? NULL_DATA, acl: acls(r.acl), mode, ttlMs };
 }
 
-function multiOp(op: jute.MultiOp): MultiOpRequest {
+/**
+ * One op of a multi, and the opcode ZooKeeper runs it as (which picks its result record). Its
+ * MultiOperationRecord makes every create an Op.create, whose opcode follows the flags, not the op
+ * header: a container is createContainer, a TTL mode createTTL, anything else a plain create (so a
+ * create2 op answers without a stat), and only a createTTL op record keeps its ttl.
+ */
+function multiOp(op: jute.MultiOp): { request: MultiOpRequest; type: number } {
   switch (op.type) {
     case OpCode.create:
     case OpCode.create2:
     case OpCode.createContainer:
     case OpCode.createTTL:
-      return createRequest(op.request);
+      return multiCreate(op.request);
     case OpCode.delete:
-      return { op: "delete", path: str(op.request.path), version: op.request.version };
+      return { request: { op: "delete", path: nonNull(op.request.path), version: op.request.version }, type: op.type };
     case OpCode.setData:
-      return { op: "setData", path: str(op.request.path), data: op.request.data ?? NULL_DATA, version: op.request.version };
+      return { request: { op: "setData", path: nonNull(op.request.path), data: op.request.data ?? NULL_DATA, version: op.request.version }, type: op.type };
     case OpCode.check:
-      return { op: "check", path: str(op.request.path), version: op.request.version };
+      return { request: { op: "check", path: nonNull(op.request.path), version: op.request.version }, type: op.type };
     default:
       // A read in a write multi: ZooKeeper's MultiOperationRecord refuses mixed kinds.
       throw new Refusal(ZkErrorCode.MARSHALLINGERROR);
   }
 }
 
+function multiCreate(r: jute.CreateTTLRequest | jute.CreateRequest): { request: CreateRequest; type: number } {
+  const mode = MODES_BY_FLAG.get(r.flags);
+  const path = nonNull(r.path);
+  if (mode === undefined) {
+    // Unknown flags run as a plain create whose prep refuses them first (CreateMode.fromFlag),
+    // BADARGUMENTS in that op's place: sent as a persistent create with a ttl, which prep's first
+    // check refuses the same way.
+    return { request: { op: "create", path, data: r.data ?? NULL_DATA, acl: acls(r.acl), mode: "persistent", ttlMs: 1 }, type: OpCode.create };
+  }
+  if (isTtlMode(mode)) {
+    // A TTL op under a create, create2 or createContainer header has no ttl field: ZooKeeper's prep
+    // casts its record to CreateTTLRequest and fails the whole multi (ClassCastException).
+    if (!("ttl" in r)) throw new Refusal(ZkErrorCode.MARSHALLINGERROR);
+    return { request: createRequest(r), type: OpCode.createTTL };
+  }
+  const request = createRequest({ path: r.path, data: r.data, acl: r.acl, flags: r.flags });
+  return { request, type: mode === "container" ? OpCode.createContainer : OpCode.create };
+}
+
 function multiReadOp(op: jute.MultiOp): MultiReadOpRequest {
   switch (op.type) {
     case OpCode.getData:
-      return { op: "getData", path: str(op.request.path) };
+      return { op: "getData", path: readPath(op.request.path) };
     case OpCode.getChildren:
-      return { op: "getChildren", path: str(op.request.path) };
+      return { op: "getChildren", path: readPath(op.request.path) };
     default:
       throw new Refusal(ZkErrorCode.MARSHALLINGERROR);
   }
 }
 
 /**
- * A jute ACL list as prep's fixupAcl takes it. A null or empty list is refused here, since an empty
- * list is how the gRPC door asks for the default ACL (ZooKeeper's InvalidACLException). Null
- * strings follow ZooKeeper's fixupACL: the id of an `auth` entry is never read (kazoo writes "" as
- * null), a null scheme names no provider (INVALIDACL), and a null id under world, digest or ip
- * throws a NullPointerException in ZooKeeper's provider, which its prep answers MARSHALLINGERROR.
+ * A jute ACL list as prep's fixupAcl takes it. A null list is an empty one, which prep refuses
+ * INVALIDACL where ZooKeeper's fixupACL does (after the path checks it makes first). Null strings
+ * follow ZooKeeper's fixupACL: the id of an `auth` entry is never read (kazoo writes "" as null), a
+ * null scheme names no provider (INVALIDACL), and a null id under world, digest or ip throws a
+ * NullPointerException in ZooKeeper's provider, which its prep answers MARSHALLINGERROR.
  */
 function acls(list: jute.ACL[] | null): Acl[] {
-  if (list === null || list.length === 0) throw new Refusal(ZkErrorCode.INVALIDACL);
-  return list.map(({ perms, id: { scheme, id } }) => {
+  return (list ?? []).map(({ perms, id: { scheme, id } }) => {
     if (scheme === null) return { perms, id: { scheme: "", id: id ?? "" } };
     if (id === null && NULL_ID_THROWS_SCHEMES.has(scheme)) throw new Refusal(ZkErrorCode.MARSHALLINGERROR);
     return { perms, id: { scheme, id: id ?? "" } };
@@ -190,9 +263,28 @@ function acls(list: jute.ACL[] | null): Acl[] {
 /** The schemes whose ZooKeeper provider dereferences an ACL's id (world compares it to "anyone"). */
 const NULL_ID_THROWS_SCHEMES: ReadonlySet<string> = new Set(["world", "digest", "ip"]);
 
-/** A null path reaches prep as "" and is refused there as a bad path, as ZooKeeper's is. */
+/** A null path reaches prep as "" and is refused there as a bad path, as ZooKeeper's PathUtils refuses null. */
 function str(value: string | null): string {
   return value ?? "";
+}
+
+/**
+ * The path of a read ZooKeeper looks up in its node table without validating it: null is its
+ * NullPointerException (MARSHALLINGERROR; in a multiRead, for the whole request), and "" is a key
+ * of that table, the root's.
+ */
+function readPath(path: string | null): string {
+  if (path === null) throw new Refusal(ZkErrorCode.MARSHALLINGERROR);
+  return path === "" ? "/" : path;
+}
+
+/**
+ * A path ZooKeeper dereferences before it validates it (a create's, a delete's, any op's of a multi):
+ * null is its NullPointerException, which it answers MARSHALLINGERROR.
+ */
+function nonNull(path: string | null): string {
+  if (path === null) throw new Refusal(ZkErrorCode.MARSHALLINGERROR);
+  return path;
 }
 
 function strings(list: (string | null)[] | null | undefined): string[] {
@@ -245,13 +337,13 @@ export function encodeZkReply(xid: number, shape: ReplyShape, reply: Reply): Uin
       if (body.kind !== "acl") break;
       return jute.encodeReply(header, { codec: jute.GetACLResponse, value: { acl: body.acl, stat: juteStat(body.stat) } });
     case OpCode.sync:
-      return jute.encodeReply(header, { codec: jute.SyncResponse, value: { path: pathOf(body) } });
+      return jute.encodeReply(header, { codec: jute.SyncResponse, value: { path: shape.nullPath ? null : pathOf(body) } });
     case OpCode.getEphemerals:
       if (body.kind !== "paths") break;
       return jute.encodeReply(header, { codec: jute.GetEphemeralsResponse, value: { ephemerals: body.paths } });
     case OpCode.getAllChildrenNumber:
       if (body.kind !== "number") break;
-      return jute.encodeReply(header, { codec: jute.GetAllChildrenNumberResponse, value: { totalNumber: body.number } });
+      return jute.encodeReply(header, { codec: jute.GetAllChildrenNumberResponse, value: { totalNumber: body.number + (shape.rootKeyCounted ? 1 : 0) } });
     case OpCode.addWatch:
       return jute.encodeReply(header, { codec: jute.ErrorResponse, value: { err: 0 } });
     case OpCode.whoAmI:
