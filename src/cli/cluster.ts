@@ -12,7 +12,7 @@
  * launcher disappears (they watch their IPC channel to it).
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { createWriteStream, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync, type WriteStream } from "node:fs";
 import { isAbsolute, join, relative, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
@@ -33,6 +33,7 @@ import {
   type ServerEntry,
 } from "../server/config.js";
 import { probe } from "./health.js";
+import { summarizeMemberLogLine } from "./member-log.js";
 
 const MAIN = fileURLToPath(new URL("./main.js", import.meta.url));
 
@@ -61,6 +62,8 @@ export interface ClusterOptions {
   stopGraceMs: number;
   /** How long the servers may take to serve sessions before the launch is abandoned. */
   startTimeoutMs: number;
+  /** Every member's log lines on the terminal too, not just in DIR/<id>/server.log. */
+  verbose: boolean;
 }
 
 /** ZooKeeper's customary ports: 2181 for clients, 2888 quorum, 3888 election — same offsets from any base. */
@@ -85,6 +88,7 @@ export const CLUSTER_FLAGS: Readonly<Record<string, readonly [string, string]>> 
   "data-dir": ["DIR", "cluster.json and each server's data, DIR/<id> (default ./data)"],
   "stop-grace-ms": ["MS", "after Ctrl-C, how long a server may take to stop before SIGKILL (default 10000)"],
   "start-timeout-ms": ["MS", "how long the servers may take to serve sessions (default 60000)"],
+  verbose: ["", "every member's log lines here too (they always go to DIR/<id>/server.log); without it, one line per role change, warning or error"],
 };
 
 /**
@@ -124,6 +128,13 @@ function intFlag(flags: Record<string, string>, name: string, fallback: number, 
   if (!Number.isSafeInteger(value)) throw new ConfigError(name, `expected an integer, got ${JSON.stringify(raw)}`);
   if (value < min || value > max) throw new ConfigError(name, `must be within [${min}, ${max}], got ${value}`);
   return value;
+}
+
+function boolFlag(flags: Record<string, string>, name: string): boolean {
+  const raw = flags[name];
+  if (raw === undefined || raw === "false") return false;
+  if (raw === "true") return true;
+  throw new ConfigError(name, `expected true or false, got ${JSON.stringify(raw)}`);
 }
 
 /**
@@ -195,6 +206,7 @@ export function parseClusterOptions(flags: Record<string, string>, sources: Clus
     shared,
     stopGraceMs: intFlag(flags, "stop-grace-ms", 10_000, 0, 600_000),
     startTimeoutMs: intFlag(flags, "start-timeout-ms", 60_000, 1, 3_600_000),
+    verbose: boolFlag(flags, "verbose"),
   };
   // Each member loads the file as itself: validate exactly that, with the server's own rules.
   const json = clusterConfigJson(options) as Partial<ServerConfig>;
@@ -330,7 +342,8 @@ export async function runCluster(
     `corral cluster: ${options.voters} voter${options.voters === 1 ? "" : "s"}, ${options.observers} observer${options.observers === 1 ? "" : "s"} ` +
       `on ${options.host}; config ${display(configPath)}${reused ? " (reusing its data)" : ""}\n` +
       `connect string: ${connectString}\n` +
-      (zkConnectString === undefined ? "" : `ZooKeeper-protocol connect string: ${zkConnectString}\n`),
+      (zkConnectString === undefined ? "" : `ZooKeeper-protocol connect string: ${zkConnectString}\n`) +
+      `members' logs: ${display(join(options.dataDir, "<id>", "server.log"))}${options.verbose ? ", and here" : " (--verbose shows them here too)"}\n`,
   );
   if (options.voters % 2 === 0) {
     io.out(`note: ${options.voters} voters tolerate no more failures than ${options.voters - 1}; an odd number is usual\n`);
@@ -341,6 +354,7 @@ export async function runCluster(
   let finish!: (code: number) => void;
   const finished = new Promise<number>((resolve) => (finish = resolve));
   const members: Member[] = [];
+  const logs: WriteStream[] = [];
 
   const alive = () => members.filter((m) => m.exit === undefined);
   const stopAll = async (reason: string): Promise<void> => {
@@ -400,11 +414,17 @@ export async function runCluster(
       });
       child.once("error", (error) => io.err(`corral cluster: server ${entry.id}: ${error.message}\n`));
       const prefix = `[${entry.id}] `;
-      createInterface({ input: child.stdout!, crlfDelay: Infinity }).on("line", (line) => io.out(prefix + line + "\n"));
-      createInterface({ input: child.stderr!, crlfDelay: Infinity }).on("line", (line) => {
+      const log = memberLog(options, entry.id);
+      logs.push(log);
+      const onLine = (line: string, stream: "stdout" | "stderr") => {
+        log.write(line + "\n");
         member.liveRole = roleFromLogLine(line) ?? member.liveRole;
-        io.err(prefix + line + "\n");
-      });
+        if (options.verbose) return (stream === "stdout" ? io.out : io.err)(prefix + line + "\n");
+        const summary = summarizeMemberLogLine(line);
+        if (summary) (summary.severe ? io.err : io.out)(prefix + summary.text + "\n");
+      };
+      createInterface({ input: child.stdout!, crlfDelay: Infinity }).on("line", (line) => onLine(line, "stdout"));
+      createInterface({ input: child.stderr!, crlfDelay: Infinity }).on("line", (line) => onLine(line, "stderr"));
       members.push(member);
     }
 
@@ -462,5 +482,16 @@ export async function runCluster(
   } finally {
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
+    await Promise.all(logs.map((log) => new Promise<void>((resolve) => log.end(resolve))));
   }
+}
+
+/** A member's log file, DIR/<id>/server.log, appended to across runs. */
+function memberLog(options: ClusterOptions, id: number): WriteStream {
+  const dir = join(options.dataDir, String(id));
+  mkdirSync(dir, { recursive: true });
+  const log = createWriteStream(join(dir, "server.log"), { flags: "a" });
+  // A full disk must not take the launcher down: the terminal still shows what matters.
+  log.on("error", () => undefined);
+  return log;
 }

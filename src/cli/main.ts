@@ -23,6 +23,11 @@ function parseFlags(args: string[]): { config?: string; flags: Record<string, st
       help = true;
       continue;
     }
+    // The one switch without a value (corral cluster's); elsewhere it is an unknown option.
+    if (arg === "--verbose") {
+      flags["verbose"] = "true";
+      continue;
+    }
     if (!arg.startsWith("--")) throw new ConfigError(arg, "unexpected argument");
     const [name, inline] = arg.slice(2).split("=", 2) as [string, string | undefined];
     const value = inline ?? args[++i];

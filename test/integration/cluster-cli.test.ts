@@ -146,6 +146,20 @@ async function startCluster(args: string[], env: NodeJS.ProcessEnv = {}) {
   return { ...launched, connectString };
 }
 
+test("corral cluster --verbose shows every member's log lines on the terminal, as well as in server.log", { timeout: 30_000 }, async () => {
+  const dir = await makeTempDir();
+  const dataDir = join(dir.path, "data");
+  const cluster = await startCluster(["--voters", "1", "--verbose", "--data-dir", dataDir, "--tick-ms", "200", ...(await portRanges(1))], { CORRAL_LOG_LEVEL: "info" });
+  try {
+    await waitFor("a JSON log line", () => (/^\[1\] \{.*"msg":"role changed"/m.test(cluster.err()) ? true : undefined));
+    assert.match(readFileSync(join(dataDir, "1", "server.log"), "utf8"), /"msg":"role changed"/);
+  } finally {
+    cluster.child.kill("SIGINT");
+    assert.equal(await cluster.exit, 0, cluster.err());
+    await dir.remove();
+  }
+});
+
 test("corral cluster --voters 3: every member serves, Ctrl-C stops them all and exits 0", { timeout: 30_000 }, async () => {
   const dir = await makeTempDir();
   const dataDir = join(dir.path, "data");
@@ -181,6 +195,15 @@ test("corral cluster --voters 3: every member serves, Ctrl-C stops them all and 
     for (const r of members) if (r !== leaders[0]) assert.equal(r.liveRole, `following ${leaders[0]!.id}`);
     for (const member of members) assert.ok(processExists(member.pid), `server ${member.id} runs`);
     assert.deepEqual(serversOf(join(dataDir, "cluster.json")), ["1", "2", "3"]);
+    // The terminal reads as one line per event; every member's log stream is in its server.log.
+    const terminal = cluster.out() + cluster.err();
+    assert.doesNotMatch(terminal, /^\[\d+\] \{/m, "no raw JSON log line on the terminal");
+    assert.match(cluster.out(), new RegExp(`^\\[${leaders[0]!.id}\\] now leading$`, "m"));
+    assert.match(cluster.out(), new RegExp(`^\\[${leaders[0]!.id}\\] serving clients as leading, epoch \\d+`, "m"));
+    for (const member of members) {
+      const log = readFileSync(join(dataDir, String(member.id), "server.log"), "utf8");
+      assert.match(log, /^\{.*"msg":"role changed"/m, `server ${member.id}'s server.log holds its log lines`);
+    }
 
     for (const member of members) {
       const zk = await Client.connect(member.client, { connectTimeoutMs: 30_000 });
