@@ -92,6 +92,16 @@ export class ServerStatus {
     return this.deps.pipeline.connectedSessions();
   }
 
+  /** The sessions with a live connection here, through either client port. */
+  connectedSessionIds(): bigint[] {
+    return this.deps.pipeline.connectedSessionIds();
+  }
+
+  /** Requests received here and not yet answered. */
+  outstandingRequests(): number {
+    return this.deps.pipeline.outstandingRequests();
+  }
+
   /** Voting members; undefined for a standalone server. */
   quorumSize(): number | undefined {
     if (!this.deps.quorumPeer) return undefined;
