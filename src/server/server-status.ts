@@ -113,6 +113,11 @@ export class ServerStatus {
     return this.deps.quorumPeer?.currentLeader;
   }
 
+  /** The current epoch a clustered server persisted; undefined for a standalone server. */
+  currentEpoch(): number | undefined {
+    return this.deps.quorumPeer?.currentEpoch;
+  }
+
   /** ZooKeeper's ZabState; undefined for a standalone server. */
   zabState(): string | undefined {
     return this.deps.quorumPeer?.zabState;

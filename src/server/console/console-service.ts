@@ -398,7 +398,7 @@ export class ConsoleService {
       serving: status.serving,
       leaderId: status.leaderId(),
       zabState: status.zabState(),
-      epoch: Number(lastZxid >> 32n),
+      epoch: status.currentEpoch() ?? Number(lastZxid >> 32n),
       lastZxid: hex64(lastZxid),
       nodeCount: context.nodeCount,
       globalSessions: status.globalSessions(),

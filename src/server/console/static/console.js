@@ -78,7 +78,7 @@ let current; // the selected node's last answer
 let dataView = "text";
 
 function treeRow(path, name, info) {
-  const toggle = el("span", { class: "toggle" }, info.numChildren > 0 ? "▸" : "");
+  const toggle = el("span", { class: "toggle" }, info.numChildren > 0 ? "▸" : "·");
   const row = el("div", { class: "row", "data-path": path }, toggle, el("span", { class: "name" }, name),
     info.ephemeral ? el("span", { class: "eph", title: "ephemeral" }, "eph") : null,
     info.numChildren > 0 ? el("span", { class: "count" }, `(${info.numChildren})`) : null);
@@ -102,7 +102,8 @@ async function expand(path) {
   try {
     const answer = await api(`children?path=${encodeURIComponent(path)}`);
     entry.expanded = true;
-    entry.toggle.textContent = answer.total > 0 ? "▾" : "";
+    entry.numChildren = answer.total;
+    entry.toggle.textContent = answer.total > 0 ? "▾" : "·";
     const keep = new Set(answer.children.map((c) => childPath(path, c.name)));
     for (const key of [...shown.keys()]) if (key !== path && parentOf(key) === path && !keep.has(key)) forget(key);
     const items = answer.children.map((child) => {
@@ -110,7 +111,7 @@ async function expand(path) {
       const old = shown.get(p);
       if (old) {
         old.numChildren = child.numChildren;
-        if (!old.expanded) old.toggle.textContent = child.numChildren > 0 ? "▸" : "";
+        setCount(old, child.numChildren);
         return old.li;
       }
       return treeRow(p, child.name, child);
@@ -129,7 +130,18 @@ function collapse(path) {
   entry.expanded = false;
   for (const key of [...shown.keys()]) if (key !== path && key.startsWith(path === "/" ? "/" : path + "/")) shown.delete(key);
   entry.ul.replaceChildren();
-  entry.toggle.textContent = entry.numChildren > 0 ? "▸" : "";
+  entry.toggle.textContent = entry.numChildren > 0 ? "▸" : "·";
+}
+
+/** A collapsed node's child count, as last read. */
+function setCount(entry, numChildren) {
+  entry.numChildren = numChildren;
+  if (!entry.expanded) entry.toggle.textContent = numChildren > 0 ? "▸" : "·";
+  let count = entry.row.querySelector(".count");
+  if (numChildren > 0) {
+    if (!count) entry.row.append((count = el("span", { class: "count" })));
+    count.textContent = `(${numChildren})`;
+  } else count?.remove();
 }
 
 function forget(path) {
@@ -179,6 +191,8 @@ async function loadNode() {
 
 function renderNode() {
   const node = current;
+  const entry = shown.get(selected);
+  if (entry && node?.children) setCount(entry, node.children.length);
   const data = node?.data;
   $("data-size").textContent = data ? `${data.size} bytes` : "";
   for (const b of document.querySelectorAll(".view")) {
