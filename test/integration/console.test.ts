@@ -12,7 +12,7 @@ import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { chromium, type Browser, type Page } from "playwright-core";
-import { Client, generateDigest } from "../../src/index.js";
+import { Client, generateDigest, Lock } from "../../src/index.js";
 import { ClusterProcess } from "../helpers/cluster-process.js";
 import { freePort, ServerProcess } from "../helpers/server-process.js";
 import { makeTempDir } from "../helpers/temp-dir.js";
@@ -148,6 +148,18 @@ describe("web console", { skip: existsSync(CHROMIUM) ? false : `no ${CHROMIUM} (
     await page.close();
   });
 
+  test("shows who holds a recipe's lock", async () => {
+    const lock = new Lock(other, "/locks/orders");
+    await lock.acquire();
+    const page = await openConsole(1);
+    await page.click('.tab[data-tab="recipes"]');
+    const row = await textOf(page, "#recipes", (t) => t.includes("/locks/orders"), "the lock listed");
+    assert.match(row, new RegExp(`0x${other.sessionId.toString(16)}`));
+    await shot(page, "06-recipes");
+    await lock.release();
+    await page.close();
+  });
+
   test("answers bad input with ZooKeeper's typed errors on the page", async () => {
     const page = await openConsole(3);
     await other.create("/taken", "");
@@ -169,7 +181,7 @@ describe("web console", { skip: existsSync(CHROMIUM) ? false : `no ${CHROMIUM} (
     await errorCode(page, "NONODE");
     await create("/hex", "zz", "hex");
     await errorCode(page, "BADARGUMENTS");
-    await shot(page, "06-bad-input");
+    await shot(page, "06-bad-input-errors");
     await selectNode(page, "/zookeeper");
     await page.click("#btn-edit");
     await page.evaluate("delete document.getElementById(\"error\").dataset.code");
