@@ -35,6 +35,7 @@ const FIELD_HELP: Record<keyof ServerConfig, readonly [string, string]> = {
   metricsHost: ["HOST", "the address the metrics port binds"],
   adminPort: ["PORT", "the admin HTTP port (ZooKeeper's AdminServer commands, /healthz, /readyz), -1 none, 0 any free; in a cluster, this server's entry's"],
   adminHost: ["HOST", "the address the admin port binds"],
+  adminAuth: ["true|false", "the web console (/console/ on the admin port) asks for the super user's password; on whenever superDigest is set"],
 };
 
 const COMMANDS: readonly (readonly [string, string])[] = [

@@ -110,6 +110,12 @@ export interface ServerConfig {
   adminPort: number;
   /** The address the admin port binds (ZooKeeper's admin.serverAddress); loopback unless set. */
   adminHost: string;
+  /**
+   * The web console on the admin port (/console/) asks for the super user's credentials (HTTP
+   * Basic, checked as a ZooKeeper digest against superDigest). On by itself whenever superDigest
+   * is set; true without a superDigest is a ConfigError (no one could sign in).
+   */
+  adminAuth: boolean;
 }
 
 export class ConfigError extends Error {
@@ -150,6 +156,7 @@ export const FIELDS: Readonly<Record<keyof ServerConfig, FieldKind>> = {
   metricsHost: "string",
   adminPort: "int",
   adminHost: "string",
+  adminAuth: "bool",
 };
 
 /** What generateDigest yields: a user without a colon, then 28 base64 characters of SHA-1. */
@@ -186,6 +193,7 @@ export function defaultConfig(): Omit<ServerConfig, "minSessionTimeoutMs" | "max
     metricsHost: "127.0.0.1",
     adminPort: -1,
     adminHost: "127.0.0.1",
+    adminAuth: false,
   };
 }
 
@@ -423,6 +431,7 @@ export function validateConfig(config: ServerConfig): ServerConfig {
     }
   }
   if (!LOG_LEVELS.has(config.logLevel)) throw new ConfigError("logLevel", `one of ${[...LOG_LEVELS].join(", ")}`);
+  if (config.adminAuth && config.superDigest === "") throw new ConfigError("adminAuth", "needs a superDigest: the console signs in the super user");
   if (config.superDigest !== "" && !SUPER_DIGEST.test(config.superDigest)) {
     throw new ConfigError("superDigest", `expected user:<base64 SHA-1 of "user:password"> (e.g. super:D/InIHSb7yEEbrWz8b9l71RjZJU=), got ${JSON.stringify(config.superDigest)}`);
   }

@@ -47,6 +47,11 @@ export class ServerMetrics {
   private readonly unavailableTime = this.summary("unavailable_time", "Time in ms from leaving service (LOOKING) to serving again (ZooKeeper's UNAVAILABLE_TIME)", BASIC);
   private readonly leaderUnavailableTime = this.summary("leader_unavailable_time", "unavailable_time of the terms this server led (ZooKeeper's LEADER_UNAVAILABLE_TIME)", BASIC);
 
+  /** Every request's latency over a short window, for the console's live chart (not exported). */
+  private readonly recentLatency = this.track(
+    new WindowedSummary({ name: "corral_console_recent_latency", help: "console only", percentiles: [0.5, 0.95, 0.99], registers: [], maxAgeSeconds: 10, ageBuckets: 5 }),
+  );
+
   // ---- events: counters
   private readonly lookingCount = this.counter("looking_count", "Times this server entered LOOKING (ZooKeeper's LOOKING_COUNT)");
   private readonly diffCount = this.counter("diff_count", "Learners this leader synced by DIFF or TRUNC (ZooKeeper's DIFF_COUNT)");
@@ -129,6 +134,22 @@ export class ServerMetrics {
 
   requestAnswered(kind: RequestKind, latencyMs: number): void {
     (kind === "read" ? this.readLatency : this.updateLatency).observe(latencyMs);
+    this.recentLatency.observe(latencyMs);
+  }
+
+  /**
+   * What the web console charts: requests answered since start (reads, updates) and latency
+   * percentiles (ms) of every request over the last ~10 s (NaN when none was answered).
+   */
+  requestFigures(): { reads: number; updates: number; p50Ms: number; p95Ms: number; p99Ms: number } {
+    const recent = this.recentLatency;
+    return {
+      reads: this.readLatency.observations,
+      updates: this.updateLatency.observations,
+      p50Ms: recent.quantile(0.5),
+      p95Ms: recent.quantile(0.95),
+      p99Ms: recent.quantile(0.99),
+    };
   }
 
   logBatchDurable(records: number, durationMs: number): void {
@@ -276,6 +297,11 @@ export class ServerMetrics {
   private summary(name: string, help: string, percentiles: readonly number[]): WindowedSummary {
     this.names.push(`summary ${name}`);
     const summary = new WindowedSummary({ name, help, percentiles, registers: [this.registry] });
+    this.summaries.push(summary);
+    return summary;
+  }
+
+  private track(summary: WindowedSummary): WindowedSummary {
     this.summaries.push(summary);
     return summary;
   }

@@ -195,6 +195,13 @@ export class RequestPipeline {
     return count;
   }
 
+  /** The ids of the sessions attached to a live connection here. */
+  connectedSessionIds(): bigint[] {
+    const ids: bigint[] = [];
+    for (const [sessionId, session] of this.sessions) if (session.connection?.open) ids.push(sessionId);
+    return ids;
+  }
+
   queuedRequests(sessionId: bigint): number {
     return this.sessions.get(sessionId)?.queued() ?? 0;
   }

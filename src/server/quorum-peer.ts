@@ -190,6 +190,11 @@ export class QuorumPeer {
     return this.zab ? this.leaderId : undefined;
   }
 
+  /** The epoch this server last persisted as current (ZooKeeper's currentEpoch file). */
+  get currentEpoch(): number {
+    return this.epochs.currentEpoch;
+  }
+
   /** ZooKeeper's ZabState: "election" while looking, then the current core's phase. */
   get zabState(): "election" | ZabPhase {
     return this.zab?.phase ?? "election";

@@ -92,6 +92,16 @@ export class ServerStatus {
     return this.deps.pipeline.connectedSessions();
   }
 
+  /** The sessions with a live connection here, through either client port. */
+  connectedSessionIds(): bigint[] {
+    return this.deps.pipeline.connectedSessionIds();
+  }
+
+  /** Requests received here and not yet answered. */
+  outstandingRequests(): number {
+    return this.deps.pipeline.outstandingRequests();
+  }
+
   /** Voting members; undefined for a standalone server. */
   quorumSize(): number | undefined {
     if (!this.deps.quorumPeer) return undefined;
@@ -101,6 +111,11 @@ export class ServerStatus {
   /** The current term's leader (this server when leading); undefined while looking or standalone. */
   leaderId(): number | undefined {
     return this.deps.quorumPeer?.currentLeader;
+  }
+
+  /** The current epoch a clustered server persisted; undefined for a standalone server. */
+  currentEpoch(): number | undefined {
+    return this.deps.quorumPeer?.currentEpoch;
   }
 
   /** ZooKeeper's ZabState; undefined for a standalone server. */

@@ -13,6 +13,7 @@ import { ZkClientService } from "./zk-wire/zk-client-service.js";
 import { parseFourLetterWordWhitelist } from "./zk-wire/four-letter-words.js";
 import { ServerStatus } from "./server-status.js";
 import { adminHandler, HttpListener, metricsHandler } from "./admin/http-listeners.js";
+import { ConsoleService } from "./console/console-service.js";
 import { readFileSync } from "node:fs";
 import type { Logger } from "./log.js";
 import { RequestPipeline } from "./pipeline.js";
@@ -73,6 +74,7 @@ export class CorralServer {
     readonly status: ServerStatus,
     private readonly metricsListener: HttpListener | undefined,
     private readonly adminListener: HttpListener | undefined,
+    private readonly console: ConsoleService | undefined,
   ) {}
 
   static async start(config: ServerConfig, logger: Logger, hooks: ServerHooks = {}): Promise<CorralServer> {
@@ -186,6 +188,8 @@ export class CorralServer {
     let zkService: ZkClientService | undefined;
     let metricsListener: HttpListener | undefined;
     let adminListener: HttpListener | undefined;
+    let consoleService: ConsoleService | undefined;
+    let clientPortBound: number | undefined;
     // One view of the live state for the four-letter words, the admin commands and the metrics.
     const status = new ServerStatus({
       config,
@@ -217,14 +221,26 @@ export class CorralServer {
         metricsListener = await HttpListener.listen(config.metricsHost, config.metricsPort, "metrics", metricsHandler(metrics, status), logger);
       }
       if (config.adminPort >= 0) {
-        adminListener = await HttpListener.listen(config.adminHost, config.adminPort, "admin", adminHandler(status), logger);
+        // The console is an SDK client of this server's own client port (loopback when it binds every interface).
+        const clientHost = { "0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1" }[config.clientHost] ?? config.clientHost;
+        consoleService = new ConsoleService({
+          config,
+          status,
+          metrics,
+          clientAddress: () => (clientPortBound === undefined ? undefined : `${clientHost.includes(":") ? `[${clientHost}]` : clientHost}:${clientPortBound}`),
+          logger,
+          nowMs: now,
+        });
+        adminListener = await HttpListener.listen(config.adminHost, config.adminPort, "admin", adminHandler(status, consoleService), logger, "/console/api/");
       }
       clientPort = await new Promise<number>((resolve, reject) => {
         grpcServer.bindAsync(`${config.clientHost}:${config.clientPort}`, grpc.ServerCredentials.createInsecure(), (error, port) =>
           error ? reject(error) : resolve(port),
         );
       });
+      clientPortBound = clientPort;
     } catch (error) {
+      await consoleService?.close();
       await adminListener?.close();
       await metricsListener?.close();
       await zkService?.close();
@@ -233,7 +249,7 @@ export class CorralServer {
       metrics.close();
       throw error;
     }
-    const server = new CorralServer(config, clientPort, grpcServer, database, pipeline, logger, quorumPeer, transport, metrics, zkService, status, metricsListener, adminListener);
+    const server = new CorralServer(config, clientPort, grpcServer, database, pipeline, logger, quorumPeer, transport, metrics, zkService, status, metricsListener, adminListener, consoleService);
     if (quorumPeer) {
       await quorumPeer.start();
     } else {
@@ -305,6 +321,8 @@ export class CorralServer {
     this.stopping ??= (async () => {
       clearInterval(this.expiryTimer);
       clearInterval(this.cleanupTimer);
+      // The console's own session closes while this server can still answer it.
+      if (this.console) await Promise.race([this.console.close(), new Promise((resolve) => setTimeout(resolve, 1_000).unref())]);
       await this.quorumPeer?.stop();
       // The admin port goes first and the metrics port last: /readyz fails as soon as we stop.
       await this.adminListener?.close();

@@ -9,12 +9,15 @@
  *   (200 while the server serves clients — standalone, or part of a quorum with an established
  *   leader — else 503).
  *
- * Both answer GET and HEAD only, and nothing else of the server: they read, never change it.
+ * Both answer GET and HEAD only, and nothing else of the server: they read, never change it. The
+ * one exception is the web console under /console/ on the admin port (console/console-service.ts),
+ * whose API also takes POST and changes the tree as an ordinary client of this server.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Logger } from "../log.js";
 import type { ServerMetrics } from "../metrics.js";
 import type { ServerStatus } from "../server-status.js";
+import { ConsoleService as ConsoleServiceRoutes, type ConsoleService } from "../console/console-service.js";
 import { ADMIN_COMMAND_NAMES, runAdminCommand } from "./admin-commands.js";
 import { toJson } from "./json.js";
 
@@ -31,14 +34,21 @@ export class HttpListener {
     readonly port: number,
   ) {}
 
-  static async listen(host: string, port: number, what: string, handler: Handler, logger: Logger): Promise<HttpListener> {
+  /** `writable`: the paths (by prefix) that also take POST; every other path answers GET and HEAD only. */
+  static async listen(host: string, port: number, what: string, handler: Handler, logger: Logger, writable?: string): Promise<HttpListener> {
     const server = createServer({ keepAliveTimeout: 5_000, requestTimeout: 30_000 }, (request, response) => {
       const method = request.method ?? "GET";
-      if (method !== "GET" && method !== "HEAD") {
-        response.setHeader("allow", "GET, HEAD");
+      let path: string;
+      try {
+        path = new URL(request.url ?? "/", "http://localhost").pathname;
+      } catch {
+        return send(response, 400, "text/plain; charset=utf-8", "bad request target\n");
+      }
+      const postable = writable !== undefined && path.startsWith(writable);
+      if (method !== "GET" && method !== "HEAD" && !(postable && method === "POST")) {
+        response.setHeader("allow", postable ? "GET, HEAD, POST" : "GET, HEAD");
         return send(response, 405, "text/plain; charset=utf-8", "method not allowed\n");
       }
-      const path = new URL(request.url ?? "/", "http://localhost").pathname;
       Promise.resolve()
         .then(() => handler(request, response, path))
         .catch((error: unknown) => {
@@ -83,8 +93,9 @@ export function metricsHandler(metrics: ServerMetrics, status: ServerStatus): Ha
   };
 }
 
-export function adminHandler(status: ServerStatus): Handler {
-  return (_request, response, path) => {
+export function adminHandler(status: ServerStatus, console?: ConsoleService): Handler {
+  return (request, response, path) => {
+    if (console !== undefined && ConsoleServiceRoutes.owns(path)) return console.handle(request, response, path);
     if (path === "/healthz") return sendJson(response, 200, { status: "ok" });
     if (path === "/readyz") {
       const ready = status.serving;
@@ -110,6 +121,6 @@ export function adminHandler(status: ServerStatus): Handler {
       // As ZooKeeper: 200 with the reason in "error", for unknown commands too.
       return sendJson(response, 200, runAdminCommand(name, status));
     }
-    send(response, 404, "text/plain; charset=utf-8", `not found: try ${COMMAND_URL}, /healthz or /readyz\n`);
+    send(response, 404, "text/plain; charset=utf-8", `not found: try ${COMMAND_URL}, /healthz, /readyz or /console/\n`);
   };
 }
