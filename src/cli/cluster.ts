@@ -475,6 +475,7 @@ export async function runCluster(
           rows.map(line).join("") +
           `connect with: Client.connect("${connectString}")\n` +
           (zkConnectString === undefined ? "" : `or any ZooKeeper client: zkCli.sh -server ${zkConnectString}\n`) +
+          consoleLine(members[0]!.entry) +
           "press Ctrl-C to stop\n",
       );
     }
@@ -484,6 +485,11 @@ export async function runCluster(
     process.off("SIGTERM", onSignal);
     await Promise.all(logs.map((log) => new Promise<void>((resolve) => log.end(resolve))));
   }
+}
+
+/** Where to open the web console: any member's admin port serves it, for the whole cluster. */
+function consoleLine(entry: ServerEntry): string {
+  return entry.adminPort === undefined ? "" : `web console: http://${formatHostPort(entry.host, entry.adminPort)}/console/\n`;
 }
 
 /** A member's log file, DIR/<id>/server.log, appended to across runs. */

@@ -196,6 +196,7 @@ test("corral cluster --voters 3: every member serves, Ctrl-C stops them all and 
     for (const member of members) assert.ok(processExists(member.pid), `server ${member.id} runs`);
     assert.deepEqual(serversOf(join(dataDir, "cluster.json")), ["1", "2", "3"]);
     // The terminal reads as one line per event; every member's log stream is in its server.log.
+    assert.match(cluster.out(), new RegExp(`^web console: http://${members[0]!.admin.replaceAll(".", "\\.")}/console/$`, "m"));
     const terminal = cluster.out() + cluster.err();
     assert.doesNotMatch(terminal, /^\[\d+\] \{/m, "no raw JSON log line on the terminal");
     assert.match(cluster.out(), new RegExp(`^\\[${leaders[0]!.id}\\] now leading$`, "m"));
