@@ -124,6 +124,18 @@ export interface ProposalSizes {
   max: number;
 }
 
+/** One election this server saw decided: when, how long it looked, whom it chose, as what. */
+export interface ElectionSeen {
+  decidedAtMs: number;
+  tookMs: number;
+  leader: number;
+  state: "leading" | "following" | "observing";
+  round: number;
+}
+
+/** Elections kept for the console; older ones drop off. */
+const ELECTIONS_SEEN_MAX = 20;
+
 export class QuorumPeer {
   private readonly election: FastLeaderElection;
   private readonly quorum: QuorumVerifier;
@@ -153,6 +165,8 @@ export class QuorumPeer {
   /** When the current term began serving (leader_uptime). */
   private servingSinceMs = 0;
   private proposalSizeBytes: ProposalSizes = { last: -1, min: -1, max: -1 };
+  /** The last ELECTIONS_SEEN_MAX elections this server took part in, oldest first. */
+  private readonly elections: ElectionSeen[] = [];
 
   constructor(private readonly deps: QuorumPeerDeps) {
     const { config } = deps;
@@ -193,6 +207,11 @@ export class QuorumPeer {
   /** The epoch this server last persisted as current (ZooKeeper's currentEpoch file). */
   get currentEpoch(): number {
     return this.epochs.currentEpoch;
+  }
+
+  /** The elections this server saw decided, oldest first (the console's cluster view). */
+  get electionsSeen(): readonly ElectionSeen[] {
+    return this.elections;
   }
 
   /** ZooKeeper's ZabState: "election" while looking, then the current core's phase. */
@@ -360,6 +379,8 @@ export class QuorumPeer {
     if (state !== "observing") this.deps.metrics?.electionDecided(this.termStartedMs - this.lookingSinceMs);
     this.proposalSizeBytes = { last: -1, min: -1, max: -1 };
     this.setRole(state, { leader: decision.leader, round: decision.round });
+    this.elections.push({ decidedAtMs: this.termStartedMs, tookMs: this.termStartedMs - this.lookingSinceMs, leader: decision.leader, state, round: decision.round });
+    if (this.elections.length > ELECTIONS_SEEN_MAX) this.elections.shift();
     const options = {
       myId: config.serverId,
       quorum: this.quorum,

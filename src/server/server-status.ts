@@ -10,7 +10,7 @@ import type { DataTree } from "../store/data-tree.js";
 import type { WriteBroadcast } from "./broadcast.js";
 import type { ServerConfig } from "./config.js";
 import type { RequestPipeline } from "./pipeline.js";
-import type { LeaderStatus, QuorumPeer } from "./quorum-peer.js";
+import type { ElectionSeen, LeaderStatus, QuorumPeer } from "./quorum-peer.js";
 import type { SessionTracker } from "./session-tracker.js";
 import { fourLetterWordContext } from "./zk-wire/four-letter-word-context.js";
 import type { FourLetterWordContext, FourLetterWordServerMode } from "./zk-wire/four-letter-words.js";
@@ -116,6 +116,11 @@ export class ServerStatus {
   /** The current epoch a clustered server persisted; undefined for a standalone server. */
   currentEpoch(): number | undefined {
     return this.deps.quorumPeer?.currentEpoch;
+  }
+
+  /** The elections a clustered server saw decided, oldest first; none for a standalone server. */
+  electionsSeen(): readonly ElectionSeen[] {
+    return this.deps.quorumPeer?.electionsSeen ?? [];
   }
 
   /** ZooKeeper's ZabState; undefined for a standalone server. */

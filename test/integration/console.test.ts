@@ -216,6 +216,11 @@ describe("web console", { skip: existsSync(CHROMIUM) ? false : `no ${CHROMIUM} (
     );
     assert.notEqual(next, leader);
     await textOf(page, `tr[data-member="${leader}"]`, (t) => t.includes("unreachable"), "the killed member shown unreachable");
+    // The elections seen: the first (won by the killed leader) and the one that chose the new leader.
+    await textOf(page, "#elections", (t) => t.includes("leading"), "the elections table filled");
+    const electedLeaders = await page.locator("#elections tr[data-election] td:nth-child(4)").allTextContents();
+    assert.ok(electedLeaders.includes(String(next)), `the election of ${next} is listed: ${electedLeaders.join(",")}`);
+    assert.ok(electedLeaders.includes(String(leader)), `the first election, of ${leader}, is listed: ${electedLeaders.join(",")}`);
     await shot(page, "09-cluster-after-leader-killed");
     await page.click('.tab[data-tab="charts"]');
     await page.waitForTimeout(500);

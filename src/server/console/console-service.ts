@@ -412,6 +412,7 @@ export class ConsoleService {
         learners: leader.learners.map((l) => ({ sid: l.sid, role: l.role, stage: l.stage, ackedZxid: hex64(l.ackedZxid), lagZxids: l.lagZxids })),
       },
       sessions,
+      elections: status.electionsSeen().map((e) => ({ ...e, decidedAt: new Date(e.decidedAtMs).toISOString() })),
     };
   }
 

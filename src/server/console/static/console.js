@@ -370,6 +370,14 @@ async function loadCluster() {
   $("learners").replaceChildren(
     el("tr", {}, ...["learner", "role", "stage", "acked zxid", "lag (txns)"].map((h) => el("th", {}, h))),
     ...learners.map((l) => el("tr", {}, el("td", {}, l.sid), el("td", {}, l.role), el("td", {}, l.stage), el("td", { class: "mono" }, l.ackedZxid), el("td", {}, l.lagZxids ?? "—"))));
+  const elections = [];
+  for (const m of members) for (const e of m.status?.elections ?? []) elections.push({ member: m.id, ...e });
+  elections.sort((a, b) => b.decidedAtMs - a.decidedAtMs || a.member - b.member);
+  $("elections").replaceChildren(
+    el("tr", {}, ...["decided at", "member", "became", "leader", "round", "looked for (ms)"].map((h) => el("th", {}, h))),
+    ...elections.map((e) => el("tr", { "data-election": `${e.member}-${e.round}` },
+      el("td", { class: "mono" }, e.decidedAt), el("td", {}, e.member), el("td", { class: `state-${e.state}` }, e.state),
+      el("td", {}, e.leader), el("td", {}, e.round), el("td", {}, e.tookMs))));
   const rows = [];
   for (const m of members) for (const s of m.status?.sessions ?? []) rows.push({ server: m.id, ...s });
   $("sessions").replaceChildren(
