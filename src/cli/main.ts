@@ -7,6 +7,7 @@
  * `corral shell` is the command-line client, ZooKeeper's zkCli.sh (src/cli/shell.ts).
  * `--help` (or `-h`) on any of them prints its usage (src/cli/usage.ts).
  */
+import { ConsoleService } from "../console/console-service.js";
 import { ConfigError, loadConfig, type ServerConfig } from "../server/config.js";
 import { diskFaultPlanFromEnv } from "../server/disk-faults.js";
 import { createLogger } from "../server/log.js";
@@ -50,7 +51,11 @@ async function runServer(config: ServerConfig, banner: boolean): Promise<void> {
   const diskFaults = diskFaultPlanFromEnv(process.env);
   // TEST ONLY: the deliberately broken leader the chaos tests must catch (see ServerHooks).
   const unsafeCommitOnOwnAck = process.env["CORRAL_TEST_UNSAFE_SOLO_COMMIT"] === "1";
-  const server = await CorralServer.start(config, logger, { ...(diskFaults ? { diskFaults } : {}), ...(unsafeCommitOnOwnAck ? { unsafeCommitOnOwnAck } : {}) });
+  const server = await CorralServer.start(config, logger, {
+    adminExtension: (context) => new ConsoleService(context),
+    ...(diskFaults ? { diskFaults } : {}),
+    ...(unsafeCommitOnOwnAck ? { unsafeCommitOnOwnAck } : {}),
+  });
   if (banner) {
     process.stdout.write(
       `corral standalone server ${config.serverId} serving on ${server.connectString} (data in ${config.dataDir})\n` +

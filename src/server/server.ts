@@ -12,8 +12,7 @@ import { SessionIdGenerator, SessionOpener } from "./session-opener.js";
 import { ZkClientService } from "./zk-wire/zk-client-service.js";
 import { parseFourLetterWordWhitelist } from "./zk-wire/four-letter-words.js";
 import { ServerStatus } from "./server-status.js";
-import { adminHandler, HttpListener, metricsHandler } from "./admin/http-listeners.js";
-import { ConsoleService } from "./console/console-service.js";
+import { adminHandler, HttpListener, metricsHandler, type AdminExtension, type AdminExtensionContext } from "./admin/http-listeners.js";
 import { readFileSync } from "node:fs";
 import type { Logger } from "./log.js";
 import { RequestPipeline } from "./pipeline.js";
@@ -53,6 +52,8 @@ export interface ServerHooks {
    * server's own ack alone. The chaos tests use it to prove their checkers catch lost writes.
    */
   unsafeCommitOnOwnAck?: boolean;
+  /** What the admin port serves beside ZooKeeper's commands: the web console (src/console), from the CLI. */
+  adminExtension?: (context: AdminExtensionContext) => AdminExtension;
 }
 
 export class CorralServer {
@@ -74,7 +75,7 @@ export class CorralServer {
     readonly status: ServerStatus,
     private readonly metricsListener: HttpListener | undefined,
     private readonly adminListener: HttpListener | undefined,
-    private readonly console: ConsoleService | undefined,
+    private readonly adminExtension: AdminExtension | undefined,
   ) {}
 
   static async start(config: ServerConfig, logger: Logger, hooks: ServerHooks = {}): Promise<CorralServer> {
@@ -188,7 +189,7 @@ export class CorralServer {
     let zkService: ZkClientService | undefined;
     let metricsListener: HttpListener | undefined;
     let adminListener: HttpListener | undefined;
-    let consoleService: ConsoleService | undefined;
+    let adminExtension: AdminExtension | undefined;
     let clientPortBound: number | undefined;
     // One view of the live state for the four-letter words, the admin commands and the metrics.
     const status = new ServerStatus({
@@ -221,9 +222,10 @@ export class CorralServer {
         metricsListener = await HttpListener.listen(config.metricsHost, config.metricsPort, "metrics", metricsHandler(metrics, status), logger);
       }
       if (config.adminPort >= 0) {
-        // The console is an SDK client of this server's own client port (loopback when it binds every interface).
+        // An extension (the web console) reaches this server as a client does, through its own
+        // client port (loopback when it binds every interface).
         const clientHost = { "0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1" }[config.clientHost] ?? config.clientHost;
-        consoleService = new ConsoleService({
+        adminExtension = hooks.adminExtension?.({
           config,
           status,
           metrics,
@@ -231,7 +233,7 @@ export class CorralServer {
           logger,
           nowMs: now,
         });
-        adminListener = await HttpListener.listen(config.adminHost, config.adminPort, "admin", adminHandler(status, consoleService), logger, "/console/api/");
+        adminListener = await HttpListener.listen(config.adminHost, config.adminPort, "admin", adminHandler(status, adminExtension), logger, adminExtension?.writablePathPrefix);
       }
       clientPort = await new Promise<number>((resolve, reject) => {
         grpcServer.bindAsync(`${config.clientHost}:${config.clientPort}`, grpc.ServerCredentials.createInsecure(), (error, port) =>
@@ -240,7 +242,7 @@ export class CorralServer {
       });
       clientPortBound = clientPort;
     } catch (error) {
-      await consoleService?.close();
+      await adminExtension?.close();
       await adminListener?.close();
       await metricsListener?.close();
       await zkService?.close();
@@ -249,7 +251,7 @@ export class CorralServer {
       metrics.close();
       throw error;
     }
-    const server = new CorralServer(config, clientPort, grpcServer, database, pipeline, logger, quorumPeer, transport, metrics, zkService, status, metricsListener, adminListener, consoleService);
+    const server = new CorralServer(config, clientPort, grpcServer, database, pipeline, logger, quorumPeer, transport, metrics, zkService, status, metricsListener, adminListener, adminExtension);
     if (quorumPeer) {
       await quorumPeer.start();
     } else {
@@ -322,7 +324,7 @@ export class CorralServer {
       clearInterval(this.expiryTimer);
       clearInterval(this.cleanupTimer);
       // The console's own session closes while this server can still answer it.
-      if (this.console) await Promise.race([this.console.close(), new Promise((resolve) => setTimeout(resolve, 1_000).unref())]);
+      if (this.adminExtension) await Promise.race([this.adminExtension.close(), new Promise((resolve) => setTimeout(resolve, 1_000).unref())]);
       await this.quorumPeer?.stop();
       // The admin port goes first and the metrics port last: /readyz fails as soon as we stop.
       await this.adminListener?.close();

@@ -28,7 +28,7 @@ before(async () => {
   const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", dir.path], { cwd: ROOT });
   const [packed] = JSON.parse(stdout) as { filename: string; files: { path: string }[] }[];
   assert.ok(packed, "npm pack reported its tarball");
-  assert.ok(packed.files.some((file) => file.path === "dist/src/server/console/static/index.html"), "the console's page is in the package");
+  assert.ok(packed.files.some((file) => file.path === "dist/src/console/static/index.html"), "the console's page is in the package");
   assert.ok(packed.files.some((file) => file.path === "proto/client.proto"), "the wire contract is in the package");
   assert.ok(!packed.files.some((file) => file.path.startsWith("dist/test/")), "tests are not shipped");
   project = join(dir.path, "app");

@@ -1,8 +1,8 @@
-/** How the web console shows znode data and reads what the page sends (src/server/console/console-data.ts). */
+/** How the web console shows znode data and reads what the page sends (src/console/console-data.ts). */
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ZkError } from "../../src/common/errors.js";
-import { dataFromInput, pathFromInput, versionFromInput, viewOfData } from "../../src/server/console/console-data.js";
+import { dataFromInput, pathFromInput, versionFromInput, viewOfData } from "../../src/console/console-data.js";
 
 const bytes = (text: string) => new TextEncoder().encode(text);
 

@@ -48,7 +48,10 @@ const ALLOWED: Record<string, string[]> = {
   client: ["common", "protocol", "client"],
   recipes: ["common", "client", "recipes", "index"],
   server: ["common", "protocol", "store", "store/disk", "election", "consensus", "server"],
-  cli: ["common", "protocol", "server", "cli", "client", "index", "store", "store/disk"],
+  // The web console is an application of the SDK that the admin port hosts: the CLI composes it
+  // into the server (ServerHooks.adminExtension), so the server never depends on the client.
+  console: ["common", "client", "server", "console"],
+  cli: ["common", "protocol", "server", "cli", "client", "console", "index", "store", "store/disk"],
   index: ["common", "client", "recipes"],
 };
 

@@ -10,14 +10,14 @@
  *   leader — else 503).
  *
  * Both answer GET and HEAD only, and nothing else of the server: they read, never change it. The
- * one exception is the web console under /console/ on the admin port (console/console-service.ts),
+ * one exception is an admin extension, the web console under /console/ (src/console/console-service.ts),
  * whose API also takes POST and changes the tree as an ordinary client of this server.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { ServerConfig } from "../config.js";
 import type { Logger } from "../log.js";
 import type { ServerMetrics } from "../metrics.js";
 import type { ServerStatus } from "../server-status.js";
-import { ConsoleService as ConsoleServiceRoutes, type ConsoleService } from "../console/console-service.js";
 import { ADMIN_COMMAND_NAMES, runAdminCommand } from "./admin-commands.js";
 import { toJson } from "./json.js";
 
@@ -93,9 +93,33 @@ export function metricsHandler(metrics: ServerMetrics, status: ServerStatus): Ha
   };
 }
 
-export function adminHandler(status: ServerStatus, console?: ConsoleService): Handler {
+/**
+ * An application the admin port serves beside ZooKeeper's commands (the web console, src/console).
+ * It is composed in by the process entry point, so the server never depends on what it is.
+ */
+export interface AdminExtension {
+  /** Whether `path` is the extension's to answer. */
+  owns(path: string): boolean;
+  /** Paths under this prefix may be POSTed to (everything else on the admin port is read-only). */
+  readonly writablePathPrefix: string;
+  handle(request: IncomingMessage, response: ServerResponse, path: string): Promise<void> | void;
+  close(): Promise<void>;
+}
+
+/** What an admin extension may use of the server that hosts it. */
+export interface AdminExtensionContext {
+  config: ServerConfig;
+  status: ServerStatus;
+  metrics: ServerMetrics;
+  /** host:port of this server's gRPC client port, once it listens. */
+  clientAddress: () => string | undefined;
+  logger: Logger;
+  nowMs: () => number;
+}
+
+export function adminHandler(status: ServerStatus, extension?: AdminExtension): Handler {
   return (request, response, path) => {
-    if (console !== undefined && ConsoleServiceRoutes.owns(path)) return console.handle(request, response, path);
+    if (extension !== undefined && extension.owns(path)) return extension.handle(request, response, path);
     if (path === "/healthz") return sendJson(response, 200, { status: "ok" });
     if (path === "/readyz") {
       const ready = status.serving;

@@ -1,5 +1,5 @@
 // corral's web console: plain browser JavaScript, no dependencies. It calls the JSON API under
-// /console/api/ (src/server/console/console-service.ts) on the admin port that served it.
+// /console/api/ (src/console/console-service.ts) on the admin port that served it.
 const $ = (id) => document.getElementById(id);
 const API = "api/";
 

@@ -20,15 +20,12 @@
 import { timingSafeEqual } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { Client } from "../../client/client.js";
-import type { WatchedEvent } from "../../client/types.js";
-import { generateDigest } from "../../common/digest.js";
-import { ZkError } from "../../common/errors.js";
-import type { CreateMode } from "../../common/znode.js";
-import type { ServerConfig } from "../config.js";
-import type { Logger } from "../log.js";
-import type { ServerMetrics } from "../metrics.js";
-import type { ServerStatus } from "../server-status.js";
+import { Client } from "../client/client.js";
+import type { WatchedEvent } from "../client/types.js";
+import { generateDigest } from "../common/digest.js";
+import { ZkError } from "../common/errors.js";
+import type { CreateMode } from "../common/znode.js";
+import type { AdminExtension, AdminExtensionContext } from "../server/admin/http-listeners.js";
 import { dataFromInput, hex64, pathFromInput, statJson, versionFromInput, viewOfData } from "./console-data.js";
 
 export const CONSOLE_URL = "/console/";
@@ -52,15 +49,7 @@ const STATIC_FILES: Readonly<Record<string, { file: string; type: string }>> = {
   "/console/console.css": { file: "console.css", type: "text/css; charset=utf-8" },
 };
 
-export interface ConsoleDeps {
-  config: ServerConfig;
-  status: ServerStatus;
-  metrics: ServerMetrics;
-  /** host:port of this server's gRPC client port, once it listens. */
-  clientAddress: () => string | undefined;
-  logger: Logger;
-  nowMs: () => number;
-}
+export type ConsoleDeps = AdminExtensionContext;
 
 interface Sample {
   t: number;
@@ -84,7 +73,9 @@ const HTTP_STATUS_OF: Partial<Record<string, number>> = {
   SESSIONEXPIRED: 503,
 };
 
-export class ConsoleService {
+export class ConsoleService implements AdminExtension {
+  readonly writablePathPrefix = API;
+
   private readonly requireAuth: boolean;
   private client: Promise<Client> | undefined;
   /** The super user's "user:password" once a request brought it; the SDK session authenticates with it. */
@@ -107,7 +98,7 @@ export class ConsoleService {
   }
 
   /** Whether `path` is the console's; `handle` answers it. */
-  static owns(path: string): boolean {
+  owns(path: string): boolean {
     return path === "/" || path === "/console" || path.startsWith(CONSOLE_URL);
   }
 

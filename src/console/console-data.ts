@@ -5,8 +5,8 @@
  * (pretty-printed when it parses as a JSON object or array), else as hex; the hex view is always
  * there, cut at `HEX_BYTES_MAX`. Data typed into the page arrives as text (sent as UTF-8) or hex.
  */
-import { ZkError } from "../../common/errors.js";
-import type { Stat } from "../../client/types.js";
+import { ZkError } from "../common/errors.js";
+import type { Stat } from "../client/types.js";
 
 /** The most bytes the hex view shows (1 MiB of data would be a 2 MiB string). */
 export const HEX_BYTES_MAX = 64 * 1024;
