@@ -5,11 +5,13 @@
 import * as grpc from "@grpc/grpc-js";
 import { mkdirSync } from "node:fs";
 import { GRPC_SERVER_CHANNEL_OPTIONS } from "../protocol/client-wire.js";
-import type { ServerConfig } from "./config.js";
+import { checkServerIdentity } from "node:tls";
+import { clientTlsFiles, quorumTlsFiles, type ServerConfig } from "./config.js";
+import { channelCredentials, PemFiles, serverCredentials } from "./tls.js";
 import { ServerDatabase, hex } from "./database.js";
 import { clientServiceDefinition, clientServiceHandlers } from "./grpc-client-service.js";
 import { SessionIdGenerator, SessionOpener } from "./session-opener.js";
-import { ZkClientService } from "./zk-wire/zk-client-service.js";
+import { PortStats, ZkClientService } from "./zk-wire/zk-client-service.js";
 import { parseFourLetterWordWhitelist, type FourLetterWordServerMode } from "./zk-wire/four-letter-words.js";
 import { fourLetterWordContext } from "./zk-wire/four-letter-word-context.js";
 import { readFileSync } from "node:fs";
@@ -20,7 +22,7 @@ import { Prep, type PrepOptions } from "./prep.js";
 import { SessionTracker } from "./session-tracker.js";
 import { StandaloneBroadcast } from "./standalone-broadcast.js";
 import type { WriteBroadcast } from "./broadcast.js";
-import { PeerTransport } from "./peer/peer-transport.js";
+import { PeerTransport, type PeerTransportSecurity } from "./peer/peer-transport.js";
 import { ClusterBroadcast, ClusterSessionActivity, QuorumPeer } from "./quorum-peer.js";
 import { DISK_FAULT_ENV, type DiskFaultPlan } from "./disk-faults.js";
 import { CleanupScanner } from "../store/cleanup-scan.js";
@@ -69,11 +71,15 @@ export class CorralServer {
     private readonly transport: PeerTransport | undefined,
     readonly metrics: ServerMetrics,
     private readonly zkService: ZkClientService | undefined,
+    private readonly secureZkService: ZkClientService | undefined,
+    private readonly tlsFiles: readonly PemFiles[],
   ) {}
 
   static async start(config: ServerConfig, logger: Logger, hooks: ServerHooks = {}): Promise<CorralServer> {
     mkdirSync(config.dataDir, { recursive: true });
     const clustered = config.servers.length > 0;
+    // Certificates first: a missing or mismatched file stops the server before it touches its data.
+    const tls = serverTls(config, logger);
     const reportFatal =
       hooks.onFatal ??
       ((error: unknown) => {
@@ -132,6 +138,7 @@ export class CorralServer {
         myId: config.serverId,
         members: config.servers,
         logger,
+        ...(tls.peerSecurity === undefined ? {} : { security: tls.peerSecurity }),
         handlers: {
           notification: (n) => peerRef?.onNotification(n),
           quorumMessage: (from, m) => peerRef?.onQuorumMessage(from, m),
@@ -167,12 +174,14 @@ export class CorralServer {
       sessionIds: new SessionIdGenerator(config.serverId, now()),
       negotiateTimeoutMs: (requested) => Math.min(config.maxSessionTimeoutMs, Math.max(config.minSessionTimeoutMs, requested)),
     });
-    grpcServer.addService(clientServiceDefinition(), clientServiceHandlers({ serverId: config.serverId, state: database, pipeline, sessions, logger }));
+    const certificateAuth = { x509SuperUser: config.x509SuperUser };
+    grpcServer.addService(clientServiceDefinition(), clientServiceHandlers({ serverId: config.serverId, state: database, pipeline, sessions, logger, certificateAuth }));
     let clientPort: number;
     let zkService: ZkClientService | undefined;
+    let secureZkService: ZkClientService | undefined;
     try {
       if (transport) await transport.start();
-      if (config.zkClientPort >= 0) {
+      if (config.zkClientPort >= 0 || config.secureZkClientPort >= 0) {
         const startedAt = new Date();
         const whitelist = parseFourLetterWordWhitelist(config.fourLetterWordWhitelist);
         const modeOf = (): FourLetterWordServerMode | undefined => {
@@ -180,7 +189,9 @@ export class CorralServer {
           if (!quorumPeer) return "standalone";
           return quorumPeer.role === "leading" ? "leader" : quorumPeer.role === "observing" ? "observer" : "follower";
         };
-        zkService = await ZkClientService.listen(config.clientHost, config.zkClientPort, {
+        // Both ports are one server to srvr, mntr and cons: shared totals, every connection listed.
+        const totals = new PortStats();
+        const zkDeps = {
           serverId: config.serverId,
           state: database,
           pipeline,
@@ -194,28 +205,37 @@ export class CorralServer {
               startedAt,
               tree: database.tree,
               mode: modeOf(),
-              connections: zkService?.stats() ?? [],
-              totals: zkService!.totals,
+              connections: [...(zkService?.stats() ?? []), ...(secureZkService?.stats() ?? [])],
+              totals,
               outstandingRequests: pipeline.outstandingRequests(),
               ...(learners === undefined ? {} : { learners }),
             });
           },
           nowMs: now,
           logger,
-        });
+          totals,
+        };
+        if (config.zkClientPort >= 0) zkService = await ZkClientService.listen(config.clientHost, config.zkClientPort, zkDeps);
+        if (config.secureZkClientPort >= 0) {
+          secureZkService = await ZkClientService.listen(config.clientHost, config.secureZkClientPort, zkDeps, { files: tls.client!, clientAuth: config.tlsClientAuth, certificateAuth });
+        }
       }
+      const clientCredentials = config.clientPortTls ? serverCredentials(tls.client!, config.tlsClientAuth) : grpc.ServerCredentials.createInsecure();
       clientPort = await new Promise<number>((resolve, reject) => {
-        grpcServer.bindAsync(`${config.clientHost}:${config.clientPort}`, grpc.ServerCredentials.createInsecure(), (error, port) =>
+        grpcServer.bindAsync(`${config.clientHost}:${config.clientPort}`, clientCredentials, (error, port) =>
           error ? reject(error) : resolve(port),
         );
       });
     } catch (error) {
       await zkService?.close();
+      await secureZkService?.close();
       await transport?.stop();
       await database.close();
+      for (const files of tls.all) files.stop();
       throw error;
     }
-    const server = new CorralServer(config, clientPort, grpcServer, database, pipeline, logger, quorumPeer, transport, metrics, zkService);
+    for (const files of tls.all) files.watch();
+    const server = new CorralServer(config, clientPort, grpcServer, database, pipeline, logger, quorumPeer, transport, metrics, zkService, secureZkService, tls.all);
     if (quorumPeer) {
       await quorumPeer.start();
     } else {
@@ -224,7 +244,15 @@ export class CorralServer {
       logger.info({ role: "standalone", lastZxid: hex(database.tree.lastProcessedZxid) }, "role changed");
     }
     logger.info(
-      { clientAddress: `${config.clientHost}:${clientPort}`, ...(zkService ? { zkClientAddress: `${config.clientHost}:${zkService.port}` } : {}), lastZxid: hex(database.tree.lastProcessedZxid), mode: clustered ? "cluster" : "standalone" },
+      {
+        clientAddress: `${config.clientHost}:${clientPort}`,
+        ...(config.clientPortTls ? { clientTls: config.tlsClientAuth } : {}),
+        ...(zkService ? { zkClientAddress: `${config.clientHost}:${zkService.port}` } : {}),
+        ...(secureZkService ? { secureZkClientAddress: `${config.clientHost}:${secureZkService.port}` } : {}),
+        ...(config.sslQuorum && clustered ? { sslQuorum: true } : {}),
+        lastZxid: hex(database.tree.lastProcessedZxid),
+        mode: clustered ? "cluster" : "standalone",
+      },
       "listening for clients",
     );
     return server;
@@ -237,6 +265,11 @@ export class CorralServer {
   /** host:port of the ZooKeeper-protocol port, when it has one. */
   get zkConnectString(): string | undefined {
     return this.zkService ? `${this.config.clientHost}:${this.zkService.port}` : undefined;
+  }
+
+  /** host:port of the ZooKeeper-protocol port over TLS, when it has one. */
+  get secureZkConnectString(): string | undefined {
+    return this.secureZkService ? `${this.config.clientHost}:${this.secureZkService.port}` : undefined;
   }
 
   /** Write a snapshot now (tests use it to take one mid-load). */
@@ -273,6 +306,8 @@ export class CorralServer {
       await this.quorumPeer?.stop();
       this.pipeline.reset();
       await this.zkService?.close();
+      await this.secureZkService?.close();
+      for (const files of this.tlsFiles) files.stop();
       await new Promise<void>((resolve) => {
         const force = setTimeout(() => {
           this.grpcServer.forceShutdown();
@@ -289,4 +324,51 @@ export class CorralServer {
     })();
     return this.stopping;
   }
+}
+
+/** The TLS material a server's configuration asks for, read (and checked) at start-up. */
+interface ServerTls {
+  /** For the gRPC client port (clientPortTls) and the secure ZooKeeper port. */
+  client: PemFiles | undefined;
+  /** Mutual TLS on the election and quorum links (sslQuorum, in a cluster). */
+  peerSecurity: PeerTransportSecurity | undefined;
+  /** Every file set, to watch and to stop. */
+  all: PemFiles[];
+}
+
+/** Reads the configured PEM files; a ConfigError names the field of a file that is missing or wrong. */
+function serverTls(config: ServerConfig, logger: Logger): ServerTls {
+  const watch = { reloadIntervalMs: config.tlsReloadIntervalMs, logger };
+  const all: PemFiles[] = [];
+  const clientFiles = clientTlsFiles(config);
+  const client = clientFiles && new PemFiles({ ...clientFiles, fields: { certFile: "tlsCertFile", keyFile: "tlsKeyFile", caFile: "tlsCaFile" } }, { ...watch, purpose: "client ports" });
+  if (client) all.push(client);
+  const quorumFiles = config.servers.length > 0 ? quorumTlsFiles(config) : undefined;
+  let peerSecurity: PeerTransportSecurity | undefined;
+  if (quorumFiles) {
+    const fields = {
+      certFile: config.quorumTlsCertFile === "" ? "tlsCertFile" : "quorumTlsCertFile",
+      keyFile: config.quorumTlsKeyFile === "" ? "tlsKeyFile" : "quorumTlsKeyFile",
+      caFile: config.quorumTlsCaFile === "" ? "tlsCaFile" : "quorumTlsCaFile",
+    };
+    const quorum = new PemFiles({ ...quorumFiles, fields }, { ...watch, purpose: "quorum" });
+    all.push(quorum);
+    const verifyHostname = config.sslQuorumHostnameVerification;
+    peerSecurity = {
+      serverCredentials: () => serverCredentials(quorum, "need"),
+      channelCredentials: () => channelCredentials(quorum, { verifyHostname }),
+      // ZooKeeper's ssl.quorum.hostnameVerification, on the receiving side: the caller's certificate
+      // must name the host of the member it says it is.
+      ...(verifyHostname
+        ? {
+            verifyCaller: (member, certificate) => {
+              if (certificate === undefined) return "no verified certificate";
+              const mismatch = checkServerIdentity(member.host, certificate);
+              return mismatch === undefined ? undefined : `its certificate does not name ${member.host}: ${mismatch.message}`;
+            },
+          }
+        : {}),
+    };
+  }
+  return { client, peerSecurity, all };
 }

@@ -22,6 +22,10 @@ export interface ClusterOptions {
   config?: Record<string, unknown>;
   /** The servers' super user ("super:<base64 sha1>"); none when absent. */
   superDigest?: string;
+  /** Give every server a ZooKeeper-protocol port over TLS too (the TLS fields go in `config`). */
+  secureZkClientPorts?: boolean;
+  /** Flags for one server only (they beat the shared file), e.g. another certificate. */
+  serverArgs?: (id: number) => string[];
 }
 
 export interface RoleLine {
@@ -50,6 +54,7 @@ export class ClusterProcess {
         electionPort: await freePort(),
         role: id <= options.voters ? "participant" : "observer",
         zkClientPort: await freePort(),
+        ...(options.secureZkClientPorts ? { secureZkClientPort: await freePort() } : {}),
       });
     }
     const tickMs = options.tickMs ?? 100;
@@ -79,12 +84,13 @@ export class ClusterProcess {
             dataDir: join(dir.path, String(entry.id)),
             port: entry.clientPort,
             zkPort: entry.zkClientPort,
+            ...(entry.secureZkClientPort === undefined ? {} : { secureZkPort: entry.secureZkClientPort }),
             serverId: entry.id,
             tickMs,
             logLevel: "info",
             ...(options.snapshotEveryTxns === undefined ? {} : { snapshotEveryTxns: options.snapshotEveryTxns }),
             ...(options.snapshotRetainCount === undefined ? {} : { snapshotRetainCount: options.snapshotRetainCount }),
-            extraArgs: ["--config", configFile],
+            extraArgs: ["--config", configFile, ...(options.serverArgs?.(entry.id) ?? [])],
           });
           servers.set(entry.id, server);
         }),

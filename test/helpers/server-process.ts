@@ -60,6 +60,8 @@ export interface ServerProcessOptions {
   port?: number;
   /** The ZooKeeper-protocol client port (--zk-client-port); none when absent. */
   zkPort?: number;
+  /** The ZooKeeper-protocol port over TLS (--secure-zk-client-port; the TLS flags go in extraArgs); none when absent. */
+  secureZkPort?: number;
   tickMs?: number;
   serverId?: number;
   snapshotEveryTxns?: number;
@@ -98,6 +100,12 @@ export class ServerProcess {
     return `127.0.0.1:${this.options.zkPort}`;
   }
 
+  /** host:port of the secure ZooKeeper-protocol port; throws when the server was started without one. */
+  get secureZkConnectString(): string {
+    if (this.options.secureZkPort === undefined) throw new Error("this server was started without a secure ZooKeeper port (secureZkPort)");
+    return `127.0.0.1:${this.options.secureZkPort}`;
+  }
+
   get pid(): number | undefined {
     return this.child?.pid;
   }
@@ -131,6 +139,7 @@ export class ServerProcess {
       "--client-host", "127.0.0.1",
       "--client-port", String(this.port),
       ...(o.zkPort === undefined ? [] : ["--zk-client-port", String(o.zkPort)]),
+      ...(o.secureZkPort === undefined ? [] : ["--secure-zk-client-port", String(o.secureZkPort)]),
       "--tick-ms", String(o.tickMs ?? 100),
       "--snapshot-every-txns", String(o.snapshotEveryTxns ?? 100_000),
       "--snapshot-retain-count", String(o.snapshotRetainCount ?? 3),
