@@ -6,6 +6,9 @@
  */
 import assert from "node:assert/strict";
 import * as grpc from "@grpc/grpc-js";
+import { copyFileSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { connect as connectTls, type ConnectionOptions } from "node:tls";
 import { after, before, describe, test } from "node:test";
 import { Client, Perms, type ClientTlsOptions } from "../../src/index.js";
 import { PEER_PROTOCOL_METADATA, PEER_PROTOCOL_VERSION, quorumServiceDefinition, SERVER_ID_METADATA } from "../../src/server/peer/peer-wire.js";
@@ -18,6 +21,20 @@ import { withCode } from "../helpers/zk-error.js";
 /** The shared config of a cluster whose client ports and quorum links all use `server`'s certificate. */
 function tlsConfig(pki: TestPki, server: IssuedCertificate): Record<string, unknown> {
   return { sslQuorum: true, clientPortTls: true, tlsCertFile: server.certFile, tlsKeyFile: server.keyFile, tlsCaFile: pki.trusted.caFile };
+}
+
+/** The serial number of the certificate a TLS port presents to a new connection (upper-case hex). */
+async function presentedSerial(port: number, options: ConnectionOptions): Promise<string> {
+  const socket = connectTls({ host: "127.0.0.1", port, ALPNProtocols: ["h2"], ...options });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      socket.once("secureConnect", () => resolve());
+      socket.once("error", reject);
+    });
+    return socket.getPeerCertificate().serialNumber.toUpperCase();
+  } finally {
+    socket.destroy();
+  }
 }
 
 /** Calls Quorum.Follow on `address` as member `claimedId` with `credentials`; resolves with the status the call ended with. */
@@ -44,14 +61,19 @@ describe("three voters over quorum mutual TLS", () => {
   let pki: TestPki;
   let cluster: ClusterProcess;
   const certs: Record<"server" | "alice" | "bob" | "noSan", IssuedCertificate> = {} as never;
+  /** The files every server reads its certificate from, replaced by the reload test. */
+  let shared: IssuedCertificate;
 
   before(async () => {
     pki = await makeTestPki();
     certs.server = await pki.trusted.issue({ subject: "/CN=corral peer", name: "server" });
+    shared = { ...certs.server, certFile: join(pki.dir, "shared.pem"), keyFile: join(pki.dir, "shared.key") };
+    copyFileSync(certs.server.certFile, shared.certFile);
+    copyFileSync(certs.server.keyFile, shared.keyFile);
     certs.alice = await pki.trusted.issue({ subject: "/CN=alice", name: "alice", subjectAltNames: [] });
     certs.bob = await pki.trusted.issue({ subject: "/CN=bob", name: "bob", subjectAltNames: [] });
     certs.noSan = await pki.trusted.issue({ subject: "/CN=corral peer", name: "no-san", subjectAltNames: ["DNS:elsewhere.example"] });
-    cluster = await ClusterProcess.start({ voters: 3, tickMs: 200, secureZkClientPorts: true, config: tlsConfig(pki, certs.server) });
+    cluster = await ClusterProcess.start({ voters: 3, tickMs: 200, secureZkClientPorts: true, config: { ...tlsConfig(pki, shared), tlsReloadIntervalMs: 100 } });
     await waitForLeader(cluster);
   });
 
@@ -99,6 +121,34 @@ describe("three voters over quorum mutual TLS", () => {
     assert.equal(elsewhere.code, grpc.status.PERMISSION_DENIED, elsewhere.details);
     assert.match(elsewhere.details, /does not name 127\.0\.0\.1/);
     assert.ok(cluster.agreedLeader() !== undefined, "the cluster is undisturbed");
+  });
+
+  test("a certificate replaced on disk is presented by every quorum and election port without a restart, and new links work with it", async () => {
+    const entries = (JSON.parse(readFileSync(cluster.configFile, "utf8")) as { servers: { id: number; quorumPort: number; electionPort: number }[] }).servers;
+    const peerTls = { ca: pki.trusted.ca, cert: certs.server.cert, key: certs.server.key };
+    const ports = entries.flatMap((e) => [e.quorumPort, e.electionPort]);
+    for (const port of ports) assert.equal(await presentedSerial(port, peerTls), certs.server.serialNumber);
+    const renewed = await pki.trusted.issue({ subject: "/CN=corral peer", name: "renewed", serialNumber: "3003" });
+    copyFileSync(renewed.keyFile, shared.keyFile);
+    copyFileSync(renewed.certFile, shared.certFile);
+    await waitFor("every quorum and election port to present the renewed certificate", async () => {
+      for (const port of ports) if ((await presentedSerial(port, peerTls)) !== renewed.serialNumber) return undefined;
+      return true;
+    });
+    // A follower restarted now links to the others with the renewed certificate on both sides.
+    const leader = cluster.agreedLeader()!;
+    const follower = leader === 1 ? 2 : 1;
+    await cluster.server(follower).stop();
+    await cluster.server(follower).restart();
+    await waitForLeader(cluster);
+    const zk = await connectTo(follower, certs.alice);
+    try {
+      await zk.create("/after-renewal", "");
+      await zk.sync("/");
+      assert.ok(await zk.exists("/after-renewal"));
+    } finally {
+      await zk.close();
+    }
   });
 });
 
