@@ -8,6 +8,11 @@
  * child (SIGTERM, then SIGKILL after a bounded grace) and exit 0 when all stopped cleanly. A child
  * that dies on its own is reported and not restarted. Children also stop by themselves if the
  * launcher disappears (they watch their IPC channel to it).
+ *
+ * Given certificate files (--tls-cert-file, --tls-key-file, --tls-ca-file) every port of the
+ * cluster is TLS: the gRPC client ports (clientPortTls), the election and quorum links (sslQuorum)
+ * and the ZooKeeper-protocol ports, which become secure ones (secureZkClientPort); a plain
+ * ZooKeeper port is opened beside them only when --zk-base-port asks for it.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
@@ -15,8 +20,21 @@ import { isAbsolute, join, relative, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { ANSWERED_FOUR_LETTER_WORDS } from "../server/zk-wire/four-letter-words.js";
-import { ConfigError, clusterConnectString, clusterZkConnectString, defaultConfig, formatHostPort, formatServers, validateServers, type ServerEntry } from "../server/config.js";
+import {
+  ConfigError,
+  clusterConnectString,
+  clusterSecureZkConnectString,
+  clusterZkConnectString,
+  defaultConfig,
+  formatHostPort,
+  formatServers,
+  validateServers,
+  type ServerEntry,
+  type TlsClientAuth,
+} from "../server/config.js";
+import type { ClientTlsOptions } from "../client/types.js";
 import { probe } from "./health.js";
+import { readClientTls } from "./tls-options.js";
 
 const MAIN = fileURLToPath(new URL("./main.js", import.meta.url));
 
@@ -29,6 +47,10 @@ export interface ClusterOptions {
   electionBasePort: number;
   /** ZooKeeper-protocol client ports are zkBasePort, zkBasePort+1, …; 0 = none. */
   zkBasePort: number;
+  /** The same over TLS (secureZkClientPort) at secureZkBasePort, …; 0 = none. */
+  secureZkBasePort: number;
+  /** TLS on every port, with these PEM files (absolute paths); undefined = plain text. */
+  tls: ClusterTls | undefined;
   host: string;
   /** Absolute; the cluster config and one data dir per server (<dataDir>/<id>) live here. */
   dataDir: string;
@@ -39,13 +61,41 @@ export interface ClusterOptions {
   startTimeoutMs: number;
 }
 
+export interface ClusterTls {
+  certFile: string;
+  keyFile: string;
+  caFile: string;
+  clientAuth: TlsClientAuth;
+}
+
 /** ZooKeeper's customary ports: 2181 for clients, 2888 quorum, 3888 election — same offsets from any base. */
 const QUORUM_OFFSET = 2888 - 2181;
 const ELECTION_OFFSET = 3888 - 2181;
 /** The ZooKeeper-protocol ports sit 100 above the gRPC ones: 2281, 2282, … by default. */
 const ZK_OFFSET = 100;
 
-const FLAGS = ["voters", "observers", "base-port", "quorum-base-port", "election-base-port", "zk-base-port", "data-dir", "tick-ms", "stop-grace-ms", "start-timeout-ms"];
+const FLAGS = [
+  "voters", "observers", "base-port", "quorum-base-port", "election-base-port", "zk-base-port", "secure-zk-base-port", "data-dir", "tick-ms",
+  "stop-grace-ms", "start-timeout-ms", "tls-cert-file", "tls-key-file", "tls-ca-file", "tls-client-auth",
+];
+const TLS_CLIENT_AUTH: readonly string[] = ["need", "want", "none"] satisfies TlsClientAuth[];
+
+/** The TLS flags, all three files or none; paths made absolute (the servers read them from the cluster file). */
+function parseClusterTls(flags: Record<string, string>, cwd: string): ClusterTls | undefined {
+  const files = (["tls-cert-file", "tls-key-file", "tls-ca-file"] as const).map((name) => flags[name]);
+  if (files.every((file) => file === undefined)) {
+    for (const name of ["tls-client-auth", "secure-zk-base-port"]) {
+      if (flags[name] !== undefined) throw new ConfigError(name, "needs --tls-cert-file, --tls-key-file and --tls-ca-file");
+    }
+    return undefined;
+  }
+  const missing = (["tls-cert-file", "tls-key-file", "tls-ca-file"] as const).find((name) => flags[name] === undefined || flags[name]!.trim() === "");
+  if (missing !== undefined) throw new ConfigError(missing, "a TLS cluster needs --tls-cert-file, --tls-key-file and --tls-ca-file");
+  const clientAuth = flags["tls-client-auth"] ?? "need";
+  if (!TLS_CLIENT_AUTH.includes(clientAuth)) throw new ConfigError("tls-client-auth", `expected need, want or none, got ${JSON.stringify(clientAuth)}`);
+  const [certFile, keyFile, caFile] = files.map((file) => (isAbsolute(file!) ? file! : resolve(cwd, file!))) as [string, string, string];
+  return { certFile, keyFile, caFile, clientAuth: clientAuth as TlsClientAuth };
+}
 
 function intFlag(flags: Record<string, string>, name: string, fallback: number, min: number, max: number): number {
   const raw = flags[name];
@@ -68,12 +118,16 @@ export function parseClusterOptions(flags: Record<string, string>, cwd = process
   const basePort = intFlag(flags, "base-port", 2181, 1, 65535);
   const quorumBasePort = intFlag(flags, "quorum-base-port", basePort + QUORUM_OFFSET, 1, 65535);
   const electionBasePort = intFlag(flags, "election-base-port", basePort + ELECTION_OFFSET, 1, 65535);
-  const zkBasePort = intFlag(flags, "zk-base-port", basePort + ZK_OFFSET, 0, 65535);
+  const tls = parseClusterTls(flags, cwd);
+  // With TLS the ZooKeeper-protocol ports are the secure ones; a plain one only when asked for.
+  const zkBasePort = intFlag(flags, "zk-base-port", tls === undefined ? basePort + ZK_OFFSET : 0, 0, 65535);
+  const secureZkBasePort = intFlag(flags, "secure-zk-base-port", tls === undefined ? 0 : basePort + ZK_OFFSET, 0, 65535);
   const ranges: [string, number][] = [
     ["base-port", basePort],
     ["quorum-base-port", quorumBasePort],
     ["election-base-port", electionBasePort],
     ...(zkBasePort === 0 ? [] : [["zk-base-port", zkBasePort] as [string, number]]),
+    ...(secureZkBasePort === 0 ? [] : [["secure-zk-base-port", secureZkBasePort] as [string, number]]),
   ];
   for (const [name, first] of ranges) {
     const last = first + size - 1;
@@ -98,6 +152,8 @@ export function parseClusterOptions(flags: Record<string, string>, cwd = process
     quorumBasePort,
     electionBasePort,
     zkBasePort,
+    secureZkBasePort,
+    tls,
     host: "127.0.0.1",
     dataDir: isAbsolute(dataDir) ? dataDir : resolve(cwd, dataDir),
     tickMs: intFlag(flags, "tick-ms", defaults.tickMs, 1, 60_000),
@@ -118,6 +174,7 @@ export function clusterServers(options: ClusterOptions): ServerEntry[] {
       electionPort: options.electionBasePort + i,
       role: i < options.voters ? "participant" : "observer",
       ...(options.zkBasePort === 0 ? {} : { zkClientPort: options.zkBasePort + i }),
+      ...(options.secureZkBasePort === 0 ? {} : { secureZkClientPort: options.secureZkBasePort + i }),
     });
   }
   validateServers(servers);
@@ -134,6 +191,16 @@ export function clusterConfigJson(options: ClusterOptions): Record<string, unkno
     syncLimitTicks: defaults.syncLimitTicks,
     // A local development cluster answers every four-letter word corral has (ZooKeeper's default is srvr alone).
     fourLetterWordWhitelist: ANSWERED_FOUR_LETTER_WORDS.join(","),
+    ...(options.tls === undefined
+      ? {}
+      : {
+          clientPortTls: true,
+          sslQuorum: true,
+          tlsCertFile: options.tls.certFile,
+          tlsKeyFile: options.tls.keyFile,
+          tlsCaFile: options.tls.caFile,
+          tlsClientAuth: options.tls.clientAuth,
+        }),
     servers: clusterServers(options),
   };
 }
@@ -173,7 +240,7 @@ export function writeClusterConfig(options: ClusterOptions): { path: string; reu
 
 /** Who the members are and how they reach each other; client ports may change between runs, membership not. */
 function membership(servers: readonly ServerEntry[]): string {
-  return formatServers(servers.map(({ zkClientPort: _client, ...entry }) => entry));
+  return formatServers(servers.map(({ zkClientPort: _client, secureZkClientPort: _secure, ...entry }) => entry));
 }
 
 /** What a child inherits: everything but CORRAL_* (the cluster file decides), except the log level. */
@@ -233,11 +300,16 @@ export async function runCluster(
   const servers = clusterServers(options);
   const connectString = clusterConnectString({ servers, clientHost: options.host, clientPort: options.basePort });
   const zkConnectString = clusterZkConnectString({ servers, clientHost: options.host, zkClientPort: -1 });
+  const secureZkConnectString = clusterSecureZkConnectString({ servers, clientHost: options.host, secureZkClientPort: -1 });
+  // The launcher checks each server over TLS with the cluster's own certificate as its client's.
+  const probeTls: ClientTlsOptions | undefined =
+    options.tls === undefined ? undefined : readClientTls({ caFile: options.tls.caFile, certFile: options.tls.certFile, keyFile: options.tls.keyFile });
   io.out(
     `corral cluster: ${options.voters} voter${options.voters === 1 ? "" : "s"}, ${options.observers} observer${options.observers === 1 ? "" : "s"} ` +
       `on ${options.host}; config ${display(configPath)}${reused ? " (reusing its data)" : ""}\n` +
-      `connect string: ${connectString}\n` +
-      (zkConnectString === undefined ? "" : `ZooKeeper-protocol connect string: ${zkConnectString}\n`),
+      `connect string: ${connectString}${options.tls === undefined ? "" : " (TLS)"}\n` +
+      (zkConnectString === undefined ? "" : `ZooKeeper-protocol connect string: ${zkConnectString}\n`) +
+      (secureZkConnectString === undefined ? "" : `ZooKeeper-protocol connect string over TLS: ${secureZkConnectString}\n`),
   );
   if (options.voters % 2 === 0) {
     io.out(`note: ${options.voters} voters tolerate no more failures than ${options.voters - 1}; an odd number is usual\n`);
@@ -325,7 +397,7 @@ export async function runCluster(
         const left = deadline - Date.now();
         if (left <= 0) return `server ${m.entry.id} did not serve ${address} within ${options.startTimeoutMs} ms`;
         try {
-          await probe(address, Math.min(2_000, left));
+          await probe(address, Math.min(2_000, left), probeTls);
           return undefined;
         } catch {
           await sleep(100);
@@ -346,20 +418,27 @@ export async function runCluster(
         live ? `${m.entry.role}, ${m.liveRole}` : m.entry.role,
         formatHostPort(m.entry.host, m.entry.clientPort),
         m.entry.zkClientPort === undefined ? "-" : formatHostPort(m.entry.host, m.entry.zkClientPort),
+        ...(secureZkConnectString === undefined ? [] : [m.entry.secureZkClientPort === undefined ? "-" : formatHostPort(m.entry.host, m.entry.secureZkClientPort)]),
         formatHostPort(m.entry.host, m.entry.quorumPort),
         formatHostPort(m.entry.host, m.entry.electionPort),
         display(join(options.dataDir, String(m.entry.id))),
         String(m.child.pid),
       ]);
-      const header = ["id", "role", "client", "zookeeper", "quorum", "election", "data", "pid"];
+      const header = ["id", "role", "client", "zookeeper", ...(secureZkConnectString === undefined ? [] : ["zookeeper-tls"]), "quorum", "election", "data", "pid"];
       const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
       const line = (cells: string[]) => "  " + cells.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd() + "\n";
       io.out(
         `corral cluster: ${members.length} server${members.length === 1 ? "" : "s"} serving${live ? "" : " (roles as configured; log level info shows who leads)"}\n` +
           line(header) +
           rows.map(line).join("") +
-          `connect with: Client.connect("${connectString}")\n` +
+          (options.tls === undefined
+            ? `connect with: Client.connect("${connectString}")\n`
+            : `connect with: Client.connect("${connectString}", { tls: { ca, cert, key } })  (ca: ${display(options.tls.caFile)}; a client certificate ${options.tls.clientAuth === "need" ? "is required" : options.tls.clientAuth === "want" ? "gives an x509 id" : "is not asked for"})\n` +
+              `or: corral shell --connect ${connectString} --tls-ca-file ${display(options.tls.caFile)} --tls-cert-file CERT --tls-key-file KEY\n`) +
           (zkConnectString === undefined ? "" : `or any ZooKeeper client: zkCli.sh -server ${zkConnectString}\n`) +
+          (secureZkConnectString === undefined
+            ? ""
+            : `or any ZooKeeper client over TLS: zkCli.sh -server ${secureZkConnectString} with CLIENT_JVMFLAGS="-Dzookeeper.clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty -Dzookeeper.client.secure=true -Dzookeeper.ssl.trustStore.location=${display(options.tls!.caFile)} -Dzookeeper.ssl.trustStore.type=PEM -Dzookeeper.ssl.keyStore.location=KEY_AND_CERT.pem -Dzookeeper.ssl.keyStore.type=PEM"\n`) +
           "press Ctrl-C to stop\n",
       );
     }

@@ -10,6 +10,7 @@ import { ConfigError, loadConfig, type ServerConfig } from "../server/config.js"
 import { diskFaultPlanFromEnv } from "../server/disk-faults.js";
 import { createLogger } from "../server/log.js";
 import { CorralServer } from "../server/server.js";
+import { dropIpServerNameWarning } from "./quiet-warnings.js";
 
 const USAGE = `usage:
   corral start                          standalone server on 127.0.0.1:2181, data under ./data
@@ -17,15 +18,22 @@ const USAGE = `usage:
                 [--tick-ms MS] [--min-session-timeout-ms MS] [--max-session-timeout-ms MS]
                 [--snapshot-every-txns N] [--snapshot-retain-count N] [--log-level LEVEL]
                 [--servers ID=HOST:CLIENT:QUORUM:ELECTION[:ROLE],...] [--init-limit-ticks N] [--sync-limit-ticks N]
+                [--client-port-tls true] [--secure-zk-client-port P] [--ssl-quorum true] [--tls-cert-file F]
+                [--tls-key-file F] [--tls-ca-file F] [--tls-client-auth need|want|none] [--x509-super-user DN] ...
   Every field can also come from the environment as CORRAL_<FIELD>, e.g. CORRAL_CLIENT_PORT=2181,
   CORRAL_SERVERS=1=corral1:2181:2888:3888:participant,2=corral2:2181:2888:3888:participant,...
   corral cluster [--voters 3] [--observers 0] [--base-port 2181] [--quorum-base-port P] [--election-base-port P]
                  [--data-dir ./data] [--tick-ms 2000] [--stop-grace-ms 10000] [--start-timeout-ms 60000]
-                                        one server process per member on 127.0.0.1, data under DIR/<id>
-  corral health [--connect HOST:PORT] [--config FILE] [--timeout-ms 5000]
+                 [--tls-cert-file F --tls-key-file F --tls-ca-file F [--tls-client-auth need|want|none]
+                  [--secure-zk-base-port P]]
+                                        one server process per member on 127.0.0.1, data under DIR/<id>;
+                                        with certificate files, TLS on every port
+  corral health [--connect HOST:PORT] [--config FILE] [--timeout-ms 5000] [--tls-ca-file F] [--tls-cert-file F]
+                [--tls-key-file F] [--tls-servername NAME]
                                         exit 0 if the server answers exists("/"), else 1; without
                                         --connect, the client port of the server CORRAL_* describes
-  corral shell [--connect HOST:PORT[,HOST:PORT...][/CHROOT]] [--timeout-ms 10000] [--] [COMMAND ARGS...]
+  corral shell [--connect HOST:PORT[,HOST:PORT...][/CHROOT]] [--timeout-ms 10000] [--tls] [--tls-ca-file F]
+               [--tls-cert-file F] [--tls-key-file F] [--tls-servername NAME] [--] [COMMAND ARGS...]
                                         the command-line client (zkCli): a prompt on a terminal, one
                                         command a line from a pipe, or just COMMAND; "corral shell help"
                                         lists the commands (ls, get, stat, create, set, delete, ...)`;
@@ -83,6 +91,7 @@ async function runServer(config: ServerConfig, banner: boolean): Promise<void> {
 }
 
 async function main(argv: string[]): Promise<void> {
+  dropIpServerNameWarning();
   const [command, ...rest] = argv;
   switch (command) {
     case "start": {

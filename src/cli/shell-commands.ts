@@ -7,6 +7,7 @@ import { Perms } from "../index.js";
 import type { Acl, AddWatchMode, CreateMode, QuotaLimits, WatcherType } from "../index.js";
 import { assert } from "../common/assert.js";
 import { ConfigError } from "../server/config.js";
+import { isTlsFlag, setTlsFlag, type TlsFileOptions } from "./tls-options.js";
 
 export const DEFAULT_CONNECT_STRING = "127.0.0.1:2181";
 export const DEFAULT_TIMEOUT_MS = 10_000;
@@ -446,15 +447,20 @@ export interface ShellArgs {
   /** A command to run instead of reading stdin (one-command mode). */
   command: string[] | undefined;
   help: boolean;
+  /** Connect over TLS (--tls, or any --tls-* file flag); undefined = plain text. */
+  tls: TlsFileOptions | undefined;
 }
 
+const SHELL_FLAGS = "--connect, --timeout-ms, --tls, --tls-ca-file, --tls-cert-file, --tls-key-file, --tls-servername";
+
 /**
- * `corral shell [--connect HOSTS] [--timeout-ms MS] [--] [cmd args...]`: the first argument that is
+ * `corral shell [--connect HOSTS] [--timeout-ms MS] [--tls] [--tls-ca-file F] [--tls-cert-file F]
+ * [--tls-key-file F] [--tls-servername NAME] [--] [cmd args...]`: the first argument that is
  * not a flag (or everything after "--") is one command to run. A single command argument holding
  * blanks is split as a shell line (corral shell -- "ls /"). Throws ConfigError (exit code 2).
  */
 export function parseShellArgs(argv: readonly string[]): ShellArgs {
-  const parsed: ShellArgs = { connectString: DEFAULT_CONNECT_STRING, timeoutMs: DEFAULT_TIMEOUT_MS, command: undefined, help: false };
+  const parsed: ShellArgs = { connectString: DEFAULT_CONNECT_STRING, timeoutMs: DEFAULT_TIMEOUT_MS, command: undefined, help: false, tls: undefined };
   let i = 0;
   for (; i < argv.length; i++) {
     const arg = argv[i]!;
@@ -467,13 +473,20 @@ export function parseShellArgs(argv: readonly string[]): ShellArgs {
       continue;
     }
     if (!arg.startsWith("-")) break;
-    if (!arg.startsWith("--")) throw new ConfigError(arg, "unknown option (shell takes --connect, --timeout-ms)");
+    if (!arg.startsWith("--")) throw new ConfigError(arg, `unknown option (shell takes ${SHELL_FLAGS})`);
+    if (arg === "--tls") {
+      // TLS with the system's CAs and no client certificate, unless --tls-* flags say more.
+      parsed.tls ??= {};
+      continue;
+    }
     const eq = arg.indexOf("=");
     const name = eq < 0 ? arg.slice(2) : arg.slice(2, eq);
     const value = eq < 0 ? argv[++i] : arg.slice(eq + 1);
-    if (name !== "connect" && name !== "timeout-ms") throw new ConfigError(name, "unknown option (shell takes --connect, --timeout-ms)");
+    if (name !== "connect" && name !== "timeout-ms" && !isTlsFlag(name)) throw new ConfigError(name, `unknown option (shell takes ${SHELL_FLAGS})`);
     if (value === undefined) throw new ConfigError(name, "missing value");
-    if (name === "connect") {
+    if (isTlsFlag(name)) {
+      setTlsFlag((parsed.tls ??= {}), name, value);
+    } else if (name === "connect") {
       if (value.trim() === "") throw new ConfigError(name, "expected host:port[,host:port...][/chroot]");
       parsed.connectString = value;
     } else {

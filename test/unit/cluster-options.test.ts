@@ -43,7 +43,24 @@ test("ZooKeeper-protocol ports sit 100 above the client ports unless --zk-base-p
   assert.deepEqual(clusterServers(parseClusterOptions({ voters: "2", "zk-base-port": "0" })).map((s) => s.zkClientPort), [undefined, undefined]);
 });
 
+test("with certificate files every port is TLS: the ZooKeeper-protocol ports become secure ones, a plain one only on request", () => {
+  const tls = { "tls-cert-file": "certs/server.pem", "tls-key-file": "certs/server.key", "tls-ca-file": "/etc/ca.pem" };
+  const options = parseClusterOptions({ voters: "3", ...tls }, "/home/me");
+  assert.deepEqual(options.tls, { certFile: "/home/me/certs/server.pem", keyFile: "/home/me/certs/server.key", caFile: "/etc/ca.pem", clientAuth: "need" });
+  assert.deepEqual(clusterServers(options).map((s) => [s.zkClientPort, s.secureZkClientPort]), [[undefined, 2281], [undefined, 2282], [undefined, 2283]]);
+  const both = clusterServers(parseClusterOptions({ voters: "2", ...tls, "zk-base-port": "9000", "secure-zk-base-port": "9100", "tls-client-auth": "want" }));
+  assert.deepEqual(both.map((s) => [s.zkClientPort, s.secureZkClientPort]), [[9000, 9100], [9001, 9101]]);
+  assert.equal(parseClusterOptions({ voters: "3" }).tls, undefined);
+  assert.deepEqual(clusterServers(parseClusterOptions({ voters: "1" })).map((s) => s.secureZkClientPort), [undefined]);
+});
+
 const BAD: [Record<string, string>, string][] = [
+  [{ "tls-cert-file": "s.pem", "tls-key-file": "s.key" }, "tls-ca-file"],
+  [{ "tls-ca-file": "ca.pem" }, "tls-cert-file"],
+  [{ "tls-client-auth": "need" }, "tls-client-auth"],
+  [{ "secure-zk-base-port": "3000" }, "secure-zk-base-port"],
+  [{ "tls-cert-file": "s.pem", "tls-key-file": "s.key", "tls-ca-file": "ca.pem", "tls-client-auth": "maybe" }, "tls-client-auth"],
+  [{ "tls-cert-file": "s.pem", "tls-key-file": "s.key", "tls-ca-file": "ca.pem", "secure-zk-base-port": "2182" }, "secure-zk-base-port"],
   [{ "zk-base-port": "2182" }, "zk-base-port"],
   [{ "zk-base-port": "-1" }, "zk-base-port"],
   [{ voters: "0" }, "voters"],
