@@ -152,7 +152,7 @@ function isCertificateRefused(details: string): boolean {
  * server sees when the peer refuses its certificate (grpc-js gives no more detail).
  */
 function isDroppedWhileConnecting(details: string): boolean {
-  return /ECONNRESET|Failed to connect|socket closed/i.test(details);
+  return /ECONNRESET|EPIPE|Failed to connect|socket closed|connection dropped/i.test(details);
 }
 
 function callerId(metadata: grpc.Metadata): number | undefined {
