@@ -1,3 +1,4 @@
+import type { ClientTlsOptions } from "../src/index.js";
 import { errorLabel, type BenchConnection, type BenchTarget } from "./target.js";
 
 const CLOSE_TIMEOUT_MS = 5_000;
@@ -18,12 +19,12 @@ export async function connectAll(
   target: BenchTarget,
   hosts: readonly string[],
   count: number,
-  options: { sessionTimeoutMs: number; connectTimeoutMs: number },
+  options: { sessionTimeoutMs: number; connectTimeoutMs: number; tls?: ClientTlsOptions },
 ): Promise<BenchConnection[]> {
   if (hosts.length === 0) throw new RangeError("no hosts");
   const attempts = Array.from({ length: count }, (_, i) => {
     const host = hosts[i % hosts.length]!;
-    return { host, attempt: target.connect(host, { sessionTimeoutMs: options.sessionTimeoutMs }) };
+    return { host, attempt: target.connect(host, { sessionTimeoutMs: options.sessionTimeoutMs, ...(options.tls === undefined ? {} : { tls: options.tls }) }) };
   });
   const settled = await Promise.allSettled(
     attempts.map(({ host, attempt }) => withTimeout(attempt, options.connectTimeoutMs, `connect to ${host}`)),

@@ -1,4 +1,5 @@
 import { parseArgs } from "node:util";
+import { tlsFilesFromFlags, type TlsFileOptions } from "../src/cli/tls-options.js";
 import { WORKLOADS, isWorkloadName, type WorkloadName } from "./driver.js";
 
 /** Defaults are ANCHORS.md's throughput setup, so a bare `npm run bench` is comparable to it. */
@@ -23,6 +24,8 @@ export interface BenchOptions {
   keep: boolean;
   seed: number;
   help: boolean;
+  /** Connect over TLS (--tls or any --tls-* flag), as `corral shell` does; undefined = plain text. */
+  tls: TlsFileOptions | undefined;
 }
 
 export const USAGE = `usage: npm run bench -- [flags]     (or: node dist/bench/run.js [flags])
@@ -52,6 +55,10 @@ Drives a running server or cluster closed-loop and prints one JSON line per work
   --cleanup-timeout-s S    bound on deleting the sequential nodes created                [60]
   --keep                   leave the sequential nodes (ROOT/seq-<run>) in place
   --seed N                 seed for key choice (default: random, printed)
+  --tls                    connect over TLS (a server with clientPortTls); the system's CAs unless:
+  --tls-ca-file F          CAs the servers' certificates must chain to (PEM)
+  --tls-cert-file F        client certificate (PEM), with --tls-key-file F, for tlsClientAuth need/want
+  --tls-servername NAME    the name the servers' certificates must carry, if not the host dialled
   --failover               measure leader failover on a cluster of its own instead (--failover --help)
   --help`;
 
@@ -108,6 +115,11 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions {
       keep: { type: "boolean", default: false },
       seed: { type: "string" },
       help: { type: "boolean", short: "h", default: false },
+      tls: { type: "boolean", default: false },
+      "tls-ca-file": { type: "string" },
+      "tls-cert-file": { type: "string" },
+      "tls-key-file": { type: "string" },
+      "tls-servername": { type: "string" },
     },
   });
   if (positionals.length > 0) throw new Error(`unexpected argument: ${positionals[0]}`);
@@ -152,5 +164,16 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions {
     keep: values.keep,
     seed,
     help: values.help,
+    tls: tlsOptions(values),
   };
+}
+
+function tlsOptions(values: { tls: boolean } & Record<string, unknown>): TlsFileOptions | undefined {
+  let files: TlsFileOptions | undefined;
+  try {
+    files = tlsFilesFromFlags(values as Record<string, string | undefined>);
+  } catch (error) {
+    throw new Error(`--${(error as { field?: string }).field ?? "tls"}: ${(error as Error).message}`);
+  }
+  return files ?? (values.tls ? {} : undefined);
 }

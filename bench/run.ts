@@ -9,6 +9,9 @@ import { cleanup, prepareKeySpace, resultLine, WorkloadRun, type WorkloadResult 
 import { parseBenchArgs, USAGE, type BenchOptions } from "./options.js";
 import { closeAll, connectAll } from "./connect.js";
 import type { BenchConnection, BenchTarget } from "./target.js";
+import type { ClientTlsOptions } from "../src/index.js";
+import { dropIpServerNameWarning } from "../src/cli/quiet-warnings.js";
+import { readClientTls } from "../src/cli/tls-options.js";
 
 /** Adapters, loaded lazily so that one whose client library is missing does not break the others. */
 const TARGETS: Record<string, () => Promise<BenchTarget>> = {
@@ -52,6 +55,20 @@ async function main(argv: readonly string[]): Promise<number> {
     process.stderr.write(`unknown --target "${options.target}"; known: ${Object.keys(TARGETS).join(", ")}\n`);
     return 2;
   }
+  let tls: ClientTlsOptions | undefined;
+  if (options.tls !== undefined) {
+    if (options.target !== "corral") {
+      process.stderr.write(`--tls: only --target corral speaks TLS (node-zookeeper-client has no TLS)\n`);
+      return 2;
+    }
+    try {
+      tls = readClientTls(options.tls);
+    } catch (error) {
+      process.stderr.write(`${(error as Error).message}\n`);
+      return 2;
+    }
+    dropIpServerNameWarning();
+  }
 
   const abort = new AbortController();
   // Every slot backing off sleeps on this signal; the timers remove their listeners as they fire.
@@ -73,7 +90,7 @@ async function main(argv: readonly string[]): Promise<number> {
   const random = seededRandom(options.seed);
   const runId = Math.floor(Math.random() * 2 ** 32).toString(16).padStart(8, "0");
   info(
-    `target ${target.name} at ${options.hosts.join(",")}: ${options.connections} connections × ${options.inflight} in flight, ` +
+    `target ${target.name}${tls === undefined ? "" : " over TLS"} at ${options.hosts.join(",")}: ${options.connections} connections × ${options.inflight} in flight, ` +
       `warm-up ${options.warmupS} s, measure ${options.durationS} s, ${options.valueBytes}-byte values over ${options.keys} keys, ` +
       `seed ${options.seed}, run ${runId}`,
   );
@@ -83,6 +100,7 @@ async function main(argv: readonly string[]): Promise<number> {
     connections = await connectAll(target, options.hosts, options.connections, {
       sessionTimeoutMs: options.sessionTimeoutMs,
       connectTimeoutMs: options.connectTimeoutS * 1000,
+      ...(tls === undefined ? {} : { tls }),
     });
   } catch (error) {
     info(error instanceof Error ? error.message : String(error));
@@ -151,7 +169,7 @@ async function main(argv: readonly string[]): Promise<number> {
         exitCode = 130;
         break;
       }
-      const line = JSON.stringify(resultLine(result, target.name, options.valueBytes));
+      const line = JSON.stringify({ ...resultLine(result, target.name, options.valueBytes), ...(tls === undefined ? {} : { tls: true }) });
       process.stdout.write(`${line}\n`);
       if (options.jsonOut !== undefined) appendFileSync(options.jsonOut, `${line}\n`);
       info(`${workload}: ${describeExtras(result)}`);

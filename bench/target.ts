@@ -1,3 +1,5 @@
+import type { ClientTlsOptions } from "../src/index.js";
+
 /**
  * The load generator's only view of the system under test. The driver (bench/driver.ts) knows
  * nothing else, so a ZooKeeper (node-zookeeper-client) or etcd (etcd3) adapter is one new file in
@@ -14,6 +16,8 @@ export interface BenchTarget {
 
 export interface BenchConnectOptions {
   sessionTimeoutMs: number;
+  /** TLS for targets that speak it (corral's SDK); a target without TLS refuses it. */
+  tls?: ClientTlsOptions;
 }
 
 export interface BenchConnection {

@@ -58,7 +58,7 @@ class CorralConnection implements BenchConnection {
 export const corralTarget: BenchTarget = {
   name: "corral",
   async connect(host: string, options: BenchConnectOptions): Promise<BenchConnection> {
-    const client = await Client.connect(host, { sessionTimeoutMs: options.sessionTimeoutMs });
+    const client = await Client.connect(host, { sessionTimeoutMs: options.sessionTimeoutMs, ...(options.tls === undefined ? {} : { tls: options.tls }) });
     return new CorralConnection(client);
   },
 };

@@ -10,6 +10,11 @@
  * child (SIGTERM, then SIGKILL after a bounded grace) and exit 0 when all stopped cleanly. A child
  * that dies on its own is reported and not restarted. Children also stop by themselves if the
  * launcher disappears (they watch their IPC channel to it).
+ *
+ * Given certificate files (--tls-cert-file, --tls-key-file, --tls-ca-file) every port of the
+ * cluster is TLS: the gRPC client ports (clientPortTls), the election and quorum links (sslQuorum)
+ * and the ZooKeeper-protocol ports, which become secure ones (secureZkClientPort); a plain
+ * ZooKeeper port is opened beside them only when --zk-base-port asks for it.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync, type WriteStream } from "node:fs";
@@ -21,6 +26,7 @@ import {
   ConfigError,
   FIELDS,
   clusterConnectString,
+  clusterSecureZkConnectString,
   clusterZkConnectString,
   defaultConfig,
   fieldFromFlag,
@@ -31,9 +37,12 @@ import {
   validateServers,
   type ServerConfig,
   type ServerEntry,
+  type TlsClientAuth,
 } from "../server/config.js";
+import type { ClientTlsOptions } from "../client/types.js";
 import { probe } from "./health.js";
 import { summarizeMemberLogLine } from "./member-log.js";
+import { readClientTls } from "./tls-options.js";
 
 const MAIN = fileURLToPath(new URL("./main.js", import.meta.url));
 
@@ -46,6 +55,10 @@ export interface ClusterOptions {
   electionBasePort: number;
   /** ZooKeeper-protocol client ports are zkBasePort, zkBasePort+1, …; 0 = none. */
   zkBasePort: number;
+  /** The same over TLS (secureZkClientPort) at secureZkBasePort, …; 0 = none. */
+  secureZkBasePort: number;
+  /** TLS on every port, with these PEM files (absolute paths); undefined = plain text. */
+  tls: ClusterTls | undefined;
   /** Prometheus /metrics ports are metricsBasePort, metricsBasePort+1, …; 0 = none. */
   metricsBasePort: number;
   /** Admin HTTP ports (/commands, /healthz, /readyz) are adminBasePort, adminBasePort+1, …; 0 = none. */
@@ -82,7 +95,12 @@ export const CLUSTER_FLAGS: Readonly<Record<string, readonly [string, string]>> 
   "base-port": ["P", "server i's client port is P + i - 1 (default 2181)"],
   "quorum-base-port": ["P", "server i's quorum port is P + i - 1 (default base + 707: 2888)"],
   "election-base-port": ["P", "server i's election port is P + i - 1 (default base + 1707: 3888)"],
-  "zk-base-port": ["P", "server i's ZooKeeper-protocol port is P + i - 1 (default base + 100: 2281; 0 = none)"],
+  "zk-base-port": ["P", "server i's ZooKeeper-protocol port is P + i - 1 (default base + 100: 2281, none with TLS; 0 = none)"],
+  "secure-zk-base-port": ["P", "server i's ZooKeeper-protocol port over TLS is P + i - 1 (default with TLS: base + 100; 0 = none)"],
+  "tls-cert-file": ["FILE", "TLS on every port with this certificate (PEM); needs --tls-key-file and --tls-ca-file"],
+  "tls-key-file": ["FILE", "the certificate's private key (PEM)"],
+  "tls-ca-file": ["FILE", "the CAs every peer and client certificate must chain to (PEM)"],
+  "tls-client-auth": ["need|want|none", "whether clients must present a certificate (default need)"],
   "metrics-base-port": ["P", "server i's Prometheus /metrics port is P + i - 1 (default base + 4819: 7000; 0 = none)"],
   "admin-base-port": ["P", "server i's admin HTTP port (/commands, /healthz, /readyz) is P + i - 1 (default base + 5899: 8080; 0 = none)"],
   "data-dir": ["DIR", "cluster.json and each server's data, DIR/<id> (default ./data)"],
@@ -95,7 +113,7 @@ export const CLUSTER_FLAGS: Readonly<Record<string, readonly [string, string]>> 
  * The fields the launcher sets for each member itself (its membership): they cannot come from a
  * base config, the environment or a flag.
  */
-export const MEMBER_FIELDS: readonly (keyof ServerConfig)[] = ["serverId", "dataDir", "clientHost", "clientPort", "zkClientPort", "metricsPort", "adminPort", "servers"];
+export const MEMBER_FIELDS: readonly (keyof ServerConfig)[] = ["serverId", "dataDir", "clientHost", "clientPort", "zkClientPort", "secureZkClientPort", "metricsPort", "adminPort", "servers"];
 
 /** The fields a base config (and CORRAL_*, and a flag) may set for every member. */
 export const SHARED_FIELDS = (Object.keys(FIELDS) as (keyof ServerConfig)[]).filter((field) => !MEMBER_FIELDS.includes(field));
@@ -119,6 +137,32 @@ export interface ClusterSources {
   /** The launcher's environment: its CORRAL_* variables reach every member. */
   env?: NodeJS.ProcessEnv;
   cwd?: string;
+}
+
+export interface ClusterTls {
+  certFile: string;
+  keyFile: string;
+  caFile: string;
+  clientAuth: TlsClientAuth;
+}
+
+const TLS_CLIENT_AUTH: readonly string[] = ["need", "want", "none"] satisfies TlsClientAuth[];
+
+/** The TLS flags, all three files or none; paths made absolute (the servers read them from the cluster file). */
+function parseClusterTls(flags: Record<string, string>, cwd: string): ClusterTls | undefined {
+  const files = (["tls-cert-file", "tls-key-file", "tls-ca-file"] as const).map((name) => flags[name]);
+  if (files.every((file) => file === undefined)) {
+    for (const name of ["tls-client-auth", "secure-zk-base-port"]) {
+      if (flags[name] !== undefined) throw new ConfigError(name, "needs --tls-cert-file, --tls-key-file and --tls-ca-file");
+    }
+    return undefined;
+  }
+  const missing = (["tls-cert-file", "tls-key-file", "tls-ca-file"] as const).find((name) => flags[name] === undefined || flags[name]!.trim() === "");
+  if (missing !== undefined) throw new ConfigError(missing, "a TLS cluster needs --tls-cert-file, --tls-key-file and --tls-ca-file");
+  const clientAuth = flags["tls-client-auth"] ?? "need";
+  if (!TLS_CLIENT_AUTH.includes(clientAuth)) throw new ConfigError("tls-client-auth", `expected need, want or none, got ${JSON.stringify(clientAuth)}`);
+  const [certFile, keyFile, caFile] = files.map((file) => (isAbsolute(file!) ? file! : resolve(cwd, file!))) as [string, string, string];
+  return { certFile, keyFile, caFile, clientAuth: clientAuth as TlsClientAuth };
 }
 
 function intFlag(flags: Record<string, string>, name: string, fallback: number, min: number, max: number): number {
@@ -161,13 +205,17 @@ export function parseClusterOptions(flags: Record<string, string>, sources: Clus
   const basePort = intFlag(flags, "base-port", 2181, 1, 65535);
   const quorumBasePort = intFlag(flags, "quorum-base-port", basePort + QUORUM_OFFSET, 1, 65535);
   const electionBasePort = intFlag(flags, "election-base-port", basePort + ELECTION_OFFSET, 1, 65535);
-  const zkBasePort = intFlag(flags, "zk-base-port", basePort + ZK_OFFSET, 0, 65535);
+  const tls = parseClusterTls(flags, sources.cwd ?? process.cwd());
+  // With TLS the ZooKeeper-protocol ports are the secure ones; a plain one only when asked for.
+  const zkBasePort = intFlag(flags, "zk-base-port", tls === undefined ? basePort + ZK_OFFSET : 0, 0, 65535);
+  const secureZkBasePort = intFlag(flags, "secure-zk-base-port", tls === undefined ? 0 : basePort + ZK_OFFSET, 0, 65535);
   // Derived defaults past 65535 (a high --base-port) mean none rather than an error.
   const derived = (offset: number) => (basePort + offset + size - 1 <= 65535 ? basePort + offset : 0);
   const metricsBasePort = intFlag(flags, "metrics-base-port", derived(METRICS_OFFSET), 0, 65535);
   const adminBasePort = intFlag(flags, "admin-base-port", derived(ADMIN_OFFSET), 0, 65535);
   const optional: [string, number][] = [
     ["zk-base-port", zkBasePort],
+    ["secure-zk-base-port", secureZkBasePort],
     ["metrics-base-port", metricsBasePort],
     ["admin-base-port", adminBasePort],
   ];
@@ -199,6 +247,8 @@ export function parseClusterOptions(flags: Record<string, string>, sources: Clus
     quorumBasePort,
     electionBasePort,
     zkBasePort,
+    secureZkBasePort,
+    tls,
     metricsBasePort,
     adminBasePort,
     host: "127.0.0.1",
@@ -226,6 +276,7 @@ export function clusterServers(options: ClusterOptions): ServerEntry[] {
       electionPort: options.electionBasePort + i,
       role: i < options.voters ? "participant" : "observer",
       ...(options.zkBasePort === 0 ? {} : { zkClientPort: options.zkBasePort + i }),
+      ...(options.secureZkBasePort === 0 ? {} : { secureZkClientPort: options.secureZkBasePort + i }),
       ...(options.metricsBasePort === 0 ? {} : { metricsPort: options.metricsBasePort + i }),
       ...(options.adminBasePort === 0 ? {} : { adminPort: options.adminBasePort + i }),
     });
@@ -236,7 +287,17 @@ export function clusterServers(options: ClusterOptions): ServerEntry[] {
 
 /** The JSON every member reads (with its own --server-id); "{id}" gives each its own data dir. */
 export function clusterConfigJson(options: ClusterOptions): Record<string, unknown> {
-  return { dataDir: join(options.dataDir, "{id}"), ...launcherDefaults(), ...options.shared, servers: clusterServers(options) };
+  const tls = options.tls;
+  return {
+    dataDir: join(options.dataDir, "{id}"),
+    ...launcherDefaults(),
+    ...options.shared,
+    // The launcher's TLS flags win over shared settings, as every flag does.
+    ...(tls === undefined
+      ? {}
+      : { clientPortTls: true, sslQuorum: true, tlsCertFile: tls.certFile, tlsKeyFile: tls.keyFile, tlsCaFile: tls.caFile, tlsClientAuth: tls.clientAuth }),
+    servers: clusterServers(options),
+  };
 }
 
 export const CLUSTER_CONFIG_FILE = "cluster.json";
@@ -275,7 +336,7 @@ export function writeClusterConfig(options: ClusterOptions): { path: string; reu
 
 /** Who the members are and how they reach each other; client ports may change between runs, membership not. */
 function membership(servers: readonly ServerEntry[]): string {
-  return formatServers(servers.map(({ zkClientPort: _client, metricsPort: _metrics, adminPort: _admin, ...entry }) => entry));
+  return formatServers(servers.map(({ zkClientPort: _client, secureZkClientPort: _secure, metricsPort: _metrics, adminPort: _admin, ...entry }) => entry));
 }
 
 /**
@@ -338,11 +399,16 @@ export async function runCluster(
   const servers = clusterServers(options);
   const connectString = clusterConnectString({ servers, clientHost: options.host, clientPort: options.basePort });
   const zkConnectString = clusterZkConnectString({ servers, clientHost: options.host, zkClientPort: -1 });
+  const secureZkConnectString = clusterSecureZkConnectString({ servers, clientHost: options.host, secureZkClientPort: -1 });
+  // The launcher checks each server over TLS with the cluster's own certificate as its client's.
+  const probeTls: ClientTlsOptions | undefined =
+    options.tls === undefined ? undefined : readClientTls({ caFile: options.tls.caFile, certFile: options.tls.certFile, keyFile: options.tls.keyFile });
   io.out(
     `corral cluster: ${options.voters} voter${options.voters === 1 ? "" : "s"}, ${options.observers} observer${options.observers === 1 ? "" : "s"} ` +
       `on ${options.host}; config ${display(configPath)}${reused ? " (reusing its data)" : ""}\n` +
-      `connect string: ${connectString}\n` +
+      `connect string: ${connectString}${options.tls === undefined ? "" : " (TLS)"}\n` +
       (zkConnectString === undefined ? "" : `ZooKeeper-protocol connect string: ${zkConnectString}\n`) +
+      (secureZkConnectString === undefined ? "" : `ZooKeeper-protocol connect string over TLS: ${secureZkConnectString}\n`) +
       `members' logs: ${display(join(options.dataDir, "<id>", "server.log"))}${options.verbose ? ", and here" : " (--verbose shows them here too)"}\n`,
   );
   if (options.voters % 2 === 0) {
@@ -438,7 +504,7 @@ export async function runCluster(
         const left = deadline - Date.now();
         if (left <= 0) return `server ${m.entry.id} did not serve ${address} within ${options.startTimeoutMs} ms`;
         try {
-          await probe(address, Math.min(2_000, left));
+          await probe(address, Math.min(2_000, left), probeTls);
           return undefined;
         } catch {
           await sleep(100);
@@ -459,6 +525,7 @@ export async function runCluster(
         live ? `${m.entry.role}, ${m.liveRole}` : m.entry.role,
         formatHostPort(m.entry.host, m.entry.clientPort),
         m.entry.zkClientPort === undefined ? "-" : formatHostPort(m.entry.host, m.entry.zkClientPort),
+        ...(secureZkConnectString === undefined ? [] : [m.entry.secureZkClientPort === undefined ? "-" : formatHostPort(m.entry.host, m.entry.secureZkClientPort)]),
         m.entry.metricsPort === undefined ? "-" : formatHostPort(m.entry.host, m.entry.metricsPort),
         m.entry.adminPort === undefined ? "-" : formatHostPort(m.entry.host, m.entry.adminPort),
         formatHostPort(m.entry.host, m.entry.quorumPort),
@@ -466,15 +533,21 @@ export async function runCluster(
         display(join(options.dataDir, String(m.entry.id))),
         String(m.child.pid),
       ]);
-      const header = ["id", "role", "client", "zookeeper", "metrics", "admin", "quorum", "election", "data", "pid"];
+      const header = ["id", "role", "client", "zookeeper", ...(secureZkConnectString === undefined ? [] : ["zookeeper-tls"]), "metrics", "admin", "quorum", "election", "data", "pid"];
       const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
       const line = (cells: string[]) => "  " + cells.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd() + "\n";
       io.out(
         `corral cluster: ${members.length} server${members.length === 1 ? "" : "s"} serving${live ? "" : " (roles as configured; log level info shows who leads)"}\n` +
           line(header) +
           rows.map(line).join("") +
-          `connect with: Client.connect("${connectString}")\n` +
+          (options.tls === undefined
+            ? `connect with: Client.connect("${connectString}")\n`
+            : `connect with: Client.connect("${connectString}", { tls: { ca, cert, key } })  (ca: ${display(options.tls.caFile)}; a client certificate ${options.tls.clientAuth === "need" ? "is required" : options.tls.clientAuth === "want" ? "gives an x509 id" : "is not asked for"})\n` +
+              `or: corral shell --connect ${connectString} --tls-ca-file ${display(options.tls.caFile)} --tls-cert-file CERT --tls-key-file KEY\n`) +
           (zkConnectString === undefined ? "" : `or any ZooKeeper client: zkCli.sh -server ${zkConnectString}\n`) +
+          (secureZkConnectString === undefined
+            ? ""
+            : `or any ZooKeeper client over TLS: zkCli.sh -server ${secureZkConnectString} with CLIENT_JVMFLAGS="-Dzookeeper.clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty -Dzookeeper.client.secure=true -Dzookeeper.ssl.trustStore.location=${display(options.tls!.caFile)} -Dzookeeper.ssl.trustStore.type=PEM -Dzookeeper.ssl.keyStore.location=KEY_AND_CERT.pem -Dzookeeper.ssl.keyStore.type=PEM"\n`) +
           consoleLine(members[0]!.entry) +
           "press Ctrl-C to stop\n",
       );

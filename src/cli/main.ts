@@ -12,6 +12,7 @@ import { ConfigError, loadConfig, type ServerConfig } from "../server/config.js"
 import { diskFaultPlanFromEnv } from "../server/disk-faults.js";
 import { createLogger } from "../server/log.js";
 import { CorralServer } from "../server/server.js";
+import { dropIpServerNameWarning } from "./quiet-warnings.js";
 
 /** `--name value` or `--name=value` pairs; `--help` or `-h` where a flag may stand asks for the usage. */
 function parseFlags(args: string[]): { config?: string; flags: Record<string, string>; help: boolean } {
@@ -87,6 +88,7 @@ async function runServer(config: ServerConfig, banner: boolean): Promise<void> {
 }
 
 async function main(argv: string[]): Promise<void> {
+  dropIpServerNameWarning();
   const [command, ...rest] = argv;
   switch (command) {
     case "start":

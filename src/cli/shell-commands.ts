@@ -7,12 +7,22 @@ import { Perms } from "../index.js";
 import type { Acl, AddWatchMode, CreateMode, QuotaLimits, WatcherType } from "../index.js";
 import { assert } from "../common/assert.js";
 import { ConfigError } from "../server/config.js";
+import { isTlsFlag, setTlsFlag, type TlsFileOptions } from "./tls-options.js";
 
 export const DEFAULT_CONNECT_STRING = "127.0.0.1:2181";
 export const DEFAULT_TIMEOUT_MS = 10_000;
 
 /** `corral shell`'s own flags and their values, as its usage shows them. */
-export const SHELL_FLAGS: Readonly<Record<string, string>> = { connect: "host:port[,host:port...][/chroot]", "timeout-ms": "MS" };
+/** `corral shell`'s own flags and their values ("" for a switch); the usage is printed from this table. */
+export const SHELL_FLAGS: Readonly<Record<string, string>> = {
+  connect: "host:port[,host:port...][/chroot]",
+  "timeout-ms": "MS",
+  tls: "",
+  "tls-ca-file": "FILE",
+  "tls-cert-file": "FILE",
+  "tls-key-file": "FILE",
+  "tls-servername": "NAME",
+};
 
 /** A failure the shell words itself (not connected, no server answered): printed as its message. */
 export class ShellError extends Error {
@@ -172,7 +182,7 @@ export function usageOf(spec: Pick<CommandSpec, "name" | "args">): string {
 /** The `help` text (and what an unknown command prints). */
 export function helpText(): string {
   return [
-    `corral shell ${Object.entries(SHELL_FLAGS).map(([flag, value]) => `[--${flag} ${value}]`).join(" ")} [cmd args]`,
+    `corral shell ${Object.entries(SHELL_FLAGS).map(([flag, value]) => (value === "" ? `[--${flag}]` : `[--${flag} ${value}]`)).join(" ")} [cmd args]`,
     ...SPECS.map((spec) => `\t${usageOf(spec)}${spec.name === "quit" ? " (or exit)" : ""}`),
     'Quote data that contains blanks: create /x "hello world". -- ends the options: set /x -- -data.',
   ].join("\n");
@@ -449,15 +459,18 @@ export interface ShellArgs {
   /** A command to run instead of reading stdin (one-command mode). */
   command: string[] | undefined;
   help: boolean;
+  /** Connect over TLS (--tls, or any --tls-* file flag); undefined = plain text. */
+  tls: TlsFileOptions | undefined;
 }
 
 /**
- * `corral shell [--connect HOSTS] [--timeout-ms MS] [--] [cmd args...]`: the first argument that is
+ * `corral shell [--connect HOSTS] [--timeout-ms MS] [--tls] [--tls-ca-file F] [--tls-cert-file F]
+ * [--tls-key-file F] [--tls-servername NAME] [--] [cmd args...]`: the first argument that is
  * not a flag (or everything after "--") is one command to run. A single command argument holding
  * blanks is split as a shell line (corral shell -- "ls /"). Throws ConfigError (exit code 2).
  */
 export function parseShellArgs(argv: readonly string[]): ShellArgs {
-  const parsed: ShellArgs = { connectString: DEFAULT_CONNECT_STRING, timeoutMs: DEFAULT_TIMEOUT_MS, command: undefined, help: false };
+  const parsed: ShellArgs = { connectString: DEFAULT_CONNECT_STRING, timeoutMs: DEFAULT_TIMEOUT_MS, command: undefined, help: false, tls: undefined };
   let i = 0;
   for (; i < argv.length; i++) {
     const arg = argv[i]!;
@@ -472,12 +485,19 @@ export function parseShellArgs(argv: readonly string[]): ShellArgs {
     if (!arg.startsWith("-")) break;
     const known = `shell takes --${Object.keys(SHELL_FLAGS).join(", --")}`;
     if (!arg.startsWith("--")) throw new ConfigError(arg, `unknown option (${known})`);
+    if (arg === "--tls") {
+      // TLS with the system's CAs and no client certificate, unless --tls-* flags say more.
+      parsed.tls ??= {};
+      continue;
+    }
     const eq = arg.indexOf("=");
     const name = eq < 0 ? arg.slice(2) : arg.slice(2, eq);
     const value = eq < 0 ? argv[++i] : arg.slice(eq + 1);
-    if (!Object.hasOwn(SHELL_FLAGS, name)) throw new ConfigError(name, `unknown option (${known})`);
+    if (!Object.hasOwn(SHELL_FLAGS, name) || name === "tls") throw new ConfigError(name, `unknown option (${known})`);
     if (value === undefined) throw new ConfigError(name, "missing value");
-    if (name === "connect") {
+    if (isTlsFlag(name)) {
+      setTlsFlag((parsed.tls ??= {}), name, value);
+    } else if (name === "connect") {
       if (value.trim() === "") throw new ConfigError(name, "expected host:port[,host:port...][/chroot]");
       parsed.connectString = value;
     } else {

@@ -191,11 +191,13 @@ export function describeError(err: unknown): string {
 }
 
 /** Why `Client.connect(connectString)` failed, for someone who just typed `corral shell`. */
-export function describeConnectFailure(connectString: string, timeoutMs: number, err: unknown): string {
+export function describeConnectFailure(connectString: string, timeoutMs: number, err: unknown, tls = false): string {
   if (err instanceof ZkError && err.code === "CONNECTIONLOSS") {
     return (
       `Unable to connect to ${connectString}: no server accepted a session within ${timeoutMs} ms.\n` +
-      `Is a corral server running there? (npm start runs a three-voter cluster on 127.0.0.1:2181-2183)`
+      (tls
+        ? `Over TLS: does the server speak TLS on that port (clientPortTls), is its certificate signed by --tls-ca-file and does it name the host, and does it want a client certificate (--tls-cert-file, --tls-key-file)?`
+        : `Is a corral server running there? (npm start runs a three-voter cluster on 127.0.0.1:2181-2183)`)
     );
   }
   if (err instanceof ZkError && err.code === "BADARGUMENTS") return err.message;

@@ -9,7 +9,8 @@
 import { createInterface, clearLine, cursorTo, type Interface } from "node:readline";
 import { Client, deleteQuota, listQuota, setQuota, ZkError } from "../index.js";
 import { formatQuotaFigures, limitsPathOf } from "../common/quota.js";
-import type { Acl, ClientState, Watcher } from "../index.js";
+import type { Acl, ClientState, ClientTlsOptions, Watcher } from "../index.js";
+import { readClientTls } from "./tls-options.js";
 import {
   ShellError,
   childPath,
@@ -79,6 +80,7 @@ class ShellSession {
     private readonly timeoutMs: number,
     connectString: string,
     private readonly interactive: boolean,
+    private readonly tls: ClientTlsOptions | undefined,
   ) {
     this.target = connectString;
   }
@@ -124,11 +126,11 @@ class ShellSession {
     this.target = connectString;
     let client: Client;
     try {
-      client = await Client.connect(connectString, { connectTimeoutMs: this.timeoutMs });
+      client = await Client.connect(connectString, { connectTimeoutMs: this.timeoutMs, ...(this.tls === undefined ? {} : { tls: this.tls }) });
     } catch (error) {
       this.output.stateChanged();
       const badConnectString = error instanceof ZkError && error.code === "BADARGUMENTS";
-      throw new ShellError(describeConnectFailure(connectString, this.timeoutMs, error), badConnectString ? 2 : 1);
+      throw new ShellError(describeConnectFailure(connectString, this.timeoutMs, error, this.tls !== undefined), badConnectString ? 2 : 1);
     }
     client.on("state", (state: ClientState) => {
       if (this.client !== client) return;
@@ -425,7 +427,7 @@ async function runInteractive(args: ShellArgs): Promise<number> {
     },
     stateChanged: redraw,
   };
-  const session = new ShellSession(output, args.timeoutMs, args.connectString, true);
+  const session = new ShellSession(output, args.timeoutMs, args.connectString, true, args.tls === undefined ? undefined : readClientTls(args.tls));
   process.stdout.write(`Connecting to ${args.connectString}\n`);
   try {
     await session.connect(args.connectString);
@@ -507,7 +509,7 @@ export async function runShell(args: ShellArgs): Promise<number> {
     if (command.name === "help") process.stdout.write(`${helpText()}\n`);
     if (command.name === "help" || command.name === "quit") return 0;
   }
-  const session = new ShellSession(plainOutput(), args.timeoutMs, args.connectString, false);
+  const session = new ShellSession(plainOutput(), args.timeoutMs, args.connectString, false, args.tls === undefined ? undefined : readClientTls(args.tls));
   try {
     await session.connect(args.connectString);
   } catch (error) {

@@ -46,6 +46,7 @@ import type {
   ClientInfo,
   AddWatchMode,
   ClientLogger,
+  ClientTlsOptions,
   ClientState,
   ConnectOptions,
   CreateMode,
@@ -53,6 +54,7 @@ import type {
   Data,
   Op,
   OpResult,
+  Pem,
   ReadOp,
   ReadOpResult,
   Stat,
@@ -162,6 +164,8 @@ interface ClientConfig {
   password: Uint8Array;
   logger: ClientLogger | undefined;
   credentials: grpc.ChannelCredentials;
+  /** TLS's servername, as the channel options that make grpc-js check and send it. */
+  channelOptions: grpc.ChannelOptions;
 }
 
 const EMPTY_BYTES = new Uint8Array(0);
@@ -187,6 +191,7 @@ function configFrom(connectString: string, options: ConnectOptions & { credentia
   if (options.password !== undefined && !(options.password instanceof Uint8Array)) {
     throw new ZkError("BADARGUMENTS", "password must be a Uint8Array");
   }
+  if (options.tls !== undefined && options.credentials !== undefined) throw new ZkError("BADARGUMENTS", "give tls or credentials, not both");
   return {
     hosts: options.shuffleHosts === false ? parsed.hosts : shuffled(parsed.hosts),
     chroot: parsed.chroot,
@@ -195,8 +200,28 @@ function configFrom(connectString: string, options: ConnectOptions & { credentia
     sessionId: options.sessionId ?? 0n,
     password: options.password ?? EMPTY_BYTES,
     logger: options.logger,
-    credentials: options.credentials ?? grpc.credentials.createInsecure(),
+    credentials: options.credentials ?? (options.tls === undefined ? grpc.credentials.createInsecure() : tlsCredentials(options.tls)),
+    channelOptions:
+      options.tls?.servername === undefined ? {} : { "grpc.ssl_target_name_override": options.tls.servername, "grpc.default_authority": options.tls.servername },
   };
+}
+
+function pemBuffer(value: Pem | undefined, name: string): Buffer | null {
+  if (value === undefined) return null;
+  if (typeof value === "string") return Buffer.from(value, "utf8");
+  if (value instanceof Uint8Array) return Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+  throw new ZkError("BADARGUMENTS", `tls.${name} must be PEM text or bytes`);
+}
+
+function tlsCredentials(tls: ClientTlsOptions): grpc.ChannelCredentials {
+  if ((tls.cert === undefined) !== (tls.key === undefined)) throw new ZkError("BADARGUMENTS", "tls.cert and tls.key go together");
+  if (tls.servername !== undefined && (typeof tls.servername !== "string" || tls.servername === "")) throw new ZkError("BADARGUMENTS", "tls.servername must be a host name");
+  try {
+    return grpc.credentials.createSsl(pemBuffer(tls.ca, "ca"), pemBuffer(tls.key, "key"), pemBuffer(tls.cert, "cert"));
+  } catch (error) {
+    if (error instanceof ZkError) throw error;
+    throw new ZkError("BADARGUMENTS", `tls: ${(error as Error).message}`);
+  }
 }
 
 export interface Client {
@@ -782,6 +807,7 @@ export class Client extends EventEmitter {
     const address = host.host.includes(":") ? `[${host.host}]:${host.port}` : `${host.host}:${host.port}`;
     const channel = new grpc.Client(address, this.config.credentials, {
       ...GRPC_CLIENT_CHANNEL_OPTIONS,
+      ...this.config.channelOptions,
       // One TCP connection per session, as ZooKeeper: a dead connection is discarded with its channel.
       "grpc.use_local_subchannel_pool": 1,
     });

@@ -92,6 +92,27 @@ export interface ConnectOptions {
   sessionId?: bigint;
   password?: Uint8Array;
   logger?: ClientLogger;
+  /** Connect over TLS (a server with clientPortTls); absent = plain text. */
+  tls?: ClientTlsOptions;
+}
+
+/** PEM text or bytes, as node:tls takes them. */
+export type Pem = string | Uint8Array;
+
+/**
+ * TLS for the client: whom to trust and, for servers that verify clients (tlsClientAuth need or
+ * want), the client's own certificate and key, which give its sessions the x509 id of the
+ * certificate's subject.
+ */
+export interface ClientTlsOptions {
+  /** CA certificates the server's certificate must chain to; default: the system's roots. */
+  ca?: Pem;
+  /** The client certificate (chain); with `key`. */
+  cert?: Pem;
+  /** Its private key (unencrypted PEM); with `cert`. */
+  key?: Pem;
+  /** The name the server's certificate must carry, when it is not the host dialled (an IP, a load balancer). */
+  servername?: string;
 }
 
 export interface CreateOptions {

@@ -6,11 +6,17 @@
  *
  * The server knows the schemes ZooKeeper registers by default: `ip` and `digest` authenticate and
  * match; `world:anyone` matches everyone; `auth` exists only in a request, expanded to the caller's
- * authenticated ids; a session holding the `super` id passes every check.
+ * authenticated ids; a session holding the `super` id passes every check. And `x509`, ZooKeeper's
+ * X509AuthenticationProvider, always registered here: a connection whose client certificate the
+ * server verified holds `x509:<subject DN>`, which matches an entry with exactly that DN.
  */
 import { ZkError } from "../common/errors.js";
 import { Perms, type Acl, type Id } from "../common/znode.js";
+import { isValidDistinguishedName } from "./x509-name.js";
 import { zookeeperIdOrder } from "./zookeeper-id-order.js";
+
+/** Schemes whose ids an `auth` ACL entry expands to (the providers whose isAuthenticated is true). */
+const AUTHENTICATED_SCHEMES: ReadonlySet<string> = new Set(["digest", "x509"]);
 
 /** The id of a session authenticated as the configured super user. */
 export const SUPER_ID: Id = Object.freeze({ scheme: "super", id: "" });
@@ -26,7 +32,7 @@ export function permits(acl: readonly Acl[], perm: number, authInfo: readonly Id
     if (scheme === "world" && id === "anyone") return true;
     for (const authId of authInfo) {
       if (authId.scheme !== scheme) continue;
-      if (scheme === "digest" && authId.id === id) return true;
+      if ((scheme === "digest" || scheme === "x509") && authId.id === id) return true;
       if (scheme === "ip" && ipMatches(authId.id, id)) return true;
     }
   }
@@ -40,8 +46,8 @@ export function checkAcl(acl: readonly Acl[], perm: number, authInfo: readonly I
 
 /**
  * ZooKeeper's fixupACL: the ACL a create or setACL stores. Duplicates are dropped, `auth` entries
- * become one entry per authenticated id of the caller (INVALIDACL when it has none: an `ip` id does
- * not count), and every other entry must name a known scheme with a well-formed id. An empty list is
+ * become one entry per authenticated (`digest` or `x509`) id of the caller (INVALIDACL when it has
+ * none: an `ip` or `super` id does not count), and every other entry must name a known scheme with a well-formed id. An empty list is
  * INVALIDACL (a create that gives none gets the open ACL before this is reached).
  */
 export function fixupAcl(acl: readonly Acl[], authInfo: readonly Id[], path: string): Acl[] {
@@ -57,7 +63,7 @@ export function fixupAcl(acl: readonly Acl[], authInfo: readonly Id[], path: str
       fixed.push(entry);
     } else if (scheme === "auth") {
       // In the order ZooKeeper iterates a connection's ids, so the stored ACL reads back the same.
-      const authenticated = zookeeperIdOrder(authInfo).filter((authId) => authId.scheme === "digest");
+      const authenticated = zookeeperIdOrder(authInfo).filter((authId) => AUTHENTICATED_SCHEMES.has(authId.scheme));
       if (authenticated.length === 0) throw new ZkError("INVALIDACL", "an auth ACL needs an authenticated session", path);
       for (const authId of authenticated) fixed.push({ perms: entry.perms, id: { scheme: authId.scheme, id: authId.id } });
     } else if (isValidId(scheme, id)) {
@@ -76,6 +82,8 @@ export function isValidId(scheme: string, id: string): boolean {
       return javaSplitCount(id, ":") === 2;
     case "ip":
       return parseIpExpression(id) !== undefined;
+    case "x509":
+      return isValidDistinguishedName(id);
     default:
       return false;
   }
@@ -109,12 +117,13 @@ export interface ClientInfo {
   user: string;
 }
 
-/** ZooKeeper's ClientInfo for whoAmI: the scheme and the provider's user name (digest: the user). */
+/** ZooKeeper's ClientInfo for whoAmI: the scheme and the provider's user name (digest: the user; x509: the DN). */
 export function clientInfoOf(id: Id): ClientInfo {
   switch (id.scheme) {
     case "digest":
       return { authScheme: id.scheme, user: id.id.split(":")[0] ?? "" };
     case "ip":
+    case "x509":
       return { authScheme: id.scheme, user: id.id };
     default:
       // No provider answers for the scheme (super): ZooKeeper reports an empty user.

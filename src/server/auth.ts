@@ -1,7 +1,8 @@
 /**
- * Authentication of a connection (ZooKeeper's auth packet and its `digest` / `ip` providers): what
- * ids `addAuthInfo(scheme, auth)` adds to the connection it arrives on. Unlike ZooKeeper, a failed
- * attempt only answers AUTHFAILED: the connection and its session go on as before.
+ * Authentication of a connection (ZooKeeper's auth packet and its `digest` / `ip` / `x509`
+ * providers): the ids a connection starts with, and what `addAuthInfo(scheme, auth)` adds to the
+ * connection it arrives on. Unlike ZooKeeper, a failed attempt only answers AUTHFAILED: the
+ * connection and its session go on as before.
  */
 import { limits } from "../common/constants.js";
 import { generateDigest } from "../common/digest.js";
@@ -19,11 +20,34 @@ export interface AuthOptions {
 }
 
 /**
+ * ZooKeeper's zookeeper.X509AuthenticationProvider.superUser: a client certificate whose subject
+ * is this DN (as x509 ids spell it) also makes the connection the super user. "" = none.
+ */
+export interface CertificateAuthOptions {
+  x509SuperUser: string;
+}
+
+/**
+ * The ids a client certificate the server verified gives its connection (X509AuthenticationProvider
+ * .handleAuthentication): `super:<dn>` first when the DN is the configured super user, then
+ * `x509:<dn>`. None for a DN longer than `limits.authBytesMax` (an id must fit a forwarded write).
+ */
+export function certificateAuthIds(subjectDn: string, options: CertificateAuthOptions): readonly Id[] {
+  if (new TextEncoder().encode(subjectDn).byteLength > limits.authBytesMax) return [];
+  const ids: Id[] = [];
+  if (options.x509SuperUser !== "" && subjectDn === options.x509SuperUser) ids.push({ scheme: SUPER_ID.scheme, id: subjectDn });
+  ids.push({ scheme: "x509", id: subjectDn });
+  return ids;
+}
+
+/**
  * The ids an auth attempt adds, or undefined for AUTHFAILED: an unknown scheme, or more bytes than
  * `limits.authBytesMax`.
- * `remoteAddress` is the connection's client address, which is all `ip` authentication proves.
+ * `remoteAddress` is the connection's client address, which is all `ip` authentication proves;
+ * `certificateIds` what its verified client certificate gave it, which is all `x509` proves
+ * (AUTHFAILED without one, whatever the packet holds).
  */
-export function authenticate(scheme: string, auth: Uint8Array, remoteAddress: string, options: AuthOptions): Id[] | undefined {
+export function authenticate(scheme: string, auth: Uint8Array, remoteAddress: string, options: AuthOptions, certificateIds: readonly Id[] = []): Id[] | undefined {
   if (auth.byteLength > limits.authBytesMax) return undefined;
   switch (scheme) {
     case "digest": {
@@ -36,14 +60,20 @@ export function authenticate(scheme: string, auth: Uint8Array, remoteAddress: st
     }
     case "ip":
       return remoteAddress === "" ? undefined : [{ scheme: "ip", id: remoteAddress }];
+    case "x509":
+      return certificateIds.length === 0 ? undefined : [...certificateIds];
     default:
       return undefined;
   }
 }
 
-/** The ids a new connection starts with: its `ip` id, as every ZooKeeper ServerCnxn. */
-export function initialAuthInfo(remoteAddress: string): readonly Id[] {
-  return remoteAddress === "" ? [] : [{ scheme: "ip", id: remoteAddress }];
+/**
+ * The ids a new connection starts with: its `ip` id, as every ZooKeeper ServerCnxn, then those of
+ * its verified client certificate (certificateAuthIds), as ZooKeeper's secure port adds them
+ * once the TLS handshake is done.
+ */
+export function initialAuthInfo(remoteAddress: string, certificateIds: readonly Id[] = []): readonly Id[] {
+  return [...(remoteAddress === "" ? [] : [{ scheme: "ip", id: remoteAddress }]), ...certificateIds];
 }
 
 /**

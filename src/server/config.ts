@@ -11,6 +11,7 @@
 import { readFileSync } from "node:fs";
 import { limits } from "../common/constants.js";
 import { zabLimits } from "../consensus/constants.js";
+import { isValidDistinguishedName } from "./x509-name.js";
 
 export type ServerRole = "participant" | "observer";
 
@@ -36,6 +37,8 @@ export interface ServerEntry {
    */
   metricsPort?: number;
   adminPort?: number;
+  /** The same protocol over TLS (ZooKeeper's secureClientPort); absent = none. */
+  secureZkClientPort?: number;
 }
 
 export interface ServerConfig {
@@ -116,7 +119,51 @@ export interface ServerConfig {
    * is set; true without a superDigest is a ConfigError (no one could sign in).
    */
   adminAuth: boolean;
+
+  // TLS, configured as ZooKeeper's secureClientPort, ssl.*, sslQuorum and ssl.quorum.* are.
+  // Certificates and keys are PEM files, read again when they change (tlsReloadIntervalMs).
+  /**
+   * The ZooKeeper-protocol port over TLS (ZooKeeper's secureClientPort), on clientHost, beside or
+   * instead of zkClientPort; -1 = none, 0 = any free port. In a cluster it comes from this
+   * server's entry.
+   */
+  secureZkClientPort: number;
+  /** The gRPC client port speaks TLS (tlsCertFile, tlsKeyFile) instead of plain text. */
+  clientPortTls: boolean;
+  /** This server's certificate (chain) for its client ports, PEM (ZooKeeper's ssl.keyStore). */
+  tlsCertFile: string;
+  /** Its private key, PEM, unencrypted. */
+  tlsKeyFile: string;
+  /** The CAs client certificates must chain to, PEM (ZooKeeper's ssl.trustStore). */
+  tlsCaFile: string;
+  /**
+   * ZooKeeper's ssl.clientAuth on the TLS client ports: "need" (a client without a certificate
+   * the CAs verify is refused), "want" (asked for; a verified one gives its x509 id) or "none".
+   */
+  tlsClientAuth: TlsClientAuth;
+  /** ZooKeeper's sslQuorum: election and quorum links use mutual TLS; a peer the CAs do not verify is refused. */
+  sslQuorum: boolean;
+  /** The quorum links' certificate, key and CAs (ZooKeeper's ssl.quorum.*); "" = the client ports' file. */
+  quorumTlsCertFile: string;
+  quorumTlsKeyFile: string;
+  quorumTlsCaFile: string;
+  /**
+   * ZooKeeper's ssl.quorum.hostnameVerification: a peer's certificate must name the host its entry
+   * in servers gives (both ways: the server dialled, and the member a caller claims to be).
+   */
+  sslQuorumHostnameVerification: boolean;
+  /** How often certificate, key and CA files are read again; a change takes effect for new connections. */
+  tlsReloadIntervalMs: number;
+  /**
+   * ZooKeeper's zookeeper.X509AuthenticationProvider.superUser: a client whose verified
+   * certificate has this subject DN (as its x509 id spells it) passes every ACL check. "" = none.
+   */
+  x509SuperUser: string;
 }
+
+/** ZooKeeper's ssl.clientAuth values. */
+export type TlsClientAuth = "need" | "want" | "none";
+const TLS_CLIENT_AUTH: ReadonlySet<string> = new Set<TlsClientAuth>(["need", "want", "none"]);
 
 export class ConfigError extends Error {
   constructor(
@@ -157,15 +204,28 @@ export const FIELDS: Readonly<Record<keyof ServerConfig, FieldKind>> = {
   adminPort: "int",
   adminHost: "string",
   adminAuth: "bool",
+  secureZkClientPort: "int",
+  clientPortTls: "bool",
+  tlsCertFile: "string",
+  tlsKeyFile: "string",
+  tlsCaFile: "string",
+  tlsClientAuth: "string",
+  sslQuorum: "bool",
+  quorumTlsCertFile: "string",
+  quorumTlsKeyFile: "string",
+  quorumTlsCaFile: "string",
+  sslQuorumHostnameVerification: "bool",
+  tlsReloadIntervalMs: "int",
+  x509SuperUser: "string",
 };
 
 /** What generateDigest yields: a user without a colon, then 28 base64 characters of SHA-1. */
 const SUPER_DIGEST = /^[^:]*:[A-Za-z0-9+/]{27}=$/;
 const LOG_LEVELS = new Set(["fatal", "error", "warn", "info", "debug", "trace", "silent"]);
 const ROLES: ReadonlySet<string> = new Set<ServerRole>(["participant", "observer"]);
-const ENTRY_FIELDS = ["id", "host", "clientPort", "quorumPort", "electionPort", "role", "zkClientPort", "metricsPort", "adminPort"] as const;
+const ENTRY_FIELDS = ["id", "host", "clientPort", "quorumPort", "electionPort", "role", "zkClientPort", "secureZkClientPort", "metricsPort", "adminPort"] as const;
 /** An entry's optional ports, each a field of the server's own config too. */
-const ENTRY_OPTIONAL_PORTS = ["zkClientPort", "metricsPort", "adminPort"] as const;
+const ENTRY_OPTIONAL_PORTS = ["zkClientPort", "secureZkClientPort", "metricsPort", "adminPort"] as const;
 const ENTRY_PORTS = ["clientPort", "quorumPort", "electionPort"] as const;
 
 export function defaultConfig(): Omit<ServerConfig, "minSessionTimeoutMs" | "maxSessionTimeoutMs"> {
@@ -194,6 +254,19 @@ export function defaultConfig(): Omit<ServerConfig, "minSessionTimeoutMs" | "max
     adminPort: -1,
     adminHost: "127.0.0.1",
     adminAuth: false,
+    secureZkClientPort: -1,
+    clientPortTls: false,
+    tlsCertFile: "",
+    tlsKeyFile: "",
+    tlsCaFile: "",
+    tlsClientAuth: "need",
+    sslQuorum: false,
+    quorumTlsCertFile: "",
+    quorumTlsKeyFile: "",
+    quorumTlsCaFile: "",
+    sslQuorumHostnameVerification: true,
+    tlsReloadIntervalMs: 5_000,
+    x509SuperUser: "",
   };
 }
 
@@ -261,13 +334,14 @@ function serverEntryFromObject(raw: unknown, index: number): ServerEntry {
   };
 }
 
-const COMPACT_ENTRY = /^(?:server\.)?([^=]*)=(\[[^\]]*\]|[^:\[\]]*):([^:]*):([^:]*):([^:]*)(?::([^:]*)(?::([^:]*))?)?$/;
+const COMPACT_ENTRY = /^(?:server\.)?([^=]*)=(\[[^\]]*\]|[^:\[\]]*):([^:]*):([^:]*):([^:]*)(?::([^:]*)(?::([^:]*)(?::([^:]*))?)?)?$/;
 
 /**
  * The compact servers list used by CORRAL_SERVERS and --servers:
- * `ID=HOST:CLIENT_PORT:QUORUM_PORT:ELECTION_PORT[:ROLE[:ZK_CLIENT_PORT]]` entries separated by
- * commas (whitespace around entries ignored, an IPv6 host in brackets, ROLE participant by
- * default, no ZooKeeper-protocol port by default), e.g.
+ * `ID=HOST:CLIENT_PORT:QUORUM_PORT:ELECTION_PORT[:ROLE[:ZK_CLIENT_PORT[:SECURE_ZK_CLIENT_PORT]]]`
+ * entries separated by commas (whitespace around entries ignored, an IPv6 host in brackets, ROLE
+ * participant by default, no ZooKeeper-protocol port by default; ZK_CLIENT_PORT may be left empty
+ * when only the secure one is given), e.g.
  * `1=corral1:2181:2888:3888:participant,2=corral2:2181:2888:3888,4=corral4:2181:2888:3888:observer`.
  * Only the syntax is checked here; validateConfig checks the values.
  */
@@ -278,8 +352,8 @@ export function parseServers(text: string): ServerEntry[] {
     if (item === "") continue;
     const at = `servers[${entries.length}]`;
     const match = COMPACT_ENTRY.exec(item);
-    if (!match) throw new ConfigError(at, `expected ID=HOST:CLIENT_PORT:QUORUM_PORT:ELECTION_PORT[:participant|observer[:ZK_CLIENT_PORT]], got ${JSON.stringify(item)}`);
-    const [, id, hostText, client, quorum, election, role, zkClient] = match as unknown as [string, string, string, string, string, string, string | undefined, string | undefined];
+    if (!match) throw new ConfigError(at, `expected ID=HOST:CLIENT_PORT:QUORUM_PORT:ELECTION_PORT[:participant|observer[:ZK_CLIENT_PORT[:SECURE_ZK_CLIENT_PORT]]], got ${JSON.stringify(item)}`);
+    const [, id, hostText, client, quorum, election, role, zkClient, secureZkClient] = match as unknown as [string, string, string, string, string, string, string | undefined, string | undefined, string | undefined];
     const host = hostText.startsWith("[") ? hostText.slice(1, -1) : hostText;
     entries.push({
       id: coerceInt(`${at}.id`, id),
@@ -288,7 +362,8 @@ export function parseServers(text: string): ServerEntry[] {
       quorumPort: coerceInt(`${at}.quorumPort`, quorum),
       electionPort: coerceInt(`${at}.electionPort`, election),
       role: (role ?? "participant") as ServerRole,
-      ...(zkClient === undefined ? {} : { zkClientPort: coerceInt(`${at}.zkClientPort`, zkClient) }),
+      ...(zkClient === undefined || (zkClient === "" && secureZkClient !== undefined) ? {} : { zkClientPort: coerceInt(`${at}.zkClientPort`, zkClient) }),
+      ...(secureZkClient === undefined ? {} : { secureZkClientPort: coerceInt(`${at}.secureZkClientPort`, secureZkClient) }),
     });
   }
   return entries;
@@ -302,7 +377,10 @@ export function formatHostPort(host: string, port: number): string {
 /** The compact form parseServers reads back (CORRAL_SERVERS). */
 export function formatServers(servers: readonly ServerEntry[]): string {
   return servers
-    .map((s) => `${s.id}=${s.host.includes(":") ? `[${s.host}]` : s.host}:${s.clientPort}:${s.quorumPort}:${s.electionPort}:${s.role}${s.zkClientPort === undefined ? "" : `:${s.zkClientPort}`}`)
+    .map((s) => {
+      const zk = s.secureZkClientPort !== undefined ? `:${s.zkClientPort ?? ""}:${s.secureZkClientPort}` : s.zkClientPort === undefined ? "" : `:${s.zkClientPort}`;
+      return `${s.id}=${s.host.includes(":") ? `[${s.host}]` : s.host}:${s.clientPort}:${s.quorumPort}:${s.electionPort}:${s.role}${zk}`;
+    })
     .join(",");
 }
 
@@ -384,6 +462,7 @@ export function resolveConfig(values: Partial<ServerConfig>): ServerConfig {
       if (!explicit.has("zkClientPort")) merged["zkClientPort"] = self.zkClientPort ?? -1;
       if (!explicit.has("metricsPort") && self.metricsPort !== undefined) merged["metricsPort"] = self.metricsPort;
       if (!explicit.has("adminPort") && self.adminPort !== undefined) merged["adminPort"] = self.adminPort;
+      if (!explicit.has("secureZkClientPort")) merged["secureZkClientPort"] = self.secureZkClientPort ?? -1;
     }
   }
   // "{id}" in dataDir lets one shared file give every server of a single-host cluster its own dir.
@@ -420,6 +499,7 @@ export function validateConfig(config: ServerConfig): ServerConfig {
   const own: [keyof ServerConfig, string, number][] = [
     ["clientPort", config.clientHost, config.clientPort],
     ["zkClientPort", config.clientHost, config.zkClientPort],
+    ["secureZkClientPort", config.clientHost, config.secureZkClientPort],
     ["metricsPort", config.metricsHost, config.metricsPort],
     ["adminPort", config.adminHost, config.adminPort],
   ];
@@ -435,6 +515,7 @@ export function validateConfig(config: ServerConfig): ServerConfig {
   if (config.superDigest !== "" && !SUPER_DIGEST.test(config.superDigest)) {
     throw new ConfigError("superDigest", `expected user:<base64 SHA-1 of "user:password"> (e.g. super:D/InIHSb7yEEbrWz8b9l71RjZJU=), got ${JSON.stringify(config.superDigest)}`);
   }
+  validateTls(config);
   if (config.servers.length > 0) {
     const self = config.servers.find((s) => s.id === config.serverId);
     if (!self) {
@@ -445,6 +526,9 @@ export function validateConfig(config: ServerConfig): ServerConfig {
     }
     if (config.zkClientPort !== (self.zkClientPort ?? -1)) {
       throw new ConfigError("zkClientPort", `is ${config.zkClientPort} but servers gives server ${self.id} ${self.zkClientPort === undefined ? "none" : `ZooKeeper client port ${self.zkClientPort}`}`);
+    }
+    if (config.secureZkClientPort !== (self.secureZkClientPort ?? -1)) {
+      throw new ConfigError("secureZkClientPort", `is ${config.secureZkClientPort} but servers gives server ${self.id} ${self.secureZkClientPort === undefined ? "none" : `secure ZooKeeper client port ${self.secureZkClientPort}`}`);
     }
     for (const field of ["metricsPort", "adminPort"] as const) {
       const listed = self[field];
@@ -458,6 +542,46 @@ export function validateConfig(config: ServerConfig): ServerConfig {
 function bindsOverlap(a: string, b: string): boolean {
   const wildcard = (host: string) => host === "0.0.0.0" || host === "::" || host === "";
   return wildcard(a) || wildcard(b) || a.toLowerCase() === b.toLowerCase();
+}
+
+/** The TLS fields: which files each enabled TLS port needs, the client auth mode, the super user's DN. */
+function validateTls(config: ServerConfig): void {
+  const range = (field: "secureZkClientPort" | "tlsReloadIntervalMs", min: number, max: number): void => {
+    if (config[field] < min || config[field] > max) throw new ConfigError(field, `must be within [${min}, ${max}], got ${config[field]}`);
+  };
+  range("secureZkClientPort", -1, 65535);
+  range("tlsReloadIntervalMs", 10, 24 * 3600 * 1000);
+  if (!TLS_CLIENT_AUTH.has(config.tlsClientAuth)) throw new ConfigError("tlsClientAuth", `expected need, want or none, got ${JSON.stringify(config.tlsClientAuth)}`);
+  if (config.x509SuperUser !== "" && !isValidDistinguishedName(config.x509SuperUser)) {
+    throw new ConfigError("x509SuperUser", `not a distinguished name (e.g. CN=admin,O=Example): ${JSON.stringify(config.x509SuperUser)}`);
+  }
+  const clientTls = config.clientPortTls || config.secureZkClientPort >= 0;
+  if (clientTls) {
+    const why = config.clientPortTls ? "clientPortTls is set" : "secureZkClientPort is set";
+    for (const field of ["tlsCertFile", "tlsKeyFile"] as const) if (config[field] === "") throw new ConfigError(field, `must be set: ${why}`);
+    if (config.tlsClientAuth !== "none" && config.tlsCaFile === "") throw new ConfigError("tlsCaFile", `must be set: tlsClientAuth is ${config.tlsClientAuth} (or set it to none)`);
+  }
+  if (config.sslQuorum) {
+    for (const [field, fallback] of [["quorumTlsCertFile", "tlsCertFile"], ["quorumTlsKeyFile", "tlsKeyFile"], ["quorumTlsCaFile", "tlsCaFile"]] as const) {
+      if (config[field] === "" && config[fallback] === "") throw new ConfigError(field, `must be set (or ${fallback}): sslQuorum is set`);
+    }
+  }
+}
+
+/** The PEM files of the client ports' TLS, or undefined when neither TLS client port is on. */
+export function clientTlsFiles(config: ServerConfig): { certFile: string; keyFile: string; caFile: string } | undefined {
+  if (!config.clientPortTls && config.secureZkClientPort < 0) return undefined;
+  return { certFile: config.tlsCertFile, keyFile: config.tlsKeyFile, caFile: config.tlsClientAuth === "none" ? "" : config.tlsCaFile };
+}
+
+/** The PEM files of the quorum links' mutual TLS (the client ports' where not given), or undefined without sslQuorum. */
+export function quorumTlsFiles(config: ServerConfig): { certFile: string; keyFile: string; caFile: string } | undefined {
+  if (!config.sslQuorum) return undefined;
+  return {
+    certFile: config.quorumTlsCertFile || config.tlsCertFile,
+    keyFile: config.quorumTlsKeyFile || config.tlsKeyFile,
+    caFile: config.quorumTlsCaFile || config.tlsCaFile,
+  };
 }
 
 /** The servers list on its own: ids, hosts, ports, roles. Empty is valid (standalone). */
@@ -525,5 +649,12 @@ export function clusterConnectString(config: Pick<ServerConfig, "servers" | "cli
 export function clusterZkConnectString(config: Pick<ServerConfig, "servers" | "clientHost" | "zkClientPort">): string | undefined {
   if (config.servers.length === 0) return config.zkClientPort > 0 ? formatHostPort(config.clientHost, config.zkClientPort) : undefined;
   const hosts = config.servers.filter((s) => s.zkClientPort !== undefined).map((s) => formatHostPort(s.host, s.zkClientPort!));
+  return hosts.length > 0 ? hosts.join(",") : undefined;
+}
+
+/** The same over TLS: every server's host:secureZkClientPort; undefined when no server has one. */
+export function clusterSecureZkConnectString(config: Pick<ServerConfig, "servers" | "clientHost" | "secureZkClientPort">): string | undefined {
+  if (config.servers.length === 0) return config.secureZkClientPort > 0 ? formatHostPort(config.clientHost, config.secureZkClientPort) : undefined;
+  const hosts = config.servers.filter((s) => s.secureZkClientPort !== undefined).map((s) => formatHostPort(s.host, s.secureZkClientPort!));
   return hosts.length > 0 ? hosts.join(",") : undefined;
 }

@@ -12,7 +12,8 @@ import { FrameOutbox } from "../protocol/frame-outbox.js";
 import { corralServiceDefinition } from "../protocol/client-wire.js";
 import type { DataTree } from "../store/data-tree.js";
 import type { Id, WatchEvent } from "../store/types.js";
-import { initialAuthInfo, remoteAddressOfPeer } from "./auth.js";
+import { certificateAuthIds, initialAuthInfo, remoteAddressOfPeer, type CertificateAuthOptions } from "./auth.js";
+import { subjectOfPeer } from "./tls.js";
 import type { SessionOpener } from "./session-opener.js";
 import type { ClientConnection, RequestPipeline } from "./pipeline.js";
 import type { Reply } from "./requests.js";
@@ -47,6 +48,8 @@ export interface ClientServiceDeps {
   pipeline: RequestPipeline;
   sessions: SessionOpener;
   logger: Logger;
+  /** Over TLS: who a verified client certificate makes the super user. */
+  certificateAuth?: CertificateAuthOptions;
 }
 
 /**
@@ -85,6 +88,7 @@ class GrpcClientConnection implements ClientConnection {
   /** The version settled in the connect exchange: the lower of the client's and ours. */
   private protocolVersion = CLIENT_PROTOCOL_VERSION;
   readonly remoteAddress: string;
+  readonly certificateIds: readonly Id[];
   authInfo: readonly Id[];
   /** Used once the session speaks protocol 2: answers of one event-loop turn share a message. */
   private readonly outbox = new FrameOutbox((message) => {
@@ -99,7 +103,12 @@ class GrpcClientConnection implements ClientConnection {
     const peer = call.getPeer();
     this.logger = deps.logger.child({ connection: id, peer });
     this.remoteAddress = remoteAddressOfPeer(peer);
-    this.authInfo = initialAuthInfo(this.remoteAddress);
+    // Over TLS, a client certificate the server verified is the connection's x509 identity
+    // (grpc-js reports a peer certificate only once it is verified).
+    const subject = subjectOfPeer(call.getAuthContext().sslPeerCertificate);
+    this.certificateIds = subject === undefined ? [] : certificateAuthIds(subject, deps.certificateAuth ?? { x509SuperUser: "" });
+    if (this.certificateIds.length > 0) this.logger.debug({ x509: subject }, "client authenticated by its certificate");
+    this.authInfo = initialAuthInfo(this.remoteAddress, this.certificateIds);
     call.on("data", (frame: IncomingFrame) => this.onFrame(frame));
     call.on("end", () => this.end("closed"));
     call.on("error", () => this.onGone());

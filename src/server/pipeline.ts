@@ -48,6 +48,8 @@ export interface ClientConnection {
    * ids it arrived with.
    */
   authInfo: readonly Id[];
+  /** The ids its verified client certificate gave it (`x509`, maybe `super`); none without TLS. */
+  readonly certificateIds?: readonly Id[];
   sendReply(xid: number, reply: Reply): void;
   sendEvent(event: WatchEvent): void;
   /** End the connection: the session closed, expired, or moved to another connection. */
@@ -401,7 +403,7 @@ export class RequestPipeline {
 
   /** ZooKeeper's auth packet: AUTHFAILED leaves the ids as they were; the door decides what becomes of the connection. */
   private addAuth(connection: ClientConnection, request: AddAuthRequest): Reply {
-    const ids = authenticate(request.scheme, request.auth, connection.remoteAddress, this.authOptions);
+    const ids = authenticate(request.scheme, request.auth, connection.remoteAddress, this.authOptions, connection.certificateIds);
     const authInfo = ids && withAuthIds(connection.authInfo, ids);
     if (!authInfo) {
       connection.authFailed?.();

@@ -30,14 +30,14 @@ export interface ServerStatusDeps {
   /** Who owns session expiry here: the standalone server's, or the cluster's (live only while leading). */
   tracker: SessionTracker;
   quorumPeer: QuorumPeer | undefined;
-  /** The ZooKeeper port, once it listens (undefined when the server has none). */
-  zkService: () => ZkClientService | undefined;
+  /** The ZooKeeper ports, plain and secure, once they listen (none when the server has none). */
+  zkServices: () => readonly ZkClientService[];
+  /** Their shared totals (srvr and mntr report the server's, as ZooKeeper's ServerStats). */
+  zkTotals: PortStats;
   nowMs: () => number;
 }
 
 export class ServerStatus {
-  /** Figures of a ZooKeeper port that does not exist: all zero. */
-  private readonly noPortTotals = new PortStats();
 
   constructor(private readonly deps: ServerStatusDeps) {}
 
@@ -151,7 +151,7 @@ export class ServerStatus {
   /** The snapshot the four-letter words render (and the admin commands and gauges read). */
   fourLetterWordContext(): FourLetterWordContext {
     const { config, quorumPeer, pipeline } = this.deps;
-    const zkService = this.deps.zkService();
+    const zkServices = this.deps.zkServices();
     const learners = quorumPeer?.learners();
     return fourLetterWordContext({
       config,
@@ -159,8 +159,8 @@ export class ServerStatus {
       startedAt: this.deps.startedAt,
       tree: this.tree,
       mode: this.mode(),
-      connections: zkService?.stats() ?? [],
-      totals: zkService?.totals ?? this.noPortTotals,
+      connections: zkServices.flatMap((service) => service.stats()),
+      totals: this.deps.zkTotals,
       outstandingRequests: pipeline.outstandingRequests(),
       ...(learners === undefined ? {} : { learners, proposalSizeBytes: quorumPeer!.proposalSizes }),
     });

@@ -5,11 +5,13 @@
 import * as grpc from "@grpc/grpc-js";
 import { mkdirSync } from "node:fs";
 import { GRPC_SERVER_CHANNEL_OPTIONS } from "../protocol/client-wire.js";
-import type { ServerConfig } from "./config.js";
+import { checkServerIdentity } from "node:tls";
+import { clientTlsFiles, quorumTlsFiles, type ServerConfig } from "./config.js";
+import { channelCredentials, PemFiles, serverCredentials } from "./tls.js";
 import { ServerDatabase, hex } from "./database.js";
 import { clientServiceDefinition, clientServiceHandlers } from "./grpc-client-service.js";
 import { SessionIdGenerator, SessionOpener } from "./session-opener.js";
-import { ZkClientService } from "./zk-wire/zk-client-service.js";
+import { PortStats, ZkClientService } from "./zk-wire/zk-client-service.js";
 import { parseFourLetterWordWhitelist } from "./zk-wire/four-letter-words.js";
 import { ServerStatus } from "./server-status.js";
 import { adminHandler, HttpListener, metricsHandler, type AdminExtension, type AdminExtensionContext } from "./admin/http-listeners.js";
@@ -21,7 +23,7 @@ import { Prep, type PrepOptions } from "./prep.js";
 import { SessionTracker } from "./session-tracker.js";
 import { StandaloneBroadcast } from "./standalone-broadcast.js";
 import type { WriteBroadcast } from "./broadcast.js";
-import { PeerTransport } from "./peer/peer-transport.js";
+import { PeerTransport, type PeerTransportSecurity } from "./peer/peer-transport.js";
 import { ClusterBroadcast, ClusterSessionActivity, QuorumPeer } from "./quorum-peer.js";
 import { DISK_FAULT_ENV, type DiskFaultPlan } from "./disk-faults.js";
 import { CleanupScanner } from "../store/cleanup-scan.js";
@@ -76,11 +78,15 @@ export class CorralServer {
     private readonly metricsListener: HttpListener | undefined,
     private readonly adminListener: HttpListener | undefined,
     private readonly adminExtension: AdminExtension | undefined,
+    private readonly secureZkService: ZkClientService | undefined,
+    private readonly tlsFiles: readonly PemFiles[],
   ) {}
 
   static async start(config: ServerConfig, logger: Logger, hooks: ServerHooks = {}): Promise<CorralServer> {
     mkdirSync(config.dataDir, { recursive: true });
     const clustered = config.servers.length > 0;
+    // Certificates first: a missing or mismatched file stops the server before it touches its data.
+    const tls = serverTls(config, logger);
     const reportFatal =
       hooks.onFatal ??
       ((error: unknown) => {
@@ -149,6 +155,7 @@ export class CorralServer {
         myId: config.serverId,
         members: config.servers,
         logger,
+        ...(tls.peerSecurity === undefined ? {} : { security: tls.peerSecurity }),
         handlers: {
           notification: (n) => peerRef?.onNotification(n),
           quorumMessage: (from, m) => peerRef?.onQuorumMessage(from, m),
@@ -184,13 +191,17 @@ export class CorralServer {
       sessionIds: new SessionIdGenerator(config.serverId, now()),
       negotiateTimeoutMs: (requested) => Math.min(config.maxSessionTimeoutMs, Math.max(config.minSessionTimeoutMs, requested)),
     });
-    grpcServer.addService(clientServiceDefinition(), clientServiceHandlers({ serverId: config.serverId, state: database, pipeline, sessions, logger }));
+    const certificateAuth = { x509SuperUser: config.x509SuperUser };
+    grpcServer.addService(clientServiceDefinition(), clientServiceHandlers({ serverId: config.serverId, state: database, pipeline, sessions, logger, certificateAuth }));
     let clientPort: number;
     let zkService: ZkClientService | undefined;
     let metricsListener: HttpListener | undefined;
     let adminListener: HttpListener | undefined;
     let adminExtension: AdminExtension | undefined;
     let clientPortBound: number | undefined;
+    let secureZkService: ZkClientService | undefined;
+    // Both ZooKeeper ports are one server to srvr, mntr and cons: shared totals, every connection listed.
+    const zkTotals = new PortStats();
     // One view of the live state for the four-letter words, the admin commands and the metrics.
     const status = new ServerStatus({
       config,
@@ -201,13 +212,14 @@ export class CorralServer {
       broadcast,
       tracker,
       quorumPeer,
-      zkService: () => zkService,
+      zkServices: () => [zkService, secureZkService].filter((service): service is ZkClientService => service !== undefined),
+      zkTotals,
       nowMs: now,
     });
     try {
       if (transport) await transport.start();
-      if (config.zkClientPort >= 0) {
-        zkService = await ZkClientService.listen(config.clientHost, config.zkClientPort, {
+      if (config.zkClientPort >= 0 || config.secureZkClientPort >= 0) {
+        const zkDeps = {
           serverId: config.serverId,
           state: database,
           pipeline,
@@ -216,7 +228,12 @@ export class CorralServer {
           fourLetterWordContext: () => status.fourLetterWordContext(),
           nowMs: now,
           logger,
-        });
+          totals: zkTotals,
+        };
+        if (config.zkClientPort >= 0) zkService = await ZkClientService.listen(config.clientHost, config.zkClientPort, zkDeps);
+        if (config.secureZkClientPort >= 0) {
+          secureZkService = await ZkClientService.listen(config.clientHost, config.secureZkClientPort, zkDeps, { files: tls.client!, clientAuth: config.tlsClientAuth, certificateAuth });
+        }
       }
       if (config.metricsPort >= 0) {
         metricsListener = await HttpListener.listen(config.metricsHost, config.metricsPort, "metrics", metricsHandler(metrics, status), logger);
@@ -235,8 +252,9 @@ export class CorralServer {
         });
         adminListener = await HttpListener.listen(config.adminHost, config.adminPort, "admin", adminHandler(status, adminExtension), logger, adminExtension?.writablePathPrefix);
       }
+      const clientCredentials = config.clientPortTls ? serverCredentials(tls.client!, config.tlsClientAuth) : grpc.ServerCredentials.createInsecure();
       clientPort = await new Promise<number>((resolve, reject) => {
-        grpcServer.bindAsync(`${config.clientHost}:${config.clientPort}`, grpc.ServerCredentials.createInsecure(), (error, port) =>
+        grpcServer.bindAsync(`${config.clientHost}:${config.clientPort}`, clientCredentials, (error, port) =>
           error ? reject(error) : resolve(port),
         );
       });
@@ -246,12 +264,15 @@ export class CorralServer {
       await adminListener?.close();
       await metricsListener?.close();
       await zkService?.close();
+      await secureZkService?.close();
       await transport?.stop();
       await database.close();
       metrics.close();
+      for (const files of tls.all) files.stop();
       throw error;
     }
-    const server = new CorralServer(config, clientPort, grpcServer, database, pipeline, logger, quorumPeer, transport, metrics, zkService, status, metricsListener, adminListener, adminExtension);
+    for (const files of tls.all) files.watch();
+    const server = new CorralServer(config, clientPort, grpcServer, database, pipeline, logger, quorumPeer, transport, metrics, zkService, status, metricsListener, adminListener, adminExtension, secureZkService, tls.all);
     if (quorumPeer) {
       await quorumPeer.start();
     } else {
@@ -262,7 +283,10 @@ export class CorralServer {
     logger.info(
       {
         clientAddress: `${config.clientHost}:${clientPort}`,
+        ...(config.clientPortTls ? { clientTls: config.tlsClientAuth } : {}),
         ...(zkService ? { zkClientAddress: `${config.clientHost}:${zkService.port}` } : {}),
+        ...(secureZkService ? { secureZkClientAddress: `${config.clientHost}:${secureZkService.port}` } : {}),
+        ...(config.sslQuorum && clustered ? { sslQuorum: true } : {}),
         ...(metricsListener ? { metricsAddress: `${metricsListener.host}:${metricsListener.port}` } : {}),
         ...(adminListener ? { adminAddress: `${adminListener.host}:${adminListener.port}` } : {}),
         lastZxid: hex(database.tree.lastProcessedZxid),
@@ -290,6 +314,11 @@ export class CorralServer {
   /** The admin HTTP port, when it has one. */
   get adminPort(): number | undefined {
     return this.adminListener?.port;
+  }
+
+  /** host:port of the ZooKeeper-protocol port over TLS, when it has one. */
+  get secureZkConnectString(): string | undefined {
+    return this.secureZkService ? `${this.config.clientHost}:${this.secureZkService.port}` : undefined;
   }
 
   /** Write a snapshot now (tests use it to take one mid-load). */
@@ -330,6 +359,8 @@ export class CorralServer {
       await this.adminListener?.close();
       this.pipeline.reset();
       await this.zkService?.close();
+      await this.secureZkService?.close();
+      for (const files of this.tlsFiles) files.stop();
       await new Promise<void>((resolve) => {
         const force = setTimeout(() => {
           this.grpcServer.forceShutdown();
@@ -348,4 +379,51 @@ export class CorralServer {
     })();
     return this.stopping;
   }
+}
+
+/** The TLS material a server's configuration asks for, read (and checked) at start-up. */
+interface ServerTls {
+  /** For the gRPC client port (clientPortTls) and the secure ZooKeeper port. */
+  client: PemFiles | undefined;
+  /** Mutual TLS on the election and quorum links (sslQuorum, in a cluster). */
+  peerSecurity: PeerTransportSecurity | undefined;
+  /** Every file set, to watch and to stop. */
+  all: PemFiles[];
+}
+
+/** Reads the configured PEM files; a ConfigError names the field of a file that is missing or wrong. */
+function serverTls(config: ServerConfig, logger: Logger): ServerTls {
+  const watch = { reloadIntervalMs: config.tlsReloadIntervalMs, logger };
+  const all: PemFiles[] = [];
+  const clientFiles = clientTlsFiles(config);
+  const client = clientFiles && new PemFiles({ ...clientFiles, fields: { certFile: "tlsCertFile", keyFile: "tlsKeyFile", caFile: "tlsCaFile" } }, { ...watch, purpose: "client ports" });
+  if (client) all.push(client);
+  const quorumFiles = config.servers.length > 0 ? quorumTlsFiles(config) : undefined;
+  let peerSecurity: PeerTransportSecurity | undefined;
+  if (quorumFiles) {
+    const fields = {
+      certFile: config.quorumTlsCertFile === "" ? "tlsCertFile" : "quorumTlsCertFile",
+      keyFile: config.quorumTlsKeyFile === "" ? "tlsKeyFile" : "quorumTlsKeyFile",
+      caFile: config.quorumTlsCaFile === "" ? "tlsCaFile" : "quorumTlsCaFile",
+    };
+    const quorum = new PemFiles({ ...quorumFiles, fields }, { ...watch, purpose: "quorum" });
+    all.push(quorum);
+    const verifyHostname = config.sslQuorumHostnameVerification;
+    peerSecurity = {
+      serverCredentials: () => serverCredentials(quorum, "need"),
+      channelCredentials: () => channelCredentials(quorum, { verifyHostname }),
+      // ZooKeeper's ssl.quorum.hostnameVerification, on the receiving side: the caller's certificate
+      // must name the host of the member it says it is.
+      ...(verifyHostname
+        ? {
+            verifyCaller: (member, certificate) => {
+              if (certificate === undefined) return "no verified certificate";
+              const mismatch = checkServerIdentity(member.host, certificate);
+              return mismatch === undefined ? undefined : `its certificate does not name ${member.host}: ${mismatch.message}`;
+            },
+          }
+        : {}),
+    };
+  }
+  return { client, peerSecurity, all };
 }

@@ -24,6 +24,10 @@ export interface ClusterOptions {
   superDigest?: string;
   /** Give each server a Prometheus metrics port and an admin HTTP port (in its servers entry). */
   httpPorts?: boolean;
+  /** Give every server a ZooKeeper-protocol port over TLS too (the TLS fields go in `config`). */
+  secureZkClientPorts?: boolean;
+  /** Flags for one server only (they beat the shared file), e.g. another certificate. */
+  serverArgs?: (id: number) => string[];
 }
 
 export interface RoleLine {
@@ -53,6 +57,7 @@ export class ClusterProcess {
         role: id <= options.voters ? "participant" : "observer",
         zkClientPort: await freePort(),
         ...(options.httpPorts ? { metricsPort: await freePort(), adminPort: await freePort() } : {}),
+        ...(options.secureZkClientPorts ? { secureZkClientPort: await freePort() } : {}),
       });
     }
     const tickMs = options.tickMs ?? 100;
@@ -84,12 +89,13 @@ export class ClusterProcess {
             zkPort: entry.zkClientPort,
             // The same ports as the server's entry (a flag must agree with it).
             ...(entry.metricsPort === undefined ? {} : { metricsPort: entry.metricsPort, adminPort: entry.adminPort }),
+            ...(entry.secureZkClientPort === undefined ? {} : { secureZkPort: entry.secureZkClientPort }),
             serverId: entry.id,
             tickMs,
             logLevel: "info",
             ...(options.snapshotEveryTxns === undefined ? {} : { snapshotEveryTxns: options.snapshotEveryTxns }),
             ...(options.snapshotRetainCount === undefined ? {} : { snapshotRetainCount: options.snapshotRetainCount }),
-            extraArgs: ["--config", configFile],
+            extraArgs: ["--config", configFile, ...(options.serverArgs?.(entry.id) ?? [])],
           });
           servers.set(entry.id, server);
         }),

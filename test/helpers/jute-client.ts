@@ -5,6 +5,7 @@
  * never would: pipelined requests, chosen xids, garbage, a resumed session id.
  */
 import { connect, type Socket } from "node:net";
+import { connect as connectTls, type ConnectionOptions } from "node:tls";
 import { encodeFrame, FrameSplitter } from "../../src/server/zk-wire/frames.js";
 import { JuteReader } from "../../src/server/zk-wire/jute.js";
 import {
@@ -59,9 +60,21 @@ export class JuteClient {
     return new JuteClient(socket);
   }
 
-  /** Opens a session (new, or `resume`d) and waits for the ConnectResponse. */
-  static async connect(address: string, options: { timeoutMs?: number; resume?: { sessionId: bigint; password: Uint8Array }; lastZxidSeen?: bigint } = {}): Promise<JuteClient> {
-    const client = await JuteClient.open(address);
+  /** Opens a TLS connection (a secure ZooKeeper port) without sending anything; rejects if the handshake fails. */
+  static async openTls(address: string, tls: ConnectionOptions): Promise<JuteClient> {
+    const [host, port] = address.split(":") as [string, string];
+    const socket = connectTls({ host, port: Number(port), ...tls });
+    await new Promise<void>((resolve, reject) => {
+      socket.once("secureConnect", () => resolve());
+      socket.once("error", reject);
+    });
+    socket.setNoDelay(true);
+    return new JuteClient(socket);
+  }
+
+  /** Opens a session (new, or `resume`d) and waits for the ConnectResponse; over TLS with `tls`. */
+  static async connect(address: string, options: { timeoutMs?: number; resume?: { sessionId: bigint; password: Uint8Array }; lastZxidSeen?: bigint; tls?: ConnectionOptions } = {}): Promise<JuteClient> {
+    const client = options.tls === undefined ? await JuteClient.open(address) : await JuteClient.openTls(address, options.tls);
     await client.handshake(options);
     return client;
   }

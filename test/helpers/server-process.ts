@@ -63,6 +63,8 @@ export interface ServerProcessOptions {
   /** The Prometheus metrics port (--metrics-port) and the admin HTTP port (--admin-port); none when absent. */
   metricsPort?: number;
   adminPort?: number;
+  /** The ZooKeeper-protocol port over TLS (--secure-zk-client-port; the TLS flags go in extraArgs); none when absent. */
+  secureZkPort?: number;
   tickMs?: number;
   serverId?: number;
   snapshotEveryTxns?: number;
@@ -113,6 +115,12 @@ export class ServerProcess {
     return `http://127.0.0.1:${this.options.adminPort}`;
   }
 
+  /** host:port of the secure ZooKeeper-protocol port; throws when the server was started without one. */
+  get secureZkConnectString(): string {
+    if (this.options.secureZkPort === undefined) throw new Error("this server was started without a secure ZooKeeper port (secureZkPort)");
+    return `127.0.0.1:${this.options.secureZkPort}`;
+  }
+
   get pid(): number | undefined {
     return this.child?.pid;
   }
@@ -148,6 +156,7 @@ export class ServerProcess {
       ...(o.zkPort === undefined ? [] : ["--zk-client-port", String(o.zkPort)]),
       ...(o.metricsPort === undefined ? [] : ["--metrics-port", String(o.metricsPort)]),
       ...(o.adminPort === undefined ? [] : ["--admin-port", String(o.adminPort)]),
+      ...(o.secureZkPort === undefined ? [] : ["--secure-zk-client-port", String(o.secureZkPort)]),
       "--tick-ms", String(o.tickMs ?? 100),
       "--snapshot-every-txns", String(o.snapshotEveryTxns ?? 100_000),
       "--snapshot-retain-count", String(o.snapshotRetainCount ?? 3),

@@ -1,16 +1,20 @@
-/** A TCP proxy on 127.0.0.1 that a test can cut: every open connection is destroyed at once. */
+/**
+ * A TCP proxy on 127.0.0.1 that a test can cut: every open connection is destroyed at once. With
+ * `capture`, it also keeps every byte it forwards, both ways (a sniffer on the link).
+ */
 import { connect, createServer, type Server, type Socket } from "node:net";
 
 export class TcpProxy {
   private readonly sockets = new Set<Socket>();
   private refusing = false;
+  private readonly chunks: Buffer[] = [];
 
   private constructor(
     private readonly server: Server,
     readonly port: number,
   ) {}
 
-  static async start(targetPort: number): Promise<TcpProxy> {
+  static async start(targetPort: number, options: { capture?: boolean } = {}): Promise<TcpProxy> {
     let proxy: TcpProxy | undefined;
     const server = createServer((inbound) => {
       if (!proxy || proxy.refusing) {
@@ -20,6 +24,10 @@ export class TcpProxy {
       const outbound = connect({ host: "127.0.0.1", port: targetPort });
       proxy.track(inbound);
       proxy.track(outbound);
+      if (options.capture) {
+        inbound.on("data", (chunk: Buffer) => proxy!.chunks.push(chunk));
+        outbound.on("data", (chunk: Buffer) => proxy!.chunks.push(chunk));
+      }
       inbound.pipe(outbound);
       outbound.pipe(inbound);
       inbound.on("error", () => outbound.destroy());
@@ -31,6 +39,11 @@ export class TcpProxy {
     const address = server.address();
     proxy = new TcpProxy(server, typeof address === "object" && address ? address.port : 0);
     return proxy;
+  }
+
+  /** Every byte forwarded so far, both directions (with `capture`). */
+  captured(): Buffer {
+    return Buffer.concat(this.chunks);
   }
 
   get address(): string {

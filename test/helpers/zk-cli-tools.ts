@@ -126,11 +126,32 @@ function closed(child: ChildProcess, limitMs: number, what: () => string): Promi
 }
 
 /**
+ * The -D options (and class path) that make zkCli.sh connect over TLS, as ZooKeeper documents:
+ * the Netty client socket, `zookeeper.client.secure`, and PEM trust and key stores (`keyStoreFile`
+ * holds the client's key and certificate; without it the client presents none). Debian's
+ * zookeeper.jar manifest leaves out netty-codec and netty-resolver, which the Netty socket needs,
+ * so the class path is given again with them (the JVM takes the last -cp).
+ */
+export function zkCliTlsFlags(options: { caFile: string; keyStoreFile?: string }): string[] {
+  const jars = ["/usr/share/java/zookeeper.jar", "/usr/share/java/netty-codec.jar", "/usr/share/java/netty-resolver.jar"];
+  for (const jar of jars) if (!existsSync(jar)) throw new Error(`${jar} is missing: ${INSTALL_HINT}`);
+  for (const file of [options.caFile, options.keyStoreFile ?? ""]) if (/\s/.test(file)) throw new Error(`no blanks in ${file}: CLIENT_JVMFLAGS is split on them`);
+  return [
+    "-cp", ["/etc/zookeeper/conf", ...jars].join(":"),
+    "-Dzookeeper.clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty",
+    "-Dzookeeper.client.secure=true",
+    `-Dzookeeper.ssl.trustStore.location=${options.caFile}`,
+    "-Dzookeeper.ssl.trustStore.type=PEM",
+    ...(options.keyStoreFile === undefined ? [] : [`-Dzookeeper.ssl.keyStore.location=${options.keyStoreFile}`, "-Dzookeeper.ssl.keyStore.type=PEM"]),
+  ];
+}
+
+/**
  * Runs `commands` (one zkCli.sh line each) in one zkCli.sh session against `connectString` and
- * cuts the output into one segment per command. Commands after `close`/`quit` get no barrier
+ * cuts the output into one segment per command (`jvmFlags`: more -D options, e.g. for TLS). Commands after `close`/`quit` get no barrier
  * (there is no session left to sync); they and their output form the last segment.
  */
-export async function runZkCli(connectString: string, commands: readonly string[], limitMs = 60_000): Promise<ZkCliRun> {
+export async function runZkCli(connectString: string, commands: readonly string[], limitMs = 60_000, options: { jvmFlags?: string[] } = {}): Promise<ZkCliRun> {
   assertCliToolsInstalled();
   const input: string[] = [...BARRIER];
   const labels: string[] = ["(connect)"];
@@ -150,7 +171,7 @@ export async function runZkCli(connectString: string, commands: readonly string[
   }
   const child = spawnTool("bash", [ZKCLI, "-server", connectString], {
     // faster JVM start for a short-lived client; nothing here changes what it prints
-    CLIENT_JVMFLAGS: "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmx128m",
+    CLIENT_JVMFLAGS: ["-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmx128m", ...(options.jvmFlags ?? [])].join(" "),
   });
   let stdout = "";
   let stderr = "";

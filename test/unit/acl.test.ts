@@ -10,11 +10,12 @@ import { generateDigest } from "../../src/common/digest.js";
 import { ZkError } from "../../src/common/errors.js";
 import { Perms, type Acl, type Id } from "../../src/common/znode.js";
 import { clientInfoOf, fixupAcl, ipMatches, isValidId, permits, redactDigests, SUPER_ID } from "../../src/server/acl.js";
-import { authenticate, remoteAddressOfPeer, withAuthIds } from "../../src/server/auth.js";
+import { authenticate, certificateAuthIds, initialAuthInfo, remoteAddressOfPeer, withAuthIds } from "../../src/server/auth.js";
 
 const bytes = (s: string) => new TextEncoder().encode(s);
 const digest = (userPassword: string): Id => ({ scheme: "digest", id: generateDigest(userPassword) });
 const ip = (address: string): Id => ({ scheme: "ip", id: address });
+const x509 = (dn: string): Id => ({ scheme: "x509", id: dn });
 const acl = (perms: number, scheme: string, id: string): Acl => ({ perms, id: { scheme, id } });
 const isZk = (code: string) => (e: unknown) => e instanceof ZkError && e.code === code;
 
@@ -32,6 +33,32 @@ describe("digest ids are ZooKeeper's generateDigest", () => {
   test("non-ASCII credentials are hashed as UTF-8", () => {
     const utf8Sha1 = createHash("sha1").update(Buffer.from("jürgen:pw", "utf8")).digest("base64");
     assert.equal(generateDigest("jürgen:pw"), `jürgen:${utf8Sha1}`);
+  });
+});
+
+describe("certificate ids (X509AuthenticationProvider.handleAuthentication)", () => {
+  test("a verified certificate gives its connection the x509 id after its ip id", () => {
+    assert.deepEqual(initialAuthInfo("10.0.0.1", certificateAuthIds("CN=bob,O=x", { x509SuperUser: "" })), [ip("10.0.0.1"), x509("CN=bob,O=x")]);
+    assert.deepEqual(initialAuthInfo("10.0.0.1"), [ip("10.0.0.1")]);
+  });
+
+  test("the configured x509 super user also gets the super id, which passes every check", () => {
+    const ids = certificateAuthIds("CN=admin", { x509SuperUser: "CN=admin" });
+    assert.deepEqual(ids, [{ scheme: "super", id: "CN=admin" }, x509("CN=admin")]);
+    assert.equal(permits([acl(Perms.ALL, "digest", "bob:hash")], Perms.WRITE, ids), true);
+    assert.deepEqual(certificateAuthIds("CN=admin2", { x509SuperUser: "CN=admin" }), [x509("CN=admin2")]);
+  });
+
+  test("an x509 entry grants to exactly that DN", () => {
+    const entry = [acl(Perms.READ, "x509", "CN=bob,O=x")];
+    assert.equal(permits(entry, Perms.READ, [x509("CN=bob,O=x")]), true);
+    assert.equal(permits(entry, Perms.READ, [x509("CN=bob, O=x")]), false, "compared as strings, as ZooKeeper does");
+    assert.equal(permits(entry, Perms.WRITE, [x509("CN=bob,O=x")]), false);
+    assert.equal(permits(entry, Perms.READ, [{ scheme: "digest", id: "CN=bob,O=x" }]), false);
+  });
+
+  test("a DN longer than authBytesMax gives no id (it could not travel with a forwarded write)", () => {
+    assert.deepEqual(certificateAuthIds("CN=" + "x".repeat(limits.authBytesMax), { x509SuperUser: "" }), []);
   });
 });
 
@@ -123,7 +150,10 @@ describe("ACL ids that are valid (the providers' isValid)", () => {
     ["world", "anyone", false],
     ["super", "", false],
     ["sasl", "bob", false],
-    ["x509", "CN=bob", false],
+    ["x509", "CN=bob", true],
+    ["x509", "CN=bob,O=Example\\, Inc.,C=US", true],
+    ["x509", "CN=a<b", false],
+    ["x509", "bob", false],
   ];
   for (const [scheme, id, valid] of cases) {
     test(`${scheme}:${id} is ${valid ? "valid" : "invalid"}`, () => assert.equal(isValidId(scheme, id), valid));
@@ -140,6 +170,11 @@ describe("fixupAcl", () => {
     assert.throws(() => fixupAcl([acl(Perms.ALL, "ip", "10.0.0.0/40")], [bob], "/a"), isZk("INVALIDACL"));
     assert.throws(() => fixupAcl([acl(Perms.ALL, "world", "someone")], [bob], "/a"), isZk("INVALIDACL"));
     assert.throws(() => fixupAcl([acl(32, "world", "anyone")], [bob], "/a"), isZk("INVALIDACL"));
+  });
+
+  test("auth expands to the caller's x509 id as to its digest ids (X509AuthenticationProvider.isAuthenticated)", () => {
+    const dn = "CN=client,O=corral";
+    assert.deepEqual(fixupAcl([acl(Perms.ALL, "auth", "")], [ip("10.0.0.1"), { scheme: "super", id: dn }, x509(dn)], "/a"), [acl(Perms.ALL, "x509", dn)]);
   });
 
   test("auth expands to every authenticated (digest) id of the caller; ip and super ids do not count", () => {
@@ -185,8 +220,9 @@ test("getACL without ADMIN shows digest ids with the hash replaced by x", () => 
   ]);
 });
 
-test("whoAmI reports the digest user, the ip address and an empty super user", () => {
+test("whoAmI reports the digest user, the ip address, the x509 DN and an empty super user", () => {
   assert.deepEqual(clientInfoOf(digest("bob:secret")), { authScheme: "digest", user: "bob" });
+  assert.deepEqual(clientInfoOf(x509("CN=bob,O=x")), { authScheme: "x509", user: "CN=bob,O=x" });
   assert.deepEqual(clientInfoOf(ip("10.0.0.1")), { authScheme: "ip", user: "10.0.0.1" });
   assert.deepEqual(clientInfoOf(SUPER_ID), { authScheme: "super", user: "" });
 });
@@ -212,6 +248,12 @@ describe("authenticate (the auth packet)", () => {
   test("digest credentials without a colon are hashed whole, as ZooKeeper 3.8's addauth digest blah", () => {
     // DigestAuthenticationProvider.generateDigest: the user is the whole string, the hash is of it all.
     assert.deepEqual(authenticate("digest", bytes("blah"), "10.0.0.1", options), [{ scheme: "digest", id: "blah:" + createHash("sha1").update("blah").digest("base64") }]);
+  });
+
+  test("x509 proves the connection's verified certificate, whatever the packet holds; none is AUTHFAILED", () => {
+    const ids = certificateAuthIds("CN=bob", { x509SuperUser: "" });
+    assert.deepEqual(authenticate("x509", bytes("CN=mallory"), "10.0.0.1", options, ids), [x509("CN=bob")]);
+    assert.equal(authenticate("x509", bytes("CN=bob"), "10.0.0.1", options), undefined);
   });
 
   test("AUTHFAILED: unknown schemes, oversized credentials", () => {

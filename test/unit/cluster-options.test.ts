@@ -44,7 +44,24 @@ test("ZooKeeper-protocol ports sit 100 above the client ports unless --zk-base-p
   assert.deepEqual(clusterServers(parseClusterOptions({ voters: "2", "zk-base-port": "0" })).map((s) => s.zkClientPort), [undefined, undefined]);
 });
 
+test("with certificate files every port is TLS: the ZooKeeper-protocol ports become secure ones, a plain one only on request", () => {
+  const tls = { "tls-cert-file": "certs/server.pem", "tls-key-file": "certs/server.key", "tls-ca-file": "/etc/ca.pem" };
+  const options = parseClusterOptions({ voters: "3", ...tls }, { cwd: "/home/me" });
+  assert.deepEqual(options.tls, { certFile: "/home/me/certs/server.pem", keyFile: "/home/me/certs/server.key", caFile: "/etc/ca.pem", clientAuth: "need" });
+  assert.deepEqual(clusterServers(options).map((s) => [s.zkClientPort, s.secureZkClientPort]), [[undefined, 2281], [undefined, 2282], [undefined, 2283]]);
+  const both = clusterServers(parseClusterOptions({ voters: "2", ...tls, "zk-base-port": "9000", "secure-zk-base-port": "9100", "tls-client-auth": "want" }));
+  assert.deepEqual(both.map((s) => [s.zkClientPort, s.secureZkClientPort]), [[9000, 9100], [9001, 9101]]);
+  assert.equal(parseClusterOptions({ voters: "3" }).tls, undefined);
+  assert.deepEqual(clusterServers(parseClusterOptions({ voters: "1" })).map((s) => s.secureZkClientPort), [undefined]);
+});
+
 const BAD: [Record<string, string>, string][] = [
+  [{ "tls-cert-file": "s.pem", "tls-key-file": "s.key" }, "tls-ca-file"],
+  [{ "tls-ca-file": "ca.pem" }, "tls-cert-file"],
+  [{ "tls-client-auth": "need" }, "tls-client-auth"],
+  [{ "secure-zk-base-port": "3000" }, "secure-zk-base-port"],
+  [{ "tls-cert-file": "s.pem", "tls-key-file": "s.key", "tls-ca-file": "ca.pem", "tls-client-auth": "maybe" }, "tls-client-auth"],
+  [{ "tls-cert-file": "s.pem", "tls-key-file": "s.key", "tls-ca-file": "ca.pem", "secure-zk-base-port": "2182" }, "secure-zk-base-port"],
   [{ "zk-base-port": "2182" }, "zk-base-port"],
   [{ "zk-base-port": "-1" }, "zk-base-port"],
   [{ voters: "0" }, "voters"],
@@ -145,11 +162,11 @@ test("a base config, CORRAL_* variables and flags reach every member's config; f
 test("every field but the membership can be shared; the membership is refused from the base config, the environment and a flag, naming field and source", () => {
   assert.deepEqual(
     (Object.keys(FIELDS) as string[]).filter((field) => !(SHARED_FIELDS as string[]).includes(field)),
-    ["serverId", "dataDir", "clientHost", "clientPort", "zkClientPort", "servers", "metricsPort", "adminPort"],
+    ["serverId", "dataDir", "clientHost", "clientPort", "zkClientPort", "servers", "metricsPort", "adminPort", "secureZkClientPort"],
   );
   const base = join(dir, "member-base.json");
   const dataDir = join(dir, "refused");
-  const values: Record<string, unknown> = { serverId: 2, dataDir: "/tmp/x", clientHost: "0.0.0.0", clientPort: 3000, zkClientPort: 3100, metricsPort: 3200, adminPort: 3300, servers: [] };
+  const values: Record<string, unknown> = { serverId: 2, dataDir: "/tmp/x", clientHost: "0.0.0.0", clientPort: 3000, zkClientPort: 3100, metricsPort: 3200, adminPort: 3300, secureZkClientPort: 3400, servers: [] };
   for (const field of MEMBER_FIELDS) {
     const raw = values[field]!;
     writeFileSync(base, JSON.stringify({ ttlNodesEnabled: true, [field]: raw }));

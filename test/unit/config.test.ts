@@ -10,13 +10,16 @@ import { join } from "node:path";
 import { after, test } from "node:test";
 import {
   ConfigError,
+  clientTlsFiles,
   clusterConnectString,
+  clusterSecureZkConnectString,
   clusterZkConnectString,
   envName,
   formatServers,
   loadConfig,
   parseServers,
   quorumMembers,
+  quorumTlsFiles,
   thisServer,
   type ConfigSources,
   type ServerConfig,
@@ -276,6 +279,48 @@ test("the ZooKeeper-protocol port: off by default, per server entry in a cluster
   const clash = file({ servers: [{ ...entry(1, 2181), zkClientPort: 2181 }] });
   assert.throws(() => loadConfig({ file: clash, flags: { "server-id": "1" } }), (e: unknown) => e instanceof ConfigError && e.field === "servers[0].zkClientPort");
   assert.throws(() => loadConfig({ flags: { "zk-client-port": "70000" } }), (e: unknown) => e instanceof ConfigError && e.field === "zkClientPort");
+});
+
+test("TLS: off by default; ZooKeeper's secureClientPort per server entry, in both list forms", () => {
+  const standalone = loadConfig({});
+  assert.equal(standalone.secureZkClientPort, -1);
+  assert.equal(standalone.clientPortTls, false);
+  assert.equal(standalone.sslQuorum, false);
+  assert.equal(standalone.tlsClientAuth, "need", "ZooKeeper's ssl.clientAuth default");
+  assert.equal(clientTlsFiles(standalone), undefined);
+  assert.equal(quorumTlsFiles(standalone), undefined);
+
+  const compact = "1=127.0.0.1:2181:2888:3888:participant:2281:2381,2=127.0.0.1:2182:2889:3889:participant::2382,3=127.0.0.1:2183:2890:3890";
+  const servers = parseServers(compact);
+  assert.deepEqual(servers.map((s) => [s.zkClientPort, s.secureZkClientPort]), [[2281, 2381], [undefined, 2382], [undefined, undefined]]);
+  assert.equal(formatServers(servers), "1=127.0.0.1:2181:2888:3888:participant:2281:2381,2=127.0.0.1:2182:2889:3889:participant::2382,3=127.0.0.1:2183:2890:3890:participant");
+  const tlsFlags = { "tls-cert-file": "s.pem", "tls-key-file": "s.key", "tls-ca-file": "ca.pem" };
+  const two = loadConfig({ env: { CORRAL_SERVERS: compact, CORRAL_SERVER_ID: "2" }, flags: tlsFlags });
+  assert.deepEqual([two.zkClientPort, two.secureZkClientPort], [-1, 2382]);
+  assert.equal(clusterSecureZkConnectString(two), "127.0.0.1:2381,127.0.0.1:2382");
+  assert.deepEqual(clientTlsFiles(two), { certFile: "s.pem", keyFile: "s.key", caFile: "ca.pem" });
+  const json = file({ servers: [{ ...entry(1, 2181), secureZkClientPort: 2381 }, entry(2, 2182)] });
+  assert.equal(loadConfig({ file: json, flags: { "server-id": "1", ...tlsFlags } }).secureZkClientPort, 2381);
+  assert.throws(() => loadConfig({ file: json, flags: { "server-id": "1", "secure-zk-client-port": "2999", ...tlsFlags } }), (e: unknown) => e instanceof ConfigError && e.field === "secureZkClientPort");
+  const clash = file({ servers: [{ ...entry(1, 2181), zkClientPort: 2281, secureZkClientPort: 2281 }] });
+  assert.throws(() => loadConfig({ file: clash, flags: { "server-id": "1", ...tlsFlags } }), (e: unknown) => e instanceof ConfigError && e.field === "servers[0].secureZkClientPort");
+});
+
+test("TLS: the files each TLS port needs, the quorum's falling back to the client ports'", () => {
+  const isField = (field: string) => (e: unknown) => e instanceof ConfigError && e.field === field;
+  assert.throws(() => loadConfig({ flags: { "client-port-tls": "true" } }), isField("tlsCertFile"));
+  assert.throws(() => loadConfig({ flags: { "secure-zk-client-port": "0", "tls-cert-file": "s.pem" } }), isField("tlsKeyFile"));
+  assert.throws(() => loadConfig({ flags: { "client-port-tls": "true", "tls-cert-file": "s.pem", "tls-key-file": "s.key" } }), isField("tlsCaFile"));
+  const noClientAuth = loadConfig({ flags: { "client-port-tls": "true", "tls-cert-file": "s.pem", "tls-key-file": "s.key", "tls-client-auth": "none" } });
+  assert.deepEqual(clientTlsFiles(noClientAuth), { certFile: "s.pem", keyFile: "s.key", caFile: "" });
+  assert.throws(() => loadConfig({ flags: { "tls-client-auth": "maybe" } }), isField("tlsClientAuth"));
+  assert.throws(() => loadConfig({ flags: { "tls-reload-interval-ms": "0" } }), isField("tlsReloadIntervalMs"));
+  assert.throws(() => loadConfig({ flags: { "ssl-quorum": "true" } }), isField("quorumTlsCertFile"));
+  const quorum = loadConfig({ flags: { "ssl-quorum": "true", "tls-cert-file": "s.pem", "tls-key-file": "s.key", "tls-ca-file": "ca.pem", "quorum-tls-ca-file": "peers.pem" } });
+  assert.deepEqual(quorumTlsFiles(quorum), { certFile: "s.pem", keyFile: "s.key", caFile: "peers.pem" });
+  assert.equal(quorum.sslQuorumHostnameVerification, true);
+  assert.equal(loadConfig({ env: { CORRAL_X509_SUPER_USER: "CN=admin,O=Example\\, Inc." } }).x509SuperUser, "CN=admin,O=Example\\, Inc.");
+  assert.throws(() => loadConfig({ flags: { "x509-super-user": "admin" } }), isField("x509SuperUser"));
 });
 
 test("quorumMembers splits voters from observers, in id order; standalone has none", () => {

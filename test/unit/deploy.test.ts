@@ -376,7 +376,8 @@ test("Dockerfile: ENTRYPOINT and HEALTHCHECK run dist/src/cli/main.js, which the
   const [build, runtime] = stages as [Stage, Stage];
   // What `npm run build` writes, from package.json and tsconfig.json.
   const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { scripts: Record<string, string>; bin: Record<string, string> };
-  assert.match(pkg.scripts["build"]!, /^tsc -p tsconfig\.json$/);
+  // tsc emits the code; the console's static page is copied beside it (the image serves it from dist).
+  assert.match(pkg.scripts["build"]!, /^tsc -p tsconfig\.json( && cp -R src\/console\/static dist\/src\/console\/)?$/);
   const tsconfig = JSON.parse(readFileSync(join(ROOT, "tsconfig.json"), "utf8")) as { compilerOptions: { outDir: string; rootDir: string } };
   const source = "src/cli/main.ts";
   assert.ok(existsSync(join(ROOT, source)));

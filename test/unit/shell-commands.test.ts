@@ -392,17 +392,22 @@ test("tab completion completes command names and child paths", () => {
   assert.equal(pathCompletionTarget("app"), undefined);
 });
 
-test("corral shell's own flags: --connect, --timeout-ms, then one optional command", () => {
+test("corral shell's own flags: --connect, --timeout-ms, the TLS ones, then one optional command", () => {
   const rows: [string[], ReturnType<typeof parseShellArgs>][] = [
-    [[], { connectString: "127.0.0.1:2181", timeoutMs: 10_000, command: undefined, help: false }],
-    [["--connect", "h1:1,h2:2/app"], { connectString: "h1:1,h2:2/app", timeoutMs: 10_000, command: undefined, help: false }],
-    [["--connect=h:1", "--timeout-ms", "500"], { connectString: "h:1", timeoutMs: 500, command: undefined, help: false }],
-    [["--timeout-ms=750", "--", "ls", "/"], { connectString: "127.0.0.1:2181", timeoutMs: 750, command: ["ls", "/"], help: false }],
-    [["--connect", "h:1", "ls", "-s", "/"], { connectString: "h:1", timeoutMs: 10_000, command: ["ls", "-s", "/"], help: false }],
-    [["--", "create", "/x", "hello world"], { connectString: "127.0.0.1:2181", timeoutMs: 10_000, command: ["create", "/x", "hello world"], help: false }],
-    [["ls -s /"], { connectString: "127.0.0.1:2181", timeoutMs: 10_000, command: ["ls", "-s", "/"], help: false }],
-    [["--", "--connect"], { connectString: "127.0.0.1:2181", timeoutMs: 10_000, command: ["--connect"], help: false }],
-    [["--help"], { connectString: "127.0.0.1:2181", timeoutMs: 10_000, command: undefined, help: true }],
+    [[], { connectString: "127.0.0.1:2181", timeoutMs: 10_000, command: undefined, help: false, tls: undefined }],
+    [["--connect", "h1:1,h2:2/app"], { connectString: "h1:1,h2:2/app", timeoutMs: 10_000, command: undefined, help: false, tls: undefined }],
+    [["--connect=h:1", "--timeout-ms", "500"], { connectString: "h:1", timeoutMs: 500, command: undefined, help: false, tls: undefined }],
+    [["--timeout-ms=750", "--", "ls", "/"], { connectString: "127.0.0.1:2181", timeoutMs: 750, command: ["ls", "/"], help: false, tls: undefined }],
+    [["--connect", "h:1", "ls", "-s", "/"], { connectString: "h:1", timeoutMs: 10_000, command: ["ls", "-s", "/"], help: false, tls: undefined }],
+    [["--", "create", "/x", "hello world"], { connectString: "127.0.0.1:2181", timeoutMs: 10_000, command: ["create", "/x", "hello world"], help: false, tls: undefined }],
+    [["ls -s /"], { connectString: "127.0.0.1:2181", timeoutMs: 10_000, command: ["ls", "-s", "/"], help: false, tls: undefined }],
+    [["--", "--connect"], { connectString: "127.0.0.1:2181", timeoutMs: 10_000, command: ["--connect"], help: false, tls: undefined }],
+    [["--help"], { connectString: "127.0.0.1:2181", timeoutMs: 10_000, command: undefined, help: true, tls: undefined }],
+    [["--tls", "ls", "/"], { connectString: "127.0.0.1:2181", timeoutMs: 10_000, command: ["ls", "/"], help: false, tls: {} }],
+    [
+      ["--tls-ca-file", "ca.pem", "--tls-cert-file=me.pem", "--tls-key-file", "me.key", "--tls-servername", "zk.example", "--tls"],
+      { connectString: "127.0.0.1:2181", timeoutMs: 10_000, command: undefined, help: false, tls: { caFile: "ca.pem", certFile: "me.pem", keyFile: "me.key", servername: "zk.example" } },
+    ],
   ];
   for (const [argv, parsed] of rows) assert.deepEqual(parseShellArgs(argv), parsed, argv.join(" "));
 });
@@ -416,6 +421,8 @@ test("bad flags to corral shell are ConfigErrors naming the flag", () => {
     [["--timeout-ms", "0"], /timeout-ms: expected a positive integer/],
     [["--timeout-ms", "soon"], /timeout-ms: expected a positive integer/],
     [["--", 'create /x "unterminated'], /command: unterminated double quote/],
+    [["--tls-ca-file", ""], /tls-ca-file: must not be empty/],
+    [["--tls-cert-file"], /tls-cert-file: missing value/],
   ];
   for (const [argv, message] of rows) {
     assert.throws(() => parseShellArgs(argv), (err: unknown) => err instanceof ConfigError && message.test(err.message), argv.join(" "));

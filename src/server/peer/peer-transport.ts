@@ -22,6 +22,12 @@
  * PERMISSION_DENIED, and the answering server names itself in its response headers, which the
  * caller checks against the member it dialled.
  *
+ * Security (ZooKeeper's sslQuorum). With `security`, every link is mutual TLS: both ports ask for
+ * and verify the caller's certificate, every call verifies the callee's, so a server whose
+ * certificate the others' CAs do not verify cannot vote, lead or learn — and cannot hear them
+ * either. `verifyCaller` can also bind a certificate to the member it claims to be (hostname
+ * verification). A link that fails its TLS handshake is logged once (warn) until it works.
+ *
  * Batching. Whatever is sent to one stream during one event-loop turn travels as one frame (split
  * at a byte bound), flushed from one `setImmediate` for every stream with something queued. When
  * grpc-js pushes back (write() returns false) messages wait in a per-stream queue until 'drain';
@@ -37,6 +43,7 @@
  * Handlers must not throw.
  */
 import * as grpc from "@grpc/grpc-js";
+import type { PeerCertificate } from "node:tls";
 import type { Logger } from "pino";
 import { assert } from "../../common/assert.js";
 import type { QuorumMessage } from "../../consensus/messages.js";
@@ -78,12 +85,26 @@ export interface PeerTransportHandlers {
   quorumStreamClosed(peer: number): void;
 }
 
+/** Credentials for mutual TLS between servers; absent = plain text. */
+export interface PeerTransportSecurity {
+  /** For the quorum and election ports (called once per port). */
+  serverCredentials(): grpc.ServerCredentials;
+  /** For calls to other members (called once). */
+  channelCredentials(): grpc.ChannelCredentials;
+  /**
+   * Whether the verified certificate of an incoming call may speak for `member` (the id its
+   * metadata names): undefined if so, else why not (the call is refused with PERMISSION_DENIED).
+   */
+  verifyCaller?(member: PeerMember, certificate: PeerCertificate | undefined): string | undefined;
+}
+
 export interface PeerTransportOptions {
   myId: number;
   members: readonly PeerMember[];
   logger: Logger;
   handlers: PeerTransportHandlers;
   limits?: Partial<PeerLimits>;
+  security?: PeerTransportSecurity;
 }
 
 /** Running totals, for logs, metrics and tests. */
@@ -119,6 +140,19 @@ type StreamState = "pending" | "open" | "closed";
 
 function formatAddress(host: string, port: number): string {
   return host.includes(":") && !host.startsWith("[") ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+/** Whether a failed call's details tell of a peer certificate this server did not accept. */
+function isCertificateRefused(details: string): boolean {
+  return /certificate|ssl|tls|alert|handshake|self.signed|issuer/i.test(details);
+}
+
+/**
+ * Whether they tell of a connection the peer dropped while it was being set up: with TLS, what a
+ * server sees when the peer refuses its certificate (grpc-js gives no more detail).
+ */
+function isDroppedWhileConnecting(details: string): boolean {
+  return /ECONNRESET|EPIPE|Failed to connect|socket closed|connection dropped/i.test(details);
 }
 
 function callerId(metadata: grpc.Metadata): number | undefined {
@@ -482,6 +516,11 @@ export class PeerTransport {
   /** Every quorum stream not yet ended (both sides), for stop(). */
   private readonly liveStreams = new Set<QuorumStream>();
 
+  private readonly security: PeerTransportSecurity | undefined;
+  private channelCredentials: grpc.ChannelCredentials | undefined;
+  /** Links ("election 3", "quorum 1") whose TLS failure was logged, until they work again. */
+  private readonly tlsFailuresLogged = new Set<string>();
+
   private readonly toFlush: Flushable[] = [];
   private flushScheduled = false;
   private readonly events: HandlerEvent[] = [];
@@ -492,6 +531,7 @@ export class PeerTransport {
     this.myId = options.myId;
     this.limits = peerLimits(options.limits);
     this.handlers = options.handlers;
+    this.security = options.security;
     for (const member of options.members) {
       assert(Number.isSafeInteger(member.id) && member.id > 0 && member.id <= 0xffffffff, `server id ${member.id}`);
       assert(!this.members.has(member.id), `server id ${member.id} listed twice`);
@@ -523,7 +563,7 @@ export class PeerTransport {
         "grpc.max_send_message_length": this.limits.quorumMessageBytesMax,
       });
       this.quorumServer.addService(quorumServiceDefinition(), { Follow: (call: ServerCall) => this.acceptLearner(call) });
-      await bind(this.quorumServer, formatAddress(this.me.host, this.me.quorumPort));
+      await bind(this.quorumServer, formatAddress(this.me.host, this.me.quorumPort), this.serverCredentials());
       if (this.me.role === "participant") {
         this.electionServer = new grpc.Server({
           ...keepalive,
@@ -531,7 +571,7 @@ export class PeerTransport {
           "grpc.max_send_message_length": this.limits.electionMessageBytesMax,
         });
         this.electionServer.addService(electionServiceDefinition(), { Notify: (call: ServerCall) => this.acceptElection(call) });
-        await bind(this.electionServer, formatAddress(this.me.host, this.me.electionPort));
+        await bind(this.electionServer, formatAddress(this.me.host, this.me.electionPort), this.serverCredentials());
       }
       // stop() while binding: it shut down whatever existed then; this finishes the job.
       if (this.phase !== "starting") throw new Error("peer transport stopped while starting");
@@ -547,6 +587,7 @@ export class PeerTransport {
         quorumAddress: formatAddress(this.me.host, this.me.quorumPort),
         electionAddress: this.me.role === "participant" ? formatAddress(this.me.host, this.me.electionPort) : null,
         members: [...this.members.keys()],
+        tls: this.security !== undefined,
       },
       "peer transport listening",
     );
@@ -681,6 +722,7 @@ export class PeerTransport {
       }
       link.confirmed = true;
       link.backoffMs = this.limits.reconnectBackoffMsMin;
+      this.tlsFailuresLogged.delete(`election ${member.id}`);
       logger.debug("election stream up");
       outbox.markReady();
     });
@@ -692,6 +734,7 @@ export class PeerTransport {
     call.on("error", (error: grpc.ServiceError) => {
       if (link.call !== call) return;
       logger.debug({ code: grpc.status[error.code], details: error.details }, "election stream failed");
+      this.noteTlsFailure(logger, `election ${member.id}`, error.details);
       this.electionLinkFailed(link, call);
     });
     call.on("status", () => this.electionLinkFailed(link, call));
@@ -853,6 +896,7 @@ export class PeerTransport {
       }
       link.backoffMs = this.limits.reconnectBackoffMsMin;
       link.failures = 0;
+      this.tlsFailuresLogged.delete(`quorum ${link.leaderId}`);
       logger.info("quorum stream to the leader open");
       stream.markOpen();
     });
@@ -862,6 +906,7 @@ export class PeerTransport {
       const wasOpen = stream.state === "open";
       const level = link.failures++ === 0 ? "info" : "debug";
       logger[level]({ code: grpc.status[status.code], details: status.details, wasOpen }, "quorum stream to the leader ended");
+      this.noteTlsFailure(logger, `quorum ${link.leaderId}`, status.details);
       stream.ended();
     };
     call.on("error", done);
@@ -941,7 +986,28 @@ export class PeerTransport {
     if (id === this.myId || !this.members.has(id)) return refuse(grpc.status.PERMISSION_DENIED, `server ${id} is not a member`);
     const version = call.metadata.get(PEER_PROTOCOL_METADATA)[0];
     if (version !== String(PEER_PROTOCOL_VERSION)) return refuse(grpc.status.FAILED_PRECONDITION, `peer protocol ${String(version)}, expected ${PEER_PROTOCOL_VERSION}`);
+    const refusal = this.security?.verifyCaller?.(this.members.get(id)!, call.getAuthContext().sslPeerCertificate);
+    if (refusal !== undefined) return refuse(grpc.status.PERMISSION_DENIED, `server ${id}: ${refusal}`);
     return id;
+  }
+
+  private serverCredentials(): grpc.ServerCredentials {
+    return this.security?.serverCredentials() ?? grpc.ServerCredentials.createInsecure();
+  }
+
+  /**
+   * With TLS, logs at warn (once, until the link works again) a link that failed because a
+   * certificate was refused: the peer's by this server, or (most likely) this server's by the peer.
+   */
+  private noteTlsFailure(logger: Logger, link: string, details: string): void {
+    if (this.security === undefined || this.tlsFailuresLogged.has(link)) return;
+    if (isCertificateRefused(details)) {
+      this.tlsFailuresLogged.add(link);
+      logger.warn({ details }, "peer link failed its TLS handshake: this server does not accept the peer's certificate");
+    } else if (isDroppedWhileConnecting(details)) {
+      this.tlsFailuresLogged.add(link);
+      logger.warn({ details }, "peer link failed its TLS handshake: the peer dropped the connection, as it does when it does not accept this server's certificate");
+    }
   }
 
   private callMetadata(): grpc.Metadata {
@@ -957,7 +1023,7 @@ export class PeerTransport {
       const messageBytesMax = service === "quorum" ? this.limits.quorumMessageBytesMax : this.limits.electionMessageBytesMax;
       client = new grpc.Client(
         formatAddress(member.host, service === "quorum" ? member.quorumPort : member.electionPort),
-        grpc.credentials.createInsecure(),
+        (this.channelCredentials ??= this.security?.channelCredentials() ?? grpc.credentials.createInsecure()),
         {
           "grpc.max_receive_message_length": messageBytesMax,
           "grpc.max_send_message_length": messageBytesMax,
@@ -1061,9 +1127,9 @@ export class PeerTransport {
   }
 }
 
-function bind(server: grpc.Server, address: string): Promise<number> {
+function bind(server: grpc.Server, address: string, credentials: grpc.ServerCredentials): Promise<number> {
   return new Promise((resolve, reject) => {
-    server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (error, port) => (error ? reject(error) : resolve(port)));
+    server.bindAsync(address, credentials, (error, port) => (error ? reject(error) : resolve(port)));
   });
 }
 

@@ -71,7 +71,7 @@ export function fourLetterWordContext(source: FourLetterWordSource): FourLetterW
         }),
     config: {
       clientPort: config.zkClientPort,
-      secureClientPort: -1,
+      secureClientPort: config.secureZkClientPort,
       dataDir: config.dataDir,
       dataDirSizeBytes: 0,
       dataLogDir: config.dataDir,

@@ -7,13 +7,21 @@
  * bytes may be a four-letter word instead of a frame length; it is answered as text and closed.
  * A malformed frame, an oversized length or a record that does not decode closes that connection
  * with one log line; nothing a client sends can throw out of here or touch another connection.
+ *
+ * The same door serves ZooKeeper's secureClientPort: the connection handling is the same, over
+ * node:tls. A client certificate the server verified gives the connection its x509 id (and the
+ * super id for the configured x509 super user) before its first byte is read, as ZooKeeper's
+ * Netty secure port does once the handshake is done.
  */
 import { createServer, type Server, type Socket } from "node:net";
+import { createServer as createTlsServer, type TLSSocket } from "node:tls";
 import type { Logger } from "pino";
 import { ZkErrorCode } from "../../common/errors.js";
 import type { DataTree } from "../../store/data-tree.js";
 import type { Id, WatchEvent } from "../../store/types.js";
-import { initialAuthInfo, remoteAddressOfPeer } from "../auth.js";
+import { certificateAuthIds, initialAuthInfo, remoteAddressOfPeer, type CertificateAuthOptions } from "../auth.js";
+import type { TlsClientAuth } from "../config.js";
+import { subjectOfPeer, tlsServerOptions, type PemFiles } from "../tls.js";
 import type { ClientConnection, RequestPipeline } from "../pipeline.js";
 import type { Reply } from "../requests.js";
 import { SESSION_PASSWORD_BYTES, type SessionOpener } from "../session-opener.js";
@@ -42,6 +50,15 @@ export interface ZkClientServiceDeps {
   fourLetterWordContext(): FourLetterWordContext;
   nowMs(): number;
   logger: Logger;
+  /** Shared by the plain and secure ports: srvr and mntr report the server's totals, as ZooKeeper's ServerStats. */
+  totals?: PortStats;
+}
+
+/** The secure port's TLS: the certificate files (watched) and ZooKeeper's ssl.clientAuth. */
+export interface ZkTlsOptions {
+  files: PemFiles;
+  clientAuth: TlsClientAuth;
+  certificateAuth: CertificateAuthOptions;
 }
 
 /** What `cons` and `mntr` report of one connection (ZooKeeper's ServerCnxn stats). */
@@ -94,17 +111,34 @@ export class ZkClientService {
   /** Every open socket, ended connections' included: a stop must not wait for a client to hang up. */
   private readonly sockets = new Set<Socket>();
   private nextConnectionId = 1;
-  readonly totals = new PortStats();
 
   private constructor(
     private readonly server: Server,
     readonly port: number,
+    readonly totals: PortStats,
   ) {}
 
-  static async listen(host: string, port: number, deps: ZkClientServiceDeps): Promise<ZkClientService> {
-    const server = createServer({ noDelay: true });
+  /** Listens on host:port; with `tls`, every connection is a TLS one (ZooKeeper's secureClientPort). */
+  static async listen(host: string, port: number, deps: ZkClientServiceDeps, tls?: ZkTlsOptions): Promise<ZkClientService> {
     let service: ZkClientService | undefined;
-    server.on("connection", (socket) => service?.accept(socket, deps));
+    let server: Server;
+    if (tls === undefined) {
+      server = createServer({ noDelay: true });
+      server.on("connection", (socket: Socket) => {
+        service?.track(socket);
+        service?.accept(socket, deps, []);
+      });
+    } else {
+      const tlsServer = createTlsServer({ ...tlsServerOptions(tls.files.current, tls.clientAuth), noDelay: true });
+      tls.files.onChange((material) => tlsServer.setSecureContext(tlsServerOptions(material, tls.clientAuth)));
+      // Tracked from the TCP accept: a stop must not wait for a handshake that never ends.
+      tlsServer.on("connection", (socket: Socket) => service?.track(socket));
+      tlsServer.on("secureConnection", (socket: TLSSocket) => service?.acceptTls(socket, deps, tls));
+      tlsServer.on("tlsClientError", (error: Error, socket: TLSSocket) => {
+        deps.logger.info({ peer: `${socket.remoteAddress ?? ""}:${socket.remotePort ?? 0}`, reason: error.message }, "TLS handshake on the secure ZooKeeper port failed");
+      });
+      server = tlsServer;
+    }
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
       server.listen({ host, port, exclusive: true }, () => {
@@ -113,7 +147,7 @@ export class ZkClientService {
       });
     });
     const address = server.address();
-    service = new ZkClientService(server, typeof address === "object" && address !== null ? address.port : port);
+    service = new ZkClientService(server, typeof address === "object" && address !== null ? address.port : port, deps.totals ?? new PortStats());
     server.on("error", (error) => deps.logger.error({ err: error }, "ZooKeeper client port error"));
     return service;
   }
@@ -126,11 +160,24 @@ export class ZkClientService {
     return [...this.connections].map((connection) => connection.stats());
   }
 
-  private accept(socket: Socket, deps: ZkClientServiceDeps): void {
+  private track(socket: Socket): void {
     this.sockets.add(socket);
     socket.once("close", () => this.sockets.delete(socket));
-    const connection = new ZkWireConnection(this.nextConnectionId++, socket, deps, this.totals, () => this.connections.delete(connection));
+  }
+
+  private accept(socket: Socket, deps: ZkClientServiceDeps, certificateIds: readonly Id[]): void {
+    const connection = new ZkWireConnection(this.nextConnectionId++, socket, deps, this.totals, certificateIds, () => this.connections.delete(connection));
     this.connections.add(connection);
+  }
+
+  /** A connection whose handshake is done: its verified certificate, if any, is its x509 identity. */
+  private acceptTls(socket: TLSSocket, deps: ZkClientServiceDeps, tls: ZkTlsOptions): void {
+    // With clientAuth "want", an unverified certificate is let in without an identity.
+    const subject = socket.authorized ? subjectOfPeer(socket.getPeerCertificate()) : undefined;
+    const certificateIds = subject === undefined ? [] : certificateAuthIds(subject, tls.certificateAuth);
+    this.track(socket);
+    if (certificateIds.length > 0) deps.logger.debug({ peer: `${socket.remoteAddress ?? ""}:${socket.remotePort ?? 0}`, x509: subject }, "client authenticated by its certificate");
+    this.accept(socket, deps, certificateIds);
   }
 
   /** Stops listening and drops every connection (their sessions live on, as on any server stop). */
@@ -180,11 +227,12 @@ class ZkWireConnection implements ClientConnection {
     private readonly socket: Socket,
     private readonly deps: ZkClientServiceDeps,
     private readonly totals: PortStats,
+    readonly certificateIds: readonly Id[],
     private readonly onClosed: () => void,
   ) {
     const address = socket.remoteAddress ?? "";
     this.remoteAddress = remoteAddressOfPeer(`${address}:${socket.remotePort ?? 0}`);
-    this.authInfo = initialAuthInfo(this.remoteAddress);
+    this.authInfo = initialAuthInfo(this.remoteAddress, certificateIds);
     this.logger = deps.logger.child({ zkConnection: id, peer: `${this.remoteAddress}:${socket.remotePort ?? 0}` });
     socket.on("data", (chunk: Buffer) => this.onData(chunk));
     socket.on("end", () => this.gone());
