@@ -191,7 +191,8 @@ export class ConsoleService implements AdminExtension {
     if (this.client === undefined) {
       const address = this.deps.clientAddress();
       if (address === undefined) throw new ZkError("CONNECTIONLOSS", "the client port is not listening yet");
-      const connecting = Client.connect(address, { sessionTimeoutMs: 30_000, connectTimeoutMs: 5_000, logger: this.deps.logger.child({ component: "console" }) });
+      const tls = this.deps.clientTls();
+      const connecting = Client.connect(address, { sessionTimeoutMs: 30_000, connectTimeoutMs: 5_000, logger: this.deps.logger.child({ component: "console" }), ...(tls ? { tls } : {}) });
       this.client = connecting;
       connecting.then(
         (client) => {

@@ -7,7 +7,7 @@ import { mkdirSync } from "node:fs";
 import { GRPC_SERVER_CHANNEL_OPTIONS } from "../protocol/client-wire.js";
 import { checkServerIdentity } from "node:tls";
 import { clientTlsFiles, quorumTlsFiles, type ServerConfig } from "./config.js";
-import { channelCredentials, PemFiles, serverCredentials } from "./tls.js";
+import { channelCredentials, PemFiles, selfConnectionTls, serverCredentials } from "./tls.js";
 import { ServerDatabase, hex } from "./database.js";
 import { clientServiceDefinition, clientServiceHandlers } from "./grpc-client-service.js";
 import { SessionIdGenerator, SessionOpener } from "./session-opener.js";
@@ -247,6 +247,7 @@ export class CorralServer {
           status,
           metrics,
           clientAddress: () => (clientPortBound === undefined ? undefined : `${clientHost.includes(":") ? `[${clientHost}]` : clientHost}:${clientPortBound}`),
+          clientTls: () => (config.clientPortTls && tls.client ? selfConnectionTls(tls.client.current) : undefined),
           logger,
           nowMs: now,
         });

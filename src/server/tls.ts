@@ -255,3 +255,19 @@ export function subjectOfPeer(certificate: PeerCertificate | undefined): string 
     return undefined;
   }
 }
+
+/**
+ * What a client of this server presents and checks when it connects to this server's own TLS
+ * port (the web console): this server's certificate and key, its CAs, and the first DNS name its
+ * certificate carries (the loopback address it dials is rarely in the certificate).
+ */
+export function selfConnectionTls(material: PemMaterial): { ca?: Buffer; cert: Buffer; key: Buffer; servername?: string } {
+  let servername: string | undefined;
+  try {
+    const names = new X509Certificate(material.cert).subjectAltName ?? "";
+    servername = [...names.matchAll(/(?:^|, )DNS:([^,]+)/g)].map((m) => m[1]!).find((name) => !name.startsWith("*"));
+  } catch {
+    servername = undefined;
+  }
+  return { cert: material.cert, key: material.key, ...(material.ca === undefined ? {} : { ca: material.ca }), ...(servername === undefined ? {} : { servername }) };
+}

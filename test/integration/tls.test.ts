@@ -114,6 +114,7 @@ describe("a standalone server with TLS on its gRPC port and a secure ZooKeeper p
       dataDir: dir.path,
       zkPort: await freePort(),
       secureZkPort: await freePort(),
+      adminPort: await freePort(),
       logLevel: "info",
       extraArgs: [
         "--client-port-tls", "true",
@@ -146,6 +147,19 @@ describe("a standalone server with TLS on its gRPC port and a secure ZooKeeper p
     } finally {
       await zk.close();
     }
+  });
+
+  test("the web console reads the tree through the server's own TLS-only client port, as the server's certificate", async () => {
+    const zk = await connect(certs.alice);
+    try {
+      await zk.create("/console-over-tls", "seen by the console");
+    } finally {
+      await zk.close();
+    }
+    const answer = await fetch(`${server.adminUrl}/console/api/node?path=${encodeURIComponent("/console-over-tls")}`);
+    const body = (await answer.json()) as { data?: { text?: string } };
+    assert.equal(answer.status, 200, JSON.stringify(body));
+    assert.match(JSON.stringify(body.data), /seen by the console/);
   });
 
   test("a client without a certificate is refused on both TLS ports, and the SDK gets no session", async () => {

@@ -113,6 +113,11 @@ export interface AdminExtensionContext {
   metrics: ServerMetrics;
   /** host:port of this server's gRPC client port, once it listens. */
   clientAddress: () => string | undefined;
+  /**
+   * When that port speaks TLS: the server's own current certificate, key and CAs, and the name its
+   * certificate carries, for a client of this server to present and check (a self-connection).
+   */
+  clientTls: () => { ca?: Buffer; cert: Buffer; key: Buffer; servername?: string } | undefined;
   logger: Logger;
   nowMs: () => number;
 }
