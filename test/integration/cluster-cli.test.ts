@@ -10,59 +10,21 @@
  * — reach every member; changed between runs, they keep the data dir.
  */
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
-import { createServer, type Server } from "node:net";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { test } from "node:test";
 import { Client, CREATOR_ALL_ACL, generateDigest, setQuota } from "../../src/index.js";
-import { TEST_PORT_MAX, TEST_PORT_MIN } from "../helpers/server-process.js";
 import { fourLetterWord } from "../helpers/four-letter-word.js";
+import { CLI, freeRange, runScript } from "../helpers/cli-process.js";
 import { makeTempDir } from "../helpers/temp-dir.js";
 import { waitFor } from "../helpers/wait.js";
 import { withCode } from "../helpers/zk-error.js";
 
-const CLI = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
 
-function run(args: string[], env: NodeJS.ProcessEnv = {}) {
-  const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, CORRAL_LOG_LEVEL: "warn", ...env } });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c));
-  child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c));
-  const exit = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)));
-  return { child, exit, out: () => stdout, err: () => stderr };
-}
+const run = (args: string[], env: NodeJS.ProcessEnv = {}) => runScript(CLI, args, env);
 
-function listen(port: number): Promise<Server> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(port, "127.0.0.1", () => resolve(server));
-  });
-}
 
-/** `count` consecutive ports, all free right now, none in `taken`. */
-async function freeRange(count: number, taken: Set<number>): Promise<number> {
-  for (let attempt = 0; attempt < 200; attempt++) {
-    const base = TEST_PORT_MIN + Math.floor(Math.random() * (TEST_PORT_MAX - TEST_PORT_MIN - count));
-    const ports = Array.from({ length: count }, (_, i) => base + i);
-    if (ports.some((p) => taken.has(p))) continue;
-    const held: Server[] = [];
-    try {
-      for (const port of ports) held.push(await listen(port));
-      for (const port of ports) taken.add(port);
-      return base;
-    } catch {
-      // one of them is in use: try elsewhere
-    } finally {
-      await Promise.all(held.map((s) => new Promise((resolve) => s.close(resolve))));
-    }
-  }
-  throw new Error("no free port range found");
-}
 
 async function portRanges(count: number): Promise<string[]> {
   const taken = new Set<number>();
