@@ -26,20 +26,31 @@ export function portIsFree(port: number): Promise<boolean> {
   });
 }
 
-/** A port, free right now, outside the ephemeral range. */
+/**
+ * Ports this test process has handed out: nothing binds a port between freePort and the server's
+ * start, so without this two calls (the ports of one cluster's members, say) could get the same
+ * one, and the server refuses the duplicate (CI: a recipes cluster member exited with code 2).
+ */
+const handedOut = new Set<number>();
+
+/** A port, free right now, outside the ephemeral range, and never handed out before by this process. */
 export async function freePort(): Promise<number> {
   for (let attempt = 0; attempt < 500; attempt++) {
     const port = TEST_PORT_MIN + Math.floor(Math.random() * (TEST_PORT_MAX - TEST_PORT_MIN));
-    if (await portIsFree(port)) return port;
+    if (handedOut.has(port)) continue;
+    if (await portIsFree(port)) {
+      handedOut.add(port);
+      return port;
+    }
   }
   throw new Error("no free port found");
 }
 
-async function waitForPort(port: number, child: ChildProcess, deadlineMs: number): Promise<void> {
+async function waitForPort(port: number, child: ChildProcess, deadlineMs: number, lastWords: () => string): Promise<void> {
   const started = Date.now();
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) {
-      throw new Error(`server exited before listening (code ${child.exitCode}, signal ${child.signalCode})`);
+      throw new Error(`server exited before listening (code ${child.exitCode}, signal ${child.signalCode}): ${lastWords().slice(-1_000)}`);
     }
     const open = await new Promise<boolean>((resolve) => {
       const socket = connect({ host: "127.0.0.1", port });
@@ -172,7 +183,7 @@ export class ServerProcess {
     });
     this.child = child;
     this.closed = new Promise((resolve) => child.once("close", (code) => resolve(code)));
-    await waitForPort(this.port, child, 20_000);
+    await waitForPort(this.port, child, 20_000, () => this.stderr);
   }
 
   /** kill -9: no chance to flush anything. */

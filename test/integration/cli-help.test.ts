@@ -27,8 +27,8 @@ function run(args: string[]): Promise<{ code: number | null; stdout: string; std
 
 /** The flags a usage lists as options: rows starting "  --flag", and "[--flag ...]" in a synopsis. */
 function listedFlags(usage: string): Set<string> {
-  const rows = [...usage.matchAll(/^ {2}--([a-z-]+)/gm)].map((m) => m[1]!);
-  const synopsis = [...usage.matchAll(/\[--([a-z-]+)[ \]]/g)].map((m) => m[1]!);
+  const rows = [...usage.matchAll(/^ {2}--([a-z0-9-]+)/gm)].map((m) => m[1]!);
+  const synopsis = [...usage.matchAll(/\[--([a-z0-9-]+)[ \]]/g)].map((m) => m[1]!);
   return new Set([...rows, ...synopsis]);
 }
 
