@@ -8,6 +8,7 @@ import { execFile } from "node:child_process";
 import { randomBytes, X509Certificate } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { connect as connectTls, type ConnectionOptions } from "node:tls";
 import { promisify } from "node:util";
 import { makeTempDir } from "./temp-dir.js";
 
@@ -127,5 +128,19 @@ async function openssl(args: string[]): Promise<void> {
   } catch (error) {
     const e = error as { stderr?: string; message: string };
     throw new Error(`openssl ${args.slice(0, 2).join(" ")} failed: ${e.stderr ?? e.message}`);
+  }
+}
+
+/** The serial number (upper-case hex) of the certificate a TLS port on 127.0.0.1 presents now. */
+export async function presentedSerial(port: number, options: ConnectionOptions): Promise<string> {
+  const socket = connectTls({ host: "127.0.0.1", port, ...options });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      socket.once("secureConnect", () => resolve());
+      socket.once("error", reject);
+    });
+    return socket.getPeerCertificate().serialNumber.toUpperCase();
+  } finally {
+    socket.destroy();
   }
 }

@@ -8,11 +8,10 @@ import assert from "node:assert/strict";
 import * as grpc from "@grpc/grpc-js";
 import { copyFileSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { connect as connectTls, type ConnectionOptions } from "node:tls";
 import { after, before, describe, test } from "node:test";
 import { Client, Perms, type ClientTlsOptions } from "../../src/index.js";
 import { PEER_PROTOCOL_METADATA, PEER_PROTOCOL_VERSION, quorumServiceDefinition, SERVER_ID_METADATA } from "../../src/server/peer/peer-wire.js";
-import { makeTestPki, type IssuedCertificate, type TestPki } from "../helpers/certificates.js";
+import { makeTestPki, presentedSerial, type IssuedCertificate, type TestPki } from "../helpers/certificates.js";
 import { waitForLeader } from "../helpers/cluster-client.js";
 import { ClusterProcess, lastRoleLine, rolesOf } from "../helpers/cluster-process.js";
 import { waitFor } from "../helpers/wait.js";
@@ -23,19 +22,6 @@ function tlsConfig(pki: TestPki, server: IssuedCertificate): Record<string, unkn
   return { sslQuorum: true, clientPortTls: true, tlsCertFile: server.certFile, tlsKeyFile: server.keyFile, tlsCaFile: pki.trusted.caFile };
 }
 
-/** The serial number of the certificate a TLS port presents to a new connection (upper-case hex). */
-async function presentedSerial(port: number, options: ConnectionOptions): Promise<string> {
-  const socket = connectTls({ host: "127.0.0.1", port, ALPNProtocols: ["h2"], ...options });
-  try {
-    await new Promise<void>((resolve, reject) => {
-      socket.once("secureConnect", () => resolve());
-      socket.once("error", reject);
-    });
-    return socket.getPeerCertificate().serialNumber.toUpperCase();
-  } finally {
-    socket.destroy();
-  }
-}
 
 /** Calls Quorum.Follow on `address` as member `claimedId` with `credentials`; resolves with the status the call ended with. */
 async function followCall(address: string, credentials: grpc.ChannelCredentials, claimedId: number): Promise<grpc.StatusObject> {
@@ -125,7 +111,7 @@ describe("three voters over quorum mutual TLS", () => {
 
   test("a certificate replaced on disk is presented by every quorum and election port without a restart, and new links work with it", async () => {
     const entries = (JSON.parse(readFileSync(cluster.configFile, "utf8")) as { servers: { id: number; quorumPort: number; electionPort: number }[] }).servers;
-    const peerTls = { ca: pki.trusted.ca, cert: certs.server.cert, key: certs.server.key };
+    const peerTls = { ca: pki.trusted.ca, cert: certs.server.cert, key: certs.server.key, ALPNProtocols: ["h2"] };
     const ports = entries.flatMap((e) => [e.quorumPort, e.electionPort]);
     for (const port of ports) assert.equal(await presentedSerial(port, peerTls), certs.server.serialNumber);
     const renewed = await pki.trusted.issue({ subject: "/CN=corral peer", name: "renewed", serialNumber: "3003" });

@@ -15,7 +15,7 @@ import { connect as connectTls, type ConnectionOptions } from "node:tls";
 import { promisify } from "node:util";
 import { Client, CREATOR_ALL_ACL, Perms, type ClientTlsOptions } from "../../src/index.js";
 import { CreateRequest, decodeRecord, GetDataRequest, GetDataResponse, OpCode } from "../../src/server/zk-wire/records.js";
-import { makeTestPki, type IssuedCertificate, type TestPki } from "../helpers/certificates.js";
+import { makeTestPki, presentedSerial, type IssuedCertificate, type TestPki } from "../helpers/certificates.js";
 import { JuteClient } from "../helpers/jute-client.js";
 import { freePort, ServerProcess } from "../helpers/server-process.js";
 import { TcpProxy } from "../helpers/tcp-proxy.js";
@@ -30,19 +30,6 @@ const ZNONODE_NOAUTH = -102;
 const bytes = (text: string) => new TextEncoder().encode(text);
 const portOf = (hostPort: string) => Number(hostPort.slice(hostPort.lastIndexOf(":") + 1));
 
-/** The serial number of the certificate a TLS port presents to a new connection (upper-case hex). */
-async function presentedSerial(port: number, options: ConnectionOptions): Promise<string> {
-  const socket = connectTls({ host: "127.0.0.1", port, ...options });
-  try {
-    await new Promise<void>((resolve, reject) => {
-      socket.once("secureConnect", () => resolve());
-      socket.once("error", reject);
-    });
-    return socket.getPeerCertificate().serialNumber.toUpperCase();
-  } finally {
-    socket.destroy();
-  }
-}
 
 /**
  * Opens a TLS connection and waits until the server ends it; resolves with why (the TLS error the
