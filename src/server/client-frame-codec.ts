@@ -52,8 +52,8 @@ import {
 } from "../protocol/proto-writer.js";
 import { decodeUtf8 } from "../protocol/utf8.js";
 import type { Acl, CreateMode, OpResult, Stat, WatchEvent } from "../store/types.js";
-import type { ClientInfo } from "./acl.js";
-import type { ClientRequest, CreateRequest, MultiOpRequest, MultiReadOpRequest, ReadOpResult, Reply } from "./requests.js";
+import type { ClientInfo } from "../replica/acl.js";
+import type { ClientRequest, CreateRequest, MultiOpRequest, MultiReadOpRequest, ReadOpResult, Reply } from "../replica/requests.js";
 
 // -------------------------------------------------------------------------------------------------
 // Decoded frames.

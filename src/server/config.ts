@@ -11,7 +11,7 @@
 import { readFileSync } from "node:fs";
 import { limits } from "../common/constants.js";
 import { zabLimits } from "../consensus/constants.js";
-import { isValidDistinguishedName } from "./x509-name.js";
+import { isValidDistinguishedName } from "../replica/x509-name.js";
 
 export type ServerRole = "participant" | "observer";
 

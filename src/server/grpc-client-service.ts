@@ -12,11 +12,11 @@ import { FrameOutbox } from "../protocol/frame-outbox.js";
 import { corralServiceDefinition } from "../protocol/client-wire.js";
 import type { DataTree } from "../store/data-tree.js";
 import type { Id, WatchEvent } from "../store/types.js";
-import { certificateAuthIds, initialAuthInfo, remoteAddressOfPeer, type CertificateAuthOptions } from "./auth.js";
+import { certificateAuthIds, initialAuthInfo, remoteAddressOfPeer, type CertificateAuthOptions } from "../replica/auth.js";
 import { subjectOfPeer } from "./tls.js";
-import type { SessionOpener } from "./session-opener.js";
-import type { ClientConnection, RequestPipeline } from "./pipeline.js";
-import type { Reply } from "./requests.js";
+import type { SessionOpener } from "../replica/session-opener.js";
+import type { ClientConnection, RequestPipeline } from "../replica/pipeline.js";
+import type { Reply } from "../replica/requests.js";
 import {
   decodeClientFrame,
   encodeConnectResponseFrame,

@@ -7,11 +7,11 @@
  * pipeline, quorum peer, ZooKeeper port) when it is called.
  */
 import type { DataTree } from "../store/data-tree.js";
-import type { WriteBroadcast } from "./broadcast.js";
+import type { WriteBroadcast } from "../replica/broadcast.js";
 import type { ServerConfig } from "./config.js";
-import type { RequestPipeline } from "./pipeline.js";
-import type { ElectionSeen, LeaderStatus, QuorumPeer } from "./quorum-peer.js";
-import type { SessionTracker } from "./session-tracker.js";
+import type { RequestPipeline } from "../replica/pipeline.js";
+import type { ElectionSeen, LeaderStatus, QuorumPeer } from "../replica/quorum-peer.js";
+import type { SessionTracker } from "../replica/session-tracker.js";
 import { fourLetterWordContext } from "./zk-wire/four-letter-word-context.js";
 import type { FourLetterWordContext, FourLetterWordServerMode } from "./zk-wire/four-letter-words.js";
 import { PortStats, type ZkClientService } from "./zk-wire/zk-client-service.js";

@@ -8,23 +8,26 @@ import { GRPC_SERVER_CHANNEL_OPTIONS } from "../protocol/client-wire.js";
 import { checkServerIdentity } from "node:tls";
 import { clientTlsFiles, quorumTlsFiles, type ServerConfig } from "./config.js";
 import { channelCredentials, PemFiles, selfConnectionTls, serverCredentials } from "./tls.js";
-import { ServerDatabase, hex } from "./database.js";
+import { DiskStorage } from "./disk-storage.js";
+import { noPeers, systemClock, systemEntropy } from "./runtime-ports.js";
+import { buildReplica, type Replica } from "../replica/replica.js";
+import type { RecoveredState } from "../replica/ports.js";
+import { formatZxid as hex } from "../store/zxid.js";
 import { clientServiceDefinition, clientServiceHandlers } from "./grpc-client-service.js";
-import { SessionIdGenerator, SessionOpener } from "./session-opener.js";
+import { SessionIdGenerator, SessionOpener } from "../replica/session-opener.js";
 import { PortStats, ZkClientService } from "./zk-wire/zk-client-service.js";
 import { parseFourLetterWordWhitelist } from "./zk-wire/four-letter-words.js";
 import { ServerStatus } from "./server-status.js";
 import { adminHandler, HttpListener, metricsHandler, type AdminExtension, type AdminExtensionContext } from "./admin/http-listeners.js";
 import { readFileSync } from "node:fs";
 import type { Logger } from "./log.js";
-import { RequestPipeline } from "./pipeline.js";
+import { RequestPipeline } from "../replica/pipeline.js";
 import { ServerMetrics } from "./metrics.js";
-import { Prep, type PrepOptions } from "./prep.js";
-import { SessionTracker } from "./session-tracker.js";
-import { StandaloneBroadcast } from "./standalone-broadcast.js";
-import type { WriteBroadcast } from "./broadcast.js";
+import { Prep, type PrepOptions } from "../replica/prep.js";
+import { SessionTracker } from "../replica/session-tracker.js";
+import type { WriteBroadcast } from "../replica/broadcast.js";
 import { PeerTransport, type PeerTransportSecurity } from "./peer/peer-transport.js";
-import { ClusterBroadcast, ClusterSessionActivity, QuorumPeer } from "./quorum-peer.js";
+import { ClusterBroadcast, ClusterSessionActivity, QuorumPeer } from "../replica/quorum-peer.js";
 import { DISK_FAULT_ENV, type DiskFaultPlan } from "./disk-faults.js";
 import { CleanupScanner } from "../store/cleanup-scan.js";
 
@@ -59,18 +62,15 @@ export interface ServerHooks {
 }
 
 export class CorralServer {
-  private expiryTimer: NodeJS.Timeout | undefined;
-  private cleanupTimer: NodeJS.Timeout | undefined;
   private stopping: Promise<void> | undefined;
 
   private constructor(
     readonly config: ServerConfig,
     readonly clientPort: number,
     private readonly grpcServer: grpc.Server,
-    private readonly database: ServerDatabase,
-    private readonly pipeline: RequestPipeline,
+    private readonly replica: Replica,
+    private readonly storage: DiskStorage,
     private readonly logger: Logger,
-    private readonly quorumPeer: QuorumPeer | undefined,
     private readonly transport: PeerTransport | undefined,
     readonly metrics: ServerMetrics,
     private readonly zkService: ZkClientService | undefined,
@@ -106,14 +106,13 @@ export class CorralServer {
     }
     const metrics = new ServerMetrics();
     const loadStartedMs = performance.now();
-    let database: ServerDatabase;
+    let storage: DiskStorage;
+    let recovered: RecoveredState;
     try {
-      database = await ServerDatabase.open(
+      ({ storage, recovered } = await DiskStorage.open(
         config.dataDir,
         {
-          snapshotEveryTxns: config.snapshotEveryTxns,
           snapshotRetainCount: config.snapshotRetainCount,
-          replayLog: !clustered,
           // Whichever write fails the log — a group-commit batch, an epoch, a truncation, the purge
           // after a background snapshot — the server stops at once rather than carry on with a dead log.
           log: { onFailed: onFatal, onBatchDurable: (records, ms) => metrics.logBatchDurable(records, ms), ...(faults ? { faults } : {}) },
@@ -121,75 +120,57 @@ export class CorralServer {
           ...(faults ? { snapshotFaults: faults } : {}),
         },
         logger,
-      );
+      ));
     } catch (error) {
       metrics.close();
       throw error;
     }
     metrics.databaseLoaded(performance.now() - loadStartedMs);
-    const now = () => Date.now();
-    const tracker = new SessionTracker(config.tickMs, now);
-    const requestObserver = { nowMs: () => performance.now(), answered: (kind: "read" | "update", ms: number) => metrics.requestAnswered(kind, ms) };
-    const authOptions = { superDigest: config.superDigest };
-    const prepOptions: PrepOptions = {
-      ttlNodesEnabled: config.ttlNodesEnabled,
-      enforceQuota: config.enforceQuota,
-      onQuotaExceeded: (event) => {
-        metrics.quotaLimitExceeded(event);
-        logger.warn(event, "quota exceeded");
-      },
-    };
-
-    let broadcast: WriteBroadcast;
-    let pipeline: RequestPipeline;
-    let quorumPeer: QuorumPeer | undefined;
+    const now = () => systemClock.nowMs();
+    let replica: Replica | undefined;
     let transport: PeerTransport | undefined;
-    let standalone: StandaloneBroadcast | undefined;
     if (clustered) {
-      const clusterBroadcast = new ClusterBroadcast();
-      const activity = new ClusterSessionActivity();
-      broadcast = clusterBroadcast;
-      pipeline = new RequestPipeline(database, clusterBroadcast, activity, authOptions, requestObserver);
-      let peerRef: QuorumPeer | undefined;
       transport = new PeerTransport({
         myId: config.serverId,
         members: config.servers,
         logger,
         ...(tls.peerSecurity === undefined ? {} : { security: tls.peerSecurity }),
         handlers: {
-          notification: (n) => peerRef?.onNotification(n),
-          quorumMessage: (from, m) => peerRef?.onQuorumMessage(from, m),
+          notification: (n) => replica?.onNotification(n),
+          quorumMessage: (from, m) => replica?.onQuorumMessage(from, m),
           quorumStreamOpened: () => {},
-          quorumStreamClosed: (peer) => peerRef?.onQuorumStreamClosed(peer),
+          quorumStreamClosed: (peer) => replica?.onQuorumStreamClosed(peer),
         },
       });
-      const unsafeCommitOnOwnAck = hooks.unsafeCommitOnOwnAck === true;
-      if (unsafeCommitOnOwnAck) logger.warn("TEST ONLY: CORRAL_TEST_UNSAFE_SOLO_COMMIT=1: as leader this server commits without a quorum and loses writes");
-      quorumPeer = new QuorumPeer({ config, prepOptions, database, transport, pipeline, tracker, broadcast: clusterBroadcast, activity, logger, nowMs: now, onFatal, unsafeCommitOnOwnAck, metrics });
-      peerRef = quorumPeer;
-    } else {
-      const prep = new Prep(database.tree, prepOptions);
-      standalone = new StandaloneBroadcast(database, prep, now, onFatal);
-      broadcast = standalone;
-      pipeline = new RequestPipeline(database, broadcast, tracker, authOptions, requestObserver);
-      // Sessions restored from disk get a full timeout from now, as ZooKeeper does at start-up.
-      for (const [sessionId, record] of database.tree.sessions) tracker.touch(sessionId, record.timeoutMs);
     }
-    database.onApply((txn, result, deliveries) => pipeline.applied(txn, result, deliveries));
+    const unsafeCommitOnOwnAck = hooks.unsafeCommitOnOwnAck === true;
+    if (unsafeCommitOnOwnAck) logger.warn("TEST ONLY: CORRAL_TEST_UNSAFE_SOLO_COMMIT=1: as leader this server commits without a quorum and loses writes");
+    // A standalone server is a cluster of one voter: the same replica, with nobody to talk to.
+    const members = clustered ? config.servers : [{ id: config.serverId, role: "participant" as const }];
+    replica = buildReplica(
+      { ...config, servers: members },
+      {
+        storage,
+        recovered,
+        peers: transport ?? noPeers,
+        clock: systemClock,
+        entropy: systemEntropy,
+        logger,
+        metrics,
+        requestObserver: { nowMs: () => performance.now(), answered: (kind, ms) => metrics.requestAnswered(kind, ms) },
+        onFatal,
+        ...(unsafeCommitOnOwnAck ? { unsafeCommitOnOwnAck } : {}),
+      },
+    );
+    const { pipeline, sessions, broadcast, tracker } = replica;
+    const database = replica.database;
+    const quorumPeer = clustered ? replica.peer : undefined;
 
     const grpcServer = new grpc.Server({
       ...GRPC_SERVER_CHANNEL_OPTIONS,
       "grpc.keepalive_permit_without_calls": 1,
       "grpc.keepalive_time_ms": 10_000,
       "grpc.keepalive_timeout_ms": 5_000,
-    });
-    // One opener for both doors: one session id sequence, one way to open and resume a session.
-    const sessions = new SessionOpener({
-      state: database,
-      pipeline,
-      broadcast,
-      sessionIds: new SessionIdGenerator(config.serverId, now()),
-      negotiateTimeoutMs: (requested) => Math.min(config.maxSessionTimeoutMs, Math.max(config.minSessionTimeoutMs, requested)),
     });
     const certificateAuth = { x509SuperUser: config.x509SuperUser };
     grpcServer.addService(clientServiceDefinition(), clientServiceHandlers({ serverId: config.serverId, state: database, pipeline, sessions, logger, certificateAuth }));
@@ -267,20 +248,17 @@ export class CorralServer {
       await zkService?.close();
       await secureZkService?.close();
       await transport?.stop();
-      await database.close();
+      await storage.close();
       metrics.close();
       for (const files of tls.all) files.stop();
       throw error;
     }
     for (const files of tls.all) files.watch();
-    const server = new CorralServer(config, clientPort, grpcServer, database, pipeline, logger, quorumPeer, transport, metrics, zkService, status, metricsListener, adminListener, adminExtension, secureZkService, tls.all);
-    if (quorumPeer) {
-      await quorumPeer.start();
-    } else {
-      server.expiryTimer = setInterval(() => server.expireSessions(tracker), config.tickMs);
-      if (standalone) server.startCleanup(standalone, now);
-      logger.info({ role: "standalone", lastZxid: hex(database.tree.lastProcessedZxid) }, "role changed");
-    }
+    const server = new CorralServer(config, clientPort, grpcServer, replica, storage, logger, transport, metrics, zkService, status, metricsListener, adminListener, adminExtension, secureZkService, tls.all);
+    replica.start();
+    // A standalone server answers clients as soon as start returns: its one-voter election and epoch
+    // take a few milliseconds.
+    if (!clustered) await new Promise<void>((resolve) => replica.peer.whenServing(resolve));
     logger.info(
       {
         clientAddress: `${config.clientHost}:${clientPort}`,
@@ -324,41 +302,16 @@ export class CorralServer {
 
   /** Write a snapshot now (tests use it to take one mid-load). */
   snapshot(): Promise<void> {
-    return this.database.takeSnapshot();
-  }
-
-  /** A standalone server is its own leader: it deletes empty containers and expired TTL nodes itself. */
-  private startCleanup(broadcast: StandaloneBroadcast, now: () => number): void {
-    const { containerCheckIntervalMs: intervalMs, containerMaxPerMinute: maxPerMinute } = this.config;
-    const scanner = new CleanupScanner({ intervalMs, maxPerMinute });
-    // Polled several times an interval so that a scan runs close to when it is due.
-    const pollMs = Math.min(1_000, Math.max(10, Math.floor(intervalMs / 4)));
-    const poll = (): void => {
-      const nowMs = now();
-      const count = broadcast.deleteContainers(scanner.poll(this.database.tree, nowMs), nowMs);
-      if (count > 0) this.logger.info({ count }, "deleting empty containers and expired TTL nodes");
-    };
-    poll();
-    this.cleanupTimer = setInterval(poll, pollMs);
-  }
-
-  private expireSessions(tracker: SessionTracker): void {
-    for (const sessionId of tracker.collectExpired()) {
-      this.logger.info({ session: "0x" + BigInt.asUintN(64, sessionId).toString(16) }, "session expired");
-      this.pipeline.expire(sessionId);
-    }
+    return new Promise((resolve) => this.replica.takeSnapshot(resolve));
   }
 
   stop(): Promise<void> {
     this.stopping ??= (async () => {
-      clearInterval(this.expiryTimer);
-      clearInterval(this.cleanupTimer);
       // The console's own session closes while this server can still answer it.
       if (this.adminExtension) await Promise.race([this.adminExtension.close(), new Promise((resolve) => setTimeout(resolve, 1_000).unref())]);
-      await this.quorumPeer?.stop();
+      await new Promise<void>((resolve) => this.replica.stop(resolve));
       // The admin port goes first and the metrics port last: /readyz fails as soon as we stop.
       await this.adminListener?.close();
-      this.pipeline.reset();
       await this.zkService?.close();
       await this.secureZkService?.close();
       for (const files of this.tlsFiles) files.stop();
@@ -373,7 +326,7 @@ export class CorralServer {
         });
       });
       await this.transport?.stop();
-      await this.database.close();
+      await this.storage.close();
       await this.metricsListener?.close();
       this.metrics.close();
       this.logger.info("stopped");

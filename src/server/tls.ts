@@ -15,7 +15,7 @@ import { readFileSync } from "node:fs";
 import { createSecureContext, type PeerCertificate, type SecureContextOptions } from "node:tls";
 import { ConfigError, type TlsClientAuth } from "./config.js";
 import type { Logger } from "./log.js";
-import { subjectOfCertificate } from "./x509-name.js";
+import { subjectOfCertificate } from "../replica/x509-name.js";
 
 /** Where the PEM files are, and which configuration field names each (for errors). */
 export interface PemFileSet {

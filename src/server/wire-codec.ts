@@ -12,7 +12,7 @@ import { ZkError } from "../common/errors.js";
 import { addWatchModeOf, watcherTypeOf, type WatcherType } from "../common/watch-modes.js";
 import type * as wire from "../protocol/client-wire.js";
 import type { Acl, CreateMode, OpResult, Stat, WatchEvent } from "../store/types.js";
-import type { ClientRequest, MultiOpRequest, MultiReadOpRequest, ReadOpResult, Reply } from "./requests.js";
+import type { ClientRequest, MultiOpRequest, MultiReadOpRequest, ReadOpResult, Reply } from "../replica/requests.js";
 
 const MODES_BY_FLAG: readonly CreateMode[] = [
   "persistent",

@@ -16,7 +16,7 @@ import * as grpc from "@grpc/grpc-js";
 import { Client, ZkError, ZkErrorCode, ZkMultiError, op, type ClientState } from "../../src/index.js";
 import { CLIENT_PROTOCOL_VERSION } from "../../src/common/constants.js";
 import { generateDigest } from "../../src/common/digest.js";
-import { zookeeperIdOrder } from "../../src/server/zookeeper-id-order.js";
+import { zookeeperIdOrder } from "../../src/replica/zookeeper-id-order.js";
 import { corralServiceDefinition, type ConnectResponse, type Encodable, type Request, type Response } from "../../src/protocol/client-wire.js";
 import { RawStream } from "../helpers/raw-session.js";
 import { ServerProcess } from "../helpers/server-process.js";

@@ -7,8 +7,8 @@
  * path, the existence of the nodes it names, and who sent it.
  */
 import { generateDigest } from "../../src/common/digest.js";
-import { authenticate } from "../../src/server/auth.js";
-import type { WriteRequest } from "../../src/server/requests.js";
+import { authenticate } from "../../src/replica/auth.js";
+import type { WriteRequest } from "../../src/replica/requests.js";
 import { Perms, type Acl, type Id } from "../../src/store/types.js";
 
 export type Identity = "anonymous" | "owner" | "super";

@@ -9,8 +9,8 @@ import { limits } from "../../src/common/constants.js";
 import { generateDigest } from "../../src/common/digest.js";
 import { ZkError } from "../../src/common/errors.js";
 import { Perms, type Acl, type Id } from "../../src/common/znode.js";
-import { clientInfoOf, fixupAcl, ipMatches, isValidId, permits, redactDigests, SUPER_ID } from "../../src/server/acl.js";
-import { authenticate, certificateAuthIds, initialAuthInfo, remoteAddressOfPeer, withAuthIds } from "../../src/server/auth.js";
+import { clientInfoOf, fixupAcl, ipMatches, isValidId, permits, redactDigests, SUPER_ID } from "../../src/replica/acl.js";
+import { authenticate, certificateAuthIds, initialAuthInfo, remoteAddressOfPeer, withAuthIds } from "../../src/replica/auth.js";
 
 const bytes = (s: string) => new TextEncoder().encode(s);
 const digest = (userPassword: string): Id => ({ scheme: "digest", id: generateDigest(userPassword) });

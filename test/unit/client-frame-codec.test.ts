@@ -26,7 +26,7 @@ import {
   type ConnectAnswer,
   type IncomingFrame,
 } from "../../src/server/client-frame-codec.js";
-import type { ReadOpResult, Reply, ReplyBody } from "../../src/server/requests.js";
+import type { ReadOpResult, Reply, ReplyBody } from "../../src/replica/requests.js";
 import { decodeRequest, decodeSessionId, encodeEvent, encodeReply } from "../../src/server/wire-codec.js";
 import type { Acl, OpResult, Stat, WatchEvent } from "../../src/store/types.js";
 

@@ -1,12 +1,13 @@
-/** The server database's cluster operations against real LevelDB and snapshot files. */
+/** The replica's disk storage (LevelDB log and epochs, snapshot files): what a reopen recovers. */
 import assert from "node:assert/strict";
 import { after, test } from "node:test";
 import { pino } from "pino";
-import { ServerDatabase } from "../../src/server/database.js";
+import { DiskStorage } from "../../src/server/disk-storage.js";
 import { DataTree } from "../../src/store/data-tree.js";
 import { encodeSnapshot } from "../../src/store/snapshot-codec.js";
-import { encodeTxn } from "../../src/store/txn-codec.js";
+import { decodeTxn, encodeTxn } from "../../src/store/txn-codec.js";
 import type { Txn } from "../../src/store/types.js";
+import type { Done } from "../../src/replica/ports.js";
 import { makeTempDir } from "../helpers/temp-dir.js";
 
 const logger = pino({ level: "silent" });
@@ -23,73 +24,82 @@ function createTxn(zxid: number, n = zxid): Txn {
   };
 }
 
+function completion(run: (done: Done) => void): Promise<void> {
+  return new Promise((resolve, reject) => run((error) => (error === undefined ? resolve() : reject(error))));
+}
+
+const open = (dir: string) => DiskStorage.open(dir, { snapshotRetainCount: 3 }, logger);
+
+/** Logs `zxids` (and applies them to a tree), snapshotting the tree after `snapshotAfter`. */
 async function openWith(zxids: number[], snapshotAfter?: number) {
   const dir = await makeTempDir();
   removals.push(dir.remove);
-  const db = await ServerDatabase.open(dir.path, { snapshotEveryTxns: 1_000_000, snapshotRetainCount: 3 }, logger);
+  const { storage } = await open(dir.path);
+  const tree = new DataTree();
   for (const [index, zxid] of zxids.entries()) {
     const txn = createTxn(zxid, index + 1);
-    await db.log.append(zxid, encodeTxn(txn));
-    db.apply(txn);
-    if (zxid === snapshotAfter) await db.takeSnapshot();
+    await completion((done) => storage.log.append(zxid, encodeTxn(txn), done));
+    tree.apply(txn);
+    if (zxid === snapshotAfter) await new Promise<void>((resolve) => storage.snapshots.save(tree, resolve));
   }
-  return { db, dir: dir.path };
+  return { storage, tree, dir: dir.path };
 }
 
-const paths = (tree: DataTree) => [...(tree.getNode("/")?.children ?? [])].filter((c) => c !== "zookeeper").sort((a, b) => Number(a.slice(1)) - Number(b.slice(1)));
-
-test("a cluster-mode recovery keeps the log tail after the snapshot aside instead of applying it", async () => {
-  const { db, dir } = await openWith([1, 2, 3, 4, 5, 6, 7], 4);
-  await db.close();
-  const reopened = await ServerDatabase.open(dir, { snapshotEveryTxns: 1_000_000, snapshotRetainCount: 3, replayLog: false }, logger);
-  assert.equal(reopened.tree.lastProcessedZxid, 4);
-  assert.deepEqual(reopened.unappliedTail.map((r) => r.zxid), [5, 6, 7]);
-  assert.equal(reopened.lastLoggedZxid(), 7);
+test("a reopen recovers the snapshot's tree and keeps the log tail after it aside, unapplied", async () => {
+  const { storage, dir } = await openWith([1, 2, 3, 4, 5, 6, 7], 4);
+  await storage.close();
+  const { storage: reopened, recovered } = await open(dir);
+  assert.equal(recovered.tree.lastProcessedZxid, 4);
+  assert.deepEqual(recovered.unappliedTail.map((r) => r.zxid), [5, 6, 7]);
+  assert.equal(reopened.log.lastAppendedZxid(), 7);
   await reopened.close();
 });
 
-test("truncateLogAfter drops the uncommitted tail from the log and never touches committed state", async () => {
-  const { db, dir } = await openWith([1, 2, 3, 4, 5, 6, 7], 4);
-  await db.close();
-  const reopened = await ServerDatabase.open(dir, { snapshotEveryTxns: 1_000_000, snapshotRetainCount: 3, replayLog: false }, logger);
-  await reopened.truncateLogAfter(5);
-  assert.equal(reopened.lastLoggedZxid(), 5);
-  await assert.rejects(reopened.truncateLogAfter(3), /would cut committed txns/);
+test("truncateAfter drops the tail from the log, and a reopen sees the shorter log", async () => {
+  const { storage, dir } = await openWith([1, 2, 3, 4, 5, 6, 7], 4);
+  await storage.close();
+  const { storage: reopened } = await open(dir);
+  await completion((done) => reopened.log.truncateAfter(5, done));
+  assert.equal(reopened.log.lastAppendedZxid(), 5);
   await reopened.close();
-  const again = await ServerDatabase.open(dir, { snapshotEveryTxns: 1_000_000, snapshotRetainCount: 3, replayLog: false }, logger);
-  assert.deepEqual(again.unappliedTail.map((r) => r.zxid), [5]);
+  const { storage: again, recovered } = await open(dir);
+  assert.deepEqual(recovered.unappliedTail.map((r) => r.zxid), [5]);
   await again.close();
 });
 
-test("installSnapshot replaces tree and log, and a reopen recovers the leader's state", async () => {
-  const { db, dir } = await openWith([1, 2, 3]);
+test("install makes the leader's snapshot the durable state, and a reopen recovers it", async () => {
+  const { storage, dir } = await openWith([1, 2, 3]);
   const leader = new DataTree();
   for (const zxid of [1, 2, 3, 4, 5, 6]) leader.apply(createTxn(zxid));
   leader.apply({ header: { sessionId: 0n, cxid: 0, zxid: 0x1_0000_0001, timeMs: 9 }, body: { type: "setData", path: "/n6", data: new Uint8Array([66]), version: 1 } });
-  const bytes = encodeSnapshot(leader);
-  db.replaceTree(leader.lastProcessedZxid, bytes);
-  await db.persistInstalledSnapshot(leader.lastProcessedZxid, bytes);
-  assert.equal(db.tree.digest(), leader.digest());
-  assert.equal(db.lastLoggedZxid(), 0x1_0000_0001);
+  await completion((done) => storage.snapshots.install(leader.lastProcessedZxid, encodeSnapshot(leader), done));
+  assert.equal(storage.log.lastAppendedZxid(), 0, "the log is emptied");
   const next = createTxn(0x1_0000_0002);
   next.body = { ...next.body, path: "/after", parentCversion: 6 } as Txn["body"];
-  await db.log.append(next.header.zxid, encodeTxn(next));
-  db.apply(next);
-  await db.close();
-  const reopened = await ServerDatabase.open(dir, { snapshotEveryTxns: 1_000_000, snapshotRetainCount: 3 }, logger);
-  assert.equal(reopened.tree.digest(), db.tree.digest());
+  await completion((done) => storage.log.append(next.header.zxid, encodeTxn(next), done));
+  leader.apply(next);
+  await storage.close();
+  const { storage: reopened, recovered } = await open(dir);
+  assert.equal(recovered.tree.lastProcessedZxid, 0x1_0000_0001);
+  assert.deepEqual(recovered.unappliedTail.map((r) => r.zxid), [0x1_0000_0002]);
+  for (const record of recovered.unappliedTail) recovered.tree.apply(decodeTxn(record.record));
+  assert.equal(recovered.tree.digest(), leader.digest());
   await reopened.close();
 });
 
 test("epochs persist across a reopen and default to the last logged zxid's epoch", async () => {
-  const { db, dir } = await openWith([0x2_0000_0001]);
-  assert.deepEqual(await db.readEpochs(), { acceptedEpoch: 2, currentEpoch: 2 });
-  await db.persistEpoch("accepted", 3);
-  await db.close();
-  const reopened = await ServerDatabase.open(dir, { snapshotEveryTxns: 1_000_000, snapshotRetainCount: 3 }, logger);
-  assert.deepEqual(await reopened.readEpochs(), { acceptedEpoch: 3, currentEpoch: 2 });
-  await reopened.persistEpoch("current", 3);
-  assert.deepEqual(await reopened.readEpochs(), { acceptedEpoch: 3, currentEpoch: 3 });
-  assert.deepEqual((await reopened.recentLog(5)).map((r) => r.zxid), [0x2_0000_0001]);
-  await reopened.close();
+  const { storage, dir } = await openWith([0x2_0000_0001]);
+  await storage.close();
+  const first = await open(dir);
+  assert.deepEqual([first.recovered.acceptedEpoch, first.recovered.currentEpoch], [2, 2]);
+  await completion((done) => first.storage.stable.saveEpoch("accepted", 3, done));
+  await first.storage.close();
+  const second = await open(dir);
+  assert.deepEqual([second.recovered.acceptedEpoch, second.recovered.currentEpoch], [3, 2]);
+  await completion((done) => second.storage.stable.saveEpoch("current", 3, done));
+  await second.storage.close();
+  const third = await open(dir);
+  assert.deepEqual([third.recovered.acceptedEpoch, third.recovered.currentEpoch], [3, 3]);
+  assert.deepEqual((await third.storage.recentLog(5)).map((r) => r.zxid), [0x2_0000_0001]);
+  await third.storage.close();
 });

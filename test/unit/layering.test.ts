@@ -1,7 +1,7 @@
 /**
  * DESIGN.md §2 as a test: the arrows between folders go one way, and the deterministic core
- * (src/store outside disk, src/election, src/consensus) touches no clock, randomness, socket,
- * timer or file.
+ * (src/store outside disk, src/election, src/consensus, src/replica) touches no clock, randomness,
+ * socket, timer or file.
  */
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync, statSync } from "node:fs";
@@ -47,11 +47,14 @@ const ALLOWED: Record<string, string[]> = {
   consensus: ["common", "store", "consensus"],
   client: ["common", "protocol", "client"],
   recipes: ["common", "client", "recipes", "index"],
-  server: ["common", "protocol", "store", "store/disk", "election", "consensus", "server"],
+  // The whole server minus its I/O: what production and the simulator both run.
+  replica: ["common", "store", "election", "consensus", "replica"],
+  // The runtime: the replica's ports over gRPC, LevelDB, files and timers, and the process around it.
+  server: ["common", "protocol", "store", "store/disk", "election", "consensus", "replica", "server"],
   // The web console is an application of the SDK that the admin port hosts: the CLI composes it
   // into the server (ServerHooks.adminExtension), so the server never depends on the client.
-  console: ["common", "client", "server", "console"],
-  cli: ["common", "protocol", "server", "cli", "client", "console", "index", "store", "store/disk"],
+  console: ["common", "client", "server", "replica", "console"],
+  cli: ["common", "protocol", "replica", "server", "cli", "client", "console", "index", "store", "store/disk"],
   index: ["common", "client", "recipes"],
 };
 
@@ -76,7 +79,7 @@ const CORE_FORBIDDEN: [RegExp, string][] = [
 const CORE_FORBIDDEN_IMPORTS = /^(node:)?(fs|fs\/promises|net|dgram|http|https|http2|child_process|worker_threads|timers|crypto)$|^@grpc\/|^level$|^classic-level$/;
 
 test("the deterministic core reads no clock, draws no random number, sets no timer and does no I/O", () => {
-  const core = [join(SRC, "store"), join(SRC, "election"), join(SRC, "consensus")];
+  const core = [join(SRC, "store"), join(SRC, "election"), join(SRC, "consensus"), join(SRC, "replica")];
   const violations: string[] = [];
   const files = core.flatMap(sourceFiles).filter((f) => layerOf(f) !== "store/disk");
   assert.ok(files.length > 0, "the core has source files to check");

@@ -9,7 +9,7 @@ import { NULL_DATA, OPEN_ACL_UNSAFE } from "../../src/common/znode.js";
 import { DataTree } from "../../src/store/data-tree.js";
 import { decodeSnapshot, encodeSnapshot } from "../../src/store/snapshot-codec.js";
 import { decodeTxn, encodeTxn } from "../../src/store/txn-codec.js";
-import { decodeForwardedRequest, encodeForwardedRequest } from "../../src/server/request-codec.js";
+import { decodeForwardedRequest, encodeForwardedRequest } from "../../src/replica/request-codec.js";
 import type { Acl, Txn } from "../../src/store/types.js";
 
 const acl = OPEN_ACL_UNSAFE as Acl[];

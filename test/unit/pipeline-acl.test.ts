@@ -8,11 +8,11 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { generateDigest } from "../../src/common/digest.js";
 import { ZkErrorCode } from "../../src/common/errors.js";
-import type { RevalidationOutcome, WriteBroadcast } from "../../src/server/broadcast.js";
-import { initialAuthInfo } from "../../src/server/auth.js";
-import { RequestPipeline, type ClientConnection } from "../../src/server/pipeline.js";
-import { Prep } from "../../src/server/prep.js";
-import type { ClientRequest, Reply, WriteRequest } from "../../src/server/requests.js";
+import type { RevalidationOutcome, WriteBroadcast } from "../../src/replica/broadcast.js";
+import { initialAuthInfo } from "../../src/replica/auth.js";
+import { RequestPipeline, type ClientConnection } from "../../src/replica/pipeline.js";
+import { Prep } from "../../src/replica/prep.js";
+import type { ClientRequest, Reply, WriteRequest } from "../../src/replica/requests.js";
 import { DataTree } from "../../src/store/data-tree.js";
 import { Perms, type Acl, type Id, type TxnBody, type WatchEvent } from "../../src/store/types.js";
 

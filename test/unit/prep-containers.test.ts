@@ -6,8 +6,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { ZkErrorCode } from "../../src/common/errors.js";
-import { Prep } from "../../src/server/prep.js";
-import type { CreateRequest, WriteRequest } from "../../src/server/requests.js";
+import { Prep } from "../../src/replica/prep.js";
+import type { CreateRequest, WriteRequest } from "../../src/replica/requests.js";
 import { DataTree } from "../../src/store/data-tree.js";
 import { CONTAINER_OWNER, TTL_MS_MAX, ttlOwner, type TxnBody } from "../../src/store/types.js";
 

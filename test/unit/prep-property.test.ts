@@ -7,8 +7,8 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import fc from "fast-check";
 import { ZkErrorCode } from "../../src/common/errors.js";
-import { Prep } from "../../src/server/prep.js";
-import type { CreateRequest, MultiOpRequest, WriteRequest } from "../../src/server/requests.js";
+import { Prep } from "../../src/replica/prep.js";
+import type { CreateRequest, MultiOpRequest, WriteRequest } from "../../src/replica/requests.js";
 import { DataTree } from "../../src/store/data-tree.js";
 import { Perms, type Acl, type CreateMode, type Id, type TxnBody } from "../../src/store/types.js";
 

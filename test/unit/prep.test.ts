@@ -6,9 +6,9 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { generateDigest } from "../../src/common/digest.js";
 import { ZkErrorCode } from "../../src/common/errors.js";
-import { SUPER_ID } from "../../src/server/acl.js";
-import { Prep } from "../../src/server/prep.js";
-import type { CreateRequest, WriteRequest } from "../../src/server/requests.js";
+import { SUPER_ID } from "../../src/replica/acl.js";
+import { Prep } from "../../src/replica/prep.js";
+import type { CreateRequest, WriteRequest } from "../../src/replica/requests.js";
 import { DataTree } from "../../src/store/data-tree.js";
 import { OPEN_ACL_UNSAFE, Perms, type Acl, type Id, type TxnBody } from "../../src/store/types.js";
 

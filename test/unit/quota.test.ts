@@ -5,9 +5,9 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { ZkErrorCode } from "../../src/common/errors.js";
-import { Prep } from "../../src/server/prep.js";
-import type { QuotaExceeded } from "../../src/server/quota-guard.js";
-import type { CreateRequest, WriteRequest } from "../../src/server/requests.js";
+import { Prep } from "../../src/replica/prep.js";
+import type { QuotaExceeded } from "../../src/replica/quota-guard.js";
+import type { CreateRequest, WriteRequest } from "../../src/replica/requests.js";
 import { DataTree } from "../../src/store/data-tree.js";
 import { formatQuotaFigures, limitsPathOf, parseQuotaFigures, statsPathOf } from "../../src/common/quota.js";
 import { decodeSnapshot, encodeSnapshot } from "../../src/store/snapshot-codec.js";

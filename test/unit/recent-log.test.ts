@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import fc from "fast-check";
 import type { LogRecord } from "../../src/consensus/messages.js";
-import { RecentLog } from "../../src/server/recent-log.js";
+import { RecentLog } from "../../src/replica/recent-log.js";
 
 const record = (zxid: number): LogRecord => ({ zxid, record: new Uint8Array([zxid & 0xff]) });
 

@@ -3,7 +3,7 @@ import { test } from "node:test";
 import fc from "fast-check";
 import { limits } from "../../src/common/constants.js";
 import { ZkError } from "../../src/common/errors.js";
-import { decodeForwardedRequest, encodeForwardedRequest, type ForwardedRequest } from "../../src/server/request-codec.js";
+import { decodeForwardedRequest, encodeForwardedRequest, type ForwardedRequest } from "../../src/replica/request-codec.js";
 import type { CreateMode } from "../../src/store/types.js";
 
 const path = fc.string({ maxLength: 20 });

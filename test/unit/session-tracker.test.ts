@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { SessionTracker } from "../../src/server/session-tracker.js";
+import { SessionTracker } from "../../src/replica/session-tracker.js";
 
 test("a session's owner refuses every other server; a session with no owner is claimed by the first to ask", () => {
   const tracker = new SessionTracker(100, () => 0);

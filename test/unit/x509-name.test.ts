@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { distinguishedNameOfDer, isValidDistinguishedName, subjectOfCertificate, CertificateFormatError } from "../../src/server/x509-name.js";
+import { distinguishedNameOfDer, isValidDistinguishedName, subjectOfCertificate, CertificateFormatError } from "../../src/replica/x509-name.js";
 
 /** A minimal DER writer: enough to spell Names. */
 function tlv(tag: number, content: Uint8Array): Uint8Array {

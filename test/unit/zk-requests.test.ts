@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { NULL_DATA } from "../../src/common/znode.js";
 import type { Stat } from "../../src/store/types.js";
-import type { Reply } from "../../src/server/requests.js";
+import type { Reply } from "../../src/replica/requests.js";
 import { JuteReader } from "../../src/server/zk-wire/jute.js";
 import * as jute from "../../src/server/zk-wire/records.js";
 import { OpCode } from "../../src/server/zk-wire/records.js";

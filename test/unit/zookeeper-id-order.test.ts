@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { generateDigest } from "../../src/common/digest.js";
-import { zookeeperIdOrder } from "../../src/server/zookeeper-id-order.js";
+import { zookeeperIdOrder } from "../../src/replica/zookeeper-id-order.js";
 
 test("whoami after addauth alice:secret and alice:wrong lists ids as ZooKeeper 3.8 did", () => {
   const secret = { scheme: "digest", id: generateDigest("alice:secret") };

@@ -13,7 +13,7 @@ import { ZkErrorCode } from "../../common/errors.js";
 import { addWatchModeOf, watcherTypeOf } from "../../common/watch-modes.js";
 import { CREATE_MODE_FLAGS, isTtlMode, NULL_DATA, type CreateMode } from "../../common/znode.js";
 import type { Acl, OpResult, Stat } from "../../store/types.js";
-import type { ClientRequest, CreateRequest, MultiOpRequest, MultiReadOpRequest, ReadOpResult, Reply } from "../requests.js";
+import type { ClientRequest, CreateRequest, MultiOpRequest, MultiReadOpRequest, ReadOpResult, Reply } from "../../replica/requests.js";
 import * as jute from "./records.js";
 import { OpCode } from "./records.js";
 

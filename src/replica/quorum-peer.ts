@@ -20,13 +20,11 @@ import { CleanupScanner } from "../store/cleanup-scan.js";
 import { encodeSnapshot } from "../store/snapshot-codec.js";
 import { decodeTxn, encodeTxn } from "../store/txn-codec.js";
 import type { Id, Txn, TxnBody } from "../store/types.js";
-import { epochOf } from "../store/zxid.js";
+import { epochOf, formatZxid as hex } from "../store/zxid.js";
 import type { RevalidationOutcome, WriteBroadcast } from "./broadcast.js";
-import type { ServerConfig } from "./config.js";
-import { hex, type ServerDatabase } from "./database.js";
-import type { Logger } from "./log.js";
-import type { ServerMetrics } from "./metrics.js";
-import type { PeerTransport } from "./peer/peer-transport.js";
+import { PersistQueue } from "./persist-queue.js";
+import type { Clock, LogSink, PeerPort, RecoveredState, ReplicaMetrics, ReplicaStorage } from "./ports.js";
+import type { ReplicaDatabase } from "./replica-database.js";
 import type { RequestPipeline, SessionActivity } from "./pipeline.js";
 import { Prep, type PrepOptions } from "./prep.js";
 import { RecentLog } from "./recent-log.js";
@@ -42,61 +40,39 @@ const HELD_LEARNER_MESSAGES_MAX = 64;
 /** How often the cores are ticked: often enough for the election's 200 ms finalize window. */
 const TICK_INTERVAL_MS_MAX = 50;
 
-/**
- * Durable writes in the order the core asked for them. Appends go straight to the log, which
- * orders and group-commits them; any other write waits for every earlier one, and appends after
- * it wait for it.
- */
-class PersistQueue {
-  private barrier: Promise<void> = Promise.resolve();
-  private barrierSettled = true;
-  /** The log makes appends durable in order, so the last one stands for all before it. */
-  private lastAppend: Promise<void> = Promise.resolve();
-
-  constructor(private readonly onFatal: (error: unknown) => void) {}
-
-  append(run: () => Promise<void>, done: () => void): void {
-    const write = this.barrierSettled ? run() : this.barrier.then(run);
-    this.lastAppend = write;
-    write.then(done, this.onFatal);
-  }
-
-  exclusive(run: () => Promise<void>, done: () => void): void {
-    const before = Promise.all([this.barrier, this.lastAppend]);
-    this.barrierSettled = false;
-    const settled = before.then(run).then(
-      () => {
-        if (this.barrier === settled) this.barrierSettled = true;
-        done();
-      },
-      (error: unknown) => this.onFatal(error),
-    );
-    this.barrier = settled;
-  }
-
-  /** Resolves once everything queued so far is durable. */
-  async drain(): Promise<void> {
-    await Promise.all([this.barrier, this.lastAppend]);
-  }
+/** The membership and timing a member runs with (a subset of the server's configuration). */
+export interface QuorumPeerConfig {
+  serverId: number;
+  /** Every member, this one included: a standalone server is a cluster of one voter. */
+  servers: readonly { id: number; role: "participant" | "observer" }[];
+  tickMs: number;
+  initLimitTicks: number;
+  syncLimitTicks: number;
+  commitLogCount: number;
+  containerCheckIntervalMs: number;
+  containerMaxPerMinute: number;
 }
 
 export interface QuorumPeerDeps {
-  config: ServerConfig;
+  config: QuorumPeerConfig;
   /** What the leader's prep is built with. */
   prepOptions: PrepOptions;
-  database: ServerDatabase;
-  transport: PeerTransport;
+  database: ReplicaDatabase;
+  storage: ReplicaStorage;
+  /** What the storage held at start: the epochs and the log tail not yet known to be committed. */
+  recovered: RecoveredState;
+  transport: PeerPort;
   pipeline: RequestPipeline;
   tracker: SessionTracker;
   broadcast: ClusterBroadcast;
   activity: ClusterSessionActivity;
-  logger: Logger;
-  nowMs: () => number;
+  logger: LogSink;
+  clock: Clock;
   onFatal: (error: unknown) => void;
   /** TEST ONLY (CORRAL_TEST_UNSAFE_SOLO_COMMIT=1): a leader that commits on its own ack alone. */
   unsafeCommitOnOwnAck?: boolean;
   /** Where elections, syncs, proposals and commits are counted (ZooKeeper's ServerMetrics). */
-  metrics?: ServerMetrics;
+  metrics?: ReplicaMetrics;
 }
 
 /** A leader's view of one learner, for status pages and metrics. */
@@ -150,7 +126,7 @@ export class QuorumPeer {
   private roleState: PeerRoleState = "looking";
   private leaderId: number | undefined;
   private epochs = { acceptedEpoch: 0, currentEpoch: 0 };
-  private tickTimer: NodeJS.Timeout | undefined;
+  private stopTicking: (() => void) | undefined;
   private stopped = false;
   private nextSyncId = 1;
   private readonly pendingSyncs = new Map<number, (zxid: number) => void>();
@@ -165,6 +141,8 @@ export class QuorumPeer {
   /** When the current term began serving (leader_uptime). */
   private servingSinceMs = 0;
   private proposalSizeBytes: ProposalSizes = { last: -1, min: -1, max: -1 };
+  /** Called the next time this server begins serving clients (or stops for good). */
+  private servingWaiters: (() => void)[] = [];
   /** The last ELECTIONS_SEEN_MAX elections this server took part in, oldest first. */
   private readonly elections: ElectionSeen[] = [];
 
@@ -177,10 +155,18 @@ export class QuorumPeer {
     assert(me, `server ${config.serverId} is in its own config`);
     // A lost notification is re-sent by the transport when its link comes back (as ZooKeeper does), so
     // a short cap on the resend interval only bounds how long a partitioned voter stays unheard.
-    this.election = new FastLeaderElection({ myId: config.serverId, role: me.role, quorum: this.quorum, maxNotificationIntervalMs: 4 * config.tickMs + 1_000 });
+    // A lone voter has nobody whose better vote it could wait for: it decides at once.
+    const alone = voters.length === 1 && observers.length === 0;
+    this.election = new FastLeaderElection({
+      myId: config.serverId,
+      role: me.role,
+      quorum: this.quorum,
+      maxNotificationIntervalMs: 4 * config.tickMs + 1_000,
+      ...(alone ? { finalizeWaitMs: 0 } : {}),
+    });
     this.persist = new PersistQueue((error) => this.fatal(error));
-    this.recentLog = new RecentLog(deps.database.tree.lastProcessedZxid, deps.database.unappliedTail, config.commitLogCount);
-    deps.database.unappliedTail = [];
+    this.recentLog = new RecentLog(deps.database.tree.lastProcessedZxid, deps.recovered.unappliedTail, config.commitLogCount);
+    this.epochs = { acceptedEpoch: deps.recovered.acceptedEpoch, currentEpoch: deps.recovered.currentEpoch };
     deps.broadcast.bind(this);
     deps.activity.bind(this);
   }
@@ -230,27 +216,40 @@ export class QuorumPeer {
     if (!(zab instanceof Leader) || !zab.serving) return undefined;
     const last = zab.lastProposedZxid;
     return {
-      uptimeMs: this.deps.nowMs() - this.servingSinceMs,
+      uptimeMs: this.deps.clock.nowMs() - this.servingSinceMs,
       lastProposedZxid: last,
       proposalsInFlight: zab.outstandingProposals,
       learners: zab.learners().map((learner) => ({ ...learner, lagZxids: learner.role === "participant" ? lagOf(last, learner.ackedZxid) : undefined })),
     };
   }
 
-  async start(): Promise<void> {
-    this.epochs = await this.deps.database.readEpochs();
+  start(): void {
     const intervalMs = Math.max(5, Math.min(TICK_INTERVAL_MS_MAX, Math.floor(this.deps.config.tickMs / 4)));
-    this.tickTimer = setInterval(() => this.onTick(), intervalMs);
-    this.unavailableSinceMs = this.deps.nowMs();
+    this.stopTicking = this.deps.clock.every(intervalMs, () => this.onTick());
+    this.unavailableSinceMs = this.deps.clock.nowMs();
     this.startLooking("start");
   }
 
-  async stop(): Promise<void> {
+  /** `ready` once this server serves clients (at once if it does); also when it stops without serving. */
+  whenServing(ready: () => void): void {
+    if (this.serving || this.stopped) ready();
+    else this.servingWaiters.push(ready);
+  }
+
+  private releaseServingWaiters(): void {
+    const waiters = this.servingWaiters;
+    this.servingWaiters = [];
+    for (const ready of waiters) ready();
+  }
+
+  /** Stops at once; `stopped` once every durable write already asked for has landed. */
+  stop(stopped: () => void): void {
     this.stopped = true;
-    clearInterval(this.tickTimer);
+    this.stopTicking?.();
+    this.releaseServingWaiters();
     this.generation += 1;
     this.zab = undefined;
-    await this.persist.drain().catch(() => {});
+    this.persist.whenIdle(stopped);
   }
 
   // ---- transport handlers
@@ -258,7 +257,7 @@ export class QuorumPeer {
   onNotification(notification: Notification): void {
     if (this.stopped) return;
     this.deps.logger.debug({ notification: { ...notification, vote: { ...notification.vote } } }, "notification received");
-    this.handleElection(this.election.receive(notification, this.deps.nowMs()));
+    this.handleElection(this.election.receive(notification, this.deps.clock.nowMs()));
   }
 
   onQuorumMessage(from: number, message: QuorumMessage): void {
@@ -306,7 +305,7 @@ export class QuorumPeer {
     const zab = this.zab;
     if (!(zab instanceof Leader) || !zab.serving) return;
     const zxid = zab.allocateZxid();
-    this.proposeTxn(zab, { sessionId, cxid: 0, zxid, timeMs: this.deps.nowMs() }, this.prep!.prepareCloseSession(sessionId, zxid));
+    this.proposeTxn(zab, { sessionId, cxid: 0, zxid, timeMs: this.deps.clock.nowMs() }, this.prep!.prepareCloseSession(sessionId, zxid));
   }
 
   requestSync(ready: (zxid: number) => void): void {
@@ -345,12 +344,12 @@ export class QuorumPeer {
     this.deps.broadcast.servingFlag = false;
     this.deps.transport.stopFollowing();
     this.deps.pipeline.reset();
-    this.lookingSinceMs = this.deps.nowMs();
+    this.lookingSinceMs = this.deps.clock.nowMs();
     this.unavailableSinceMs ??= this.lookingSinceMs;
     this.deps.metrics?.lookingStarted();
     this.setRole("looking", { reason });
     const self = { lastZxid: this.deps.database.lastLoggedZxid(), currentEpoch: this.epochs.currentEpoch };
-    this.handleElection(this.election.startLooking(self, this.deps.nowMs()));
+    this.handleElection(this.election.startLooking(self, this.deps.clock.nowMs()));
   }
 
   private handleElection(output: ElectionOutput): void {
@@ -358,23 +357,23 @@ export class QuorumPeer {
       this.deps.logger.debug({ to, notification: { ...notification, vote: { ...notification.vote } } }, "notification sent");
       this.deps.transport.sendNotification(to, notification);
     }
-    if (output.decided) void this.startTerm(output.decided);
+    if (output.decided) this.startTerm(output.decided);
   }
 
-  private async startTerm(decision: Decision): Promise<void> {
+  private startTerm(decision: Decision): void {
     const generation = ++this.generation;
-    // A new core is built from what is durable: let the previous term's writes land first.
-    try {
-      await this.persist.drain();
-    } catch {
-      // One of them failed: the persist queue has called fatal(); no term may start on top of it.
-      return;
-    }
-    if (generation !== this.generation || this.stopped) return;
+    // A new core is built from what is durable: let the previous term's writes land first. (If one
+    // of them failed, the queue has reported it and no term may start on top of it: never called.)
+    this.persist.whenIdle(() => {
+      if (generation === this.generation && !this.stopped) this.buildCore(decision, generation);
+    });
+  }
+
+  private buildCore(decision: Decision, generation: number): void {
     const { config, database, transport } = this.deps;
     const state = decision.state === "leading" ? "leading" : decision.state === "following" ? "following" : "observing";
     this.leaderId = decision.leader;
-    this.termStartedMs = this.deps.nowMs();
+    this.termStartedMs = this.deps.clock.nowMs();
     // ZooKeeper times an election for its voters (Leader.lead, Follower.followLeader), not observers.
     if (state !== "observing") this.deps.metrics?.electionDecided(this.termStartedMs - this.lookingSinceMs);
     this.proposalSizeBytes = { last: -1, min: -1, max: -1 };
@@ -393,7 +392,7 @@ export class QuorumPeer {
         snapshot: () => ({ zxid: database.tree.lastProcessedZxid, bytes: encodeSnapshot(database.tree) }),
         lastZxid: () => database.tree.lastProcessedZxid,
       },
-      nowMs: this.deps.nowMs(),
+      nowMs: this.deps.clock.nowMs(),
       ...(this.deps.unsafeCommitOnOwnAck === true ? { unsafeCommitOnOwnAck: true } : {}),
     };
     if (state === "leading") {
@@ -424,7 +423,7 @@ export class QuorumPeer {
 
   private onTick(): void {
     if (this.stopped) return;
-    const nowMs = this.deps.nowMs();
+    const nowMs = this.deps.clock.nowMs();
     if (this.zab) {
       this.step({ type: "tick", nowMs });
       if (this.zab instanceof Leader && this.zab.serving) {
@@ -518,7 +517,7 @@ export class QuorumPeer {
           if (!(error instanceof ZkError)) throw error;
           // The learner's client still needs its answer, in order: an error txn carries it.
           const zxid = zab.allocateZxid();
-          this.proposeTxn(zab, { sessionId: forwarded.sessionId, cxid: forwarded.cxid, zxid, timeMs: this.deps.nowMs() }, { type: "error", err: ZkErrorCode.MARSHALLINGERROR });
+          this.proposeTxn(zab, { sessionId: forwarded.sessionId, cxid: forwarded.cxid, zxid, timeMs: this.deps.clock.nowMs() }, { type: "error", err: ZkErrorCode.MARSHALLINGERROR });
           continue;
         }
         this.proposeRequest(zab, forwarded.sessionId, forwarded.cxid, decoded.request, decoded.authInfo, forwarded.from);
@@ -539,7 +538,7 @@ export class QuorumPeer {
       for (const [sessionId, record] of database.tree.sessions) tracker.touch(sessionId, record.timeoutMs);
       this.cleanup = new CleanupScanner({ intervalMs: this.deps.config.containerCheckIntervalMs, maxPerMinute: this.deps.config.containerMaxPerMinute });
     }
-    const now = this.deps.nowMs();
+    const now = this.deps.clock.nowMs();
     this.servingSinceMs = now;
     const metrics = this.deps.metrics;
     if (metrics) {
@@ -548,27 +547,30 @@ export class QuorumPeer {
     }
     this.unavailableSinceMs = undefined;
     logger.info({ role: this.roleState, epoch: zab.epoch, lastZxid: hex(database.tree.lastProcessedZxid) }, "serving clients");
+    this.releaseServingWaiters();
   }
 
   private carryOut(action: PersistAction, generation: number): void {
-    const { database } = this.deps;
+    const { database, storage } = this.deps;
     switch (action.kind) {
       case "appendLog": {
         // A learner's records are views into received frames: keep a copy, not the whole frame.
         const record = { zxid: action.zxid, record: action.record.slice() };
         this.recentLog.append(record);
         this.persist.append(
-          () => database.log.append(action.zxid, action.record),
+          (done) => storage.log.append(action.zxid, action.record, done),
           () => this.answer(generation, { type: "logDurable", zxid: action.zxid }),
         );
         return;
       }
       case "truncateLog":
+        // The tree holds committed txns only, and a committed txn is never truncated.
+        if (!(database.tree.lastProcessedZxid <= action.zxid)) assert(false, `TRUNC to ${hex(action.zxid)} would cut committed txns (tree at ${hex(database.tree.lastProcessedZxid)})`);
         this.recentLog.truncateAfter(action.zxid);
         this.persist.exclusive(
-          () => database.truncateLogAfter(action.zxid),
+          (done) => storage.log.truncateAfter(action.zxid, done),
           // The log's new end; records under the snapshot may be purged, so the tree's zxid counts too.
-          () => this.answer(generation, { type: "truncated", zxid: Math.min(action.zxid, Math.max(database.log.lastAppendedZxid(), database.tree.lastProcessedZxid)) }),
+          () => this.answer(generation, { type: "truncated", zxid: Math.min(action.zxid, Math.max(storage.log.lastAppendedZxid(), database.tree.lastProcessedZxid)) }),
         );
         return;
       case "installSnapshot":
@@ -576,7 +578,7 @@ export class QuorumPeer {
         database.replaceTree(action.zxid, action.snapshot);
         this.recentLog.reset(action.zxid);
         this.persist.exclusive(
-          () => database.persistInstalledSnapshot(action.zxid, action.snapshot),
+          (done) => storage.snapshots.install(action.zxid, action.snapshot, done),
           () => this.answer(generation, { type: "snapshotInstalled", zxid: action.zxid }),
         );
         return;
@@ -584,12 +586,12 @@ export class QuorumPeer {
       case "currentEpoch": {
         const which = action.kind === "acceptedEpoch" ? "accepted" : "current";
         this.persist.exclusive(
-          async () => {
-            await database.persistEpoch(which, action.epoch);
+          (done) => storage.stable.saveEpoch(which, action.epoch, done),
+          () => {
             if (which === "accepted") this.epochs.acceptedEpoch = action.epoch;
             else this.epochs.currentEpoch = action.epoch;
+            this.answer(generation, { type: "epochDurable", which, epoch: action.epoch });
           },
-          () => this.answer(generation, { type: "epochDurable", which, epoch: action.epoch }),
         );
         return;
       }
@@ -640,7 +642,7 @@ export class QuorumPeer {
     } else {
       body = this.prep!.prepare(request, sessionId, zxid, authInfo);
     }
-    this.proposeTxn(leader, { sessionId, cxid, zxid, timeMs: this.deps.nowMs() }, body);
+    this.proposeTxn(leader, { sessionId, cxid, zxid, timeMs: this.deps.clock.nowMs() }, body);
   }
 
   /**
@@ -677,7 +679,9 @@ export class QuorumPeer {
   private fatal(error: unknown): void {
     if (this.stopped) return;
     this.stopped = true;
+    this.stopTicking?.();
     this.deps.onFatal(error);
+    this.releaseServingWaiters();
   }
 }
 

@@ -4,10 +4,10 @@
  * right password, not closing) and revalidated by the leader, which makes this server its owner
  * (ZooKeeper's revalidateSession). The door turns the outcome into its own answer.
  */
-import { randomBytes } from "node:crypto";
 import type { DataTree } from "../store/data-tree.js";
 import type { WriteBroadcast } from "./broadcast.js";
 import type { RequestPipeline } from "./pipeline.js";
+import type { Entropy } from "./ports.js";
 
 /** The part of a ConnectRequest the server acts on. */
 export interface SessionRequest {
@@ -32,6 +32,8 @@ export interface SessionOpenerDeps {
   pipeline: RequestPipeline;
   broadcast: WriteBroadcast;
   sessionIds: SessionIdGenerator;
+  /** Where session passwords come from. */
+  entropy: Entropy;
   /** Clamp a requested session timeout to the server's bounds. */
   negotiateTimeoutMs(requestedMs: number): number;
 }
@@ -67,7 +69,7 @@ export class SessionOpener {
     }
     if (request.sessionId === 0n) {
       const sessionId = this.deps.sessionIds.take();
-      const password = randomBytes(SESSION_PASSWORD_BYTES);
+      const password = this.deps.entropy.bytes(SESSION_PASSWORD_BYTES);
       const timeoutMs = this.deps.negotiateTimeoutMs(request.requestedTimeoutMs);
       pipeline.createSession(sessionId, timeoutMs, password, (accepted) =>
         done(accepted ? { kind: "established", sessionId, timeoutMs, password } : { kind: "refused", reason: "not-created", detail: "session could not be created" }),

@@ -1,0 +1,102 @@
+/**
+ * What a Replica needs from the world, and nothing more (hashicorp/raft's LogStore, StableStore,
+ * SnapshotStore and Transport; TigerBeetle's injected Storage, Time and MessageBus). Production
+ * implements each port as a thin adapter over LevelDB, snapshot files, gRPC and Node's timers
+ * (src/server); the simulator implements them in memory under one seeded PRNG (test/sim).
+ *
+ * Durable writes answer through callbacks rather than promises: a simulator that runs the replica
+ * synchronously, event by event, decides exactly when each write completes. A `Done` called with an
+ * error means the write failed: the replica then stops for good (fail-stop).
+ */
+import type { LogRecord, QuorumMessage } from "../consensus/messages.js";
+import type { Notification } from "../election/types.js";
+import type { DataTree } from "../store/data-tree.js";
+
+export type Done = (error?: unknown) => void;
+
+/** The txn log (ZooKeeper's TxnLog): records in zxid order, group-committed by the port. */
+export interface TxnLogPort {
+  /** `done` once this record, and so every record appended before it, is durable. */
+  append(zxid: number, record: Uint8Array, done: Done): void;
+  /** Zab's TRUNC: forget every record after `zxid`. */
+  truncateAfter(zxid: number, done: Done): void;
+  /** The last record appended (durable or not), 0 for an empty log. */
+  lastAppendedZxid(): number;
+}
+
+/** Small numbers that must survive a crash: the accepted and current epochs. */
+export interface StableStorePort {
+  saveEpoch(which: "accepted" | "current", epoch: number, done: Done): void;
+}
+
+/** Snapshots of the tree. */
+export interface SnapshotPort {
+  /**
+   * Take an image of `tree` now (synchronously: later applies must not leak into it) and write it in
+   * the background. A snapshot is a redundant copy of what the log holds, so a failed write is the
+   * port's to report and the replica carries on; `written` is called either way.
+   */
+  save(tree: DataTree, written: () => void): void;
+  /** Zab's SNAP: the leader's image at `zxid` becomes the durable state (snapshot first, then an empty log). */
+  install(zxid: number, bytes: Uint8Array, done: Done): void;
+}
+
+export interface ReplicaStorage {
+  log: TxnLogPort;
+  stable: StableStorePort;
+  snapshots: SnapshotPort;
+}
+
+/** What the storage held when the replica was built (read before, by whoever opened it). */
+export interface RecoveredState {
+  /** The newest snapshot's tree (committed txns only). */
+  tree: DataTree;
+  /** Logged records after the tree's zxid, not known to be committed: Zab applies them once it knows. */
+  unappliedTail: LogRecord[];
+  acceptedEpoch: number;
+  currentEpoch: number;
+}
+
+/** The election and quorum links to the other members. Inbound traffic calls the Replica's `on*` methods. */
+export interface PeerPort {
+  sendNotification(to: number, notification: Notification): void;
+  /** Open (and keep open) the quorum stream to `leaderId`. */
+  followLeader(leaderId: number): void;
+  stopFollowing(): void;
+  sendToLeader(message: QuorumMessage): void;
+  sendToLearner(learnerId: number, message: QuorumMessage): void;
+  closeLearner(learnerId: number): void;
+}
+
+/** Wall-clock time (txn times, session expiry, TTLs) and the replica's one periodic tick. */
+export interface Clock {
+  nowMs(): number;
+  /** Call `run` every `intervalMs` until the returned function is called. */
+  every(intervalMs: number, run: () => void): () => void;
+}
+
+/** Unpredictable bytes (session passwords). */
+export interface Entropy {
+  bytes(count: number): Uint8Array;
+}
+
+/** Structured log lines (pino's shape). */
+export interface LogSink {
+  debug(fields: object, message?: string): void;
+  info(fields: object | string, message?: string): void;
+  warn(fields: object | string, message?: string): void;
+  error(fields: object, message?: string): void;
+}
+
+/** What the replica counts (ZooKeeper's ServerMetrics); production exports them to Prometheus. */
+export interface ReplicaMetrics {
+  lookingStarted(): void;
+  electionDecided(durationMs: number): void;
+  learnerSynced(kind: "follower" | "observer", durationMs: number): void;
+  servingAgain(unavailableMs: number, leading: boolean): void;
+  learnerSyncSent(mode: "DIFF" | "TRUNC" | "SNAP"): void;
+  proposed(): void;
+  committed(count: number): void;
+  learnerProposalsReceived(count: number): void;
+  learnerCommitsReceived(count: number): void;
+}

@@ -1,0 +1,76 @@
+/**
+ * The replica's copy of the replicated state (ZooKeeper's ZKDatabase): the in-memory DataTree, which
+ * only committed txns change, and the snapshot trigger (every `snapshotEveryTxns` applied txns, as
+ * ZooKeeper's SyncRequestProcessor). The bytes on disk are the storage ports'.
+ */
+import { assert } from "../common/assert.js";
+import type { DataTree } from "../store/data-tree.js";
+import { decodeSnapshot } from "../store/snapshot-codec.js";
+import type { Txn, TxnResult, WatchDelivery } from "../store/types.js";
+import { formatZxid } from "../store/zxid.js";
+import type { LogSink, ReplicaStorage } from "./ports.js";
+
+export type ApplyListener = (txn: Txn, result: TxnResult, deliveries: WatchDelivery[]) => void;
+
+export class ReplicaDatabase {
+  private listener: ApplyListener = () => {};
+  private txnsSinceSnapshot = 0;
+  /** Callers of takeSnapshot waiting for the snapshot being written; undefined when none is. */
+  private snapshotWaiters: (() => void)[] | undefined;
+
+  constructor(
+    private currentTree: DataTree,
+    private readonly storage: ReplicaStorage,
+    private readonly snapshotEveryTxns: number,
+    private readonly logger: LogSink,
+  ) {}
+
+  /** The tree as of the last applied txn; replaced as a whole when a learner installs a SNAP. */
+  get tree(): DataTree {
+    return this.currentTree;
+  }
+
+  onApply(listener: ApplyListener): void {
+    this.listener = listener;
+  }
+
+  /** Apply a durable, committed txn to the tree and tell the pipeline. */
+  apply(txn: Txn): void {
+    const { result, deliveries } = this.currentTree.apply(txn);
+    this.listener(txn, result, deliveries);
+    this.txnsSinceSnapshot += 1;
+    if (this.txnsSinceSnapshot >= this.snapshotEveryTxns && this.snapshotWaiters === undefined) this.takeSnapshot(() => {});
+  }
+
+  /** Snapshot the tree as of its last applied zxid; `written` once it is on disk (or failed: it is a redundant copy). */
+  takeSnapshot(written: () => void): void {
+    if (this.snapshotWaiters) {
+      this.snapshotWaiters.push(written);
+      return;
+    }
+    this.txnsSinceSnapshot = 0;
+    const waiters = [written];
+    this.snapshotWaiters = waiters;
+    this.storage.snapshots.save(this.currentTree, () => {
+      this.snapshotWaiters = undefined;
+      for (const waiter of waiters) waiter();
+    });
+  }
+
+  /** The highest zxid in the log or the tree: what this server votes with and reports to a leader. */
+  lastLoggedZxid(): number {
+    return Math.max(this.currentTree.lastProcessedZxid, this.storage.log.lastAppendedZxid());
+  }
+
+  /**
+   * Zab's SNAP, in memory: the leader's whole state replaces ours at once, so that the txns it sends
+   * next apply on top of it (the storage makes it durable).
+   */
+  replaceTree(zxid: number, bytes: Uint8Array): void {
+    const tree = decodeSnapshot(bytes);
+    assert(tree.lastProcessedZxid === zxid, `snapshot says ${formatZxid(tree.lastProcessedZxid)}, SNAP says ${formatZxid(zxid)}`);
+    this.currentTree = tree;
+    this.txnsSinceSnapshot = 0;
+    this.logger.info({ zxid: formatZxid(zxid), nodes: tree.nodeCount() }, "tree replaced by the leader's snapshot");
+  }
+}
