@@ -14,7 +14,7 @@ import { QuorumVerifier } from "../consensus/quorum.js";
 import { createZab, Leader, type ZabCore } from "../consensus/zab.js";
 import type { LearnerStage } from "../consensus/leader.js";
 import type { ZabPhase } from "../consensus/core-io.js";
-import { FastLeaderElection, type Decision, type ElectionOutput } from "../election/fast-leader-election.js";
+import { FastLeaderElection, type Decision, type ElectionOutput, type FastLeaderElectionOptions } from "../election/fast-leader-election.js";
 import type { Notification } from "../election/types.js";
 import { CleanupScanner } from "../store/cleanup-scan.js";
 import { encodeSnapshot } from "../store/snapshot-codec.js";
@@ -39,6 +39,9 @@ const HELD_LEARNER_MESSAGES_MAX = 64;
 
 /** How often the cores are ticked: often enough for the election's 200 ms finalize window. */
 const TICK_INTERVAL_MS_MAX = 50;
+
+/** What the peer asks of its election: FastLeaderElection's surface. */
+export type LeaderElection = Pick<FastLeaderElection, "startLooking" | "receive" | "tick" | "settle" | "decision">;
 
 /** The membership and timing a member runs with (a subset of the server's configuration). */
 export interface QuorumPeerConfig {
@@ -73,6 +76,11 @@ export interface QuorumPeerDeps {
   unsafeCommitOnOwnAck?: boolean;
   /** Where elections, syncs, proposals and commits are counted (ZooKeeper's ServerMetrics). */
   metrics?: ReplicaMetrics;
+  /**
+   * SIMULATION ONLY: another election in FastLeaderElection's place (the simulator's oracle, which
+   * sometimes picks a leader that is not the most up to date: Zab must stay safe whoever leads).
+   */
+  election?: (options: FastLeaderElectionOptions) => LeaderElection;
 }
 
 /** A leader's view of one learner, for status pages and metrics. */
@@ -113,7 +121,7 @@ export interface ElectionSeen {
 const ELECTIONS_SEEN_MAX = 20;
 
 export class QuorumPeer {
-  private readonly election: FastLeaderElection;
+  private readonly election: LeaderElection;
   private readonly quorum: QuorumVerifier;
   private readonly persist: PersistQueue;
   private readonly recentLog: RecentLog;
@@ -157,13 +165,14 @@ export class QuorumPeer {
     // a short cap on the resend interval only bounds how long a partitioned voter stays unheard.
     // A lone voter has nobody whose better vote it could wait for: it decides at once.
     const alone = voters.length === 1 && observers.length === 0;
-    this.election = new FastLeaderElection({
+    const electionOptions: FastLeaderElectionOptions = {
       myId: config.serverId,
       role: me.role,
       quorum: this.quorum,
       maxNotificationIntervalMs: 4 * config.tickMs + 1_000,
       ...(alone ? { finalizeWaitMs: 0 } : {}),
-    });
+    };
+    this.election = deps.election?.(electionOptions) ?? new FastLeaderElection(electionOptions);
     this.persist = new PersistQueue((error) => this.fatal(error));
     this.recentLog = new RecentLog(deps.database.tree.lastProcessedZxid, deps.recovered.unappliedTail, config.commitLogCount);
     this.epochs = { acceptedEpoch: deps.recovered.acceptedEpoch, currentEpoch: deps.recovered.currentEpoch };
@@ -188,6 +197,11 @@ export class QuorumPeer {
   /** The leader of the current term, once decided (undefined while looking). */
   get currentLeader(): number | undefined {
     return this.zab ? this.leaderId : undefined;
+  }
+
+  /** The epoch of the current term's core (undefined while looking, or before a learner hears its leader's). */
+  get termEpoch(): number | undefined {
+    return this.zab?.epoch;
   }
 
   /** The epoch this server last persisted as current (ZooKeeper's currentEpoch file). */

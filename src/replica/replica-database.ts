@@ -12,6 +12,14 @@ import type { LogSink, ReplicaStorage } from "./ports.js";
 
 export type ApplyListener = (txn: Txn, result: TxnResult, deliveries: WatchDelivery[]) => void;
 
+/** SIMULATION ONLY: the simulator's checkers watch every change to the tree. */
+export interface TreeObserver {
+  /** `txn` is about to be applied to `tree` (prep decided it against exactly this state). */
+  applying(txn: Txn, tree: DataTree): void;
+  /** A SNAP replaced the whole tree. */
+  replaced(tree: DataTree): void;
+}
+
 export class ReplicaDatabase {
   private listener: ApplyListener = () => {};
   private txnsSinceSnapshot = 0;
@@ -23,6 +31,7 @@ export class ReplicaDatabase {
     private readonly storage: ReplicaStorage,
     private readonly snapshotEveryTxns: number,
     private readonly logger: LogSink,
+    private readonly observer?: TreeObserver,
   ) {}
 
   /** The tree as of the last applied txn; replaced as a whole when a learner installs a SNAP. */
@@ -36,6 +45,7 @@ export class ReplicaDatabase {
 
   /** Apply a durable, committed txn to the tree and tell the pipeline. */
   apply(txn: Txn): void {
+    this.observer?.applying(txn, this.currentTree);
     const { result, deliveries } = this.currentTree.apply(txn);
     this.listener(txn, result, deliveries);
     this.txnsSinceSnapshot += 1;
@@ -71,6 +81,7 @@ export class ReplicaDatabase {
     assert(tree.lastProcessedZxid === zxid, `snapshot says ${formatZxid(tree.lastProcessedZxid)}, SNAP says ${formatZxid(zxid)}`);
     this.currentTree = tree;
     this.txnsSinceSnapshot = 0;
+    this.observer?.replaced(tree);
     this.logger.info({ zxid: formatZxid(zxid), nodes: tree.nodeCount() }, "tree replaced by the leader's snapshot");
   }
 }

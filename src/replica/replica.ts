@@ -13,8 +13,8 @@ import { RequestPipeline, type RequestObserver } from "./pipeline.js";
 import type { Clock, Entropy, LogSink, PeerPort, RecoveredState, ReplicaMetrics, ReplicaStorage } from "./ports.js";
 import type { PrepOptions } from "./prep.js";
 import type { QuotaExceeded } from "./quota-guard.js";
-import { ClusterBroadcast, ClusterSessionActivity, QuorumPeer, type QuorumPeerConfig } from "./quorum-peer.js";
-import { ReplicaDatabase } from "./replica-database.js";
+import { ClusterBroadcast, ClusterSessionActivity, QuorumPeer, type QuorumPeerConfig, type QuorumPeerDeps } from "./quorum-peer.js";
+import { ReplicaDatabase, type TreeObserver } from "./replica-database.js";
 import { SessionIdGenerator, SessionOpener } from "./session-opener.js";
 import { SessionTracker } from "./session-tracker.js";
 import type { Notification } from "../election/types.js";
@@ -45,6 +45,9 @@ export interface ReplicaPorts {
   onFatal(error: unknown): void;
   /** TEST ONLY: a leader that commits on its own ack alone (the chaos checkers' broken build). */
   unsafeCommitOnOwnAck?: boolean;
+  /** SIMULATION ONLY: see TreeObserver and QuorumPeerDeps.election. */
+  treeObserver?: TreeObserver;
+  election?: QuorumPeerDeps["election"];
 }
 
 export class Replica {
@@ -100,7 +103,7 @@ export class Replica {
  */
 export function buildReplica(config: ReplicaConfig, ports: ReplicaPorts): Replica {
   const { clock, logger, metrics } = ports;
-  const database = new ReplicaDatabase(ports.recovered.tree, ports.storage, config.snapshotEveryTxns, logger);
+  const database = new ReplicaDatabase(ports.recovered.tree, ports.storage, config.snapshotEveryTxns, logger, ports.treeObserver);
   const tracker = new SessionTracker(config.tickMs, () => clock.nowMs());
   const broadcast = new ClusterBroadcast();
   const activity = new ClusterSessionActivity();
@@ -129,6 +132,7 @@ export function buildReplica(config: ReplicaConfig, ports: ReplicaPorts): Replic
     onFatal: ports.onFatal,
     ...(ports.unsafeCommitOnOwnAck === true ? { unsafeCommitOnOwnAck: true } : {}),
     ...(metrics === undefined ? {} : { metrics }),
+    ...(ports.election === undefined ? {} : { election: ports.election }),
   });
   database.onApply((txn, result, deliveries) => pipeline.applied(txn, result, deliveries));
   // One opener for both doors: one session id sequence, one way to open and resume a session.

@@ -1,34 +1,33 @@
 /**
  * A whole corral cluster in one process, driven by one seeded PRNG (DESIGN.md §3, STYLE.md
- * practice 6): per server the real FastLeaderElection, the real Zab core, a real DataTree and an
- * in-memory txn log, epochs store and snapshot whose writes become durable only after a simulated
- * fsync delay (a crash discards the rest); a network that delays, drops, duplicates and reorders
- * election datagrams, carries Zab over FIFO streams that can break (noisily or silently), and
- * honours symmetric and one-way partitions; clock jumps; and clients issuing writes, reads and
- * syncs through sessions, as anonymous, owner or super user against nodes with restrictive ACLs
- * (acl-workload.ts): every ACL decision is checked against that model. The same seed replays the
- * same run exactly.
+ * practice 6). Every member is the production Replica (src/replica), built by the same
+ * buildReplica as `corral server`, over in-memory twins of its ports (twins/): storage whose writes
+ * become durable only after a simulated fsync (a crash loses the rest), a network that delays,
+ * drops, duplicates and reorders election datagrams and breaks FIFO quorum streams, symmetric and
+ * one-way partitions, a clock per server that can jump, and processes that pause. Clients open
+ * sessions through the replica's session opener and send requests into its pipeline, as anonymous,
+ * owner or super user against nodes with restrictive ACLs (acl-workload.ts), and every answer is
+ * checked. The same seed replays the same run exactly.
  */
-import { FastLeaderElection, type Decision, type ElectionOutput, type ElectionSelf } from "../../src/election/fast-leader-election.js";
-import type { Notification } from "../../src/election/types.js";
-import type { PersistAction, ZabReady } from "../../src/consensus/core-io.js";
-import type { LogRecord, QuorumMessage } from "../../src/consensus/messages.js";
-import { QuorumVerifier } from "../../src/consensus/quorum.js";
-import { createZab, type ZabCore } from "../../src/consensus/zab.js";
 import { ZkErrorCode } from "../../src/common/errors.js";
-import { DataTree } from "../../src/store/data-tree.js";
-import { SessionTable } from "../../src/store/session-table.js";
-import { decodeSnapshot, encodeSnapshot } from "../../src/store/snapshot-codec.js";
-import { decodeTxn, encodeTxn } from "../../src/store/txn-codec.js";
-import { formatZxid } from "../../src/store/zxid.js";
-import { permits } from "../../src/replica/acl.js";
-import { Prep } from "../../src/replica/prep.js";
-import type { CreateRequest, WriteRequest } from "../../src/replica/requests.js";
+import type { QuorumMessage } from "../../src/consensus/messages.js";
+import { QuorumVerifier } from "../../src/consensus/quorum.js";
+import type { ClientConnection } from "../../src/replica/pipeline.js";
+import type { Clock, Entropy, LogSink, PeerPort } from "../../src/replica/ports.js";
+import { buildReplica, type Replica, type ReplicaConfig } from "../../src/replica/replica.js";
+import type { ClientRequest, CreateRequest, Reply, WriteRequest } from "../../src/replica/requests.js";
 import { CleanupScanner, cleanupKind } from "../../src/store/cleanup-scan.js";
-import { ownerKind, Perms, ttlOfOwner, type Id, type Txn, type TxnBody } from "../../src/store/types.js";
-import { authInfoOf, GUARDED_ACL, identityOf, readRefused, SECRET_ACL, writeRefused } from "./acl-workload.js";
+import type { DataTree } from "../../src/store/data-tree.js";
+import { decodeTxn, encodeTxn } from "../../src/store/txn-codec.js";
+import { ownerKind, Perms, ttlOfOwner, type Txn, type WatchEvent } from "../../src/store/types.js";
+import { formatZxid } from "../../src/store/zxid.js";
+import { authInfoOf, GUARDED_ACL, identityOf, readRefused, SECRET_ACL, SUPER_DIGEST, writeRefused } from "./acl-workload.js";
 import { Checker } from "./checker.js";
+import { OracleElection } from "./oracle-election.js";
 import { Prng } from "./prng.js";
+import { MemoryStorage } from "./twins/memory-storage.js";
+import { EventQueue, type Scheduler } from "./twins/scheduler.js";
+import { SimNetwork } from "./twins/sim-network.js";
 
 export interface SimConfig {
   voters: number;
@@ -80,7 +79,8 @@ export function defaultConfig(prng: Prng): SimConfig {
   };
 }
 
-const SIM_TICK_MS = 10;
+/** How often the convergence and digest checks look. */
+const DIGEST_CHECK_INTERVAL_MS = 500;
 const CLIENT_REQUEST_TIMEOUT_MS = 3_000;
 /** Every client session's timeout (20 ticks: ZooKeeper's largest by default). */
 const SESSION_TIMEOUT_MS = 2_000;
@@ -93,268 +93,118 @@ const CLEANUP_MAX_PER_MINUTE = 100_000;
 /** How long the cleanup liveness check may watch, and what it allows beyond the scans it waits for. */
 const CLEANUP_BUDGET_MS = 10_000;
 const CLEANUP_SLACK_MS = 300;
-
-// ------------------------------------------------------------------------------------------------
-// Events
-
-type SimEvent =
-  | { kind: "tick" }
-  | { kind: "election"; from: number; to: number; notification: Notification }
-  /** The election link from → to reconnected: it resends its last notification (QuorumCnxManager does). */
-  | { kind: "electionReconnect"; from: number; to: number }
-  | { kind: "zab"; conn: Conn; toLeader: boolean; message: QuorumMessage }
-  | { kind: "disconnected"; server: number; term: number; peer: number }
-  | { kind: "disk"; server: number; incarnation: number }
-  | { kind: "clientRequest"; server: number; clientId: number; connection: number; request: ClientRequest }
-  | { kind: "clientReply"; clientId: number; connection: number; reply: ClientReply }
-  | { kind: "clientThink"; clientId: number }
-  | { kind: "clientLost"; clientId: number; connection: number }
-  | { kind: "resume"; server: number; incarnation: number }
-  | { kind: "clientReborn"; clientId: number };
-
-interface QueuedEvent {
-  atMs: number;
-  seq: number;
-  event: SimEvent;
-}
-
-class EventQueue {
-  private heap: QueuedEvent[] = [];
-  private seq = 0;
-
-  push(atMs: number, event: SimEvent): void {
-    const item = { atMs, seq: this.seq++, event };
-    const heap = this.heap;
-    heap.push(item);
-    let i = heap.length - 1;
-    while (i > 0) {
-      const parent = (i - 1) >> 1;
-      if (!before(heap[i]!, heap[parent]!)) break;
-      [heap[i], heap[parent]] = [heap[parent]!, heap[i]!];
-      i = parent;
-    }
-  }
-
-  peekTime(): number | undefined {
-    return this.heap[0]?.atMs;
-  }
-
-  pop(): QueuedEvent | undefined {
-    const heap = this.heap;
-    const top = heap[0];
-    const last = heap.pop();
-    if (top === undefined || last === undefined) return undefined;
-    if (heap.length > 0) {
-      heap[0] = last;
-      let i = 0;
-      for (;;) {
-        const l = 2 * i + 1;
-        const r = l + 1;
-        let m = i;
-        if (l < heap.length && before(heap[l]!, heap[m]!)) m = l;
-        if (r < heap.length && before(heap[r]!, heap[m]!)) m = r;
-        if (m === i) break;
-        [heap[i], heap[m]] = [heap[m]!, heap[i]!];
-        i = m;
-      }
-    }
-    return top;
-  }
-
-  get size(): number {
-    return this.heap.length;
-  }
-}
-
-function before(a: QueuedEvent, b: QueuedEvent): boolean {
-  return a.atMs < b.atMs || (a.atMs === b.atMs && a.seq < b.seq);
-}
+const NO_PASSWORD = new Uint8Array(0);
 
 // ------------------------------------------------------------------------------------------------
 // Servers
 
-/** One Zab stream, learner ⇄ leader. */
-interface Conn {
-  id: number;
-  learner: number;
-  leader: number;
-  learnerTerm: number;
-  /** Set when the leader's host accepts the learnerInfo. */
-  leaderTerm: number | undefined;
-  open: boolean;
-  /** Last scheduled arrival per direction, to keep each direction FIFO. */
-  lastArrivalToLeader: number;
-  lastArrivalToLearner: number;
-}
-
-interface DiskOp {
-  action: PersistAction;
-  term: number;
-  doneAtMs: number;
-}
-
-interface Durable {
-  acceptedEpoch: number;
-  currentEpoch: number;
-  log: LogRecord[];
-  snapshot: { zxid: number; bytes: Uint8Array } | undefined;
-}
-
-interface PendingRequest {
-  clientId: number;
-  connection: number;
-  request: ClientRequest;
-  done: boolean;
-  reply: ClientReply | undefined;
-  /** Syncs: the zxid the tree must reach (once known). */
-  syncZxid: number | undefined;
-}
-
-class SimServer {
+/** One member: its durable storage outlives its process; the Replica is rebuilt at every start. */
+export class SimServer {
   up = true;
+  /** Bumped at every crash and start: timers and callbacks of an earlier process never run. */
   incarnation = 0;
-  durable: Durable = { acceptedEpoch: 0, currentEpoch: 0, log: [], snapshot: undefined };
-  /** The log as the host sees it: durable records plus queued writes. */
-  logView: LogRecord[] = [];
-  tree = new DataTree();
-  election: SimElection;
-  zab: ZabCore | undefined;
-  /** Increments with every Zab core: messages and disk answers for an older core are dropped. */
-  term = 0;
-  prep: Prep | undefined;
-  serving = false;
-  pendingDecision: Decision | undefined;
-  disk: DiskOp[] = [];
+  replica: Replica | undefined;
+  /** The tree a crashed server had (what the final checks read of a server that stays down). */
+  private lastTree: DataTree | undefined;
   clockOffsetMs = 0;
-  /** Leader side: the stream of each learner. Learner side: the stream to the leader. */
-  learnerConns = new Map<number, Conn>();
-  leaderConn: Conn | undefined;
-  /** Client requests in arrival order per client (FIFO). */
-  sessions = new Map<number, PendingRequest[]>();
-  writesInFlight = new Map<string, PendingRequest>();
-  syncsInFlight = new Map<number, PendingRequest>();
-  nextSyncId = 1;
-  /** Leader only: when each session was last heard of, through any server. */
-  sessionTable: SessionTable | undefined;
-  /** Leader only: sessions whose closeSession is proposed. */
-  closingSessions = new Set<bigint>();
-  /** Leader only: its container and TTL cleanup schedule. */
-  cleanup: CleanupScanner | undefined;
-  /** The first ack of the current follower core (its newLeader ack) is sent. */
-  firstAckSent = false;
-  appliedSinceSnapshot = 0;
   pausedUntilMs = 0;
   /** Events that arrived while paused, in order. */
-  deferred: SimEvent[] = [];
+  deferred: (() => void)[] = [];
+  /** Counts terms (role changes): an epoch established twice by one server in one term is one establishment. */
+  term = 0;
+  /** The next ack this follower sends is its NEWLEADER ack (the only one that may name an older epoch). */
+  firstAckPending = false;
 
   constructor(
     readonly id: number,
     readonly observer: boolean,
-    readonly newElection: () => SimElection,
-  ) {
-    this.election = newElection();
-  }
-
-  get lastLoggedZxid(): number {
-    const last = this.logView[this.logView.length - 1]?.zxid ?? 0;
-    return Math.max(last, this.tree.lastProcessedZxid);
-  }
-}
-
-/** What the host needs of an election: FastLeaderElection, or the oracle stand-in below. */
-interface SimElection {
-  startLooking(self: ElectionSelf, nowMs: number): ElectionOutput;
-  receive(n: Notification, nowMs: number): ElectionOutput;
-  tick(nowMs: number): ElectionOutput;
-  settle(decision: Decision): void;
-  readonly decision: Decision | undefined;
-}
-
-/**
- * A stand-in election that exchanges no messages: a looking server decides after a random pause,
- * on a leader the simulator picks from its global view (see Simulation.pickLeader). Servers may
- * decide differently; Zab must stay safe whatever they decide.
- */
-class OracleElection implements SimElection {
-  private decideAtMs: number | undefined;
-  private decided: Decision | undefined;
-  private round = 0;
-
-  constructor(
-    private readonly myId: number,
-    private readonly observer: boolean,
-    private readonly pick: () => number | undefined,
-    private readonly pauseMs: () => number,
+    readonly storage: MemoryStorage,
   ) {}
 
-  get decision(): Decision | undefined {
-    return this.decided;
+  get tree(): DataTree {
+    return this.replica?.tree ?? this.lastTree!;
   }
 
-  startLooking(_self: ElectionSelf, nowMs: number): ElectionOutput {
-    this.round += 1;
-    this.decided = undefined;
-    this.decideAtMs = nowMs + this.pauseMs();
-    return { send: [], decided: undefined };
+  get serving(): boolean {
+    return this.up && (this.replica?.broadcast.serving ?? false);
   }
 
-  receive(): ElectionOutput {
-    return { send: [], decided: undefined };
+  get leading(): boolean {
+    return this.up && this.replica?.peer.role === "leading";
   }
 
-  tick(nowMs: number): ElectionOutput {
-    if (this.decideAtMs === undefined || nowMs < this.decideAtMs) return { send: [], decided: undefined };
-    const leader = this.pick();
-    if (leader === undefined || (this.observer && leader === this.myId)) {
-      this.decideAtMs = nowMs + this.pauseMs();
-      return { send: [], decided: undefined };
-    }
-    this.decideAtMs = undefined;
-    const state = leader === this.myId ? "leading" : this.observer ? "observing" : "following";
-    this.decided = { leader, state, vote: { leader, zxid: 0, peerEpoch: 0 }, round: this.round };
-    return { send: [], decided: this.decided };
-  }
-
-  settle(decision: Decision): void {
-    this.decided = decision;
+  crashed(): void {
+    this.lastTree = this.replica?.tree ?? this.lastTree;
+    this.replica = undefined;
   }
 }
 
 // ------------------------------------------------------------------------------------------------
 // Clients
 
-/** What a session asks to have ordered: a client write, or its own creation. */
-type SimWrite = WriteRequest | { op: "createSession"; timeoutMs: number };
+/** A client connection as the server's pipeline sees it, and as its client tracks it. */
+class SimConnection implements ClientConnection {
+  /** The server's view: false once it ended the connection or saw it go. */
+  open = true;
+  readonly remoteAddress: string;
+  authInfo;
+  sessionId = 0n;
+  established = false;
+  readonly openedAtMs: number;
+  /** The last scheduled arrival per direction, to keep each direction FIFO. */
+  lastArrivalToServer = 0;
+  lastArrivalToClient = 0;
 
-/** Requests carry the ids of the client's connection, as a real connection holds them. */
-export type ClientRequest =
-  | { op: "write"; cxid: number; sessionId: bigint; write: SimWrite; authInfo: readonly Id[] }
-  | { op: "read"; cxid: number; path: string; authInfo: readonly Id[] }
-  | { op: "sync"; cxid: number };
+  constructor(
+    private readonly sim: Simulation,
+    readonly client: SimClient,
+    readonly server: SimServer,
+    readonly serverIncarnation: number,
+  ) {
+    this.remoteAddress = `10.0.0.${client.id}`;
+    // As if the client had authenticated with its credentials (acl-workload.ts).
+    this.authInfo = authInfoOf(client.id);
+    this.openedAtMs = sim.nowMs;
+  }
 
-interface ClientReply {
-  cxid: number;
-  zxid: number;
-  /** 0, or the error the txn carried (SESSIONEXPIRED when the session was gone). */
-  err: number;
+  sendReply(xid: number, reply: Reply): void {
+    this.sim.toClient(this, () => this.sim.clientReceivesReply(this.client, this, xid, reply));
+  }
+
+  sendEvent(_event: WatchEvent): void {
+    this.sim.toClient(this, () => {
+      if (this.client.connection === this) this.client.events += 1;
+    });
+  }
+
+  end(reason: "closed" | "expired" | "moved"): void {
+    if (!this.open) return;
+    this.open = false;
+    this.sim.toClient(this, () => this.sim.clientLost(this.client, this, `server ended the connection: ${reason}`, reason === "expired"));
+  }
+}
+
+interface InFlight {
+  xid: number;
+  request: ClientRequest;
+  sentAtMs: number;
+  ackedZxidMaxAtSend: number;
 }
 
 interface SimClient {
   id: number;
-  /** Undefined until a createSession for this client commits. */
-  sessionId: bigint | undefined;
-  /** The session id being created (its createSession is in flight). */
-  creatingSessionId: bigint | undefined;
-  sessionGeneration: number;
   alive: boolean;
-  server: number | undefined;
-  connection: number;
-  nextCxid: number;
-  inFlight: { request: ClientRequest; sentAtMs: number; ackedZxidMaxAtSend: number }[];
+  /** The session, once a server established it. */
+  sessionId: bigint | undefined;
+  password: Uint8Array;
+  connection: SimConnection | undefined;
+  xid: number;
+  inFlight: InFlight[];
   lastZxidSeen: number;
   lastWriteZxid: number;
   /** The write-ack high-water mark when the last completed sync was sent: reads after it must reach it. */
   syncFloor: number;
+  events: number;
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -381,25 +231,20 @@ export type Fault =
   | { kind: "pause"; server: number; durationMs: number }
   | { kind: "pauseLeader"; durationMs: number };
 
-export class Simulation {
+export class Simulation implements Scheduler {
   readonly prng: Prng;
   readonly config: SimConfig;
   readonly checker = new Checker();
   readonly quorum: QuorumVerifier;
   readonly servers: SimServer[] = [];
   readonly clients: SimClient[] = [];
+  readonly network: SimNetwork;
   private readonly queue = new EventQueue();
-  private readonly blocked = new Set<string>();
-  private readonly lastNotification = new Map<string, Notification>();
-  private nextConnId = 1;
-  private nextClientConnection = 1;
-  private readonly clientLinkArrival = new Map<string, number>();
+  private readonly replicaConfig: ReplicaConfig;
   nowMs = 0;
   /** The last lines of what happened, printed with a failure. */
   readonly trace: string[] = [];
   clientsActive = true;
-  /** Sessions no client will use again (each must expire, its ephemerals vanish everywhere), with when they were abandoned. */
-  readonly deadSessions = new Map<bigint, number>();
   /** Set once the faults stop: the oracle election then always picks well. */
   healing = false;
   stats = {
@@ -419,7 +264,7 @@ export class Simulation {
     /** Runs whose first convergence kept a minority out (convergeWithout). */
     minorityPhases: 0,
   };
-  /** Writes sent, by session and cxid, until their txn is first applied and its ACL verdict checked. */
+  /** Writes sent, by session and xid, until their txn is first applied and its ACL verdict checked. */
   private readonly writeIntents = new Map<string, { write: WriteRequest; clientId: number }>();
   /** The highest zxid whose ACL verdict was checked: each committed txn is checked once, at its first apply. */
   private aclCheckedZxid = 0;
@@ -431,36 +276,242 @@ export class Simulation {
     const observers = Array.from({ length: this.config.observers }, (_, i) => this.config.voters + i + 1);
     this.quorum = new QuorumVerifier(voters, observers);
     this.checker.onViolation = (line) => this.log(line);
-    for (const id of voters) this.servers.push(new SimServer(id, false, () => this.newElection(id, false)));
-    for (const id of observers) this.servers.push(new SimServer(id, true, () => this.newElection(id, true)));
-    for (let i = 0; i < this.config.clients; i++) {
-      this.clients.push({
-        id: i + 1,
-        sessionId: undefined,
-        creatingSessionId: undefined,
-        sessionGeneration: 0,
-        alive: true,
-        server: undefined,
-        connection: 0,
-        nextCxid: 1,
-        inFlight: [],
-        lastZxidSeen: 0,
-        lastWriteZxid: 0,
-        syncFloor: 0,
-      });
+    this.network = new SimNetwork(this, this.prng, this.config, (line) => this.log(line), [...voters, ...observers]);
+    this.network.onQuorumSend = (from, to, message, leaderTerm) => this.checkAck(from, to, message, leaderTerm);
+    this.network.termOf = (id) => this.server(id).term;
+    this.replicaConfig = {
+      serverId: 0,
+      servers: [...voters.map((id) => ({ id, role: "participant" as const })), ...observers.map((id) => ({ id, role: "observer" as const }))],
+      tickMs: this.config.tickMs,
+      initLimitTicks: this.config.initLimitTicks,
+      syncLimitTicks: this.config.syncLimitTicks,
+      commitLogCount: this.config.committedLogRecordsMax,
+      containerCheckIntervalMs: this.config.containerCheckIntervalMs,
+      containerMaxPerMinute: CLEANUP_MAX_PER_MINUTE,
+      snapshotEveryTxns: this.config.snapshotEveryTxns,
+      superDigest: SUPER_DIGEST,
+      ttlNodesEnabled: true,
+      enforceQuota: false,
+      minSessionTimeoutMs: SESSION_TIMEOUT_MS,
+      maxSessionTimeoutMs: SESSION_TIMEOUT_MS,
+    };
+    for (const id of [...voters, ...observers]) {
+      const storage = new MemoryStorage(this, id, () => 1 + this.prng.int(this.config.fsyncMsMax));
+      this.servers.push(new SimServer(id, id > this.config.voters, storage));
     }
-    this.queue.push(SIM_TICK_MS, { kind: "tick" });
-    for (const server of this.servers) this.startLooking(server);
-    for (const client of this.clients) this.queue.push(this.prng.int(200), { kind: "clientThink", clientId: client.id });
+    for (let i = 0; i < this.config.clients; i++) {
+      this.clients.push({ id: i + 1, alive: true, sessionId: undefined, password: NO_PASSWORD, connection: undefined, xid: 0, inFlight: [], lastZxidSeen: 0, lastWriteZxid: 0, syncFloor: 0, events: 0 });
+    }
+    for (const server of this.servers) this.boot(server);
+    this.every(DIGEST_CHECK_INTERVAL_MS, () => this.checkDigests());
+    for (const client of this.clients) this.at(this.prng.int(200), () => this.clientThink(client));
   }
 
   server(id: number): SimServer {
     return this.servers[id - 1]!;
   }
 
-  private newElection(id: number, observer: boolean): SimElection {
-    if (this.config.election === "oracle") return new OracleElection(id, observer, () => this.pickLeader(), () => 50 + this.prng.int(400));
-    return new FastLeaderElection({ myId: id, role: observer ? "observer" : "participant", quorum: this.quorum, maxNotificationIntervalMs: 1_600 });
+  log(line: string): void {
+    this.trace.push(`${String(this.nowMs).padStart(7)} ${line}`);
+    if (this.trace.length > 4000) this.trace.splice(0, 1000);
+  }
+
+  // ---- the timeline
+
+  at(delayMs: number, run: () => void, server?: number): void {
+    this.queue.push(this.nowMs + delayMs, run, server);
+  }
+
+  private every(intervalMs: number, run: () => void): void {
+    this.at(intervalMs, () => {
+      run();
+      this.every(intervalMs, run);
+    });
+  }
+
+  runFor(durationMs: number): void {
+    const until = this.nowMs + durationMs;
+    for (;;) {
+      const at = this.queue.peekTime();
+      if (at === undefined || at > until) break;
+      const event = this.queue.pop()!;
+      this.nowMs = event.atMs;
+      this.stats.events += 1;
+      const target = event.server === undefined ? undefined : this.server(event.server);
+      // A paused process handles what reaches it when it resumes, in arrival order.
+      if (target?.up && target.pausedUntilMs > this.nowMs) target.deferred.push(event.run);
+      else event.run();
+    }
+    this.nowMs = until;
+  }
+
+  // ---- a server's process
+
+  /** Starts `server`'s process: a Replica built from what its storage holds, over its twins. */
+  private boot(server: SimServer): void {
+    server.incarnation += 1;
+    const incarnation = server.incarnation;
+    const recovered = server.storage.recover();
+    this.checker.resetServer(server.id, recovered.tree.lastProcessedZxid, recovered.tree.digest());
+    const alive = () => server.up && server.incarnation === incarnation;
+    const clock: Clock = {
+      nowMs: () => this.clock(server),
+      every: (intervalMs, run) => {
+        let stopped = false;
+        const tick = (): void => {
+          if (stopped || !alive()) return;
+          // A paused process does not tick; it catches up on its clock when it resumes.
+          if (server.pausedUntilMs <= this.nowMs) run();
+          this.at(intervalMs, tick);
+        };
+        this.at(intervalMs, tick);
+        return () => {
+          stopped = true;
+        };
+      },
+    };
+    const entropy: Entropy = { bytes: (count) => Uint8Array.from({ length: count }, () => this.prng.int(256)) };
+    let replica: Replica | undefined;
+    const network = this.network.attach(server.id, {
+      onNotification: (n) => replica?.onNotification(n),
+      onQuorumMessage: (from, m) => replica?.onQuorumMessage(from, m),
+      onQuorumStreamClosed: (peer) => replica?.onQuorumStreamClosed(peer),
+    });
+    const peers: PeerPort = {
+      ...network,
+      followLeader: (leaderId) => {
+        server.firstAckPending = true;
+        network.followLeader(leaderId);
+      },
+    };
+    replica = buildReplica(
+      { ...this.replicaConfig, serverId: server.id },
+      {
+        storage: server.storage,
+        recovered,
+        peers,
+        clock,
+        entropy,
+        logger: this.logSink(server),
+        onFatal: (error) => this.checker.fail("committed prefixes agree", `server ${server.id} stopped on a failed durable write: ${String(error)}`),
+        treeObserver: {
+          applying: (txn, tree) => this.applying(server, txn, tree),
+          replaced: (tree) => this.checker.resetServer(server.id, tree.lastProcessedZxid, tree.digest()),
+        },
+        ...(this.config.election === "oracle"
+          ? { election: () => new OracleElection(server.id, server.observer, () => this.pickLeader(), () => 50 + this.prng.int(400)) }
+          : {}),
+      },
+    );
+    server.replica = replica;
+    replica.start();
+  }
+
+  private clock(server: SimServer): number {
+    return Math.max(0, this.nowMs + server.clockOffsetMs);
+  }
+
+  /** What the replica logs, read for the trace, the run's statistics and the leadership check. */
+  private logSink(server: SimServer): LogSink {
+    const line = (fields: object | string, message?: string): void => {
+      const text = typeof fields === "string" ? fields : `${message ?? ""} ${JSON.stringify(fields, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v))}`;
+      this.log(`${server.id} ${text}`);
+      if (typeof fields === "string") return;
+      const f = fields as Record<string, unknown>;
+      switch (message) {
+        case "role changed":
+          server.term += 1;
+          if (f["role"] === "looking") this.stats.elections += 1;
+          break;
+        case "zab syncMode":
+          if (f["mode"] === "SNAP") this.stats.snaps += 1;
+          else if (f["mode"] === "TRUNC") this.stats.truncs += 1;
+          else this.stats.diffs += 1;
+          break;
+        case "zab phase":
+          if (f["phase"] === "broadcast" && server.replica?.peer.role === "leading") this.checker.established(f["epoch"] as number, server.id, server.term);
+          break;
+        case "zab stepped down":
+          this.stats.stepDowns += 1;
+          break;
+        case "session expired":
+          this.stats.sessionsExpired += 1;
+          break;
+      }
+    };
+    return { debug: () => {}, info: line, warn: line, error: line };
+  }
+
+  /** Every txn, just before a server applies it: the checkers' view of the committed sequence. */
+  private applying(server: SimServer, txn: Txn, tree: DataTree): void {
+    const zxid = txn.header.zxid;
+    const cleanup = this.checkCleanupDelete(server, txn, tree);
+    if (zxid > this.aclCheckedZxid) {
+      this.aclCheckedZxid = zxid;
+      this.checkWriteVerdict(txn, tree);
+    }
+    if (server.leading) {
+      this.stats.commits += 1;
+      if (cleanup === "container") this.stats.containersDeleted += 1;
+      if (cleanup === "ttl") this.stats.ttlNodesDeleted += 1;
+    }
+    this.checker.applied(server.id, zxid, encodeTxn(txn));
+  }
+
+  /** A follower acks a proposal: never one of an older epoch, never before it is durable. */
+  private checkAck(from: number, to: number, message: QuorumMessage, leaderTerm: number): void {
+    if (message.type !== "ack") return;
+    const follower = this.server(from);
+    const leader = this.server(to);
+    if (follower.replica?.peer.role !== "following") return;
+    const first = follower.firstAckPending;
+    follower.firstAckPending = false;
+    // Only a stream the leader accepted in its current term: it carries that term's traffic.
+    if (!leader.leading || leader.term !== leaderTerm) return;
+    const durableEnd = Math.max(follower.storage.durableEnd(), follower.tree.lastProcessedZxid);
+    this.checker.ackSent(from, message.zxid, follower.replica.peer.termEpoch, leader.replica!.peer.termEpoch, first, durableEnd);
+  }
+
+  /**
+   * A delete no session asked for (session 0) is the leader's cleanup: whoever applies it must find
+   * an empty container that has had a child, or a childless TTL node expired at the txn's time.
+   */
+  private checkCleanupDelete(server: SimServer, txn: Txn, tree: DataTree): "container" | "ttl" | undefined {
+    if (txn.header.sessionId !== 0n || txn.body.type !== "delete") return undefined;
+    const path = txn.body.path;
+    const node = tree.getNode(path);
+    const kind = node === undefined ? undefined : cleanupKind(node.stat, txn.header.timeMs);
+    if (kind === undefined) {
+      const what = node === undefined ? "a missing node" : `a node with owner ${node.stat.ephemeralOwner}, ${node.stat.numChildren} children, cversion ${node.stat.cversion}, mtime ${node.stat.mtime}`;
+      this.checker.fail("the leader deletes only empty containers and expired TTL nodes", `server ${server.id} applies a cleanup delete of ${path} at ${formatZxid(txn.header.zxid)} (time ${txn.header.timeMs}): ${what}`);
+    }
+    return kind;
+  }
+
+  /**
+   * Before a newly committed txn is first applied, the tree is exactly what prep decided it against:
+   * its NOAUTH, or the absence of one, must be the model's verdict.
+   */
+  private checkWriteVerdict(txn: Txn, tree: DataTree): void {
+    const key = `${txn.header.sessionId}:${txn.header.cxid}`;
+    const intent = this.writeIntents.get(key);
+    if (intent === undefined) return;
+    this.writeIntents.delete(key);
+    const err = txn.body.type === "error" ? txn.body.err : 0;
+    // A write of a session already gone, or sent on a connection its client left, is refused before prep looks at any ACL.
+    if (err === ZkErrorCode.SESSIONEXPIRED || err === ZkErrorCode.SESSIONMOVED) return;
+    const identity = identityOf(intent.clientId);
+    const expected = writeRefused(intent.write, identity, (path) => tree.getNode(path) !== undefined);
+    if (err === ZkErrorCode.NOAUTH) this.stats.aclRefusals += 1;
+    if (expected !== (err === ZkErrorCode.NOAUTH)) {
+      this.checker.fail("ACL decisions follow each node's ACL", `${identity} client ${intent.clientId}'s ${intent.write.op} ${"path" in intent.write ? intent.write.path : ""} committed at ${formatZxid(txn.header.zxid)} with err ${err}, expected ${expected ? "NOAUTH" : "no NOAUTH"}`);
+    }
+  }
+
+  private checkDigests(): void {
+    for (const server of this.servers) {
+      if (server.up && server.replica) this.checker.digestAt(server.id, server.tree.lastProcessedZxid, server.tree.digest());
+    }
   }
 
   /** The oracle's choice: the most up-to-date running voter, or (while faults run) sometimes any. */
@@ -469,10 +520,10 @@ export class Simulation {
     const candidates = this.servers.filter((s) => s.up && !s.observer && (!this.healing || this.reachesQuorum(s)));
     if (candidates.length === 0) return undefined;
     // An established leader is joined, as FastLeaderElection's out-of-election path does.
-    const established = candidates.find((s) => s.zab?.kind === "leader" && s.serving);
+    const established = candidates.find((s) => s.leading && s.serving);
     if (established !== undefined && (this.healing || this.prng.chance(0.8))) return established.id;
     if (!this.healing && this.prng.chance(0.3)) return this.prng.pick(candidates).id;
-    const rank = (s: SimServer) => [s.durable.currentEpoch, s.lastLoggedZxid, s.id];
+    const rank = (s: SimServer) => [s.storage.durable.currentEpoch ?? 0, s.replica?.database.lastLoggedZxid() ?? 0, s.id];
     candidates.sort((a, b) => {
       const [x, y] = [rank(a), rank(b)];
       for (let i = 0; i < 3; i++) if (x[i] !== y[i]) return y[i]! - x[i]!;
@@ -483,530 +534,8 @@ export class Simulation {
 
   /** Whether the running voters `server` can reach both ways (itself included) form a quorum. */
   private reachesQuorum(server: SimServer): boolean {
-    const reachable = this.servers.filter((o) => o.up && (o.id === server.id || (!this.isBlocked(server.id, o.id) && !this.isBlocked(o.id, server.id))));
+    const reachable = this.servers.filter((o) => o.up && (o.id === server.id || (!this.network.isBlocked(server.id, o.id) && !this.network.isBlocked(o.id, server.id))));
     return this.quorum.containsQuorum(reachable.map((o) => o.id));
-  }
-
-  log(line: string): void {
-    this.trace.push(`${String(this.nowMs).padStart(7)} ${line}`);
-    if (this.trace.length > 4000) this.trace.splice(0, 1000);
-  }
-
-  // ---- running
-
-  runFor(durationMs: number): void {
-    const until = this.nowMs + durationMs;
-    for (;;) {
-      const at = this.queue.peekTime();
-      if (at === undefined || at > until) break;
-      const item = this.queue.pop()!;
-      this.nowMs = item.atMs;
-      this.stats.events += 1;
-      this.handleEvent(item.event);
-    }
-    this.nowMs = until;
-  }
-
-  private at(delayMs: number, event: SimEvent): void {
-    this.queue.push(this.nowMs + delayMs, event);
-  }
-
-  private netDelay(): number {
-    return 1 + this.prng.int(this.config.netDelayMsMax);
-  }
-
-  private clock(server: SimServer): number {
-    return Math.max(0, this.nowMs + server.clockOffsetMs);
-  }
-
-  private handleEvent(event: SimEvent): void {
-    const target = this.targetOf(event);
-    if (target !== undefined) {
-      const server = this.server(target);
-      if (server.up && server.pausedUntilMs > this.nowMs) {
-        server.deferred.push(event); // handled in arrival order when the process resumes
-        return;
-      }
-    }
-    switch (event.kind) {
-      case "resume": {
-        const server = this.server(event.server);
-        if (server.pausedUntilMs > this.nowMs || server.incarnation !== event.incarnation) break; // extended, or crashed
-        const deferred = server.deferred;
-        server.deferred = [];
-        for (const e of deferred) this.handleEvent(e);
-        break;
-      }
-      case "tick":
-        for (const server of this.servers) if (server.up && server.pausedUntilMs <= this.nowMs) this.tickServer(server);
-        this.at(SIM_TICK_MS, { kind: "tick" });
-        if (this.nowMs % 500 === 0) this.checkDigests();
-        break;
-      case "election": {
-        const server = this.server(event.to);
-        if (!server.up) break;
-        this.handleElection(server, server.election.receive(event.notification, this.clock(server)));
-        break;
-      }
-      case "electionReconnect":
-        this.reconnectElection(event.from, event.to);
-        break;
-      case "zab":
-        this.deliverZab(event.conn, event.toLeader, event.message);
-        break;
-      case "disconnected": {
-        const server = this.server(event.server);
-        if (server.up && server.zab !== undefined && server.term === event.term) this.handleReady(server, server.zab.step({ type: "disconnected", peer: event.peer }));
-        break;
-      }
-      case "disk":
-        this.completeDisk(this.server(event.server), event.incarnation);
-        break;
-      case "clientRequest":
-        this.serverReceivesRequest(this.server(event.server), event.clientId, event.connection, event.request);
-        break;
-      case "clientReply":
-        this.clientReceivesReply(this.clients[event.clientId - 1]!, event.connection, event.reply);
-        break;
-      case "clientThink":
-        this.clientThink(this.clients[event.clientId - 1]!);
-        break;
-      case "clientReborn":
-        this.clients[event.clientId - 1]!.alive = true;
-        break;
-      case "clientLost": {
-        const client = this.clients[event.clientId - 1]!;
-        if (client.connection === event.connection) this.clientDisconnect(client, "server dropped the session");
-        break;
-      }
-    }
-  }
-
-  private tickServer(server: SimServer): void {
-    const now = this.clock(server);
-    this.handleElection(server, server.election.tick(now));
-    if (server.zab !== undefined) this.handleReady(server, server.zab.step({ type: "tick", nowMs: now }));
-    this.expireSessions(server, now);
-    this.cleanUp(server, now);
-  }
-
-  /** The leader deletes empty containers and expired TTL nodes, as QuorumPeer.cleanUp does. */
-  private cleanUp(server: SimServer, nowMs: number): void {
-    const zab = server.zab;
-    if (zab?.kind !== "leader" || !zab.serving || server.cleanup === undefined || server.prep === undefined) return;
-    for (const path of server.cleanup.poll(server.tree, nowMs)) {
-      if (server.zab !== zab || server.prep === undefined || !zab.canPropose) break;
-      const prepared = server.prep.prepareDeleteContainer(path, nowMs, () => zab.allocateZxid());
-      if (prepared === undefined) continue;
-      this.log(`${server.id} deletes ${path}`);
-      this.handleReady(server, zab.propose(prepared.zxid, encodeTxn({ header: { sessionId: 0n, cxid: 0, zxid: prepared.zxid, timeMs: nowMs }, body: prepared.body })));
-    }
-  }
-
-  /** The leader expires sessions not heard of within their timeout: a replicated closeSession each. */
-  private expireSessions(server: SimServer, nowMs: number): void {
-    const zab = server.zab;
-    if (zab?.kind !== "leader" || !zab.serving || server.sessionTable === undefined || server.prep === undefined) return;
-    for (const sessionId of server.sessionTable.expired(nowMs)) {
-      if (!server.tree.sessions.has(sessionId) || server.closingSessions.has(sessionId) || !zab.canPropose) continue;
-      server.closingSessions.add(sessionId);
-      this.log(`${server.id} expires session ${sessionId}`);
-      this.stats.sessionsExpired += 1;
-      const zxid = zab.allocateZxid();
-      const body = server.prep.prepareCloseSession(sessionId, zxid);
-      this.handleReady(server, zab.propose(zxid, encodeTxn({ header: { sessionId, cxid: 0, zxid, timeMs: nowMs }, body })));
-    }
-  }
-
-  /** Contact from a live session, at its server or relayed by a learner's ping. */
-  private touchSession(server: SimServer, sessionId: bigint, timeoutMs: number): void {
-    if (server.sessionTable === undefined || !server.tree.sessions.has(sessionId) || server.closingSessions.has(sessionId)) return;
-    server.sessionTable.touch(sessionId, timeoutMs, this.clock(server));
-  }
-
-  // ---- election
-
-  private startLooking(server: SimServer): void {
-    this.stats.elections += 1;
-    server.pendingDecision = undefined;
-    this.handleElection(server, server.election.startLooking({ lastZxid: server.lastLoggedZxid, currentEpoch: server.durable.currentEpoch }, this.clock(server)));
-  }
-
-  private handleElection(server: SimServer, output: ElectionOutput): void {
-    for (const { to, notification } of output.send) this.sendNotification(server.id, to, notification);
-    if (output.decided !== undefined) {
-      this.log(`${server.id} decided ${output.decided.state} ${output.decided.leader}`);
-      server.pendingDecision = output.decided;
-      this.maybeStartZab(server);
-    }
-  }
-
-  /**
-   * Election traffic: datagram-like delay, loss and duplication, but a lost message breaks the
-   * link, and a link that comes back resends its last notification (ZooKeeper's QuorumCnxManager
-   * keeps lastMessageSent per peer for this): the election relies on it to make progress.
-   */
-  private sendNotification(from: number, to: number, notification: Notification): void {
-    this.lastNotification.set(`${from}>${to}`, notification);
-    if (this.isBlocked(from, to)) return;
-    if (this.prng.chance(this.config.electionLoss)) {
-      this.at(100 + this.prng.int(400), { kind: "electionReconnect", from, to });
-      return;
-    }
-    this.at(this.netDelay(), { kind: "election", from, to, notification });
-    if (this.prng.chance(this.config.electionDuplicate)) this.at(this.netDelay(), { kind: "election", from, to, notification });
-  }
-
-  private reconnectElection(from: number, to: number): void {
-    const notification = this.lastNotification.get(`${from}>${to}`);
-    if (notification === undefined || !this.server(from).up || !this.server(to).up) return;
-    this.sendNotification(from, to, notification);
-  }
-
-  /** A new core starts only once every write of the previous one is durable. */
-  private maybeStartZab(server: SimServer): void {
-    const decision = server.pendingDecision;
-    if (decision === undefined || server.disk.length > 0 || server.zab !== undefined) return;
-    server.pendingDecision = undefined;
-    server.term += 1;
-    server.firstAckSent = false;
-    const treeZxid = server.tree.lastProcessedZxid;
-    const options = {
-      myId: server.id,
-      quorum: this.quorum,
-      tickMs: this.config.tickMs,
-      initLimitTicks: this.config.initLimitTicks,
-      syncLimitTicks: this.config.syncLimitTicks,
-      durable: { acceptedEpoch: server.durable.acceptedEpoch, currentEpoch: server.durable.currentEpoch, log: this.logTail(server, treeZxid) },
-      state: {
-        snapshot: () => ({ zxid: server.tree.lastProcessedZxid, bytes: encodeSnapshot(server.tree) }),
-        lastZxid: () => server.tree.lastProcessedZxid,
-      },
-      nowMs: this.clock(server),
-      committedLogRecordsMax: this.config.committedLogRecordsMax,
-    };
-    if (decision.state === "leading") {
-      server.zab = createZab({ kind: "leader" }, options);
-      server.prep = new Prep(server.tree, { ttlNodesEnabled: true });
-      server.cleanup = new CleanupScanner({ intervalMs: this.config.containerCheckIntervalMs, maxPerMinute: CLEANUP_MAX_PER_MINUTE });
-      // A new leader gives every session a fresh timeout (ZooKeeper does the same).
-      server.sessionTable = new SessionTable(this.config.tickMs);
-      server.closingSessions = new Set();
-      for (const [sessionId, record] of server.tree.sessions) server.sessionTable.touch(sessionId, record.timeoutMs, this.clock(server));
-    } else {
-      server.zab = createZab({ kind: decision.state === "following" ? "follower" : "observer", leaderId: decision.leader }, options);
-      server.prep = undefined;
-      server.cleanup = undefined;
-      server.sessionTable = undefined;
-      const conn: Conn = {
-        id: this.nextConnId++,
-        learner: server.id,
-        leader: decision.leader,
-        learnerTerm: server.term,
-        leaderTerm: undefined,
-        open: true,
-        lastArrivalToLeader: 0,
-        lastArrivalToLearner: 0,
-      };
-      server.leaderConn = conn;
-    }
-    this.log(`${server.id} term ${server.term}: ${server.zab.kind} (tree ${formatZxid(treeZxid)}, log ${formatZxid(server.lastLoggedZxid)})`);
-    this.handleReady(server, server.zab.start());
-  }
-
-  /** The durable log tail a new core gets: every record after the tree, plus earlier ones when contiguous. */
-  private logTail(server: SimServer, treeZxid: number): LogRecord[] {
-    const log = server.logView;
-    const after = log.filter((r) => r.zxid > treeZxid);
-    const treeIndex = log.findIndex((r) => r.zxid === treeZxid);
-    if (treeIndex < 0) return after;
-    const start = Math.max(0, treeIndex - this.config.committedLogRecordsMax);
-    return log.slice(start);
-  }
-
-  // ---- Zab effects
-
-  private handleReady(server: SimServer, ready: ZabReady): void {
-    const zab = server.zab;
-    if (zab === undefined) return;
-    for (const e of ready.events) {
-      this.log(`${server.id} ${JSON.stringify(e)}`);
-      if (e.event === "phase" && e.phase === "broadcast" && zab.kind === "leader") {
-        this.checker.established(e.epoch, server.id, server.term);
-        this.settleElection(server, e.epoch);
-      }
-      if (e.event === "phase" && e.phase === "broadcast" && zab.kind !== "leader") this.settleElection(server, e.epoch);
-      if (e.event === "syncMode") {
-        if (e.mode === "SNAP") this.stats.snaps += 1;
-        else if (e.mode === "TRUNC") this.stats.truncs += 1;
-        else this.stats.diffs += 1;
-      }
-    }
-    for (const action of ready.persist) this.persist(server, action);
-    for (const { to, message } of ready.send) this.sendZab(server, to, message);
-    for (const record of ready.apply) this.applyRecord(server, record);
-    for (const peer of ready.disconnect) {
-      const conn = server.learnerConns.get(peer);
-      if (conn !== undefined) this.closeConn(conn, "leader dropped learner", true);
-    }
-    if (ready.forwarded.length > 0 && zab.kind === "leader") {
-      for (const f of ready.forwarded) {
-        const { write, authInfo } = decodeRequest(f.request);
-        if (zab.serving && zab.canPropose) this.proposeWrite(server, f.sessionId, f.cxid, write, authInfo);
-      }
-    }
-    for (const touch of ready.touches) this.touchSession(server, touch.sessionId, touch.timeoutMs);
-    for (const done of ready.syncsDone) {
-      const pending = server.syncsInFlight.get(done.syncId);
-      server.syncsInFlight.delete(done.syncId);
-      if (pending !== undefined) pending.syncZxid = done.zxid;
-    }
-    const wasServing = server.serving;
-    server.serving = ready.serving && ready.stepDown === undefined;
-    if (ready.stepDown !== undefined) {
-      this.stats.stepDowns += 1;
-      this.log(`${server.id} term ${server.term} steps down: ${ready.stepDown.reason}`);
-      this.teardownZab(server);
-      this.startLooking(server);
-    } else if (wasServing && !server.serving) {
-      this.dropClients(server);
-    }
-    this.drainSessions(server);
-  }
-
-  private settleElection(server: SimServer, epoch: number): void {
-    const decision = server.election.decision;
-    if (decision === undefined) return;
-    server.election.settle({ ...decision, vote: { ...decision.vote, peerEpoch: epoch } });
-  }
-
-  private teardownZab(server: SimServer): void {
-    server.sessionTable = undefined;
-    for (const conn of [...server.learnerConns.values()]) this.closeConn(conn, "leader stopped", true);
-    if (server.leaderConn !== undefined) this.closeConn(server.leaderConn, "learner stopped", true);
-    server.zab = undefined;
-    server.prep = undefined;
-    server.cleanup = undefined;
-    server.serving = false;
-    this.dropClients(server);
-  }
-
-  private persist(server: SimServer, action: PersistAction): void {
-    switch (action.kind) {
-      case "appendLog":
-        server.logView.push({ zxid: action.zxid, record: action.record });
-        break;
-      case "truncateLog":
-        if (action.zxid < server.tree.lastProcessedZxid) {
-          this.checker.fail("committed prefixes agree", `server ${server.id} asked to truncate to ${formatZxid(action.zxid)} below its tree ${formatZxid(server.tree.lastProcessedZxid)}`);
-        }
-        server.logView = server.logView.filter((r) => r.zxid <= action.zxid);
-        break;
-      case "installSnapshot": {
-        server.tree = decodeSnapshot(action.snapshot);
-        server.logView = [];
-        this.checker.resetServer(server.id, action.zxid, server.tree.digest());
-        break;
-      }
-      case "acceptedEpoch":
-      case "currentEpoch":
-        break;
-    }
-    const last = server.disk[server.disk.length - 1]?.doneAtMs ?? this.nowMs;
-    const doneAtMs = Math.max(last, this.nowMs + 1 + this.prng.int(this.config.fsyncMsMax));
-    server.disk.push({ action, term: server.term, doneAtMs });
-    this.queue.push(doneAtMs, { kind: "disk", server: server.id, incarnation: server.incarnation });
-  }
-
-  private completeDisk(server: SimServer, incarnation: number): void {
-    if (!server.up || server.incarnation !== incarnation) return;
-    const op = server.disk[0];
-    if (op === undefined || op.doneAtMs > this.nowMs) return;
-    server.disk.shift();
-    const d = server.durable;
-    const action = op.action;
-    let input: Parameters<ZabCore["step"]>[0];
-    switch (action.kind) {
-      case "appendLog":
-        d.log.push({ zxid: action.zxid, record: action.record });
-        input = { type: "logDurable", zxid: action.zxid };
-        break;
-      case "truncateLog": {
-        d.log = d.log.filter((r) => r.zxid <= action.zxid);
-        const end = Math.max(d.log[d.log.length - 1]?.zxid ?? 0, d.snapshot?.zxid ?? 0);
-        input = { type: "truncated", zxid: end };
-        break;
-      }
-      case "installSnapshot":
-        d.snapshot = { zxid: action.zxid, bytes: action.snapshot };
-        d.log = [];
-        input = { type: "snapshotInstalled", zxid: action.zxid };
-        break;
-      case "acceptedEpoch":
-        d.acceptedEpoch = action.epoch;
-        input = { type: "epochDurable", which: "accepted", epoch: action.epoch };
-        break;
-      case "currentEpoch":
-        d.currentEpoch = action.epoch;
-        input = { type: "epochDurable", which: "current", epoch: action.epoch };
-        break;
-    }
-    if (server.zab !== undefined && op.term === server.term) this.handleReady(server, server.zab.step(input));
-    if (server.disk.length === 0) this.maybeStartZab(server);
-  }
-
-  private applyRecord(server: SimServer, record: LogRecord): void {
-    const txn = decodeTxn(record.record);
-    if (txn.header.zxid !== record.zxid) this.checker.fail("committed prefixes agree", `record ${formatZxid(record.zxid)} carries zxid ${formatZxid(txn.header.zxid)}`);
-    const cleanupKind = this.checkCleanupDelete(server, txn);
-    if (record.zxid > this.aclCheckedZxid) {
-      this.aclCheckedZxid = record.zxid;
-      this.checkWriteVerdict(server, txn);
-    }
-    server.tree.apply(txn);
-    if (server.zab?.kind === "leader" && cleanupKind === "container") this.stats.containersDeleted += 1;
-    if (server.zab?.kind === "leader" && cleanupKind === "ttl") this.stats.ttlNodesDeleted += 1;
-    server.prep?.applied(record.zxid);
-    if (server.sessionTable !== undefined) {
-      if (txn.body.type === "createSession") server.sessionTable.touch(txn.header.sessionId, txn.body.timeoutMs, this.clock(server));
-      if (txn.body.type === "closeSession") {
-        server.sessionTable.remove(txn.header.sessionId);
-        server.closingSessions.delete(txn.header.sessionId);
-      }
-    }
-    this.checker.applied(server.id, record.zxid, record.record);
-    if (server.zab?.kind === "leader") this.stats.commits += 1;
-    const key = `${txn.header.sessionId}:${txn.header.cxid}`;
-    const pending = server.writesInFlight.get(key);
-    if (pending !== undefined) {
-      server.writesInFlight.delete(key);
-      pending.done = true;
-      pending.reply = { cxid: pending.request.cxid, zxid: record.zxid, err: txn.body.type === "error" ? txn.body.err : 0 };
-    }
-    this.maybeSnapshot(server);
-  }
-
-  /**
-   * A delete no session asked for (session 0) is the leader's cleanup: whoever applies it must find
-   * an empty container that has had a child, or a childless TTL node expired at the txn's time.
-   */
-  private checkCleanupDelete(server: SimServer, txn: Txn): "container" | "ttl" | undefined {
-    if (txn.header.sessionId !== 0n || txn.body.type !== "delete") return undefined;
-    const path = txn.body.path;
-    const node = server.tree.getNode(path);
-    const kind = node === undefined ? undefined : cleanupKind(node.stat, txn.header.timeMs);
-    if (kind === undefined) {
-      const what = node === undefined ? "a missing node" : `a node with owner ${node.stat.ephemeralOwner}, ${node.stat.numChildren} children, cversion ${node.stat.cversion}, mtime ${node.stat.mtime}`;
-      this.checker.fail("the leader deletes only empty containers and expired TTL nodes", `server ${server.id} applies a cleanup delete of ${path} at ${formatZxid(txn.header.zxid)} (time ${txn.header.timeMs}): ${what}`);
-    }
-    return kind;
-  }
-
-  private maybeSnapshot(server: SimServer): void {
-    const zxid = server.tree.lastProcessedZxid;
-    server.appliedSinceSnapshot += 1;
-    if (server.appliedSinceSnapshot < this.config.snapshotEveryTxns) return;
-    server.appliedSinceSnapshot = 0;
-    server.durable.snapshot = { zxid, bytes: encodeSnapshot(server.tree) };
-    // Keep a few records before the snapshot to seed the DIFF window.
-    const keepFrom = server.logView.findIndex((r) => r.zxid === zxid);
-    if (keepFrom > 4) {
-      const cut = server.logView[keepFrom - 4]!.zxid;
-      server.logView = server.logView.filter((r) => r.zxid >= cut);
-      server.durable.log = server.durable.log.filter((r) => r.zxid >= cut);
-    }
-  }
-
-  // ---- network: Zab streams
-
-  private sendZab(server: SimServer, to: number, message: QuorumMessage): void {
-    let conn: Conn | undefined;
-    let toLeader: boolean;
-    if (server.zab?.kind === "leader") {
-      conn = server.learnerConns.get(to);
-      toLeader = false;
-    } else {
-      conn = server.leaderConn;
-      toLeader = true;
-      if (message.type === "ack" && server.zab !== undefined) {
-        const leaderServer = this.server(to);
-        const leaderEpoch = leaderServer.zab?.kind === "leader" && conn?.leaderTerm === leaderServer.term ? leaderServer.zab.epoch : undefined;
-        const durableEnd = Math.max(server.durable.log[server.durable.log.length - 1]?.zxid ?? 0, server.durable.snapshot?.zxid ?? 0, server.tree.lastProcessedZxid);
-        if (leaderEpoch !== undefined) this.checker.ackSent(server.id, message.zxid, server.zab.epoch, leaderEpoch, !server.firstAckSent, durableEnd);
-        server.firstAckSent = true;
-      }
-    }
-    if (conn === undefined || !conn.open) return;
-    if (this.isBlocked(server.id, to)) {
-      // A partition stalls the stream: half the time both ends learn at once, else only timeouts tell.
-      this.closeConn(conn, "partitioned", this.prng.chance(0.5));
-      return;
-    }
-    if (this.prng.chance(this.config.streamBreak)) {
-      this.closeConn(conn, "stream broke", true);
-      return;
-    }
-    const arrival = Math.max(this.nowMs + this.netDelay(), toLeader ? conn.lastArrivalToLeader : conn.lastArrivalToLearner);
-    if (toLeader) conn.lastArrivalToLeader = arrival;
-    else conn.lastArrivalToLearner = arrival;
-    this.queue.push(arrival, { kind: "zab", conn, toLeader, message });
-  }
-
-  private deliverZab(conn: Conn, toLeader: boolean, message: QuorumMessage): void {
-    if (!conn.open) return;
-    if (toLeader) {
-      const leader = this.server(conn.leader);
-      if (conn.leaderTerm === undefined) {
-        if (message.type !== "learnerInfo") {
-          this.closeConn(conn, "stream opened without learnerInfo", true);
-          return;
-        }
-        if (!leader.up || leader.zab?.kind !== "leader") {
-          // Not leading (yet): like ZooKeeper's connectToLeader, try again shortly; the learner's
-          // initLimit decides when to give up.
-          const learner = this.server(conn.learner);
-          if (learner.up && learner.term === conn.learnerTerm && learner.leaderConn === conn) {
-            this.queue.push(this.nowMs + 100, { kind: "zab", conn, toLeader, message });
-          }
-          return;
-        }
-        const old = leader.learnerConns.get(conn.learner);
-        if (old !== undefined) this.closeConn(old, "replaced", false);
-        conn.leaderTerm = leader.term;
-        leader.learnerConns.set(conn.learner, conn);
-      }
-      if (!leader.up || leader.term !== conn.leaderTerm || leader.zab === undefined) return;
-      this.handleReady(leader, leader.zab.step({ type: "message", from: conn.learner, message }));
-    } else {
-      const learner = this.server(conn.learner);
-      if (!learner.up || learner.term !== conn.learnerTerm || learner.zab === undefined) return;
-      this.handleReady(learner, learner.zab.step({ type: "message", from: conn.leader, message }));
-    }
-  }
-
-  /** Closes a stream; `notify` tells both ends (after a delay), otherwise only their timeouts will. */
-  private closeConn(conn: Conn, why: string, notify: boolean): void {
-    if (!conn.open) return;
-    conn.open = false;
-    this.log(`stream ${conn.learner}→${conn.leader} closed: ${why}${notify ? "" : " (silently)"}`);
-    const leader = this.server(conn.leader);
-    if (leader.learnerConns.get(conn.learner) === conn) leader.learnerConns.delete(conn.learner);
-    const learner = this.server(conn.learner);
-    if (learner.leaderConn === conn) learner.leaderConn = undefined;
-    if (!notify) return;
-    if (conn.leaderTerm !== undefined) this.at(this.netDelay(), { kind: "disconnected", server: conn.leader, term: conn.leaderTerm, peer: conn.learner });
-    this.at(this.netDelay(), { kind: "disconnected", server: conn.learner, term: conn.learnerTerm, peer: conn.leader });
-  }
-
-  /** Client connections are streams too: each direction delivers in order. */
-  private fifoArrival(direction: string): number {
-    const arrival = Math.max(this.nowMs + this.netDelay(), this.clientLinkArrival.get(direction) ?? 0);
-    this.clientLinkArrival.set(direction, arrival);
-    return arrival;
-  }
-
-  private isBlocked(from: number, to: number): boolean {
-    return this.blocked.has(`${from}>${to}`);
   }
 
   // ---- faults
@@ -1021,22 +550,18 @@ export class Simulation {
         this.restart(this.server(fault.server));
         break;
       case "partition":
-        this.blocked.add(`${fault.a}>${fault.b}`);
-        if (!fault.oneWay) this.blocked.add(`${fault.b}>${fault.a}`);
+        this.network.block(fault.a, fault.b);
+        if (!fault.oneWay) this.network.block(fault.b, fault.a);
         break;
       case "isolate":
         for (const other of this.servers) {
           if (other.id === fault.server) continue;
-          this.blocked.add(`${fault.server}>${other.id}`);
-          this.blocked.add(`${other.id}>${fault.server}`);
+          this.network.block(fault.server, other.id);
+          this.network.block(other.id, fault.server);
         }
         break;
       case "heal":
-        for (const link of this.blocked) {
-          const [from, to] = link.split(">").map(Number) as [number, number];
-          this.at(this.netDelay(), { kind: "electionReconnect", from, to });
-        }
-        this.blocked.clear();
+        this.network.healAll();
         break;
       case "clockJump":
         this.server(fault.server).clockOffsetMs += fault.deltaMs;
@@ -1053,13 +578,9 @@ export class Simulation {
       case "isolateLeaderWithOne": {
         const leader = this.currentLeader();
         if (leader === undefined) break;
-        const buddy = this.servers.find((s) => s.id !== leader.id && s.zab?.kind === "follower" && s.up);
+        const buddy = this.servers.find((s) => s.id !== leader.id && s.up && s.replica?.peer.role === "following");
         const inside = new Set([leader.id, buddy?.id ?? leader.id]);
-        for (const a of this.servers) {
-          for (const b of this.servers) {
-            if (inside.has(a.id) !== inside.has(b.id)) this.blocked.add(`${a.id}>${b.id}`);
-          }
-        }
+        this.cutOff(inside);
         break;
       }
       case "pause":
@@ -1073,67 +594,52 @@ export class Simulation {
     }
   }
 
+  /** Blocks every link between `inside` and the rest. */
+  private cutOff(inside: Set<number>): void {
+    for (const a of this.servers) {
+      for (const b of this.servers) {
+        if (inside.has(a.id) !== inside.has(b.id)) this.network.block(a.id, b.id);
+      }
+    }
+  }
+
   private currentLeader(): SimServer | undefined {
-    return this.servers.find((s) => s.up && s.zab?.kind === "leader" && s.serving) ?? this.servers.find((s) => s.up && s.zab?.kind === "leader");
+    return this.servers.find((s) => s.leading && s.serving) ?? this.servers.find((s) => s.leading);
   }
 
   private pause(server: SimServer, durationMs: number): void {
     if (!server.up) return;
     server.pausedUntilMs = Math.max(server.pausedUntilMs, this.nowMs + durationMs);
-    this.queue.push(server.pausedUntilMs, { kind: "resume", server: server.id, incarnation: server.incarnation });
-  }
-
-  /** The server an event is processed by, if the event must wait while that server is paused. */
-  private targetOf(event: SimEvent): number | undefined {
-    switch (event.kind) {
-      case "election":
-      case "electionReconnect":
-        return event.to;
-      case "zab":
-        return event.toLeader ? event.conn.leader : event.conn.learner;
-      case "disconnected":
-      case "disk":
-      case "clientRequest":
-        return event.server;
-      default:
-        return undefined;
-    }
+    const incarnation = server.incarnation;
+    this.at(server.pausedUntilMs - this.nowMs, () => {
+      if (server.pausedUntilMs > this.nowMs || server.incarnation !== incarnation) return; // extended, or crashed
+      const deferred = server.deferred;
+      server.deferred = [];
+      for (const run of deferred) run();
+    });
   }
 
   private crash(server: SimServer): void {
     if (!server.up) return;
-    const silent = this.prng.chance(0.5);
-    for (const conn of [...server.learnerConns.values()]) this.closeConn(conn, "crash", !silent);
-    if (server.leaderConn !== undefined) this.closeConn(server.leaderConn, "crash", !silent);
-    this.dropClients(server);
+    this.network.detach(server.id);
+    for (const client of this.clients) {
+      const connection = client.connection;
+      if (connection?.server === server && connection.open) {
+        connection.open = false;
+        this.toClient(connection, () => this.clientLost(client, connection, "server crashed", false));
+      }
+    }
     server.up = false;
     server.pausedUntilMs = 0;
     server.deferred = [];
-    server.incarnation += 1;
-    server.zab = undefined;
-    server.prep = undefined;
-    server.cleanup = undefined;
-    server.sessionTable = undefined;
-    server.serving = false;
-    server.disk = [];
-    server.pendingDecision = undefined;
+    server.storage.crash();
+    server.crashed();
   }
 
   private restart(server: SimServer): void {
     if (server.up) return;
     server.up = true;
-    server.incarnation += 1;
-    const d = server.durable;
-    server.tree = d.snapshot !== undefined ? decodeSnapshot(d.snapshot.bytes) : new DataTree();
-    server.appliedSinceSnapshot = 0;
-    server.logView = d.log.slice();
-    server.election = server.newElection();
-    for (const peer of this.servers) {
-      this.lastNotification.delete(`${server.id}>${peer.id}`);
-      if (peer.id !== server.id) this.at(this.netDelay(), { kind: "electionReconnect", from: peer.id, to: server.id });
-    }
-    this.checker.resetServer(server.id, server.tree.lastProcessedZxid, server.tree.digest());
-    this.startLooking(server);
+    this.boot(server);
   }
 
   healAll(): void {
@@ -1141,62 +647,56 @@ export class Simulation {
     for (const server of this.servers) if (!server.up) this.applyFault({ kind: "restart", server: server.id });
   }
 
-  private checkDigests(): void {
-    for (const server of this.servers) {
-      if (server.up) this.checker.digestAt(server.id, server.tree.lastProcessedZxid, server.tree.digest());
-    }
-  }
-
   // ---- clients
 
   private clientThink(client: SimClient): void {
-    this.at(1 + this.prng.int(this.config.clientThinkMsMax), { kind: "clientThink", clientId: client.id });
+    this.at(1 + this.prng.int(this.config.clientThinkMsMax), () => this.clientThink(client));
     if (!this.clientsActive) return;
-    // Requests that went unanswered too long: the client gives up on the connection.
+    const connection = client.connection;
+    // A connect or a request unanswered too long: the client gives up on the connection.
     const oldest = client.inFlight[0];
-    if (oldest !== undefined && this.nowMs - oldest.sentAtMs > CLIENT_REQUEST_TIMEOUT_MS) {
-      this.clientDisconnect(client, "request timed out");
+    if (connection !== undefined && ((oldest !== undefined && this.nowMs - oldest.sentAtMs > CLIENT_REQUEST_TIMEOUT_MS) || (!connection.established && this.nowMs - connection.openedAtMs > CLIENT_REQUEST_TIMEOUT_MS))) {
+      this.clientDisconnect(client, "timed out");
     }
     if (!client.alive) return;
     if (this.prng.chance(CLIENT_DEATH_CHANCE)) {
       this.clientDies(client);
       return;
     }
-    if (client.server === undefined) {
+    if (client.connection === undefined) {
       this.clientConnect(client);
       return;
     }
-    if (client.inFlight.length >= 3) return;
-    const cxid = client.nextCxid++;
-    if (client.sessionId === undefined) {
-      // A session first: nothing else goes out until its createSession is answered.
-      if (client.creatingSessionId !== undefined) {
-        client.nextCxid -= 1;
-        return;
-      }
-      client.sessionGeneration += 1;
-      const sessionId = (BigInt(client.id) << 32n) | BigInt(client.sessionGeneration);
-      client.creatingSessionId = sessionId;
-      const request: ClientRequest = { op: "write", cxid, sessionId, write: { op: "createSession", timeoutMs: SESSION_TIMEOUT_MS }, authInfo: authInfoOf(client.id) };
-      client.inFlight.push({ request, sentAtMs: this.nowMs, ackedZxidMaxAtSend: this.checker.ackedZxidMax });
-      this.queue.push(this.fifoArrival(`${client.connection}>`), { kind: "clientRequest", server: client.server, clientId: client.id, connection: client.connection, request });
+    if (!client.connection.established) return;
+    if (client.inFlight.length >= 3) {
+      this.ping(client.connection);
       return;
     }
     const roll = this.prng.float();
     let request: ClientRequest;
-    const authInfo = authInfoOf(client.id);
     if (roll < 0.6) {
-      const write = this.randomWrite(client, cxid);
-      request = { op: "write", cxid, sessionId: client.sessionId, write, authInfo };
-      this.writeIntents.set(`${client.sessionId}:${cxid}`, { write, clientId: client.id });
-    } else if (roll < 0.85) request = { op: "read", cxid, path: `/${this.prng.pick(["k", "k", "k", "r", "q"])}${this.prng.int(3)}`, authInfo };
-    else request = { op: "sync", cxid };
-    client.inFlight.push({ request, sentAtMs: this.nowMs, ackedZxidMaxAtSend: this.checker.ackedZxidMax });
-    this.queue.push(this.fifoArrival(`${client.connection}>`), { kind: "clientRequest", server: client.server, clientId: client.id, connection: client.connection, request });
+      const write = this.randomWrite(client);
+      request = write;
+      this.writeIntents.set(`${client.sessionId}:${client.xid + 1}`, { write, clientId: client.id });
+    } else if (roll < 0.85) request = { op: "getData", path: `/${this.prng.pick(["k", "k", "k", "r", "q"])}${this.prng.int(3)}`, watch: false };
+    else request = { op: "sync", path: "/" };
+    this.send(client, client.connection, request);
   }
 
-  private randomWrite(client: SimClient, cxid: number): WriteRequest {
-    const data = new TextEncoder().encode(`${client.id}:${cxid}`);
+  private send(client: SimClient, connection: SimConnection, request: ClientRequest): void {
+    client.xid += 1;
+    const xid = client.xid;
+    client.inFlight.push({ xid, request, sentAtMs: this.nowMs, ackedZxidMaxAtSend: this.checker.ackedZxidMax });
+    this.toServer(connection, (replica) => replica.pipeline.submit(connection.sessionId, connection, xid, request));
+  }
+
+  /** Keeps the session alive while requests wait (the SDK pings every third of the timeout). */
+  private ping(connection: SimConnection): void {
+    this.toServer(connection, (replica) => replica.pipeline.touch(connection.sessionId));
+  }
+
+  private randomWrite(client: SimClient): WriteRequest {
+    const data = new TextEncoder().encode(`${client.id}:${client.xid}`);
     if (this.prng.chance(0.3)) return this.randomContainerOrTtlWrite(client, data);
     if (this.prng.chance(0.25)) return this.randomGuardedWrite(data);
     const path = `/k${this.prng.int(5)}`;
@@ -1243,196 +743,152 @@ export class Simulation {
     return { op: "delete", path: this.prng.chance(0.7) ? `/r${n}` : `/q${n}`, version: -1 };
   }
 
-  /**
-   * Before a newly committed txn is first applied, the tree is exactly what prep decided it against:
-   * its NOAUTH, or the absence of one, must be the model's verdict.
-   */
-  private checkWriteVerdict(server: SimServer, txn: Txn): void {
-    const key = `${txn.header.sessionId}:${txn.header.cxid}`;
-    const intent = this.writeIntents.get(key);
-    if (intent === undefined) return;
-    this.writeIntents.delete(key);
-    const err = txn.body.type === "error" ? txn.body.err : 0;
-    // A write of a session already gone is refused before prep looks at any ACL.
-    if (err === ZkErrorCode.SESSIONEXPIRED) return;
-    const identity = identityOf(intent.clientId);
-    const expected = writeRefused(intent.write, identity, (path) => server.tree.getNode(path) !== undefined);
-    if (err === ZkErrorCode.NOAUTH) this.stats.aclRefusals += 1;
-    if (expected !== (err === ZkErrorCode.NOAUTH)) {
-      this.checker.fail("ACL decisions follow each node's ACL", `${identity} client ${intent.clientId}'s ${intent.write.op} ${"path" in intent.write ? intent.write.path : ""} committed at ${formatZxid(txn.header.zxid)} with err ${err}, expected ${expected ? "NOAUTH" : "no NOAUTH"}`);
-    }
-  }
-
-  /** A read at `server`, checked there as the pipeline checks it: NONODE, then READ on the node. */
-  private readVerdict(server: SimServer, clientId: number, path: string, authInfo: readonly Id[]): number {
-    const node = server.tree.getNode(path);
-    if (node === undefined) return ZkErrorCode.NONODE;
-    const err = permits(node.acl, Perms.READ, authInfo) ? 0 : ZkErrorCode.NOAUTH;
-    if (err === ZkErrorCode.NOAUTH) this.stats.aclRefusals += 1;
-    const identity = identityOf(clientId);
-    if (readRefused(path, identity) !== (err === ZkErrorCode.NOAUTH)) {
-      this.checker.fail("ACL decisions follow each node's ACL", `${identity} client ${clientId}'s read of ${path} at server ${server.id} (${formatZxid(server.tree.lastProcessedZxid)}) answered ${err}`);
-    }
-    return err;
-  }
-
   /** The client process dies: it never talks again with this session; it comes back later with a new one. */
   private clientDies(client: SimClient): void {
-    this.log(`client ${client.id} dies (session ${client.sessionId ?? client.creatingSessionId})`);
+    this.log(`client ${client.id} dies (session ${client.sessionId})`);
     this.stats.clientDeaths += 1;
-    for (const sessionId of [client.sessionId, client.creatingSessionId]) if (sessionId !== undefined) this.deadSessions.set(sessionId, this.nowMs);
     this.clientDisconnect(client, "died");
     client.alive = false;
     client.sessionId = undefined;
-    client.creatingSessionId = undefined;
-    this.at(3_000 + this.prng.int(3_000), { kind: "clientReborn", clientId: client.id });
+    client.password = NO_PASSWORD;
+    this.at(3_000 + this.prng.int(3_000), () => {
+      client.alive = true;
+    });
   }
 
   private clientConnect(client: SimClient): void {
-    const candidates = this.servers.filter((s) => s.up && s.serving && !this.isBlocked(s.id, 0));
+    const candidates = this.servers.filter((s) => s.serving);
     if (candidates.length === 0) return;
     const server = this.prng.pick(candidates);
-    // Single system image: a server behind what the client has seen refuses the session.
-    if (server.tree.lastProcessedZxid < client.lastZxidSeen) return;
-    client.server = server.id;
-    client.connection = this.nextClientConnection++;
-    server.sessions.set(client.id, []);
-    this.log(`client ${client.id} connected to ${server.id} (seen ${formatZxid(client.lastZxidSeen)})`);
+    const connection = new SimConnection(this, client, server, server.incarnation);
+    client.connection = connection;
+    this.log(`client ${client.id} connects to ${server.id} (session ${client.sessionId ?? "new"}, seen ${formatZxid(client.lastZxidSeen)})`);
+    const request = { sessionId: client.sessionId ?? 0n, password: client.password, requestedTimeoutMs: SESSION_TIMEOUT_MS, lastZxidSeen: BigInt(client.lastZxidSeen) };
+    this.toServer(connection, (replica) =>
+      replica.sessions.open(request, (outcome) => {
+        if (!connection.open || server.incarnation !== connection.serverIncarnation) return;
+        if (outcome.kind === "established") {
+          connection.sessionId = outcome.sessionId;
+          replica.pipeline.attach(outcome.sessionId, connection);
+          this.toClient(connection, () => this.clientConnected(client, connection, outcome.sessionId, outcome.password));
+          return;
+        }
+        connection.open = false;
+        const why = outcome.kind === "expired" ? "session expired" : `refused: ${outcome.detail}`;
+        this.toClient(connection, () => this.clientLost(client, connection, why, outcome.kind === "expired"));
+      }),
+    );
   }
 
+  private clientConnected(client: SimClient, connection: SimConnection, sessionId: bigint, password: Uint8Array): void {
+    if (client.connection !== connection) return;
+    connection.established = true;
+    client.sessionId = sessionId;
+    client.password = password;
+    this.log(`client ${client.id} connected to ${connection.server.id} with session ${sessionId}`);
+  }
+
+  /** The client drops its connection; the server notices after a while (its end of the stream closes). */
   private clientDisconnect(client: SimClient, why: string): void {
-    if (client.server === undefined) return;
-    this.log(`client ${client.id} lost ${client.server}: ${why}`);
-    if (client.creatingSessionId !== undefined) {
-      // Its createSession may still commit: then nobody will use that session, and it must expire.
-      this.deadSessions.set(client.creatingSessionId, this.nowMs);
-      client.creatingSessionId = undefined;
-    }
-    const server = this.server(client.server);
-    const queue = server.sessions.get(client.id);
-    if (queue !== undefined) server.sessions.delete(client.id);
-    client.server = undefined;
+    const connection = client.connection;
+    if (connection === undefined) return;
+    this.log(`client ${client.id} leaves ${connection.server.id}: ${why}`);
+    client.connection = undefined;
     client.inFlight = [];
-    client.connection = this.nextClientConnection++;
+    this.toServer(connection, (replica) => {
+      connection.open = false;
+      if (connection.established) replica.pipeline.detach(connection.sessionId, connection);
+    });
   }
 
-  private serverReceivesRequest(server: SimServer, clientId: number, connection: number, request: ClientRequest): void {
-    const client = this.clients[clientId - 1]!;
-    const queue = server.sessions.get(clientId);
-    if (!server.up || !server.serving || queue === undefined || client.connection !== connection || client.server !== server.id) return;
-    const pending: PendingRequest = { clientId, connection, request, done: false, reply: undefined, syncZxid: undefined };
-    queue.push(pending);
-    const zab = server.zab!;
-    const sessionId = client.sessionId;
-    if (sessionId !== undefined) {
-      if (zab.kind === "leader") this.touchSession(server, sessionId, SESSION_TIMEOUT_MS);
-      else zab.touch(sessionId, SESSION_TIMEOUT_MS);
-    }
-    switch (request.op) {
-      case "write":
-        server.writesInFlight.set(`${request.sessionId}:${request.cxid}`, pending);
-        if (zab.kind === "leader") {
-          if (zab.canPropose) this.proposeWrite(server, request.sessionId, request.cxid, request.write, request.authInfo);
-        } else {
-          this.handleReady(server, zab.forward(request.sessionId, request.cxid, encodeRequest(request.write, request.authInfo)));
-        }
-        break;
-      case "sync": {
-        const syncId = server.nextSyncId++;
-        server.syncsInFlight.set(syncId, pending);
-        this.handleReady(server, zab.requestSync(syncId));
-        break;
-      }
-      case "read":
-        break;
-    }
-    this.drainSessions(server);
-  }
-
-  private proposeWrite(server: SimServer, sessionId: bigint, cxid: number, write: SimWrite, authInfo: readonly Id[]): void {
-    const zab = server.zab;
-    if (zab?.kind !== "leader" || server.prep === undefined) return;
-    const zxid = zab.allocateZxid();
-    let body: TxnBody;
-    if (write.op === "createSession") {
-      body = server.tree.sessions.has(sessionId) ? { type: "error", err: ZkErrorCode.NODEEXISTS } : { type: "createSession", timeoutMs: write.timeoutMs, password: new Uint8Array(8) };
-    } else if (sessionId !== 0n && (!server.tree.sessions.has(sessionId) || server.closingSessions.has(sessionId))) {
-      // ZooKeeper's checkSession: a write of a session that is gone (or going) is an error txn.
-      body = { type: "error", err: ZkErrorCode.SESSIONEXPIRED };
-    } else {
-      body = server.prep.prepare(write, sessionId, zxid, authInfo);
-    }
-    const record = encodeTxn({ header: { sessionId, cxid, zxid, timeMs: this.clock(server) }, body });
-    this.handleReady(server, zab.propose(zxid, record));
-  }
-
-  /** Answers, per session in arrival order, every request that is complete. */
-  private drainSessions(server: SimServer): void {
-    if (!server.serving) return;
-    for (const [clientId, queue] of server.sessions) {
-      while (queue.length > 0) {
-        const head = queue[0]!;
-        if (head.request.op === "read") {
-          const err = this.readVerdict(server, clientId, head.request.path, head.request.authInfo);
-          head.reply = { cxid: head.request.cxid, zxid: server.tree.lastProcessedZxid, err };
-        }
-        else if (head.request.op === "sync") {
-          if (head.syncZxid === undefined || server.tree.lastProcessedZxid < head.syncZxid) break;
-          head.reply = { cxid: head.request.cxid, zxid: server.tree.lastProcessedZxid, err: 0 };
-        } else if (!head.done) break;
-        queue.shift();
-        this.queue.push(this.fifoArrival(`${head.connection}<`), { kind: "clientReply", clientId, connection: head.connection, reply: head.reply! });
-      }
+  /** The server ended or lost the connection. */
+  clientLost(client: SimClient, connection: SimConnection, why: string, expired: boolean): void {
+    if (client.connection !== connection) return;
+    this.log(`client ${client.id} lost ${connection.server.id}: ${why}`);
+    client.connection = undefined;
+    client.inFlight = [];
+    if (expired) {
+      client.sessionId = undefined;
+      client.password = NO_PASSWORD;
     }
   }
 
-  private dropClients(server: SimServer): void {
-    for (const [clientId, queue] of server.sessions) {
-      const connection = queue[0]?.connection ?? this.clients[clientId - 1]!.connection;
-      this.at(this.netDelay(), { kind: "clientLost", clientId, connection });
-    }
-    server.sessions.clear();
-    server.writesInFlight.clear();
-    server.syncsInFlight.clear();
+  /** Client → server, in order on the connection, to the process that accepted it. */
+  private toServer(connection: SimConnection, run: (replica: Replica) => void): void {
+    const arrival = Math.max(this.nowMs + this.netDelay(), connection.lastArrivalToServer);
+    connection.lastArrivalToServer = arrival;
+    const server = connection.server;
+    this.at(
+      arrival - this.nowMs,
+      () => {
+        if (!connection.open || !server.up || server.incarnation !== connection.serverIncarnation || !server.replica) return;
+        run(server.replica);
+      },
+      server.id,
+    );
   }
 
-  private clientReceivesReply(client: SimClient, connection: number, reply: ClientReply): void {
+  /** Server → client, in order on the connection. */
+  toClient(connection: SimConnection, run: () => void): void {
+    const arrival = Math.max(this.nowMs + this.netDelay(), connection.lastArrivalToClient);
+    connection.lastArrivalToClient = arrival;
+    this.at(arrival - this.nowMs, run);
+  }
+
+  private netDelay(): number {
+    return 1 + this.prng.int(this.config.netDelayMsMax);
+  }
+
+  clientReceivesReply(client: SimClient, connection: SimConnection, xid: number, reply: Reply): void {
     if (client.connection !== connection) return;
     const expected = client.inFlight.shift();
     const property = "client order and single system image";
-    if (expected === undefined || expected.request.cxid !== reply.cxid) {
-      this.checker.fail(property, `client ${client.id} got the answer to ${reply.cxid}, expected ${expected?.request.cxid}`);
+    if (expected === undefined || expected.xid !== xid) {
+      this.checker.fail(property, `client ${client.id} got the answer to ${xid}, expected ${expected?.xid}`);
       return;
     }
     const request = expected.request;
-    // A write answers with its own txn's zxid, which may precede what an earlier read or sync on
-    // the same session reflected; reads and syncs reflect the whole tree and never go back.
-    if (request.op === "write" && reply.zxid <= client.lastWriteZxid) {
-      this.checker.fail(property, `client ${client.id}'s write ${request.cxid} committed at ${formatZxid(reply.zxid)}, not after its earlier write at ${formatZxid(client.lastWriteZxid)}`);
+    const write = request.op === "create" || request.op === "setData" || request.op === "delete";
+    if (write && reply.err === 0) {
+      // A write answers with its own txn's zxid, which may precede what an earlier read or sync on
+      // the same session reflected; reads and syncs reflect the whole tree and never go back.
+      if (reply.zxid <= client.lastWriteZxid) {
+        this.checker.fail(property, `client ${client.id}'s write ${xid} committed at ${formatZxid(reply.zxid)}, not after its earlier write at ${formatZxid(client.lastWriteZxid)}`);
+      }
+      client.lastWriteZxid = reply.zxid;
+      this.checker.writeAcked({ zxid: reply.zxid, sessionId: connection.sessionId, cxid: xid });
+      this.stats.ackedWrites += 1;
     }
-    if (request.op !== "write" && reply.zxid < client.lastZxidSeen) {
+    if (!write && reply.zxid < client.lastZxidSeen) {
       this.checker.fail(property, `client ${client.id} saw ${formatZxid(reply.zxid)} after ${formatZxid(client.lastZxidSeen)}`);
     }
-    client.lastZxidSeen = Math.max(client.lastZxidSeen, reply.zxid);
-    if (request.op === "write" && request.write.op === "createSession" && request.sessionId === client.creatingSessionId) {
-      client.creatingSessionId = undefined;
-      if (reply.err === 0) client.sessionId = request.sessionId;
-    } else if (request.op === "write" && reply.err === ZkErrorCode.SESSIONEXPIRED && request.sessionId === client.sessionId) {
-      this.log(`client ${client.id}'s session ${request.sessionId} expired`);
-      client.sessionId = undefined;
-    }
-    if (request.op === "write") {
-      client.lastWriteZxid = reply.zxid;
-      this.checker.writeAcked({ zxid: reply.zxid, sessionId: request.sessionId, cxid: request.cxid });
-      this.stats.ackedWrites += 1;
-    } else if (request.op === "sync") {
+    if (request.op === "sync" && reply.err === 0) {
       // sync then read sees every write answered before the sync began.
       client.syncFloor = expected.ackedZxidMaxAtSend;
       if (reply.zxid < expected.ackedZxidMaxAtSend) {
         this.checker.fail(property, `client ${client.id}'s sync answered at ${formatZxid(reply.zxid)}, before ${formatZxid(expected.ackedZxidMaxAtSend)} acked earlier`);
       }
-    } else if (reply.zxid < client.syncFloor) {
-      this.checker.fail(property, `client ${client.id} read at ${formatZxid(reply.zxid)} after a sync that covered ${formatZxid(client.syncFloor)}`);
+    }
+    if (request.op === "getData") {
+      if (reply.zxid < client.syncFloor) this.checker.fail(property, `client ${client.id} read at ${formatZxid(reply.zxid)} after a sync that covered ${formatZxid(client.syncFloor)}`);
+      this.checkReadVerdict(client.id, connection.server.id, request.path, reply);
+    }
+    client.lastZxidSeen = Math.max(client.lastZxidSeen, reply.zxid);
+    if (reply.err === ZkErrorCode.SESSIONEXPIRED) {
+      this.log(`client ${client.id}'s session ${connection.sessionId} expired`);
+      client.sessionId = undefined;
+      client.password = NO_PASSWORD;
+      this.clientDisconnect(client, "session expired");
+    }
+  }
+
+  /** A read's NOAUTH, or its absence, is the model's verdict for a node that exists (NONODE comes first). */
+  private checkReadVerdict(clientId: number, serverId: number, path: string, reply: Reply): void {
+    if (reply.err !== 0 && reply.err !== ZkErrorCode.NOAUTH) return;
+    if (reply.err === ZkErrorCode.NOAUTH) this.stats.aclRefusals += 1;
+    const identity = identityOf(clientId);
+    if (readRefused(path, identity) !== (reply.err === ZkErrorCode.NOAUTH)) {
+      this.checker.fail("ACL decisions follow each node's ACL", `${identity} client ${clientId}'s read of ${path} at server ${serverId} (${formatZxid(reply.zxid)}) answered ${reply.err}`);
     }
   }
 
@@ -1486,11 +942,7 @@ export class Simulation {
     this.applyFault({ kind: "heal" });
     for (const server of this.servers) if (!server.up && !minority.crashed.includes(server.id)) this.applyFault({ kind: "restart", server: server.id });
     for (const id of minority.crashed) this.applyFault({ kind: "crash", server: id });
-    for (const a of this.servers) {
-      for (const b of this.servers) {
-        if (minority.isolated.includes(a.id) !== minority.isolated.includes(b.id)) this.blocked.add(`${a.id}>${b.id}`);
-      }
-    }
+    this.cutOff(new Set(minority.isolated));
     this.stopFaults();
     return this.awaitConvergence(
       this.servers.filter((s) => !out.has(s.id)),
@@ -1501,7 +953,7 @@ export class Simulation {
   /** The faults stop: no more lost, duplicated or broken messages; the oracle election picks well. */
   private stopFaults(): void {
     this.healing = true;
-    Object.assign(this.config, { electionLoss: 0, electionDuplicate: 0, streamBreak: 0 });
+    Object.assign(this.network.faults, { electionLoss: 0, electionDuplicate: 0, streamBreak: 0 });
   }
 
   /** Within `budgetMs`, a leader among `members` serves, all of them serve at one tree, and a fresh write reaches them. */
@@ -1510,11 +962,12 @@ export class Simulation {
     let marker: number | undefined;
     while (this.nowMs < deadline) {
       this.runFor(200);
-      const leader = members.find((s) => s.zab?.kind === "leader" && s.serving);
-      if (leader === undefined || !members.every((s) => s.up && s.serving)) continue;
-      if (marker === undefined && leader.zab?.kind === "leader" && leader.zab.canPropose) {
-        this.proposeWrite(leader, 0n, 0, { op: "create", path: "/converged-", data: new Uint8Array(), acl: [], mode: "persistent-sequential", ttlMs: 0 }, []);
-        marker = leader.zab.lastProposedZxid;
+      const leader = members.find((s) => s.leading && s.serving);
+      if (leader === undefined || !members.every((s) => s.serving)) continue;
+      if (marker === undefined) {
+        // Any txn will do as the fresh write: a server-made one for no session commits as an error txn.
+        leader.replica!.peer.submitWrite(0n, 0, { op: "create", path: "/converged-", data: new Uint8Array(), acl: [], mode: "persistent-sequential", ttlMs: 0 }, []);
+        marker = leader.replica!.peer.leaderStatus()?.lastProposedZxid;
       }
       if (marker === undefined) continue;
       const zxid = leader.tree.lastProcessedZxid;
@@ -1527,26 +980,29 @@ export class Simulation {
         return undefined;
       }
     }
-    const states = this.servers.map((s) => `${s.id}:${s.up ? (s.zab?.kind ?? "looking") : "down"}${s.serving ? "+" : ""}@${formatZxid(s.tree.lastProcessedZxid)}`);
+    const states = this.servers.map((s) => `${s.id}:${s.up ? (s.replica?.peer.role ?? "?") : "down"}${s.serving ? "+" : ""}@${formatZxid(s.tree.lastProcessedZxid)}`);
     return `no convergence of ${members.map((s) => s.id).join(",")} within ${budgetMs} ms: ${states.join(" ")}`;
   }
 
   /**
-   * After convergence: every session dead or abandoned by now expires within `budgetMs`, and no
-   * server keeps an ephemeral whose session is gone. Returns the failure, or undefined. Clients go
-   * on living and dying meanwhile; a session that dies during the check has not had its budget yet.
+   * After convergence: every session that no live client holds (its client died, or lost it while
+   * the session was being created) expires within `budgetMs`, and no server keeps an ephemeral
+   * whose session is gone. Returns the failure, or undefined. Clients go on living and dying
+   * meanwhile; a session opened or abandoned during the check has not had its budget yet.
    */
   checkSessionExpiry(budgetMs: number): string | undefined {
-    const start = this.nowMs;
-    const deadline = start + budgetMs;
-    const lingering = (): string[] =>
-      this.servers.flatMap((server) =>
-        [...this.deadSessions]
-          .filter(([, abandonedAt]) => abandonedAt <= start)
-          .map(([sessionId]) => sessionId)
-          .filter((sessionId) => server.tree.sessions.has(sessionId) || server.tree.ephemeralsOf(sessionId).size > 0)
+    const deadline = this.nowMs + budgetMs;
+    const held = (): Set<bigint> => new Set(this.clients.flatMap((c) => (c.alive && c.sessionId !== undefined ? [c.sessionId] : [])));
+    const heldAtStart = held();
+    const abandoned = new Set([...this.servers.flatMap((s) => [...s.tree.sessions.keys()])].filter((id) => !heldAtStart.has(id)));
+    const lingering = (): string[] => {
+      const heldNow = held();
+      return this.servers.flatMap((server) =>
+        [...abandoned]
+          .filter((sessionId) => !heldNow.has(sessionId) && (server.tree.sessions.has(sessionId) || server.tree.ephemeralsOf(sessionId).size > 0))
           .map((sessionId) => `server ${server.id} still has session ${sessionId}`),
       );
+    };
     while (lingering().length > 0 && this.nowMs < deadline) this.runFor(200);
     const left = lingering();
     if (left.length > 0) return `${left.slice(0, 3).join("; ")} ${budgetMs} ms after healing`;
@@ -1568,16 +1024,16 @@ export class Simulation {
     const leader = this.currentLeader();
     if (leader === undefined) return "no leader to check the cleanup with";
     const start = this.nowMs;
-    const startZxid = leader.tree.lastProcessedZxid;
+    const startZxid = leader.tree!.lastProcessedZxid;
     const intervalMs = this.config.containerCheckIntervalMs;
     const deadline = start + CLEANUP_BUDGET_MS;
     const watched: { path: string; czxid: number; dueAtMs: number }[] = [];
-    for (const path of leader.tree.containerPaths()) {
-      const stat = leader.tree.getNode(path)!.stat;
+    for (const path of leader.tree!.containerPaths()) {
+      const stat = leader.tree!.getNode(path)!.stat;
       if (cleanupKind(stat, 0) === "container") watched.push({ path, czxid: stat.czxid, dueAtMs: start + 2 * intervalMs + CLEANUP_SLACK_MS });
     }
-    for (const path of leader.tree.ttlPaths()) {
-      const stat = leader.tree.getNode(path)!.stat;
+    for (const path of leader.tree!.ttlPaths()) {
+      const stat = leader.tree!.getNode(path)!.stat;
       if (stat.numChildren > 0 || ownerKind(stat.ephemeralOwner) !== "ttl") continue;
       // When the leader's clock, offset by the clock jumps it took, passes the node's expiry.
       const expiresAtMs = stat.mtime + ttlOfOwner(stat.ephemeralOwner) - leader.clockOffsetMs;
@@ -1589,7 +1045,7 @@ export class Simulation {
       if (current === undefined) return [];
       return watched
         .filter(({ path, czxid }) => {
-          const stat = current.tree.getNode(path)?.stat;
+          const stat = current.tree!.getNode(path)?.stat;
           return stat !== undefined && stat.czxid === czxid && stat.numChildren === 0 && stat.pzxid <= startZxid && stat.mzxid <= startZxid;
         })
         .map(({ path, dueAtMs }) => `${path} (due by ${dueAtMs})`);
@@ -1608,20 +1064,4 @@ export class Simulation {
     const { sessionId, cxid } = decodeTxn(record).header;
     return { sessionId, cxid };
   }
-}
-
-// ------------------------------------------------------------------------------------------------
-// The forwarded-request codec of the simulator (opaque bytes to the core).
-
-function encodeRequest(write: SimWrite, authInfo: readonly Id[]): Uint8Array {
-  return new TextEncoder().encode(JSON.stringify({ write, authInfo }, (_key, value: unknown) => (value instanceof Uint8Array ? { bytes: [...value] } : value)));
-}
-
-function decodeRequest(bytes: Uint8Array): { write: SimWrite; authInfo: Id[] } {
-  return JSON.parse(new TextDecoder().decode(bytes), (_key, value: unknown) => {
-    if (value !== null && typeof value === "object" && "bytes" in value && Array.isArray((value as { bytes: unknown }).bytes)) {
-      return new Uint8Array((value as { bytes: number[] }).bytes);
-    }
-    return value;
-  }) as { write: SimWrite; authInfo: Id[] };
 }
