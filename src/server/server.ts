@@ -199,6 +199,10 @@ export class CorralServer {
     });
     try {
       if (transport) await transport.start();
+      replica.start();
+      // A standalone server's one-voter election and first epoch take a few milliseconds: its client
+      // ports open once it serves, so that the first client to connect is never turned away.
+      if (!clustered) await new Promise<void>((resolve) => replica.peer.whenServing(resolve));
       if (config.zkClientPort >= 0 || config.secureZkClientPort >= 0) {
         const zkDeps = {
           serverId: config.serverId,
@@ -248,6 +252,7 @@ export class CorralServer {
       await zkService?.close();
       await secureZkService?.close();
       await transport?.stop();
+      await new Promise<void>((resolve) => replica.stop(resolve));
       await storage.close();
       metrics.close();
       for (const files of tls.all) files.stop();
@@ -255,10 +260,6 @@ export class CorralServer {
     }
     for (const files of tls.all) files.watch();
     const server = new CorralServer(config, clientPort, grpcServer, replica, storage, logger, transport, metrics, zkService, status, metricsListener, adminListener, adminExtension, secureZkService, tls.all);
-    replica.start();
-    // A standalone server answers clients as soon as start returns: its one-voter election and epoch
-    // take a few milliseconds.
-    if (!clustered) await new Promise<void>((resolve) => replica.peer.whenServing(resolve));
     logger.info(
       {
         clientAddress: `${config.clientHost}:${clientPort}`,

@@ -11,6 +11,7 @@ export const PROPERTIES = [
   "committed prefixes agree",
   "acknowledged writes survive",
   "convergence after healing",
+  "a quiet cluster applies every committed txn everywhere",
   "a connected quorum elects a leader and converges",
   "client order and single system image",
   "ephemerals of an expired session disappear on every server",

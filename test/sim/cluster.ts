@@ -651,7 +651,11 @@ export class Simulation implements Scheduler {
 
   private clientThink(client: SimClient): void {
     this.at(1 + this.prng.int(this.config.clientThinkMsMax), () => this.clientThink(client));
-    if (!this.clientsActive) return;
+    if (!this.clientsActive) {
+      // Quiet: no requests, but a connected client keeps its session alive, as the SDK's pings do.
+      if (client.alive && client.connection?.established) this.ping(client.connection);
+      return;
+    }
     const connection = client.connection;
     // A connect or a request unanswered too long: the client gives up on the connection.
     const oldest = client.inFlight[0];
@@ -905,6 +909,23 @@ export class Simulation implements Scheduler {
   }
 
   /**
+   * After healing, with clients sending nothing but pings: within `budgetMs` every server serves and
+   * applies everything the leader committed, with no later write to carry the commit point along
+   * (a learner must not wait for the next commit to apply what it logged before its sync).
+   * Returns the failure, or undefined; clients are active again afterwards.
+   */
+  convergeQuietly(budgetMs: number): string | undefined {
+    this.healAll();
+    this.stopFaults();
+    this.clientsActive = false;
+    try {
+      return this.awaitConvergence(this.servers, budgetMs, false);
+    } finally {
+      this.clientsActive = true;
+    }
+  }
+
+  /**
    * A minority to keep out of a first convergence, drawn from `prng`: between one and
    * ⌊(voters − 1) / 2⌋ voters (half the time starting with whoever leads now), sometimes an
    * observer too, each either crashed or cut off with the others of the minority.
@@ -956,15 +977,19 @@ export class Simulation implements Scheduler {
     Object.assign(this.network.faults, { electionLoss: 0, electionDuplicate: 0, streamBreak: 0 });
   }
 
-  /** Within `budgetMs`, a leader among `members` serves, all of them serve at one tree, and a fresh write reaches them. */
-  private awaitConvergence(members: SimServer[], budgetMs: number): string | undefined {
+  /**
+   * Within `budgetMs`, a leader among `members` serves, all of them serve at one tree, and a fresh
+   * write reaches them (or, without `freshWrite`, the leader's last proposal reaches them unaided).
+   */
+  private awaitConvergence(members: SimServer[], budgetMs: number, freshWrite = true): string | undefined {
     const deadline = this.nowMs + budgetMs;
     let marker: number | undefined;
     while (this.nowMs < deadline) {
       this.runFor(200);
       const leader = members.find((s) => s.leading && s.serving);
       if (leader === undefined || !members.every((s) => s.serving)) continue;
-      if (marker === undefined) {
+      if (!freshWrite) marker = leader.replica!.peer.leaderStatus()?.lastProposedZxid;
+      else if (marker === undefined) {
         // Any txn will do as the fresh write: a server-made one for no session commits as an error txn.
         leader.replica!.peer.submitWrite(0n, 0, { op: "create", path: "/converged-", data: new Uint8Array(), acl: [], mode: "persistent-sequential", ttlMs: 0 }, []);
         marker = leader.replica!.peer.leaderStatus()?.lastProposedZxid;

@@ -37,6 +37,8 @@ export function runSeed(seed: number, options: RunOptions = {}): SimOutcome {
       const minority = sim.convergeWithout(sim.randomMinority(scheduleRng), CONVERGENCE_BUDGET_MS);
       if (minority !== undefined) sim.checker.fail("a connected quorum elects a leader and converges", minority);
     }
+    const quiet = sim.convergeQuietly(CONVERGENCE_BUDGET_MS);
+    if (quiet !== undefined) sim.checker.fail("a quiet cluster applies every committed txn everywhere", quiet);
     const failure = sim.converge(CONVERGENCE_BUDGET_MS);
     if (failure !== undefined) sim.checker.fail("convergence after healing", failure);
     else {
