@@ -12,18 +12,13 @@
  * The server alone decides expiry.
  */
 import { EventEmitter } from "node:events";
-import * as grpc from "@grpc/grpc-js";
+import type * as grpc from "@grpc/grpc-js";
 import { CLIENT_PROTOCOL_BATCHES_SINCE, CLIENT_PROTOCOL_VERSION } from "../common/constants.js";
-import { FrameOutbox } from "../protocol/frame-outbox.js";
 import { ZkError, ZkErrorCode } from "../common/errors.js";
 import type { ZkErrorName } from "../common/errors.js";
 import { validatePath } from "../common/paths.js";
-import {
-  GRPC_CLIENT_CHANNEL_OPTIONS,
-  corralServiceDefinition,
-} from "../protocol/client-wire.js";
 import type { ClientFrame, RequestOp } from "../protocol/client-wire.js";
-import { parseConnectString, prependChroot, shuffled, stripChroot } from "./connect-string.js";
+import { hostAddress, parseConnectString, prependChroot, shuffled, stripChroot } from "./connect-string.js";
 import type { HostPort } from "./connect-string.js";
 import {
   aclFromWire,
@@ -37,16 +32,15 @@ import {
   ttlToWire,
   watcherTypeNumber,
 } from "./convert.js";
-import { decodeServerFrame, encodeClientFrame, encodeClientFrameBatch } from "./codec.js";
 import type { DecodedConnectResponse, DecodedResponse, DecodedServerFrame, DecodedWatchEvent } from "./codec.js";
 import { Fifo } from "./fifo.js";
+import { GrpcTransport, grpcChannelSettings, type ConnectionLoss, type GrpcChannelSettings } from "./grpc-transport.js";
 import { multiErrorFromWire, multiResultsFromWire, opsToWire, readOpsToWire, readResultsFromWire } from "./ops.js";
 import type {
   Acl,
   ClientInfo,
   AddWatchMode,
   ClientLogger,
-  ClientTlsOptions,
   ClientState,
   ConnectOptions,
   CreateMode,
@@ -54,7 +48,6 @@ import type {
   Data,
   Op,
   OpResult,
-  Pem,
   ReadOp,
   ReadOpResult,
   Stat,
@@ -137,13 +130,12 @@ interface Pending {
 type ConnectionPhase = "connecting" | "open" | "dead";
 
 interface Connection {
+  /** The transport's name for it; frames and ends of earlier connections are ignored. */
+  readonly id: number;
   readonly host: HostPort;
-  readonly channel: grpc.Client;
-  readonly call: grpc.ClientDuplexStream<Buffer, DecodedServerFrame>;
   phase: ConnectionPhase;
   /** Set by the connect answer (protocol 2): frames of one event-loop turn go out as one batch. */
   batching: boolean;
-  readonly outbox: FrameOutbox;
   readonly pending: Fifo<Pending>;
   attemptTimer: NodeJS.Timeout | undefined;
   ticker: NodeJS.Timeout | undefined;
@@ -163,9 +155,7 @@ interface ClientConfig {
   sessionId: bigint;
   password: Uint8Array;
   logger: ClientLogger | undefined;
-  credentials: grpc.ChannelCredentials;
-  /** TLS's servername, as the channel options that make grpc-js check and send it. */
-  channelOptions: grpc.ChannelOptions;
+  channel: GrpcChannelSettings;
 }
 
 const EMPTY_BYTES = new Uint8Array(0);
@@ -200,28 +190,8 @@ function configFrom(connectString: string, options: ConnectOptions & { credentia
     sessionId: options.sessionId ?? 0n,
     password: options.password ?? EMPTY_BYTES,
     logger: options.logger,
-    credentials: options.credentials ?? (options.tls === undefined ? grpc.credentials.createInsecure() : tlsCredentials(options.tls)),
-    channelOptions:
-      options.tls?.servername === undefined ? {} : { "grpc.ssl_target_name_override": options.tls.servername, "grpc.default_authority": options.tls.servername },
+    channel: grpcChannelSettings(options.tls, options.credentials),
   };
-}
-
-function pemBuffer(value: Pem | undefined, name: string): Buffer | null {
-  if (value === undefined) return null;
-  if (typeof value === "string") return Buffer.from(value, "utf8");
-  if (value instanceof Uint8Array) return Buffer.from(value.buffer, value.byteOffset, value.byteLength);
-  throw new ZkError("BADARGUMENTS", `tls.${name} must be PEM text or bytes`);
-}
-
-function tlsCredentials(tls: ClientTlsOptions): grpc.ChannelCredentials {
-  if ((tls.cert === undefined) !== (tls.key === undefined)) throw new ZkError("BADARGUMENTS", "tls.cert and tls.key go together");
-  if (tls.servername !== undefined && (typeof tls.servername !== "string" || tls.servername === "")) throw new ZkError("BADARGUMENTS", "tls.servername must be a host name");
-  try {
-    return grpc.credentials.createSsl(pemBuffer(tls.ca, "ca"), pemBuffer(tls.key, "key"), pemBuffer(tls.cert, "cert"));
-  } catch (error) {
-    if (error instanceof ZkError) throw error;
-    throw new ZkError("BADARGUMENTS", `tls: ${(error as Error).message}`);
-  }
 }
 
 export interface Client {
@@ -255,11 +225,12 @@ export class Client extends EventEmitter {
   private readonly registry = new WatchRegistry();
   /** Credentials the server accepted, in order: sent again on every new connection. */
   private readonly authInfo: { scheme: string; auth: Uint8Array }[] = [];
-  private readonly methodPath: string;
+  private readonly transport: GrpcTransport;
   private lifecycle: Lifecycle = "active";
   private stateValue: ClientState = "connecting";
   private everConnected = false;
   private conn: Connection | null = null;
+  private connectionCount = 0;
   private xid = 0;
   private hostIndex = 0;
   private attempt = 0;
@@ -280,7 +251,14 @@ export class Client extends EventEmitter {
     this.sessionIdValue = config.sessionId;
     this.password = config.password;
     this.timeoutMs = config.sessionTimeoutMs;
-    this.methodPath = (corralServiceDefinition()["Session"] as grpc.MethodDefinition<unknown, unknown>).path;
+    this.transport = new GrpcTransport(config.channel, {
+      receive: (id, frame) => {
+        if (this.conn !== null && this.conn.id === id) this.onFrame(this.conn, frame);
+      },
+      lost: (id, cause) => {
+        if (this.conn !== null && this.conn.id === id) this.onStreamGone(this.conn, cause);
+      },
+    });
   }
 
   /** The last state reported through the "state" event ("reconnected" means connected again). */
@@ -768,12 +746,7 @@ export class Client extends EventEmitter {
    * the event loop (a burst of requests from promise continuations) share one gRPC message.
    */
   private sendFrame(conn: Connection, frame: ClientFrame): void {
-    const bytes = encodeClientFrame(frame);
-    if (!conn.batching) {
-      conn.call.write(bytes);
-      return;
-    }
-    conn.outbox.push(bytes);
+    this.transport.send(conn.id, frame, conn.batching);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -804,24 +777,11 @@ export class Client extends EventEmitter {
     if (this.lifecycle !== "active") return;
     const host = this.config.hosts[this.hostIndex] as HostPort;
     this.hostIndex = (this.hostIndex + 1) % this.config.hosts.length;
-    const address = host.host.includes(":") ? `[${host.host}]:${host.port}` : `${host.host}:${host.port}`;
-    const channel = new grpc.Client(address, this.config.credentials, {
-      ...GRPC_CLIENT_CHANNEL_OPTIONS,
-      ...this.config.channelOptions,
-      // One TCP connection per session, as ZooKeeper: a dead connection is discarded with its channel.
-      "grpc.use_local_subchannel_pool": 1,
-    });
-    // Frames reach grpc-js already encoded (sendFrame), so that several can share one message.
-    const call = channel.makeBidiStreamRequest<Buffer, DecodedServerFrame>(this.methodPath, (bytes: Buffer) => bytes, decodeServerFrame);
     const conn: Connection = {
+      id: ++this.connectionCount,
       host,
-      channel,
-      call,
       phase: "connecting",
       batching: false,
-      outbox: new FrameOutbox((message) => {
-        if (conn.phase !== "dead") call.write(message);
-      }, encodeClientFrameBatch),
       pending: new Fifo<Pending>(),
       attemptTimer: undefined,
       ticker: undefined,
@@ -831,13 +791,11 @@ export class Client extends EventEmitter {
       receiveIdleTicks: 0,
     };
     this.conn = conn;
-    call.on("data", (frame: DecodedServerFrame) => this.onFrame(conn, frame));
-    call.on("error", (err: grpc.ServiceError) => this.onStreamGone(conn, err));
-    call.on("end", () => this.onStreamGone(conn, undefined));
-    this.log("debug", { address, sessionId: hex(this.sessionIdValue), lastZxidSeen: this.lastZxid.toString() }, "connecting");
+    this.transport.open(conn.id, host);
+    this.log("debug", { address: hostAddress(host), sessionId: hex(this.sessionIdValue), lastZxidSeen: this.lastZxid.toString() }, "connecting");
     conn.attemptTimer = setTimeout(() => {
       conn.attemptTimer = undefined;
-      this.onStreamGone(conn, new Error("connect attempt timed out"));
+      this.onStreamGone(conn, { serverBehind: false, message: "connect attempt timed out" });
     }, this.attemptTimeoutMs());
     this.sendFrame(conn, {
       frame: "connect",
@@ -1143,12 +1101,12 @@ export class Client extends EventEmitter {
     }
   }
 
-  private onStreamGone(conn: Connection, err: (Error & { code?: number }) | undefined): void {
+  private onStreamGone(conn: Connection, cause: ConnectionLoss): void {
     if (conn !== this.conn || conn.phase === "dead") return;
-    if (err !== undefined && err.code === grpc.status.FAILED_PRECONDITION) {
-      this.log("info", { host: conn.host, details: err.message }, "server is behind our last seen zxid; trying the next host");
+    if (cause.serverBehind) {
+      this.log("info", { host: conn.host, details: cause.message }, "server is behind our last seen zxid; trying the next host");
     } else {
-      this.log("debug", { host: conn.host, err: err?.message }, "stream ended");
+      this.log("debug", { host: conn.host, err: cause.message }, "stream ended");
     }
     this.dropConnection(conn, "CONNECTIONLOSS");
   }
@@ -1179,12 +1137,7 @@ export class Client extends EventEmitter {
     if (conn.ticker !== undefined) clearInterval(conn.ticker);
     conn.attemptTimer = undefined;
     conn.ticker = undefined;
-    try {
-      conn.call.cancel();
-    } catch {
-      // already finished
-    }
-    conn.channel.close();
+    this.transport.close(conn.id);
     for (const pending of conn.pending.drain()) {
       pending.reject(new ZkError(code, `${code}: ${code === "CONNECTIONLOSS" ? "connection lost" : "session expired"}`, pending.path));
     }

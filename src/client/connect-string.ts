@@ -90,6 +90,11 @@ export function stripChroot(chroot: string | undefined, serverPath: string): str
   return serverPath;
 }
 
+/** The address gRPC dials: host:port, an IPv6 literal in brackets. */
+export function hostAddress(host: HostPort): string {
+  return host.host.includes(":") ? `[${host.host}]:${host.port}` : `${host.host}:${host.port}`;
+}
+
 /** Fisher–Yates shuffle into a new array (the SDK is not the deterministic core; Math.random is fine here). */
 export function shuffled<T>(items: readonly T[], random: () => number = Math.random): T[] {
   const out = items.slice();
