@@ -1,8 +1,9 @@
 /**
- * The SDK's gRPC side: one channel and one bidirectional stream per connection of the session
- * (DESIGN.md §5), frames encoded here and, once the server speaks protocol 2, the frames of one
- * event-loop turn sent as one batch. It decides nothing: the session says when to open, what to
- * send and when to close, and hears back every frame that arrives and the end of each stream.
+ * The host that runs a session machine for real (session-io.ts): one gRPC channel and one
+ * bidirectional stream per connection (DESIGN.md §5), frames encoded here and, once the server
+ * speaks protocol 2, the frames of one event-loop turn sent as one batch; and the machine's
+ * timers as Node timers. It decides nothing: it carries out the machine's transport effects and
+ * reports every frame that arrives, every stream that ends and every timer that fires.
  */
 import * as grpc from "@grpc/grpc-js";
 import { ZkError } from "../common/errors.js";
@@ -12,6 +13,7 @@ import { FrameOutbox } from "../protocol/frame-outbox.js";
 import { decodeServerFrame, encodeClientFrame, encodeClientFrameBatch } from "./codec.js";
 import type { DecodedServerFrame } from "./codec.js";
 import { hostAddress, type HostPort } from "./connect-string.js";
+import type { SessionInputs, SessionTimer, TransportEffect } from "./session-io.js";
 import type { ClientTlsOptions, Pem } from "./types.js";
 
 /** How the channels reach the servers: plain text, TLS, or credentials the caller built. */
@@ -19,19 +21,6 @@ export interface GrpcChannelSettings {
   credentials: grpc.ChannelCredentials;
   /** TLS's servername, as the channel options that make grpc-js check and send it. */
   channelOptions: grpc.ChannelOptions;
-}
-
-/** Why a stream ended, as the session needs to know it. */
-export interface ConnectionLoss {
-  /** The server refused us for being behind our last seen zxid (FAILED_PRECONDITION). */
-  serverBehind: boolean;
-  message: string | undefined;
-}
-
-/** What the transport reports, tagged with the connection it came from. */
-export interface TransportListener {
-  receive(connection: number, frame: DecodedServerFrame): void;
-  lost(connection: number, cause: ConnectionLoss): void;
 }
 
 /** Checks the TLS options (BADARGUMENTS) and builds the channel settings from them. */
@@ -70,13 +59,34 @@ export class GrpcTransport {
   private readonly methodPath = (corralServiceDefinition()["Session"] as grpc.MethodDefinition<unknown, unknown>).path;
   /** Open connections by the session's number for them; a closed one is gone from here at once. */
   private readonly connections = new Map<number, GrpcConnection>();
+  private readonly timers = new Map<SessionTimer, NodeJS.Timeout>();
 
   constructor(
     private readonly settings: GrpcChannelSettings,
-    private readonly listener: TransportListener,
+    private readonly session: SessionInputs,
   ) {}
 
-  open(id: number, host: HostPort): void {
+  execute(effect: TransportEffect): void {
+    switch (effect.type) {
+      case "open":
+        this.open(effect.connection, effect.host);
+        return;
+      case "send":
+        this.send(effect.connection, effect.frame, effect.batchable);
+        return;
+      case "close":
+        this.close(effect.connection);
+        return;
+      case "armTimer":
+        this.arm(effect.timer, effect.delayMs);
+        return;
+      case "cancelTimer":
+        this.cancel(effect.timer);
+        return;
+    }
+  }
+
+  private open(id: number, host: HostPort): void {
     const channel = new grpc.Client(hostAddress(host), this.settings.credentials, {
       ...GRPC_CLIENT_CHANNEL_OPTIONS,
       ...this.settings.channelOptions,
@@ -94,16 +104,16 @@ export class GrpcTransport {
       }, encodeClientFrameBatch),
     };
     this.connections.set(id, connection);
-    call.on("data", (frame: DecodedServerFrame) => this.listener.receive(id, frame));
-    call.on("error", (err: grpc.ServiceError) => this.listener.lost(id, { serverBehind: err.code === grpc.status.FAILED_PRECONDITION, message: err.message }));
-    call.on("end", () => this.listener.lost(id, { serverBehind: false, message: undefined }));
+    call.on("data", (frame: DecodedServerFrame) => this.session.receive(id, frame));
+    call.on("error", (err: grpc.ServiceError) => this.session.lost(id, { serverBehind: err.code === grpc.status.FAILED_PRECONDITION, message: err.message }));
+    call.on("end", () => this.session.lost(id, { serverBehind: false, message: undefined }));
   }
 
   /**
    * Every frame leaves through here, in order. A `batchable` frame waits for the end of this
    * event-loop turn, so that a burst of requests from promise continuations shares one message.
    */
-  send(id: number, frame: ClientFrame, batchable: boolean): void {
+  private send(id: number, frame: ClientFrame, batchable: boolean): void {
     const connection = this.connections.get(id);
     if (connection === undefined) return;
     const bytes = encodeClientFrame(frame);
@@ -111,7 +121,7 @@ export class GrpcTransport {
     else connection.call.write(bytes);
   }
 
-  close(id: number): void {
+  private close(id: number): void {
     const connection = this.connections.get(id);
     if (connection === undefined) return;
     this.connections.delete(id);
@@ -121,5 +131,23 @@ export class GrpcTransport {
       // already finished
     }
     connection.channel.close();
+  }
+
+  private arm(timer: SessionTimer, delayMs: number): void {
+    this.cancel(timer);
+    const handle = setTimeout(() => {
+      this.timers.delete(timer);
+      this.session.timerFired(timer);
+    }, delayMs);
+    // The liveness tick alone never keeps the process alive; a connect or close in progress does.
+    if (timer === "tick") handle.unref();
+    this.timers.set(timer, handle);
+  }
+
+  private cancel(timer: SessionTimer): void {
+    const handle = this.timers.get(timer);
+    if (handle === undefined) return;
+    clearTimeout(handle);
+    this.timers.delete(timer);
   }
 }
