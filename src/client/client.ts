@@ -133,7 +133,8 @@ function configFrom(connectString: string, options: ConnectOptions & { credentia
   }
   if (options.tls !== undefined && options.credentials !== undefined) throw new ZkError("BADARGUMENTS", "give tls or credentials, not both");
   return {
-    hosts: options.shuffleHosts === false ? parsed.hosts : shuffled(parsed.hosts),
+    // The one random draw of the SDK, made here so that the session machine stays deterministic.
+    hosts: options.shuffleHosts === false ? parsed.hosts : shuffled(parsed.hosts, Math.random),
     chroot: parsed.chroot,
     sessionTimeoutMs,
     connectTimeoutMs,
