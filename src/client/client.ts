@@ -11,8 +11,8 @@ import type * as grpc from "@grpc/grpc-js";
 import { ZkError, ZkErrorCode } from "../common/errors.js";
 import { validatePath } from "../common/paths.js";
 import type { RequestOp } from "../protocol/client-wire.js";
-import { parseConnectString, prependChroot, shuffled, stripChroot } from "./connect-string.js";
-import type { HostPort } from "./connect-string.js";
+import { configFrom, type ClientConfig } from "./client-config.js";
+import { prependChroot, stripChroot } from "./connect-string.js";
 import {
   aclFromWire,
   aclToWire,
@@ -26,7 +26,7 @@ import {
   watcherTypeNumber,
 } from "./convert.js";
 import type { DecodedResponse, DecodedWatchEvent } from "./codec.js";
-import { GrpcTransport, grpcChannelSettings, type GrpcChannelSettings } from "./grpc-transport.js";
+import { GrpcTransport } from "./grpc-transport.js";
 import { multiErrorFromWire, multiResultsFromWire, opsToWire, readOpsToWire, readResultsFromWire } from "./ops.js";
 import type { SessionEffect } from "./session-io.js";
 import { SessionMachine } from "./session-machine.js";
@@ -54,9 +54,8 @@ import type {
 import { isSequentialMode } from "./types.js";
 import { WatchRegistry, type RemovedWatchers } from "./watch-registry.js";
 
+export { DEFAULT_SESSION_TIMEOUT_MS } from "./client-config.js";
 export { RECONNECT_BACKOFF_MS_MAX, RECONNECT_BACKOFF_MS_MIN, nextXid, reconnectDelayMs } from "./session-machine.js";
-
-export const DEFAULT_SESSION_TIMEOUT_MS = 10_000;
 
 /** What a pending request turns its answer into. */
 const Kind = {
@@ -96,53 +95,6 @@ interface Pending {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   resolve: (value: any) => void;
   reject: (err: ZkError) => void;
-}
-
-interface ClientConfig {
-  hosts: HostPort[];
-  chroot: string | undefined;
-  sessionTimeoutMs: number;
-  connectTimeoutMs: number;
-  sessionId: bigint;
-  password: Uint8Array;
-  logger: ClientLogger | undefined;
-  channel: GrpcChannelSettings;
-}
-
-const EMPTY_BYTES = new Uint8Array(0);
-
-function positiveInteger(value: unknown, name: string): number {
-  if (typeof value !== "number" || !Number.isInteger(value) || value <= 0 || value > 0x7fffffff) {
-    throw new ZkError("BADARGUMENTS", `${name} must be a positive integer number of ms, not ${String(value)}`);
-  }
-  return value;
-}
-
-function configFrom(connectString: string, options: ConnectOptions & { credentials?: grpc.ChannelCredentials }): ClientConfig {
-  const parsed = parseConnectString(connectString);
-  const sessionTimeoutMs = positiveInteger(options.sessionTimeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS, "sessionTimeoutMs");
-  const connectTimeoutMs = positiveInteger(options.connectTimeoutMs ?? sessionTimeoutMs, "connectTimeoutMs");
-  if ((options.sessionId === undefined) !== (options.password === undefined)) {
-    throw new ZkError("BADARGUMENTS", "resuming a session needs both sessionId and password");
-  }
-  if (options.sessionId !== undefined && typeof options.sessionId !== "bigint") {
-    throw new ZkError("BADARGUMENTS", "sessionId must be a bigint");
-  }
-  if (options.password !== undefined && !(options.password instanceof Uint8Array)) {
-    throw new ZkError("BADARGUMENTS", "password must be a Uint8Array");
-  }
-  if (options.tls !== undefined && options.credentials !== undefined) throw new ZkError("BADARGUMENTS", "give tls or credentials, not both");
-  return {
-    // The one random draw of the SDK, made here so that the session machine stays deterministic.
-    hosts: options.shuffleHosts === false ? parsed.hosts : shuffled(parsed.hosts, Math.random),
-    chroot: parsed.chroot,
-    sessionTimeoutMs,
-    connectTimeoutMs,
-    sessionId: options.sessionId ?? 0n,
-    password: options.password ?? EMPTY_BYTES,
-    logger: options.logger,
-    channel: grpcChannelSettings(options.tls, options.credentials),
-  };
 }
 
 export interface Client {
