@@ -117,8 +117,13 @@ export class GrpcTransport {
     const connection = this.connections.get(id);
     if (connection === undefined) return;
     const bytes = encodeClientFrame(frame);
-    if (batchable) connection.outbox.push(bytes);
-    else connection.call.write(bytes);
+    if (batchable) {
+      connection.outbox.push(bytes);
+      return;
+    }
+    // Whatever is queued went first.
+    connection.outbox.flush();
+    connection.call.write(bytes);
   }
 
   private close(id: number): void {
