@@ -1,30 +1,18 @@
 /**
- * The corral client: one session, carried by one long-lived gRPC bidirectional stream at a time
- * (DESIGN.md §5, §6). Requests are written in call order and answered in that order, so in-flight
- * requests wait in a FIFO and each response must match its head. Watch events arrive on the same
- * stream, before the answer of any later read that could see their change.
- *
- * Connection life: connect frame → connect answer → requests/events/pings; on loss every in-flight
- * request fails CONNECTIONLOSS, hosts are retried round-robin with a capped back-off, resuming the
- * session (id + password + last zxid seen); the first requests on the new stream authenticate it
- * again with every credential `addAuthInfo` succeeded with (a server keeps them per connection, as
- * ZooKeeper's client re-sends them), then re-register the watches still held here (setWatches).
- * The server alone decides expiry.
+ * The corral client (DESIGN.md §6): the public API of one session. It checks arguments, builds
+ * request ops, turns answers into results, and owns what the user sees — the promises, the
+ * "state" and "error" events, the watch callbacks. What happens on the connection (xids and the
+ * order of answers, reconnects, expiry, pings) is decided by the session machine
+ * (session-machine.ts) and carried out over gRPC by the transport (grpc-transport.ts); this class
+ * wires the two together and acts on the machine's outcomes.
  */
 import { EventEmitter } from "node:events";
-import * as grpc from "@grpc/grpc-js";
-import { CLIENT_PROTOCOL_BATCHES_SINCE, CLIENT_PROTOCOL_VERSION } from "../common/constants.js";
-import { FrameOutbox } from "../protocol/frame-outbox.js";
+import type * as grpc from "@grpc/grpc-js";
 import { ZkError, ZkErrorCode } from "../common/errors.js";
-import type { ZkErrorName } from "../common/errors.js";
 import { validatePath } from "../common/paths.js";
-import {
-  GRPC_CLIENT_CHANNEL_OPTIONS,
-  corralServiceDefinition,
-} from "../protocol/client-wire.js";
-import type { ClientFrame, RequestOp } from "../protocol/client-wire.js";
-import { parseConnectString, prependChroot, shuffled, stripChroot } from "./connect-string.js";
-import type { HostPort } from "./connect-string.js";
+import type { RequestOp } from "../protocol/client-wire.js";
+import { configFrom, type ClientConfig } from "./client-config.js";
+import { prependChroot, stripChroot } from "./connect-string.js";
 import {
   aclFromWire,
   aclToWire,
@@ -37,16 +25,16 @@ import {
   ttlToWire,
   watcherTypeNumber,
 } from "./convert.js";
-import { decodeServerFrame, encodeClientFrame, encodeClientFrameBatch } from "./codec.js";
-import type { DecodedConnectResponse, DecodedResponse, DecodedServerFrame, DecodedWatchEvent } from "./codec.js";
-import { Fifo } from "./fifo.js";
+import type { DecodedResponse, DecodedWatchEvent } from "./codec.js";
+import { GrpcTransport } from "./grpc-transport.js";
 import { multiErrorFromWire, multiResultsFromWire, opsToWire, readOpsToWire, readResultsFromWire } from "./ops.js";
+import type { SessionEffect } from "./session-io.js";
+import { SessionMachine } from "./session-machine.js";
 import type {
   Acl,
   ClientInfo,
   AddWatchMode,
   ClientLogger,
-  ClientTlsOptions,
   ClientState,
   ConnectOptions,
   CreateMode,
@@ -54,7 +42,6 @@ import type {
   Data,
   Op,
   OpResult,
-  Pem,
   ReadOp,
   ReadOpResult,
   Stat,
@@ -65,32 +52,10 @@ import type {
   WatcherType,
 } from "./types.js";
 import { isSequentialMode } from "./types.js";
-import { WatchRegistry, chunkWatchPaths, type RemovedWatchers } from "./watch-registry.js";
+import { WatchRegistry, type RemovedWatchers } from "./watch-registry.js";
 
-export const DEFAULT_SESSION_TIMEOUT_MS = 10_000;
-/** Back-off between connection attempts: first retry at once, then 50 ms doubling up to 1 s. */
-export const RECONNECT_BACKOFF_MS_MIN = 50;
-export const RECONNECT_BACKOFF_MS_MAX = 1_000;
-/** The liveness timer ticks 12 times per negotiated timeout. */
-const TICKS_PER_TIMEOUT = 12;
-/** Idle sending for 4 ticks (≈ timeout/3) → ping. */
-const PING_AFTER_IDLE_TICKS = 4;
-/** Nothing received for 8 ticks (≈ 2/3 of the timeout) → the connection is dead. */
-const DEAD_AFTER_IDLE_TICKS = 8;
-/** setWatches requests are split so that each stays well inside the message limit. */
-const SET_WATCHES_BYTES_MAX = 256 * 1024;
-const XID_MAX = 0x7fffffff;
-
-/** The next client xid: increasing int32 from 1, wrapping to 1 (never 0 or negative, as ZooKeeper reserves those). */
-export function nextXid(xid: number): number {
-  return xid >= XID_MAX ? 1 : xid + 1;
-}
-
-/** Delay before connection attempt number `attempt` (0-based, counted since the last success). */
-export function reconnectDelayMs(attempt: number): number {
-  if (attempt <= 0) return 0;
-  return Math.min(RECONNECT_BACKOFF_MS_MAX, RECONNECT_BACKOFF_MS_MIN * 2 ** Math.min(attempt - 1, 20));
-}
+export { DEFAULT_SESSION_TIMEOUT_MS } from "./client-config.js";
+export { RECONNECT_BACKOFF_MS_MAX, RECONNECT_BACKOFF_MS_MIN, nextXid, reconnectDelayMs } from "./session-machine.js";
 
 /** What a pending request turns its answer into. */
 const Kind = {
@@ -104,24 +69,22 @@ const Kind = {
   getChildrenWithStat: 7,
   multi: 8,
   sync: 9,
-  setWatches: 10,
-  close: 11,
-  getAcl: 12,
-  setAcl: 13,
-  addAuth: 14,
-  whoAmI: 15,
-  addWatchPersistent: 16,
-  addWatchRecursive: 17,
-  removeWatches: 18,
-  checkWatches: 19,
-  getEphemerals: 20,
-  getAllChildrenNumber: 21,
-  multiRead: 22,
+  getAcl: 10,
+  setAcl: 11,
+  addAuth: 12,
+  whoAmI: 13,
+  addWatchPersistent: 14,
+  addWatchRecursive: 15,
+  removeWatches: 16,
+  checkWatches: 17,
+  getEphemerals: 18,
+  getAllChildrenNumber: 19,
+  multiRead: 20,
 } as const;
 type KindValue = (typeof Kind)[keyof typeof Kind];
 
+/** A request's user-facing half: the session machine hands it back with the answer or failure. */
 interface Pending {
-  xid: number;
   kind: KindValue;
   /** The user's path (for error messages). */
   path: string | undefined;
@@ -132,96 +95,6 @@ interface Pending {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   resolve: (value: any) => void;
   reject: (err: ZkError) => void;
-}
-
-type ConnectionPhase = "connecting" | "open" | "dead";
-
-interface Connection {
-  readonly host: HostPort;
-  readonly channel: grpc.Client;
-  readonly call: grpc.ClientDuplexStream<Buffer, DecodedServerFrame>;
-  phase: ConnectionPhase;
-  /** Set by the connect answer (protocol 2): frames of one event-loop turn go out as one batch. */
-  batching: boolean;
-  readonly outbox: FrameOutbox;
-  readonly pending: Fifo<Pending>;
-  attemptTimer: NodeJS.Timeout | undefined;
-  ticker: NodeJS.Timeout | undefined;
-  sentSinceTick: boolean;
-  receivedSinceTick: boolean;
-  sendIdleTicks: number;
-  receiveIdleTicks: number;
-}
-
-type Lifecycle = "active" | "closing" | "closed" | "expired";
-
-interface ClientConfig {
-  hosts: HostPort[];
-  chroot: string | undefined;
-  sessionTimeoutMs: number;
-  connectTimeoutMs: number;
-  sessionId: bigint;
-  password: Uint8Array;
-  logger: ClientLogger | undefined;
-  credentials: grpc.ChannelCredentials;
-  /** TLS's servername, as the channel options that make grpc-js check and send it. */
-  channelOptions: grpc.ChannelOptions;
-}
-
-const EMPTY_BYTES = new Uint8Array(0);
-const noop = (): void => {};
-
-function positiveInteger(value: unknown, name: string): number {
-  if (typeof value !== "number" || !Number.isInteger(value) || value <= 0 || value > 0x7fffffff) {
-    throw new ZkError("BADARGUMENTS", `${name} must be a positive integer number of ms, not ${String(value)}`);
-  }
-  return value;
-}
-
-function configFrom(connectString: string, options: ConnectOptions & { credentials?: grpc.ChannelCredentials }): ClientConfig {
-  const parsed = parseConnectString(connectString);
-  const sessionTimeoutMs = positiveInteger(options.sessionTimeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS, "sessionTimeoutMs");
-  const connectTimeoutMs = positiveInteger(options.connectTimeoutMs ?? sessionTimeoutMs, "connectTimeoutMs");
-  if ((options.sessionId === undefined) !== (options.password === undefined)) {
-    throw new ZkError("BADARGUMENTS", "resuming a session needs both sessionId and password");
-  }
-  if (options.sessionId !== undefined && typeof options.sessionId !== "bigint") {
-    throw new ZkError("BADARGUMENTS", "sessionId must be a bigint");
-  }
-  if (options.password !== undefined && !(options.password instanceof Uint8Array)) {
-    throw new ZkError("BADARGUMENTS", "password must be a Uint8Array");
-  }
-  if (options.tls !== undefined && options.credentials !== undefined) throw new ZkError("BADARGUMENTS", "give tls or credentials, not both");
-  return {
-    hosts: options.shuffleHosts === false ? parsed.hosts : shuffled(parsed.hosts),
-    chroot: parsed.chroot,
-    sessionTimeoutMs,
-    connectTimeoutMs,
-    sessionId: options.sessionId ?? 0n,
-    password: options.password ?? EMPTY_BYTES,
-    logger: options.logger,
-    credentials: options.credentials ?? (options.tls === undefined ? grpc.credentials.createInsecure() : tlsCredentials(options.tls)),
-    channelOptions:
-      options.tls?.servername === undefined ? {} : { "grpc.ssl_target_name_override": options.tls.servername, "grpc.default_authority": options.tls.servername },
-  };
-}
-
-function pemBuffer(value: Pem | undefined, name: string): Buffer | null {
-  if (value === undefined) return null;
-  if (typeof value === "string") return Buffer.from(value, "utf8");
-  if (value instanceof Uint8Array) return Buffer.from(value.buffer, value.byteOffset, value.byteLength);
-  throw new ZkError("BADARGUMENTS", `tls.${name} must be PEM text or bytes`);
-}
-
-function tlsCredentials(tls: ClientTlsOptions): grpc.ChannelCredentials {
-  if ((tls.cert === undefined) !== (tls.key === undefined)) throw new ZkError("BADARGUMENTS", "tls.cert and tls.key go together");
-  if (tls.servername !== undefined && (typeof tls.servername !== "string" || tls.servername === "")) throw new ZkError("BADARGUMENTS", "tls.servername must be a host name");
-  try {
-    return grpc.credentials.createSsl(pemBuffer(tls.ca, "ca"), pemBuffer(tls.key, "key"), pemBuffer(tls.cert, "cert"));
-  } catch (error) {
-    if (error instanceof ZkError) throw error;
-    throw new ZkError("BADARGUMENTS", `tls: ${(error as Error).message}`);
-  }
 }
 
 export interface Client {
@@ -253,23 +126,9 @@ export class Client extends EventEmitter {
 
   private readonly config: ClientConfig;
   private readonly registry = new WatchRegistry();
-  /** Credentials the server accepted, in order: sent again on every new connection. */
-  private readonly authInfo: { scheme: string; auth: Uint8Array }[] = [];
-  private readonly methodPath: string;
-  private lifecycle: Lifecycle = "active";
+  private readonly session: SessionMachine<Pending>;
+  private readonly transport: GrpcTransport;
   private stateValue: ClientState = "connecting";
-  private everConnected = false;
-  private conn: Connection | null = null;
-  private xid = 0;
-  private hostIndex = 0;
-  private attempt = 0;
-  private sessionIdValue: bigint;
-  private password: Uint8Array;
-  private timeoutMs: number;
-  private lastZxid = 0n;
-  private reconnectTimer: NodeJS.Timeout | undefined;
-  private connectTimer: NodeJS.Timeout | undefined;
-  private closeTimer: NodeJS.Timeout | undefined;
   private connectSettle: { resolve: (c: Client) => void; reject: (e: ZkError) => void } | undefined;
   private closePromise: Promise<void> | undefined;
   private closeResolve: (() => void) | undefined;
@@ -277,10 +136,18 @@ export class Client extends EventEmitter {
   private constructor(config: ClientConfig) {
     super();
     this.config = config;
-    this.sessionIdValue = config.sessionId;
-    this.password = config.password;
-    this.timeoutMs = config.sessionTimeoutMs;
-    this.methodPath = (corralServiceDefinition()["Session"] as grpc.MethodDefinition<unknown, unknown>).path;
+    this.session = new SessionMachine<Pending>(
+      {
+        hosts: config.hosts,
+        sessionTimeoutMs: config.sessionTimeoutMs,
+        connectTimeoutMs: config.connectTimeoutMs,
+        sessionId: config.sessionId,
+        password: config.password,
+        watchedPaths: () => this.registry.paths(),
+      },
+      (effect) => this.onSessionEffect(effect),
+    );
+    this.transport = new GrpcTransport(config.channel, this.session);
   }
 
   /** The last state reported through the "state" event ("reconnected" means connected again). */
@@ -290,24 +157,24 @@ export class Client extends EventEmitter {
 
   /** True while a server holds this session on an open stream. */
   get connected(): boolean {
-    return this.conn !== null && this.conn.phase === "open";
+    return this.session.connected;
   }
 
   get sessionId(): bigint {
-    return this.sessionIdValue;
+    return this.session.sessionId;
   }
 
   get sessionPassword(): Uint8Array {
-    return this.password;
+    return this.session.password;
   }
 
   get negotiatedTimeoutMs(): number {
-    return this.timeoutMs;
+    return this.session.negotiatedTimeoutMs;
   }
 
   /** The highest zxid of any response or watch event received. */
   get lastZxidSeen(): bigint {
-    return this.lastZxid;
+    return this.session.lastZxidSeen;
   }
 
   /** The chroot of the connect string, if any. */
@@ -443,10 +310,8 @@ export class Client extends EventEmitter {
     } catch (err) {
       return Promise.reject(err);
     }
-    return this.send<void>(Kind.addAuth, { op: "addAuth", addAuth: { scheme, auth: bytes } }, undefined, "").then(() => {
-      // Runs before any later frame or reconnect is handled: the next connection sends it again.
-      if (!this.authInfo.some((known) => known.scheme === scheme && equalBytes(known.auth, bytes))) this.authInfo.push({ scheme, auth: bytes.slice() });
-    });
+    // Once accepted, the session machine keeps the credential and sends it on every new connection.
+    return this.send(Kind.addAuth, { op: "addAuth", addAuth: { scheme, auth: bytes } }, undefined, "");
   }
 
   /** The ids this session's connection is authenticated as, its `ip` first (ZooKeeper's whoAmI). */
@@ -594,31 +459,10 @@ export class Client extends EventEmitter {
     this.closePromise = new Promise<void>((resolve) => {
       this.closeResolve = resolve;
     });
-    if (this.lifecycle !== "active") {
-      this.finishClose();
-      return this.closePromise;
-    }
-    this.lifecycle = "closing";
-    this.clearReconnectTimer();
-    const conn = this.conn;
-    if (conn && conn.phase === "open") {
-      const pending: Pending = {
-        xid: (this.xid = nextXid(this.xid)),
-        kind: Kind.close,
-        path: undefined,
-        serverPath: "",
-        watcher: undefined,
-        ops: undefined,
-        resolve: () => this.finishClose(),
-        reject: noop,
-      };
-      this.write(conn, pending, { op: "close", close: {} });
-      this.closeTimer = setTimeout(() => this.finishClose(), this.timeoutMs);
-    } else {
-      this.finishClose();
-    }
+    this.session.close();
     return this.closePromise;
   }
+
 
   // ---------------------------------------------------------------------------------------------
   // Request plumbing
@@ -688,23 +532,13 @@ export class Client extends EventEmitter {
         this.notifyRemoved(this.registry.remove(serverPath, watcher, type)!, path);
         resolve();
       };
-      const conn = this.conn;
-      if (this.lifecycle !== "active" || conn === null || conn.phase !== "open") {
-        const code = this.lifecycle === "active" ? "CONNECTIONLOSS" : "SESSIONEXPIRED";
+      const lifecycle = this.session.lifecycle;
+      if (lifecycle !== "active" || !this.session.connected) {
+        const code = lifecycle === "active" ? "CONNECTIONLOSS" : "SESSIONEXPIRED";
         settle(new ZkError(code, `${code}: not connected`, path));
         return;
       }
-      const pending: Pending = {
-        xid: (this.xid = nextXid(this.xid)),
-        kind,
-        path,
-        serverPath,
-        watcher: undefined,
-        ops: undefined,
-        resolve: () => settle(undefined),
-        reject: settle,
-      };
-      this.write(conn, pending, request);
+      this.session.submit(request, { kind, path, serverPath, watcher: undefined, ops: undefined, resolve: () => settle(undefined), reject: settle });
     });
   }
 
@@ -734,268 +568,80 @@ export class Client extends EventEmitter {
     watcher?: Watcher,
     ops?: Op[] | ReadOp[],
   ): Promise<T> {
-    if (this.lifecycle !== "active") {
-      const why = this.lifecycle === "expired" ? "session expired" : "client closed";
+    const lifecycle = this.session.lifecycle;
+    if (lifecycle !== "active") {
+      const why = lifecycle === "expired" ? "session expired" : "client closed";
       return Promise.reject(new ZkError("SESSIONEXPIRED", `SESSIONEXPIRED: ${why}`, path));
     }
-    const conn = this.conn;
-    if (conn === null || conn.phase !== "open") {
+    if (!this.session.connected) {
       return Promise.reject(new ZkError("CONNECTIONLOSS", "CONNECTIONLOSS: not connected", path));
     }
     return new Promise<T>((resolve, reject) => {
-      const pending: Pending = {
-        xid: (this.xid = nextXid(this.xid)),
-        kind,
-        path,
-        serverPath,
-        watcher,
-        ops,
-        resolve,
-        reject,
-      };
-      this.write(conn, pending, request);
+      this.session.submit(request, { kind, path, serverPath, watcher, ops, resolve, reject });
     });
   }
 
-  private write(conn: Connection, pending: Pending, op: RequestOp): void {
-    conn.pending.push(pending);
-    conn.sentSinceTick = true;
-    this.sendFrame(conn, { frame: "request", request: { xid: pending.xid, ...op } });
-  }
-
-  /**
-   * Every frame leaves through here, in order. With batching, frames written during one turn of
-   * the event loop (a burst of requests from promise continuations) share one gRPC message.
-   */
-  private sendFrame(conn: Connection, frame: ClientFrame): void {
-    const bytes = encodeClientFrame(frame);
-    if (!conn.batching) {
-      conn.call.write(bytes);
-      return;
-    }
-    conn.outbox.push(bytes);
-  }
-
   // ---------------------------------------------------------------------------------------------
-  // Connection management
+  // The session machine's outcomes
 
   private start(): Promise<Client> {
     const promise = new Promise<Client>((resolve, reject) => {
       this.connectSettle = { resolve, reject };
     });
-    this.connectTimer = setTimeout(() => {
-      this.connectTimer = undefined;
-      if (this.everConnected || this.lifecycle !== "active") return;
-      this.log("warn", { hosts: this.config.hosts }, "no server accepted the session in time");
-      this.abandon(new ZkError("CONNECTIONLOSS", `CONNECTIONLOSS: could not connect within ${this.config.connectTimeoutMs} ms`));
-    }, this.config.connectTimeoutMs);
-    this.startAttempt();
+    this.session.start();
     return promise;
   }
 
-  /** The per-attempt connect timeout: ZooKeeper's sessionTimeout / hosts, but not absurdly small. */
-  private attemptTimeoutMs(): number {
-    const perHost = Math.floor(this.timeoutMs / this.config.hosts.length);
-    return Math.max(perHost, Math.min(this.timeoutMs, 1_000));
-  }
-
-  private startAttempt(): void {
-    this.reconnectTimer = undefined;
-    if (this.lifecycle !== "active") return;
-    const host = this.config.hosts[this.hostIndex] as HostPort;
-    this.hostIndex = (this.hostIndex + 1) % this.config.hosts.length;
-    const address = host.host.includes(":") ? `[${host.host}]:${host.port}` : `${host.host}:${host.port}`;
-    const channel = new grpc.Client(address, this.config.credentials, {
-      ...GRPC_CLIENT_CHANNEL_OPTIONS,
-      ...this.config.channelOptions,
-      // One TCP connection per session, as ZooKeeper: a dead connection is discarded with its channel.
-      "grpc.use_local_subchannel_pool": 1,
-    });
-    // Frames reach grpc-js already encoded (sendFrame), so that several can share one message.
-    const call = channel.makeBidiStreamRequest<Buffer, DecodedServerFrame>(this.methodPath, (bytes: Buffer) => bytes, decodeServerFrame);
-    const conn: Connection = {
-      host,
-      channel,
-      call,
-      phase: "connecting",
-      batching: false,
-      outbox: new FrameOutbox((message) => {
-        if (conn.phase !== "dead") call.write(message);
-      }, encodeClientFrameBatch),
-      pending: new Fifo<Pending>(),
-      attemptTimer: undefined,
-      ticker: undefined,
-      sentSinceTick: true,
-      receivedSinceTick: true,
-      sendIdleTicks: 0,
-      receiveIdleTicks: 0,
-    };
-    this.conn = conn;
-    call.on("data", (frame: DecodedServerFrame) => this.onFrame(conn, frame));
-    call.on("error", (err: grpc.ServiceError) => this.onStreamGone(conn, err));
-    call.on("end", () => this.onStreamGone(conn, undefined));
-    this.log("debug", { address, sessionId: hex(this.sessionIdValue), lastZxidSeen: this.lastZxid.toString() }, "connecting");
-    conn.attemptTimer = setTimeout(() => {
-      conn.attemptTimer = undefined;
-      this.onStreamGone(conn, new Error("connect attempt timed out"));
-    }, this.attemptTimeoutMs());
-    this.sendFrame(conn, {
-      frame: "connect",
-      connect: {
-        protocolVersion: CLIENT_PROTOCOL_VERSION,
-        lastZxidSeen: this.lastZxid.toString(),
-        timeoutMs: this.config.sessionTimeoutMs,
-        sessionId: this.sessionIdValue.toString(),
-        password: this.password,
-      },
-    });
-  }
-
-  private scheduleReconnect(): void {
-    if (this.lifecycle !== "active" || this.reconnectTimer !== undefined) return;
-    const delay = reconnectDelayMs(this.attempt);
-    this.attempt++;
-    this.reconnectTimer = setTimeout(() => this.startAttempt(), delay);
-  }
-
-  private clearReconnectTimer(): void {
-    if (this.reconnectTimer !== undefined) {
-      clearTimeout(this.reconnectTimer);
-      this.reconnectTimer = undefined;
-    }
-  }
-
-  private onFrame(conn: Connection, frame: DecodedServerFrame): void {
-    if (conn !== this.conn || conn.phase === "dead") return;
-    conn.receivedSinceTick = true;
-    switch (frame.frame) {
-      case "response":
-        this.onResponse(conn, frame.response);
+  private onSessionEffect(effect: SessionEffect<Pending>): void {
+    switch (effect.type) {
+      case "open":
+      case "send":
+      case "close":
+      case "armTimer":
+      case "cancelTimer":
+        this.transport.execute(effect);
+        return;
+      case "answered":
+        this.onAnswer(effect.token, effect.response);
+        return;
+      case "failed":
+        effect.token.reject(new ZkError(effect.code, effect.message, effect.token.path));
         return;
       case "event":
-        this.onEvent(conn, frame.event);
+        this.onEvent(effect.event);
         return;
-      case "pong":
+      case "state":
+        if (effect.state === "expired") this.registry.clear();
+        this.setState(effect.state);
+        if (effect.state === "connected") this.settleConnect(undefined);
         return;
-      case "connect":
-        this.onConnectResponse(conn, frame.connect);
+      case "connectFailed":
+        this.registry.clear();
+        this.stateValue = effect.state;
+        this.settleConnect(effect.error);
         return;
-      case "batch":
-        // Each frame as if it had come alone; onFrame stops at once if one of them ends the connection.
-        for (const inner of frame.frames) this.onFrame(conn, inner);
+      case "closed": {
+        this.registry.clear();
+        if (effect.announce) this.setState("closed");
+        const resolve = this.closeResolve;
+        this.closeResolve = undefined;
+        resolve?.();
         return;
-      default:
-        this.protocolError(conn, `unknown frame ${JSON.stringify((frame as { frame?: unknown }).frame)}`);
-    }
-  }
-
-  private onConnectResponse(conn: Connection, answer: DecodedConnectResponse): void {
-    if (conn.phase !== "connecting") {
-      this.protocolError(conn, "a second connect answer on one stream");
-      return;
-    }
-    if (conn.attemptTimer !== undefined) {
-      clearTimeout(conn.attemptTimer);
-      conn.attemptTimer = undefined;
-    }
-    const resuming = this.sessionIdValue !== 0n;
-    if (answer.err === ZkErrorCode.SESSIONEXPIRED || (answer.err === 0 && answer.timeoutMs <= 0)) {
-      this.log("info", { sessionId: hex(this.sessionIdValue) }, "session expired");
-      this.expire(conn);
-      return;
-    }
-    if (answer.err !== 0) {
-      this.log("warn", { err: answer.err, host: conn.host }, "server refused the connection");
-      this.dropConnection(conn, "CONNECTIONLOSS");
-      return;
-    }
-    if (resuming && answer.sessionId !== this.sessionIdValue) {
-      this.log("error", { asked: hex(this.sessionIdValue), got: hex(answer.sessionId) }, "server answered another session; treating ours as expired");
-      this.expire(conn);
-      return;
-    }
-    this.sessionIdValue = answer.sessionId;
-    this.password = answer.password;
-    this.timeoutMs = answer.timeoutMs;
-    this.attempt = 0;
-    conn.phase = "open";
-    conn.batching = answer.protocolVersion >= CLIENT_PROTOCOL_BATCHES_SINCE;
-    const tickMs = Math.max(1, Math.floor(this.timeoutMs / TICKS_PER_TIMEOUT));
-    conn.ticker = setInterval(() => this.tick(conn), tickMs);
-    conn.ticker.unref();
-    this.log("debug", { host: conn.host, sessionId: hex(this.sessionIdValue), timeoutMs: this.timeoutMs, serverId: answer.serverId }, "connected");
-    if (!this.everConnected) {
-      this.everConnected = true;
-      if (this.connectTimer !== undefined) {
-        clearTimeout(this.connectTimer);
-        this.connectTimer = undefined;
       }
-      this.setState("connected");
-      const settle = this.connectSettle;
-      this.connectSettle = undefined;
-      settle?.resolve(this);
-    } else {
-      // Authenticate and re-register watches before anything a "reconnected" listener may send.
-      this.sendAuthInfo(conn);
-      this.sendSetWatches(conn);
-      this.setState("reconnected");
+      case "log":
+        this.log(effect.level, effect.fields, effect.message);
+        return;
     }
   }
 
-  /** Sends every credential accepted before, in order, ahead of any other request on a new stream. */
-  private sendAuthInfo(conn: Connection): void {
-    for (const entry of this.authInfo) {
-      const pending: Pending = {
-        xid: (this.xid = nextXid(this.xid)),
-        kind: Kind.addAuth,
-        path: undefined,
-        serverPath: "",
-        watcher: undefined,
-        ops: undefined,
-        resolve: noop,
-        reject: (err: ZkError) => {
-          if (err.code !== "AUTHFAILED") return;
-          // Only a server configured unlike the one that accepted it refuses it: stop sending it.
-          this.log("warn", { scheme: entry.scheme, host: conn.host }, "the server refused credentials another server had accepted");
-          const index = this.authInfo.indexOf(entry);
-          if (index >= 0) this.authInfo.splice(index, 1);
-        },
-      };
-      this.write(conn, pending, { op: "addAuth", addAuth: { scheme: entry.scheme, auth: entry.auth } });
-    }
+  private settleConnect(error: ZkError | undefined): void {
+    const settle = this.connectSettle;
+    this.connectSettle = undefined;
+    if (error === undefined) settle?.resolve(this);
+    else settle?.reject(error);
   }
 
-  /** Re-registers every watch still held here, before any other request on a new stream. */
-  private sendSetWatches(conn: Connection): void {
-    if (this.registry.size === 0) return;
-    const relativeZxid = this.lastZxid.toString();
-    for (const chunk of chunkWatchPaths(this.registry.paths(), SET_WATCHES_BYTES_MAX)) {
-      const pending: Pending = {
-        xid: (this.xid = nextXid(this.xid)),
-        kind: Kind.setWatches,
-        path: undefined,
-        serverPath: "",
-        watcher: undefined,
-        ops: undefined,
-        resolve: noop,
-        reject: noop,
-      };
-      this.write(conn, pending, { op: "setWatches", setWatches: { relativeZxid, ...chunk } });
-    }
-  }
-
-  private onResponse(conn: Connection, response: DecodedResponse): void {
-    if (conn.phase !== "open") {
-      this.protocolError(conn, "a response before the connect answer");
-      return;
-    }
-    if (response.zxid > this.lastZxid) this.lastZxid = response.zxid;
-    const pending = conn.pending.shift();
-    if (pending === undefined || pending.xid !== response.xid) {
-      if (pending !== undefined) pending.reject(new ZkError("CONNECTIONLOSS", "CONNECTIONLOSS: xid out of order", pending.path));
-      this.protocolError(conn, `response xid ${response.xid} but expected ${pending === undefined ? "none" : pending.xid}`);
-      return;
-    }
+  private onAnswer(pending: Pending, response: DecodedResponse): void {
     try {
       this.complete(pending, response);
     } catch (err) {
@@ -1015,13 +661,6 @@ export class Client extends EventEmitter {
             return;
           }
           break;
-        case Kind.setWatches:
-          this.log("warn", { err }, "setWatches failed");
-          p.resolve(undefined);
-          return;
-        case Kind.close:
-          p.resolve(undefined);
-          return;
         case Kind.multi:
           p.reject(multiErrorFromWire(err, p.ops as Op[], r.results));
           return;
@@ -1039,8 +678,6 @@ export class Client extends EventEmitter {
         return;
       case Kind.delete:
       case Kind.sync:
-      case Kind.setWatches:
-      case Kind.close:
       case Kind.addAuth:
       case Kind.removeWatches:
       case Kind.checkWatches:
@@ -1100,12 +737,7 @@ export class Client extends EventEmitter {
     }
   }
 
-  private onEvent(conn: Connection, event: DecodedWatchEvent): void {
-    if (conn.phase !== "open") {
-      this.protocolError(conn, "a watch event before the connect answer");
-      return;
-    }
-    if (event.zxid > this.lastZxid) this.lastZxid = event.zxid;
+  private onEvent(event: DecodedWatchEvent): void {
     const type = eventTypeName(event.type);
     if (type === undefined) {
       this.log("debug", { type: event.type, path: event.path }, "ignoring an event of unknown type");
@@ -1120,127 +752,6 @@ export class Client extends EventEmitter {
       } catch (err) {
         this.reportCallbackError(err);
       }
-    }
-  }
-
-  /** One liveness tick: ping when idle, declare the connection dead when the server went quiet. */
-  private tick(conn: Connection): void {
-    if (conn !== this.conn || conn.phase !== "open") return;
-    if (conn.receivedSinceTick) {
-      conn.receivedSinceTick = false;
-      conn.receiveIdleTicks = 0;
-    } else if (++conn.receiveIdleTicks >= DEAD_AFTER_IDLE_TICKS) {
-      this.log("warn", { host: conn.host }, "nothing received for 2/3 of the session timeout; reconnecting");
-      this.dropConnection(conn, "CONNECTIONLOSS");
-      return;
-    }
-    if (conn.sentSinceTick) {
-      conn.sentSinceTick = false;
-      conn.sendIdleTicks = 0;
-    } else if (++conn.sendIdleTicks >= PING_AFTER_IDLE_TICKS) {
-      conn.sendIdleTicks = 0;
-      this.sendFrame(conn, { frame: "ping", ping: {} });
-    }
-  }
-
-  private onStreamGone(conn: Connection, err: (Error & { code?: number }) | undefined): void {
-    if (conn !== this.conn || conn.phase === "dead") return;
-    if (err !== undefined && err.code === grpc.status.FAILED_PRECONDITION) {
-      this.log("info", { host: conn.host, details: err.message }, "server is behind our last seen zxid; trying the next host");
-    } else {
-      this.log("debug", { host: conn.host, err: err?.message }, "stream ended");
-    }
-    this.dropConnection(conn, "CONNECTIONLOSS");
-  }
-
-  private protocolError(conn: Connection, what: string): void {
-    this.log("error", { host: conn.host }, `protocol violation: ${what}`);
-    this.dropConnection(conn, "CONNECTIONLOSS");
-  }
-
-  /** Ends a connection: fails its in-flight requests, then reconnects, or finishes a close. */
-  private dropConnection(conn: Connection, code: ZkErrorName): void {
-    const wasOpen = conn.phase === "open";
-    this.teardown(conn, code);
-    if (this.lifecycle === "closing") {
-      this.finishClose();
-      return;
-    }
-    if (this.lifecycle !== "active") return;
-    if (wasOpen) this.setState("disconnected");
-    if (this.lifecycle === "active") this.scheduleReconnect();
-  }
-
-  private teardown(conn: Connection, code: ZkErrorName): void {
-    if (conn.phase === "dead") return;
-    conn.phase = "dead";
-    if (this.conn === conn) this.conn = null;
-    if (conn.attemptTimer !== undefined) clearTimeout(conn.attemptTimer);
-    if (conn.ticker !== undefined) clearInterval(conn.ticker);
-    conn.attemptTimer = undefined;
-    conn.ticker = undefined;
-    try {
-      conn.call.cancel();
-    } catch {
-      // already finished
-    }
-    conn.channel.close();
-    for (const pending of conn.pending.drain()) {
-      pending.reject(new ZkError(code, `${code}: ${code === "CONNECTIONLOSS" ? "connection lost" : "session expired"}`, pending.path));
-    }
-  }
-
-  private expire(conn: Connection): void {
-    const closing = this.lifecycle === "closing";
-    this.lifecycle = "expired";
-    this.teardown(conn, "SESSIONEXPIRED");
-    this.clearReconnectTimer();
-    this.clearConnectTimer();
-    this.registry.clear();
-    const settle = this.connectSettle;
-    this.connectSettle = undefined;
-    if (settle) {
-      this.stateValue = "expired";
-      settle.reject(new ZkError("SESSIONEXPIRED", "SESSIONEXPIRED: the session to resume is gone"));
-      return;
-    }
-    this.setState("expired");
-    if (closing) this.finishClose();
-  }
-
-  /** Gives up before ever connecting (connect timeout): no events, the connect promise rejects. */
-  private abandon(err: ZkError): void {
-    this.lifecycle = "closed";
-    this.stateValue = "closed";
-    this.clearReconnectTimer();
-    this.clearConnectTimer();
-    if (this.conn) this.teardown(this.conn, "CONNECTIONLOSS");
-    const settle = this.connectSettle;
-    this.connectSettle = undefined;
-    settle?.reject(err);
-  }
-
-  private finishClose(): void {
-    if (this.closeTimer !== undefined) {
-      clearTimeout(this.closeTimer);
-      this.closeTimer = undefined;
-    }
-    const alreadyClosed = this.lifecycle === "closed";
-    this.lifecycle = "closed";
-    this.clearReconnectTimer();
-    this.clearConnectTimer();
-    if (this.conn) this.teardown(this.conn, "CONNECTIONLOSS");
-    this.registry.clear();
-    if (!alreadyClosed || this.stateValue !== "closed") this.setState("closed");
-    const resolve = this.closeResolve;
-    this.closeResolve = undefined;
-    resolve?.();
-  }
-
-  private clearConnectTimer(): void {
-    if (this.connectTimer !== undefined) {
-      clearTimeout(this.connectTimer);
-      this.connectTimer = undefined;
     }
   }
 
@@ -1275,15 +786,6 @@ export class Client extends EventEmitter {
       // logging must never break the client
     }
   }
-}
-
-function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
-  return a.byteLength === b.byteLength && a.every((byte, i) => byte === b[i]);
-}
-
-/** Session ids are shown in hex, as ZooKeeper logs them. */
-function hex(id: bigint): string {
-  return "0x" + BigInt.asUintN(64, id).toString(16);
 }
 
 function requireWatcher(watcher: Watcher): void {

@@ -90,8 +90,13 @@ export function stripChroot(chroot: string | undefined, serverPath: string): str
   return serverPath;
 }
 
-/** Fisher–Yates shuffle into a new array (the SDK is not the deterministic core; Math.random is fine here). */
-export function shuffled<T>(items: readonly T[], random: () => number = Math.random): T[] {
+/** The address gRPC dials: host:port, an IPv6 literal in brackets. */
+export function hostAddress(host: HostPort): string {
+  return host.host.includes(":") ? `[${host.host}]:${host.port}` : `${host.host}:${host.port}`;
+}
+
+/** Fisher–Yates shuffle into a new array; `random` in [0, 1) is the caller's, so that this module stays deterministic. */
+export function shuffled<T>(items: readonly T[], random: () => number): T[] {
   const out = items.slice();
   for (let i = out.length - 1; i > 0; i--) {
     const j = Math.floor(random() * (i + 1));

@@ -1,7 +1,8 @@
 /**
  * DESIGN.md §2 as a test: the arrows between folders go one way, and the deterministic core
  * (src/store outside disk, src/election, src/consensus, src/replica) touches no clock, randomness,
- * socket, timer or file.
+ * socket, timer or file — nor does the SDK's session machine, which a simulator can run as the
+ * real client.
  */
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync, statSync } from "node:fs";
@@ -78,15 +79,44 @@ const CORE_FORBIDDEN: [RegExp, string][] = [
 ];
 const CORE_FORBIDDEN_IMPORTS = /^(node:)?(fs|fs\/promises|net|dgram|http|https|http2|child_process|worker_threads|timers|crypto)$|^@grpc\/|^level$|^classic-level$/;
 
-test("the deterministic core reads no clock, draws no random number, sets no timer and does no I/O", () => {
-  const core = [join(SRC, "store"), join(SRC, "election"), join(SRC, "consensus"), join(SRC, "replica")];
+function nondeterminism(files: string[]): string[] {
   const violations: string[] = [];
-  const files = core.flatMap(sourceFiles).filter((f) => layerOf(f) !== "store/disk");
-  assert.ok(files.length > 0, "the core has source files to check");
   for (const file of files) {
     const code = readFileSync(file, "utf8").replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, "");
     for (const [pattern, what] of CORE_FORBIDDEN) if (pattern.test(code)) violations.push(`${relative(ROOT, file)} uses ${what}`);
     for (const spec of imports(file)) if (CORE_FORBIDDEN_IMPORTS.test(spec)) violations.push(`${relative(ROOT, file)} imports ${spec}`);
   }
-  assert.deepEqual(violations, []);
+  return violations;
+}
+
+test("the deterministic core reads no clock, draws no random number, sets no timer and does no I/O", () => {
+  const core = [join(SRC, "store"), join(SRC, "election"), join(SRC, "consensus"), join(SRC, "replica")];
+  const files = core.flatMap(sourceFiles).filter((f) => layerOf(f) !== "store/disk");
+  assert.ok(files.length > 0, "the core has source files to check");
+  assert.deepEqual(nondeterminism(files), []);
+});
+
+/** Imports that exist when the module runs (`import type` and `export type` are erased). */
+function runtimeImports(file: string): string[] {
+  const text = readFileSync(file, "utf8");
+  return [...text.matchAll(/^(?:import|export)\s+(?!type\s)[^"';]*?from\s*["']([^"']+)["']/gm)].map((m) => m[1]!);
+}
+
+/** `entries` and every source file they run, following relative imports. */
+function withRuntimeImports(entries: string[]): string[] {
+  const seen = new Set<string>();
+  const visit = (file: string): void => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    for (const spec of runtimeImports(file)) if (spec.startsWith(".")) visit(join(file, "..", spec.replace(/\.js$/, ".ts")));
+  };
+  entries.forEach(visit);
+  return [...seen];
+}
+
+test("the SDK's session machine, and every module it runs, reads no clock, draws no random number, sets no timer and does no I/O", () => {
+  const machine = [join(SRC, "client", "session-machine.ts"), join(SRC, "client", "session-io.ts")];
+  const files = withRuntimeImports(machine);
+  assert.ok(files.includes(join(SRC, "client", "fifo.ts")), "the machine's own imports are followed");
+  assert.deepEqual(nondeterminism(files), []);
 });

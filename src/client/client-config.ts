@@ -1,0 +1,58 @@
+/**
+ * The options of `Client.connect` checked (BADARGUMENTS) and resolved into what a session runs
+ * with: hosts in the order to try them, chroot, timeouts, the session to resume, the channels.
+ */
+import type * as grpc from "@grpc/grpc-js";
+import { ZkError } from "../common/errors.js";
+import { parseConnectString, shuffled, type HostPort } from "./connect-string.js";
+import { grpcChannelSettings, type GrpcChannelSettings } from "./grpc-transport.js";
+import type { ClientLogger, ConnectOptions } from "./types.js";
+
+export const DEFAULT_SESSION_TIMEOUT_MS = 10_000;
+
+export interface ClientConfig {
+  hosts: HostPort[];
+  chroot: string | undefined;
+  sessionTimeoutMs: number;
+  connectTimeoutMs: number;
+  sessionId: bigint;
+  password: Uint8Array;
+  logger: ClientLogger | undefined;
+  channel: GrpcChannelSettings;
+}
+
+const EMPTY_BYTES = new Uint8Array(0);
+
+function positiveInteger(value: unknown, name: string): number {
+  if (typeof value !== "number" || !Number.isInteger(value) || value <= 0 || value > 0x7fffffff) {
+    throw new ZkError("BADARGUMENTS", `${name} must be a positive integer number of ms, not ${String(value)}`);
+  }
+  return value;
+}
+
+export function configFrom(connectString: string, options: ConnectOptions & { credentials?: grpc.ChannelCredentials }): ClientConfig {
+  const parsed = parseConnectString(connectString);
+  const sessionTimeoutMs = positiveInteger(options.sessionTimeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS, "sessionTimeoutMs");
+  const connectTimeoutMs = positiveInteger(options.connectTimeoutMs ?? sessionTimeoutMs, "connectTimeoutMs");
+  if ((options.sessionId === undefined) !== (options.password === undefined)) {
+    throw new ZkError("BADARGUMENTS", "resuming a session needs both sessionId and password");
+  }
+  if (options.sessionId !== undefined && typeof options.sessionId !== "bigint") {
+    throw new ZkError("BADARGUMENTS", "sessionId must be a bigint");
+  }
+  if (options.password !== undefined && !(options.password instanceof Uint8Array)) {
+    throw new ZkError("BADARGUMENTS", "password must be a Uint8Array");
+  }
+  if (options.tls !== undefined && options.credentials !== undefined) throw new ZkError("BADARGUMENTS", "give tls or credentials, not both");
+  return {
+    // The one random draw of the SDK, made here so that the session machine stays deterministic.
+    hosts: options.shuffleHosts === false ? parsed.hosts : shuffled(parsed.hosts, Math.random),
+    chroot: parsed.chroot,
+    sessionTimeoutMs,
+    connectTimeoutMs,
+    sessionId: options.sessionId ?? 0n,
+    password: options.password ?? EMPTY_BYTES,
+    logger: options.logger,
+    channel: grpcChannelSettings(options.tls, options.credentials),
+  };
+}

@@ -1,0 +1,551 @@
+/**
+ * One client session as a deterministic state machine (DESIGN.md §3, §5; STYLE.md practice 17):
+ * everything the SDK decides about its connections, and nothing it does. Inputs come from the
+ * user side (start, submit, close) and from a host (frames, ended streams, fired timers — see
+ * session-io.ts); effects go out through one callback. It reads no clock, sets no timer, draws no
+ * random number and touches no socket, so test/sim can run the SDK's real session logic.
+ *
+ * Connection life: connect frame → connect answer → requests/events/pings; on loss every in-flight
+ * request fails CONNECTIONLOSS, hosts are retried round-robin with a capped back-off, resuming the
+ * session (id + password + last zxid seen); the first requests on the new stream authenticate it
+ * again with every credential an addAuth succeeded with (a server keeps them per connection, as
+ * ZooKeeper's client re-sends them), then re-register the watches the caller still holds
+ * (setWatches). Requests are written in submit order and answered in that order, so in-flight
+ * requests wait in a FIFO and each response must match its head. The server alone decides expiry.
+ */
+import { CLIENT_PROTOCOL_BATCHES_SINCE, CLIENT_PROTOCOL_VERSION } from "../common/constants.js";
+import { assert } from "../common/assert.js";
+import { ZkError, ZkErrorCode } from "../common/errors.js";
+import type { ZkErrorName } from "../common/errors.js";
+import type { ClientFrame, RequestOp } from "../protocol/client-wire.js";
+import type { DecodedConnectResponse, DecodedResponse, DecodedServerFrame, DecodedWatchEvent } from "./codec.js";
+import { hostAddress, type HostPort } from "./connect-string.js";
+import { Fifo } from "./fifo.js";
+import type { ConnectionLoss, SessionEffect, SessionInputs, SessionLifecycle, SessionTimer } from "./session-io.js";
+import { chunkWatchPaths, type WatchPaths } from "./watch-registry.js";
+
+/** Back-off between connection attempts: first retry at once, then 50 ms doubling up to 1 s. */
+export const RECONNECT_BACKOFF_MS_MIN = 50;
+export const RECONNECT_BACKOFF_MS_MAX = 1_000;
+/** The liveness timer ticks 12 times per negotiated timeout. */
+const TICKS_PER_TIMEOUT = 12;
+/** Idle sending for 4 ticks (≈ timeout/3) → ping. */
+const PING_AFTER_IDLE_TICKS = 4;
+/** Nothing received for 8 ticks (≈ 2/3 of the timeout) → the connection is dead. */
+const DEAD_AFTER_IDLE_TICKS = 8;
+/** setWatches requests are split so that each stays well inside the message limit. */
+const SET_WATCHES_BYTES_MAX = 256 * 1024;
+const XID_MAX = 0x7fffffff;
+
+/** The next client xid: increasing int32 from 1, wrapping to 1 (never 0 or negative, as ZooKeeper reserves those). */
+export function nextXid(xid: number): number {
+  return xid >= XID_MAX ? 1 : xid + 1;
+}
+
+/** Delay before connection attempt number `attempt` (0-based, counted since the last success). */
+export function reconnectDelayMs(attempt: number): number {
+  if (attempt <= 0) return 0;
+  return Math.min(RECONNECT_BACKOFF_MS_MAX, RECONNECT_BACKOFF_MS_MIN * 2 ** Math.min(attempt - 1, 20));
+}
+
+export interface SessionOptions {
+  /** In the order to try them: the caller shuffles, so that the machine stays deterministic. */
+  hosts: readonly HostPort[];
+  sessionTimeoutMs: number;
+  connectTimeoutMs: number;
+  /** 0n (and an empty password) for a new session. */
+  sessionId: bigint;
+  password: Uint8Array;
+  /** The watches the caller still holds, read when a new connection must set them again. */
+  watchedPaths: () => WatchPaths;
+}
+
+interface Credential {
+  scheme: string;
+  auth: Uint8Array;
+}
+
+/** A request on the wire, waiting for its answer: the caller's, or one the machine sent itself. */
+type InFlight<T> =
+  | { xid: number; purpose: "request"; token: T; credential: Credential | undefined }
+  | { xid: number; purpose: "close" }
+  | { xid: number; purpose: "setWatches" }
+  | { xid: number; purpose: "authReplay"; credential: Credential };
+
+type ConnectionPhase = "connecting" | "open" | "dead";
+
+interface Connection<T> {
+  readonly id: number;
+  readonly host: HostPort;
+  phase: ConnectionPhase;
+  /** Set by the connect answer (protocol 2): frames of one event-loop turn may share a message. */
+  batching: boolean;
+  readonly inFlight: Fifo<InFlight<T>>;
+  sentSinceTick: boolean;
+  receivedSinceTick: boolean;
+  sendIdleTicks: number;
+  receiveIdleTicks: number;
+}
+
+export class SessionMachine<T> implements SessionInputs {
+  private lifecycleValue: SessionLifecycle = "active";
+  private everConnected = false;
+  private conn: Connection<T> | null = null;
+  private connectionCount = 0;
+  private xid = 0;
+  private hostIndex = 0;
+  private attempt = 0;
+  private sessionIdValue: bigint;
+  private passwordValue: Uint8Array;
+  private timeoutMs: number;
+  private lastZxid = 0n;
+  /** Credentials the server accepted, in order: sent again on every new connection. */
+  private readonly credentials: Credential[] = [];
+  private readonly armed = new Set<SessionTimer>();
+
+  constructor(
+    private readonly options: SessionOptions,
+    private readonly emit: (effect: SessionEffect<T>) => void,
+  ) {
+    assert(options.hosts.length > 0, "a session needs a host");
+    this.sessionIdValue = options.sessionId;
+    this.passwordValue = options.password;
+    this.timeoutMs = options.sessionTimeoutMs;
+  }
+
+  get lifecycle(): SessionLifecycle {
+    return this.lifecycleValue;
+  }
+
+  /** True while a server holds this session on an open stream: only then does `submit` take requests. */
+  get connected(): boolean {
+    return this.conn !== null && this.conn.phase === "open";
+  }
+
+  get sessionId(): bigint {
+    return this.sessionIdValue;
+  }
+
+  get password(): Uint8Array {
+    return this.passwordValue;
+  }
+
+  get negotiatedTimeoutMs(): number {
+    return this.timeoutMs;
+  }
+
+  /** The highest zxid of any response or watch event received. */
+  get lastZxidSeen(): bigint {
+    return this.lastZxid;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Inputs from the user side
+
+  /** Starts the first connection attempt and the connect timeout. */
+  start(): void {
+    assert(this.connectionCount === 0, "a session starts once");
+    this.arm("connect", this.options.connectTimeoutMs);
+    this.startAttempt();
+  }
+
+  /** Writes a request on the open connection; its answer or failure comes back with `token`. */
+  submit(request: RequestOp, token: T): void {
+    const conn = this.conn;
+    assert(this.lifecycleValue === "active" && conn !== null && conn.phase === "open", "submit only while connected");
+    const credential = request.op === "addAuth" ? { scheme: request.addAuth.scheme, auth: request.addAuth.auth } : undefined;
+    this.write(conn, { xid: this.nextRequestXid(), purpose: "request", token, credential }, request);
+  }
+
+  /**
+   * Ends the session: requests already sent are answered first, then the close request; the
+   * `closed` effect comes once it is answered, the connection ends, or the session timeout passes.
+   */
+  close(): void {
+    if (this.lifecycleValue !== "active") {
+      this.finishClose();
+      return;
+    }
+    this.lifecycleValue = "closing";
+    this.cancel("reconnect");
+    const conn = this.conn;
+    if (conn && conn.phase === "open") {
+      this.write(conn, { xid: this.nextRequestXid(), purpose: "close" }, { op: "close", close: {} });
+      this.arm("close", this.timeoutMs);
+    } else {
+      this.finishClose();
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Inputs from the host
+
+  receive(connection: number, frame: DecodedServerFrame): void {
+    const conn = this.conn;
+    if (conn !== null && conn.id === connection) this.onFrame(conn, frame);
+  }
+
+  lost(connection: number, cause: ConnectionLoss): void {
+    const conn = this.conn;
+    if (conn !== null && conn.id === connection) this.onStreamGone(conn, cause);
+  }
+
+  timerFired(timer: SessionTimer): void {
+    // A timer cancelled while its firing was already on its way is stale.
+    if (!this.armed.delete(timer)) return;
+    switch (timer) {
+      case "connect":
+        this.onConnectTimeout();
+        return;
+      case "attempt":
+        if (this.conn !== null) this.onStreamGone(this.conn, { serverBehind: false, message: "connect attempt timed out" });
+        return;
+      case "reconnect":
+        this.startAttempt();
+        return;
+      case "tick":
+        if (this.conn !== null) this.tick(this.conn);
+        return;
+      case "close":
+        this.finishClose();
+        return;
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Connections
+
+  private startAttempt(): void {
+    if (this.lifecycleValue !== "active") return;
+    assert(this.conn === null, "one connection at a time");
+    const hosts = this.options.hosts;
+    const host = hosts[this.hostIndex] as HostPort;
+    this.hostIndex = (this.hostIndex + 1) % hosts.length;
+    const conn: Connection<T> = {
+      id: ++this.connectionCount,
+      host,
+      phase: "connecting",
+      batching: false,
+      inFlight: new Fifo<InFlight<T>>(),
+      sentSinceTick: true,
+      receivedSinceTick: true,
+      sendIdleTicks: 0,
+      receiveIdleTicks: 0,
+    };
+    this.conn = conn;
+    this.emit({ type: "open", connection: conn.id, host });
+    this.log("debug", { address: hostAddress(host), sessionId: hex(this.sessionIdValue), lastZxidSeen: this.lastZxid.toString() }, "connecting");
+    this.arm("attempt", this.attemptTimeoutMs());
+    this.send(conn, {
+      frame: "connect",
+      connect: {
+        protocolVersion: CLIENT_PROTOCOL_VERSION,
+        lastZxidSeen: this.lastZxid.toString(),
+        timeoutMs: this.options.sessionTimeoutMs,
+        sessionId: this.sessionIdValue.toString(),
+        password: this.passwordValue,
+      },
+    });
+  }
+
+  /** The per-attempt connect timeout: ZooKeeper's sessionTimeout / hosts, but not absurdly small. */
+  private attemptTimeoutMs(): number {
+    const perHost = Math.floor(this.timeoutMs / this.options.hosts.length);
+    return Math.max(perHost, Math.min(this.timeoutMs, 1_000));
+  }
+
+  private scheduleReconnect(): void {
+    if (this.lifecycleValue !== "active" || this.armed.has("reconnect")) return;
+    const delay = reconnectDelayMs(this.attempt);
+    this.attempt++;
+    this.arm("reconnect", delay);
+  }
+
+  private onConnectTimeout(): void {
+    if (this.everConnected || this.lifecycleValue !== "active") return;
+    this.log("warn", { hosts: this.options.hosts }, "no server accepted the session in time");
+    this.abandon(new ZkError("CONNECTIONLOSS", `CONNECTIONLOSS: could not connect within ${this.options.connectTimeoutMs} ms`));
+  }
+
+  private onFrame(conn: Connection<T>, frame: DecodedServerFrame): void {
+    if (conn !== this.conn || conn.phase === "dead") return;
+    conn.receivedSinceTick = true;
+    switch (frame.frame) {
+      case "response":
+        this.onResponse(conn, frame.response);
+        return;
+      case "event":
+        this.onEvent(conn, frame.event);
+        return;
+      case "pong":
+        return;
+      case "connect":
+        this.onConnectAnswer(conn, frame.connect);
+        return;
+      case "batch":
+        // Each frame as if it had come alone; onFrame stops at once if one of them ends the connection.
+        for (const inner of frame.frames) this.onFrame(conn, inner);
+        return;
+      default:
+        this.protocolError(conn, `unknown frame ${JSON.stringify((frame as { frame?: unknown }).frame)}`);
+    }
+  }
+
+  private onConnectAnswer(conn: Connection<T>, answer: DecodedConnectResponse): void {
+    if (conn.phase !== "connecting") {
+      this.protocolError(conn, "a second connect answer on one stream");
+      return;
+    }
+    this.cancel("attempt");
+    const resuming = this.sessionIdValue !== 0n;
+    if (answer.err === ZkErrorCode.SESSIONEXPIRED || (answer.err === 0 && answer.timeoutMs <= 0)) {
+      this.log("info", { sessionId: hex(this.sessionIdValue) }, "session expired");
+      this.expire(conn);
+      return;
+    }
+    if (answer.err !== 0) {
+      this.log("warn", { err: answer.err, host: conn.host }, "server refused the connection");
+      this.dropConnection(conn, "CONNECTIONLOSS");
+      return;
+    }
+    if (resuming && answer.sessionId !== this.sessionIdValue) {
+      this.log("error", { asked: hex(this.sessionIdValue), got: hex(answer.sessionId) }, "server answered another session; treating ours as expired");
+      this.expire(conn);
+      return;
+    }
+    this.sessionIdValue = answer.sessionId;
+    this.passwordValue = answer.password;
+    this.timeoutMs = answer.timeoutMs;
+    this.attempt = 0;
+    conn.phase = "open";
+    conn.batching = answer.protocolVersion >= CLIENT_PROTOCOL_BATCHES_SINCE;
+    this.arm("tick", this.tickMs());
+    this.log("debug", { host: conn.host, sessionId: hex(this.sessionIdValue), timeoutMs: this.timeoutMs, serverId: answer.serverId }, "connected");
+    if (!this.everConnected) {
+      this.everConnected = true;
+      this.cancel("connect");
+      this.emit({ type: "state", state: "connected" });
+    } else {
+      // Authenticate and re-register watches before anything a "reconnected" listener may send.
+      this.sendCredentials(conn);
+      this.sendSetWatches(conn);
+      this.emit({ type: "state", state: "reconnected" });
+    }
+  }
+
+  /** Sends every credential accepted before, in order, ahead of any other request on a new stream. */
+  private sendCredentials(conn: Connection<T>): void {
+    for (const credential of this.credentials) {
+      const request: RequestOp = { op: "addAuth", addAuth: { scheme: credential.scheme, auth: credential.auth } };
+      this.write(conn, { xid: this.nextRequestXid(), purpose: "authReplay", credential }, request);
+    }
+  }
+
+  /** Re-registers every watch the caller holds, before any other request on a new stream. */
+  private sendSetWatches(conn: Connection<T>): void {
+    const relativeZxid = this.lastZxid.toString();
+    for (const chunk of chunkWatchPaths(this.options.watchedPaths(), SET_WATCHES_BYTES_MAX)) {
+      this.write(conn, { xid: this.nextRequestXid(), purpose: "setWatches" }, { op: "setWatches", setWatches: { relativeZxid, ...chunk } });
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Requests and answers
+
+  private nextRequestXid(): number {
+    this.xid = nextXid(this.xid);
+    return this.xid;
+  }
+
+  private write(conn: Connection<T>, request: InFlight<T>, op: RequestOp): void {
+    conn.inFlight.push(request);
+    conn.sentSinceTick = true;
+    this.send(conn, { frame: "request", request: { xid: request.xid, ...op } });
+  }
+
+  private send(conn: Connection<T>, frame: ClientFrame): void {
+    this.emit({ type: "send", connection: conn.id, frame, batchable: conn.batching });
+  }
+
+  private onResponse(conn: Connection<T>, response: DecodedResponse): void {
+    if (conn.phase !== "open") {
+      this.protocolError(conn, "a response before the connect answer");
+      return;
+    }
+    if (response.zxid > this.lastZxid) this.lastZxid = response.zxid;
+    const request = conn.inFlight.shift();
+    if (request === undefined || request.xid !== response.xid) {
+      if (request !== undefined) this.fail(request, "CONNECTIONLOSS", "CONNECTIONLOSS: xid out of order");
+      this.protocolError(conn, `response xid ${response.xid} but expected ${request === undefined ? "none" : request.xid}`);
+      return;
+    }
+    switch (request.purpose) {
+      case "request":
+        if (response.err === 0 && request.credential !== undefined) this.remember(request.credential);
+        this.emit({ type: "answered", token: request.token, response });
+        return;
+      case "close":
+        this.finishClose();
+        return;
+      case "setWatches":
+        if (response.err !== 0) this.log("warn", { err: response.err }, "setWatches failed");
+        return;
+      case "authReplay":
+        // Only a server configured unlike the one that accepted it refuses it: stop sending it.
+        if (response.err === ZkErrorCode.AUTHFAILED) this.forget(request.credential, conn.host);
+        return;
+    }
+  }
+
+  /** A request that will never be answered; only the caller's own are reported. */
+  private fail(request: InFlight<T>, code: ZkErrorName, message: string): void {
+    if (request.purpose === "request") this.emit({ type: "failed", token: request.token, code, message });
+  }
+
+  private remember(credential: Credential): void {
+    const known = this.credentials.some((c) => c.scheme === credential.scheme && equalBytes(c.auth, credential.auth));
+    if (!known) this.credentials.push({ scheme: credential.scheme, auth: credential.auth.slice() });
+  }
+
+  private forget(credential: Credential, host: HostPort): void {
+    this.log("warn", { scheme: credential.scheme, host }, "the server refused credentials another server had accepted");
+    const index = this.credentials.indexOf(credential);
+    if (index >= 0) this.credentials.splice(index, 1);
+  }
+
+  private onEvent(conn: Connection<T>, event: DecodedWatchEvent): void {
+    if (conn.phase !== "open") {
+      this.protocolError(conn, "a watch event before the connect answer");
+      return;
+    }
+    if (event.zxid > this.lastZxid) this.lastZxid = event.zxid;
+    this.emit({ type: "event", event });
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Liveness and endings
+
+  private tickMs(): number {
+    return Math.max(1, Math.floor(this.timeoutMs / TICKS_PER_TIMEOUT));
+  }
+
+  /** One liveness tick: ping when idle, declare the connection dead when the server went quiet. */
+  private tick(conn: Connection<T>): void {
+    if (conn.phase !== "open") return;
+    if (conn.receivedSinceTick) {
+      conn.receivedSinceTick = false;
+      conn.receiveIdleTicks = 0;
+    } else if (++conn.receiveIdleTicks >= DEAD_AFTER_IDLE_TICKS) {
+      this.log("warn", { host: conn.host }, "nothing received for 2/3 of the session timeout; reconnecting");
+      this.dropConnection(conn, "CONNECTIONLOSS");
+      return;
+    }
+    if (conn.sentSinceTick) {
+      conn.sentSinceTick = false;
+      conn.sendIdleTicks = 0;
+    } else if (++conn.sendIdleTicks >= PING_AFTER_IDLE_TICKS) {
+      conn.sendIdleTicks = 0;
+      this.send(conn, { frame: "ping", ping: {} });
+    }
+    this.arm("tick", this.tickMs());
+  }
+
+  private onStreamGone(conn: Connection<T>, cause: ConnectionLoss): void {
+    if (conn.phase === "dead") return;
+    if (cause.serverBehind) {
+      this.log("info", { host: conn.host, details: cause.message }, "server is behind our last seen zxid; trying the next host");
+    } else {
+      this.log("debug", { host: conn.host, err: cause.message }, "stream ended");
+    }
+    this.dropConnection(conn, "CONNECTIONLOSS");
+  }
+
+  private protocolError(conn: Connection<T>, what: string): void {
+    this.log("error", { host: conn.host }, `protocol violation: ${what}`);
+    this.dropConnection(conn, "CONNECTIONLOSS");
+  }
+
+  /** Ends a connection: fails its in-flight requests, then reconnects, or finishes a close. */
+  private dropConnection(conn: Connection<T>, code: ZkErrorName): void {
+    const wasOpen = conn.phase === "open";
+    this.teardown(conn, code);
+    if (this.lifecycleValue === "closing") {
+      this.finishClose();
+      return;
+    }
+    if (this.lifecycleValue !== "active") return;
+    if (wasOpen) this.emit({ type: "state", state: "disconnected" });
+    // A "disconnected" listener may have closed the session.
+    if (this.lifecycleValue === "active") this.scheduleReconnect();
+  }
+
+  private teardown(conn: Connection<T>, code: ZkErrorName): void {
+    if (conn.phase === "dead") return;
+    assert(conn === this.conn, "only the current connection is open");
+    conn.phase = "dead";
+    this.conn = null;
+    this.cancel("attempt");
+    this.cancel("tick");
+    this.emit({ type: "close", connection: conn.id });
+    const message = `${code}: ${code === "CONNECTIONLOSS" ? "connection lost" : "session expired"}`;
+    for (const request of conn.inFlight.drain()) this.fail(request, code, message);
+  }
+
+  private expire(conn: Connection<T>): void {
+    const closing = this.lifecycleValue === "closing";
+    this.lifecycleValue = "expired";
+    this.teardown(conn, "SESSIONEXPIRED");
+    this.cancel("reconnect");
+    this.cancel("connect");
+    if (!this.everConnected) {
+      this.emit({ type: "connectFailed", state: "expired", error: new ZkError("SESSIONEXPIRED", "SESSIONEXPIRED: the session to resume is gone") });
+      return;
+    }
+    this.emit({ type: "state", state: "expired" });
+    if (closing) this.finishClose();
+  }
+
+  /** Gives up before ever connecting (connect timeout): no state is announced, the connect call fails. */
+  private abandon(error: ZkError): void {
+    this.lifecycleValue = "closed";
+    this.cancel("reconnect");
+    this.cancel("connect");
+    if (this.conn) this.teardown(this.conn, "CONNECTIONLOSS");
+    this.emit({ type: "connectFailed", state: "closed", error });
+  }
+
+  private finishClose(): void {
+    this.cancel("close");
+    const alreadyClosed = this.lifecycleValue === "closed";
+    this.lifecycleValue = "closed";
+    this.cancel("reconnect");
+    this.cancel("connect");
+    if (this.conn) this.teardown(this.conn, "CONNECTIONLOSS");
+    this.emit({ type: "closed", announce: !alreadyClosed });
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Effects
+
+  private arm(timer: SessionTimer, delayMs: number): void {
+    this.armed.add(timer);
+    this.emit({ type: "armTimer", timer, delayMs });
+  }
+
+  private cancel(timer: SessionTimer): void {
+    if (this.armed.delete(timer)) this.emit({ type: "cancelTimer", timer });
+  }
+
+  private log(level: "debug" | "info" | "warn" | "error", fields: object, message: string): void {
+    this.emit({ type: "log", level, fields, message });
+  }
+}
+
+function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.byteLength === b.byteLength && a.every((byte, i) => byte === b[i]);
+}
+
+/** Session ids are shown in hex, as ZooKeeper logs them. */
+function hex(id: bigint): string {
+  return "0x" + BigInt.asUintN(64, id).toString(16);
+}

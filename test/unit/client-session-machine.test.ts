@@ -1,0 +1,442 @@
+/**
+ * The SDK's session machine driven purely: inputs in, effects recorded, no socket, no timer, no
+ * clock. Each test is one behaviour of a session's life (connect, FIFO answers, loss and resume,
+ * credentials and watches first on a new connection, expiry, pings, back-off, close).
+ */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { CLIENT_PROTOCOL_VERSION } from "../../src/common/constants.js";
+import { ZkErrorCode } from "../../src/common/errors.js";
+import type { ClientFrame, ConnectRequest, Request, RequestOp } from "../../src/protocol/client-wire.js";
+import type { DecodedConnectResponse, DecodedResponse, DecodedServerFrame } from "../../src/client/codec.js";
+import type { SessionEffect, SessionTimer } from "../../src/client/session-io.js";
+import { SessionMachine, type SessionOptions } from "../../src/client/session-machine.js";
+import { emptyWatchPaths, type WatchPaths } from "../../src/client/watch-registry.js";
+
+type Effect = SessionEffect<string>;
+
+const HOSTS = [
+  { host: "10.0.0.1", port: 2181 },
+  { host: "10.0.0.2", port: 2181 },
+  { host: "10.0.0.3", port: 2181 },
+];
+const TIMEOUT_MS = 12_000;
+const PASSWORD = Buffer.from([1, 2, 3, 4]);
+const SYNC: RequestOp = { op: "sync", sync: { path: "/" } };
+
+/** A machine whose effects land in `effects`; `onEffect` may call back in, as a user's listener does. */
+function harness(options: Partial<SessionOptions> = {}, onEffect: (effect: Effect, machine: SessionMachine<string>) => void = () => {}) {
+  const effects: Effect[] = [];
+  const machine: SessionMachine<string> = new SessionMachine<string>(
+    {
+      hosts: HOSTS,
+      sessionTimeoutMs: TIMEOUT_MS,
+      connectTimeoutMs: 30_000,
+      sessionId: 0n,
+      password: new Uint8Array(0),
+      watchedPaths: emptyWatchPaths,
+      ...options,
+    },
+    (effect) => {
+      effects.push(effect);
+      onEffect(effect, machine);
+    },
+  );
+  /** The effects since the last call, logs left out. */
+  const take = (): Effect[] => effects.splice(0).filter((e) => e.type !== "log");
+  return { machine, effects, take };
+}
+
+function connectAnswer(fields: Partial<DecodedConnectResponse> = {}): DecodedServerFrame {
+  return {
+    frame: "connect",
+    connect: { protocolVersion: 1, timeoutMs: TIMEOUT_MS, sessionId: 77n, password: PASSWORD, err: 0, lastZxid: 0n, serverId: 1, ...fields },
+  };
+}
+
+function response(xid: number, zxid: bigint, err = 0): DecodedServerFrame {
+  const answer: DecodedResponse = {
+    xid,
+    zxid,
+    err,
+    path: "",
+    stat: null,
+    data: Buffer.alloc(0),
+    children: [],
+    results: [],
+    acl: [],
+    number: 0,
+    clientInfo: [],
+  };
+  return { frame: "response", response: answer };
+}
+
+function frames(effects: Effect[]): ClientFrame[] {
+  return effects.flatMap((e) => (e.type === "send" ? [e.frame] : []));
+}
+
+function requests(effects: Effect[]): Request[] {
+  return frames(effects).flatMap((f) => (f.frame === "request" ? [f.request] : []));
+}
+
+function connectFrame(effects: Effect[]): ConnectRequest {
+  const frame = frames(effects).find((f) => f.frame === "connect");
+  assert.ok(frame?.frame === "connect", "a connect frame was sent");
+  return frame.connect;
+}
+
+function opened(effects: Effect[]): { connection: number; host: string }[] {
+  return effects.flatMap((e) => (e.type === "open" ? [{ connection: e.connection, host: e.host.host }] : []));
+}
+
+function states(effects: Effect[]): string[] {
+  return effects.flatMap((e) => (e.type === "state" ? [e.state] : []));
+}
+
+function armed(effects: Effect[], timer: SessionTimer): number[] {
+  return effects.flatMap((e) => (e.type === "armTimer" && e.timer === timer ? [e.delayMs] : []));
+}
+
+function outcomes(effects: Effect[]): string[] {
+  return effects.flatMap((e) => (e.type === "answered" ? [`answered ${e.token}`] : e.type === "failed" ? [`failed ${e.token} ${e.code}`] : []));
+}
+
+/** Started and accepted by the first host as session 77; effects so far discarded. */
+function openSession(options: Partial<SessionOptions> = {}, onEffect?: (effect: Effect, machine: SessionMachine<string>) => void) {
+  const h = harness(options, onEffect);
+  h.machine.start();
+  h.machine.receive(1, connectAnswer());
+  h.take();
+  return h;
+}
+
+test("start opens a connection to the first host and sends a connect frame for a new session", () => {
+  const { machine, take } = harness();
+  machine.start();
+  const effects = take();
+  assert.deepEqual(opened(effects), [{ connection: 1, host: "10.0.0.1" }]);
+  assert.deepEqual(armed(effects, "connect"), [30_000]);
+  assert.deepEqual(armed(effects, "attempt"), [4_000], "session timeout / hosts");
+  assert.deepEqual(connectFrame(effects), { protocolVersion: CLIENT_PROTOCOL_VERSION, lastZxidSeen: "0", timeoutMs: TIMEOUT_MS, sessionId: "0", password: new Uint8Array(0) });
+  assert.equal(machine.connected, false);
+});
+
+test("a connect answer opens the session: connected state, its id, password and timeout, the tick armed and the connect timers cancelled", () => {
+  const { machine, take } = harness();
+  machine.start();
+  take();
+  machine.receive(1, connectAnswer({ timeoutMs: 6_000 }));
+  const effects = take();
+  assert.deepEqual(states(effects), ["connected"]);
+  assert.equal(machine.connected, true);
+  assert.equal(machine.sessionId, 77n);
+  assert.deepEqual([...machine.password], [1, 2, 3, 4]);
+  assert.equal(machine.negotiatedTimeoutMs, 6_000);
+  assert.deepEqual(armed(effects, "tick"), [500], "12 ticks per negotiated timeout");
+  const cancelled = effects.flatMap((e) => (e.type === "cancelTimer" ? [e.timer] : []));
+  assert.deepEqual(cancelled.sort(), ["attempt", "connect"]);
+});
+
+test("requests get xids counting up from 1 and answers are handed back in FIFO order, raising the last zxid seen", () => {
+  const { machine, take } = openSession();
+  machine.submit(SYNC, "a");
+  machine.submit({ op: "exists", exists: { path: "/x", watch: false } }, "b");
+  machine.submit(SYNC, "c");
+  assert.deepEqual(requests(take()).map((r) => [r.xid, r.op]), [[1, "sync"], [2, "exists"], [3, "sync"]]);
+  machine.receive(1, response(1, 10n));
+  machine.receive(1, { frame: "batch", frames: [response(2, 12n), response(3, 11n)] });
+  assert.deepEqual(outcomes(take()), ["answered a", "answered b", "answered c"]);
+  assert.equal(machine.lastZxidSeen, 12n);
+});
+
+test("a watch event is handed on and raises the last zxid seen", () => {
+  const { machine, take } = openSession();
+  machine.receive(1, { frame: "event", event: { type: 3, path: "/w", zxid: 40n } });
+  assert.deepEqual(take(), [{ type: "event", event: { type: 3, path: "/w", zxid: 40n } }]);
+  assert.equal(machine.lastZxidSeen, 40n);
+});
+
+test("a response whose xid is not the oldest in flight is a protocol error: every request in flight fails CONNECTIONLOSS and the connection closes", () => {
+  const { machine, take } = openSession();
+  machine.submit(SYNC, "a");
+  machine.submit(SYNC, "b");
+  take();
+  machine.receive(1, { frame: "batch", frames: [response(2, 5n), response(1, 5n)] });
+  const effects = take();
+  assert.deepEqual(outcomes(effects), ["failed a CONNECTIONLOSS", "failed b CONNECTIONLOSS"], "the frame after the bad one is never read");
+  assert.ok(effects.some((e) => e.type === "close" && e.connection === 1));
+  assert.deepEqual(states(effects), ["disconnected"]);
+  assert.equal(machine.connected, false);
+});
+
+test("a response or event before the connect answer is a protocol error that drops the attempt", () => {
+  const { machine, take } = harness();
+  machine.start();
+  take();
+  machine.receive(1, response(1, 1n));
+  const effects = take();
+  assert.ok(effects.some((e) => e.type === "close" && e.connection === 1));
+  assert.deepEqual(states(effects), [], "never open, so never disconnected");
+  assert.deepEqual(armed(effects, "reconnect"), [0]);
+});
+
+test("on connection loss every request in flight fails CONNECTIONLOSS, and the next attempt resumes the session on the next host with its id, password and last zxid seen", () => {
+  const { machine, take } = openSession();
+  machine.submit(SYNC, "a");
+  machine.receive(1, response(1, 21n));
+  machine.submit(SYNC, "b");
+  machine.submit(SYNC, "c");
+  take();
+  machine.lost(1, { serverBehind: false, message: "going away" });
+  const lost = take();
+  assert.deepEqual(outcomes(lost), ["failed b CONNECTIONLOSS", "failed c CONNECTIONLOSS"]);
+  assert.deepEqual(states(lost), ["disconnected"]);
+  assert.deepEqual(armed(lost, "reconnect"), [0], "the first retry is at once");
+  machine.timerFired("reconnect");
+  const attempt = take();
+  assert.deepEqual(opened(attempt), [{ connection: 2, host: "10.0.0.2" }]);
+  const resume = connectFrame(attempt);
+  assert.equal(resume.sessionId, "77");
+  assert.deepEqual([...resume.password], [1, 2, 3, 4]);
+  assert.equal(resume.lastZxidSeen, "21");
+  machine.receive(2, connectAnswer());
+  assert.deepEqual(states(take()), ["reconnected"]);
+});
+
+test("on reconnect the accepted credentials go out first, then setWatches with the last zxid, before what a reconnected listener sends", () => {
+  const watches: WatchPaths = { ...emptyWatchPaths(), dataWatches: ["/d"], persistentWatches: ["/p"] };
+  const { machine, take } = openSession({ watchedPaths: () => watches }, (effect, m) => {
+    if (effect.type === "state" && effect.state === "reconnected") m.submit(SYNC, "after");
+  });
+  const addAuth = (scheme: string, auth: string, token: string, err = 0): void => {
+    machine.submit({ op: "addAuth", addAuth: { scheme, auth: Buffer.from(auth) } }, token);
+    const [request] = requests(take());
+    machine.receive(1, response(request!.xid, 30n, err));
+  };
+  addAuth("digest", "bob:secret", "bob");
+  addAuth("bogus", "refused", "bogus", ZkErrorCode.AUTHFAILED);
+  addAuth("digest", "alice:pw", "alice");
+  addAuth("digest", "bob:secret", "bob again");
+  take();
+  machine.lost(1, { serverBehind: false, message: undefined });
+  machine.timerFired("reconnect");
+  machine.receive(2, connectAnswer());
+  const sent = requests(take()).map((r) =>
+    r.op === "addAuth" ? `addAuth ${r.addAuth.scheme} ${Buffer.from(r.addAuth.auth).toString()}` : r.op === "setWatches" ? `setWatches ${r.setWatches.relativeZxid} ${r.setWatches.dataWatches} ${r.setWatches.persistentWatches}` : r.op,
+  );
+  assert.deepEqual(sent, ["addAuth digest bob:secret", "addAuth digest alice:pw", "setWatches 30 /d /p", "sync"]);
+});
+
+test("credentials and setWatches sent on reconnect are answered inside the machine, never handed to the caller", () => {
+  const watches: WatchPaths = { ...emptyWatchPaths(), childWatches: ["/c"] };
+  const { machine, take } = openSession({ watchedPaths: () => watches });
+  machine.submit({ op: "addAuth", addAuth: { scheme: "digest", auth: Buffer.from("bob:pw") } }, "auth");
+  machine.receive(1, response(1, 1n));
+  take();
+  machine.lost(1, { serverBehind: false, message: undefined });
+  machine.timerFired("reconnect");
+  machine.receive(2, connectAnswer());
+  const [auth, setWatches] = requests(take());
+  machine.receive(2, response(auth!.xid, 1n));
+  machine.receive(2, response(setWatches!.xid, 1n, ZkErrorCode.NOAUTH));
+  assert.deepEqual(outcomes(take()), []);
+  assert.equal(machine.connected, true, "a failed setWatches keeps the connection");
+});
+
+test("a credential the new server refuses is not sent on later connections", () => {
+  const { machine, take } = openSession();
+  machine.submit({ op: "addAuth", addAuth: { scheme: "digest", auth: Buffer.from("bob:pw") } }, "auth");
+  machine.receive(1, response(1, 1n));
+  const reconnect = (connection: number): Request[] => {
+    machine.lost(connection, { serverBehind: false, message: undefined });
+    machine.timerFired("reconnect");
+    machine.receive(connection + 1, connectAnswer());
+    return requests(take());
+  };
+  take();
+  const [replayed] = reconnect(1);
+  assert.equal(replayed?.op, "addAuth");
+  machine.receive(2, response(replayed!.xid, 1n, ZkErrorCode.AUTHFAILED));
+  assert.deepEqual(reconnect(2), []);
+});
+
+test("a SESSIONEXPIRED connect answer after a drop expires the session for good: expired state, no more attempts, requests refused", () => {
+  const { machine, take } = openSession();
+  machine.lost(1, { serverBehind: false, message: undefined });
+  machine.timerFired("reconnect");
+  take();
+  machine.receive(2, connectAnswer({ err: ZkErrorCode.SESSIONEXPIRED }));
+  const effects = take();
+  assert.deepEqual(states(effects), ["expired"]);
+  assert.ok(effects.some((e) => e.type === "close" && e.connection === 2));
+  assert.deepEqual(armed(effects, "reconnect"), []);
+  assert.equal(machine.lifecycle, "expired");
+  assert.throws(() => machine.submit(SYNC, "late"), /submit only while connected/);
+});
+
+test("resuming a session that is gone fails the connect with SESSIONEXPIRED and announces nothing", () => {
+  const { machine, take } = harness({ sessionId: 1234n, password: new Uint8Array([9]) });
+  machine.start();
+  assert.equal(connectFrame(take()).sessionId, "1234");
+  machine.receive(1, connectAnswer({ err: ZkErrorCode.SESSIONEXPIRED }));
+  const effects = take();
+  const failed = effects.find((e) => e.type === "connectFailed");
+  assert.ok(failed?.type === "connectFailed");
+  assert.equal(failed.state, "expired");
+  assert.equal(failed.error.code, "SESSIONEXPIRED");
+  assert.deepEqual(states(effects), []);
+});
+
+test("a server that answers another session id on resume is treated as expiry", () => {
+  const { machine, take } = openSession();
+  machine.lost(1, { serverBehind: false, message: undefined });
+  machine.timerFired("reconnect");
+  take();
+  machine.receive(2, connectAnswer({ sessionId: 78n }));
+  assert.deepEqual(states(take()), ["expired"]);
+  assert.equal(machine.sessionId, 77n);
+});
+
+test("a refused connect answer or a server behind us moves on to the next host", () => {
+  const { machine, take } = harness();
+  machine.start();
+  machine.receive(1, connectAnswer({ err: ZkErrorCode.NOTREADONLY }));
+  machine.timerFired("reconnect");
+  machine.lost(2, { serverBehind: true, message: "client has seen a newer zxid" });
+  machine.timerFired("reconnect");
+  const effects = take();
+  assert.deepEqual(opened(effects).map((o) => o.host), ["10.0.0.1", "10.0.0.2", "10.0.0.3"]);
+  assert.deepEqual(armed(effects, "reconnect"), [0, 50]);
+});
+
+test("an attempt that gets no answer in time is dropped for the next host", () => {
+  const { machine, take } = harness({ hosts: HOSTS.slice(0, 1), sessionTimeoutMs: 600 });
+  machine.start();
+  assert.deepEqual(armed(take(), "attempt"), [600], "one host: the whole timeout, but at least min(timeout, 1 s)");
+  machine.timerFired("attempt");
+  const effects = take();
+  assert.ok(effects.some((e) => e.type === "close" && e.connection === 1));
+  assert.deepEqual(armed(effects, "reconnect"), [0]);
+});
+
+test("an idle connection pings after 4 ticks without sending and is dropped after 8 ticks without receiving", () => {
+  const { machine, take } = openSession();
+  const pingsPerTick: number[] = [];
+  for (let tick = 1; tick <= 8; tick++) {
+    machine.timerFired("tick");
+    pingsPerTick.push(frames(take()).filter((f) => f.frame === "ping").length);
+  }
+  // Tick 1 clears the "sent/received since" marks of the connect exchange; idleness counts from tick 2.
+  assert.deepEqual(pingsPerTick, [0, 0, 0, 0, 1, 0, 0, 0]);
+  assert.equal(machine.connected, true);
+  machine.timerFired("tick");
+  const effects = take();
+  assert.deepEqual(states(effects), ["disconnected"]);
+  assert.ok(effects.some((e) => e.type === "close" && e.connection === 1));
+});
+
+test("a pong keeps an idle connection alive, and each tick arms the next", () => {
+  const { machine, take } = openSession();
+  for (let tick = 0; tick < 20; tick++) {
+    machine.receive(1, { frame: "pong", pong: { zxid: 0n } });
+    machine.timerFired("tick");
+    assert.deepEqual(armed(take(), "tick"), [1_000]);
+  }
+  assert.equal(machine.connected, true);
+});
+
+test("back-off delays grow from 0 by doubling from 50 ms, cap at 1 s, and start over after a successful connect", () => {
+  const { machine, take } = harness();
+  machine.start();
+  const delays: number[] = [];
+  for (let connection = 1; connection <= 8; connection++) {
+    machine.lost(connection, { serverBehind: false, message: undefined });
+    delays.push(...armed(take(), "reconnect"));
+    machine.timerFired("reconnect");
+  }
+  assert.deepEqual(delays, [0, 50, 100, 200, 400, 800, 1_000, 1_000]);
+  machine.receive(9, connectAnswer());
+  machine.lost(9, { serverBehind: false, message: undefined });
+  assert.deepEqual(armed(take(), "reconnect"), [0]);
+});
+
+test("the connect timeout before any server answered gives up: connect fails CONNECTIONLOSS, the attempt closes, nothing is retried", () => {
+  const { machine, take } = harness();
+  machine.start();
+  take();
+  machine.timerFired("connect");
+  const effects = take();
+  const failed = effects.find((e) => e.type === "connectFailed");
+  assert.ok(failed?.type === "connectFailed");
+  assert.equal(failed.state, "closed");
+  assert.equal(failed.error.code, "CONNECTIONLOSS");
+  assert.ok(effects.some((e) => e.type === "close" && e.connection === 1));
+  assert.equal(machine.lifecycle, "closed");
+  machine.timerFired("reconnect");
+  assert.deepEqual(take(), [], "a stale timer does nothing");
+});
+
+test("close sends the close request after those in flight and finishes on its answer; the rest of the connection is ignored", () => {
+  const { machine, take } = openSession();
+  machine.submit(SYNC, "before");
+  machine.close();
+  const sent = take();
+  assert.deepEqual(requests(sent).map((r) => [r.xid, r.op]), [[1, "sync"], [2, "close"]]);
+  assert.deepEqual(armed(sent, "close"), [TIMEOUT_MS]);
+  assert.equal(machine.lifecycle, "closing");
+  machine.receive(1, response(1, 3n));
+  machine.receive(1, response(2, 4n));
+  const effects = take();
+  assert.deepEqual(outcomes(effects), ["answered before"]);
+  assert.deepEqual(effects.filter((e) => e.type === "closed"), [{ type: "closed", announce: true }]);
+  assert.ok(effects.some((e) => e.type === "close" && e.connection === 1));
+  assert.equal(machine.lifecycle, "closed");
+  machine.receive(1, { frame: "event", event: { type: 1, path: "/late", zxid: 9n } });
+  machine.lost(1, { serverBehind: false, message: undefined });
+  assert.deepEqual(take(), []);
+});
+
+test("close without an answer finishes when the session timeout passes, and close while disconnected finishes at once", () => {
+  const open = openSession();
+  open.machine.close();
+  open.take();
+  open.machine.timerFired("close");
+  assert.deepEqual(open.take().filter((e) => e.type === "closed"), [{ type: "closed", announce: true }]);
+
+  const down = openSession();
+  down.machine.lost(1, { serverBehind: false, message: undefined });
+  down.take();
+  down.machine.close();
+  const effects = down.take();
+  assert.deepEqual(requests(effects), []);
+  assert.ok(effects.some((e) => e.type === "cancelTimer" && e.timer === "reconnect"));
+  assert.deepEqual(effects.filter((e) => e.type === "closed"), [{ type: "closed", announce: true }]);
+});
+
+test("a protocol 2 server gets the frames after its connect answer as batchable; a protocol 1 server never", () => {
+  const v1 = openSession();
+  v1.machine.submit(SYNC, "a");
+  assert.deepEqual(v1.take().flatMap((e) => (e.type === "send" ? [e.batchable] : [])), [false]);
+  const v2 = harness();
+  v2.machine.start();
+  v2.machine.receive(1, connectAnswer({ protocolVersion: 2 }));
+  v2.machine.submit(SYNC, "a");
+  assert.deepEqual(v2.take().flatMap((e) => (e.type === "send" ? [e.batchable] : [])), [false, true]);
+});
+
+test("the same inputs give the same effects", () => {
+  const run = (): Effect[] => {
+    const { machine, effects } = harness();
+    machine.start();
+    machine.receive(1, connectAnswer());
+    machine.submit(SYNC, "a");
+    machine.timerFired("tick");
+    machine.lost(1, { serverBehind: false, message: undefined });
+    machine.timerFired("reconnect");
+    machine.receive(2, connectAnswer());
+    machine.close();
+    return effects;
+  };
+  assert.deepEqual(run(), run());
+});
