@@ -1,9 +1,9 @@
 /**
  * The seam between the request pipeline and replication. The pipeline hands writes to a
  * `WriteBroadcast` and learns their outcome only when the txn is applied to the local tree
- * (`ServerDatabase` notifies it). Standalone, the broadcast is prep + local log; in a cluster the
- * leader's broadcast is prep + Zab proposal and a learner's forwards to the leader — the pipeline
- * does not change.
+ * (`ReplicaDatabase` notifies it). The quorum peer serves it (ClusterBroadcast): on the leader,
+ * prep + a Zab proposal; on a learner, a forward to the leader. A standalone server is a leader of
+ * one voter, so there is no other implementation.
  */
 import type { Id } from "../store/types.js";
 import type { WriteRequest } from "./requests.js";
