@@ -149,12 +149,14 @@ export class SessionMachine<T> implements SessionInputs {
     this.startAttempt();
   }
 
-  /** Writes a request on the open connection; its answer or failure comes back with `token`. */
-  submit(request: RequestOp, token: T): void {
+  /** Writes a request on the open connection; its answer or failure comes back with `token`. Returns its xid. */
+  submit(request: RequestOp, token: T): number {
     const conn = this.conn;
     assert(this.lifecycleValue === "active" && conn !== null && conn.phase === "open", "submit only while connected");
     const credential = request.op === "addAuth" ? { scheme: request.addAuth.scheme, auth: request.addAuth.auth } : undefined;
-    this.write(conn, { xid: this.nextRequestXid(), purpose: "request", token, credential }, request);
+    const xid = this.nextRequestXid();
+    this.write(conn, { xid, purpose: "request", token, credential }, request);
+    return xid;
   }
 
   /**

@@ -7,7 +7,6 @@
  * path, the existence of the nodes it names, and who sent it.
  */
 import { generateDigest } from "../../src/common/digest.js";
-import { authenticate } from "../../src/replica/auth.js";
 import type { WriteRequest } from "../../src/replica/requests.js";
 import { Perms, type Acl, type Id } from "../../src/store/types.js";
 
@@ -33,13 +32,9 @@ export function identityOf(clientId: number): Identity {
   return (["super", "anonymous", "owner"] as const)[clientId % 3]!;
 }
 
-/** The ids the client's connection holds: its ip, plus what its credentials authenticate as. */
-export function authInfoOf(clientId: number): Id[] {
-  const ip = `10.0.0.${clientId}`;
-  const credentials = { anonymous: undefined, owner: OWNER_CREDENTIALS, super: SUPER_CREDENTIALS }[identityOf(clientId)];
-  const added = credentials === undefined ? [] : authenticate("digest", new TextEncoder().encode(credentials), ip, { superDigest: SUPER_DIGEST });
-  if (added === undefined) throw new Error(`the simulator's ${identityOf(clientId)} credentials were refused`);
-  return [{ scheme: "ip", id: ip }, ...added];
+/** The digest credentials the client authenticates with (`user:password`), none for the anonymous. */
+export function credentialsOf(clientId: number): string | undefined {
+  return { anonymous: undefined, owner: OWNER_CREDENTIALS, super: SUPER_CREDENTIALS }[identityOf(clientId)];
 }
 
 /** Whether the model refuses `write` by `identity`, given which nodes exist when prep decides it. */

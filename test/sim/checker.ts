@@ -18,6 +18,11 @@ export const PROPERTIES = [
   "the leader deletes only empty containers and expired TTL nodes",
   "empty containers and expired TTL nodes are deleted",
   "ACL decisions follow each node's ACL",
+  "watch events arrive before the change can be read",
+  "a session's watch events arrive in zxid order",
+  "a one-time watch fires at most once",
+  "no write from a server the session has left is applied",
+  "an ephemeral is never created for a session that is gone",
 ] as const;
 export type Property = (typeof PROPERTIES)[number];
 

@@ -12,19 +12,19 @@
 import { ZkErrorCode } from "../../src/common/errors.js";
 import type { QuorumMessage } from "../../src/consensus/messages.js";
 import { QuorumVerifier } from "../../src/consensus/quorum.js";
-import type { ClientConnection } from "../../src/replica/pipeline.js";
 import type { Clock, Entropy, LogSink, PeerPort } from "../../src/replica/ports.js";
 import { buildReplica, type Replica, type ReplicaConfig } from "../../src/replica/replica.js";
-import type { ClientRequest, CreateRequest, Reply, WriteRequest } from "../../src/replica/requests.js";
+import type { WriteRequest } from "../../src/replica/requests.js";
 import { CleanupScanner, cleanupKind } from "../../src/store/cleanup-scan.js";
 import type { DataTree } from "../../src/store/data-tree.js";
 import { decodeTxn, encodeTxn } from "../../src/store/txn-codec.js";
-import { ownerKind, Perms, ttlOfOwner, type Txn, type WatchEvent } from "../../src/store/types.js";
-import { formatZxid } from "../../src/store/zxid.js";
-import { authInfoOf, GUARDED_ACL, identityOf, readRefused, SECRET_ACL, SUPER_DIGEST, writeRefused } from "./acl-workload.js";
+import { ownerKind, ttlOfOwner, type Txn } from "../../src/store/types.js";
+import { epochOf, formatZxid } from "../../src/store/zxid.js";
+import { identityOf, SUPER_DIGEST, writeRefused } from "./acl-workload.js";
 import { Checker } from "./checker.js";
 import { OracleElection } from "./oracle-election.js";
 import { Prng } from "./prng.js";
+import { SimClient, type ClientWorld, type ServerProcess } from "./sim-client.js";
 import { MemoryStorage } from "./twins/memory-storage.js";
 import { EventQueue, type Scheduler } from "./twins/scheduler.js";
 import { SimNetwork } from "./twins/sim-network.js";
@@ -64,7 +64,9 @@ export function defaultConfig(prng: Prng): SimConfig {
     observers: prng.pick([0, 0, 1]),
     tickMs: 100,
     initLimitTicks: 10,
-    syncLimitTicks: 5,
+    // Sometimes longer than a client takes to give up on a silent server (two thirds of its session
+    // timeout), as with ZooKeeper's defaults: a client then moves while its old server is still a learner.
+    syncLimitTicks: prng.pick([5, 5, 20]),
     committedLogRecordsMax: prng.pick([4, 16, 64]),
     snapshotEveryTxns: prng.pick([10, 40, 1000]),
     clients: prng.between(1, 4),
@@ -81,19 +83,13 @@ export function defaultConfig(prng: Prng): SimConfig {
 
 /** How often the convergence and digest checks look. */
 const DIGEST_CHECK_INTERVAL_MS = 500;
-const CLIENT_REQUEST_TIMEOUT_MS = 3_000;
 /** Every client session's timeout (20 ticks: ZooKeeper's largest by default). */
 const SESSION_TIMEOUT_MS = 2_000;
-/** A client dies (stops talking, its session must expire) with this chance per think. */
-const CLIENT_DEATH_CHANCE = 0.003;
-/** TTLs the workload gives its TTL nodes. */
-const TTLS_MS = [50, 300, 1_500] as const;
 /** Cleanup deletions a minute: enough that the limit never holds back the liveness check. */
 const CLEANUP_MAX_PER_MINUTE = 100_000;
 /** How long the cleanup liveness check may watch, and what it allows beyond the scans it waits for. */
 const CLEANUP_BUDGET_MS = 10_000;
 const CLEANUP_SLACK_MS = 300;
-const NO_PASSWORD = new Uint8Array(0);
 
 // ------------------------------------------------------------------------------------------------
 // Servers
@@ -140,74 +136,6 @@ export class SimServer {
 }
 
 // ------------------------------------------------------------------------------------------------
-// Clients
-
-/** A client connection as the server's pipeline sees it, and as its client tracks it. */
-class SimConnection implements ClientConnection {
-  /** The server's view: false once it ended the connection or saw it go. */
-  open = true;
-  readonly remoteAddress: string;
-  authInfo;
-  sessionId = 0n;
-  established = false;
-  readonly openedAtMs: number;
-  /** The last scheduled arrival per direction, to keep each direction FIFO. */
-  lastArrivalToServer = 0;
-  lastArrivalToClient = 0;
-
-  constructor(
-    private readonly sim: Simulation,
-    readonly client: SimClient,
-    readonly server: SimServer,
-    readonly serverIncarnation: number,
-  ) {
-    this.remoteAddress = `10.0.0.${client.id}`;
-    // As if the client had authenticated with its credentials (acl-workload.ts).
-    this.authInfo = authInfoOf(client.id);
-    this.openedAtMs = sim.nowMs;
-  }
-
-  sendReply(xid: number, reply: Reply): void {
-    this.sim.toClient(this, () => this.sim.clientReceivesReply(this.client, this, xid, reply));
-  }
-
-  sendEvent(_event: WatchEvent): void {
-    this.sim.toClient(this, () => {
-      if (this.client.connection === this) this.client.events += 1;
-    });
-  }
-
-  end(reason: "closed" | "expired" | "moved"): void {
-    if (!this.open) return;
-    this.open = false;
-    this.sim.toClient(this, () => this.sim.clientLost(this.client, this, `server ended the connection: ${reason}`, reason === "expired"));
-  }
-}
-
-interface InFlight {
-  xid: number;
-  request: ClientRequest;
-  sentAtMs: number;
-  ackedZxidMaxAtSend: number;
-}
-
-interface SimClient {
-  id: number;
-  alive: boolean;
-  /** The session, once a server established it. */
-  sessionId: bigint | undefined;
-  password: Uint8Array;
-  connection: SimConnection | undefined;
-  xid: number;
-  inFlight: InFlight[];
-  lastZxidSeen: number;
-  lastWriteZxid: number;
-  /** The write-ack high-water mark when the last completed sync was sent: reads after it must reach it. */
-  syncFloor: number;
-  events: number;
-}
-
-// ------------------------------------------------------------------------------------------------
 
 /** Servers kept out of a convergence: crashed ones stay down, isolated ones are cut off from the rest. */
 export interface Minority {
@@ -231,7 +159,7 @@ export type Fault =
   | { kind: "pause"; server: number; durationMs: number }
   | { kind: "pauseLeader"; durationMs: number };
 
-export class Simulation implements Scheduler {
+export class Simulation implements Scheduler, ClientWorld {
   readonly prng: Prng;
   readonly config: SimConfig;
   readonly checker = new Checker();
@@ -263,9 +191,17 @@ export class Simulation implements Scheduler {
     aclRefusals: 0,
     /** Runs whose first convergence kept a minority out (convergeWithout). */
     minorityPhases: 0,
+    watchEvents: 0,
+    /** Sessions a client resumed on another connection. */
+    sessionMoves: 0,
   };
-  /** Writes sent, by session and xid, until their txn is first applied and its ACL verdict checked. */
-  private readonly writeIntents = new Map<string, { write: WriteRequest; clientId: number }>();
+  /** Writes sent, by session and xid, until their txn is first applied and checked. */
+  private readonly sentWrites = new Map<string, { write: WriteRequest; clientId: number; serverId: number }>();
+  /**
+   * Where each session was (re)established, each with the last zxid its leader had proposed by then:
+   * a txn of the session proposed after that in the same epoch came from that server, or was refused.
+   */
+  private readonly establishments = new Map<bigint, { serverId: number; proposedZxid: number }[]>();
   /** The highest zxid whose ACL verdict was checked: each committed txn is checked once, at its first apply. */
   private aclCheckedZxid = 0;
 
@@ -300,11 +236,13 @@ export class Simulation implements Scheduler {
       this.servers.push(new SimServer(id, id > this.config.voters, storage));
     }
     for (let i = 0; i < this.config.clients; i++) {
-      this.clients.push({ id: i + 1, alive: true, sessionId: undefined, password: NO_PASSWORD, connection: undefined, xid: 0, inFlight: [], lastZxidSeen: 0, lastWriteZxid: 0, syncFloor: 0, events: 0 });
+      const client = new SimClient(i + 1, this);
+      client.thinkMsMax = this.config.clientThinkMsMax;
+      this.clients.push(client);
     }
     for (const server of this.servers) this.boot(server);
     this.every(DIGEST_CHECK_INTERVAL_MS, () => this.checkDigests());
-    for (const client of this.clients) this.at(this.prng.int(200), () => this.clientThink(client));
+    for (const client of this.clients) this.at(this.prng.int(200), () => client.think());
   }
 
   server(id: number): SimServer {
@@ -448,7 +386,7 @@ export class Simulation implements Scheduler {
     const cleanup = this.checkCleanupDelete(server, txn, tree);
     if (zxid > this.aclCheckedZxid) {
       this.aclCheckedZxid = zxid;
-      this.checkWriteVerdict(txn, tree);
+      this.checkFirstApply(txn, tree);
     }
     if (server.leading) {
       this.stats.commits += 1;
@@ -490,22 +428,71 @@ export class Simulation implements Scheduler {
 
   /**
    * Before a newly committed txn is first applied, the tree is exactly what prep decided it against:
-   * its NOAUTH, or the absence of one, must be the model's verdict.
+   * its NOAUTH, or the absence of one, must be the model's verdict; it must not come from a server
+   * its session had left; an ephemeral it creates must belong to a live session.
    */
-  private checkWriteVerdict(txn: Txn, tree: DataTree): void {
-    const key = `${txn.header.sessionId}:${txn.header.cxid}`;
-    const intent = this.writeIntents.get(key);
-    if (intent === undefined) return;
-    this.writeIntents.delete(key);
-    const err = txn.body.type === "error" ? txn.body.err : 0;
+  private checkFirstApply(txn: Txn, tree: DataTree): void {
+    const { sessionId, cxid, zxid } = txn.header;
+    const body = txn.body;
+    if (body.type === "create" && body.ephemeralOwner !== 0n && ownerKind(body.ephemeralOwner) === "ephemeral" && !tree.sessions.has(body.ephemeralOwner)) {
+      this.checker.fail("an ephemeral is never created for a session that is gone", `${body.path} created at ${formatZxid(zxid)} for session ${body.ephemeralOwner}, which is not open`);
+    }
+    const key = `${sessionId}:${cxid}`;
+    const sent = this.sentWrites.get(key);
+    if (sent === undefined) return;
+    this.sentWrites.delete(key);
+    const err = body.type === "error" ? body.err : 0;
+    if (err === 0) {
+      const moved = (this.establishments.get(sessionId) ?? []).filter((e) => e.proposedZxid < zxid && epochOf(e.proposedZxid) === epochOf(zxid)).at(-1);
+      if (moved !== undefined && moved.serverId !== sent.serverId) {
+        this.checker.fail("no write from a server the session has left is applied", `session ${sessionId}'s ${sent.write.op} ${"path" in sent.write ? sent.write.path : ""}, sent through server ${sent.serverId}, committed at ${formatZxid(zxid)} after the session moved to server ${moved.serverId} (by ${formatZxid(moved.proposedZxid)})`);
+      }
+    }
     // A write of a session already gone, or sent on a connection its client left, is refused before prep looks at any ACL.
     if (err === ZkErrorCode.SESSIONEXPIRED || err === ZkErrorCode.SESSIONMOVED) return;
-    const identity = identityOf(intent.clientId);
-    const expected = writeRefused(intent.write, identity, (path) => tree.getNode(path) !== undefined);
+    const identity = identityOf(sent.clientId);
+    const expected = writeRefused(sent.write, identity, (path) => tree.getNode(path) !== undefined);
     if (err === ZkErrorCode.NOAUTH) this.stats.aclRefusals += 1;
     if (expected !== (err === ZkErrorCode.NOAUTH)) {
-      this.checker.fail("ACL decisions follow each node's ACL", `${identity} client ${intent.clientId}'s ${intent.write.op} ${"path" in intent.write ? intent.write.path : ""} committed at ${formatZxid(txn.header.zxid)} with err ${err}, expected ${expected ? "NOAUTH" : "no NOAUTH"}`);
+      this.checker.fail("ACL decisions follow each node's ACL", `${identity} client ${sent.clientId}'s ${sent.write.op} ${"path" in sent.write ? sent.write.path : ""} committed at ${formatZxid(zxid)} with err ${err}, expected ${expected ? "NOAUTH" : "no NOAUTH"}`);
     }
+  }
+
+  // ---- what clients need of the world (ClientWorld)
+
+  get serverIds(): number[] {
+    return this.servers.map((s) => s.id);
+  }
+
+  get sessionTimeoutMs(): number {
+    return SESSION_TIMEOUT_MS;
+  }
+
+  serverProcess(id: number): ServerProcess | undefined {
+    const server = this.server(id);
+    const replica = server.replica;
+    if (!server.up || replica === undefined) return undefined;
+    return { incarnation: server.incarnation, door: { serverId: id, state: replica.database, pipeline: replica.pipeline, sessions: replica.sessions } };
+  }
+
+  count(stat: "ackedWrites" | "aclRefusals" | "clientDeaths" | "watchEvents" | "sessionMoves"): void {
+    this.stats[stat] += 1;
+  }
+
+  writeSent(sessionId: bigint, xid: number, write: WriteRequest, clientId: number, serverId: number): void {
+    this.sentWrites.set(`${sessionId}:${xid}`, { write, clientId, serverId });
+  }
+
+  sessionEstablished(sessionId: bigint, serverId: number): void {
+    const peer = this.server(serverId).replica?.peer;
+    const leaderId = peer?.currentLeader;
+    if (peer === undefined || leaderId === undefined) return;
+    const leader = this.server(leaderId);
+    const proposedZxid = leader.leading && leader.replica!.peer.termEpoch === peer.termEpoch ? leader.replica!.peer.leaderStatus()?.lastProposedZxid : undefined;
+    if (proposedZxid === undefined) return;
+    const list = this.establishments.get(sessionId) ?? [];
+    list.push({ serverId, proposedZxid });
+    this.establishments.set(sessionId, list);
   }
 
   private checkDigests(): void {
@@ -622,13 +609,7 @@ export class Simulation implements Scheduler {
   private crash(server: SimServer): void {
     if (!server.up) return;
     this.network.detach(server.id);
-    for (const client of this.clients) {
-      const connection = client.connection;
-      if (connection?.server === server && connection.open) {
-        connection.open = false;
-        this.toClient(connection, () => this.clientLost(client, connection, "server crashed", false));
-      }
-    }
+    for (const client of this.clients) client.serverCrashed(server.id);
     server.up = false;
     server.pausedUntilMs = 0;
     server.deferred = [];
@@ -647,253 +628,8 @@ export class Simulation implements Scheduler {
     for (const server of this.servers) if (!server.up) this.applyFault({ kind: "restart", server: server.id });
   }
 
-  // ---- clients
-
-  private clientThink(client: SimClient): void {
-    this.at(1 + this.prng.int(this.config.clientThinkMsMax), () => this.clientThink(client));
-    if (!this.clientsActive) {
-      // Quiet: no requests, but a connected client keeps its session alive, as the SDK's pings do.
-      if (client.alive && client.connection?.established) this.ping(client.connection);
-      return;
-    }
-    const connection = client.connection;
-    // A connect or a request unanswered too long: the client gives up on the connection.
-    const oldest = client.inFlight[0];
-    if (connection !== undefined && ((oldest !== undefined && this.nowMs - oldest.sentAtMs > CLIENT_REQUEST_TIMEOUT_MS) || (!connection.established && this.nowMs - connection.openedAtMs > CLIENT_REQUEST_TIMEOUT_MS))) {
-      this.clientDisconnect(client, "timed out");
-    }
-    if (!client.alive) return;
-    if (this.prng.chance(CLIENT_DEATH_CHANCE)) {
-      this.clientDies(client);
-      return;
-    }
-    if (client.connection === undefined) {
-      this.clientConnect(client);
-      return;
-    }
-    if (!client.connection.established) return;
-    if (client.inFlight.length >= 3) {
-      this.ping(client.connection);
-      return;
-    }
-    const roll = this.prng.float();
-    let request: ClientRequest;
-    if (roll < 0.6) {
-      const write = this.randomWrite(client);
-      request = write;
-      this.writeIntents.set(`${client.sessionId}:${client.xid + 1}`, { write, clientId: client.id });
-    } else if (roll < 0.85) request = { op: "getData", path: `/${this.prng.pick(["k", "k", "k", "r", "q"])}${this.prng.int(3)}`, watch: false };
-    else request = { op: "sync", path: "/" };
-    this.send(client, client.connection, request);
-  }
-
-  private send(client: SimClient, connection: SimConnection, request: ClientRequest): void {
-    client.xid += 1;
-    const xid = client.xid;
-    client.inFlight.push({ xid, request, sentAtMs: this.nowMs, ackedZxidMaxAtSend: this.checker.ackedZxidMax });
-    this.toServer(connection, (replica) => replica.pipeline.submit(connection.sessionId, connection, xid, request));
-  }
-
-  /** Keeps the session alive while requests wait (the SDK pings every third of the timeout). */
-  private ping(connection: SimConnection): void {
-    this.toServer(connection, (replica) => replica.pipeline.touch(connection.sessionId));
-  }
-
-  private randomWrite(client: SimClient): WriteRequest {
-    const data = new TextEncoder().encode(`${client.id}:${client.xid}`);
-    if (this.prng.chance(0.3)) return this.randomContainerOrTtlWrite(client, data);
-    if (this.prng.chance(0.25)) return this.randomGuardedWrite(data);
-    const path = `/k${this.prng.int(5)}`;
-    const roll = this.prng.float();
-    if (roll < 0.15) return { op: "create", path: `/e${client.id}-${this.prng.int(4)}`, data, acl: [], mode: "ephemeral", ttlMs: 0 };
-    if (roll < 0.3) return { op: "create", path, data, acl: [], mode: "persistent", ttlMs: 0 };
-    if (roll < 0.5) return { op: "create", path: `/s-`, data, acl: [], mode: "persistent-sequential", ttlMs: 0 };
-    if (roll < 0.85) return { op: "setData", path, data, version: -1 };
-    return { op: "delete", path, version: -1 };
-  }
-
-  /**
-   * Containers holding the clients' ephemeral members (emptied by deletes and by session expiry),
-   * sometimes deleted and recreated as persistent nodes by a client, and TTL nodes (plain and
-   * sequential) whose children and data changes hold back their expiry.
-   */
-  private randomContainerOrTtlWrite(client: SimClient, data: Uint8Array): WriteRequest {
-    const container = `/c${this.prng.int(3)}`;
-    const ttlNode = `/t${this.prng.int(3)}`;
-    const ttlMs = this.prng.pick(TTLS_MS);
-    const create = (path: string, mode: CreateRequest["mode"], ttl = 0): WriteRequest => ({ op: "create", path, data, acl: [], mode, ttlMs: ttl });
-    const roll = this.prng.float();
-    if (roll < 0.15) return create(container, "container");
-    if (roll < 0.35) return create(`${container}/m${client.id}`, "ephemeral");
-    if (roll < 0.5) return { op: "delete", path: `${container}/m${client.id}`, version: -1 };
-    if (roll < 0.54) return create(container, "persistent");
-    if (roll < 0.6) return { op: "delete", path: container, version: -1 };
-    if (roll < 0.72) return create(ttlNode, "persistent-with-ttl", ttlMs);
-    if (roll < 0.8) return create("/ts-", "persistent-sequential-with-ttl", ttlMs);
-    if (roll < 0.87) return create(`${ttlNode}/x`, "persistent");
-    if (roll < 0.94) return { op: "delete", path: `${ttlNode}/x`, version: -1 };
-    return { op: "setData", path: ttlNode, data, version: -1 };
-  }
-
-  /** A write to or under the nodes acl-workload.ts protects, by whoever this client is. */
-  private randomGuardedWrite(data: Uint8Array): WriteRequest {
-    const n = this.prng.int(3);
-    const roll = this.prng.float();
-    if (roll < 0.2) return { op: "create", path: `/r${n}`, data, acl: GUARDED_ACL, mode: "persistent", ttlMs: 0 };
-    if (roll < 0.3) return { op: "create", path: `/q${n}`, data, acl: SECRET_ACL, mode: "persistent", ttlMs: 0 };
-    if (roll < 0.55) return { op: "setData", path: this.prng.chance(0.7) ? `/r${n}` : `/q${n}`, data, version: -1 };
-    if (roll < 0.75) return { op: "create", path: `/r${n}/c${this.prng.int(3)}`, data, acl: [], mode: "persistent", ttlMs: 0 };
-    if (roll < 0.92) return { op: "delete", path: `/r${n}/c${this.prng.int(3)}`, version: -1 };
-    return { op: "delete", path: this.prng.chance(0.7) ? `/r${n}` : `/q${n}`, version: -1 };
-  }
-
-  /** The client process dies: it never talks again with this session; it comes back later with a new one. */
-  private clientDies(client: SimClient): void {
-    this.log(`client ${client.id} dies (session ${client.sessionId})`);
-    this.stats.clientDeaths += 1;
-    this.clientDisconnect(client, "died");
-    client.alive = false;
-    client.sessionId = undefined;
-    client.password = NO_PASSWORD;
-    this.at(3_000 + this.prng.int(3_000), () => {
-      client.alive = true;
-    });
-  }
-
-  private clientConnect(client: SimClient): void {
-    const candidates = this.servers.filter((s) => s.serving);
-    if (candidates.length === 0) return;
-    const server = this.prng.pick(candidates);
-    const connection = new SimConnection(this, client, server, server.incarnation);
-    client.connection = connection;
-    this.log(`client ${client.id} connects to ${server.id} (session ${client.sessionId ?? "new"}, seen ${formatZxid(client.lastZxidSeen)})`);
-    const request = { sessionId: client.sessionId ?? 0n, password: client.password, requestedTimeoutMs: SESSION_TIMEOUT_MS, lastZxidSeen: BigInt(client.lastZxidSeen) };
-    this.toServer(connection, (replica) =>
-      replica.sessions.open(request, (outcome) => {
-        if (!connection.open || server.incarnation !== connection.serverIncarnation) return;
-        if (outcome.kind === "established") {
-          connection.sessionId = outcome.sessionId;
-          replica.pipeline.attach(outcome.sessionId, connection);
-          this.toClient(connection, () => this.clientConnected(client, connection, outcome.sessionId, outcome.password));
-          return;
-        }
-        connection.open = false;
-        const why = outcome.kind === "expired" ? "session expired" : `refused: ${outcome.detail}`;
-        this.toClient(connection, () => this.clientLost(client, connection, why, outcome.kind === "expired"));
-      }),
-    );
-  }
-
-  private clientConnected(client: SimClient, connection: SimConnection, sessionId: bigint, password: Uint8Array): void {
-    if (client.connection !== connection) return;
-    connection.established = true;
-    client.sessionId = sessionId;
-    client.password = password;
-    this.log(`client ${client.id} connected to ${connection.server.id} with session ${sessionId}`);
-  }
-
-  /** The client drops its connection; the server notices after a while (its end of the stream closes). */
-  private clientDisconnect(client: SimClient, why: string): void {
-    const connection = client.connection;
-    if (connection === undefined) return;
-    this.log(`client ${client.id} leaves ${connection.server.id}: ${why}`);
-    client.connection = undefined;
-    client.inFlight = [];
-    this.toServer(connection, (replica) => {
-      connection.open = false;
-      if (connection.established) replica.pipeline.detach(connection.sessionId, connection);
-    });
-  }
-
-  /** The server ended or lost the connection. */
-  clientLost(client: SimClient, connection: SimConnection, why: string, expired: boolean): void {
-    if (client.connection !== connection) return;
-    this.log(`client ${client.id} lost ${connection.server.id}: ${why}`);
-    client.connection = undefined;
-    client.inFlight = [];
-    if (expired) {
-      client.sessionId = undefined;
-      client.password = NO_PASSWORD;
-    }
-  }
-
-  /** Client → server, in order on the connection, to the process that accepted it. */
-  private toServer(connection: SimConnection, run: (replica: Replica) => void): void {
-    const arrival = Math.max(this.nowMs + this.netDelay(), connection.lastArrivalToServer);
-    connection.lastArrivalToServer = arrival;
-    const server = connection.server;
-    this.at(
-      arrival - this.nowMs,
-      () => {
-        if (!connection.open || !server.up || server.incarnation !== connection.serverIncarnation || !server.replica) return;
-        run(server.replica);
-      },
-      server.id,
-    );
-  }
-
-  /** Server → client, in order on the connection. */
-  toClient(connection: SimConnection, run: () => void): void {
-    const arrival = Math.max(this.nowMs + this.netDelay(), connection.lastArrivalToClient);
-    connection.lastArrivalToClient = arrival;
-    this.at(arrival - this.nowMs, run);
-  }
-
-  private netDelay(): number {
+  netDelay(): number {
     return 1 + this.prng.int(this.config.netDelayMsMax);
-  }
-
-  clientReceivesReply(client: SimClient, connection: SimConnection, xid: number, reply: Reply): void {
-    if (client.connection !== connection) return;
-    const expected = client.inFlight.shift();
-    const property = "client order and single system image";
-    if (expected === undefined || expected.xid !== xid) {
-      this.checker.fail(property, `client ${client.id} got the answer to ${xid}, expected ${expected?.xid}`);
-      return;
-    }
-    const request = expected.request;
-    const write = request.op === "create" || request.op === "setData" || request.op === "delete";
-    if (write && reply.err === 0) {
-      // A write answers with its own txn's zxid, which may precede what an earlier read or sync on
-      // the same session reflected; reads and syncs reflect the whole tree and never go back.
-      if (reply.zxid <= client.lastWriteZxid) {
-        this.checker.fail(property, `client ${client.id}'s write ${xid} committed at ${formatZxid(reply.zxid)}, not after its earlier write at ${formatZxid(client.lastWriteZxid)}`);
-      }
-      client.lastWriteZxid = reply.zxid;
-      this.checker.writeAcked({ zxid: reply.zxid, sessionId: connection.sessionId, cxid: xid });
-      this.stats.ackedWrites += 1;
-    }
-    if (!write && reply.zxid < client.lastZxidSeen) {
-      this.checker.fail(property, `client ${client.id} saw ${formatZxid(reply.zxid)} after ${formatZxid(client.lastZxidSeen)}`);
-    }
-    if (request.op === "sync" && reply.err === 0) {
-      // sync then read sees every write answered before the sync began.
-      client.syncFloor = expected.ackedZxidMaxAtSend;
-      if (reply.zxid < expected.ackedZxidMaxAtSend) {
-        this.checker.fail(property, `client ${client.id}'s sync answered at ${formatZxid(reply.zxid)}, before ${formatZxid(expected.ackedZxidMaxAtSend)} acked earlier`);
-      }
-    }
-    if (request.op === "getData") {
-      if (reply.zxid < client.syncFloor) this.checker.fail(property, `client ${client.id} read at ${formatZxid(reply.zxid)} after a sync that covered ${formatZxid(client.syncFloor)}`);
-      this.checkReadVerdict(client.id, connection.server.id, request.path, reply);
-    }
-    client.lastZxidSeen = Math.max(client.lastZxidSeen, reply.zxid);
-    if (reply.err === ZkErrorCode.SESSIONEXPIRED) {
-      this.log(`client ${client.id}'s session ${connection.sessionId} expired`);
-      client.sessionId = undefined;
-      client.password = NO_PASSWORD;
-      this.clientDisconnect(client, "session expired");
-    }
-  }
-
-  /** A read's NOAUTH, or its absence, is the model's verdict for a node that exists (NONODE comes first). */
-  private checkReadVerdict(clientId: number, serverId: number, path: string, reply: Reply): void {
-    if (reply.err !== 0 && reply.err !== ZkErrorCode.NOAUTH) return;
-    if (reply.err === ZkErrorCode.NOAUTH) this.stats.aclRefusals += 1;
-    const identity = identityOf(clientId);
-    if (readRefused(path, identity) !== (reply.err === ZkErrorCode.NOAUTH)) {
-      this.checker.fail("ACL decisions follow each node's ACL", `${identity} client ${clientId}'s read of ${path} at server ${serverId} (${formatZxid(reply.zxid)}) answered ${reply.err}`);
-    }
   }
 
   // ---- liveness
@@ -1017,7 +753,7 @@ export class Simulation implements Scheduler {
    */
   checkSessionExpiry(budgetMs: number): string | undefined {
     const deadline = this.nowMs + budgetMs;
-    const held = (): Set<bigint> => new Set(this.clients.flatMap((c) => (c.alive && c.sessionId !== undefined ? [c.sessionId] : [])));
+    const held = (): Set<bigint> => new Set(this.clients.flatMap((c) => (c.sessionId !== undefined ? [c.sessionId] : [])));
     const heldAtStart = held();
     const abandoned = new Set([...this.servers.flatMap((s) => [...s.tree.sessions.keys()])].filter((id) => !heldAtStart.has(id)));
     const lingering = (): string[] => {

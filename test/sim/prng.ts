@@ -65,6 +65,15 @@ export class Prng {
   }
 
   /** A new independent generator derived from this one. */
+  /** `items` in a random order (Fisher–Yates), in place. */
+  shuffle<T>(items: T[]): T[] {
+    for (let i = items.length - 1; i > 0; i--) {
+      const j = this.int(i + 1);
+      [items[i], items[j]] = [items[j]!, items[i]!];
+    }
+    return items;
+  }
+
   fork(): Prng {
     return new Prng(this.nextUint32());
   }

@@ -58,8 +58,15 @@ test("the leader's cleanup deletes only empty containers that have had a child a
 test("after faults stop, empty containers and expired TTL nodes are deleted within two scans", () => holds("empty containers and expired TTL nodes are deleted"));
 test("every ACL decision, on the leader's writes and every server's reads, is the one the node's ACL and the sender's ids imply", () => holds("ACL decisions follow each node's ACL"));
 
+test("a client never reads a change it holds a watch for before the watch's event has reached it, across reconnects to other servers", () =>
+  holds("watch events arrive before the change can be read"));
+test("one session's watch events arrive in zxid order", () => holds("a session's watch events arrive in zxid order"));
+test("a one-time watch fires at most once, and only where one was set", () => holds("a one-time watch fires at most once"));
+test("no write sent through a server a session has since left is applied (SESSIONMOVED)", () => holds("no write from a server the session has left is applied"));
+test("no ephemeral is created for a session that is closed or expired", () => holds("an ephemeral is never created for a session that is gone"));
+
 test("the runs exercise what they claim to: elections, DIFF, TRUNC and SNAP syncs, acked writes, cleanup deletes, ACL refusals, minority-out convergences", () => {
-  assert.equal(PROPERTIES.length, 12);
+  assert.equal(PROPERTIES.length, 17);
   const total = (key: keyof SimOutcome["stats"]) => outcomes.reduce((n, o) => n + o.stats[key], 0);
   assert.ok(outcomes.length === SEEDS);
   assert.ok(total("ackedWrites") > SEEDS * 10, "clients got writes acknowledged");
@@ -70,4 +77,6 @@ test("the runs exercise what they claim to: elections, DIFF, TRUNC and SNAP sync
   assert.ok(total("containersDeleted") > 0 && total("ttlNodesDeleted") > 0, "the leader deleted empty containers and expired TTL nodes");
   assert.ok(total("aclRefusals") > SEEDS, "ACLs refused reads and writes");
   assert.ok(total("minorityPhases") > SEEDS / 4, "runs kept a minority out while the rest converged");
+  assert.ok(total("watchEvents") > SEEDS, "clients set watches and got their events");
+  assert.ok(total("sessionMoves") > SEEDS / 4, "clients resumed their sessions on other connections");
 });

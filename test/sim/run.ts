@@ -43,10 +43,10 @@ const seeds = args.seed !== undefined ? [args.seed] : Array.from({ length: args.
 const script = process.argv[1] ?? "run.js";
 let failed = 0;
 const started = Date.now();
-const totals = { commits: 0, snaps: 0, truncs: 0, diffs: 0, stepDowns: 0, ackedWrites: 0, elections: 0, sessionsExpired: 0, clientDeaths: 0, containersDeleted: 0, ttlNodesDeleted: 0, aclRefusals: 0, minorityPhases: 0 };
+const totals: Record<string, number> = {};
 for (const seed of seeds) {
   const outcome = runSeed(seed, args.election === undefined ? { steps: args.steps } : { steps: args.steps, election: args.election });
-  for (const key of Object.keys(totals) as (keyof typeof totals)[]) totals[key] += outcome.stats[key];
+  for (const [key, value] of Object.entries(outcome.stats)) if (key !== "events") totals[key] = (totals[key] ?? 0) + value;
   if (outcome.violations.length > 0 || args.verbose) {
     console.log(`seed ${seed}: ${outcome.violations.length === 0 ? "ok" : "FAILED"} ${JSON.stringify(outcome.stats)}`);
     console.log(`  config ${JSON.stringify(outcome.config)}`);

@@ -1,0 +1,502 @@
+/**
+ * A simulated client: the SDK's own session machine (src/client/session-machine.ts: connect and
+ * resume, the xid table, ordering, watch re-registration, auth replay, pings, back-off, host
+ * rotation) over simulated connections whose server end is the server's own ClientFrameSession,
+ * with frames encoded and decoded by the real codecs. Around it, the workload (writes, reads with
+ * watches, syncs, as anonymous, owner or super user) and the checks of what the client sees:
+ * session order and single system image, sync-then-read, ACL verdicts on reads, and the watch
+ * contract (an event before its change can be read, events in zxid order, one-time watches fire
+ * once).
+ */
+import { ZkErrorCode } from "../../src/common/errors.js";
+import type { RequestOp, WireAcl } from "../../src/protocol/client-wire.js";
+import { decodeServerFrame, encodeClientFrame, type DecodedResponse, type DecodedWatchEvent } from "../../src/client/codec.js";
+import type { HostPort } from "../../src/client/connect-string.js";
+import { SessionMachine } from "../../src/client/session-machine.js";
+import type { SessionEffect, SessionTimer } from "../../src/client/session-io.js";
+import type { WatchPaths } from "../../src/client/watch-registry.js";
+import { initialAuthInfo } from "../../src/replica/auth.js";
+import type { CreateRequest, WriteRequest } from "../../src/replica/requests.js";
+import { ClientFrameSession, type FrameRefusal } from "../../src/server/client-frame-session.js";
+import { decodeClientFrame } from "../../src/server/client-frame-codec.js";
+import { CREATE_MODE_FLAGS, WatchEventType } from "../../src/store/types.js";
+import { formatZxid } from "../../src/store/zxid.js";
+import { credentialsOf, GUARDED_ACL, identityOf, readRefused, SECRET_ACL } from "./acl-workload.js";
+import type { Checker } from "./checker.js";
+import type { Prng } from "./prng.js";
+import type { Scheduler } from "./twins/scheduler.js";
+
+/** TTLs the workload gives its TTL nodes. */
+const TTLS_MS = [50, 300, 1_500] as const;
+/** A client dies (stops talking, its session must expire) with this chance per think. */
+const CLIENT_DEATH_CHANCE = 0.003;
+/** Requests a client keeps in flight at most. */
+const IN_FLIGHT_MAX = 3;
+
+/** What a client needs of the simulated world around it. */
+export interface ClientWorld extends Scheduler {
+  readonly prng: Prng;
+  readonly checker: Checker;
+  readonly clientsActive: boolean;
+  readonly serverIds: readonly number[];
+  readonly sessionTimeoutMs: number;
+  /** The running process of server `id`, if it is up: its identity for this connection and its door's needs. */
+  serverProcess(id: number): ServerProcess | undefined;
+  log(line: string): void;
+  netDelay(): number;
+  count(stat: "ackedWrites" | "aclRefusals" | "clientDeaths" | "watchEvents" | "sessionMoves"): void;
+  /** A write is leaving on a connection to `serverId`: the checks at its first apply need to know who sent it, and from where. */
+  writeSent(sessionId: bigint, xid: number, write: WriteRequest, clientId: number, serverId: number): void;
+  /** `sessionId` was (re)established at `serverId`. */
+  sessionEstablished(sessionId: bigint, serverId: number): void;
+}
+
+export interface ServerProcess {
+  incarnation: number;
+  door: ConstructorParameters<typeof ClientFrameSession>[0];
+}
+
+interface Token {
+  kind: "write" | "read" | "sync" | "auth";
+  request: RequestOp;
+  xid: number;
+  sentAtMs: number;
+  /** The write-ack high-water mark when it was sent (a sync must reach it). */
+  ackedZxidMaxAtSend: number;
+}
+
+/** One simulated connection: the client's end is a number the machine gave it; the server's end is a ClientFrameSession. */
+interface Link {
+  connection: number;
+  serverId: number;
+  incarnation: number | undefined;
+  door: ClientFrameSession | undefined;
+  /** Set once either end is done with it: nothing more is delivered. */
+  closed: boolean;
+  lastArrivalToServer: number;
+  lastArrivalToClient: number;
+}
+
+/** A watch the client holds, with what it had read when it set it. */
+interface HeldWatch {
+  kind: "data" | "exist" | "child";
+  path: string;
+  /** data: the node's mzxid; child: its pzxid; exist: 0 (the node was absent). */
+  seenZxid: bigint;
+}
+
+export class SimClient {
+  alive = true;
+  private machine: SessionMachine<Token> | undefined;
+  private link: Link | undefined;
+  private readonly timers = new Map<SessionTimer, number>();
+  private timerGeneration = 0;
+  private pending: Token[] = [];
+  private readonly watches = new Map<string, HeldWatch>();
+  private lastEventZxid = 0n;
+  /** What this client has seen, across connections and sessions: reads never go back (single system image). */
+  private lastZxidSeen = 0n;
+  private lastWriteZxid = 0n;
+  /** The write-ack high-water mark when the last completed sync was sent: reads after it must reach it. */
+  private syncFloor = 0;
+  /** The client's credentials: none sent yet, sent, or accepted (the machine replays them on every new connection). */
+  private auth: "none" | "sent" | "accepted" = "none";
+  private events = 0;
+
+  constructor(
+    readonly id: number,
+    private readonly world: ClientWorld,
+  ) {}
+
+  /** The session this client holds now (established at least once and not expired). */
+  get sessionId(): bigint | undefined {
+    const machine = this.machine;
+    if (!this.alive || machine === undefined || machine.lifecycle !== "active" || machine.sessionId === 0n) return undefined;
+    return machine.sessionId;
+  }
+
+  think(): void {
+    const world = this.world;
+    world.at(1 + world.prng.int(this.thinkMsMax), () => this.think());
+    if (!this.alive) return;
+    if (world.clientsActive && world.prng.chance(CLIENT_DEATH_CHANCE)) return this.die();
+    const machine = this.machine;
+    if (machine === undefined || machine.lifecycle === "expired" || machine.lifecycle === "closed") {
+      if (world.clientsActive) this.startSession();
+      return;
+    }
+    if (!world.clientsActive || !machine.connected) return;
+    if (this.auth !== "accepted") {
+      // Nothing else goes out before the credentials are accepted: the ACL model knows the client by them.
+      const credentials = credentialsOf(this.id);
+      if (credentials === undefined) this.auth = "accepted";
+      else if (this.auth === "none") {
+        this.auth = "sent";
+        this.submit("auth", { op: "addAuth", addAuth: { scheme: "digest", auth: new TextEncoder().encode(credentials) } });
+      }
+      if (this.auth !== "accepted") return;
+    }
+    if (this.pending.length >= IN_FLIGHT_MAX) return;
+    const roll = world.prng.float();
+    if (roll < 0.6) {
+      const write = this.randomWrite();
+      const xid = this.submit("write", toRequestOp(write));
+      world.writeSent(machine.sessionId, xid, write, this.id, this.link!.serverId);
+    } else if (roll < 0.85) {
+      const path = `/${world.prng.pick(["k", "k", "k", "r", "q"])}${world.prng.int(3)}`;
+      const watch = world.prng.chance(0.4);
+      this.submit("read", world.prng.chance(0.7) ? { op: "getData", getData: { path, watch } } : { op: "exists", exists: { path, watch } });
+    } else if (roll < 0.9) {
+      this.submit("read", { op: "getChildren", getChildren: { path: `/c${world.prng.int(3)}`, watch: world.prng.chance(0.5) } });
+    } else this.submit("sync", { op: "sync", sync: { path: "/" } });
+  }
+
+  /** Set by the simulation from its configuration. */
+  thinkMsMax = 150;
+
+  /** The server of `serverId` crashed: a connection to it breaks. */
+  serverCrashed(serverId: number): void {
+    const link = this.link;
+    if (link === undefined || link.serverId !== serverId || link.closed) return;
+    link.closed = true;
+    this.world.at(this.world.netDelay(), () => this.machine?.lost(link.connection, { serverBehind: false, message: "server crashed" }));
+  }
+
+  private submit(kind: Token["kind"], request: RequestOp): number {
+    const token: Token = { kind, request, xid: 0, sentAtMs: this.world.nowMs, ackedZxidMaxAtSend: this.world.checker.ackedZxidMax };
+    this.pending.push(token);
+    token.xid = this.machine!.submit(request, token);
+    return token.xid;
+  }
+
+  private startSession(): void {
+    const world = this.world;
+    const hosts: HostPort[] = world.prng.shuffle([...world.serverIds]).map((id) => ({ host: `server${id}`, port: id }));
+    this.pending = [];
+    this.watches.clear();
+    this.auth = "none";
+    this.lastEventZxid = 0n;
+    const machine = new SessionMachine<Token>(
+      { hosts, sessionTimeoutMs: world.sessionTimeoutMs, connectTimeoutMs: 2 * world.sessionTimeoutMs, sessionId: 0n, password: new Uint8Array(0), watchedPaths: () => this.watchedPaths() },
+      (effect) => this.carryOut(machine, effect),
+    );
+    this.machine = machine;
+    machine.start();
+  }
+
+  /** The client process dies: it never talks again with this session; it comes back later with a new one. */
+  private die(): void {
+    this.world.log(`client ${this.id} dies (session ${this.sessionId})`);
+    this.world.count("clientDeaths");
+    this.alive = false;
+    this.machine = undefined;
+    this.timerGeneration += 1;
+    this.timers.clear();
+    const link = this.link;
+    if (link) this.closeLink(link);
+    this.link = undefined;
+    this.world.at(3_000 + this.world.prng.int(3_000), () => {
+      this.alive = true;
+    });
+  }
+
+  private watchedPaths(): WatchPaths {
+    const of = (kind: HeldWatch["kind"]) => [...this.watches.values()].filter((w) => w.kind === kind).map((w) => w.path);
+    return { dataWatches: of("data"), existWatches: of("exist"), childWatches: of("child"), persistentWatches: [], persistentRecursiveWatches: [] };
+  }
+
+  // ---- the machine's effects
+
+  private carryOut(machine: SessionMachine<Token>, effect: SessionEffect<Token>): void {
+    if (machine !== this.machine) return;
+    const world = this.world;
+    switch (effect.type) {
+      case "open":
+        return this.open(effect.connection, effect.host.port);
+      case "send": {
+        const link = this.link;
+        if (link === undefined || link.connection !== effect.connection) return;
+        const bytes = encodeClientFrame(effect.frame);
+        return this.toServer(link, (door) => door.receive(decodeClientFrame(bytes)));
+      }
+      case "close": {
+        const link = this.link;
+        if (link !== undefined && link.connection === effect.connection) this.closeLink(link);
+        return;
+      }
+      case "armTimer": {
+        const generation = ++this.timerGeneration;
+        this.timers.set(effect.timer, generation);
+        world.at(effect.delayMs, () => {
+          if (this.timers.get(effect.timer) !== generation || this.machine !== machine) return;
+          this.timers.delete(effect.timer);
+          machine.timerFired(effect.timer);
+        });
+        return;
+      }
+      case "cancelTimer":
+        this.timers.delete(effect.timer);
+        return;
+      case "answered":
+        return this.answered(machine, effect.token, effect.response);
+      case "failed": {
+        const at = this.pending.indexOf(effect.token);
+        if (at >= 0) this.pending.splice(at, 1);
+        // Lost with its connection before it was answered: the machine does not replay it, so send it again.
+        if (effect.token.kind === "auth") this.auth = "none";
+        return;
+      }
+      case "event":
+        return this.onEvent(effect.event);
+      case "state":
+        if (effect.state === "connected" || effect.state === "reconnected") {
+          const link = this.link;
+          world.log(`client ${this.id} ${effect.state} to ${link?.serverId} with session ${machine.sessionId}`);
+          if (link) world.sessionEstablished(machine.sessionId, link.serverId);
+          if (effect.state === "reconnected") world.count("sessionMoves");
+        } else world.log(`client ${this.id} ${effect.state} (session ${machine.sessionId})`);
+        return;
+      case "connectFailed":
+      case "closed":
+        world.log(`client ${this.id}: session ${effect.type}`);
+        return;
+      case "log":
+        if (effect.level !== "debug") world.log(`client ${this.id} ${effect.message} ${JSON.stringify(effect.fields, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v))}`);
+        return;
+    }
+  }
+
+  private open(connection: number, serverId: number): void {
+    const previous = this.link;
+    if (previous) this.closeLink(previous);
+    const link: Link = { connection, serverId, incarnation: undefined, door: undefined, closed: false, lastArrivalToServer: 0, lastArrivalToClient: 0 };
+    this.link = link;
+    const machine = this.machine!;
+    const arrival = this.arrivalToServer(link);
+    this.world.at(
+      arrival - this.world.nowMs,
+      () => {
+        if (link.closed) return;
+        const server = this.world.serverProcess(serverId);
+        if (server === undefined) return this.toClient(link, () => machine.lost(connection, { serverBehind: false, message: "connection refused" }));
+        link.incarnation = server.incarnation;
+        const remoteAddress = `10.0.0.${this.id}`;
+        link.door = new ClientFrameSession(
+          server.door,
+          {
+            write: (frame) => this.toClient(link, () => machine.receive(connection, decodeServerFrame(frame))),
+            refuse: (reason: FrameRefusal, details) => {
+              link.closed = true;
+              this.toClient(link, () => machine.lost(connection, { serverBehind: reason === "behind", message: details }), true);
+            },
+            finish: () => {
+              link.closed = true;
+              this.toClient(link, () => machine.lost(connection, { serverBehind: false, message: "the server ended the stream" }), true);
+            },
+          },
+          remoteAddress,
+          [],
+          initialAuthInfo(remoteAddress),
+        );
+      },
+      serverId,
+    );
+  }
+
+  /** The client closes its end; the server notices after a delay. */
+  private closeLink(link: Link): void {
+    if (link.closed) return;
+    link.closed = true;
+    const arrival = this.arrivalToServer(link);
+    this.world.at(arrival - this.world.nowMs, () => this.serverSide(link)?.gone(), link.serverId);
+  }
+
+  private toServer(link: Link, run: (door: ClientFrameSession) => void): void {
+    if (link.closed) return;
+    const arrival = this.arrivalToServer(link);
+    this.world.at(
+      arrival - this.world.nowMs,
+      () => {
+        const door = this.serverSide(link);
+        if (door !== undefined && !link.closed) run(door);
+      },
+      link.serverId,
+    );
+  }
+
+  /** The server end of `link`, if the process that accepted it still runs. */
+  private serverSide(link: Link): ClientFrameSession | undefined {
+    const server = this.world.serverProcess(link.serverId);
+    return server !== undefined && server.incarnation === link.incarnation ? link.door : undefined;
+  }
+
+  private arrivalToServer(link: Link): number {
+    link.lastArrivalToServer = Math.max(this.world.nowMs + this.world.netDelay(), link.lastArrivalToServer);
+    return link.lastArrivalToServer;
+  }
+
+  /** Server → client, in order on the connection; `last` for the stream's end (delivered even once closed). */
+  private toClient(link: Link, run: () => void, last = false): void {
+    if (link.closed && !last) return;
+    link.lastArrivalToClient = Math.max(this.world.nowMs + this.world.netDelay(), link.lastArrivalToClient);
+    this.world.at(link.lastArrivalToClient - this.world.nowMs, () => {
+      if (this.link === link) run();
+    });
+  }
+
+  // ---- what the client sees, checked
+
+  private answered(machine: SessionMachine<Token>, token: Token, response: DecodedResponse): void {
+    const world = this.world;
+    const checker = world.checker;
+    const order = "client order and single system image";
+    const expected = this.pending.shift();
+    if (expected !== token) {
+      checker.fail(order, `client ${this.id} got the answer to ${token.xid} before ${expected?.xid}`);
+      return;
+    }
+    const zxid = response.zxid;
+    if (token.kind === "write" && response.err === 0) {
+      // A write answers with its own txn's zxid, which may precede what an earlier read or sync on
+      // the same session reflected; reads and syncs reflect the whole tree and never go back.
+      if (zxid <= this.lastWriteZxid) checker.fail(order, `client ${this.id}'s write ${token.xid} committed at ${formatZxid(Number(zxid))}, not after its earlier write at ${formatZxid(Number(this.lastWriteZxid))}`);
+      this.lastWriteZxid = zxid;
+      checker.writeAcked({ zxid: Number(zxid), sessionId: machine.sessionId, cxid: token.xid });
+      world.count("ackedWrites");
+    }
+    if (token.kind === "read" || token.kind === "sync") {
+      if (zxid < this.lastZxidSeen) checker.fail(order, `client ${this.id} saw ${formatZxid(Number(zxid))} after ${formatZxid(Number(this.lastZxidSeen))}`);
+      if (token.kind === "sync" && response.err === 0) {
+        // sync then read sees every write answered before the sync began.
+        this.syncFloor = token.ackedZxidMaxAtSend;
+        if (Number(zxid) < token.ackedZxidMaxAtSend) checker.fail(order, `client ${this.id}'s sync answered at ${formatZxid(Number(zxid))}, before ${formatZxid(token.ackedZxidMaxAtSend)} acked earlier`);
+      }
+      if (token.kind === "read") {
+        if (Number(zxid) < this.syncFloor) checker.fail(order, `client ${this.id} read at ${formatZxid(Number(zxid))} after a sync that covered ${formatZxid(this.syncFloor)}`);
+        this.readSeen(token.request, response);
+      }
+    }
+    if (token.kind === "auth") this.auth = response.err === 0 ? "accepted" : "none";
+    if (zxid > this.lastZxidSeen) this.lastZxidSeen = zxid;
+  }
+
+  /** A read's answer: its ACL verdict, the watches it shows must have fired, the watch it sets. */
+  private readSeen(request: RequestOp, response: DecodedResponse): void {
+    const checker = this.world.checker;
+    const path = request.op === "getData" ? request.getData.path : request.op === "exists" ? request.exists.path : request.op === "getChildren" ? request.getChildren.path : undefined;
+    if (path === undefined) return;
+    if (request.op === "getData" && (response.err === 0 || response.err === ZkErrorCode.NOAUTH)) {
+      if (response.err === ZkErrorCode.NOAUTH) this.world.count("aclRefusals");
+      const identity = identityOf(this.id);
+      if (readRefused(path, identity) !== (response.err === ZkErrorCode.NOAUTH)) {
+        checker.fail("ACL decisions follow each node's ACL", `${identity} client ${this.id}'s read of ${path} at server ${this.link?.serverId} (${formatZxid(Number(response.zxid))}) answered ${response.err}`);
+      }
+    }
+    const gone = response.err === ZkErrorCode.NONODE;
+    if (!gone && response.err !== 0) return;
+    const stat = response.stat;
+    // A change this session holds a watch for must have been told before it can be read (contract item 6).
+    const before = "watch events arrive before the change can be read";
+    if (request.op === "getChildren") {
+      const held = this.watches.get(`child:${path}`);
+      if (held && (gone || (stat !== null && stat.pzxid > held.seenZxid))) checker.fail(before, `client ${this.id} reads ${path}'s children changed (${gone ? "node gone" : `pzxid ${formatZxid(Number(stat!.pzxid))}`}) with its child watch set at ${formatZxid(Number(held.seenZxid))} not fired`);
+      if (!gone && request.getChildren.watch && stat !== null) this.watches.set(`child:${path}`, { kind: "child", path, seenZxid: stat.pzxid });
+      return;
+    }
+    const data = this.watches.get(`data:${path}`);
+    if (data && (gone || (stat !== null && stat.mzxid > data.seenZxid))) checker.fail(before, `client ${this.id} reads ${path} changed (${gone ? "node gone" : `mzxid ${formatZxid(Number(stat!.mzxid))}`}) with its data watch set at ${formatZxid(Number(data.seenZxid))} not fired`);
+    const exist = this.watches.get(`exist:${path}`);
+    if (exist && !gone) checker.fail(before, `client ${this.id} reads ${path} created with its exists watch not fired`);
+    const watch = request.op === "getData" ? request.getData.watch : request.op === "exists" ? request.exists.watch : false;
+    if (!watch) return;
+    // getData on a missing node sets no watch; exists sets an exists watch there.
+    if (!gone && stat !== null) this.watches.set(`data:${path}`, { kind: "data", path, seenZxid: stat.mzxid });
+    else if (request.op === "exists") this.watches.set(`exist:${path}`, { kind: "exist", path, seenZxid: 0n });
+  }
+
+  private onEvent(event: DecodedWatchEvent): void {
+    const checker = this.world.checker;
+    this.events += 1;
+    this.world.count("watchEvents");
+    if (event.zxid < this.lastEventZxid) {
+      checker.fail("a session's watch events arrive in zxid order", `client ${this.id} got ${eventName(event.type)} ${event.path} at ${formatZxid(Number(event.zxid))} after an event at ${formatZxid(Number(this.lastEventZxid))}`);
+    }
+    this.lastEventZxid = event.zxid;
+    // The watches an event fires, as ZooKeeper's client materializes them; each fires once.
+    const kinds: HeldWatch["kind"][] =
+      event.type === WatchEventType.NodeChildrenChanged ? ["child"] : event.type === WatchEventType.NodeDeleted ? ["data", "exist", "child"] : ["data", "exist"];
+    const fired = kinds.filter((kind) => this.watches.delete(`${kind}:${event.path}`));
+    if (fired.length === 0) checker.fail("a one-time watch fires at most once", `client ${this.id} got ${eventName(event.type)} ${event.path} at ${formatZxid(Number(event.zxid))} with no watch set there`);
+  }
+
+  // ---- the workload
+
+  private randomWrite(): WriteRequest {
+    const prng = this.world.prng;
+    const data = new TextEncoder().encode(`${this.id}:${this.world.nowMs}`);
+    if (prng.chance(0.3)) return this.randomContainerOrTtlWrite(data);
+    if (prng.chance(0.25)) return randomGuardedWrite(prng, data);
+    const path = `/k${prng.int(5)}`;
+    const roll = prng.float();
+    if (roll < 0.15) return { op: "create", path: `/e${this.id}-${prng.int(4)}`, data, acl: [], mode: "ephemeral", ttlMs: 0 };
+    if (roll < 0.3) return { op: "create", path, data, acl: [], mode: "persistent", ttlMs: 0 };
+    if (roll < 0.5) return { op: "create", path: `/s-`, data, acl: [], mode: "persistent-sequential", ttlMs: 0 };
+    if (roll < 0.85) return { op: "setData", path, data, version: -1 };
+    return { op: "delete", path, version: -1 };
+  }
+
+  /**
+   * Containers holding the clients' ephemeral members (emptied by deletes and by session expiry),
+   * sometimes deleted and recreated as persistent nodes by a client, and TTL nodes (plain and
+   * sequential) whose children and data changes hold back their expiry.
+   */
+  private randomContainerOrTtlWrite(data: Uint8Array): WriteRequest {
+    const prng = this.world.prng;
+    const container = `/c${prng.int(3)}`;
+    const ttlNode = `/t${prng.int(3)}`;
+    const ttlMs = prng.pick(TTLS_MS);
+    const create = (path: string, mode: CreateRequest["mode"], ttl = 0): WriteRequest => ({ op: "create", path, data, acl: [], mode, ttlMs: ttl });
+    const roll = prng.float();
+    if (roll < 0.15) return create(container, "container");
+    if (roll < 0.35) return create(`${container}/m${this.id}`, "ephemeral");
+    if (roll < 0.5) return { op: "delete", path: `${container}/m${this.id}`, version: -1 };
+    if (roll < 0.54) return create(container, "persistent");
+    if (roll < 0.6) return { op: "delete", path: container, version: -1 };
+    if (roll < 0.72) return create(ttlNode, "persistent-with-ttl", ttlMs);
+    if (roll < 0.8) return create("/ts-", "persistent-sequential-with-ttl", ttlMs);
+    if (roll < 0.87) return create(`${ttlNode}/x`, "persistent");
+    if (roll < 0.94) return { op: "delete", path: `${ttlNode}/x`, version: -1 };
+    return { op: "setData", path: ttlNode, data, version: -1 };
+  }
+}
+
+/** A write to or under the nodes acl-workload.ts protects, by whoever this client is. */
+function randomGuardedWrite(prng: Prng, data: Uint8Array): WriteRequest {
+  const n = prng.int(3);
+  const roll = prng.float();
+  if (roll < 0.2) return { op: "create", path: `/r${n}`, data, acl: GUARDED_ACL, mode: "persistent", ttlMs: 0 };
+  if (roll < 0.3) return { op: "create", path: `/q${n}`, data, acl: SECRET_ACL, mode: "persistent", ttlMs: 0 };
+  if (roll < 0.55) return { op: "setData", path: prng.chance(0.7) ? `/r${n}` : `/q${n}`, data, version: -1 };
+  if (roll < 0.75) return { op: "create", path: `/r${n}/c${prng.int(3)}`, data, acl: [], mode: "persistent", ttlMs: 0 };
+  if (roll < 0.92) return { op: "delete", path: `/r${n}/c${prng.int(3)}`, version: -1 };
+  return { op: "delete", path: prng.chance(0.7) ? `/r${n}` : `/q${n}`, version: -1 };
+}
+
+/** The workload's write as the SDK puts it on the wire (an empty ACL asks for the default one). */
+function toRequestOp(write: WriteRequest): RequestOp {
+  const acl = (list: readonly { perms: number; id: { scheme: string; id: string } }[]): WireAcl[] => list.map((a) => ({ perms: a.perms, id: { scheme: a.id.scheme, id: a.id.id } }));
+  switch (write.op) {
+    case "create":
+      return { op: "create", create: { path: write.path, data: write.data, acl: acl(write.acl), mode: CREATE_MODE_FLAGS[write.mode], ttlMs: String(write.ttlMs) } };
+    case "setData":
+      return { op: "setData", setData: { path: write.path, data: write.data, version: write.version } };
+    case "delete":
+      return { op: "delete", delete: { path: write.path, version: write.version } };
+    default:
+      throw new Error(`the workload sends no ${write.op}`);
+  }
+}
+
+function eventName(type: number): string {
+  return Object.entries(WatchEventType).find(([, value]) => value === type)?.[0] ?? String(type);
+}
