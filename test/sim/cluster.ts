@@ -157,7 +157,12 @@ export type Fault =
   | { kind: "isolateLeaderWithOne" }
   /** Stop a server's process for a while (SIGSTOP): it resumes believing what it believed. */
   | { kind: "pause"; server: number; durationMs: number }
-  | { kind: "pauseLeader"; durationMs: number };
+  | { kind: "pauseLeader"; durationMs: number }
+  /**
+   * Pause a server a client is connected to (a follower if one has a client): the client gives up on
+   * it and resumes its session elsewhere while what it sent waits in the paused process.
+   */
+  | { kind: "pauseClientServer"; durationMs: number };
 
 export class Simulation implements Scheduler, ClientWorld {
   readonly prng: Prng;
@@ -194,6 +199,8 @@ export class Simulation implements Scheduler, ClientWorld {
     watchEvents: 0,
     /** Sessions a client resumed on another connection. */
     sessionMoves: 0,
+    /** Writes the leader refused because their session had moved to another server (SESSIONMOVED). */
+    movedRefusals: 0,
   };
   /** Writes sent, by session and xid, until their txn is first applied and checked. */
   private readonly sentWrites = new Map<string, { write: WriteRequest; clientId: number; serverId: number }>();
@@ -442,6 +449,7 @@ export class Simulation implements Scheduler, ClientWorld {
     if (sent === undefined) return;
     this.sentWrites.delete(key);
     const err = body.type === "error" ? body.err : 0;
+    if (err === ZkErrorCode.SESSIONMOVED) this.stats.movedRefusals += 1;
     if (err === 0) {
       const moved = (this.establishments.get(sessionId) ?? []).filter((e) => e.proposedZxid < zxid && epochOf(e.proposedZxid) === epochOf(zxid)).at(-1);
       if (moved !== undefined && moved.serverId !== sent.serverId) {
@@ -576,6 +584,15 @@ export class Simulation implements Scheduler, ClientWorld {
       case "pauseLeader": {
         const leader = this.currentLeader();
         if (leader !== undefined) this.pause(leader, fault.durationMs);
+        break;
+      }
+      case "pauseClientServer": {
+        const busy = this.clients.flatMap((c) => (c.serverId === undefined ? [] : [this.server(c.serverId)])).filter((s) => s.up);
+        const target = busy.find((s) => !s.leading) ?? busy[0];
+        if (target !== undefined) {
+          this.log(`pausing server ${target.id} (${target.replica?.peer.role}), which clients ${this.clients.filter((c) => c.serverId === target.id).map((c) => c.id).join(",")} are connected to`);
+          this.pause(target, fault.durationMs);
+        }
         break;
       }
     }

@@ -115,6 +115,11 @@ export class SimClient {
     return machine.sessionId;
   }
 
+  /** The server this client's connection goes to, if it has one. */
+  get serverId(): number | undefined {
+    return this.link?.closed === false ? this.link.serverId : undefined;
+  }
+
   think(): void {
     const world = this.world;
     world.at(1 + world.prng.int(this.thinkMsMax), () => this.think());
@@ -317,8 +322,9 @@ export class SimClient {
     this.world.at(
       arrival - this.world.nowMs,
       () => {
+        // What was sent before the client closed its end still arrives, as on a TCP stream.
         const door = this.serverSide(link);
-        if (door !== undefined && !link.closed) run(door);
+        if (door !== undefined) run(door);
       },
       link.serverId,
     );
