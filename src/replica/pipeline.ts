@@ -360,6 +360,11 @@ export class RequestPipeline {
           }
           const path = (entry.request as Extract<ClientRequest, { op: "sync" }>).path;
           entry.reply = { err: 0, zxid: this.tree.lastProcessedZxid, body: { kind: "path", path } };
+        } else if (entry.connection !== session.connection) {
+          // Its connection is gone: nobody reads the answer, and a watch it set would outlive that
+          // connection and fire on the session's next one. (ZooKeeper binds a watch to the connection
+          // that set it; here a watch belongs to the session, so a dead connection sets none.)
+          entry.reply = this.errorReply(ZkErrorCode.CONNECTIONLOSS);
         } else {
           entry.reply = this.executeRead(session, entry.request as ReadRequest, entry.authInfo);
         }

@@ -66,7 +66,7 @@ export function defaultConfig(prng: Prng): SimConfig {
     initLimitTicks: 10,
     // Sometimes longer than a client takes to give up on a silent server (two thirds of its session
     // timeout), as with ZooKeeper's defaults: a client then moves while its old server is still a learner.
-    syncLimitTicks: prng.pick([5, 5, 20]),
+    syncLimitTicks: prng.pick([5, 5, 20, 40]),
     committedLogRecordsMax: prng.pick([4, 16, 64]),
     snapshotEveryTxns: prng.pick([10, 40, 1000]),
     clients: prng.between(1, 4),
@@ -160,9 +160,10 @@ export type Fault =
   | { kind: "pauseLeader"; durationMs: number }
   /**
    * Pause a server a client is connected to (a follower if one has a client): the client gives up on
-   * it and resumes its session elsewhere while what it sent waits in the paused process.
+   * it and resumes its session elsewhere while what it sent waits in the paused process. With
+   * `cutClients`, its clients lose their network for as long, so their sessions may expire first.
    */
-  | { kind: "pauseClientServer"; durationMs: number };
+  | { kind: "pauseClientServer"; durationMs: number; cutClients: boolean };
 
 export class Simulation implements Scheduler, ClientWorld {
   readonly prng: Prng;
@@ -590,8 +591,10 @@ export class Simulation implements Scheduler, ClientWorld {
         const busy = this.clients.flatMap((c) => (c.serverId === undefined ? [] : [this.server(c.serverId)])).filter((s) => s.up);
         const target = busy.find((s) => !s.leading) ?? busy[0];
         if (target !== undefined) {
-          this.log(`pausing server ${target.id} (${target.replica?.peer.role}), which clients ${this.clients.filter((c) => c.serverId === target.id).map((c) => c.id).join(",")} are connected to`);
+          const clients = this.clients.filter((c) => c.serverId === target.id);
+          this.log(`pausing server ${target.id} (${target.replica?.peer.role}), which clients ${clients.map((c) => c.id).join(",")} are connected to`);
           this.pause(target, fault.durationMs);
+          if (fault.cutClients) for (const client of clients) client.cutOff(fault.durationMs);
         }
         break;
       }

@@ -115,6 +115,19 @@ export class SimClient {
     return machine.sessionId;
   }
 
+  /** Until then the client's network is down: nothing it sends arrives, nothing reaches it. */
+  private cutUntilMs = 0;
+
+  /** Cuts the client off from every server for `durationMs` (its host lost its network). */
+  cutOff(durationMs: number): void {
+    this.cutUntilMs = Math.max(this.cutUntilMs, this.world.nowMs + durationMs);
+    this.world.log(`client ${this.id} cut off until ${this.cutUntilMs}`);
+  }
+
+  private get cut(): boolean {
+    return this.world.nowMs < this.cutUntilMs;
+  }
+
   /** The server this client's connection goes to, if it has one. */
   get serverId(): number | undefined {
     return this.link?.closed === false ? this.link.serverId : undefined;
@@ -282,7 +295,7 @@ export class SimClient {
       arrival - this.world.nowMs,
       () => {
         if (link.closed) return;
-        const server = this.world.serverProcess(serverId);
+        const server = this.cut ? undefined : this.world.serverProcess(serverId);
         if (server === undefined) return this.toClient(link, () => machine.lost(connection, { serverBehind: false, message: "connection refused" }));
         link.incarnation = server.incarnation;
         const remoteAddress = `10.0.0.${this.id}`;
@@ -317,7 +330,7 @@ export class SimClient {
   }
 
   private toServer(link: Link, run: (door: ClientFrameSession) => void): void {
-    if (link.closed) return;
+    if (link.closed || this.cut) return;
     const arrival = this.arrivalToServer(link);
     this.world.at(
       arrival - this.world.nowMs,
@@ -346,7 +359,7 @@ export class SimClient {
     if (link.closed && !last) return;
     link.lastArrivalToClient = Math.max(this.world.nowMs + this.world.netDelay(), link.lastArrivalToClient);
     this.world.at(link.lastArrivalToClient - this.world.nowMs, () => {
-      if (this.link === link) run();
+      if (this.link === link && !this.cut) run();
     });
   }
 
@@ -418,12 +431,15 @@ export class SimClient {
     // getData on a missing node sets no watch; exists sets an exists watch there.
     if (!gone && stat !== null) this.watches.set(`data:${path}`, { kind: "data", path, seenZxid: stat.mzxid });
     else if (request.op === "exists") this.watches.set(`exist:${path}`, { kind: "exist", path, seenZxid: 0n });
+    else return;
+    this.world.log(`client ${this.id} set a ${gone ? "exist" : "data"} watch on ${path} (answer at ${formatZxid(Number(response.zxid))})`);
   }
 
   private onEvent(event: DecodedWatchEvent): void {
     const checker = this.world.checker;
     this.events += 1;
     this.world.count("watchEvents");
+    this.world.log(`client ${this.id} got ${eventName(event.type)} ${event.path} at ${formatZxid(Number(event.zxid))}`);
     if (event.zxid < this.lastEventZxid) {
       checker.fail("a session's watch events arrive in zxid order", `client ${this.id} got ${eventName(event.type)} ${event.path} at ${formatZxid(Number(event.zxid))} after an event at ${formatZxid(Number(this.lastEventZxid))}`);
     }

@@ -324,6 +324,25 @@ describe("SESSIONMOVED is a connection-level error, as in ZooKeeper", () => {
   });
 });
 
+describe("watches belong to the connection that set them", () => {
+  test("a watched read left queued on a connection the session has left sets no watch on its next connection (found by the simulator)", () => {
+    const f = fixture();
+    f.setup({ op: "setAcl", path: "/locked", acl: [ANYONE(Perms.ALL)], version: -1 });
+    // A write, then an exists with a watch behind it: the read waits for the write's commit.
+    f.send({ op: "create", path: "/queued", data: bytes(""), acl: [], mode: "persistent", ttlMs: 0 });
+    f.send({ op: "exists", path: "/later", watch: true });
+    // The client gives up on this connection and resumes its session on a new one before the commit.
+    f.connection.open = false;
+    f.pipeline.detach(SESSION, f.connection);
+    const next = new FakeConnection("10.1.2.3");
+    f.pipeline.attach(SESSION, next);
+    f.broadcast.flush();
+    assert.equal(f.tree.watches.watchCountOf(SESSION), 0, "the dead connection's read registered no watch");
+    f.setup({ op: "create", path: "/later", data: bytes(""), acl: [], mode: "persistent", ttlMs: 0 });
+    assert.deepEqual(next.events, [], "the new connection gets no event for a watch its client never set");
+  });
+});
+
 describe("how a session's connection ends", () => {
   test("a close the client asked for ends its connection as closed, after answering it", () => {
     const f = fixture();
