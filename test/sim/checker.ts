@@ -22,7 +22,7 @@ export const PROPERTIES = [
   "a session's watch events arrive in zxid order",
   "a one-time watch fires at most once",
   "no write from a server the session has left is applied",
-  "an ephemeral is never created for a session that is gone",
+  "no write of a session that is gone is applied",
 ] as const;
 export type Property = (typeof PROPERTIES)[number];
 

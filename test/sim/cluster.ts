@@ -442,8 +442,10 @@ export class Simulation implements Scheduler, ClientWorld {
   private checkFirstApply(txn: Txn, tree: DataTree): void {
     const { sessionId, cxid, zxid } = txn.header;
     const body = txn.body;
-    if (body.type === "create" && body.ephemeralOwner !== 0n && ownerKind(body.ephemeralOwner) === "ephemeral" && !tree.sessions.has(body.ephemeralOwner)) {
-      this.checker.fail("an ephemeral is never created for a session that is gone", `${body.path} created at ${formatZxid(zxid)} for session ${body.ephemeralOwner}, which is not open`);
+    // ZooKeeper's checkSession: once a session is closed or expired, nothing it sent takes effect (an
+    // ephemeral created after its session's closeSession would live forever).
+    if (sessionId !== 0n && body.type !== "error" && body.type !== "createSession" && body.type !== "closeSession" && !tree.sessions.has(sessionId)) {
+      this.checker.fail("no write of a session that is gone is applied", `session ${sessionId}'s ${body.type}${"path" in body ? ` ${body.path}` : ""} applied at ${formatZxid(zxid)}, after the session closed`);
     }
     const key = `${sessionId}:${cxid}`;
     const sent = this.sentWrites.get(key);

@@ -27,11 +27,11 @@ export function randomSchedule(prng: Prng, members: number, voters: number, coun
     } else if (roll < 0.4) fault = { kind: "restart", server: down.size > 0 ? prng.pick([...down]) : server };
     else if (roll < 0.55) fault = { kind: "partition", a: server, b: prng.between(1, members), oneWay: prng.chance(0.5) };
     else if (roll < 0.63) fault = { kind: "isolate", server };
-    else if (roll < 0.8) fault = { kind: "heal" };
-    else if (roll < 0.86) fault = { kind: "clockJump", server, deltaMs: prng.pick([-3_000, -500, 400, 1_500, 5_000]) };
-    else if (roll < 0.9) fault = { kind: "restartAll" };
-    else if (roll < 0.94) fault = { kind: "isolateLeaderWithOne" };
-    else if (roll < 0.97) fault = prng.chance(0.5) ? { kind: "pauseLeader", durationMs: prng.pick([300, 1_500, 4_000]) } : { kind: "pause", server, durationMs: prng.pick([300, 1_500, 4_000]) };
+    else if (roll < 0.775) fault = { kind: "heal" };
+    else if (roll < 0.835) fault = { kind: "clockJump", server, deltaMs: prng.pick([-3_000, -500, 400, 1_500, 5_000]) };
+    else if (roll < 0.875) fault = { kind: "restartAll" };
+    else if (roll < 0.915) fault = { kind: "isolateLeaderWithOne" };
+    else if (roll < 0.945) fault = prng.chance(0.5) ? { kind: "pauseLeader", durationMs: prng.pick([300, 1_500, 4_000]) } : { kind: "pause", server, durationMs: prng.pick([300, 1_500, 4_000]) };
     else if (roll < 0.985) fault = { kind: "pauseClientServer", durationMs: prng.pick([1_500, 1_800, 3_000, 4_000]), cutClients: prng.chance(0.5) };
     else fault = { kind: "crashLeader" };
     if (fault.kind === "crash") down.add(fault.server);
