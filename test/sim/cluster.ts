@@ -159,11 +159,12 @@ export type Fault =
   | { kind: "pause"; server: number; durationMs: number }
   | { kind: "pauseLeader"; durationMs: number }
   /**
-   * Pause a server a client is connected to (a follower if one has a client): the client gives up on
-   * it and resumes its session elsewhere while what it sent waits in the paused process. With
-   * `cutClients`, its clients lose their network for as long, so their sessions may expire first.
+   * The next client write to reach a follower finds it paused (a GC pause, SIGSTOP) with the write
+   * unread: its client gives up on the silent server and resumes its session elsewhere while the
+   * write waits in the paused process. With `cutClients`, that server's clients also lose their
+   * network for as long, so their sessions may expire first.
    */
-  | { kind: "pauseClientServer"; durationMs: number; cutClients: boolean };
+  | { kind: "pauseOnNextWrite"; durationMs: number; cutClients: boolean };
 
 export class Simulation implements Scheduler, ClientWorld {
   readonly prng: Prng;
@@ -202,7 +203,11 @@ export class Simulation implements Scheduler, ClientWorld {
     sessionMoves: 0,
     /** Writes the leader refused because their session had moved to another server (SESSIONMOVED). */
     movedRefusals: 0,
+    /** Writes the leader refused because their session was closed or closing (SESSIONEXPIRED). */
+    expiredRefusals: 0,
   };
+  /** Armed by pauseOnNextWrite: what to do to the next follower a client write reaches. */
+  private writeTrap: { durationMs: number; cutClients: boolean } | undefined;
   /** Writes sent, by session and xid, until their txn is first applied and checked. */
   private readonly sentWrites = new Map<string, { write: WriteRequest; clientId: number; serverId: number }>();
   /**
@@ -453,6 +458,7 @@ export class Simulation implements Scheduler, ClientWorld {
     this.sentWrites.delete(key);
     const err = body.type === "error" ? body.err : 0;
     if (err === ZkErrorCode.SESSIONMOVED) this.stats.movedRefusals += 1;
+    if (err === ZkErrorCode.SESSIONEXPIRED) this.stats.expiredRefusals += 1;
     if (err === 0) {
       const moved = (this.establishments.get(sessionId) ?? []).filter((e) => e.proposedZxid < zxid && epochOf(e.proposedZxid) === epochOf(zxid)).at(-1);
       if (moved !== undefined && moved.serverId !== sent.serverId) {
@@ -484,6 +490,18 @@ export class Simulation implements Scheduler, ClientWorld {
     const replica = server.replica;
     if (!server.up || replica === undefined) return undefined;
     return { incarnation: server.incarnation, door: { serverId: id, state: replica.database, pipeline: replica.pipeline, sessions: replica.sessions } };
+  }
+
+  trapWrite(serverId: number): boolean {
+    const trap = this.writeTrap;
+    const server = this.server(serverId);
+    if (trap === undefined || !server.up || server.leading || server.pausedUntilMs > this.nowMs) return false;
+    this.writeTrap = undefined;
+    const clients = this.clients.filter((c) => c.serverId === serverId);
+    this.log(`a client write reaches server ${serverId} (${server.replica?.peer.role}) as it pauses for ${trap.durationMs} ms${trap.cutClients ? `; clients ${clients.map((c) => c.id).join(",")} lose their network` : ""}`);
+    this.pause(server, trap.durationMs);
+    if (trap.cutClients) for (const client of clients) client.cutOff(trap.durationMs);
+    return true;
   }
 
   count(stat: "ackedWrites" | "aclRefusals" | "clientDeaths" | "watchEvents" | "sessionMoves"): void {
@@ -589,17 +607,9 @@ export class Simulation implements Scheduler, ClientWorld {
         if (leader !== undefined) this.pause(leader, fault.durationMs);
         break;
       }
-      case "pauseClientServer": {
-        const busy = this.clients.flatMap((c) => (c.serverId === undefined ? [] : [this.server(c.serverId)])).filter((s) => s.up);
-        const target = busy.find((s) => !s.leading) ?? busy[0];
-        if (target !== undefined) {
-          const clients = this.clients.filter((c) => c.serverId === target.id);
-          this.log(`pausing server ${target.id} (${target.replica?.peer.role}), which clients ${clients.map((c) => c.id).join(",")} are connected to`);
-          this.pause(target, fault.durationMs);
-          if (fault.cutClients) for (const client of clients) client.cutOff(fault.durationMs);
-        }
+      case "pauseOnNextWrite":
+        this.writeTrap = { durationMs: fault.durationMs, cutClients: fault.cutClients };
         break;
-      }
     }
   }
 

@@ -64,7 +64,7 @@ const commands = [
   afterMs.map((t) => new FaultCommand({ kind: "crashLeader" }, t)),
   afterMs.map((t) => new FaultCommand({ kind: "isolateLeaderWithOne" }, t)),
   fc.tuple(fc.constantFrom(300, 1_500, 4_000), afterMs).map(([d, t]) => new FaultCommand({ kind: "pauseLeader", durationMs: d }, t)),
-  fc.tuple(fc.constantFrom(1_500, 1_800, 3_000, 4_000), fc.boolean(), afterMs).map(([d, cut, t]) => new FaultCommand({ kind: "pauseClientServer", durationMs: d, cutClients: cut }, t)),
+  fc.tuple(fc.constantFrom(1_500, 1_800, 3_000, 4_000), fc.boolean(), afterMs).map(([d, cut, t]) => new FaultCommand({ kind: "pauseOnNextWrite", durationMs: d, cutClients: cut }, t)),
 ];
 
 const RUNS = Number(process.env.SIM_FC_RUNS ?? 60);

@@ -32,7 +32,7 @@ export function randomSchedule(prng: Prng, members: number, voters: number, coun
     else if (roll < 0.875) fault = { kind: "restartAll" };
     else if (roll < 0.915) fault = { kind: "isolateLeaderWithOne" };
     else if (roll < 0.945) fault = prng.chance(0.5) ? { kind: "pauseLeader", durationMs: prng.pick([300, 1_500, 4_000]) } : { kind: "pause", server, durationMs: prng.pick([300, 1_500, 4_000]) };
-    else if (roll < 0.985) fault = { kind: "pauseClientServer", durationMs: prng.pick([1_500, 1_800, 3_000, 4_000]), cutClients: prng.chance(0.5) };
+    else if (roll < 0.985) fault = { kind: "pauseOnNextWrite", durationMs: prng.pick([1_500, 1_800, 3_000, 4_000]), cutClients: prng.chance(0.5) };
     else fault = { kind: "crashLeader" };
     if (fault.kind === "crash") down.add(fault.server);
     if (fault.kind === "restart") down.delete(fault.server);

@@ -47,6 +47,8 @@ export interface ClientWorld extends Scheduler {
   count(stat: "ackedWrites" | "aclRefusals" | "clientDeaths" | "watchEvents" | "sessionMoves"): void;
   /** A write is leaving on a connection to `serverId`: the checks at its first apply need to know who sent it, and from where. */
   writeSent(sessionId: bigint, xid: number, write: WriteRequest, clientId: number, serverId: number): void;
+  /** A client write is about to be read by server `serverId`: true if the server just paused instead (pauseOnNextWrite). */
+  trapWrite(serverId: number): boolean;
   /** `sessionId` was (re)established at `serverId`. */
   sessionEstablished(sessionId: bigint, serverId: number): void;
 }
@@ -235,7 +237,9 @@ export class SimClient {
         const link = this.link;
         if (link === undefined || link.connection !== effect.connection) return;
         const bytes = encodeClientFrame(effect.frame);
-        return this.toServer(link, (door) => door.receive(decodeClientFrame(bytes)));
+        const frame = effect.frame;
+        const write = frame.frame === "request" && (frame.request.op === "create" || frame.request.op === "setData" || frame.request.op === "delete");
+        return this.toServer(link, (door) => door.receive(decodeClientFrame(bytes)), write);
       }
       case "close": {
         const link = this.link;
@@ -329,15 +333,20 @@ export class SimClient {
     this.world.at(arrival - this.world.nowMs, () => this.serverSide(link)?.gone(), link.serverId);
   }
 
-  private toServer(link: Link, run: (door: ClientFrameSession) => void): void {
+  private toServer(link: Link, run: (door: ClientFrameSession) => void, write = false): void {
     if (link.closed || this.cut) return;
     const arrival = this.arrivalToServer(link);
+    // What was sent before the client closed its end still arrives, as on a TCP stream.
+    const deliver = (): void => {
+      const door = this.serverSide(link);
+      if (door !== undefined) run(door);
+    };
     this.world.at(
       arrival - this.world.nowMs,
       () => {
-        // What was sent before the client closed its end still arrives, as on a TCP stream.
-        const door = this.serverSide(link);
-        if (door !== undefined) run(door);
+        // The server may pause just as the write reaches it: then it reads it when it resumes.
+        if (write && this.world.trapWrite(link.serverId)) this.world.at(0, deliver, link.serverId);
+        else deliver();
       },
       link.serverId,
     );
