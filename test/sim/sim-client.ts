@@ -20,6 +20,7 @@ import type { CreateRequest, WriteRequest } from "../../src/replica/requests.js"
 import { ClientFrameSession, type FrameRefusal } from "../../src/server/client-frame-session.js";
 import { decodeClientFrame } from "../../src/server/client-frame-codec.js";
 import { CREATE_MODE_FLAGS, WatchEventType } from "../../src/store/types.js";
+import { ADD_WATCH_MODE_NUMBERS } from "../../src/common/watch-modes.js";
 import { formatZxid } from "../../src/store/zxid.js";
 import { credentialsOf, GUARDED_ACL, identityOf, readRefused, SECRET_ACL } from "./acl-workload.js";
 import type { Checker } from "./checker.js";
@@ -59,7 +60,7 @@ export interface ServerProcess {
 }
 
 interface Token {
-  kind: "write" | "read" | "sync" | "auth";
+  kind: "write" | "read" | "sync" | "auth" | "watch";
   request: RequestOp;
   xid: number;
   sentAtMs: number;
@@ -95,6 +96,12 @@ export class SimClient {
   private timerGeneration = 0;
   private pending: Token[] = [];
   private readonly watches = new Map<string, HeldWatch>();
+  /**
+   * Persistent watches (addWatch), by path: whether recursive, and what this client knows of the
+   * node — its mzxid, "absent", or undefined when unknown (after a reconnect: ZooKeeper does not
+   * replay changes missed by a persistent watch).
+   */
+  private readonly persistent = new Map<string, { recursive: boolean; seen: bigint | "absent" | undefined }>();
   private lastEventZxid = 0n;
   /** What this client has seen, across connections and sessions: reads never go back (single system image). */
   private lastZxidSeen = 0n;
@@ -166,8 +173,13 @@ export class SimClient {
       const path = `/${world.prng.pick(["k", "k", "k", "r", "q"])}${world.prng.int(3)}`;
       const watch = world.prng.chance(0.4);
       this.submit("read", world.prng.chance(0.7) ? { op: "getData", getData: { path, watch } } : { op: "exists", exists: { path, watch } });
-    } else if (roll < 0.9) {
+    } else if (roll < 0.88) {
       this.submit("read", { op: "getChildren", getChildren: { path: `/c${world.prng.int(3)}`, watch: world.prng.chance(0.5) } });
+    } else if (roll < 0.9) {
+      // A persistent watch on a plain node, or a recursive one over a container and its members.
+      const recursive = world.prng.chance(0.4);
+      const path = recursive ? `/c${world.prng.int(3)}` : `/k${world.prng.int(5)}`;
+      if (!this.persistent.has(path)) this.submit("watch", { op: "addWatch", addWatch: { path, mode: ADD_WATCH_MODE_NUMBERS[recursive ? "persistent-recursive" : "persistent"] } });
     } else this.submit("sync", { op: "sync", sync: { path: "/" } });
   }
 
@@ -194,6 +206,7 @@ export class SimClient {
     const hosts: HostPort[] = world.prng.shuffle([...world.serverIds]).map((id) => ({ host: `server${id}`, port: id }));
     this.pending = [];
     this.watches.clear();
+    this.persistent.clear();
     this.auth = "none";
     this.lastEventZxid = 0n;
     const machine = new SessionMachine<Token>(
@@ -222,7 +235,8 @@ export class SimClient {
 
   private watchedPaths(): WatchPaths {
     const of = (kind: HeldWatch["kind"]) => [...this.watches.values()].filter((w) => w.kind === kind).map((w) => w.path);
-    return { dataWatches: of("data"), existWatches: of("exist"), childWatches: of("child"), persistentWatches: [], persistentRecursiveWatches: [] };
+    const persistent = (recursive: boolean) => [...this.persistent].filter(([, w]) => w.recursive === recursive).map(([path]) => path);
+    return { dataWatches: of("data"), existWatches: of("exist"), childWatches: of("child"), persistentWatches: persistent(false), persistentRecursiveWatches: persistent(true) };
   }
 
   // ---- the machine's effects
@@ -275,7 +289,11 @@ export class SimClient {
           const link = this.link;
           world.log(`client ${this.id} ${effect.state} to ${link?.serverId} with session ${machine.sessionId}`);
           if (link) world.sessionEstablished(machine.sessionId, link.serverId);
-          if (effect.state === "reconnected") world.count("sessionMoves");
+          if (effect.state === "reconnected") {
+            world.count("sessionMoves");
+            // Changes a persistent watch missed while disconnected are not replayed (as in ZooKeeper).
+            for (const watch of this.persistent.values()) watch.seen = undefined;
+          }
         } else world.log(`client ${this.id} ${effect.state} (session ${machine.sessionId})`);
         return;
       case "connectFailed":
@@ -405,6 +423,11 @@ export class SimClient {
       }
     }
     if (token.kind === "auth") this.auth = response.err === 0 ? "accepted" : "none";
+    if (token.kind === "watch" && response.err === 0 && token.request.op === "addWatch") {
+      const { path, mode } = token.request.addWatch;
+      this.persistent.set(path, { recursive: mode === ADD_WATCH_MODE_NUMBERS["persistent-recursive"], seen: undefined });
+      world.log(`client ${this.id} set a ${mode === ADD_WATCH_MODE_NUMBERS["persistent-recursive"] ? "recursive" : "persistent"} watch on ${path}`);
+    }
     if (zxid > this.lastZxidSeen) this.lastZxidSeen = zxid;
   }
 
@@ -431,6 +454,13 @@ export class SimClient {
       if (!gone && request.getChildren.watch && stat !== null) this.watches.set(`child:${path}`, { kind: "child", path, seenZxid: stat.pzxid });
       return;
     }
+    const persistent = this.persistent.get(path);
+    if (persistent !== undefined && !persistent.recursive) {
+      const seen = persistent.seen;
+      const changed = seen === "absent" ? !gone : seen !== undefined && (gone || (stat !== null && stat.mzxid > seen));
+      if (changed) checker.fail(before, `client ${this.id} reads ${path} ${gone ? "gone" : `at mzxid ${formatZxid(Number(stat!.mzxid))}`} with its persistent watch last told ${seen === "absent" ? "it was absent" : formatZxid(Number(seen))}`);
+      persistent.seen = gone ? "absent" : (stat?.mzxid ?? undefined);
+    }
     const data = this.watches.get(`data:${path}`);
     if (data && (gone || (stat !== null && stat.mzxid > data.seenZxid))) checker.fail(before, `client ${this.id} reads ${path} changed (${gone ? "node gone" : `mzxid ${formatZxid(Number(stat!.mzxid))}`}) with its data watch set at ${formatZxid(Number(data.seenZxid))} not fired`);
     const exist = this.watches.get(`exist:${path}`);
@@ -456,7 +486,13 @@ export class SimClient {
     // The watches an event fires, as ZooKeeper's client materializes them; each fires once.
     const kinds: HeldWatch["kind"][] =
       event.type === WatchEventType.NodeChildrenChanged ? ["child"] : event.type === WatchEventType.NodeDeleted ? ["data", "exist", "child"] : ["data", "exist"];
-    const fired = kinds.filter((kind) => this.watches.delete(`${kind}:${event.path}`));
+    const fired: string[] = kinds.filter((kind) => this.watches.delete(`${kind}:${event.path}`));
+    const own = this.persistent.get(event.path);
+    if (own !== undefined && (!own.recursive || event.type !== WatchEventType.NodeChildrenChanged)) {
+      fired.push("persistent");
+      if (!own.recursive && event.type !== WatchEventType.NodeChildrenChanged) own.seen = event.type === WatchEventType.NodeDeleted ? "absent" : event.zxid;
+    }
+    if (event.type !== WatchEventType.NodeChildrenChanged && [...this.persistent].some(([path, w]) => w.recursive && event.path.startsWith(`${path}/`))) fired.push("recursive");
     if (fired.length === 0) checker.fail("a one-time watch fires at most once", `client ${this.id} got ${eventName(event.type)} ${event.path} at ${formatZxid(Number(event.zxid))} with no watch set there`);
   }
 
