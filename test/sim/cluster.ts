@@ -41,6 +41,8 @@ export interface SimConfig {
   clients: number;
   netDelayMsMax: number;
   fsyncMsMax: number;
+  /** A member whose disk is ten times slower (its tree lags the others'), or 0 for none. */
+  slowDiskServer: number;
   /** Election datagrams: loss and duplication probabilities. */
   electionLoss: number;
   electionDuplicate: number;
@@ -72,6 +74,7 @@ export function defaultConfig(prng: Prng): SimConfig {
     clients: prng.between(1, 4),
     netDelayMsMax: prng.pick([5, 20, 60]),
     fsyncMsMax: prng.pick([2, 10, 40]),
+    slowDiskServer: prng.pick([0, 0, 1, 2, 3]),
     electionLoss: prng.pick([0, 0.05, 0.2]),
     electionDuplicate: prng.pick([0, 0.05]),
     streamBreak: prng.pick([0, 0.001, 0.005]),
@@ -245,7 +248,8 @@ export class Simulation implements Scheduler, ClientWorld {
       maxSessionTimeoutMs: SESSION_TIMEOUT_MS,
     };
     for (const id of [...voters, ...observers]) {
-      const storage = new MemoryStorage(this, id, () => 1 + this.prng.int(this.config.fsyncMsMax));
+      const fsyncMsMax = id === this.config.slowDiskServer ? 10 * this.config.fsyncMsMax : this.config.fsyncMsMax;
+      const storage = new MemoryStorage(this, id, () => 1 + this.prng.int(fsyncMsMax));
       this.servers.push(new SimServer(id, id > this.config.voters, storage));
     }
     for (let i = 0; i < this.config.clients; i++) {
