@@ -1,51 +1,127 @@
 /**
- * A tiny synchronous driver for Zab scenario tests: servers with in-memory logs and epochs, a FIFO
- * wire per pair, persist actions made durable on demand (or at once). Txn records are opaque
- * bytes here; the "tree" is the list of applied zxids, and a snapshot is that list encoded.
+ * A small synchronous driver for Zab scenario tests over the simulator's twins: each server keeps
+ * its log and epochs in a MemoryStorage (test/sim/twins/memory-storage.ts) and talks over
+ * SimNetwork's quorum streams (test/sim/twins/sim-network.ts), on SteppedSchedulers the test steps.
+ * Every message takes 1 ms, so delivery is FIFO over all pairs, and a server's writes land when
+ * `flush` runs its disk (at the end of each Ready while it is `autoDurable`). Txn records are
+ * opaque bytes here; the "tree" is the list of applied zxids, and a snapshot is that list encoded.
  */
 import { createZab, type ZabCore } from "../../src/consensus/zab.js";
 import type { PersistAction, ZabEvent, ZabInput, ZabReady } from "../../src/consensus/core-io.js";
 import type { LogRecord, QuorumMessage } from "../../src/consensus/messages.js";
 import { QuorumVerifier } from "../../src/consensus/quorum.js";
+import type { PeerPort } from "../../src/replica/ports.js";
 import { formatZxid } from "../../src/store/zxid.js";
+import { Prng } from "../sim/prng.js";
+import { MemoryStorage } from "../sim/twins/memory-storage.js";
+import { SteppedScheduler } from "../sim/twins/scheduler.js";
+import { SimNetwork } from "../sim/twins/sim-network.js";
 
-export interface HarnessServer {
-  id: number;
-  acceptedEpoch: number;
-  currentEpoch: number;
-  log: LogRecord[];
+export interface WireMessage {
+  from: number;
+  to: number;
+  message: QuorumMessage;
+}
+
+export class HarnessServer {
   /** Applied zxids, in order: the "tree". */
-  applied: number[];
-  pendingPersist: PersistAction[];
-  autoDurable: boolean;
+  applied: number[] = [];
+  /** Make every write durable at the end of the Ready that asked for it; otherwise only `flush` does. */
+  autoDurable = true;
   zab: ZabCore | undefined;
   stepDown: string | undefined;
-  serving: boolean;
+  serving = false;
+  /** Bumped with every core: what an earlier core's writes answer is not fed to a later one. */
+  generation = 0;
+  /** The server's disk: its writes complete, in order, when this is run. */
+  readonly disk = new SteppedScheduler();
+  readonly storage: MemoryStorage;
+
+  constructor(
+    readonly id: number,
+    public port: PeerPort,
+  ) {
+    this.storage = new MemoryStorage(this.disk, id, () => 0);
+    Object.assign(this.storage.durable, { acceptedEpoch: 0, currentEpoch: 0 });
+  }
+
+  // What is durable, as the storage twin holds it (a test may set it before the server starts).
+  get acceptedEpoch(): number {
+    return this.storage.durable.acceptedEpoch ?? 0;
+  }
+
+  set acceptedEpoch(epoch: number) {
+    this.storage.durable.acceptedEpoch = epoch;
+  }
+
+  get currentEpoch(): number {
+    return this.storage.durable.currentEpoch ?? 0;
+  }
+
+  set currentEpoch(epoch: number) {
+    this.storage.durable.currentEpoch = epoch;
+  }
+
+  get log(): LogRecord[] {
+    return this.storage.durable.log;
+  }
+
+  set log(records: LogRecord[]) {
+    this.storage.durable.log = records;
+  }
+
+  get treeZxid(): number {
+    return this.applied[this.applied.length - 1] ?? 0;
+  }
 }
 
 export class Harness {
   readonly servers = new Map<number, HarnessServer>();
   readonly quorum: QuorumVerifier;
   readonly trace: string[] = [];
-  private readonly wire: { from: number; to: number; message: QuorumMessage }[] = [];
-  nowMs = 0;
   committedLogRecordsMax = 100;
+  private readonly net = new SteppedScheduler();
+  /** Which delivered messages reach their server (see `deliver`). */
+  private admit: (m: WireMessage) => boolean = () => true;
 
   constructor(voters: number[], observers: number[] = []) {
     this.quorum = new QuorumVerifier(voters, observers);
-    for (const id of [...voters, ...observers]) {
-      this.servers.set(id, { id, acceptedEpoch: 0, currentEpoch: 0, log: [], applied: [], pendingPersist: [], autoDurable: true, zab: undefined, stepDown: undefined, serving: false });
+    const ids = [...voters, ...observers];
+    const faults = { netDelayMsMax: 0, electionLoss: 0, electionDuplicate: 0, streamBreak: 0 };
+    const network = new SimNetwork(this.net, new Prng(1), faults, (line) => this.trace.push(line), ids);
+    for (const id of ids) {
+      const port = network.attach(id, {
+        onNotification: () => {
+          throw new Error("no election in a Zab test");
+        },
+        onQuorumMessage: (from, message) => {
+          if (!this.admit({ from, to: id, message })) return;
+          this.trace.push(`${from}→${id} ${describe(message)}`);
+          this.input(id, { type: "message", from, message });
+        },
+        onQuorumStreamClosed: (peer) => this.input(id, { type: "disconnected", peer }),
+      });
+      this.servers.set(id, new HarnessServer(id, port));
     }
+    // The links come up before anything is sent.
+    while (this.net.runNext());
+  }
+
+  get nowMs(): number {
+    return this.net.nowMs;
   }
 
   server(id: number): HarnessServer {
     return this.servers.get(id)!;
   }
 
-  /** Starts server `id` as leader (leaderId undefined) or as a learner of `leaderId`. */
+  /** Starts server `id` as leader (leaderId undefined) or as a learner of `leaderId`, from what is durable. */
   start(id: number, leaderId?: number): ZabCore {
     const s = this.server(id);
     const role = leaderId === undefined ? { kind: "leader" as const } : this.quorum.isVoter(id) ? { kind: "follower" as const, leaderId } : { kind: "observer" as const, leaderId };
+    s.generation += 1;
+    if (leaderId === undefined) s.port.stopFollowing();
+    else s.port.followLeader(leaderId);
     s.zab = createZab(role, {
       myId: id,
       quorum: this.quorum,
@@ -53,17 +129,13 @@ export class Harness {
       initLimitTicks: 10,
       syncLimitTicks: 5,
       durable: { acceptedEpoch: s.acceptedEpoch, currentEpoch: s.currentEpoch, log: s.log.slice() },
-      state: { snapshot: () => ({ zxid: this.treeZxid(s), bytes: new TextEncoder().encode(JSON.stringify(s.applied)) }), lastZxid: () => this.treeZxid(s) },
+      state: { snapshot: () => ({ zxid: s.treeZxid, bytes: new TextEncoder().encode(JSON.stringify(s.applied)) }), lastZxid: () => s.treeZxid },
       nowMs: this.nowMs,
       committedLogRecordsMax: this.committedLogRecordsMax,
     });
     s.stepDown = undefined;
     this.handle(s, s.zab.start());
     return s.zab;
-  }
-
-  treeZxid(s: HarnessServer): number {
-    return s.applied[s.applied.length - 1] ?? 0;
   }
 
   input(id: number, input: ZabInput): void {
@@ -80,23 +152,22 @@ export class Harness {
     return zxid;
   }
 
-  /** Makes every pending persist action of `id` durable, answering the core. */
+  /** Makes every pending write of `id` durable, answering the core that asked. */
   flush(id: number): void {
-    const s = this.server(id);
-    while (s.pendingPersist.length > 0) {
-      const action = s.pendingPersist.shift()!;
-      this.input(id, this.complete(s, action));
-    }
+    const disk = this.server(id).disk;
+    while (disk.runNext());
   }
 
-  /** Delivers messages (FIFO) until none are left; `filter` may hold some back (returning false drops them). */
-  deliver(filter: (m: { from: number; to: number; message: QuorumMessage }) => boolean = () => true): void {
-    for (let guard = 0; this.wire.length > 0; guard++) {
-      if (guard > 100_000) throw new Error("message storm");
-      const m = this.wire.shift()!;
-      if (!filter(m)) continue;
-      this.trace.push(`${m.from}→${m.to} ${describe(m.message)}`);
-      this.input(m.to, { type: "message", from: m.from, message: m.message });
+  /**
+   * Delivers messages, oldest first, until none are left; `filter` may hold some back (returning
+   * false drops them at the receiver).
+   */
+  deliver(filter: (m: WireMessage) => boolean = () => true): void {
+    this.admit = filter;
+    try {
+      for (let delivered = 0; this.net.runNext(); delivered++) if (delivered > 100_000) throw new Error("message storm");
+    } finally {
+      this.admit = () => true;
     }
   }
 
@@ -105,45 +176,50 @@ export class Harness {
   }
 
   private handle(s: HarnessServer, ready: ZabReady): void {
+    const generation = s.generation;
     s.serving = ready.serving;
     for (const e of ready.events) this.trace.push(`# ${s.id} ${describeEvent(e)}`);
     for (const record of ready.apply) {
-      const last = s.applied[s.applied.length - 1] ?? 0;
-      if (record.zxid <= last) throw new Error(`server ${s.id} applied ${record.zxid} after ${last}`);
+      if (record.zxid <= s.treeZxid) throw new Error(`server ${s.id} applied ${record.zxid} after ${s.treeZxid}`);
       s.applied.push(record.zxid);
     }
-    for (const { to, message } of ready.send) this.wire.push({ from: s.id, to, message });
-    for (const action of ready.persist) {
-      if (action.kind === "installSnapshot") s.applied = decodeApplied(action.snapshot, action.zxid);
-      s.pendingPersist.push(action);
+    for (const { to, message } of ready.send) {
+      if (s.zab?.kind === "leader") s.port.sendToLearner(to, message);
+      else s.port.sendToLeader(message);
     }
+    for (const action of ready.persist) this.carryOut(s, action, (input) => this.answer(s, generation, input));
+    for (const id of ready.disconnect) s.port.closeLearner(id);
     if (ready.stepDown) {
       s.stepDown = ready.stepDown.reason;
       s.zab = undefined;
-      // The last Ready's writes still happen (the host drains before the next term).
-      for (const action of s.pendingPersist.splice(0)) this.complete(s, action);
+      s.generation += 1;
+      s.port.stopFollowing();
+      // The last Ready's writes still happen (the host drains before the next term); nobody hears of them.
+      this.flush(s.id);
       return;
     }
     if (s.autoDurable) this.flush(s.id);
   }
 
-  private complete(s: HarnessServer, action: PersistAction): ZabInput {
+  private answer(s: HarnessServer, generation: number, input: ZabInput): void {
+    if (generation === s.generation && s.zab !== undefined) this.handle(s, s.zab.step(input));
+  }
+
+  /** Hands `action` to the storage twin; `done` gets the core's answer once it is durable. */
+  private carryOut(s: HarnessServer, action: PersistAction, done: (input: ZabInput) => void): void {
+    const { log, stable, snapshots } = s.storage;
     switch (action.kind) {
       case "appendLog":
-        s.log.push({ zxid: action.zxid, record: action.record });
-        return { type: "logDurable", zxid: action.zxid };
+        return log.append(action.zxid, action.record, () => done({ type: "logDurable", zxid: action.zxid }));
       case "truncateLog":
-        s.log = s.log.filter((r) => r.zxid <= action.zxid);
-        return { type: "truncated", zxid: s.log[s.log.length - 1]?.zxid ?? this.treeZxid(s) };
+        return log.truncateAfter(action.zxid, () => done({ type: "truncated", zxid: s.log[s.log.length - 1]?.zxid ?? s.treeZxid }));
       case "installSnapshot":
-        s.log = [];
-        return { type: "snapshotInstalled", zxid: action.zxid };
+        s.applied = decodeApplied(action.snapshot, action.zxid);
+        return snapshots.install(action.zxid, action.snapshot, () => done({ type: "snapshotInstalled", zxid: action.zxid }));
       case "acceptedEpoch":
-        s.acceptedEpoch = action.epoch;
-        return { type: "epochDurable", which: "accepted", epoch: action.epoch };
+        return stable.saveEpoch("accepted", action.epoch, () => done({ type: "epochDurable", which: "accepted", epoch: action.epoch }));
       case "currentEpoch":
-        s.currentEpoch = action.epoch;
-        return { type: "epochDurable", which: "current", epoch: action.epoch };
+        return stable.saveEpoch("current", action.epoch, () => done({ type: "epochDurable", which: "current", epoch: action.epoch }));
     }
   }
 }

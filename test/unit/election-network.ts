@@ -1,9 +1,11 @@
 /**
- * A tiny in-memory network for FastLeaderElection tests: N machines, one queue of notifications in
- * flight, time as a number that only moves when the test (or `run`) moves it. Delivery order, delay
- * and loss come from one seeded PRNG (mulberry32), so a seed replays a run exactly. Partitions cut
- * links; a crashed server neither sends nor receives. Every step can be written to a trace, which
- * the scenario tests compare against golden text.
+ * FastLeaderElection machines on the simulator's network twin (test/sim/twins/sim-network.ts): the
+ * twin delays, duplicates, cuts and resends their notifications on one timeline
+ * (test/sim/twins/scheduler.ts), every draw from one seeded Prng (test/sim/prng.ts), so a seed
+ * replays a run exactly. This file only feeds the pure machines: what the network delivers goes to
+ * `receive`, each machine is ticked at its deadlines, and what it sends goes back to the network.
+ * A crashed server is detached from the network. Every step can be written to a trace, which the
+ * scenario tests compare against golden text.
  */
 import { QuorumVerifier } from "../../src/consensus/quorum.js";
 import {
@@ -15,19 +17,11 @@ import {
 } from "../../src/election/fast-leader-election.js";
 import type { Notification, PeerRole, Vote } from "../../src/election/types.js";
 import { compareVotes, isNoVote } from "../../src/election/vote.js";
+import type { PeerPort } from "../../src/replica/ports.js";
 import { counterOf, epochOf, makeZxid } from "../../src/store/zxid.js";
-
-/** mulberry32: a 32-bit seeded PRNG, returning floats in [0, 1). */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { Prng } from "../sim/prng.js";
+import { SteppedScheduler } from "../sim/twins/scheduler.js";
+import { SimNetwork } from "../sim/twins/sim-network.js";
 
 export interface ServerSpec {
   id: number;
@@ -41,10 +35,14 @@ export interface NetworkOptions {
   voters: ServerSpec[];
   observers?: number[];
   seed?: number;
-  /** Chance that a delivery is lost, in [0, 1). */
-  lossRate?: number;
-  /** Each message waits a random 0..maxDelayMs before it can be delivered. */
+  /**
+   * Each notification takes 1 to 1 + maxDelayMs ms (the twin's netDelayMsMax), so notifications
+   * sent close together arrive in any order. 0: every one takes 1 ms and delivery is FIFO.
+   * Default 20.
+   */
   maxDelayMs?: number;
+  /** Chance that the network delivers a notification twice. Default 0. */
+  duplicateRate?: number;
   /** Write every step to `trace`. */
   trace?: boolean;
   /**
@@ -56,15 +54,6 @@ export interface NetworkOptions {
   election?: Partial<Pick<FastLeaderElectionOptions, "finalizeWaitMs" | "notificationTimeoutMs" | "maxNotificationIntervalMs">>;
 }
 
-interface InFlight {
-  from: number;
-  to: number;
-  notification: Notification;
-  deliverAtMs: number;
-}
-
-export type DeliveryOrder = "fifo" | "random";
-
 export function formatVote(v: Vote): string {
   if (isNoVote(v)) return "nobody";
   return `${v.leader}(e${v.peerEpoch} z${epochOf(v.zxid)}:${counterOf(v.zxid)})`;
@@ -75,7 +64,6 @@ export function formatNotification(n: Notification): string {
 }
 
 export class ElectionNetwork {
-  nowMs = 0;
   readonly quorum: QuorumVerifier;
   readonly nodes = new Map<number, FastLeaderElection>();
   readonly selves = new Map<number, ElectionSelf>();
@@ -83,19 +71,15 @@ export class ElectionNetwork {
   readonly decisions = new Map<number, Decision>();
   readonly crashed = new Set<number>();
   readonly trace: string[] = [];
-  lossRate: number;
-  maxDelayMs: number;
+  /** Notifications handed to a live machine. */
   delivered = 0;
-  /** Messages lost to `lossRate`. */
-  lost = 0;
   learnerTimeoutMs: number | undefined;
   /** When each decided server was first seen without a working leader (see learnerTimeoutMs). */
   private readonly troubleSinceMs = new Map<number, number>();
-  private readonly random: () => number;
+  private readonly scheduler = new SteppedScheduler();
+  private readonly network: SimNetwork;
+  private readonly ports = new Map<number, PeerPort>();
   private readonly tracing: boolean;
-  private inFlight: InFlight[] = [];
-  /** Cut links, as "from>to". */
-  private readonly cut = new Set<string>();
 
   constructor(options: NetworkOptions) {
     const observers = options.observers ?? [];
@@ -103,11 +87,11 @@ export class ElectionNetwork {
       options.voters.map((v) => v.id),
       observers,
     );
-    this.random = mulberry32(options.seed ?? 1);
-    this.lossRate = options.lossRate ?? 0;
-    this.maxDelayMs = options.maxDelayMs ?? 0;
     this.tracing = options.trace ?? false;
     this.learnerTimeoutMs = options.learnerTimeoutMs;
+    const faults = { netDelayMsMax: options.maxDelayMs ?? 20, electionLoss: 0, electionDuplicate: options.duplicateRate ?? 0, streamBreak: 0 };
+    const ids = [...options.voters.map((v) => v.id), ...observers];
+    this.network = new SimNetwork(this.scheduler, new Prng(options.seed ?? 1), faults, (line) => this.log(line), ids);
     const make = (myId: number, role: PeerRole) => new FastLeaderElection({ myId, role, quorum: this.quorum, ...options.election });
     for (const v of options.voters) {
       this.nodes.set(v.id, make(v.id, "participant"));
@@ -117,6 +101,25 @@ export class ElectionNetwork {
       this.nodes.set(id, make(id, "observer"));
       this.selves.set(id, { lastZxid: 0, currentEpoch: 0 });
     }
+    for (const id of ids) {
+      this.ports.set(
+        id,
+        this.network.attach(id, {
+          onNotification: (notification) => this.receive(id, notification),
+          onQuorumMessage: () => {
+            throw new Error("no quorum traffic in an election test");
+          },
+          onQuorumStreamClosed: () => {},
+        }),
+      );
+    }
+    // The links come up (a started member's peers resend their last notification to it: nothing
+    // yet) before anyone looks.
+    while (this.scheduler.runNext());
+  }
+
+  get nowMs(): number {
+    return this.scheduler.nowMs;
   }
 
   node(id: number): FastLeaderElection {
@@ -131,10 +134,6 @@ export class ElectionNetwork {
 
   get liveIds(): number[] {
     return this.ids.filter((id) => !this.crashed.has(id));
-  }
-
-  get pending(): number {
-    return this.inFlight.length;
   }
 
   // ---- driving
@@ -153,47 +152,22 @@ export class ElectionNetwork {
     this.start(...this.ids);
   }
 
-  /** Deliver one message that is due now; false if none is. */
-  deliverNext(order: DeliveryOrder = "fifo"): boolean {
-    const due = this.inFlight.map((m, i) => [m, i] as const).filter(([m]) => m.deliverAtMs <= this.nowMs);
-    if (due.length === 0) return false;
-    const pick = order === "fifo" ? due[0]! : due[Math.floor(this.random() * due.length)]!;
-    this.inFlight.splice(pick[1], 1);
-    this.deliverMessage(pick[0]);
-    return true;
-  }
-
-  /** Deliver the oldest message from `from` to `to`. */
-  deliver(from: number, to: number): void {
-    const i = this.inFlight.findIndex((m) => m.from === from && m.to === to);
-    if (i < 0) throw new Error(`nothing in flight ${from}→${to}`);
-    const [m] = this.inFlight.splice(i, 1);
-    this.deliverMessage(m!);
-  }
-
-  /** Lose the oldest message from `from` to `to`. */
-  drop(from: number, to: number): void {
-    const i = this.inFlight.findIndex((m) => m.from === from && m.to === to);
-    if (i < 0) throw new Error(`nothing in flight ${from}→${to}`);
-    const [m] = this.inFlight.splice(i, 1);
-    this.log(`t=${this.nowMs} ${from}→${to} lost ${formatNotification(m!.notification)}`);
-  }
-
-  /** Lose everything in flight. */
+  /** Lose every notification in flight (the links stay up: nothing is resent but by the machines). */
   loseAll(): void {
-    for (const m of this.inFlight) this.log(`t=${this.nowMs} ${m.from}→${m.to} lost ${formatNotification(m.notification)}`);
-    this.inFlight = [];
+    for (const m of this.network.loseNotificationsInFlight()) this.log(`t=${this.nowMs} ${m.from}→${m.to} lost ${formatNotification(m.notification)}`);
   }
 
-  /** Deliver everything due, including what the deliveries send, until nothing is due. */
-  flush(order: DeliveryOrder = "fifo", limit = 100_000): void {
-    for (let i = 0; i < limit; i++) if (!this.deliverNext(order)) return;
+  /** Deliver everything in flight, and what the deliveries send, until nothing is; time moves with each delivery. */
+  flush(limit = 100_000): void {
+    for (let i = 0; i < limit; i++) if (!this.scheduler.runNext()) return;
     throw new Error(`flush did not settle within ${limit} deliveries`);
   }
 
-  /** Move time forward by `ms` and tick every live server. */
+  /** Deliver what arrives within `ms`, then move time to its end and tick every live server. */
   advance(ms: number): void {
-    this.nowMs += ms;
+    const untilMs = this.nowMs + ms;
+    while (this.scheduler.runNext(untilMs));
+    this.scheduler.nowMs = untilMs;
     this.tickAll();
   }
 
@@ -206,16 +180,16 @@ export class ElectionNetwork {
   }
 
   /**
-   * Deliver (in `order`) and let time pass, jumping straight to the next delivery or deadline,
-   * until `until()` holds or time passes `limitMs`. Returns whether `until()` held.
+   * Deliver and let time pass, jumping straight to the next delivery or deadline, until `until()`
+   * holds or time passes `limitMs`. Returns whether `until()` held.
    */
-  run(until: () => boolean, limitMs: number, order: DeliveryOrder = "random"): boolean {
+  run(until: () => boolean, limitMs: number): boolean {
     for (let steps = 0; steps < 1_000_000; steps++) {
       if (until()) return true;
-      if (this.deliverNext(order)) continue;
       const next = this.nextEventMs();
       if (next === undefined || next > limitMs) return until();
-      this.nowMs = Math.max(this.nowMs, next);
+      if (this.scheduler.runNext(next)) continue;
+      this.scheduler.nowMs = Math.max(this.nowMs, next);
       this.tickAll();
     }
     throw new Error("run did not settle within 1,000,000 steps");
@@ -225,25 +199,28 @@ export class ElectionNetwork {
 
   /** Cut every link between the two groups, both ways. */
   partition(a: number[], b: number[]): void {
-    for (const x of a) for (const y of b) this.cut.add(`${x}>${y}`).add(`${y}>${x}`);
+    for (const x of a) {
+      for (const y of b) {
+        this.network.block(x, y);
+        this.network.block(y, x);
+      }
+    }
     this.log(`t=${this.nowMs} partition ${a.join(" ")} | ${b.join(" ")}`);
   }
 
+  /** Every cut link comes back and resends the last notification it was asked to carry. */
   heal(): void {
-    this.cut.clear();
+    this.network.healAll();
     this.log(`t=${this.nowMs} heal`);
   }
 
   crash(id: number): void {
     this.crashed.add(id);
+    this.network.detach(id);
     this.log(`t=${this.nowMs} ${id} crashes`);
   }
 
   // ---- inspection
-
-  decidedIds(): number[] {
-    return this.liveIds.filter((id) => this.node(id).state !== "looking");
-  }
 
   allLiveDecided(): boolean {
     return this.liveIds.every((id) => this.node(id).state !== "looking");
@@ -265,7 +242,9 @@ export class ElectionNetwork {
   // ---- internals
 
   private nextEventMs(): number | undefined {
-    const times: number[] = this.inFlight.map((m) => m.deliverAtMs);
+    const times: number[] = [];
+    const delivery = this.scheduler.nextEventMs();
+    if (delivery !== undefined) times.push(delivery);
     for (const id of this.liveIds) {
       const d = this.node(id).nextDeadlineMs();
       if (d !== undefined) times.push(d);
@@ -281,7 +260,7 @@ export class ElectionNetwork {
   }
 
   private reachable(a: number, b: number): boolean {
-    return !this.crashed.has(a) && !this.crashed.has(b) && !this.cut.has(`${a}>${b}`) && !this.cut.has(`${b}>${a}`);
+    return !this.crashed.has(a) && !this.crashed.has(b) && !this.network.isBlocked(a, b) && !this.network.isBlocked(b, a);
   }
 
   /** Zab would keep this decided server where it is: see `learnerTimeoutMs`. */
@@ -317,36 +296,29 @@ export class ElectionNetwork {
     }
   }
 
-  private deliverMessage(m: InFlight): void {
-    const where = `t=${this.nowMs} ${m.from}→${m.to}`;
-    if (this.crashed.has(m.to) || this.crashed.has(m.from)) {
-      this.log(`${where} dropped (crashed) ${formatNotification(m.notification)}`);
-      return;
-    }
-    if (this.cut.has(`${m.from}>${m.to}`)) {
-      this.log(`${where} dropped (cut) ${formatNotification(m.notification)}`);
-      return;
-    }
-    if (this.lossRate > 0 && this.random() < this.lossRate) {
-      this.lost += 1;
-      this.log(`${where} lost ${formatNotification(m.notification)}`);
-      return;
-    }
+  /** What the network delivers to `to` (never to a crashed server: it is detached). */
+  private receive(to: number, notification: Notification): void {
     this.delivered += 1;
-    this.log(`${where} ${formatNotification(m.notification)}`);
-    this.handle(m.to, this.node(m.to).receive(m.notification, this.nowMs));
+    this.log(`t=${this.nowMs} ${notification.from}→${to} ${formatNotification(notification)}`);
+    this.handle(to, this.node(to).receive(notification, this.nowMs));
   }
 
   private handle(id: number, out: ElectionOutput, cause?: "tick"): void {
-    const byContent = new Map<string, number[]>();
+    const port = this.ports.get(id)!;
+    const byContent = new Map<string, { to: number[]; cut: number[] }>();
     for (const { to, notification } of out.send) {
-      const delay = this.maxDelayMs > 0 ? Math.floor(this.random() * (this.maxDelayMs + 1)) : 0;
-      this.inFlight.push({ from: id, to, notification, deliverAtMs: this.nowMs + delay });
       const key = formatNotification(notification);
-      byContent.set(key, [...(byContent.get(key) ?? []), to]);
+      const group = byContent.get(key) ?? { to: [], cut: [] };
+      byContent.set(key, group);
+      // The network drops what a cut link is asked to carry (and resends the last of it on heal).
+      (this.network.isBlocked(id, to) ? group.cut : group.to).push(to);
+      port.sendNotification(to, notification);
     }
     const prefix = cause === "tick" ? `t=${this.nowMs} ${id}` : `  ${id}`;
-    for (const [content, to] of byContent) this.log(`${prefix} sends ${content} → ${to.join(" ")}`);
+    for (const [content, { to, cut }] of byContent) {
+      const cutOff = cut.length === 0 ? "" : ` (cut: ${cut.join(" ")})`;
+      this.log(`${prefix} sends ${content} → ${to.length === 0 ? "nobody" : to.join(" ")}${cutOff}`);
+    }
     if (out.decided !== undefined) {
       this.decisions.set(id, out.decided);
       this.log(`${prefix} decides ${out.decided.state} ${out.decided.leader} r${out.decided.round}`);

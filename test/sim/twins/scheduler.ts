@@ -66,3 +66,31 @@ export class EventQueue {
 function before(a: QueuedEvent, b: QueuedEvent): boolean {
   return a.atMs < b.atMs || (a.atMs === b.atMs && a.seq < b.seq);
 }
+
+/**
+ * A Scheduler whose events run only when its owner steps it, for tests that drive time themselves
+ * (the election and Zab unit harnesses); the simulator steps its own queue (cluster.ts).
+ */
+export class SteppedScheduler implements Scheduler {
+  nowMs = 0;
+  private readonly queue = new EventQueue();
+
+  at(delayMs: number, run: () => void, server?: number): void {
+    this.queue.push(this.nowMs + delayMs, run, server);
+  }
+
+  /** When the next event is due, or undefined if none is queued. */
+  nextEventMs(): number | undefined {
+    return this.queue.peekTime();
+  }
+
+  /** Runs the next event if it is due by `untilMs`, moving time to it; false if none is. */
+  runNext(untilMs = Number.POSITIVE_INFINITY): boolean {
+    const atMs = this.queue.peekTime();
+    if (atMs === undefined || atMs > untilMs) return false;
+    const event = this.queue.pop()!;
+    this.nowMs = Math.max(this.nowMs, event.atMs);
+    event.run();
+    return true;
+  }
+}

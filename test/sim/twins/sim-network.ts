@@ -43,6 +43,13 @@ interface Stream {
   lastArrivalToLearner: number;
 }
 
+/** An election notification on its way, until it is delivered or lost. */
+export interface NotificationInFlight {
+  from: number;
+  to: number;
+  notification: Notification;
+}
+
 interface Member {
   endpoint: PeerEndpoint;
   /** The stream this member follows its leader on. */
@@ -55,6 +62,8 @@ export class SimNetwork {
   private readonly members = new Map<number, Member>();
   private readonly blocked = new Set<string>();
   private readonly lastNotification = new Map<string, Notification>();
+  /** Notifications scheduled for delivery, in send order (a scripted test may lose them). */
+  private readonly notificationsInFlight = new Set<NotificationInFlight>();
   /** Told of every quorum message as it is sent, with the term the leader accepted its stream in (the simulator's ack checker). */
   onQuorumSend: ((from: number, to: number, message: QuorumMessage, leaderTerm: number) => void) | undefined;
   /** A member's current term, as the simulator counts them. */
@@ -127,6 +136,18 @@ export class SimNetwork {
     this.blocked.clear();
   }
 
+  /**
+   * A scripted test's loss: every election notification in flight is lost, and returned in send
+   * order. Unlike a loss the network draws itself, no link breaks, so none resends: what the
+   * senders do about it is the election's own business (its resend on tick). The simulator never
+   * calls this.
+   */
+  loseNotificationsInFlight(): NotificationInFlight[] {
+    const lost = [...this.notificationsInFlight];
+    this.notificationsInFlight.clear();
+    return lost;
+  }
+
   // ---- election
 
   private sendNotification(from: number, to: number, notification: Notification): void {
@@ -136,12 +157,20 @@ export class SimNetwork {
       this.scheduler.at(100 + this.prng.int(400), () => this.resend(from, to));
       return;
     }
-    this.deliverNotification(to, notification);
-    if (this.prng.chance(this.faults.electionDuplicate)) this.deliverNotification(to, notification);
+    this.deliverNotification(from, to, notification);
+    if (this.prng.chance(this.faults.electionDuplicate)) this.deliverNotification(from, to, notification);
   }
 
-  private deliverNotification(to: number, notification: Notification): void {
-    this.scheduler.at(this.delay(), () => this.members.get(to)?.endpoint.onNotification(notification), to);
+  private deliverNotification(from: number, to: number, notification: Notification): void {
+    const flight: NotificationInFlight = { from, to, notification };
+    this.notificationsInFlight.add(flight);
+    this.scheduler.at(
+      this.delay(),
+      () => {
+        if (this.notificationsInFlight.delete(flight)) this.members.get(to)?.endpoint.onNotification(notification);
+      },
+      to,
+    );
   }
 
   private resend(from: number, to: number): void {
