@@ -461,6 +461,9 @@ describe("Master and Worker", { timeout: TEST_TIMEOUT_MS }, () => {
       open();
       const statuses = await Promise.all(tasks.map((task) => MasterWorker.awaitStatus(submitter, path, task, WAIT)));
       assert.deepEqual(statuses, tasks.map(() => DONE));
+      // The submitter can see a task done (through its own server) before the worker that did it has
+      // its multi's answer and reports "completed": wait for every report, then count them.
+      await until("every task reported completed", workers, ["completed"], () => (tasks.every((task) => completions.byTask.has(task)) ? true : undefined));
       for (const task of tasks) assert.equal(completions.byTask.get(task)?.length, 1, `${task} recorded done exactly once`);
       assert.ok(!(completions.byTask.get(w1Task) ?? []).includes("w1"), "the expired worker could not finish its task");
       await submitter.sync(path);
