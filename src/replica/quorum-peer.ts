@@ -1,8 +1,8 @@
 /**
- * One cluster member's runtime (ZooKeeper's QuorumPeer, without its threads): it runs
- * FastLeaderElection until a leader is decided, then one Zab core for that term, and carries out
- * what the pure cores ask — notifications and quorum messages through the PeerTransport, durable
- * writes through the log (persist before the messages that depend on them), committed txns into
+ * One cluster member (ZooKeeper's QuorumPeer, without its threads): it runs FastLeaderElection
+ * until a leader is decided, then one Zab core for that term, and carries out what the pure cores
+ * ask through the replica's ports — notifications and quorum messages through the PeerPort, durable
+ * writes through the storage ports (persist before the messages that depend on them), committed txns into
  * the database (and from there to the client pipeline). A core that steps down is dropped, every
  * client connection is ended, and the election starts again.
  */

@@ -14,22 +14,15 @@ import { buildReplica, type Replica } from "../replica/replica.js";
 import type { RecoveredState } from "../replica/ports.js";
 import { formatZxid as hex } from "../store/zxid.js";
 import { clientServiceDefinition, clientServiceHandlers } from "./grpc-client-service.js";
-import { SessionIdGenerator, SessionOpener } from "../replica/session-opener.js";
 import { PortStats, ZkClientService } from "./zk-wire/zk-client-service.js";
 import { parseFourLetterWordWhitelist } from "./zk-wire/four-letter-words.js";
 import { ServerStatus } from "./server-status.js";
 import { adminHandler, HttpListener, metricsHandler, type AdminExtension, type AdminExtensionContext } from "./admin/http-listeners.js";
 import { readFileSync } from "node:fs";
 import type { Logger } from "./log.js";
-import { RequestPipeline } from "../replica/pipeline.js";
 import { ServerMetrics } from "./metrics.js";
-import { Prep, type PrepOptions } from "../replica/prep.js";
-import { SessionTracker } from "../replica/session-tracker.js";
-import type { WriteBroadcast } from "../replica/broadcast.js";
 import { PeerTransport, type PeerTransportSecurity } from "./peer/peer-transport.js";
-import { ClusterBroadcast, ClusterSessionActivity, QuorumPeer } from "../replica/quorum-peer.js";
 import { DISK_FAULT_ENV, type DiskFaultPlan } from "./disk-faults.js";
-import { CleanupScanner } from "../store/cleanup-scan.js";
 
 /** corral's own version (package.json), which the ZooKeeper port reports inside a 3.8.0 version string. */
 const CORRAL_VERSION = readCorralVersion();

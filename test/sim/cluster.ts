@@ -15,7 +15,7 @@ import { QuorumVerifier } from "../../src/consensus/quorum.js";
 import type { Clock, Entropy, LogSink, PeerPort } from "../../src/replica/ports.js";
 import { buildReplica, type Replica, type ReplicaConfig } from "../../src/replica/replica.js";
 import type { WriteRequest } from "../../src/replica/requests.js";
-import { CleanupScanner, cleanupKind } from "../../src/store/cleanup-scan.js";
+import { cleanupKind } from "../../src/store/cleanup-scan.js";
 import type { DataTree } from "../../src/store/data-tree.js";
 import { decodeTxn, encodeTxn } from "../../src/store/txn-codec.js";
 import { ownerKind, ttlOfOwner, type Txn } from "../../src/store/types.js";

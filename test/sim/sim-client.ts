@@ -110,7 +110,6 @@ export class SimClient {
   private syncFloor = 0;
   /** The client's credentials: none sent yet, sent, or accepted (the machine replays them on every new connection). */
   private auth: "none" | "sent" | "accepted" = "none";
-  private events = 0;
 
   constructor(
     readonly id: number,
@@ -476,7 +475,6 @@ export class SimClient {
 
   private onEvent(event: DecodedWatchEvent): void {
     const checker = this.world.checker;
-    this.events += 1;
     this.world.count("watchEvents");
     this.world.log(`client ${this.id} got ${eventName(event.type)} ${event.path} at ${formatZxid(Number(event.zxid))}`);
     if (event.zxid < this.lastEventZxid) {

@@ -54,8 +54,8 @@ const ALLOWED: Record<string, string[]> = {
   server: ["common", "protocol", "store", "store/disk", "election", "consensus", "replica", "server"],
   // The web console is an application of the SDK that the admin port hosts: the CLI composes it
   // into the server (ServerHooks.adminExtension), so the server never depends on the client.
-  console: ["common", "client", "server", "replica", "console"],
-  cli: ["common", "protocol", "replica", "server", "cli", "client", "console", "index", "store", "store/disk"],
+  console: ["common", "client", "server", "console"],
+  cli: ["common", "protocol", "server", "cli", "client", "console", "index", "store", "store/disk"],
   index: ["common", "client", "recipes"],
 };
 
