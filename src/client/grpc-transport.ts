@@ -98,9 +98,10 @@ export class GrpcTransport {
     const connection: GrpcConnection = {
       channel,
       call,
-      outbox: new FrameOutbox((message) => {
+      outbox: new FrameOutbox((message, done) => {
         // A batch still queued when its connection closed is dropped with it.
-        if (this.connections.get(id) === connection) call.write(message);
+        if (this.connections.get(id) === connection) call.write(message, done);
+        else done();
       }, encodeClientFrameBatch),
     };
     this.connections.set(id, connection);
@@ -110,8 +111,9 @@ export class GrpcTransport {
   }
 
   /**
-   * Every frame leaves through here, in order. A `batchable` frame waits for the end of this
-   * event-loop turn, so that a burst of requests from promise continuations shares one message.
+   * Every frame leaves through here, in order. A `batchable` frame waits in the outbox for the
+   * end of this run of microtasks, or for the write before it, so that a burst of requests shares
+   * one message.
    */
   private send(id: number, frame: ClientFrame, batchable: boolean): void {
     const connection = this.connections.get(id);

@@ -476,13 +476,15 @@ export class QuorumPeer {
       if (zab instanceof Leader) metrics.committed(ready.apply.length);
       else if (wasServing) metrics.learnerCommitsReceived(ready.apply.length);
     }
-    for (const action of ready.persist) {
-      if (metrics && wasServing && action.kind === "appendLog" && !(zab instanceof Leader)) metrics.learnerProposalsReceived(1);
-      this.carryOut(action, generation);
-    }
+    // Sends first: none waits for this Ready's persists (the core holds back what does), and a
+    // leader's proposal should be on its way before its own log write starts — the two overlap.
     for (const { to, message } of ready.send) {
       if (zab instanceof Leader) this.deps.transport.sendToLearner(to, message);
       else this.deps.transport.sendToLeader(message);
+    }
+    for (const action of ready.persist) {
+      if (metrics && wasServing && action.kind === "appendLog" && !(zab instanceof Leader)) metrics.learnerProposalsReceived(1);
+      this.carryOut(action, generation);
     }
     for (const record of ready.apply) {
       const txn = decodeTxn(record.record);

@@ -67,9 +67,10 @@ class GrpcClientConnection implements FrameStream {
   private readonly session: ClientFrameSession;
   private readonly logger: Logger;
   private ended = false;
-  /** Used once the session speaks protocol 2: answers of one event-loop turn share a message. */
-  private readonly outbox = new FrameOutbox((message) => {
-    if (!this.ended) this.call.write(message);
+  /** Used once the session speaks protocol 2: answers ready together share a message. */
+  private readonly outbox = new FrameOutbox((message, done) => {
+    if (this.ended) done();
+    else this.call.write(message, done);
   }, encodeServerFrameBatch);
 
   constructor(

@@ -28,9 +28,13 @@
  * either. `verifyCaller` can also bind a certificate to the member it claims to be (hostname
  * verification). A link that fails its TLS handshake is logged once (warn) until it works.
  *
- * Batching. Whatever is sent to one stream during one event-loop turn travels as one frame (split
- * at a byte bound), flushed from one `setImmediate` for every stream with something queued. When
- * grpc-js pushes back (write() returns false) messages wait in a per-stream queue until 'drain';
+ * Batching. A message sent to an idle stream leaves at the end of the current microtask run (with
+ * whatever else the same run sent: the answers to one received frame travel together), not a turn
+ * of the event loop later: a proposal, ack or commit must not wait for the loop. While a quorum
+ * stream has a frame that grpc-js has not yet handed to its socket, what is sent meanwhile queues
+ * and leaves as one frame (split at a byte bound) the moment that write completes — batching under
+ * load, none when idle. When grpc-js pushes back (write() returns false) messages wait in a
+ * per-stream queue until 'drain';
  * a quorum stream whose queue passes its bound is closed (the core resyncs that learner), an
  * election link over its bound drops notifications.
  *
@@ -185,7 +189,14 @@ class QuorumStream implements Flushable {
   private head = 0;
   private queuedBytes = 0;
   private blocked = false;
+  /** A flush is scheduled (scheduleFlush). */
   private dirty = false;
+  /** Frames handed to grpc-js whose write has not completed yet. */
+  private writesPending = 0;
+  private readonly writeCompleted = (): void => {
+    this.writesPending--;
+    if (this.writesPending === 0 && !this.blocked && this.queuedMessages > 0) this.flush();
+  };
 
   constructor(
     private readonly transport: PeerTransport,
@@ -198,7 +209,7 @@ class QuorumStream implements Flushable {
     call.on("data", (frame: Buffer) => this.onFrame(frame));
     call.on("drain", () => {
       this.blocked = false;
-      this.flush();
+      if (this.writesPending === 0) this.flush();
     });
   }
 
@@ -230,7 +241,8 @@ class QuorumStream implements Flushable {
     this.entrySizes.push(entry);
     this.queuedBytes += entry;
     if (this.blocked && this.overflowed()) return;
-    if (!this.dirty) {
+    // With a write pending, its completion flushes (writeCompleted): that is the batching.
+    if (!this.dirty && this.writesPending === 0 && !this.blocked) {
       this.dirty = true;
       this.transport.scheduleFlush(this);
     }
@@ -259,7 +271,8 @@ class QuorumStream implements Flushable {
       this.queuedBytes -= bytes;
       counters.quorumFramesSent++;
       counters.quorumMessagesSent += end - start;
-      if (!this.call.write(frame)) this.blocked = true;
+      this.writesPending++;
+      if (!this.call.write(frame, this.writeCompleted)) this.blocked = true;
     }
     if (this.isClosed) return;
     if (this.head === messages.length) {
@@ -1060,12 +1073,12 @@ export class PeerTransport {
     this.dispatch({ kind: "closed", stream });
   }
 
-  /** @internal Flushes `target` at the end of this event-loop turn (with every other stream that has output). */
+  /** @internal Flushes `target` once the current run of microtasks is over (with every other stream that has output). */
   scheduleFlush(target: Flushable): void {
     this.toFlush.push(target);
     if (!this.flushScheduled) {
       this.flushScheduled = true;
-      setImmediate(() => this.flushAll());
+      queueMicrotask(() => this.flushAll());
     }
   }
 

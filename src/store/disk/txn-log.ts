@@ -332,9 +332,10 @@ export class LevelTxnLog implements TxnLog {
   private scheduleFlush(): void {
     if (this.flushScheduled || this.inFlight !== undefined) return;
     this.flushScheduled = true;
-    // setImmediate, not a microtask: every append made by continuations of the promises the last
-    // batch resolved gets queued before the next batch is cut.
-    setImmediate(() => {
+    // A microtask, not a turn of the event loop: an idle log starts its write with every append of
+    // this run (a frame's worth of proposals) and no later; under load the batch in flight is what
+    // gathers the next one.
+    queueMicrotask(() => {
       this.flushScheduled = false;
       void this.flush();
     });
