@@ -12,6 +12,13 @@
  * - `ephemeralOwner` stores the raw owner (session id, CONTAINER_OWNER or a ttlOwner()); stats
  *   handed out (reads, apply results) show 0 for containers and TTL nodes, as ZooKeeper does.
  *   `getNode(path).stat` is the raw record.
+ *
+ * Captures. `beginCapture()` freezes the tree as it is now without copying it: from then on, the
+ * first change to each node first saves the node as it was (its pre-image), so the capture reads
+ * every node as of the moment it began while writes go on. A snapshot of a million znodes is then
+ * encoded a slice at a time between writes instead of stopping them for seconds, and is still the
+ * exact image of one zxid (not ZooKeeper's fuzzy snapshot). The cost is one copy per node changed
+ * while the capture is open.
  */
 import { assert } from "../common/assert.js";
 import { ZkError, ZkErrorCode } from "../common/errors.js";
@@ -50,6 +57,20 @@ export interface ReadonlyZNode {
   readonly acl: readonly Acl[];
   readonly stat: Readonly<Stat>;
   readonly children: ReadonlySet<string>;
+}
+
+/**
+ * The tree frozen at `zxid` (see the file note, Captures): read nodes through `node`, and `release`
+ * it once done — until then every first change to a node keeps a copy of it.
+ */
+export interface TreeCapture {
+  readonly zxid: number;
+  readonly nodeCount: number;
+  /** Ascending by id. */
+  readonly sessions: readonly (readonly [bigint, SessionRecord])[];
+  /** The node at `path` as of `zxid`: the caller walks down from "/" through children it saw here. */
+  node(path: string): ReadonlyZNode;
+  release(): void;
 }
 
 /** A replicated session record: created by createSession, removed by closeSession. */
@@ -103,6 +124,8 @@ export class DataTree {
   private readonly quotaRoots = new Set<string>();
   private readonly sessionRecords = new Map<bigint, SessionRecord>();
   private lastZxid = 0;
+  /** Per open capture: pre-images of the nodes changed since it began. */
+  private openCaptures: Map<string, ZNode>[] = [];
 
   /**
    * A fresh tree: "/", "/zookeeper", "/zookeeper/quota" and "/zookeeper/config", every stat zero
@@ -312,6 +335,7 @@ export class DataTree {
       assert(false, `create ${path}: parentCversion ${txn.parentCversion} does not follow ${parentStat.cversion}`);
     }
 
+    this.preserve(parentPath, parent);
     parentStat.cversion = txn.parentCversion;
     parentStat.pzxid = zxid;
     parentStat.numChildren++;
@@ -353,7 +377,10 @@ export class DataTree {
     if (slash < 0 || path.length <= 1) assert(false, `delete ${path}: not a non-root absolute path`);
     const parentPath = slash === 0 ? ROOT : path.slice(0, slash);
     const parent = this.nodes.get(parentPath);
-    if (!(parent !== undefined && parent.children.delete(path.slice(slash + 1)))) assert(false, `delete ${path}: not a child of its parent`);
+    if (parent === undefined) assert(false, `delete ${path}: no parent`);
+    this.preserve(path, node);
+    this.preserve(parentPath, parent);
+    if (!parent.children.delete(path.slice(slash + 1))) assert(false, `delete ${path}: not a child of its parent`);
 
     const parentStat = parent.stat;
     parentStat.cversion = (parentStat.cversion + 1) | 0;
@@ -377,6 +404,7 @@ export class DataTree {
     const stat = node.stat;
     if (txn.version !== ((stat.version + 1) | 0)) assert(false, `setData ${txn.path}: version ${txn.version} does not follow ${stat.version}`);
     this.chargeQuota(txn.path, 0, txn.data.length - node.data.length);
+    this.preserve(txn.path, node);
     node.data = txn.data;
     stat.version = txn.version;
     stat.mzxid = header.zxid;
@@ -391,6 +419,7 @@ export class DataTree {
     if (node === undefined) assert(false, `setAcl ${txn.path}: no node`);
     const stat = node.stat;
     if (txn.aversion !== ((stat.aversion + 1) | 0)) assert(false, `setAcl ${txn.path}: aversion ${txn.aversion} does not follow ${stat.aversion}`);
+    this.preserve(txn.path, node);
     node.acl = txn.acl;
     stat.aversion = txn.aversion;
     return stat;
@@ -403,25 +432,28 @@ export class DataTree {
   private chargeQuota(path: string, count: number, bytes: number): void {
     const root = this.quotaRootOf(path);
     if (root === undefined) return;
-    const stats = this.nodes.get(statsPathOf(root));
+    const statsPath = statsPathOf(root);
+    const stats = this.nodes.get(statsPath);
     if (stats === undefined) return; // limits set but no stats node yet: counted when it is created
     const usage = parseQuotaFigures(stats.data);
-    this.writeQuotaUsage(stats, { ...usage, count: usage.count + count, bytes: usage.bytes + bytes });
+    this.writeQuotaUsage(statsPath, stats, { ...usage, count: usage.count + count, bytes: usage.bytes + bytes });
   }
 
   /** A stats node was created: it holds the subtree's real figures from now on (ZooKeeper's updateQuotaForPath). */
   private recountQuota(root: string): void {
-    const stats = this.nodes.get(statsPathOf(root))!;
+    const statsPath = statsPathOf(root);
+    const stats = this.nodes.get(statsPath)!;
     let count = 0;
     let bytes = 0;
     this.visitSubtree(root, (node) => {
       count += 1;
       bytes += node.data.length;
     });
-    this.writeQuotaUsage(stats, { ...unsetFigures(), count, bytes });
+    this.writeQuotaUsage(statsPath, stats, { ...unsetFigures(), count, bytes });
   }
 
-  private writeQuotaUsage(stats: ZNode, usage: QuotaFigures): void {
+  private writeQuotaUsage(statsPath: string, stats: ZNode, usage: QuotaFigures): void {
+    this.preserve(statsPath, stats);
     stats.data = UTF8.encode(formatQuotaFigures(usage));
     stats.stat.dataLength = stats.data.length;
   }
@@ -479,6 +511,19 @@ export class DataTree {
         if (paths.size === 0) this.ephemerals.delete(owner);
         return;
       }
+    }
+  }
+
+  /** Keeps `node` as it is now for every open capture that has no pre-image of it yet. */
+  private preserve(path: string, node: ZNode): void {
+    for (const preImages of this.openCaptures) {
+      if (preImages.has(path)) continue;
+      preImages.set(path, {
+        data: node.data,
+        acl: node.acl,
+        stat: { ...node.stat },
+        children: node.children === NO_CHILDREN ? NO_CHILDREN : new Set(node.children),
+      });
     }
   }
 
@@ -615,6 +660,35 @@ export class DataTree {
       const prefix = path === ROOT ? ROOT : path + "/";
       for (let i = names.length - 1; i >= 0; i--) stack.push(prefix + names[i]!);
     }
+  }
+
+  /** Captures begun and not yet released (each keeps pre-images while open). */
+  openCaptureCount(): number {
+    return this.openCaptures.length;
+  }
+
+  /** Freezes the tree as it is now (see the file note, Captures). */
+  beginCapture(): TreeCapture {
+    const preImages = new Map<string, ZNode>();
+    this.openCaptures.push(preImages);
+    const nodes = this.nodes;
+    let released = false;
+    return {
+      zxid: this.lastZxid,
+      nodeCount: nodes.size,
+      sessions: [...this.sessionRecords].sort(([a], [b]) => compareBigInt(a, b)),
+      node: (path) => {
+        assert(!released, "capture read after release");
+        const node = preImages.get(path) ?? nodes.get(path);
+        if (node === undefined) assert(false, `capture: ${path} vanished`);
+        return node;
+      },
+      release: () => {
+        if (released) return;
+        released = true;
+        this.openCaptures = this.openCaptures.filter((open) => open !== preImages);
+      },
+    };
   }
 
   /**

@@ -19,51 +19,104 @@
 import { assert } from "../common/assert.js";
 import { pathProblem } from "../common/paths.js";
 import { ByteReader, ByteWriter } from "./bytes.js";
-import { DataTree, emptyChildren, type SessionRecord, type ZNode } from "./data-tree.js";
+import { DataTree, emptyChildren, type ReadonlyZNode, type SessionRecord, type TreeCapture, type ZNode } from "./data-tree.js";
 import { readAclList, writeAclList } from "./txn-codec.js";
 import type { Acl, Stat } from "./types.js";
+
+const ROOT = "/";
 import { ownerKind, PERSISTENT_OWNER } from "./types.js";
 
 export const SNAPSHOT_FORMAT_VERSION = 1;
 const MAGIC = [0x43, 0x52, 0x53, 0x4e]; // "CRSN"
 
+/** The whole snapshot of `tree` as it is now, in one buffer (SNAP sync, tests). */
 export function encodeSnapshot(tree: DataTree): Uint8Array {
-  const w = new ByteWriter(64 * 1024);
-  for (const byte of MAGIC) w.writeUint8(byte);
-  w.writeUint8(SNAPSHOT_FORMAT_VERSION);
-  w.writeVarUint(tree.lastProcessedZxid);
+  const encoder = new SnapshotEncoder(tree);
+  const chunks: Uint8Array[] = [];
+  for (let chunk = encoder.next(Infinity); chunk !== undefined; chunk = encoder.next(Infinity)) chunks.push(chunk);
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+}
 
-  const sessionIds = [...tree.sessions.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-  w.writeVarUint(sessionIds.length);
-  for (const sessionId of sessionIds) {
-    const record = tree.sessions.get(sessionId)!;
-    w.writeInt64(sessionId);
-    if (!(record.timeoutMs >= 0 && record.timeoutMs <= 0x7fffffff)) assert(false, `session timeout ${record.timeoutMs}`);
-    w.writeVarUint(record.timeoutMs);
-    w.writeBytes(record.password);
+/**
+ * A snapshot of `tree` as of the moment it was made, encoded a slice at a time: the tree is
+ * captured (DataTree.beginCapture), so it may go on changing between slices. The chunks, in order,
+ * are exactly `encodeSnapshot`'s bytes. Call `abort` to give up before the end; either way the
+ * capture is released.
+ */
+export class SnapshotEncoder {
+  readonly zxid: number;
+  private readonly capture: TreeCapture;
+  private readonly stack: string[] = [ROOT];
+  private readonly aclRefByList = new Map<readonly Acl[], number>();
+  private readonly aclRefByKey = new Map<string, number>();
+  private nodesWritten = 0;
+  private started = false;
+  private finished = false;
+
+  constructor(tree: DataTree) {
+    this.capture = tree.beginCapture();
+    this.zxid = this.capture.zxid;
   }
 
-  const aclRefByList = new Map<readonly Acl[], number>();
-  const aclRefByKey = new Map<string, number>();
-  let nodesWritten = 0;
-  w.writeVarUint(tree.nodeCount());
-  tree.walk((path, node) => {
-    nodesWritten++;
+  /** The next chunk, holding at most `maxNodes` nodes (the first also the header); undefined once done. */
+  next(maxNodes: number): Uint8Array | undefined {
+    if (this.finished) return undefined;
+    const capture = this.capture;
+    const w = new ByteWriter(64 * 1024);
+    if (!this.started) {
+      this.started = true;
+      for (const byte of MAGIC) w.writeUint8(byte);
+      w.writeUint8(SNAPSHOT_FORMAT_VERSION);
+      w.writeVarUint(capture.zxid);
+      w.writeVarUint(capture.sessions.length);
+      for (const [sessionId, record] of capture.sessions) {
+        w.writeInt64(sessionId);
+        if (!(record.timeoutMs >= 0 && record.timeoutMs <= 0x7fffffff)) assert(false, `session timeout ${record.timeoutMs}`);
+        w.writeVarUint(record.timeoutMs);
+        w.writeBytes(record.password);
+      }
+      w.writeVarUint(capture.nodeCount);
+    }
+    const stack = this.stack;
+    for (let n = 0; n < maxNodes && stack.length > 0; n++) {
+      const path = stack.pop()!;
+      const node = capture.node(path);
+      this.writeNode(w, path, node);
+      if (node.children.size === 0) continue;
+      const names = [...node.children].sort();
+      const prefix = path === ROOT ? ROOT : path + "/";
+      for (let i = names.length - 1; i >= 0; i--) stack.push(prefix + names[i]!);
+    }
+    if (stack.length === 0) {
+      this.finished = true;
+      capture.release();
+      assert(this.nodesWritten === capture.nodeCount, "snapshot walk missed nodes");
+    }
+    return w.finish();
+  }
+
+  abort(): void {
+    this.finished = true;
+    this.capture.release();
+  }
+
+  private writeNode(w: ByteWriter, path: string, node: ReadonlyZNode): void {
+    this.nodesWritten++;
     w.writeString(path.slice(path.lastIndexOf("/") + 1));
     w.writeNullableBytes(node.data);
-    let ref = aclRefByList.get(node.acl);
+    let ref = this.aclRefByList.get(node.acl);
     if (ref === undefined) {
       const key = aclKey(node.acl);
-      ref = aclRefByKey.get(key);
+      ref = this.aclRefByKey.get(key);
       if (ref === undefined) {
-        ref = aclRefByKey.size;
-        aclRefByKey.set(key, ref);
+        ref = this.aclRefByKey.size;
+        this.aclRefByKey.set(key, ref);
         w.writeVarUint(ref);
         writeAclList(w, node.acl);
       } else {
         w.writeVarUint(ref);
       }
-      aclRefByList.set(node.acl, ref);
+      this.aclRefByList.set(node.acl, ref);
     } else {
       w.writeVarUint(ref);
     }
@@ -83,9 +136,7 @@ export function encodeSnapshot(tree: DataTree): Uint8Array {
       w.writeInt64(stat.ephemeralOwner);
     }
     w.writeVarUint(node.children.size);
-  });
-  assert(nodesWritten === tree.nodeCount(), "snapshot walk missed nodes");
-  return w.finish();
+  }
 }
 
 interface Frame {

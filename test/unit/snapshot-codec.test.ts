@@ -4,7 +4,7 @@ import fc from "fast-check";
 import { ZkError } from "../../src/common/errors.js";
 import { ByteWriter } from "../../src/store/bytes.js";
 import { DataTree } from "../../src/store/data-tree.js";
-import { decodeSnapshot, encodeSnapshot, SNAPSHOT_FORMAT_VERSION } from "../../src/store/snapshot-codec.js";
+import { decodeSnapshot, encodeSnapshot, SNAPSHOT_FORMAT_VERSION, SnapshotEncoder } from "../../src/store/snapshot-codec.js";
 import { Perms, type Acl } from "../../src/store/types.js";
 import { applyIntent, bytes, TxnScript, type Intent } from "../helpers/store-txns.js";
 
@@ -83,6 +83,75 @@ describe("snapshot codec", () => {
       }),
       { numRuns: 100 },
     );
+  });
+
+  test("a snapshot encoded in slices while txns go on is exactly the tree as of the moment it began", () => {
+    fc.assert(
+      fc.property(
+        fc.array(intent, { maxLength: 80 }),
+        fc.array(intent, { minLength: 1, maxLength: 60 }),
+        fc.integer({ min: 1, max: 4 }),
+        fc.nat({ max: 59 }),
+        (before, during, sliceNodes, nestedAt) => {
+          const script = scriptFrom(before);
+          const expected = encodeSnapshot(script.tree);
+          const encoder = new SnapshotEncoder(script.tree);
+          assert.equal(encoder.zxid, script.tree.lastProcessedZxid);
+          const chunks: Uint8Array[] = [];
+          during.forEach((step, i) => {
+            const chunk = encoder.next(sliceNodes);
+            if (chunk !== undefined) chunks.push(chunk);
+            applyIntent(script, step);
+            // A second capture while the first is open (the leader's SNAP for a learner during a
+            // background snapshot) sees the tree as it is then.
+            if (i === nestedAt) assert.equal(decodeSnapshot(encodeSnapshot(script.tree)).digest(), script.tree.digest());
+          });
+          for (let chunk = encoder.next(sliceNodes); chunk !== undefined; chunk = encoder.next(sliceNodes)) chunks.push(chunk);
+          assert.deepEqual(Buffer.concat(chunks), Buffer.from(expected));
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  test("a capture sees quota usage, ACLs and deleted-then-recreated nodes as they were", () => {
+    const script = new TxnScript();
+    script.create("/app", { data: bytes("v1") });
+    script.create("/app/x", { data: bytes("12345") });
+    script.create("/zookeeper/quota/app");
+    script.create("/zookeeper/quota/app/zookeeper_limits", { data: bytes("count=10,bytes=-1") });
+    script.create("/zookeeper/quota/app/zookeeper_stats", { data: bytes("count=0,bytes=0") });
+    const statsBefore = Buffer.from(script.tree.getNode("/zookeeper/quota/app/zookeeper_stats")!.data).toString();
+    const expected = encodeSnapshot(script.tree);
+    const encoder = new SnapshotEncoder(script.tree);
+    const first = encoder.next(1)!;
+    script.create("/app/y", { data: bytes("more") });
+    script.delete("/app/x");
+    script.create("/app/x", { data: bytes("recreated") });
+    script.setData("/app", bytes("v2"));
+    script.setAcl("/app", [{ perms: Perms.READ, id: { scheme: "world", id: "anyone" } }]);
+    assert.notEqual(Buffer.from(script.tree.getNode("/zookeeper/quota/app/zookeeper_stats")!.data).toString(), statsBefore);
+    const chunks = [first];
+    for (let chunk = encoder.next(2); chunk !== undefined; chunk = encoder.next(2)) chunks.push(chunk);
+    assert.deepEqual(Buffer.concat(chunks), Buffer.from(expected));
+  });
+
+  test("an encoder releases its capture when it ends or is aborted, and then gives nothing more", () => {
+    const script = new TxnScript();
+    script.create("/a");
+    const aborted = new SnapshotEncoder(script.tree);
+    aborted.next(1);
+    assert.equal(script.tree.openCaptureCount(), 1);
+    aborted.abort();
+    assert.equal(script.tree.openCaptureCount(), 0);
+    assert.equal(aborted.next(10), undefined);
+    const done = new SnapshotEncoder(script.tree);
+    while (done.next(1) !== undefined);
+    assert.equal(script.tree.openCaptureCount(), 0);
+    assert.equal(done.next(1), undefined);
+    script.setData("/a", bytes("x"));
+    // Both captures are released: a fresh one reads the tree as it is now.
+    assert.equal(decodeSnapshot(encodeSnapshot(script.tree)).getNode("/a")!.data.length, 1);
   });
 
   test("equal trees encode to equal bytes, and re-encoding a decoded snapshot is stable", () => {
