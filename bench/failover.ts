@@ -4,12 +4,16 @@
  * 1 × 1 setData load going through a follower, kills the leader with SIGKILL and reports the time
  * from the kill to the first successful write issued after it. Repeats with the old leader
  * restarted each time; prints one JSON line per run and one summary line on stdout.
+ *
+ * The measurement itself (`measureFailover`, `restartAndRejoin`) works on any ClusterUnderTest
+ * through any BenchConnection: `npm run bench:compare` runs it on ZooKeeper and corral alike.
  */
 import { appendFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { Client, ZkError } from "../src/index.js";
-import { ClusterProcess } from "../test/helpers/cluster-process.js";
-import { waitFor } from "../test/helpers/wait.js";
+import { agreedLeader, CorralCluster, poll, waitWholeQuorum, type ClusterUnderTest } from "./cluster-under-test.js";
+import { withTimeout } from "./connect.js";
+import { errorLabel, type BenchConnection } from "./target.js";
+import { corralTarget } from "./targets/corral.js";
 
 export const FAILOVER_USAGE = `usage: npm run bench -- --failover [--runs N] [--tick-ms MS] [--writes-before-kill N] [--json-out FILE]
 
@@ -59,13 +63,11 @@ function parseFailoverArgs(argv: readonly string[]): FailoverOptions {
   };
 }
 
-const VOTERS = [1, 2, 3];
-
 function info(message: string): void {
   process.stderr.write(`[bench failover] ${message}\n`);
 }
 
-interface FailoverRun {
+export interface FailoverRun {
   run: number;
   killedLeader: number;
   newLeader: number;
@@ -75,47 +77,79 @@ interface FailoverRun {
   failedWritesDuringFailover: number;
 }
 
-/** One failover: load through `follower`, kill the leader after `writesBeforeKill` acks, time the first later write. */
-async function measureOnce(cluster: ClusterProcess, run: number, options: FailoverOptions): Promise<FailoverRun> {
-  const leader = await waitFor("an agreed leader", () => cluster.agreedLeader(), 60_000);
-  const follower = VOTERS.find((id) => id !== leader)!;
-  const session = options.tickMs * 20;
-  const client = await Client.connect(cluster.server(follower).connectString, { sessionTimeoutMs: session, connectTimeoutMs: 60_000 });
+/**
+ * Errors a write may meet while the cluster fails over, to be retried: the connection to the
+ * follower dropped (or the request timed out) while it lost and found its leader. Anything else
+ * ends the measurement. Labels as bench/target.ts's errorLabel gives them, for either client.
+ */
+const RETRIED_DURING_FAILOVER = new Set(["CONNECTIONLOSS", "OPERATIONTIMEOUT"]);
+
+const FAILOVER_LIMIT_MS = 120_000;
+
+/**
+ * One failover: 1 × 1 setData through a follower, kill -9 of the leader after `writesBeforeKill`
+ * acknowledged writes, and the time from the kill to the completion of the first write *issued*
+ * after it. `connect` opens the measuring session to the given server (any client: the SDK or
+ * node-zookeeper-client). The killed server is left down: see `restartAndRejoin`.
+ */
+export async function measureFailover(
+  cluster: ClusterUnderTest,
+  connect: (serverId: number) => Promise<BenchConnection>,
+  options: { run: number; writesBeforeKill: number },
+): Promise<FailoverRun> {
+  const leader = await poll("an agreed leader", () => agreedLeader(cluster), 60_000);
+  const follower = cluster.serverIds.find((id) => id !== leader)!;
+  const connection = await withTimeout(connect(follower), 60_000, `connect to server ${follower}`);
   try {
-    const path = `/failover-${run}`;
-    await client.create(path, "");
+    const path = `/failover-${options.run}-${Date.now().toString(36)}`;
+    await connection.create(path, new Uint8Array(0));
     let acked = 0;
     let failed = 0;
     let killedAt = 0;
-    const deadline = Date.now() + 120_000;
+    const deadline = Date.now() + FAILOVER_LIMIT_MS;
     for (;;) {
-      if (Date.now() > deadline) throw new Error(`no write succeeded within 120 s of killing leader ${leader}`);
+      if (Date.now() > deadline) throw new Error(`no write succeeded within ${FAILOVER_LIMIT_MS} ms of killing leader ${leader}`);
       const issuedAt = performance.now();
       try {
-        await client.setData(path, String(acked));
+        // Bounded: a client that queues requests while disconnected could otherwise wait forever.
+        await withTimeout(connection.setData(path, new TextEncoder().encode(String(acked))), FAILOVER_LIMIT_MS, "setData");
         acked += 1;
         if (killedAt > 0 && issuedAt > killedAt) {
           const failoverMs = performance.now() - killedAt;
-          const newLeader = await waitFor("the new leader", () => {
-            const agreed = cluster.agreedLeader();
+          const newLeader = await poll("the new leader", async () => {
+            const agreed = await agreedLeader(cluster);
             return agreed !== undefined && agreed !== leader ? agreed : undefined;
           }, 60_000);
-          return { run, killedLeader: leader, newLeader, follower, failoverMs: Math.round(failoverMs), writesBeforeKill: options.writesBeforeKill, failedWritesDuringFailover: failed };
+          return {
+            run: options.run,
+            killedLeader: leader,
+            newLeader,
+            follower,
+            failoverMs: Math.round(failoverMs),
+            writesBeforeKill: options.writesBeforeKill,
+            failedWritesDuringFailover: failed,
+          };
         }
       } catch (error) {
-        if (!(error instanceof ZkError) || (error.code !== "CONNECTIONLOSS" && error.code !== "OPERATIONTIMEOUT")) throw error;
+        if (!RETRIED_DURING_FAILOVER.has(errorLabel(error))) throw error;
         failed += 1;
         // Disconnected, the SDK fails at once: give it a moment to reconnect instead of spinning.
         await new Promise((resolve) => setTimeout(resolve, 1));
       }
       if (killedAt === 0 && acked === options.writesBeforeKill) {
         killedAt = performance.now();
-        await cluster.server(leader).crash();
+        await cluster.crash(leader);
       }
     }
   } finally {
-    await client.close();
+    await connection.close().catch(() => undefined);
   }
+}
+
+/** Restarts server `id` and waits until every server serves and the leader counts them all synced. */
+export async function restartAndRejoin(cluster: ClusterUnderTest, id: number, limitMs = 120_000): Promise<void> {
+  await cluster.restart(id);
+  await waitWholeQuorum(cluster, limitMs);
 }
 
 export async function runFailoverBench(argv: readonly string[]): Promise<number> {
@@ -131,19 +165,20 @@ export async function runFailoverBench(argv: readonly string[]): Promise<number>
     return 0;
   }
   info(`three voters on 127.0.0.1, tickMs ${options.tickMs}, ${options.runs} runs`);
-  const cluster = await ClusterProcess.start({ voters: 3, tickMs: options.tickMs, initLimitTicks: 10, syncLimitTicks: 5 });
+  const cluster = await CorralCluster.start({ tickMs: options.tickMs });
   const times: number[] = [];
+  const sessionTimeoutMs = options.tickMs * 20;
   try {
+    await waitWholeQuorum(cluster);
     for (let run = 1; run <= options.runs; run++) {
-      const result = await measureOnce(cluster, run, options);
+      const result = await measureFailover(cluster, (id) => corralTarget.connect(cluster.sdkHost(id), { sessionTimeoutMs }), {
+        run,
+        writesBeforeKill: options.writesBeforeKill,
+      });
       times.push(result.failoverMs);
       emit(JSON.stringify({ target: "corral", workload: "failover", ...result }), options.jsonOut);
       info(`run ${run}: killed leader ${result.killedLeader}, server ${result.newLeader} leads; first write after the kill ${result.failoverMs} ms`);
-      await cluster.server(result.killedLeader).restart();
-      await waitFor(`server ${result.killedLeader} rejoins`, () => {
-        const role = cluster.roles().get(result.killedLeader)?.role;
-        return cluster.agreedLeader() !== undefined && role === "following" ? true : undefined;
-      }, 120_000);
+      await restartAndRejoin(cluster, result.killedLeader);
     }
   } finally {
     await cluster.stop();

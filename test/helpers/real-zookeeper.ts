@@ -16,9 +16,9 @@ import { freePort } from "./server-process.js";
 import { makeTempDir } from "./temp-dir.js";
 
 /** Debian bookworm's layout (packages `zookeeper`, `libzookeeper-java`, `libslf4j-java`, `liblog4j1.2-java`). */
-const ZOOKEEPER_JAR = "/usr/share/java/zookeeper.jar";
-const LOGGING_JARS = ["/usr/share/java/slf4j-log4j12.jar", "/usr/share/java/log4j-1.2.jar"];
-const JAVA = process.env.JAVA ?? (existsSync("/usr/bin/java") ? "/usr/bin/java" : "java");
+export const ZOOKEEPER_JAR = "/usr/share/java/zookeeper.jar";
+export const LOGGING_JARS = ["/usr/share/java/slf4j-log4j12.jar", "/usr/share/java/log4j-1.2.jar"];
+export const JAVA = process.env.JAVA ?? (existsSync("/usr/bin/java") ? "/usr/bin/java" : "java");
 
 import { fourLetterWord } from "./four-letter-word.js";
 
