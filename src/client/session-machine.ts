@@ -374,13 +374,17 @@ export class SessionMachine<T> implements SessionInputs {
       this.protocolError(conn, "a response before the connect answer");
       return;
     }
-    if (response.zxid > this.lastZxid) this.lastZxid = response.zxid;
     const request = conn.inFlight.shift();
     if (request === undefined || request.xid !== response.xid) {
       if (request !== undefined) this.fail(request, "CONNECTIONLOSS", "CONNECTIONLOSS: xid out of order");
       this.protocolError(conn, `response xid ${response.xid} but expected ${request === undefined ? "none" : request.xid}`);
       return;
     }
+    // A replayed credential is answered before the setWatches behind it, with the server's zxid: were
+    // that to count as seen and the stream break before the setWatches' events arrive, the next
+    // setWatches would ask only for changes after it, and the missed ones would never fire (as in
+    // ZooKeeper, whose client takes no zxid from an auth answer).
+    if (request.purpose !== "authReplay" && response.zxid > this.lastZxid) this.lastZxid = response.zxid;
     switch (request.purpose) {
       case "request":
         if (response.err === 0 && request.credential !== undefined) this.remember(request.credential);

@@ -244,6 +244,28 @@ test("credentials and setWatches sent on reconnect are answered inside the machi
   assert.equal(machine.connected, true, "a failed setWatches keeps the connection");
 });
 
+test("a replayed credential's answer does not raise the last zxid seen, so a setWatches cut off before its answer asks again from the same zxid", () => {
+  // Simulator seed 12252: the credential's answer carried the server's newer zxid, the stream broke
+  // before the setWatches' event arrived, and the next setWatches asked only for later changes.
+  const watches: WatchPaths = { ...emptyWatchPaths(), dataWatches: ["/k"] };
+  const { machine, take } = openSession({ watchedPaths: () => watches });
+  machine.submit({ op: "addAuth", addAuth: { scheme: "digest", auth: Buffer.from("bob:pw") } }, "auth");
+  machine.receive(1, response(1, 30n));
+  take();
+  const reconnect = (connection: number): Request[] => {
+    machine.lost(connection, { serverBehind: false, message: undefined });
+    machine.timerFired("reconnect");
+    machine.receive(connection + 1, connectAnswer());
+    return requests(take());
+  };
+  const [auth, setWatches] = reconnect(1);
+  assert.equal(setWatches?.op === "setWatches" && setWatches.setWatches.relativeZxid, "30");
+  machine.receive(2, response(auth!.xid, 90n));
+  assert.equal(machine.lastZxidSeen, 30n);
+  const [, again] = reconnect(2);
+  assert.equal(again?.op === "setWatches" && again.setWatches.relativeZxid, "30");
+});
+
 test("a credential the new server refuses is not sent on later connections", () => {
   const { machine, take } = openSession();
   machine.submit({ op: "addAuth", addAuth: { scheme: "digest", auth: Buffer.from("bob:pw") } }, "auth");
