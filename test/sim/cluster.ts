@@ -828,17 +828,20 @@ export class Simulation implements Scheduler, ClientWorld {
     const startZxid = leader.tree!.lastProcessedZxid;
     const intervalMs = this.config.containerCheckIntervalMs;
     const deadline = start + CLEANUP_BUDGET_MS;
+    // The deletion is a write: its commit may wait for a proposal's round trip and a quorum's fsync,
+    // and with another voter paused that quorum can need the member with the slow disk.
+    const slackMs = CLEANUP_SLACK_MS + 2 * this.config.netDelayMsMax + (this.config.slowDiskServer === 0 ? 1 : 10) * this.config.fsyncMsMax;
     const watched: { path: string; czxid: number; dueAtMs: number }[] = [];
     for (const path of leader.tree!.containerPaths()) {
       const stat = leader.tree!.getNode(path)!.stat;
-      if (cleanupKind(stat, 0) === "container") watched.push({ path, czxid: stat.czxid, dueAtMs: start + 2 * intervalMs + CLEANUP_SLACK_MS });
+      if (cleanupKind(stat, 0) === "container") watched.push({ path, czxid: stat.czxid, dueAtMs: start + 2 * intervalMs + slackMs });
     }
     for (const path of leader.tree!.ttlPaths()) {
       const stat = leader.tree!.getNode(path)!.stat;
       if (stat.numChildren > 0 || ownerKind(stat.ephemeralOwner) !== "ttl") continue;
       // When the leader's clock, offset by the clock jumps it took, passes the node's expiry.
       const expiresAtMs = stat.mtime + ttlOfOwner(stat.ephemeralOwner) - leader.clockOffsetMs;
-      const dueAtMs = Math.max(start, expiresAtMs) + intervalMs + CLEANUP_SLACK_MS;
+      const dueAtMs = Math.max(start, expiresAtMs) + intervalMs + slackMs;
       if (dueAtMs <= deadline) watched.push({ path, czxid: stat.czxid, dueAtMs });
     }
     const lingering = (): string[] => {
