@@ -13,6 +13,7 @@
 import { assert } from "../common/assert.js";
 import { ZkError } from "../common/errors.js";
 import { NULL_DATA } from "../common/znode.js";
+import { pooledBytes } from "../common/pooled-bytes.js";
 
 /** The length that stands for NULL_DATA: beyond any real length (data is at most a few MiB). */
 const NULL_BYTES_LENGTH = 0xffffffff;
@@ -51,7 +52,7 @@ export class ByteWriter {
 
   constructor(initialCapacity = 256) {
     if (!(Number.isInteger(initialCapacity) && initialCapacity > 0)) assert(false, `initial capacity ${initialCapacity}`);
-    this.buf = new Uint8Array(initialCapacity);
+    this.buf = pooledBytes(initialCapacity);
   }
 
   /** Bytes written so far. */
@@ -304,7 +305,7 @@ export class ByteWriter {
     const needed = this.pos + bytes;
     let capacity = this.buf.length * 2;
     while (capacity < needed) capacity *= 2;
-    const next = new Uint8Array(capacity);
+    const next = pooledBytes(capacity);
     next.set(this.buf.subarray(0, this.pos));
     this.buf = next;
   }

@@ -9,6 +9,7 @@
  * Pure: no sockets, no server state.
  */
 import { assert } from "../../common/assert.js";
+import { pooledBytes } from "../../common/pooled-bytes.js";
 import { JUTE_MAX_BUFFER_BYTES, JuteError } from "./jute.js";
 
 export const FRAME_LENGTH_PREFIX_BYTES = 4;
@@ -22,8 +23,8 @@ const FRAME_LENGTH_MAX_BYTES = 0x7fffffff;
  */
 export function encodeFrame(record: Uint8Array): Uint8Array {
   if (record.byteLength > FRAME_LENGTH_MAX_BYTES) throw new JuteError("length-over-limit", `a record of ${record.byteLength} bytes does not fit a frame's length`);
-  const frame = new Uint8Array(FRAME_LENGTH_PREFIX_BYTES + record.byteLength);
-  new DataView(frame.buffer).setInt32(0, record.byteLength, false);
+  const frame = pooledBytes(FRAME_LENGTH_PREFIX_BYTES + record.byteLength);
+  new DataView(frame.buffer, frame.byteOffset, FRAME_LENGTH_PREFIX_BYTES).setInt32(0, record.byteLength, false);
   frame.set(record, FRAME_LENGTH_PREFIX_BYTES);
   return frame;
 }
@@ -73,7 +74,8 @@ export class FrameSplitter {
           this.failure = error as JuteError;
           throw error;
         }
-        this.body = new Uint8Array(length);
+        // Filled completely before it is handed on.
+        this.body = pooledBytes(length);
         this.bodyFilled = 0;
       }
       const take = Math.min(this.body.byteLength - this.bodyFilled, chunk.byteLength - at);

@@ -10,6 +10,7 @@
  * Pure: no I/O, no server state.
  */
 import { assert } from "../../common/assert.js";
+import { pooledBytes } from "../../common/pooled-bytes.js";
 
 /**
  * ZooKeeper 3.8's `jute.maxbuffer` default (BinaryInputArchive.maxBuffer = 0xfffff, 1 MiB - 1).
@@ -183,18 +184,18 @@ export class JuteWriter {
   private length = 0;
 
   constructor(initialCapacityBytes = 256) {
-    this.bytes = new Uint8Array(Math.max(16, initialCapacityBytes));
-    this.view = new DataView(this.bytes.buffer);
+    this.bytes = pooledBytes(Math.max(16, initialCapacityBytes));
+    this.view = new DataView(this.bytes.buffer, this.bytes.byteOffset, this.bytes.byteLength);
   }
 
   private reserve(count: number): void {
     if (this.length + count <= this.bytes.byteLength) return;
     let capacity = this.bytes.byteLength * 2;
     while (capacity < this.length + count) capacity *= 2;
-    const grown = new Uint8Array(capacity);
+    const grown = pooledBytes(capacity);
     grown.set(this.bytes.subarray(0, this.length));
     this.bytes = grown;
-    this.view = new DataView(grown.buffer);
+    this.view = new DataView(grown.buffer, grown.byteOffset, grown.byteLength);
   }
 
   writeInt(value: number): this {
@@ -252,6 +253,8 @@ export class JuteWriter {
 
   /** The bytes written so far (a copy). */
   toBytes(): Uint8Array {
-    return this.bytes.slice(0, this.length);
+    const copy = pooledBytes(this.length);
+    copy.set(this.bytes.subarray(0, this.length));
+    return copy;
   }
 }
