@@ -19,7 +19,7 @@ const FIELD_HELP: Record<keyof ServerConfig, readonly [string, string]> = {
   tickMs: ["MS", "ZooKeeper's tickTime"],
   minSessionTimeoutMs: ["MS", "the shortest session timeout granted (default 2 ticks)"],
   maxSessionTimeoutMs: ["MS", "the longest session timeout granted (default 20 ticks)"],
-  snapshotEveryTxns: ["N", "take a snapshot after this many txns"],
+  snapshotEveryTxns: ["N", "take a snapshot after a random count of txns in (N/2, N]"],
   snapshotRetainCount: ["N", "snapshots kept; older log records are purged"],
   ttlNodesEnabled: ["true|false", "allow TTL nodes; when off a TTL create is UNIMPLEMENTED"],
   enforceQuota: ["true|false", "refuse writes past a quota's hard limit with QUOTAEXCEEDED"],

@@ -1,14 +1,17 @@
 /**
  * The replica's copy of the replicated state (ZooKeeper's ZKDatabase): the in-memory DataTree, which
- * only committed txns change, and the snapshot trigger (every `snapshotEveryTxns` applied txns, as
- * ZooKeeper's SyncRequestProcessor). The bytes on disk are the storage ports'.
+ * only committed txns change, and the snapshot trigger. As ZooKeeper's SyncRequestProcessor, a
+ * server snapshots after a number of applied txns drawn afresh each time from
+ * (snapshotEveryTxns / 2, snapshotEveryTxns]: servers that apply the same txns would otherwise all
+ * encode and write their snapshots at the same moment, and every write waits on a quorum of them.
+ * The bytes on disk are the storage ports'.
  */
 import { assert } from "../common/assert.js";
 import type { DataTree } from "../store/data-tree.js";
 import { decodeSnapshot } from "../store/snapshot-codec.js";
 import type { Txn, TxnResult, WatchDelivery } from "../store/types.js";
 import { formatZxid } from "../store/zxid.js";
-import type { LogSink, ReplicaStorage } from "./ports.js";
+import type { Entropy, LogSink, ReplicaStorage } from "./ports.js";
 
 export type ApplyListener = (txn: Txn, result: TxnResult, deliveries: WatchDelivery[]) => void;
 
@@ -23,6 +26,7 @@ export interface TreeObserver {
 export class ReplicaDatabase {
   private listener: ApplyListener = () => {};
   private txnsSinceSnapshot = 0;
+  private txnsBeforeSnapshot: number;
   /** Callers of takeSnapshot waiting for the snapshot being written; undefined when none is. */
   private snapshotWaiters: (() => void)[] | undefined;
 
@@ -30,9 +34,20 @@ export class ReplicaDatabase {
     private currentTree: DataTree,
     private readonly storage: ReplicaStorage,
     private readonly snapshotEveryTxns: number,
+    private readonly entropy: Entropy,
     private readonly logger: LogSink,
     private readonly observer?: TreeObserver,
-  ) {}
+  ) {
+    this.txnsBeforeSnapshot = this.drawSnapshotThreshold();
+  }
+
+  /** A count in (snapshotEveryTxns / 2, snapshotEveryTxns]. */
+  private drawSnapshotThreshold(): number {
+    const half = Math.floor(this.snapshotEveryTxns / 2);
+    const span = this.snapshotEveryTxns - half;
+    const [a = 0, b = 0, c = 0] = this.entropy.bytes(3);
+    return half + 1 + (((a << 16) | (b << 8) | c) % span);
+  }
 
   /** The tree as of the last applied txn; replaced as a whole when a learner installs a SNAP. */
   get tree(): DataTree {
@@ -49,7 +64,7 @@ export class ReplicaDatabase {
     const { result, deliveries } = this.currentTree.apply(txn);
     this.listener(txn, result, deliveries);
     this.txnsSinceSnapshot += 1;
-    if (this.txnsSinceSnapshot >= this.snapshotEveryTxns && this.snapshotWaiters === undefined) this.takeSnapshot(() => {});
+    if (this.txnsSinceSnapshot >= this.txnsBeforeSnapshot && this.snapshotWaiters === undefined) this.takeSnapshot(() => {});
   }
 
   /** Snapshot the tree as of its last applied zxid; `written` once it is on disk (or failed: it is a redundant copy). */
@@ -59,6 +74,7 @@ export class ReplicaDatabase {
       return;
     }
     this.txnsSinceSnapshot = 0;
+    this.txnsBeforeSnapshot = this.drawSnapshotThreshold();
     const waiters = [written];
     this.snapshotWaiters = waiters;
     this.storage.snapshots.save(this.currentTree, () => {

@@ -103,7 +103,7 @@ export class Replica {
  */
 export function buildReplica(config: ReplicaConfig, ports: ReplicaPorts): Replica {
   const { clock, logger, metrics } = ports;
-  const database = new ReplicaDatabase(ports.recovered.tree, ports.storage, config.snapshotEveryTxns, logger, ports.treeObserver);
+  const database = new ReplicaDatabase(ports.recovered.tree, ports.storage, config.snapshotEveryTxns, ports.entropy, logger, ports.treeObserver);
   const tracker = new SessionTracker(config.tickMs, () => clock.nowMs());
   const broadcast = new ClusterBroadcast();
   const activity = new ClusterSessionActivity();

@@ -16,7 +16,7 @@ import type { Done, RecoveredState, ReplicaStorage, SnapshotPort, StableStorePor
 import type { Logger } from "./log.js";
 
 /** Nodes encoded per event-loop turn while a snapshot is written: about a millisecond of work. */
-const SNAPSHOT_SLICE_NODES = 500;
+const SNAPSHOT_SLICE_NODES = 100;
 /** Encoded bytes gathered before one write to the snapshot file. */
 const SNAPSHOT_WRITE_BYTES = 1024 * 1024;
 

@@ -26,7 +26,7 @@ export const SNAPSHOT_FORMAT_VERSION = 1;
 export const SNAPSHOT_HEADER_BYTES = 32;
 
 /** How much of a snapshot is written between two syncs of its file (see saveChunks). */
-const SYNC_EVERY_BYTES = 4 * 1024 * 1024;
+const SYNC_EVERY_BYTES = 1024 * 1024;
 
 const FILE_NAME = /^snapshot\.([0-9a-f]{16})$/;
 const TEMP_NAME = /^snapshot\.[0-9a-f]{16}\.tmp-/;
