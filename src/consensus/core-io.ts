@@ -75,3 +75,22 @@ export interface ZabReady {
 export function emptyReady(serving: boolean): ZabReady {
   return { send: [], persist: [], apply: [], forwarded: [], touches: [], syncsDone: [], revalidations: [], revalidated: [], events: [], serving, stepDown: undefined, disconnect: [] };
 }
+
+/**
+ * What a core holds between two inputs: every input starts a fresh Ready, so none is built for the
+ * gap; frozen, so that an effect produced outside an input (a bug) throws instead of being lost.
+ */
+export const SPENT_READY: ZabReady = Object.freeze({
+  send: Object.freeze([]) as unknown as ZabReady["send"],
+  persist: Object.freeze([]) as unknown as ZabReady["persist"],
+  apply: Object.freeze([]) as unknown as ZabReady["apply"],
+  forwarded: Object.freeze([]) as unknown as ZabReady["forwarded"],
+  touches: Object.freeze([]) as unknown as ZabReady["touches"],
+  syncsDone: Object.freeze([]) as unknown as ZabReady["syncsDone"],
+  revalidations: Object.freeze([]) as unknown as ZabReady["revalidations"],
+  revalidated: Object.freeze([]) as unknown as ZabReady["revalidated"],
+  events: Object.freeze([]) as unknown as ZabReady["events"],
+  serving: false,
+  stepDown: undefined,
+  disconnect: Object.freeze([]) as unknown as ZabReady["disconnect"],
+});

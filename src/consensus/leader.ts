@@ -24,7 +24,7 @@
 import { assert } from "../common/assert.js";
 import { epochOf, isZxid, makeZxid } from "../store/zxid.js";
 import { zabLimits } from "./constants.js";
-import { emptyReady, type ZabInput, type ZabPhase, type ZabReady } from "./core-io.js";
+import { emptyReady, SPENT_READY, type ZabInput, type ZabPhase, type ZabReady } from "./core-io.js";
 import { History } from "./history.js";
 import type { LearnerRole, LogRecord, QuorumMessage } from "./messages.js";
 import { chunkRecords, lastLoggedZxidOf, resolveOptions, type ResolvedZabOptions, type ZabOptions } from "./options.js";
@@ -100,7 +100,7 @@ export class Leader {
   private readonly pendingSyncs: PendingSync[] = [];
   /** Set when this input already sent a ping round that later syncs of the same input can share. */
   private syncPingSent = false;
-  private out: ZabReady = emptyReady(false);
+  private out: ZabReady = SPENT_READY;
 
   constructor(options: ZabOptions) {
     this.options = resolveOptions(options);
@@ -658,7 +658,7 @@ export class Leader {
   private finish(): ZabReady {
     const out = this.out;
     out.serving = this.serving;
-    this.out = emptyReady(this.serving);
+    this.out = SPENT_READY;
     return out;
   }
 }

@@ -21,7 +21,7 @@
 import { assert } from "../common/assert.js";
 import { epochOf, isZxid, makeZxid } from "../store/zxid.js";
 import { zabLimits } from "./constants.js";
-import { emptyReady, type ZabInput, type ZabPhase, type ZabReady } from "./core-io.js";
+import { emptyReady, SPENT_READY, type ZabInput, type ZabPhase, type ZabReady } from "./core-io.js";
 import type { LearnerRole, LogRecord, QuorumMessage, SessionTouch } from "./messages.js";
 import { lastLoggedZxidOf, resolveOptions, type ResolvedZabOptions, type ZabOptions } from "./options.js";
 
@@ -69,7 +69,7 @@ export class Learner {
   private nowMs: number;
   private lastHeardMs: number;
   private stopped = false;
-  private out: ZabReady = emptyReady(false);
+  private out: ZabReady = SPENT_READY;
 
   constructor(options: LearnerOptions) {
     this.options = resolveOptions(options);
@@ -512,7 +512,7 @@ export class Learner {
   private finish(): ZabReady {
     const out = this.out;
     out.serving = this.serving;
-    this.out = emptyReady(this.serving);
+    this.out = SPENT_READY;
     return out;
   }
 }

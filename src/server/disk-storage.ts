@@ -54,7 +54,7 @@ export class DiskStorage implements ReplicaStorage {
     private readonly logger: Logger,
   ) {
     this.log = {
-      append: (zxid, record, done) => settle(levelLog.append(zxid, record), done),
+      append: (zxid, record, done) => levelLog.appendThen(zxid, record, done),
       truncateAfter: (zxid, done) => settle(this.truncateAfter(zxid), done),
       lastAppendedZxid: () => levelLog.lastAppendedZxid(),
     };

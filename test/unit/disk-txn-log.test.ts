@@ -236,6 +236,43 @@ test("a batch whose sync fails after LevelDB wrote it is rejected all the same; 
   }, { faults: { failWrite: (kind) => (kind === "append" && ++appendWrites === 2 ? "afterWrite" : false) } });
 });
 
+test("appendThen calls back in append order once durable, and reports a failure after onFailed, never from inside the call", TIMEOUT, async () => {
+  let appendWrites = 0;
+  const heard: string[] = [];
+  const options: LevelTxnLogOptions = {
+    batchTxnsMax: 2,
+    faults: { failWrite: (kind) => kind === "append" && ++appendWrites === 2 },
+    onFailed: () => heard.push("onFailed"),
+  };
+  await withLog(async (log) => {
+    const settled = new Promise<void>((resolve) => {
+      for (const zxid of [1, 2, 3, 4, 5]) {
+        log.appendThen(zxid, record(zxid), (error) => {
+          heard.push(error === undefined ? `durable ${zxid} (log at ${log.lastDurableZxid()})` : `failed ${zxid} ${error.name}`);
+          if (zxid === 5) resolve();
+        });
+      }
+    });
+    assert.deepEqual(heard, [], "nothing is called back from inside appendThen");
+    await settled;
+    assert.deepEqual(heard, [
+      "durable 1 (log at 2)",
+      "durable 2 (log at 2)",
+      "onFailed",
+      "failed 3 TxnLogFailedError",
+      "failed 4 TxnLogFailedError",
+      "failed 5 TxnLogFailedError",
+    ]);
+    let returned = false;
+    const refused = await new Promise<{ error: Error | undefined; afterReturn: boolean }>((resolve) => {
+      log.appendThen(6, record(6), (error) => resolve({ error, afterReturn: returned }));
+      returned = true;
+    });
+    assert.ok(refused.error instanceof TxnLogFailedError);
+    assert.equal(refused.afterReturn, true, "a refusal is called back after appendThen returned");
+  }, options);
+});
+
 test("onFailed hears of the first failure once, whichever write it was, even with no append waiting", TIMEOUT, async () => {
   for (const kind of ["stable", "purge", "truncate", "append"] as const) {
     const heard: TxnLogFailedError[] = [];

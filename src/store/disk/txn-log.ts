@@ -120,9 +120,11 @@ export class TxnLogClosedError extends Error {
 interface PendingAppend {
   zxid: number;
   record: Uint8Array;
-  resolve: () => void;
-  reject: (error: Error) => void;
+  done: AppendDone;
 }
+
+/** Called once: with no argument when the record is durable, with the error when the log failed or closed first. */
+export type AppendDone = (error?: Error) => void;
 
 type Db = Level<Buffer, Uint8Array>;
 
@@ -211,17 +213,33 @@ export class LevelTxnLog implements TxnLog {
   }
 
   append(zxid: number, record: Uint8Array): Promise<void> {
-    if (this.failure !== undefined) return Promise.reject(this.failure);
-    if (this.closing) return Promise.reject(new TxnLogClosedError());
+    let settle: AppendDone = () => {};
+    const durable = new Promise<void>((resolve, reject) => {
+      settle = (error) => (error === undefined ? resolve() : reject(error));
+    });
+    // Outside the executor: a caller's bug (a zxid out of order) throws here, not as a rejection.
+    this.appendThen(zxid, record, settle);
+    return durable;
+  }
+
+  /**
+   * `append` with a callback, for the server's write path: no promise per record, and `done` runs
+   * straight from the batch's completion rather than a few microtasks later. Callbacks run in
+   * append order; a failure is reported asynchronously, never from inside this call.
+   */
+  appendThen(zxid: number, record: Uint8Array, done: AppendDone): void {
+    const refusal = this.failure ?? (this.closing ? new TxnLogClosedError() : undefined);
+    if (refusal !== undefined) {
+      queueMicrotask(() => done(refusal));
+      return;
+    }
     assert(this.truncatesPending === 0, "append while truncateAfter is running");
     assertZxid(zxid, "append");
     if (!(zxid > this.lastAppended)) assert(false, `append out of order: zxid ${zxid} after ${this.lastAppended}`);
     assert(record instanceof Uint8Array, "record must be a Uint8Array");
     this.lastAppended = zxid;
-    return new Promise<void>((resolve, reject) => {
-      this.queued.push({ zxid, record, resolve, reject });
-      this.scheduleFlush();
-    });
+    this.queued.push({ zxid, record, done });
+    this.scheduleFlush();
   }
 
   lastAppendedZxid(): number {
@@ -370,7 +388,7 @@ export class LevelTxnLog implements TxnLog {
     this.counters.recordBytesWritten += recordBytes;
     this.counters.largestBatchRecords = Math.max(this.counters.largestBatchRecords, batch.length);
     this.onBatchDurable?.(batch.length, performance.now() - startedMs);
-    for (const pending of batch) pending.resolve();
+    for (const pending of batch) pending.done();
     if (this.queued.length > 0) this.scheduleFlush();
     else this.notifyIdle();
   }
@@ -423,7 +441,10 @@ export class LevelTxnLog implements TxnLog {
     const rejected = [...(this.inFlight ?? []), ...this.queued];
     this.inFlight = undefined;
     this.queued = [];
-    for (const pending of rejected) pending.reject(failure);
+    // After onFailed, as promises' rejections would be: the owner hears of the failure first.
+    queueMicrotask(() => {
+      for (const pending of rejected) pending.done(failure);
+    });
     this.notifyIdle();
     // Last: the owner may end the process here, and everything above only settles promises.
     if (first) this.onFailed?.(failure);
