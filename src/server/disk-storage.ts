@@ -4,6 +4,7 @@
  * valid snapshot's tree, the log records after it (not known to be committed: Zab applies them once
  * it knows), and the epochs.
  */
+import { ByteWriter } from "../store/bytes.js";
 import { decodeSnapshot, SnapshotEncoder } from "../store/snapshot-codec.js";
 import { purgeOld, recover } from "../store/disk/recovery.js";
 import type { DiskFaults } from "../store/disk/faults.js";
@@ -136,25 +137,30 @@ export class DiskStorage implements ReplicaStorage {
     return write;
   }
 
-  /** The encoder's output in pieces of about SNAPSHOT_WRITE_BYTES, one slice of nodes per event-loop turn. */
+  /**
+   * The encoder's output in pieces of about SNAPSHOT_WRITE_BYTES, one slice of nodes per event-loop
+   * turn. Every piece is a view into one reused buffer, valid until the consumer asks for the next
+   * (the snapshot store writes each before it does): a big tree's snapshot allocates next to nothing
+   * per slice, so it does not drive the scavenger while writes go on.
+   */
   private async *encodeInSlices(encoder: SnapshotEncoder, counted: (bytes: number) => void): AsyncGenerator<Uint8Array> {
-    let pending: Uint8Array[] = [];
-    let pendingBytes = 0;
+    const writer = new ByteWriter(SNAPSHOT_WRITE_BYTES + SNAPSHOT_WRITE_BYTES / 8);
+    const piece = (): Uint8Array => {
+      counted(writer.length);
+      return writer.finish();
+    };
     for (;;) {
       if (this.closed) throw new Error("storage closed while a snapshot was being written");
-      const chunk = encoder.next(SNAPSHOT_SLICE_NODES);
-      if (chunk === undefined) break;
-      pending.push(chunk);
-      pendingBytes += chunk.byteLength;
-      counted(chunk.byteLength);
-      if (pendingBytes >= SNAPSHOT_WRITE_BYTES) {
-        yield Buffer.concat(pending);
-        pending = [];
-        pendingBytes = 0;
+      if (!encoder.writeNext(writer, SNAPSHOT_SLICE_NODES)) break;
+      if (writer.length >= SNAPSHOT_WRITE_BYTES) {
+        yield piece();
+        writer.reset();
+        // A slice of nodes with megabytes of data each grew it: let that go.
+        writer.shrinkTo(SNAPSHOT_WRITE_BYTES * 4);
       }
       await new Promise((resolve) => setImmediate(resolve));
     }
-    if (pending.length > 0) yield Buffer.concat(pending);
+    if (writer.length > 0) yield piece();
   }
 
   private async truncateAfter(zxid: number): Promise<void> {

@@ -60,9 +60,18 @@ export class SnapshotEncoder {
 
   /** The next chunk, holding at most `maxNodes` nodes (the first also the header); undefined once done. */
   next(maxNodes: number): Uint8Array | undefined {
-    if (this.finished) return undefined;
-    const capture = this.capture;
     const w = new ByteWriter(64 * 1024);
+    return this.writeNext(w, maxNodes) ? w.finish() : undefined;
+  }
+
+  /**
+   * Appends the next chunk (at most `maxNodes` nodes, the first also the header) to `w`; false,
+   * writing nothing, once everything was written. A writer reused across calls spares the
+   * allocation of a buffer per chunk.
+   */
+  writeNext(w: ByteWriter, maxNodes: number): boolean {
+    if (this.finished) return false;
+    const capture = this.capture;
     if (!this.started) {
       this.started = true;
       for (const byte of MAGIC) w.writeUint8(byte);
@@ -92,7 +101,7 @@ export class SnapshotEncoder {
       capture.release();
       assert(this.nodesWritten === capture.nodeCount, "snapshot walk missed nodes");
     }
-    return w.finish();
+    return true;
   }
 
   abort(): void {
