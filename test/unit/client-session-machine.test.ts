@@ -102,6 +102,14 @@ function outcomes(effects: Effect[]): string[] {
   return effects.flatMap((e) => (e.type === "answered" ? [`answered ${e.token}`] : e.type === "failed" ? [`failed ${e.token} ${e.code}`] : []));
 }
 
+/** Loses `connection`, reconnects on the next one and answers its connect: the requests the machine sends first. */
+function reconnectFrom(machine: SessionMachine<string>, take: () => Effect[], connection: number): Request[] {
+  machine.lost(connection, { serverBehind: false, message: undefined });
+  machine.timerFired("reconnect");
+  machine.receive(connection + 1, connectAnswer());
+  return requests(take());
+}
+
 /** Started and accepted by the first host as session 77; effects so far discarded. */
 function openSession(options: Partial<SessionOptions> = {}, onEffect?: (effect: Effect, machine: SessionMachine<string>) => void) {
   const h = harness(options, onEffect);
@@ -234,10 +242,7 @@ test("credentials and setWatches sent on reconnect are answered inside the machi
   machine.submit({ op: "addAuth", addAuth: { scheme: "digest", auth: Buffer.from("bob:pw") } }, "auth");
   machine.receive(1, response(1, 1n));
   take();
-  machine.lost(1, { serverBehind: false, message: undefined });
-  machine.timerFired("reconnect");
-  machine.receive(2, connectAnswer());
-  const [auth, setWatches] = requests(take());
+  const [auth, setWatches] = reconnectFrom(machine, take, 1);
   machine.receive(2, response(auth!.xid, 1n));
   machine.receive(2, response(setWatches!.xid, 1n, ZkErrorCode.NOAUTH));
   assert.deepEqual(outcomes(take()), []);
@@ -252,12 +257,7 @@ test("a replayed credential's answer does not raise the last zxid seen, so a set
   machine.submit({ op: "addAuth", addAuth: { scheme: "digest", auth: Buffer.from("bob:pw") } }, "auth");
   machine.receive(1, response(1, 30n));
   take();
-  const reconnect = (connection: number): Request[] => {
-    machine.lost(connection, { serverBehind: false, message: undefined });
-    machine.timerFired("reconnect");
-    machine.receive(connection + 1, connectAnswer());
-    return requests(take());
-  };
+  const reconnect = (connection: number): Request[] => reconnectFrom(machine, take, connection);
   const [auth, setWatches] = reconnect(1);
   assert.equal(setWatches?.op === "setWatches" && setWatches.setWatches.relativeZxid, "30");
   machine.receive(2, response(auth!.xid, 90n));
@@ -270,12 +270,7 @@ test("a credential the new server refuses is not sent on later connections", () 
   const { machine, take } = openSession();
   machine.submit({ op: "addAuth", addAuth: { scheme: "digest", auth: Buffer.from("bob:pw") } }, "auth");
   machine.receive(1, response(1, 1n));
-  const reconnect = (connection: number): Request[] => {
-    machine.lost(connection, { serverBehind: false, message: undefined });
-    machine.timerFired("reconnect");
-    machine.receive(connection + 1, connectAnswer());
-    return requests(take());
-  };
+  const reconnect = (connection: number): Request[] => reconnectFrom(machine, take, connection);
   take();
   const [replayed] = reconnect(1);
   assert.equal(replayed?.op, "addAuth");
