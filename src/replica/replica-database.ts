@@ -45,8 +45,8 @@ export class ReplicaDatabase {
   private drawSnapshotThreshold(): number {
     const half = Math.floor(this.snapshotEveryTxns / 2);
     const span = this.snapshotEveryTxns - half;
-    const [a = 0, b = 0, c = 0] = this.entropy.bytes(3);
-    return half + 1 + (((a << 16) | (b << 8) | c) % span);
+    const [a = 0, b = 0, c = 0, d = 0] = this.entropy.bytes(4);
+    return half + 1 + ((((a << 24) | (b << 16) | (c << 8) | d) >>> 0) % span);
   }
 
   /** The tree as of the last applied txn; replaced as a whole when a learner installs a SNAP. */

@@ -47,8 +47,8 @@ function gaps(snapshotEveryTxns: number, entropy: Entropy, txns: number): number
 }
 
 test("a server snapshots after a count drawn afresh each time from (N/2, N]", () => {
-  // Draws of 3 bytes each: 0 → 6 (the low end), 4 → 10 (the high end), 2 → 8, for N = 10.
-  const counts = gaps(10, entropyOf([0, 0, 0, 0, 0, 4, 0, 0, 2]), 6 + 10 + 8);
+  // Draws of 4 bytes each: 0 → 6 (the low end), 4 → 10 (the high end), 2 → 8, for N = 10.
+  const counts = gaps(10, entropyOf([0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 2]), 6 + 10 + 8);
   assert.deepEqual(counts, [6, 10, 8]);
 });
 
@@ -61,6 +61,13 @@ test("servers drawing differently snapshot at different moments, and every count
     seen.add(counts.slice(0, 3).join(","));
   }
   assert.ok(seen.size > 1, "different draws stagger the servers");
+});
+
+test("the largest N allowed draws over its whole range", () => {
+  // 0xffffffff % 50,000,000 = 44,967,295: a draw wider than 2^24 reaches the top of (50 M, 100 M].
+  // (Applying ninety million txns to watch it would take minutes: the drawn count is read directly.)
+  const database = new ReplicaDatabase(new DataTree(), {} as ReplicaStorage, 100_000_000, entropyOf([0xff, 0xff, 0xff, 0xff]), silent);
+  assert.equal((database as unknown as { txnsBeforeSnapshot: number }).txnsBeforeSnapshot, 50_000_001 + 44_967_295);
 });
 
 test("with N = 2 the count is always 2 (tests rely on it), and with N = 1 every txn", () => {
