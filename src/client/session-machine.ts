@@ -85,6 +85,10 @@ interface Connection<T> {
   receivedSinceTick: boolean;
   sendIdleTicks: number;
   receiveIdleTicks: number;
+  /** setWatches chunks sent on this connection and not answered yet. */
+  setWatchesUnanswered: number;
+  /** The highest zxid seen on this connection while setWatches was unanswered (see seen()). */
+  zxidHeldBack: bigint;
 }
 
 export class SessionMachine<T> implements SessionInputs {
@@ -233,6 +237,8 @@ export class SessionMachine<T> implements SessionInputs {
       receivedSinceTick: true,
       sendIdleTicks: 0,
       receiveIdleTicks: 0,
+      setWatchesUnanswered: 0,
+      zxidHeldBack: 0n,
     };
     this.conn = conn;
     this.emit({ type: "open", connection: conn.id, host });
@@ -347,7 +353,24 @@ export class SessionMachine<T> implements SessionInputs {
   private sendSetWatches(conn: Connection<T>): void {
     const relativeZxid = this.lastZxid.toString();
     for (const chunk of chunkWatchPaths(this.options.watchedPaths(), SET_WATCHES_BYTES_MAX)) {
+      conn.setWatchesUnanswered += 1;
       this.write(conn, { xid: this.nextRequestXid(), purpose: "setWatches" }, { op: "setWatches", setWatches: { relativeZxid, ...chunk } });
+    }
+  }
+
+  /**
+   * Raises the last zxid seen. Until every setWatches of the connection is answered, what it
+   * brings (the replayed credentials' answers, the events the setWatches fires) is held back: the
+   * events fired for the watches re-registered are complete only with the answer, and were the
+   * stream to break before it, a last zxid raised by one of them would make the next setWatches ask
+   * only for later changes, and the others would never fire. What was held back counts once the
+   * answer comes; it is forgotten with the connection.
+   */
+  private seen(conn: Connection<T>, zxid: bigint): void {
+    if (conn.setWatchesUnanswered > 0) {
+      if (zxid > conn.zxidHeldBack) conn.zxidHeldBack = zxid;
+    } else if (zxid > this.lastZxid) {
+      this.lastZxid = zxid;
     }
   }
 
@@ -380,11 +403,11 @@ export class SessionMachine<T> implements SessionInputs {
       this.protocolError(conn, `response xid ${response.xid} but expected ${request === undefined ? "none" : request.xid}`);
       return;
     }
-    // A replayed credential is answered before the setWatches behind it, with the server's zxid: were
-    // that to count as seen and the stream break before the setWatches' events arrive, the next
-    // setWatches would ask only for changes after it, and the missed ones would never fire (as in
-    // ZooKeeper, whose client takes no zxid from an auth answer).
-    if (request.purpose !== "authReplay" && response.zxid > this.lastZxid) this.lastZxid = response.zxid;
+    this.seen(conn, response.zxid);
+    if (request.purpose === "setWatches") {
+      conn.setWatchesUnanswered -= 1;
+      if (conn.setWatchesUnanswered === 0) this.seen(conn, conn.zxidHeldBack);
+    }
     switch (request.purpose) {
       case "request":
         if (response.err === 0 && request.credential !== undefined) this.remember(request.credential);
@@ -424,7 +447,7 @@ export class SessionMachine<T> implements SessionInputs {
       this.protocolError(conn, "a watch event before the connect answer");
       return;
     }
-    if (event.zxid > this.lastZxid) this.lastZxid = event.zxid;
+    this.seen(conn, event.zxid);
     this.emit({ type: "event", event });
   }
 

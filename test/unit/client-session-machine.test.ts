@@ -266,6 +266,26 @@ test("a replayed credential's answer does not raise the last zxid seen, so a set
   assert.equal(again?.op === "setWatches" && again.setWatches.relativeZxid, "30");
 });
 
+test("events fired by a setWatches do not raise the last zxid seen until its answer; then the highest of them does", () => {
+  // Simulator seed 11126: one of the re-registered watches' events arrived, the stream broke before
+  // the others and the setWatches' answer, and the next setWatches asked only for later changes.
+  const watches: WatchPaths = { ...emptyWatchPaths(), dataWatches: ["/a", "/b"] };
+  const { machine, take } = openSession({ watchedPaths: () => watches });
+  machine.submit(SYNC, "s");
+  machine.receive(1, response(1, 30n));
+  take();
+  const event = (zxid: bigint): DecodedServerFrame => ({ frame: "event", event: { type: 3, path: "/a", zxid } });
+  const [first] = reconnectFrom(machine, take, 1);
+  machine.receive(2, event(80n));
+  assert.equal(machine.lastZxidSeen, 30n, "held back while the setWatches is unanswered");
+  const [again] = reconnectFrom(machine, take, 2);
+  assert.equal(first?.op === "setWatches" && again?.op === "setWatches" && again.setWatches.relativeZxid, "30");
+  machine.receive(3, event(80n));
+  machine.receive(3, event(90n));
+  machine.receive(3, response(again!.xid, 85n));
+  assert.equal(machine.lastZxidSeen, 90n, "the answer completes the set: the highest zxid seen counts");
+});
+
 test("a credential the new server refuses is not sent on later connections", () => {
   const { machine, take } = openSession();
   machine.submit({ op: "addAuth", addAuth: { scheme: "digest", auth: Buffer.from("bob:pw") } }, "auth");
