@@ -401,7 +401,9 @@ describe("ZooKeeper wire protocol through node-zookeeper-client", () => {
     assert.equal((await stranger.getData(privatePath)).data?.toString(), "secret data");
     await stranger.setData(privatePath, Buffer.from("by stranger"));
 
-    // getACL / setACL with versions.
+    // getACL / setACL with versions. Alice's server may not have applied the stranger's setData
+    // yet (a read is local): sync first, as ZooKeeper requires.
+    await alice.syncBarrier();
     const got = await alice.getACL(privatePath);
     assert.deepEqual(
       got.acls.map((a) => ({ perms: a.permission, scheme: a.id.scheme, id: a.id.id })),
