@@ -8,7 +8,6 @@
  */
 import { assert } from "../common/assert.js";
 import { ZkError, ZkErrorCode } from "../common/errors.js";
-import { pooledBytes } from "../common/pooled-bytes.js";
 import type { PersistAction, ZabInput, ZabReady } from "../consensus/core-io.js";
 import type { QuorumMessage } from "../consensus/messages.js";
 import { QuorumVerifier } from "../consensus/quorum.js";
@@ -572,9 +571,9 @@ export class QuorumPeer {
     switch (action.kind) {
       case "appendLog": {
         // A learner's records are views into received frames: keep a copy, not the whole frame.
-        const copy = pooledBytes(action.record.byteLength);
-        copy.set(action.record);
-        const record = { zxid: action.zxid, record: copy };
+        // Its own ArrayBuffer, not a pooledBytes view: the recent log keeps up to commitLogCount
+        // records, and a pooled one would pin a whole 8 KiB pool slab for as long.
+        const record = { zxid: action.zxid, record: action.record.slice() };
         this.recentLog.append(record);
         this.persist.append(
           (done) => storage.log.append(action.zxid, action.record, done),
