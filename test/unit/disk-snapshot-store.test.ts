@@ -125,6 +125,37 @@ test("a valid snapshot file under another zxid's name is refused", TIMEOUT, asyn
   });
 });
 
+test("verify, which reads a file a piece at a time, judges every damage as load does", TIMEOUT, async () => {
+  await withStore(async (store, dir) => {
+    // 2.5 MB bodies span three of verify's 1 MB pieces; the flip lands in the last one.
+    const big = 2.5 * 1024 * 1024;
+    const damages: [number, (file: string) => Promise<void>][] = [
+      [10, async () => undefined],
+      [20, (file) => flipByte(file, SNAPSHOT_HEADER_BYTES + big - 3)],
+      [30, (file) => truncate(file, SNAPSHOT_HEADER_BYTES + big - 1)],
+      [40, (file) => truncate(file, 12)],
+      [50, (file) => flipByte(file, 17)],
+      [60, (file) => writeFile(file, Buffer.concat([Buffer.from(body(60, SNAPSHOT_HEADER_BYTES)), Buffer.from(body(60, big))]))],
+    ];
+    for (const [zxid, damage] of damages) {
+      await store.save(zxid, body(zxid, big));
+      await damage(join(dir, snapshotFileName(zxid)));
+    }
+    await store.save(70, new Uint8Array(0));
+    for (const zxid of [...damages.map(([zxid]) => zxid), 70]) {
+      const loaded = await store.load(zxid);
+      const verified = await store.verify(zxid);
+      assert.deepEqual(verified, loaded.ok ? { ok: true } : loaded, `snapshot ${zxid}`);
+    }
+    assert.deepEqual(
+      (await Promise.all([10, 20, 30, 40, 50, 60].map((zxid) => store.verify(zxid)))).map((v) => (v.ok ? "ok" : v.reason)),
+      ["ok", "body checksum mismatch", `body is ${big - 1} bytes, header says ${big}`, "short file (12 bytes)", "header checksum mismatch", "bad magic"],
+    );
+    const missing = await store.verify(99);
+    assert.match(missing.ok ? "verified a file that is not there" : missing.reason, /^unreadable: /);
+  });
+});
+
 test("purge keeps the newest N valid snapshots and answers the oldest kept zxid", TIMEOUT, async () => {
   await withStore(async (store, dir) => {
     for (const zxid of [10, 20, 30, 40, 50]) await store.save(zxid, body(zxid));
