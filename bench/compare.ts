@@ -377,7 +377,7 @@ function machineLine(zookeeperVersion: string): string {
   const model = /^model name\s*:\s*(.+)$/m.exec(readTextOr("/proc/cpuinfo", ""))?.[1] ?? cpus()[0]?.model ?? "unknown CPU";
   const memoryGiB = Math.round(totalmem() / 2 ** 30);
   const corralVersion = (JSON.parse(readTextOr(`${REPO_ROOT}package.json`, "{}")) as { version?: string }).version ?? "?";
-  let commit = "";
+  let commit: string;
   try {
     commit = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: REPO_ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
     const dirty = execFileSync("git", ["status", "--porcelain", "--untracked-files=no"], { cwd: REPO_ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });

@@ -418,7 +418,7 @@ export async function cleanup(
     return { deleted, failed, leftBehind, directoryRemoved: false };
   }
   const first = connections[0]!;
-  let stragglers: string[] = [];
+  let stragglers: string[];
   try {
     stragglers = (await first.children(options.sequentialDir)).map((name) => `${options.sequentialDir}/${name}`);
   } catch {

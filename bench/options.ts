@@ -173,7 +173,7 @@ function tlsOptions(values: { tls: boolean } & Record<string, unknown>): TlsFile
   try {
     files = tlsFilesFromFlags(values as Record<string, string | undefined>);
   } catch (error) {
-    throw new Error(`--${(error as { field?: string }).field ?? "tls"}: ${(error as Error).message}`);
+    throw new Error(`--${(error as { field?: string }).field ?? "tls"}: ${(error as Error).message}`, { cause: error });
   }
   return files ?? (values.tls ? {} : undefined);
 }

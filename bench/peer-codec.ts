@@ -44,7 +44,7 @@ function measure(perCall: number, fn: () => void): Figure {
   for (let run = 0; run < runs; run++) {
     let calls = 0;
     const started = performance.now();
-    let elapsed = 0;
+    let elapsed: number;
     do {
       for (let i = 0; i < 64; i++) fn();
       calls += 64;

@@ -13,8 +13,10 @@ export type ZooKeeperClientLike = Pick<zookeeper.Client, "create" | "setData" | 
  * node-zookeeper-client rejects with an Exception whose `code` is ZooKeeper's number and whose
  * `name` is e.g. "NO_NODE". The driver labels errors by a string `code`: give it ZooKeeper's
  * own name as corral's SDK spells it ("NONODE", "CONNECTIONLOSS"), so both targets' error
- * counts read alike. Anything else is returned unchanged.
+ * counts read alike. Anything else is returned unchanged (so an Error stays an Error).
  */
+export function asBenchError(error: Error): Error;
+export function asBenchError(error: unknown): unknown;
 export function asBenchError(error: unknown): unknown {
   if (error instanceof zookeeper.Exception && typeof error.name === "string" && /^[A-Z_]+$/.test(error.name)) {
     const labelled = new Error(error.message, { cause: error }) as Error & { code: string; zkCode: number };

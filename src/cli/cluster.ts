@@ -157,7 +157,7 @@ function parseClusterTls(flags: Record<string, string>, cwd: string): ClusterTls
     }
     return undefined;
   }
-  const missing = (["tls-cert-file", "tls-key-file", "tls-ca-file"] as const).find((name) => flags[name] === undefined || flags[name]!.trim() === "");
+  const missing = (["tls-cert-file", "tls-key-file", "tls-ca-file"] as const).find((name) => flags[name] === undefined || flags[name].trim() === "");
   if (missing !== undefined) throw new ConfigError(missing, "a TLS cluster needs --tls-cert-file, --tls-key-file and --tls-ca-file");
   const clientAuth = flags["tls-client-auth"] ?? "need";
   if (!TLS_CLIENT_AUTH.includes(clientAuth)) throw new ConfigError("tls-client-auth", `expected need, want or none, got ${JSON.stringify(clientAuth)}`);

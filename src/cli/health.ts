@@ -81,7 +81,7 @@ export async function probe(connectString: string, timeoutMs: number, tls?: Clie
     clearTimeout(timer);
     attempt.catch(() => undefined);
     // close() never rejects; bound it anyway so a hung server cannot hang the probe.
-    const closing = (client as Client | undefined)?.close();
+    const closing = (client)?.close();
     if (closing) await Promise.race([closing, new Promise((resolve) => setTimeout(resolve, 1_000).unref())]);
   }
 }

@@ -102,7 +102,7 @@ async function main(argv: string[]): Promise<void> {
       const { config, flags, help } = parseFlags(rest);
       if (help) return printUsage(command);
       const { parseClusterOptions, runCluster } = await import("./cluster.js");
-      process.exit(await runCluster(parseClusterOptions(flags, { ...(config ? { file: config } : {}), env: process.env })));
+      return process.exit(await runCluster(parseClusterOptions(flags, { ...(config ? { file: config } : {}), env: process.env })));
     }
     case "health": {
       let parsed: ReturnType<typeof parseFlags>;
@@ -115,11 +115,11 @@ async function main(argv: string[]): Promise<void> {
       }
       if (parsed.help) return printUsage(command);
       const { runHealth } = await import("./health.js");
-      process.exit(await runHealth(parsed.config, parsed.flags, process.env));
+      return process.exit(await runHealth(parsed.config, parsed.flags, process.env));
     }
     case "shell": {
       const { parseShellArgs, runShell } = await import("./shell.js");
-      process.exit(await runShell(parseShellArgs(rest)));
+      return process.exit(await runShell(parseShellArgs(rest)));
     }
     case "help": {
       const { usage } = await import("./usage.js");

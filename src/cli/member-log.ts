@@ -35,9 +35,9 @@ export function summarizeMemberLogLine(line: string): MemberLogSummary | undefin
     case "role changed":
       return { text: describeRole(entry), severe: false };
     case "serving clients": {
-      const epoch = entry["epoch"] === undefined ? "" : `, epoch ${String(entry["epoch"])}`;
-      const zxid = entry["lastZxid"] === undefined ? "" : `, last zxid ${String(entry["lastZxid"])}`;
-      return { text: `serving clients as ${String(entry["role"] ?? "standalone")}${epoch}${zxid}`, severe: false };
+      const epoch = entry["epoch"] === undefined ? "" : `, epoch ${text(entry["epoch"])}`;
+      const zxid = entry["lastZxid"] === undefined ? "" : `, last zxid ${text(entry["lastZxid"])}`;
+      return { text: `serving clients as ${text(entry["role"] ?? "standalone")}${epoch}${zxid}`, severe: false };
     }
     default:
       return undefined;
@@ -45,10 +45,15 @@ export function summarizeMemberLogLine(line: string): MemberLogSummary | undefin
 }
 
 function describeRole(entry: Record<string, unknown>): string {
-  const role = String(entry["role"] ?? "?");
+  const role = text(entry["role"] ?? "?");
   const leader = typeof entry["leader"] === "number" && role !== "leading" ? ` ${entry["leader"]}` : "";
   const why = typeof entry["reason"] === "string" ? ` (${entry["reason"]})` : "";
   return `now ${role}${leader}${why}`;
+}
+
+/** A field of a parsed log line as text: a string as it is, anything else (a number, say) as JSON writes it. */
+function text(value: unknown): string {
+  return typeof value === "string" ? value : String(JSON.stringify(value));
 }
 
 /** ` key=value …` for the fields a warning carries beyond pino's own. */
@@ -57,7 +62,7 @@ function details(entry: Record<string, unknown>): string {
   for (const [key, value] of Object.entries(entry)) {
     if (NOISE.has(key) || value === undefined) continue;
     if (key === "err" && typeof value === "object" && value !== null && "message" in value) {
-      parts.push(`err=${JSON.stringify(String((value as { message: unknown }).message))}`);
+      parts.push(`err=${JSON.stringify(String((value).message))}`);
       continue;
     }
     parts.push(`${key}=${typeof value === "string" ? value : JSON.stringify(value)}`);

@@ -5,11 +5,12 @@
  * the command-line entry points drop that one warning and keep every other.
  */
 export function dropIpServerNameWarning(): void {
-  const emitWarning = process.emitWarning;
+  // Kept as a plain function and called below with the `this` the replacement is called with.
+  const { emitWarning } = process as { emitWarning: (this: NodeJS.Process, ...args: unknown[]) => void };
   process.emitWarning = function (this: NodeJS.Process, warning: string | Error, ...rest: unknown[]): void {
     const [typeOrOptions, code] = rest;
     const warningCode = typeof typeOrOptions === "object" && typeOrOptions !== null ? (typeOrOptions as { code?: unknown }).code : code;
     if (warningCode === "DEP0123") return;
-    return (emitWarning as (this: NodeJS.Process, ...args: unknown[]) => void).call(this, warning, ...rest);
-  } as typeof process.emitWarning;
+    return emitWarning.call(this, warning, ...rest);
+  };
 }

@@ -3,7 +3,7 @@
  * command's options are listed from the tables its parser reads — config.ts's FIELDS for the
  * server's settings, CLUSTER_FLAGS, HEALTH_FLAGS, SHELL_FLAGS — so no flag is accepted unlisted.
  */
-import { FIELDS, defaultConfig, envName, flagName, type ServerConfig } from "../server/config.js";
+import { FIELDS, defaultConfig, envName, flagName, formatServers, type ServerConfig } from "../server/config.js";
 import { CLUSTER_FLAGS, MEMBER_FIELDS, SHARED_FIELDS, launcherDefaults } from "./cluster.js";
 import { HEALTH_FLAGS } from "./health.js";
 import { helpText } from "./shell-commands.js";
@@ -71,7 +71,9 @@ function fieldRows(fields: readonly (keyof ServerConfig)[], defaults: Partial<Se
   return fields.map((field) => {
     const [value, meaning] = FIELD_HELP[field];
     const fallback = defaults[field];
-    const shown = fallback === undefined || fallback === "" || (Array.isArray(fallback) && fallback.length === 0) ? "" : ` (default ${String(fallback)})`;
+    // The one list field is `servers`: a default list would be shown as --servers takes it.
+    const text = Array.isArray(fallback) ? formatServers(fallback) : String(fallback);
+    const shown = fallback === undefined || fallback === "" || (Array.isArray(fallback) && fallback.length === 0) ? "" : ` (default ${text})`;
     return [`--${flagName(field)} ${value}`, meaning + shown];
   });
 }

@@ -92,23 +92,19 @@ interface Pending {
   serverPath: string;
   watcher: Watcher | undefined;
   ops: Op[] | ReadOp[] | undefined;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- one Pending holds the resolve of every kind's Promise<T>; `kind` picks T, which no type here can tie to it
   resolve: (value: any) => void;
   reject: (err: ZkError) => void;
 }
 
-export interface Client {
-  on(event: "state", listener: (state: ClientState) => void): this;
-  on(event: "error", listener: (err: unknown) => void): this;
-  once(event: "state", listener: (state: ClientState) => void): this;
-  once(event: "error", listener: (err: unknown) => void): this;
-  off(event: "state", listener: (state: ClientState) => void): this;
-  off(event: "error", listener: (err: unknown) => void): this;
+/** The events of a Client and their listeners' arguments. */
+export interface ClientEvents {
+  state: [state: ClientState];
+  error: [err: unknown];
 }
 
 /** A corral session. Create one with `Client.connect`. */
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-export class Client extends EventEmitter {
+export class Client extends EventEmitter<ClientEvents> {
   /**
    * Connects to one of the hosts of `connectString` ("h1:p1,h2:p2/optional/chroot") and resolves
    * once a server accepted the session. Rejects with ZkError CONNECTIONLOSS if none did within
@@ -119,7 +115,7 @@ export class Client extends EventEmitter {
     try {
       config = configFrom(connectString, options);
     } catch (err) {
-      return Promise.reject(err);
+      return refused(err);
     }
     return new Client(config).start();
   }
@@ -202,7 +198,7 @@ export class Client extends EventEmitter {
       serverPath = this.serverPath(path);
       watcher = checkWatcher(options.watch);
     } catch (err) {
-      return Promise.reject(err);
+      return refused(err);
     }
     return this.send(Kind.exists, { op: "exists", exists: { path: serverPath, watch: watcher !== undefined } }, path, serverPath, watcher);
   }
@@ -214,7 +210,7 @@ export class Client extends EventEmitter {
       serverPath = this.serverPath(path);
       watcher = checkWatcher(options.watch);
     } catch (err) {
-      return Promise.reject(err);
+      return refused(err);
     }
     return this.send(Kind.getData, { op: "getData", getData: { path: serverPath, watch: watcher !== undefined } }, path, serverPath, watcher);
   }
@@ -228,7 +224,7 @@ export class Client extends EventEmitter {
       bytes = toBytes(data);
       version = checkVersion(options.version);
     } catch (err) {
-      return Promise.reject(err);
+      return refused(err);
     }
     return this.send(Kind.setData, { op: "setData", setData: { path: serverPath, data: bytes, version } }, path, serverPath);
   }
@@ -240,7 +236,7 @@ export class Client extends EventEmitter {
       serverPath = this.serverPath(path);
       version = checkVersion(options.version);
     } catch (err) {
-      return Promise.reject(err);
+      return refused(err);
     }
     return this.send(Kind.delete, { op: "delete", delete: { path: serverPath, version } }, path, serverPath);
   }
@@ -263,7 +259,7 @@ export class Client extends EventEmitter {
     try {
       serverPath = this.serverPath(path);
     } catch (err) {
-      return Promise.reject(err);
+      return refused(err);
     }
     return this.send(Kind.getAcl, { op: "getAcl", getAcl: { path: serverPath } }, path, serverPath);
   }
@@ -281,7 +277,7 @@ export class Client extends EventEmitter {
       version = checkVersion(options.version);
       wireAcl = aclToWire(acl ?? []);
     } catch (err) {
-      return Promise.reject(err);
+      return refused(err);
     }
     return this.send(Kind.setAcl, { op: "setAcl", setAcl: { path: serverPath, acl: wireAcl, version } }, path, serverPath);
   }
@@ -308,7 +304,7 @@ export class Client extends EventEmitter {
       if (typeof scheme !== "string") throw new ZkError("BADARGUMENTS", "scheme must be a string");
       bytes = toBytes(auth);
     } catch (err) {
-      return Promise.reject(err);
+      return refused(err);
     }
     // Once accepted, the session machine keeps the credential and sends it on every new connection.
     return this.send(Kind.addAuth, { op: "addAuth", addAuth: { scheme, auth: bytes } }, undefined, "");
@@ -335,7 +331,7 @@ export class Client extends EventEmitter {
       requireWatcher(watcher);
       modeNumber = addWatchModeNumber(mode);
     } catch (err) {
-      return Promise.reject(err);
+      return refused(err);
     }
     const kind = mode === "persistent" ? Kind.addWatchPersistent : Kind.addWatchRecursive;
     return this.send(kind, { op: "addWatch", addWatch: { path: serverPath, mode: modeNumber } }, basePath, serverPath, watcher);
@@ -359,7 +355,7 @@ export class Client extends EventEmitter {
       type = watcherTypeNumber(watcherType);
       checkLocal(local);
     } catch (err) {
-      return Promise.reject(err);
+      return refused(err);
     }
     return this.sendRemoval(Kind.checkWatches, { op: "checkWatches", checkWatches: { path: serverPath, type } }, path, serverPath, watcher, watcherType, local);
   }
@@ -377,7 +373,7 @@ export class Client extends EventEmitter {
       type = watcherTypeNumber(watcherType);
       checkLocal(local);
     } catch (err) {
-      return Promise.reject(err);
+      return refused(err);
     }
     return this.sendRemoval(Kind.removeWatches, { op: "removeWatches", removeWatches: { path: serverPath, type } }, path, serverPath, undefined, watcherType, local);
   }
@@ -391,7 +387,7 @@ export class Client extends EventEmitter {
     try {
       wireOps = opsToWire(ops, this.config.chroot);
     } catch (err) {
-      return Promise.reject(err);
+      return refused(err);
     }
     return this.send(Kind.multi, { op: "multi", multi: { ops: wireOps } }, undefined, "", undefined, ops.slice());
   }
@@ -408,7 +404,7 @@ export class Client extends EventEmitter {
       // Under a chroot, "/" means the chroot's subtree, not every path that starts with its name.
       serverPrefix = chroot !== undefined && prefixPath === "/" ? chroot + "/" : prependChroot(chroot, prefixPath);
     } catch (err) {
-      return Promise.reject(err);
+      return refused(err);
     }
     return this.send(Kind.getEphemerals, { op: "getEphemerals", getEphemerals: { prefixPath: serverPrefix } }, prefixPath, serverPrefix);
   }
@@ -419,7 +415,7 @@ export class Client extends EventEmitter {
     try {
       serverPath = this.serverPath(path);
     } catch (err) {
-      return Promise.reject(err);
+      return refused(err);
     }
     return this.send(Kind.getAllChildrenNumber, { op: "getAllChildrenNumber", getAllChildrenNumber: { path: serverPath } }, path, serverPath);
   }
@@ -434,7 +430,7 @@ export class Client extends EventEmitter {
     try {
       wireOps = readOpsToWire(ops, this.config.chroot);
     } catch (err) {
-      return Promise.reject(err);
+      return refused(err);
     }
     return this.send(Kind.multiRead, { op: "multiRead", multiRead: { ops: wireOps } }, undefined, "", undefined, ops.slice());
   }
@@ -445,7 +441,7 @@ export class Client extends EventEmitter {
     try {
       serverPath = this.serverPath(path);
     } catch (err) {
-      return Promise.reject(err);
+      return refused(err);
     }
     return this.send(Kind.sync, { op: "sync", sync: { path: serverPath } }, path, serverPath);
   }
@@ -491,7 +487,7 @@ export class Client extends EventEmitter {
         },
       };
     } catch (err) {
-      return Promise.reject(err);
+      return refused(err);
     }
     return this.send(kind, request, path, serverPath);
   }
@@ -503,7 +499,7 @@ export class Client extends EventEmitter {
       serverPath = this.serverPath(path);
       watcher = checkWatcher(options.watch);
     } catch (err) {
-      return Promise.reject(err);
+      return refused(err);
     }
     return this.send(kind, { op: "getChildren", getChildren: { path: serverPath, watch: watcher !== undefined } }, path, serverPath, watcher);
   }
@@ -786,6 +782,16 @@ export class Client extends EventEmitter {
       // logging must never break the client
     }
   }
+}
+
+/**
+ * The promise of a call whose arguments were refused before anything was sent. The checks throw
+ * ZkErrors (BADARGUMENTS, INVALIDACL); an argument no check foresaw fails with the TypeError that
+ * reading it raised. Either way an Error, which the promise rejects with unchanged.
+ */
+function refused<T>(err: unknown): Promise<T> {
+  const error = err as Error;
+  return Promise.reject(error);
 }
 
 function requireWatcher(watcher: Watcher): void {

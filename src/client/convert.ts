@@ -55,7 +55,9 @@ export function aclFromWire(wire: readonly WireAcl[]): Acl[] {
 export function aclToWire(acl: readonly Acl[] | undefined): WireAcl[] {
   if (acl === undefined) return [];
   if (!Array.isArray(acl) || acl.length === 0) throw new ZkError("INVALIDACL", "an ACL list must not be empty");
-  return acl.map((a) => {
+  // Array.isArray narrows to any[]; the list is the caller's Acl[] (each entry is checked below).
+  const entries: readonly Acl[] = acl;
+  return entries.map((a) => {
     if (!a || typeof a.perms !== "number" || !a.id || typeof a.id.scheme !== "string" || typeof a.id.id !== "string") {
       throw new ZkError("INVALIDACL", "an ACL entry needs perms and id { scheme, id }");
     }

@@ -44,10 +44,12 @@ export const op = {
 /** Validates every read (paths relative to the chroot) and builds the wire list. Throws ZkError. */
 export function readOpsToWire(ops: readonly ReadOp[], chroot: string | undefined): MultiReadOp[] {
   if (!Array.isArray(ops)) throw new ZkError("BADARGUMENTS", "multiRead takes an array of ops");
-  if (ops.length > limits.multiOpsMax) {
-    throw new ZkError("BADARGUMENTS", `a multiRead holds at most ${limits.multiOpsMax} ops, not ${ops.length}`);
+  // Array.isArray narrows to any[]; the list is the caller's ReadOp[] (each op is checked below).
+  const reads: readonly ReadOp[] = ops;
+  if (reads.length > limits.multiOpsMax) {
+    throw new ZkError("BADARGUMENTS", `a multiRead holds at most ${limits.multiOpsMax} ops, not ${reads.length}`);
   }
-  return ops.map((o) => {
+  return reads.map((o) => {
     if (o?.type !== "getData" && o?.type !== "getChildren") throw new ZkError("BADARGUMENTS", "multiRead takes op.getData and op.getChildren only");
     validatePath(o.path);
     const read = { path: prependChroot(chroot, o.path), watch: false };
@@ -78,12 +80,14 @@ function approxBytes(wire: MultiOp): number {
 /** Validates every op (paths relative to the chroot) and builds the wire list. Throws ZkError. */
 export function opsToWire(ops: readonly Op[], chroot: string | undefined): MultiOp[] {
   if (!Array.isArray(ops)) throw new ZkError("BADARGUMENTS", "multi takes an array of ops");
-  if (ops.length > limits.multiOpsMax) {
-    throw new ZkError("BADARGUMENTS", `a multi holds at most ${limits.multiOpsMax} ops, not ${ops.length}`);
+  // Array.isArray narrows to any[]; the list is the caller's Op[] (opToWire checks each op).
+  const writes: readonly Op[] = ops;
+  if (writes.length > limits.multiOpsMax) {
+    throw new ZkError("BADARGUMENTS", `a multi holds at most ${limits.multiOpsMax} ops, not ${writes.length}`);
   }
   const out: MultiOp[] = [];
   let bytes = 0;
-  for (const o of ops) {
+  for (const o of writes) {
     const wire = opToWire(o, chroot);
     bytes += approxBytes(wire);
     out.push(wire);
@@ -146,7 +150,7 @@ export function multiResultsFromWire(ops: readonly Op[], wire: readonly DecodedO
   if (wire.length !== ops.length) {
     throw new ZkError("MARSHALLINGERROR", `multi answered ${wire.length} results for ${ops.length} ops`);
   }
-  const out: OpResult[] = new Array(ops.length);
+  const out = new Array<OpResult>(ops.length);
   for (let i = 0; i < ops.length; i++) {
     const o = ops[i] as Op;
     const r = wire[i] as DecodedOpResult;

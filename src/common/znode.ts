@@ -68,4 +68,4 @@ export function isTtlMode(mode: CreateMode): boolean {
  * it back as null (zkCli prints "null"). Told apart by identity; the log, snapshots and forwarded
  * requests keep it (writeNullableBytes).
  */
-export const NULL_DATA: Uint8Array = Object.freeze(new Uint8Array(0)) as Uint8Array;
+export const NULL_DATA: Uint8Array = Object.freeze(new Uint8Array(0));

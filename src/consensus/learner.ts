@@ -365,7 +365,9 @@ export class Learner {
       return;
     }
     if (!committed) this.uncommittedSyncSeen = true;
-    for (const txn of txns) {
+    // Array.isArray above narrows to any[]; the entries are LogRecords (appendRecord checks each).
+    const records: readonly LogRecord[] = txns;
+    for (const txn of records) {
       if (!this.appendRecord(txn.zxid, txn.record, `synced txn ${txn.zxid}`)) return;
       if (committed) this.commitZxid = txn.zxid;
     }

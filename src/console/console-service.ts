@@ -424,7 +424,7 @@ export class ConsoleService implements AdminExtension {
             signal: AbortSignal.timeout(MEMBER_TIMEOUT_MS),
           });
           if (!answer.ok) return { ...base, error: `HTTP ${answer.status}` };
-          return { ...base, status: (await answer.json()) as unknown };
+          return { ...base, status: (await answer.json()) };
         } catch (error) {
           return { ...base, error: `unreachable (${error instanceof Error ? error.message : String(error)})` };
         }

@@ -109,11 +109,12 @@ async function compareAndSet(client: Client, path: string, bytes: Uint8Array, ex
   }
 }
 
-export interface ConfigSubscriber {
+/** The events of a ConfigSubscriber and their listeners' arguments. */
+export interface ConfigSubscriberEvents {
   /** A newer configuration (or null: the node was deleted). */
-  on(event: "changed", listener: (value: ConfigValue | null) => void): this;
+  changed: [value: ConfigValue | null];
   /** The session is gone; the subscriber has stopped (make a new one on a new session). */
-  on(event: "lost", listener: (error: ZkError) => void): this;
+  lost: [error: ZkError];
 }
 
 /**
@@ -126,8 +127,7 @@ export interface ConfigSubscriber {
  * Session loss: on expiry the subscriber emits `lost`, `current` becomes null and it stops for good
  * — it cannot know what it missed. The application must create a new subscriber on a new session.
  */
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-export class ConfigSubscriber extends EventEmitter {
+export class ConfigSubscriber extends EventEmitter<ConfigSubscriberEvents> {
   private readonly cache: NodeCache;
   private value: ConfigValue | null = null;
   /** czxid of the node `value` came from: a recreated node starts its versions again. */

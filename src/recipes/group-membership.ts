@@ -5,7 +5,7 @@
  */
 import { EventEmitter } from "node:events";
 import type { Client } from "../client/client.js";
-import type { ClientState, Data, WatchedEvent } from "../client/types.js";
+import type { ClientState, Data } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
 import { Deadline, deleteIfExists, ensurePath, retryOnConnectionLoss, sequenceOf, withoutProtectedPrefix, type WaitOptions } from "./common.js";
 import { createProtectedOrCleanUp, isZkError, nameOf, reportError } from "./common.js";
@@ -32,12 +32,11 @@ export function sameMembers(a: readonly Member[], b: readonly Member[]): boolean
   });
 }
 
-export interface GroupMembership {
-  on(event: "changed", listener: (members: Member[]) => void): this;
-  on(event: "lost", listener: (reason: "expired" | "closed") => void): this;
-  on(event: "error", listener: (error: unknown) => void): this;
-  off(event: "changed", listener: (members: Member[]) => void): this;
-  off(event: "lost", listener: (reason: "expired" | "closed") => void): this;
+/** The events of a GroupMembership and their listeners' arguments. */
+export interface GroupMembershipEvents {
+  changed: [members: Member[]];
+  lost: [reason: "expired" | "closed"];
+  error: [error: unknown];
 }
 
 /**
@@ -50,8 +49,7 @@ export interface GroupMembership {
  * that never joined, whose `changed` events stop). A lost connection changes nothing by itself:
  * the node lives while the session does, and the watch is re-registered on reconnect.
  */
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-export class GroupMembership extends EventEmitter {
+export class GroupMembership extends EventEmitter<GroupMembershipEvents> {
   private node: string | undefined;
   private watching = false;
   private last: Member[] | undefined;
@@ -59,7 +57,7 @@ export class GroupMembership extends EventEmitter {
   private refreshes: Promise<void> = Promise.resolve();
   private ended: "expired" | "closed" | undefined;
   private readonly onState = (state: ClientState): void => this.stateChanged(state);
-  private readonly onChildEvent = (_event: WatchedEvent): void => void this.requestRefresh();
+  private readonly onChildEvent = (): void => void this.requestRefresh();
 
   constructor(
     private readonly client: Client,

@@ -47,9 +47,10 @@ export interface HeartbeatStartOptions extends WaitOptions {
   progress?: Progress;
 }
 
-export interface Heartbeat {
+/** The events of a Heartbeat and their listeners' arguments. */
+export interface HeartbeatEvents {
   /** The session expired: the status node is gone and monitors report this worker dead. */
-  on(event: "lost", listener: (error: ZkError) => void): this;
+  lost: [error: ZkError];
 }
 
 type HeartbeatPhase = "idle" | "alive" | "stopped" | "lost";
@@ -66,8 +67,7 @@ type HeartbeatPhase = "idle" | "alive" | "stopped" | "lost";
  * Session loss: the node is deleted by the cluster, `lost` is emitted and every later `report`
  * rejects with SESSIONEXPIRED; a new Heartbeat on a new session is needed.
  */
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-export class Heartbeat extends EventEmitter {
+export class Heartbeat extends EventEmitter<HeartbeatEvents> {
   readonly node: string;
   private phase: HeartbeatPhase = "idle";
   /** The last report in flight: the next one starts after it, so progress lands in call order. */
@@ -168,15 +168,16 @@ export interface WorkerStatus {
   version: number;
 }
 
-export interface HeartbeatMonitor {
+/** The events of a HeartbeatMonitor and their listeners' arguments. */
+export interface HeartbeatMonitorEvents {
   /** A worker's status node appeared (workers alive at start are reported too). */
-  on(event: "alive", listener: (worker: WorkerStatus) => void): this;
+  alive: [worker: WorkerStatus];
   /** A worker reported progress (in order; intermediate reports may be coalesced). */
-  on(event: "progress", listener: (worker: WorkerStatus) => void): this;
+  progress: [worker: WorkerStatus];
   /** A worker's status node disappeared: its session ended (or it stopped). `last` is its last known status. */
-  on(event: "dead", listener: (id: string, last: WorkerStatus) => void): this;
+  dead: [id: string, last: WorkerStatus];
   /** The monitor's own session is gone; it has stopped and knows no worker any more. */
-  on(event: "lost", listener: (error: ZkError) => void): this;
+  lost: [error: ZkError];
 }
 
 /**
@@ -190,8 +191,7 @@ export interface HeartbeatMonitor {
  * Session loss (the monitor's own): `lost` is emitted, `workers()` becomes empty and the monitor
  * stops — it can no longer tell the living from the dead. Make a new one on a new session.
  */
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-export class HeartbeatMonitor extends EventEmitter {
+export class HeartbeatMonitor extends EventEmitter<HeartbeatMonitorEvents> {
   private readonly tree: TreeCache;
 
   constructor(client: Client, readonly path: string) {

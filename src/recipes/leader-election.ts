@@ -5,7 +5,7 @@
  */
 import { EventEmitter } from "node:events";
 import type { Client } from "../client/client.js";
-import type { ClientState, WatchedEvent } from "../client/types.js";
+import type { ClientState } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
 import {
   createProtected,
@@ -64,17 +64,12 @@ export type LeaderElectionStatus = "idle" | "candidate" | "leader" | "lost";
  */
 export type RevokedReason = "resigned" | "disconnected" | "expired" | "closed" | "deleted";
 
-export interface LeaderElection {
-  on(event: "elected", listener: (fencingToken: bigint) => void): this;
-  on(event: "revoked", listener: (reason: RevokedReason) => void): this;
-  on(event: "lost", listener: (reason: "expired" | "closed") => void): this;
-  on(event: "error", listener: (error: unknown) => void): this;
-  once(event: "elected", listener: (fencingToken: bigint) => void): this;
-  once(event: "revoked", listener: (reason: RevokedReason) => void): this;
-  once(event: "lost", listener: (reason: "expired" | "closed") => void): this;
-  off(event: "elected", listener: (fencingToken: bigint) => void): this;
-  off(event: "revoked", listener: (reason: RevokedReason) => void): this;
-  off(event: "lost", listener: (reason: "expired" | "closed") => void): this;
+/** The events of a LeaderElection and their listeners' arguments. */
+export interface LeaderElectionEvents {
+  elected: [fencingToken: bigint];
+  revoked: [reason: RevokedReason];
+  lost: [reason: "expired" | "closed"];
+  error: [error: unknown];
 }
 
 /**
@@ -91,8 +86,7 @@ export interface LeaderElection {
  * session is needed. `resign()` emits `revoked("resigned")` before deleting its node, so the next
  * candidate is elected only after this one stopped acting.
  */
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-export class LeaderElection extends EventEmitter {
+export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
   readonly id: string;
   private statusValue: LeaderElectionStatus = "idle";
   private candidate: string | undefined;
@@ -105,7 +99,7 @@ export class LeaderElection extends EventEmitter {
   private readonly waiters = new Set<{ resolve: () => void; reject: (error: ZkError) => void }>();
   private readonly onState = (state: ClientState): void => this.stateChanged(state);
   /** One function for every predecessor watch, so a watch set twice on one node fires once. */
-  private readonly onPredecessorEvent = (_event: WatchedEvent): void => {
+  private readonly onPredecessorEvent = (): void => {
     this.watchEvents += 1;
     void this.requestCheck();
   };

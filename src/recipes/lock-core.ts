@@ -19,7 +19,7 @@ interface Holding {
   count: number;
 }
 
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging -- typed events only (EventEmitter methods, no new members); not EventEmitter<EventMap>: RevocableLock subclasses it with more events, which that generic cannot express
 export interface SequentialLock {
   /** The lock was lost while held: its session expired or closed (SESSIONEXPIRED), or its node was deleted (NONODE). */
   on(event: "lost", listener: (error: ZkError) => void): this;
@@ -40,7 +40,7 @@ export interface SequentialLock {
  * resources during a disconnect should pass `fencingToken` along so that a stale holder's writes
  * can be refused.
  */
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging -- see the interface SequentialLock above
 export class SequentialLock extends EventEmitter {
   private holding: Holding | undefined;
   private acquiring: Promise<void> | undefined;

@@ -15,7 +15,7 @@
 import { EventEmitter } from "node:events";
 import type { Client } from "../client/client.js";
 import { op } from "../client/ops.js";
-import type { ClientState, Data, Op, WatchedEvent } from "../client/types.js";
+import type { ClientState, Data, Op } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
 import { Deadline, ensurePath, retryOnConnectionLoss, sequenceOf, waitUntilGone, withoutProtectedPrefix, type WaitOptions } from "./common.js";
 import { createProtectedOrCleanUp, isZkError, reportError, textOf } from "./common.js";
@@ -143,14 +143,12 @@ const isConflict = (error: unknown): boolean =>
 export type MasterStatus = "idle" | "backup" | "active" | "lost";
 export type MasterRevokedReason = "resigned" | "disconnected" | "expired" | "closed" | "superseded";
 
-export interface Master {
-  on(event: "elected", listener: () => void): this;
-  on(event: "revoked", listener: (reason: MasterRevokedReason) => void): this;
-  on(event: "lost", listener: (reason: "expired" | "closed") => void): this;
-  on(event: "error", listener: (error: unknown) => void): this;
-  off(event: "elected", listener: () => void): this;
-  off(event: "revoked", listener: (reason: MasterRevokedReason) => void): this;
-  off(event: "lost", listener: (reason: "expired" | "closed") => void): this;
+/** The events of a Master and their listeners' arguments. */
+export interface MasterEvents {
+  elected: [];
+  revoked: [reason: MasterRevokedReason];
+  lost: [reason: "expired" | "closed"];
+  error: [error: unknown];
 }
 
 /**
@@ -167,8 +165,7 @@ export interface Master {
  * reconnected if `path/master` is still its own. On session expiry it emits `revoked` (if active)
  * and `lost`, and never acts again; a new Master on a new session must be run.
  */
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-export class Master extends EventEmitter {
+export class Master extends EventEmitter<MasterEvents> {
   private statusValue: MasterStatus = "idle";
   private round = 0;
   private readonly p: ReturnType<typeof paths>;
@@ -176,8 +173,8 @@ export class Master extends EventEmitter {
   private readonly reconciles = new SerialJob(() => this.reconcile(this.round), (error) => reportError(this, error));
   private readonly waiters = new Set<{ resolve: () => void; reject: (error: ZkError) => void }>();
   private readonly onState = (state: ClientState): void => this.stateChanged(state);
-  private readonly onMasterEvent = (_event: WatchedEvent): void => void this.checks.request();
-  private readonly onLayoutEvent = (_event: WatchedEvent): void => void this.reconciles.request();
+  private readonly onMasterEvent = (): void => void this.checks.request();
+  private readonly onLayoutEvent = (): void => void this.reconciles.request();
   private actionsApplied = 0;
 
   constructor(
@@ -409,16 +406,13 @@ export type TaskExecutor = (task: TaskContext) => Promise<void>;
 
 export type WorkerStatus = "idle" | "running" | "lost";
 
-export interface Worker {
-  on(event: "started", listener: (task: string) => void): this;
-  on(event: "completed", listener: (task: string, status: string) => void): this;
-  on(event: "abandoned", listener: (task: string, error: unknown) => void): this;
-  on(event: "lost", listener: (reason: "expired" | "closed") => void): this;
-  on(event: "error", listener: (error: unknown) => void): this;
-  off(event: "started", listener: (task: string) => void): this;
-  off(event: "completed", listener: (task: string, status: string) => void): this;
-  off(event: "abandoned", listener: (task: string, error: unknown) => void): this;
-  off(event: "lost", listener: (reason: "expired" | "closed") => void): this;
+/** The events of a Worker and their listeners' arguments. */
+export interface WorkerEvents {
+  started: [task: string];
+  completed: [task: string, status: string];
+  abandoned: [task: string, error: unknown];
+  lost: [reason: "expired" | "closed"];
+  error: [error: unknown];
 }
 
 /**
@@ -433,8 +427,7 @@ export interface Worker {
  * worker. On session expiry the worker emits `lost`, its running task's progress and completion
  * fail, and it takes no further task.
  */
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-export class Worker extends EventEmitter {
+export class Worker extends EventEmitter<WorkerEvents> {
   private statusValue: WorkerStatus = "idle";
   private round = 0;
   private readonly p: ReturnType<typeof paths>;
@@ -444,7 +437,7 @@ export class Worker extends EventEmitter {
   private running: Promise<void> | undefined;
   private readonly scans = new SerialJob(() => this.scan(this.round), (error) => reportError(this, error));
   private readonly onState = (state: ClientState): void => this.stateChanged(state);
-  private readonly onAssignEvent = (_event: WatchedEvent): void => void this.scans.request();
+  private readonly onAssignEvent = (): void => void this.scans.request();
 
   constructor(
     private readonly client: Client,

@@ -8,11 +8,12 @@ import type { ZkError } from "../common/errors.js";
 import type { WaitOptions } from "./common.js";
 import { type CachedNode, TreeCache } from "./tree-cache.js";
 
-export interface NodeCache {
+/** The events of a NodeCache and their listeners' arguments. */
+export interface NodeCacheEvents {
   /** The node was created, its data changed, or it was deleted (null). */
-  on(event: "changed", listener: (node: CachedNode | null) => void): this;
+  changed: [node: CachedNode | null];
   /** The session is gone: `current` is null from now on and the cache has stopped. */
-  on(event: "lost", listener: (error: ZkError) => void): this;
+  lost: [error: ZkError];
 }
 
 /**
@@ -24,8 +25,7 @@ export interface NodeCache {
  * Session loss: on expiry (or close of the client) the cache emits `lost`, forgets the node and
  * stops; create a new cache on a new session.
  */
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-export class NodeCache extends EventEmitter {
+export class NodeCache extends EventEmitter<NodeCacheEvents> {
   private readonly tree: TreeCache;
 
   constructor(client: Client, readonly path: string) {

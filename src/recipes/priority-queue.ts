@@ -62,7 +62,9 @@ export class DistributedPriorityQueue {
     try {
       name = priorityElementName(priority);
     } catch (error) {
-      return Promise.reject(error);
+      // A ZkError BADARGUMENTS (or the TypeError of a priority that is not even a number).
+      const refusal = error as Error;
+      return Promise.reject(refusal);
     }
     return this.nodes.offer(name, data, options);
   }

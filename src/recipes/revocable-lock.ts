@@ -31,7 +31,7 @@ export interface RevokeOptions {
 /** How a revoke ended: nobody held the lock, the holder released in time, or its node was deleted. */
 export type RevokeOutcome = "none" | "released" | "forced";
 
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging -- typed events only (EventEmitter methods, no new members); a subclass of SequentialLock cannot retype its events through EventEmitter<EventMap>
 export interface RevocableLock {
   /** The lock was lost while held (session expired or closed, or its node deleted). */
   on(event: "lost", listener: (error: ZkError) => void): this;
@@ -67,7 +67,7 @@ export interface RevocableLock {
  * // elsewhere: await RevocableLock.revoke(other, "/locks/printer", { graceMs: 2_000 });
  * ```
  */
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging -- see the interface RevocableLock above
 export class RevocableLock extends SequentialLock {
   private handler: RevocationHandler | undefined;
 

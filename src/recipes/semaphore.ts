@@ -12,12 +12,10 @@ import { createOwnedNode, HeldNode, removeAbandonedNode, removeOwnedNode } from 
 const LEASE_NAME = "lease-";
 const isLease = (name: string): boolean => /^lease-\d{10}$/.test(withoutProtectedPrefix(name));
 
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-export interface Lease {
+/** The events of a Lease and their listeners' arguments. */
+export interface LeaseEvents {
   /** The lease was lost while held: its session expired or closed (SESSIONEXPIRED), or its node was deleted (NONODE). */
-  on(event: "lost", listener: (error: ZkError) => void): this;
-  once(event: "lost", listener: (error: ZkError) => void): this;
-  off(event: "lost", listener: (error: ZkError) => void): this;
+  lost: [error: ZkError];
 }
 
 /**
@@ -25,8 +23,7 @@ export interface Lease {
  * and "lost" is emitted if the session ends or the node is deleted by someone else; release()
  * deletes the node and is a no-op once the lease is released or lost.
  */
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-export class Lease extends EventEmitter {
+export class Lease extends EventEmitter<LeaseEvents> {
   private held: HeldNode | undefined;
 
   private constructor(readonly client: Client) {

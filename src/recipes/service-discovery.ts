@@ -50,9 +50,10 @@ function checkInstance(instance: ServiceInstance): void {
   if (!Number.isInteger(instance.port) || instance.port < 0 || instance.port > 65535) throw new ZkError("BADARGUMENTS", `instance port must be 0..65535, got ${instance.port}`);
 }
 
-export interface ServiceDiscovery {
+/** The events of a ServiceDiscovery and their listeners' arguments. */
+export interface ServiceDiscoveryEvents {
   /** The session expired: every registration of this object is gone from the cluster. */
-  on(event: "lost", listener: (error: ZkError, lost: { service: string; id: string }[]) => void): this;
+  lost: [error: ZkError, lost: { service: string; id: string }[]];
 }
 
 /**
@@ -67,8 +68,7 @@ export interface ServiceDiscovery {
  * Session loss: the registrations are gone with the session; `lost` lists them. Register again
  * with a new ServiceDiscovery on a new session.
  */
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-export class ServiceDiscovery extends EventEmitter {
+export class ServiceDiscovery extends EventEmitter<ServiceDiscoveryEvents> {
   private readonly registered = new Map<string, { service: string; id: string }>();
   private readonly onState = (state: string): void => {
     if (state !== "expired" && state !== "closed") return;
@@ -192,11 +192,12 @@ export class ServiceDiscovery extends EventEmitter {
   }
 }
 
-export interface ServiceCache {
+/** The events of a ServiceCache and their listeners' arguments. */
+export interface ServiceCacheEvents {
   /** The instance list changed (an instance appeared, left, or changed its data). */
-  on(event: "changed", listener: (instances: ServiceInstance[]) => void): this;
+  changed: [instances: ServiceInstance[]];
   /** The session is gone: the list is empty from now on and the cache has stopped. */
-  on(event: "lost", listener: (error: ZkError) => void): this;
+  lost: [error: ZkError];
 }
 
 /**
@@ -207,8 +208,7 @@ export interface ServiceCache {
  * Session loss: `instances()` becomes empty (never a stale list), `lost` is emitted and the cache
  * stops; make a new one on a new session.
  */
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-export class ServiceCache extends EventEmitter {
+export class ServiceCache extends EventEmitter<ServiceCacheEvents> {
   private readonly tree: TreeCache;
   private readonly servicePath: string;
   private list: ServiceInstance[] = [];

@@ -19,17 +19,18 @@ export interface TreeCacheOptions {
   maxDepth?: number;
 }
 
-export interface TreeCache {
+/** The events of a TreeCache and their listeners' arguments. */
+export interface TreeCacheEvents {
   /** A node entered the mirror (during the initial build too). */
-  on(event: "added", listener: (path: string, node: CachedNode) => void): this;
+  added: [path: string, node: CachedNode];
   /** A mirrored node's data changed (a change of its children alone is not reported). */
-  on(event: "updated", listener: (path: string, node: CachedNode, previous: CachedNode) => void): this;
+  updated: [path: string, node: CachedNode, previous: CachedNode];
   /** A node left the mirror (its descendants are reported first). */
-  on(event: "removed", listener: (path: string, previous: CachedNode) => void): this;
+  removed: [path: string, previous: CachedNode];
   /** The first complete read of the subtree is in the mirror. */
-  on(event: "initialized", listener: () => void): this;
+  initialized: [];
   /** The session is gone (expired or closed): the mirror is cleared and stops for good. */
-  on(event: "lost", listener: (error: ZkError) => void): this;
+  lost: [error: ZkError];
 }
 
 type Phase = "idle" | "running" | "stopped";
@@ -52,8 +53,7 @@ const isCode = (error: unknown, code: string): boolean => error instanceof ZkErr
  * itself, emits `lost` and stops; it never reports contents it can no longer keep current. Make a
  * new cache on a new session.
  */
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-export class TreeCache extends EventEmitter {
+export class TreeCache extends EventEmitter<TreeCacheEvents> {
   private readonly nodes = new Map<string, CachedNode>();
   private readonly maxDepth: number;
   private phase: Phase = "idle";
@@ -297,9 +297,11 @@ export class TreeCache extends EventEmitter {
   }
 
   /** A listener that throws must not leave the mirror half-updated: it is rethrown on its own. */
-  private emitSafely(event: string, ...args: unknown[]): void {
+  private emitSafely<K extends keyof TreeCacheEvents>(event: K, ...args: TreeCacheEvents[K]): void {
     try {
-      this.emit(event, ...args);
+      // EventEmitter<TreeCacheEvents>.emit cannot match arguments to a generic event name; the
+      // signature above checks them, so this goes through the untyped view of the same emitter.
+      (this as EventEmitter).emit(event, ...args);
     } catch (error) {
       queueMicrotask(() => {
         throw error;

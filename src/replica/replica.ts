@@ -42,7 +42,7 @@ export interface ReplicaPorts {
   /** Told how long each client request took to answer (the server's latency metrics). */
   requestObserver?: RequestObserver;
   /** A durable write failed: the replica has stopped and the process must not go on (fail-stop). */
-  onFatal(error: unknown): void;
+  onFatal: (error: unknown) => void;
   /** TEST ONLY: a leader that commits on its own ack alone (the chaos checkers' broken build). */
   unsafeCommitOnOwnAck?: boolean;
   /** SIMULATION ONLY: see TreeObserver and QuorumPeerDeps.election. */

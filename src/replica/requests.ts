@@ -137,4 +137,4 @@ export interface Reply {
   body: ReplyBody;
 }
 
-export const EMPTY_BODY: ReplyBody = Object.freeze({ kind: "empty" }) as ReplyBody;
+export const EMPTY_BODY: ReplyBody = Object.freeze({ kind: "empty" });

@@ -93,7 +93,7 @@ export interface BatchFrame {
 export type DecodedClientFrame = ConnectFrame | RequestFrame | RejectedFrame | PingFrame;
 export type IncomingFrame = DecodedClientFrame | BatchFrame | typeof MALFORMED;
 
-const PING: PingFrame = Object.freeze({ frame: "ping" }) as PingFrame;
+const PING: PingFrame = Object.freeze({ frame: "ping" });
 const EMPTY_BUFFER: Buffer = Buffer.alloc(0);
 const TWO_32 = 4294967296;
 /** Below this high half, hi * 2^32 + lo is a safe integer. */
@@ -206,7 +206,6 @@ class Reader {
     const buf = this.buf;
     let pos = this.pos;
     let lo = 0;
-    let hi = 0;
     let b: number;
     if (this.len - pos > 4) {
       for (let i = 0; i < 4; i++) {
@@ -216,7 +215,7 @@ class Reader {
       }
       b = buf[pos++] as number;
       lo = (lo | ((b & 127) << 28)) >>> 0;
-      hi = ((b & 127) >> 4) >>> 0;
+      let hi = ((b & 127) >> 4) >>> 0;
       if (b < 128) return this.done64(pos, lo, hi);
       for (let i = 0; i < 5; i++) {
         if (pos >= this.len) throw MALFORMED_INPUT;

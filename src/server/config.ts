@@ -334,7 +334,7 @@ function serverEntryFromObject(raw: unknown, index: number): ServerEntry {
   };
 }
 
-const COMPACT_ENTRY = /^(?:server\.)?([^=]*)=(\[[^\]]*\]|[^:\[\]]*):([^:]*):([^:]*):([^:]*)(?::([^:]*)(?::([^:]*)(?::([^:]*))?)?)?$/;
+const COMPACT_ENTRY = /^(?:server\.)?([^=]*)=(\[[^\]]*\]|[^:[\]]*):([^:]*):([^:]*):([^:]*)(?::([^:]*)(?::([^:]*)(?::([^:]*))?)?)?$/;
 
 /**
  * The compact servers list used by CORRAL_SERVERS and --servers:
@@ -430,7 +430,7 @@ export function readConfigSources(sources: ConfigSources): ConfigValues {
     values[field] = coerce(field, value);
     from[field] = `--${flag}`;
   }
-  return { values: values as Partial<ServerConfig>, from };
+  return { values: values, from };
 }
 
 export function loadConfig(sources: ConfigSources): ServerConfig {
@@ -587,9 +587,11 @@ export function quorumTlsFiles(config: ServerConfig): { certFile: string; keyFil
 /** The servers list on its own: ids, hosts, ports, roles. Empty is valid (standalone). */
 export function validateServers(servers: readonly ServerEntry[]): void {
   if (!Array.isArray(servers)) throw new ConfigError("servers", "expected a list");
+  // Array.isArray narrows to any[]; the entries are ServerEntry objects, each field checked below.
+  const entries: readonly ServerEntry[] = servers;
   const ids = new Map<number, number>();
   const endpoints = new Map<string, string>();
-  servers.forEach((server, index) => {
+  entries.forEach((server, index) => {
     const at = `servers[${index}]`;
     if (!Number.isSafeInteger(server.id) || server.id < 1 || server.id > 254) {
       throw new ConfigError(`${at}.id`, `must be an integer within [1, 254], got ${server.id}`);
@@ -598,7 +600,7 @@ export function validateServers(servers: readonly ServerEntry[]): void {
     if (twin !== undefined) throw new ConfigError(`${at}.id`, `duplicate id ${server.id} (also servers[${twin}])`);
     ids.set(server.id, index);
     if (typeof server.host !== "string" || server.host.trim() === "") throw new ConfigError(`${at}.host`, "must not be empty");
-    if (/[\s,=\/\[\]]/.test(server.host)) throw new ConfigError(`${at}.host`, `not a host name or address: ${JSON.stringify(server.host)}`);
+    if (/[\s,=/[\]]/.test(server.host)) throw new ConfigError(`${at}.host`, `not a host name or address: ${JSON.stringify(server.host)}`);
     if (!ROLES.has(server.role)) throw new ConfigError(`${at}.role`, `expected participant or observer, got ${JSON.stringify(server.role)}`);
     const ports = [...ENTRY_PORTS, ...ENTRY_OPTIONAL_PORTS.filter((port) => server[port] !== undefined)];
     for (const port of ports) {
@@ -612,7 +614,7 @@ export function validateServers(servers: readonly ServerEntry[]): void {
       endpoints.set(endpoint, `${at}.${port}`);
     }
   });
-  if (servers.length > 0 && !servers.some((s) => s.role === "participant")) {
+  if (entries.length > 0 && !entries.some((s) => s.role === "participant")) {
     throw new ConfigError("servers", "needs at least one participant (observers cannot form a quorum)");
   }
 }

@@ -119,12 +119,12 @@ export class WindowedSummary extends client.Summary {
     return this.count;
   }
 
-  override async get(): Promise<SummaryObject> {
+  override get(): Promise<SummaryObject> {
     const values: SummaryValue[] = this.quantiles.map((q) => ({ labels: { quantile: q }, value: this.quantile(q) }));
     values.push({ metricName: `${this.metricName}_sum`, labels: {}, value: this.sum });
     values.push({ metricName: `${this.metricName}_count`, labels: {}, value: this.count });
     // The shape prom-client's own Summary.get returns; its MetricType enum is a type only, "summary" its value.
-    return { name: this.metricName, help: this.metricHelp, type: "summary", values, aggregator: "sum" } as unknown as SummaryObject;
+    return Promise.resolve({ name: this.metricName, help: this.metricHelp, type: "summary", values, aggregator: "sum" } as unknown as SummaryObject);
   }
 
   override reset(): void {

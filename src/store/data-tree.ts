@@ -264,7 +264,7 @@ export class DataTree {
         result = { type: "error", err: body.err };
         break;
       default:
-        assert(false, `unknown txn type ${(body as { type: unknown }).type}`);
+        assert(false, `unknown txn type ${(body as { type: string }).type}`);
     }
     this.lastZxid = header.zxid;
     return { result, deliveries };

@@ -23,17 +23,17 @@ export function isZxid(value: unknown): value is number {
 }
 
 export function epochOf(zxid: number): number {
-  if (!isZxid(zxid)) assert(false, `not a zxid: ${zxid}`);
+  if (!isZxid(zxid)) assert(false, `not a zxid: ${String(zxid)}`);
   return Math.floor(zxid / ZXID_COUNTER_LIMIT);
 }
 
 export function counterOf(zxid: number): number {
-  if (!isZxid(zxid)) assert(false, `not a zxid: ${zxid}`);
+  if (!isZxid(zxid)) assert(false, `not a zxid: ${String(zxid)}`);
   return zxid % ZXID_COUNTER_LIMIT;
 }
 
 export function zxidToBigInt(zxid: number): bigint {
-  if (!isZxid(zxid)) assert(false, `not a zxid: ${zxid}`);
+  if (!isZxid(zxid)) assert(false, `not a zxid: ${String(zxid)}`);
   return BigInt(zxid);
 }
 
@@ -56,6 +56,6 @@ export function zxidFromString(text: string): number {
 
 /** ZooKeeper's rendering: "0x" + lowercase hex without padding (Long.toHexString). */
 export function formatZxid(zxid: number): string {
-  if (!isZxid(zxid)) assert(false, `not a zxid: ${zxid}`);
+  if (!isZxid(zxid)) assert(false, `not a zxid: ${String(zxid)}`);
   return "0x" + zxid.toString(16);
 }

@@ -72,9 +72,9 @@ export async function runChaos(options: ChaosRunOptions): Promise<ChaosRunResult
   const now = () => Math.round((performance.now() - started) * 10) / 10;
   const history = new HistoryRecorder(now);
   const extraVerdicts: Verdict[] = [];
-  let finals: FinalSetRead[] = [];
+  let finals: FinalSetRead[];
   let nemesis: Nemesis | undefined;
-  let workloadEnd = 0;
+  let workloadEnd: number;
   try {
     log(`cluster up: ${cluster.ids.length} servers (${options.voters} voters), seed ${options.seed}`);
     await waitFor("a leader", () => cluster.agreedLeader(), RECOVERY_LIMIT_MS);

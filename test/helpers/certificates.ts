@@ -127,7 +127,7 @@ async function openssl(args: string[]): Promise<void> {
     await run("openssl", args, { timeout: 30_000 });
   } catch (error) {
     const e = error as { stderr?: string; message: string };
-    throw new Error(`openssl ${args.slice(0, 2).join(" ")} failed: ${e.stderr ?? e.message}`);
+    throw new Error(`openssl ${args.slice(0, 2).join(" ")} failed: ${e.stderr ?? e.message}`, { cause: error });
   }
 }
 

@@ -283,8 +283,8 @@ async function runPytest(
     log.write(chunk);
     tail = (tail + chunk.toString("utf8")).slice(-20_000);
   };
-  child.stdout!.on("data", keep);
-  child.stderr!.on("data", keep);
+  child.stdout.on("data", keep);
+  child.stderr.on("data", keep);
   const kill = () => {
     try {
       if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");

@@ -131,7 +131,7 @@ export class RealZooKeeper {
       const logs = tail(join(dir.path, "zookeeper.out")) + tail(join(dir.path, "zookeeper.log"));
       if (child) await killAndWait(child);
       await dir.remove();
-      throw new Error(`${(error as Error).message}\n--- ZooKeeper output (tail) ---\n${logs}`);
+      throw new Error(`${(error as Error).message}\n--- ZooKeeper output (tail) ---\n${logs}`, { cause: error });
     }
   }
 

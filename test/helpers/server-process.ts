@@ -177,8 +177,8 @@ export class ServerProcess {
       stdio: ["ignore", "ignore", "pipe"],
       env: { ...process.env, CORRAL_LOG_LEVEL: o.logLevel ?? "warn", ...env },
     });
-    child.stderr!.setEncoding("utf8");
-    child.stderr!.on("data", (chunk: string) => {
+    child.stderr.setEncoding("utf8");
+    child.stderr.on("data", (chunk: string) => {
       this.stderr += chunk;
     });
     this.child = child;

@@ -15,7 +15,8 @@ export class TcpProxy {
   ) {}
 
   static async start(targetPort: number, options: { capture?: boolean } = {}): Promise<TcpProxy> {
-    let proxy: TcpProxy | undefined;
+    // Set once the server listens; a connection handled before then is refused.
+    let proxy: TcpProxy | undefined = undefined;
     const server = createServer((inbound) => {
       if (!proxy || proxy.refusing) {
         inbound.destroy();

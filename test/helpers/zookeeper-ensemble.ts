@@ -126,7 +126,7 @@ export class ZooKeeperEnsemble {
     } catch (error) {
       const logs = [...members.keys()].map((id) => `--- zk${id} ---\n${ensemble.logTail(id)}`).join("\n");
       await ensemble.stop();
-      throw new Error(`${(error as Error).message}\n${logs}`);
+      throw new Error(`${(error as Error).message}\n${logs}`, { cause: error });
     }
     return ensemble;
   }
@@ -236,7 +236,8 @@ export class ZooKeeperEnsemble {
 
   /** kill -9 of every server (their data is a throwaway), then removes the dir. */
   async stop(): Promise<void> {
-    await Promise.allSettled([...this.members.values()].map((m) => (m.child === undefined ? undefined : killAndWait(m.child))));
+    const children = [...this.members.values()].flatMap((m) => (m.child === undefined ? [] : [m.child]));
+    await Promise.allSettled(children.map((child) => killAndWait(child)));
     await this.removeDir();
   }
 }

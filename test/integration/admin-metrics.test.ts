@@ -171,7 +171,7 @@ describe("a standalone server's metrics and admin ports", () => {
       const lines = statFigures(text);
       const stats = answer.json["server_stats"] as Record<string, unknown>;
       assert.equal(answer.json["command"], word === "srvr" ? "server_stats" : "stats");
-      assert.equal(`Zookeeper version: ${answer.json["version"]}`, text.split("\n")[0]);
+      assert.equal(`Zookeeper version: ${String(answer.json["version"])}`, text.split("\n")[0]);
       const [min, avg, max] = lines.get("Latency min/avg/max")!.split("/").map(Number);
       assert.deepEqual([min, avg, max], [stats["min_latency"], stats["avg_latency"], stats["max_latency"]]);
       assert.equal(Number(lines.get("Received")), stats["packets_received"]);

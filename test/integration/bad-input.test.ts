@@ -122,7 +122,7 @@ function endStatus(stream: RawStream, what: string): Promise<grpc.StatusObject> 
 
 /** Serialize a client frame as the real encoder would, for streams opened with openBytes. */
 function encodeFrame(frame: object): Buffer {
-  return corralServiceDefinition()["Session"]!.requestSerialize(frame) as Buffer;
+  return corralServiceDefinition()["Session"]!.requestSerialize(frame);
 }
 
 /** The bystander reads and writes as if nothing happened; each acknowledged write is remembered. */
@@ -174,6 +174,7 @@ async function reviveIfDead(cause: unknown): Promise<void> {
     throw new Error(
       `the server process died and could not be restarted (${String(restartError)}); its stderr ends:\n${lastWords}\n` +
         `restart attempt:\n${recovery}`,
+      // eslint-disable-next-line preserve-caught-error -- the cause is the failure that killed the server; the restart's error is quoted in the message
       { cause },
     );
   }
@@ -579,7 +580,7 @@ badInputTest("garbage after a valid connect ends only that stream with INVALID_A
   );
   const first = await bounded("connect answer", stream.next());
   assert.equal(first?.frame, "connect");
-  const connect = (first as { frame: "connect"; connect: ConnectResponse }).connect;
+  const connect = first.connect;
   assert.equal(connect.err, 0);
   stream.send(encodeFrame({ request: { xid: 1, exists: { path: "/" } } }));
   const answer = await bounded("exists answer", stream.next());
@@ -628,8 +629,8 @@ badInputTest("a request with no operation is answered UNIMPLEMENTED for its xid 
   const second = await bounded("answer to the following request", stream.next());
   assert.equal(first?.frame, "response");
   assert.equal(second?.frame, "response");
-  const r1 = (first as { frame: "response"; response: Response }).response;
-  const r2 = (second as { frame: "response"; response: Response }).response;
+  const r1 = first.response;
+  const r2 = second.response;
   assert.equal(r1.xid, emptyXid);
   assert.equal(r1.err, ZkErrorCode.UNIMPLEMENTED);
   assert.equal(r2.xid, nextOne);

@@ -241,9 +241,9 @@ test("a member that dies is reported and not restarted; the others keep serving"
     const [voter, observer] = rows(cluster.out());
     assert.equal(voter?.role, "participant");
     assert.equal(observer?.role, "observer");
-    process.kill(observer!.pid, "SIGKILL");
+    process.kill(observer.pid, "SIGKILL");
     await waitFor("the crash report", () => (/server 2 \(pid \d+\) exited unexpectedly \(killed by SIGKILL\)/.test(cluster.err()) ? true : undefined));
-    const zk = await Client.connect(voter!.client, { connectTimeoutMs: 30_000 });
+    const zk = await Client.connect(voter.client, { connectTimeoutMs: 30_000 });
     assert.notEqual(await zk.exists("/"), null);
     await zk.close();
     assert.deepEqual(serversOf(join(dir.path, "cluster.json")), ["1"], "server 2 was not restarted");
@@ -252,7 +252,7 @@ test("a member that dies is reported and not restarted; the others keep serving"
     // A cluster that lost a member does not report a clean run.
     assert.equal(await cluster.exit, 1);
     assert.match(cluster.out(), /1 server had exited on its own/);
-    assert.equal(processExists(voter!.pid), false);
+    assert.equal(processExists(voter.pid), false);
   } finally {
     if (cluster.child.exitCode === null) cluster.child.kill("SIGKILL");
     await dir.remove();

@@ -147,7 +147,7 @@ function rawCall(port: number, service: "quorum" | "election", metadata: Record<
 }
 
 test("notifications reach every voter tagged with the sender's id, and one's own come back", async () => {
-  const { members, nodes } = await startCluster(["participant", "participant", "participant"]);
+  const { nodes } = await startCluster(["participant", "participant", "participant"]);
   for (const from of nodes) for (const to of nodes) from.transport.sendNotification(to.id, vote(from.id, 1));
   for (const node of nodes) {
     await waitFor(`server ${node.id} to hear from everyone`, () => (notificationsOf(node).length >= 3 ? true : undefined), WAIT_MS);
@@ -178,7 +178,7 @@ test("the latest notification for a voter that is down is delivered once it is b
 });
 
 test("an observer's notifications reach voters and their answers come back on its own stream", async () => {
-  const { members, nodes } = await startCluster(["participant", "participant", "observer"]);
+  const { nodes } = await startCluster(["participant", "participant", "observer"]);
   const [voter, , observer] = nodes as [Node, Node, Node];
   // Said to the observer before it has a stream to this voter: kept until it has one.
   const early: Notification = { from: 1, state: "looking", vote: { leader: 1, zxid: 2 ** 32 + 5, peerEpoch: 1 }, round: 3 };
@@ -195,7 +195,7 @@ test("an observer's notifications reach voters and their answers come back on it
 });
 
 test("a quorum stream carries messages in order both ways", async () => {
-  const { members, nodes } = await startCluster(["participant", "participant", "participant"]);
+  const { nodes } = await startCluster(["participant", "participant", "participant"]);
   const [leader, learner] = nodes as [Node, Node, Node];
   await follow(learner, leader);
   const up: QuorumMessage[] = [
@@ -238,7 +238,7 @@ test("a quorum stream carries messages in order both ways", async () => {
 });
 
 test("10,000 proposals sent in one burst arrive in order, in far fewer frames than messages", async () => {
-  const { members, nodes } = await startCluster(["participant", "participant", "participant"]);
+  const { nodes } = await startCluster(["participant", "participant", "participant"]);
   const [leader, learner] = nodes as [Node, Node, Node];
   await follow(learner, leader);
   const burst = 10_000;
@@ -272,7 +272,7 @@ test("10,000 proposals sent in one burst arrive in order, in far fewer frames th
 });
 
 test("a 16 MiB SNAP crosses the quorum stream intact, in order with what follows it", async () => {
-  const { members, nodes } = await startCluster(["participant", "participant", "participant"]);
+  const { nodes } = await startCluster(["participant", "participant", "participant"]);
   const [leader, learner] = nodes as [Node, Node, Node];
   await follow(learner, leader);
   const snapshot = new Uint8Array(16 * 1024 * 1024);
@@ -296,7 +296,7 @@ test("a 16 MiB SNAP crosses the quorum stream intact, in order with what follows
 });
 
 test("closeLearner ends the stream on both sides once, and a learner still following reconnects", async () => {
-  const { members, nodes } = await startCluster(["participant", "participant", "participant"]);
+  const { nodes } = await startCluster(["participant", "participant", "participant"]);
   const [leader, learner] = nodes as [Node, Node, Node];
   await follow(learner, leader);
   leader.transport.closeLearner(2);
@@ -311,7 +311,8 @@ test("closeLearner ends the stream on both sides once, and a learner still follo
 
 test("a restarted leader is reconnected automatically; closed and opened fire once per stream", async () => {
   const { members, nodes } = await startCluster(["participant", "participant", "participant"]);
-  let [leader, learner, third] = nodes as [Node, Node, Node];
+  const [, learner, third] = nodes as [Node, Node, Node];
+  let leader = nodes[0]!; // replaced by the restarted server below
   await follow(learner, leader);
   learner.transport.sendNotification(1, vote(2, 1));
   await waitFor("an election stream to server 1", () => (notificationsOf(leader).length > 0 ? true : undefined), WAIT_MS);
@@ -345,7 +346,8 @@ test("a restarted leader is reconnected automatically; closed and opened fire on
 
 test("a restarted learner's new stream is accepted; the leader sees the old one close once", async () => {
   const { members, nodes } = await startCluster(["participant", "participant", "participant"]);
-  let [leader, learner, third] = nodes as [Node, Node, Node];
+  const [leader, , third] = nodes as [Node, Node, Node];
+  let learner = nodes[1]!; // replaced by the restarted server below
   await follow(learner, leader);
   await stopNode(learner);
   await waitFor("the leader to see the learner go", () => (count(leader, "closed", 2) === 1 ? true : undefined), WAIT_MS);
@@ -459,7 +461,7 @@ test("a learner that stops reading is cut off once its queue passes the bound", 
 });
 
 test("stop() ends every stream and nothing fires after it resolves", async () => {
-  const { members, nodes } = await startCluster(["participant", "participant", "observer"]);
+  const { nodes } = await startCluster(["participant", "participant", "observer"]);
   const [leader, follower, observer] = nodes as [Node, Node, Node];
   await follow(follower, leader);
   await follow(observer, leader);

@@ -77,7 +77,10 @@ async function untilChildren(client: Client, path: string, accept: (children: st
     const changed = new Promise<void>((resolve) => (fired = resolve));
     const children = await retrying(client, "children", async () => {
       if ((await client.exists(path, { watch: () => fired() })) === null) return [];
-      return client.getChildren(path, { watch: () => fired() }).catch((error: unknown) => (isCode(error, "NONODE") ? [] : Promise.reject(error)));
+      return client.getChildren(path, { watch: () => fired() }).catch((error: unknown) => {
+        if (isCode(error, "NONODE")) return [];
+        throw error;
+      });
     });
     if (accept(children)) return;
     await bounded(changed, `a change under ${path}`);
@@ -539,7 +542,7 @@ async function allSee(watchers: readonly Watcher[], expected: readonly string[],
     );
   } catch (error) {
     const seen = watchers.map((w) => `[${describeMembers(w.latest).join(",")}]`).join(" ");
-    throw new Error(`${(error as Error).message}; they see ${seen}`);
+    throw new Error(`${(error as Error).message}; they see ${seen}`, { cause: error });
   }
 }
 

@@ -51,9 +51,9 @@ function shell(args: string[], stdin = ""): Promise<ShellRun> {
   running.add(child);
   let stdout = "";
   let stderr = "";
-  child.stdout!.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
-  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-  child.stdin!.end(stdin);
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+  child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+  child.stdin.end(stdin);
   return new Promise((resolve) => {
     child.once("close", (code) => {
       running.delete(child);

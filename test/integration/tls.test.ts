@@ -188,7 +188,7 @@ describe("a standalone server with TLS on its gRPC port and a secure ZooKeeper p
       const secure = await JuteClient.connect(sniffSecure.address, { tls: juteTls(certs.alice) });
       assert.equal((await secure.request(OpCode.create, CreateRequest, { path: `/sniff-secure-${marker}`, data: bytes(`data-${marker}`), acl: OPEN_ACL, flags: 0 })).header.err, 0);
       const read = await secure.request(OpCode.getData, GetDataRequest, { path: `/sniff-secure-${marker}`, watch: false });
-      assert.equal(new TextDecoder().decode(decodeRecord(GetDataResponse, read.body).data!), `data-${marker}`);
+      assert.equal(new TextDecoder().decode(decodeRecord(GetDataResponse, read.body).data), `data-${marker}`);
       await secure.close();
 
       const plain = await JuteClient.connect(sniffPlain.address);
@@ -234,7 +234,7 @@ describe("a standalone server with TLS on its gRPC port and a secure ZooKeeper p
         assert.equal((await juteBob.request(OpCode.getData, GetDataRequest, { path: "/tls-acl", watch: false })).header.err, ZNONODE_NOAUTH);
         const read = await juteAlice.request(OpCode.getData, GetDataRequest, { path: "/tls-acl", watch: false });
         assert.equal(read.header.err, 0);
-        assert.equal(new TextDecoder().decode(decodeRecord(GetDataResponse, read.body).data!), "admin's");
+        assert.equal(new TextDecoder().decode(decodeRecord(GetDataResponse, read.body).data), "admin's");
       } finally {
         await Promise.all([juteBob.close(), juteAlice.close()]);
       }

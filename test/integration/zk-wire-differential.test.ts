@@ -150,7 +150,7 @@ describe("zkCli.sh and cli_mt get the same answers from corral's ZooKeeper port 
       }),
     ];
     const failed = (await Promise.allSettled(starting)).find((r) => r.status === "rejected");
-    if (failed) throw (failed as PromiseRejectedResult).reason;
+    if (failed) throw failed.reason;
   });
 
   after(async () => {

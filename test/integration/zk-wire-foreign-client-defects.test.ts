@@ -34,7 +34,7 @@ const LONG_NAME = "n".repeat(2_000);
 const LARGE_DATA_BYTES = 1_048_500;
 
 function create(client: JuteClient, path: string, data: Uint8Array, acl: (ACL | { perms: number; id: { scheme: string | null; id: string | null } })[] = OPEN_ACL) {
-  return client.request(OpCode.create, CreateRequest, { path, data, acl: acl as ACL[], flags: 0 });
+  return client.request(OpCode.create, CreateRequest, { path, data, acl, flags: 0 });
 }
 
 async function children(client: JuteClient, path: string): Promise<string[]> {

@@ -334,7 +334,7 @@ describe("ZooKeeper wire protocol through node-zookeeper-client", () => {
         .remove(`${root}/s-0000000002`),
     );
     assert.ok(failed.error instanceof Exception, String(failed.error));
-    assert.equal((failed.error as InstanceType<typeof Exception>).getCode(), Exception.BAD_VERSION);
+    assert.equal(failed.error.getCode(), Exception.BAD_VERSION);
     // ZooKeeper 3.8: ops before the failure report OK, the failed op its error, the ones after
     // RuntimeInconsistency — all as error results (type -1).
     assert.deepEqual(failed.results, [
@@ -477,7 +477,7 @@ describe("ZooKeeper wire protocol through node-zookeeper-client", () => {
     const zk = await connect();
     const home = ensemble.ids.find((id) => ensemble.address(id) === zk.connectedTo());
     assert.ok(home !== undefined, `connected to ${zk.connectedTo()}, one of ${ensemble.ids.map((id) => ensemble.address(id)).join(",")}`);
-    const observer = await connect(ensemble.ids.find((id) => id !== home)!);
+    const observer = await connect(ensemble.ids.find((id) => id !== home));
     const root = freshRoot("resume");
     await zk.create(root);
     await zk.create(`${root}/watched`, Buffer.from("before"));

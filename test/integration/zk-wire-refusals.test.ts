@@ -56,14 +56,14 @@ const create = (path: string | null, acl: ACL[] | null = OPEN, flags = 0) => ({ 
 interface Case {
   name: string;
   type: number;
-  codec: JuteCodec<any> | undefined;
+  codec: JuteCodec<unknown> | undefined;
   body: unknown;
   xid?: number;
   /** The connection may be closed after it: sent on a connection of its own. */
   closes?: true;
 }
 const cases: Case[] = [];
-const add = (name: string, type: number, codec: JuteCodec<any> | undefined, body: unknown, extra: Partial<Case> = {}) => cases.push({ name, type, codec, body, ...extra });
+const add = (name: string, type: number, codec: JuteCodec<unknown> | undefined, body: unknown, extra: Partial<Case> = {}) => cases.push({ name, type, codec, body, ...extra });
 
 // create: flags and ttl, then a slash and NUL, then the ACL, the parent, its ACL, the whole path, the node, an ephemeral parent
 for (const [name, path, acl, flags] of [
@@ -158,7 +158,7 @@ for (const [name, path, acl, version] of [
 }
 
 // reads: no path validation; a missing node before its ACL
-const READS: [string, number, JuteCodec<any>][] = [
+const READS: [string, number, JuteCodec<unknown>][] = [
   ["getData", OpCode.getData, GetDataRequest],
   ["getChildren", OpCode.getChildren, GetChildrenRequest],
   ["getChildren2", OpCode.getChildren2, GetChildren2Request],
@@ -202,7 +202,7 @@ add("addWatch: a missing node", OpCode.addWatch, AddWatchRequest, { path: `${R}/
 add("setWatches: bad paths", OpCode.setWatches, SetWatches, { relativeZxid: 0n, dataWatches: ["x"], existWatches: ["y//"], childWatches: [] });
 
 // multiRead and multi: per-op codes, result records, and what fails the whole request
-const getData = (path: string | null): MultiOp => ({ type: OpCode.getData, request: { path, watch: false } } as MultiOp);
+const getData = (path: string | null): MultiOp => ({ type: OpCode.getData, request: { path, watch: false } });
 const op = (type: number, request: unknown): MultiOp => ({ type, request } as MultiOp);
 const check = (path: string, version = -1) => op(OpCode.check, { path, version });
 for (const [name, ops] of [
@@ -342,7 +342,7 @@ describe("the ZooKeeper port refuses as ZooKeeper 3.8 does, code for code and in
       }),
     ];
     const failed = (await Promise.allSettled(starting)).find((r) => r.status === "rejected");
-    if (failed) throw (failed as PromiseRejectedResult).reason;
+    if (failed) throw failed.reason;
   });
 
   after(async () => {

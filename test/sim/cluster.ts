@@ -326,7 +326,8 @@ export class Simulation implements Scheduler, ClientWorld {
       },
     };
     const entropy: Entropy = { bytes: (count) => Uint8Array.from({ length: count }, () => this.prng.int(256)) };
-    let replica: Replica | undefined;
+    // Set once buildReplica returns; what the network delivers before then is dropped.
+    let replica: Replica | undefined = undefined;
     const network = this.network.attach(server.id, {
       onNotification: (n) => replica?.onNotification(n),
       onQuorumMessage: (from, m) => replica?.onQuorumMessage(from, m),
@@ -825,19 +826,19 @@ export class Simulation implements Scheduler, ClientWorld {
     const leader = this.currentLeader();
     if (leader === undefined) return "no leader to check the cleanup with";
     const start = this.nowMs;
-    const startZxid = leader.tree!.lastProcessedZxid;
+    const startZxid = leader.tree.lastProcessedZxid;
     const intervalMs = this.config.containerCheckIntervalMs;
     const deadline = start + CLEANUP_BUDGET_MS;
     // The deletion is a write: its commit may wait for a proposal's round trip and a quorum's fsync,
     // and with another voter paused that quorum can need the member with the slow disk.
     const slackMs = CLEANUP_SLACK_MS + 2 * this.config.netDelayMsMax + (this.config.slowDiskServer === 0 ? 1 : 10) * this.config.fsyncMsMax;
     const watched: { path: string; czxid: number; dueAtMs: number }[] = [];
-    for (const path of leader.tree!.containerPaths()) {
-      const stat = leader.tree!.getNode(path)!.stat;
+    for (const path of leader.tree.containerPaths()) {
+      const stat = leader.tree.getNode(path)!.stat;
       if (cleanupKind(stat, 0) === "container") watched.push({ path, czxid: stat.czxid, dueAtMs: start + 2 * intervalMs + slackMs });
     }
-    for (const path of leader.tree!.ttlPaths()) {
-      const stat = leader.tree!.getNode(path)!.stat;
+    for (const path of leader.tree.ttlPaths()) {
+      const stat = leader.tree.getNode(path)!.stat;
       if (stat.numChildren > 0 || ownerKind(stat.ephemeralOwner) !== "ttl") continue;
       // When the leader's clock, offset by the clock jumps it took, passes the node's expiry.
       const expiresAtMs = stat.mtime + ttlOfOwner(stat.ephemeralOwner) - leader.clockOffsetMs;
@@ -849,7 +850,7 @@ export class Simulation implements Scheduler, ClientWorld {
       if (current === undefined) return [];
       return watched
         .filter(({ path, czxid }) => {
-          const stat = current.tree!.getNode(path)?.stat;
+          const stat = current.tree.getNode(path)?.stat;
           return stat !== undefined && stat.czxid === czxid && stat.numChildren === 0 && stat.pzxid <= startZxid && stat.mzxid <= startZxid;
         })
         .map(({ path, dueAtMs }) => `${path} (due by ${dueAtMs})`);

@@ -91,6 +91,7 @@ test("fast-check fault schedules: safety while faults run, convergence after the
   if (details.failed) {
     const [seed, cmds] = details.counterexample ?? [];
     const error = details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance);
+    // eslint-disable-next-line @typescript-eslint/no-base-to-string -- fc.commands' value is typed Iterable but is a CommandsIterable, whose toString lists the commands that ran
     assert.fail(`after ${details.numRuns} runs and ${details.numShrinks} shrinks: simulator seed ${seed}, schedule ${String(cmds)}\n${error}\nreplay: SIM_FC_SEED=${details.seed} (path ${details.counterexamplePath})`);
   }
 });

@@ -74,8 +74,14 @@ describe("bench LatencyHistogram", () => {
         const left = new LatencyHistogram();
         const right = new LatencyHistogram();
         const both = new LatencyHistogram();
-        for (const v of a) (left.record(v), both.record(v));
-        for (const v of b) (right.record(v), both.record(v));
+        for (const v of a) {
+          left.record(v);
+          both.record(v);
+        }
+        for (const v of b) {
+          right.record(v);
+          both.record(v);
+        }
         left.merge(right);
         assert.equal(left.count, both.count);
         for (const p of PERCENTILES) {
@@ -225,11 +231,11 @@ class FakeTarget implements BenchTarget {
     this.latency = seededRandom(seed);
   }
 
-  async connect(host: string, _options: BenchConnectOptions): Promise<BenchConnection> {
+  connect(host: string, _options: BenchConnectOptions): Promise<BenchConnection> {
     const connection = new FakeConnection(this, this.connections.length);
     this.connections.push(connection);
     this.hostsConnected.push(host);
-    return connection;
+    return Promise.resolve(connection);
   }
 
   /** Runs `apply` on completion, 1–5 virtual ms after issue. */
@@ -242,12 +248,13 @@ class FakeTarget implements BenchTarget {
     return new Promise((resolve, reject) => {
       this.world.at(1 + Math.floor(this.latency() * 5), () => {
         connection.inFlight--;
-        let outcome: { ok: true; value: R } | { ok: false; error: unknown };
+        let outcome: { ok: true; value: R } | { ok: false; error: Error };
         try {
           if (fail) throw new FakeError("CONNECTIONLOSS");
           outcome = { ok: true, value: apply() };
         } catch (error) {
-          outcome = { ok: false, error };
+          // `apply` fails only by throwing FakeErrors.
+          outcome = { ok: false, error: error instanceof Error ? error : new Error(String(error)) };
         }
         this.completions.push({ connection: connection.id, kind, path, issuedMs, doneMs: this.world.now(), ok: outcome.ok });
         if (outcome.ok) resolve(outcome.value);
@@ -332,8 +339,9 @@ class FakeConnection implements BenchConnection {
     });
   }
 
-  async close(): Promise<void> {
+  close(): Promise<void> {
     this.closed = true;
+    return Promise.resolve();
   }
 }
 
@@ -354,7 +362,10 @@ async function setUp(
   const keySpace = await prepareKeySpace(target.connections, { root: "/bench", keys: 50, value, perConnection: 4, runId: "test" }, world);
   // Failures start only once the key space exists; the clock restarts the count of the run from here.
   target.completions.length = 0;
-  for (const c of target.connections) (c.issued.length = 0, (c.maxInFlight = 0));
+  for (const c of target.connections) {
+    c.issued.length = 0;
+    c.maxInFlight = 0;
+  }
   const base = target.requestsIssued;
   if (shouldFail !== undefined) target.shouldFail = (i, kind) => shouldFail(i - base, kind);
   return {

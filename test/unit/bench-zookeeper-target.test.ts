@@ -55,7 +55,7 @@ describe("bench zookeeper target", () => {
       const error = asBenchError(Exception.create(code));
       assert.equal(errorLabel(error), label);
       assert.equal((error as { zkCode?: number }).zkCode, code);
-      assert.ok((error as Error).cause instanceof Exception);
+      assert.ok(error.cause instanceof Exception);
     }
     const other = new TypeError("not from ZooKeeper");
     assert.equal(asBenchError(other), other);

@@ -778,7 +778,7 @@ describe("generated histories", () => {
         const ops = numbered(simulate(steps, 4));
         const pair = orderedOkPair(ops);
         fc.pre(pair !== undefined);
-        const [first, second] = pair!;
+        const [first, second] = pair;
         // The second is linearized after the first, when the version is at least the first's, so
         // it cannot have moved the version to the first's again.
         const corrupted = ops.map((op) => (op === second ? { ...second, result: { ...second.result!, version: first.result!.version } } : op));

@@ -86,7 +86,7 @@ const singleClientFrame: fc.Arbitrary<ClientFrame> = fc.oneof(
   fc
     .record({ protocolVersion: uint32, lastZxidSeen: int64, timeoutMs: uint32, sessionId: int64, password: bytes })
     .map((connect) => ({ frame: "connect" as const, connect })),
-  fc.tuple(int32, requestOp).map(([xid, op]) => ({ frame: "request" as const, request: { xid, ...op } }) as ClientFrame),
+  fc.tuple(int32, requestOp).map(([xid, op]) => ({ frame: "request" as const, request: { xid, ...op } })),
   fc.constant({ frame: "ping" as const, ping: {} }),
 );
 const clientFrame: fc.Arbitrary<ClientFrame> = fc.oneof(
@@ -128,7 +128,7 @@ const singleServerFrame: fc.Arbitrary<ServerFrame> = fc.oneof(
       number: int32,
       clientInfo: fc.array(fc.record({ authScheme: str, user: str }), { maxLength: 3 }),
     })
-    .map((response) => ({ frame: "response" as const, response }) as ServerFrame),
+    .map((response) => ({ frame: "response" as const, response })),
   fc.record({ type: int32, path: str, zxid: int64 }).map((event) => ({ frame: "event" as const, event })),
   int64.map((zxid) => ({ frame: "pong" as const, pong: { zxid } })),
 );
@@ -180,7 +180,7 @@ test("every ServerFrame proto-loader encodes decodes, with the SDK, to what prot
   fc.assert(
     fc.property(serverFrame, (frame) => {
       const encoded = session.responseSerialize(frame);
-      assert.deepStrictEqual(decodeServerFrame(encoded), expectedDecoding(session.responseDeserialize(encoded) as ServerFrame));
+      assert.deepStrictEqual(decodeServerFrame(encoded), expectedDecoding(session.responseDeserialize(encoded)));
     }),
     { numRuns: 3000 },
   );
@@ -202,7 +202,7 @@ test("a truncated server frame is rejected, not misread", () => {
   const encoded = session.responseSerialize({
     frame: "response",
     response: { xid: 7, zxid: "99", err: 0, path: "/a", stat: null, data: Buffer.from("hello"), children: [], results: [], acl: [], number: 0, clientInfo: [] },
-  } as ServerFrame);
+  });
   for (let cut = 1; cut < encoded.length; cut++) {
     assert.throws(() => decodeServerFrame(encoded.subarray(0, cut)), /malformed server frame/, `cut at ${cut}`);
   }

@@ -410,12 +410,12 @@ test("edge cases of protobufjs's varint readers and group nesting get the old ou
     [0x7c],
     [0x7b, 0x7c, 0x1a, 0x00],
     // Nested unknown groups at and beyond protobufjs's recursion limit.
-    [...Array(100).fill(0x7b), ...Array(100).fill(0x7c), 0x1a, 0x00],
-    [...Array(101).fill(0x7b), ...Array(101).fill(0x7c), 0x1a, 0x00],
-    [...Array(102).fill(0x7b), ...Array(102).fill(0x7c), 0x1a, 0x00],
+    [...Array<number>(100).fill(0x7b), ...Array<number>(100).fill(0x7c), 0x1a, 0x00],
+    [...Array<number>(101).fill(0x7b), ...Array<number>(101).fill(0x7c), 0x1a, 0x00],
+    [...Array<number>(102).fill(0x7b), ...Array<number>(102).fill(0x7c), 0x1a, 0x00],
     // The same inside a ping, one level deeper.
-    [0x1a, ...varint(200n), ...Array(100).fill(0x7b), ...Array(100).fill(0x7c)],
-    [0x1a, ...varint(198n), ...Array(99).fill(0x7b), ...Array(99).fill(0x7c)],
+    [0x1a, ...varint(200n), ...Array<number>(100).fill(0x7b), ...Array<number>(100).fill(0x7c)],
+    [0x1a, ...varint(198n), ...Array<number>(99).fill(0x7b), ...Array<number>(99).fill(0x7c)],
   ];
   for (const c of cases) sameAsOracle(Buffer.from(c));
 });

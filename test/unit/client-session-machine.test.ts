@@ -231,7 +231,7 @@ test("on reconnect the accepted credentials go out first, then setWatches with t
   machine.timerFired("reconnect");
   machine.receive(2, connectAnswer());
   const sent = requests(take()).map((r) =>
-    r.op === "addAuth" ? `addAuth ${r.addAuth.scheme} ${Buffer.from(r.addAuth.auth).toString()}` : r.op === "setWatches" ? `setWatches ${r.setWatches.relativeZxid} ${r.setWatches.dataWatches} ${r.setWatches.persistentWatches}` : r.op,
+    r.op === "addAuth" ? `addAuth ${r.addAuth.scheme} ${Buffer.from(r.addAuth.auth).toString()}` : r.op === "setWatches" ? `setWatches ${r.setWatches.relativeZxid} ${r.setWatches.dataWatches.join(",")} ${r.setWatches.persistentWatches.join(",")}` : r.op,
   );
   assert.deepEqual(sent, ["addAuth digest bob:secret", "addAuth digest alice:pw", "setWatches 30 /d /p", "sync"]);
 });
@@ -294,7 +294,7 @@ test("a credential the new server refuses is not sent on later connections", () 
   take();
   const [replayed] = reconnect(1);
   assert.equal(replayed?.op, "addAuth");
-  machine.receive(2, response(replayed!.xid, 1n, ZkErrorCode.AUTHFAILED));
+  machine.receive(2, response(replayed.xid, 1n, ZkErrorCode.AUTHFAILED));
   assert.deepEqual(reconnect(2), []);
 });
 

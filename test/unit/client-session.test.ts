@@ -87,7 +87,7 @@ class FakeStream {
   async nextConnect(): Promise<ConnectRequest> {
     const frame = await this.next();
     assert.equal(frame.frame, "connect");
-    return (frame as ClientFrame & { frame: "connect" }).connect;
+    return frame.connect;
   }
 
   /** The next request, skipping pings. */
@@ -96,7 +96,7 @@ class FakeStream {
       const frame = await this.next();
       if (frame.frame === "ping") continue;
       assert.equal(frame.frame, "request", `expected a request, got ${frame.frame}`);
-      return (frame as ClientFrame & { frame: "request" }).request;
+      return frame.request;
     }
   }
 
@@ -153,7 +153,8 @@ class FakeServer {
 
   static async start(): Promise<FakeServer> {
     const server = new grpc.Server();
-    let fake: FakeServer | undefined;
+    // Set once the server is bound; streams opened before then wait in `early`.
+    let fake: FakeServer | undefined = undefined;
     const early: ServerCall[] = [];
     server.addService(corralServiceDefinition(), {
       Session: (call: ServerCall) => {
@@ -755,7 +756,7 @@ async function answered<T>(stream: FakeStream, call: Promise<T>, fields: Paramet
   const request = await stream.nextRequest();
   stream.reply(request.xid, fields);
   const [result] = await Promise.allSettled([call]);
-  return { request, result: result! };
+  return { request, result };
 }
 
 /** A sync round trip: every frame the server sent before its answer has been handled. */

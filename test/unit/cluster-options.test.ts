@@ -161,14 +161,14 @@ test("a base config, CORRAL_* variables and flags reach every member's config; f
 
 test("every field but the membership can be shared; the membership is refused from the base config, the environment and a flag, naming field and source", () => {
   assert.deepEqual(
-    (Object.keys(FIELDS) as string[]).filter((field) => !(SHARED_FIELDS as string[]).includes(field)),
+    Object.keys(FIELDS).filter((field) => !(SHARED_FIELDS as string[]).includes(field)),
     ["serverId", "dataDir", "clientHost", "clientPort", "zkClientPort", "servers", "metricsPort", "adminPort", "secureZkClientPort"],
   );
   const base = join(dir, "member-base.json");
   const dataDir = join(dir, "refused");
   const values: Record<string, unknown> = { serverId: 2, dataDir: "/tmp/x", clientHost: "0.0.0.0", clientPort: 3000, zkClientPort: 3100, metricsPort: 3200, adminPort: 3300, secureZkClientPort: 3400, servers: [] };
   for (const field of MEMBER_FIELDS) {
-    const raw = values[field]!;
+    const raw = values[field];
     writeFileSync(base, JSON.stringify({ ttlNodesEnabled: true, [field]: raw }));
     const text = Array.isArray(raw) ? "" : String(raw);
     const cases: [{ file?: string; env?: Record<string, string> }, Record<string, string>, string][] = [

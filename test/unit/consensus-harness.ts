@@ -284,7 +284,7 @@ export function describeEvent(e: ZabEvent): string {
 function decodeApplied(bytes: Uint8Array, zxid: number): number[] {
   try {
     const list: unknown = JSON.parse(new TextDecoder().decode(bytes));
-    if (Array.isArray(list) && list.every((x) => typeof x === "number") && list[list.length - 1] === zxid) return list as number[];
+    if (Array.isArray(list) && list.every((x) => typeof x === "number") && list[list.length - 1] === zxid) return list;
   } catch {
     // not one of ours
   }

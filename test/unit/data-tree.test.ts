@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { ZkError, ZkErrorCode } from "../../src/common/errors.js";
 import type { AddWatchMode } from "../../src/common/watch-modes.js";
-import { DataTree, sequenceNumberOf, sequentialPath, type ApplyOutcome, type WatchLists } from "../../src/store/data-tree.js";
+import { DataTree, sequenceNumberOf, sequentialPath, type ApplyOutcome, type WatchLists, type ZNode } from "../../src/store/data-tree.js";
 import {
   CONTAINER_OWNER,
   OPEN_ACL_UNSAFE,
@@ -84,10 +84,10 @@ describe("a fresh DataTree", () => {
 
   test("a tree restored from a snapshot older than /zookeeper/config gains it, as a fresh tree has it", () => {
     const fresh = new DataTree();
-    const nodes = new Map<string, any>();
+    const nodes = new Map<string, ZNode>();
     fresh.walk((path, node) => {
       if (path === "/zookeeper/config") return;
-      const copy = { data: node.data, acl: node.acl, stat: { ...node.stat }, children: new Set(node.children) };
+      const copy: ZNode = { data: node.data, acl: [...node.acl], stat: { ...node.stat }, children: new Set(node.children) };
       if (path === "/zookeeper") {
         copy.children.delete("config");
         copy.stat.numChildren = 1;

@@ -25,7 +25,7 @@ function createTxn(zxid: number, n = zxid): Txn {
 }
 
 function completion(run: (done: Done) => void): Promise<void> {
-  return new Promise((resolve, reject) => run((error) => (error === undefined ? resolve() : reject(error))));
+  return new Promise((resolve, reject) => run((error) => (error === undefined ? resolve() : reject(error instanceof Error ? error : new Error("the storage call failed", { cause: error })))));
 }
 
 const open = (dir: string) => DiskStorage.open(dir, { snapshotRetainCount: 3 }, logger);

@@ -307,7 +307,8 @@ test("compose: every service builds (or shares) the image of deploy/Dockerfile f
     if (build === undefined) continue;
     const context = resolve(dirname(COMPOSE_FILE), String(build["context"]));
     assert.equal(relative(ROOT, context), "", `${name} builds with the repository root as context`);
-    assert.equal(resolve(context, String(build["dockerfile"] ?? "Dockerfile")), DOCKERFILE, `${name} builds deploy/Dockerfile`);
+    const dockerfile: unknown = build["dockerfile"] ?? "Dockerfile";
+    assert.equal(resolve(context, String(dockerfile)), DOCKERFILE, `${name} builds deploy/Dockerfile`);
   }
   assert.ok(loaded.some((l) => l.service["build"] !== undefined), "some service builds the image");
 });

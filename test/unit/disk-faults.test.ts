@@ -82,8 +82,9 @@ test("injectedFaultFor normalises the hook's answer (true means beforeWrite)", (
 
 test("writeWithFaults: no fault runs the write; beforeWrite rejects without it; afterWrite runs it, then rejects", async () => {
   let runs = 0;
-  const run = async () => {
+  const run = () => {
     runs += 1;
+    return Promise.resolve();
   };
   await writeWithFaults(undefined, "append", run);
   assert.equal(runs, 1);

@@ -57,7 +57,7 @@ test("save writes snapshot.<16 hex digits> and loadNewestValid returns the newes
     assert.deepEqual(await store.list(), [2 ** 32 + 0x20, 2 ** 32 + 1, 5]);
     const loaded = await store.loadNewestValid();
     assert.equal(loaded?.zxid, 2 ** 32 + 0x20);
-    assert.deepEqual(Buffer.from(loaded!.bytes), Buffer.from(body(2 ** 32 + 0x20)));
+    assert.deepEqual(Buffer.from(loaded.bytes), Buffer.from(body(2 ** 32 + 0x20)));
   });
 });
 
@@ -85,7 +85,7 @@ test("a newest snapshot with a flipped body byte is skipped, reported, and the p
     await flipByte(join(dir, snapshotFileName(20)), SNAPSHOT_HEADER_BYTES + 500);
     const loaded = await store.loadNewestValid();
     assert.equal(loaded?.zxid, 10);
-    assert.deepEqual(Buffer.from(loaded!.bytes), Buffer.from(body(10)));
+    assert.deepEqual(Buffer.from(loaded.bytes), Buffer.from(body(10)));
     assert.equal(invalid.length, 1);
     assert.equal(invalid[0]?.zxid, 20);
     assert.match(invalid[0]?.reason ?? "", /body checksum/);
@@ -130,7 +130,7 @@ test("verify, which reads a file a piece at a time, judges every damage as load 
     // 2.5 MB bodies span three of verify's 1 MB pieces; the flip lands in the last one.
     const big = 2.5 * 1024 * 1024;
     const damages: [number, (file: string) => Promise<void>][] = [
-      [10, async () => undefined],
+      [10, () => Promise.resolve()],
       [20, (file) => flipByte(file, SNAPSHOT_HEADER_BYTES + big - 3)],
       [30, (file) => truncate(file, SNAPSHOT_HEADER_BYTES + big - 1)],
       [40, (file) => truncate(file, 12)],

@@ -143,7 +143,7 @@ function toLoader(m: QuorumMessage): Record<string, unknown> {
 /** What proto-loader decoded, back in corral's shape. */
 function fromLoader(entry: { message: string } & Record<string, unknown>): QuorumMessage {
   const body = entry[entry.message] as Record<string, unknown>;
-  const n = (key: string): number => Number(body[key] as string);
+  const n = (key: string): number => Number(body[key]);
   const b = (key: string): Uint8Array => new Uint8Array(body[key] as Buffer);
   switch (entry.message) {
     case "learnerInfo":
@@ -377,7 +377,7 @@ test("encoding a number outside its wire type is an assertion, not a silent trun
     { type: "learnerInfo", sid: -1, role: "participant", acceptedEpoch: 0, lastZxid: 0, protocolVersion: 1 },
     { type: "ping", touches: [{ sessionId: 1n, timeoutMs: 2 ** 32 }] },
   ];
-  for (const m of bad) assert.throws(() => encodeQuorumBatch([m]), AssertionError, JSON.stringify(m, (_, v) => (typeof v === "bigint" ? String(v) : v)));
+  for (const m of bad) assert.throws(() => encodeQuorumBatch([m]), AssertionError, JSON.stringify(m, (_, v: unknown) => (typeof v === "bigint" ? String(v) : v)));
   assert.throws(() => notificationEntrySize({ from: 1, state: "looking", vote: { leader: 1, zxid: -3, peerEpoch: 0 }, round: 1 }), AssertionError);
 });
 

@@ -41,6 +41,11 @@ const toBytes = (data: Data | undefined): Uint8Array => (typeof data === "string
 const parentOf = (path: string): string => path.slice(0, path.lastIndexOf("/")) || "/";
 const isSequential = (mode: CreateMode): boolean => mode.includes("sequential");
 
+/** Runs `body` at once, as an async method does: what it returns resolves, what it throws rejects. */
+function asAsync<T>(body: () => T): Promise<T> {
+  return new Promise((resolve) => resolve(body()));
+}
+
 /**
  * One session on a one-server in-memory tree. Writes are applied at once; watches fire on a later
  * turn, as a server's notifications arrive after its answers. `loseReplyOnce` makes the next write
@@ -80,94 +85,112 @@ class FakeClient extends EventEmitter {
 
   // --- the Client surface the recipes use ---------------------------------------------------
 
-  async create(path: string, data?: Data, options: { mode?: CreateMode } = {}): Promise<string> {
-    this.requireConnected();
-    this.writes.push({ kind: "create", path });
-    const made = this.applyCreate(path, toBytes(data), options.mode ?? "persistent");
-    this.flushEvents();
-    this.maybeLoseReply("create", path);
-    return made;
+  create(path: string, data?: Data, options: { mode?: CreateMode } = {}): Promise<string> {
+    return asAsync(() => {
+      this.requireConnected();
+      this.writes.push({ kind: "create", path });
+      const made = this.applyCreate(path, toBytes(data), options.mode ?? "persistent");
+      this.flushEvents();
+      this.maybeLoseReply("create", path);
+      return made;
+    });
   }
 
-  async delete(path: string, options: { version?: number } = {}): Promise<void> {
-    this.requireConnected();
-    this.writes.push({ kind: "delete", path });
-    this.applyDelete(path, options.version ?? -1);
-    this.flushEvents();
+  delete(path: string, options: { version?: number } = {}): Promise<void> {
+    return asAsync(() => {
+      this.requireConnected();
+      this.writes.push({ kind: "delete", path });
+      this.applyDelete(path, options.version ?? -1);
+      this.flushEvents();
+    });
   }
 
-  async setData(path: string, data: Data, options: { version?: number } = {}): Promise<Stat> {
-    this.requireConnected();
-    const node = this.applySetData(path, toBytes(data), options.version ?? -1);
-    this.flushEvents();
-    return this.statOf(path, node);
+  setData(path: string, data: Data, options: { version?: number } = {}): Promise<Stat> {
+    return asAsync(() => {
+      this.requireConnected();
+      const node = this.applySetData(path, toBytes(data), options.version ?? -1);
+      this.flushEvents();
+      return this.statOf(path, node);
+    });
   }
 
-  async multi(ops: readonly Op[]): Promise<OpResult[]> {
-    this.requireConnected();
-    this.writes.push({ kind: "multi", path: ops[0]?.path ?? "" });
-    const before = new Map([...this.nodes].map(([p, n]) => [p, { ...n }]));
-    const pending = this.pendingEvents.length;
-    const results: OpResult[] = [];
-    for (const [index, one] of ops.entries()) {
-      try {
-        if (one.type === "create") {
-          const made = this.applyCreate(one.path, one.data, one.mode);
-          results.push({ type: "create", path: made, stat: this.statOf(made, this.nodes.get(made)!) });
-        } else if (one.type === "delete") {
-          this.applyDelete(one.path, one.version);
-          results.push({ type: "delete" });
-        } else if (one.type === "setData") {
-          const node = this.applySetData(one.path, one.data, one.version);
-          results.push({ type: "setData", stat: this.statOf(one.path, node) });
-        } else {
-          const node = this.existing(one.path);
-          if (one.version !== -1 && node.version !== one.version) throw new ZkError("BADVERSION", undefined, one.path);
-          results.push({ type: "check" });
+  multi(ops: readonly Op[]): Promise<OpResult[]> {
+    return asAsync(() => {
+      this.requireConnected();
+      this.writes.push({ kind: "multi", path: ops[0]?.path ?? "" });
+      const before = new Map([...this.nodes].map(([p, n]) => [p, { ...n }]));
+      const pending = this.pendingEvents.length;
+      const results: OpResult[] = [];
+      for (const [index, one] of ops.entries()) {
+        try {
+          if (one.type === "create") {
+            const made = this.applyCreate(one.path, one.data, one.mode);
+            results.push({ type: "create", path: made, stat: this.statOf(made, this.nodes.get(made)!) });
+          } else if (one.type === "delete") {
+            this.applyDelete(one.path, one.version);
+            results.push({ type: "delete" });
+          } else if (one.type === "setData") {
+            const node = this.applySetData(one.path, one.data, one.version);
+            results.push({ type: "setData", stat: this.statOf(one.path, node) });
+          } else {
+            const node = this.existing(one.path);
+            if (one.version !== -1 && node.version !== one.version) throw new ZkError("BADVERSION", undefined, one.path);
+            results.push({ type: "check" });
+          }
+        } catch (error) {
+          // All or nothing: undo every op applied so far, and their watch events.
+          this.nodes.clear();
+          for (const [p, n] of before) this.nodes.set(p, n);
+          this.pendingEvents.length = pending;
+          const code = (error as ZkError).code;
+          const errors: OpResult[] = ops.map((_, i) => ({ type: "error", err: 0, code: i < index ? "OK" : i === index ? code : "RUNTIMEINCONSISTENCY" }));
+          throw new ZkMultiError(code, errors, index, one.path);
         }
-      } catch (error) {
-        // All or nothing: undo every op applied so far, and their watch events.
-        this.nodes.clear();
-        for (const [p, n] of before) this.nodes.set(p, n);
-        this.pendingEvents.length = pending;
-        const code = (error as ZkError).code;
-        const errors: OpResult[] = ops.map((_, i) => ({ type: "error", err: 0, code: i < index ? "OK" : i === index ? code : "RUNTIMEINCONSISTENCY" }) as OpResult);
-        throw new ZkMultiError(code, errors, index, one.path);
       }
-    }
-    this.flushEvents();
-    this.maybeLoseReply("multi", ops[0]?.path ?? "");
-    return results;
+      this.flushEvents();
+      this.maybeLoseReply("multi", ops[0]?.path ?? "");
+      return results;
+    });
   }
 
-  async sync(_path: string): Promise<void> {
-    this.requireConnected();
+  sync(_path: string): Promise<void> {
+    return asAsync(() => {
+      this.requireConnected();
+    });
   }
 
-  async exists(path: string, options: { watch?: Watcher } = {}): Promise<Stat | null> {
-    this.requireConnected();
-    if (options.watch) this.watch(this.dataWatches, path, options.watch);
-    const node = this.nodes.get(path);
-    return node === undefined ? null : this.statOf(path, node);
+  exists(path: string, options: { watch?: Watcher } = {}): Promise<Stat | null> {
+    return asAsync(() => {
+      this.requireConnected();
+      if (options.watch) this.watch(this.dataWatches, path, options.watch);
+      const node = this.nodes.get(path);
+      return node === undefined ? null : this.statOf(path, node);
+    });
   }
 
-  async getData(path: string, options: { watch?: Watcher } = {}): Promise<{ data: Uint8Array; stat: Stat }> {
-    this.requireConnected();
-    const node = this.existing(path);
-    if (options.watch) this.watch(this.dataWatches, path, options.watch);
-    return { data: node.data, stat: this.statOf(path, node) };
+  getData(path: string, options: { watch?: Watcher } = {}): Promise<{ data: Uint8Array; stat: Stat }> {
+    return asAsync(() => {
+      this.requireConnected();
+      const node = this.existing(path);
+      if (options.watch) this.watch(this.dataWatches, path, options.watch);
+      return { data: node.data, stat: this.statOf(path, node) };
+    });
   }
 
-  async getChildren(path: string, options: { watch?: Watcher } = {}): Promise<string[]> {
-    this.requireConnected();
-    this.existing(path);
-    if (options.watch) this.watch(this.childWatches, path, options.watch);
-    return this.childrenNow(path);
+  getChildren(path: string, options: { watch?: Watcher } = {}): Promise<string[]> {
+    return asAsync(() => {
+      this.requireConnected();
+      this.existing(path);
+      if (options.watch) this.watch(this.childWatches, path, options.watch);
+      return this.childrenNow(path);
+    });
   }
 
-  async close(): Promise<void> {
-    this.state = "closed";
-    this.emit("state", "closed");
+  close(): Promise<void> {
+    return asAsync(() => {
+      this.state = "closed";
+      this.emit("state", "closed");
+    });
   }
 
   // --- the tree ------------------------------------------------------------------------------
@@ -357,7 +380,7 @@ describe("a create applied by the server whose reply is lost (CONNECTIONLOSS)", 
     const children = fake.childrenNow("/election");
     assert.equal(children.length, 1, `exactly one candidate node: ${children.join(", ")}`);
     assert.equal(election.candidatePath, `/election/${children[0]}`);
-    assert.equal(fake.dataNow(election.candidatePath!), "alice");
+    assert.equal(fake.dataNow(election.candidatePath), "alice");
     assert.equal(election.isLeader, true);
     await election.resign(WAIT);
     assert.deepEqual(fake.childrenNow("/election"), []);

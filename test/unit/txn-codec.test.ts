@@ -330,7 +330,7 @@ describe("ByteWriter / ByteReader", () => {
     w.writeInt64Number(0x1_0000_0002);
     assert.deepEqual(
       [...w.finish()],
-      [0xff, 0xff, 0xff, 0xfe, 1, 2, 3, 4, 5, 6, 7, 8, ...Array(8).fill(0xff), 0, 0, 0, 1, 0, 0, 0, 2],
+      [0xff, 0xff, 0xff, 0xfe, 1, 2, 3, 4, 5, 6, 7, 8, ...Array<number>(8).fill(0xff), 0, 0, 0, 1, 0, 0, 0, 2],
     );
     const r = new ByteReader(w.finish());
     assert.equal(r.readInt32(), -2);
@@ -347,8 +347,8 @@ describe("ByteWriter / ByteReader", () => {
     ["a surrogate pair", "😀", [4, 0xf0, 0x9f, 0x98, 0x80]],
     ["a leading BOM is kept", "\ufeffx", [4, 0xef, 0xbb, 0xbf, 0x78]],
     ["long mixed text (TextEncoder path)", "ab日é😀".repeat(80), null],
-    ["ASCII whose length prefix shrinks from 2 bytes to 1", "x".repeat(50), [50, ...Array(50).fill(0x78)]],
-    ["long ASCII whose length prefix shrinks from 3 bytes to 2 (TextEncoder path)", "x".repeat(6000), [0xf0, 0x2e, ...Array(6000).fill(0x78)]],
+    ["ASCII whose length prefix shrinks from 2 bytes to 1", "x".repeat(50), [50, ...Array<number>(50).fill(0x78)]],
+    ["long ASCII whose length prefix shrinks from 3 bytes to 2 (TextEncoder path)", "x".repeat(6000), [0xf0, 0x2e, ...Array<number>(6000).fill(0x78)]],
     ["long ASCII", "x".repeat(300), null],
   ];
   for (const [name, value, expected] of STRINGS) {
@@ -412,10 +412,10 @@ describe("ByteWriter / ByteReader", () => {
     ["a truncated varint", [0x80], (r) => r.readVarUint()],
     ["readVarInt32 beyond int32", [0x80, 0x80, 0x80, 0x80, 0x10], (r) => r.readVarInt32()],
     ["a bigint varint beyond 64 bits", [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02], (r) => r.readVarBigInt()],
-    ["a bigint varint longer than 10 bytes", Array(11).fill(0x80), (r) => r.readVarBigInt()],
+    ["a bigint varint longer than 10 bytes", Array<number>(11).fill(0x80), (r) => r.readVarBigInt()],
     ["bytes longer than the input", [5, 1, 2], (r) => r.readBytes()],
     ["a string with a stray continuation byte", [1, 0x80], (r) => r.readString()],
-    ["a long string with invalid UTF-8", [70, ...Array(69).fill(0x61), 0xff], (r) => r.readString()],
+    ["a long string with invalid UTF-8", [70, ...Array<number>(69).fill(0x61), 0xff], (r) => r.readString()],
     ["a boolean byte of 2", [2], (r) => r.readBool()],
   ];
   for (const [name, input, read] of READ_ERRORS) {

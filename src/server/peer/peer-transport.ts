@@ -625,7 +625,7 @@ export class PeerTransport {
     for (const client of [...this.electionClients.values(), ...this.quorumClients.values()]) client.close();
     this.electionClients.clear();
     this.quorumClients.clear();
-    await Promise.all([this.electionServer, this.quorumServer].map((server) => (server ? shutdown(server, this.limits.stopGraceMs) : undefined)));
+    await Promise.all([this.electionServer, this.quorumServer].map((server) => (server ? shutdown(server, this.limits.stopGraceMs) : Promise.resolve())));
     // Deliver the closes caused above, then nothing more.
     await new Promise<void>((resolve) => setImmediate(resolve));
     this.drainEvents();

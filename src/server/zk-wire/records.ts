@@ -45,7 +45,7 @@ export function vector<T>(item: JuteCodec<T>): JuteCodec<T[] | null> {
 }
 
 type ValueOf<C> = C extends JuteCodec<infer T> ? T : never;
-type Shape = Record<string, JuteCodec<any>>;
+type Shape = Record<string, JuteCodec<unknown>>;
 export type RecordOf<S extends Shape> = { [K in keyof S]: ValueOf<S[K]> };
 
 /** A jute class: its fields in declaration order (object key order is insertion order). */
@@ -326,7 +326,7 @@ export type MultiOp =
   | { type: typeof OpCode.getChildren; request: GetChildrenRequest }
   | { type: typeof OpCode.getData; request: GetDataRequest };
 
-function multiOpCodec(type: number): JuteCodec<any> {
+function multiOpCodec(type: number): JuteCodec<MultiOp["request"]> {
   switch (type) {
     case OpCode.create:
     case OpCode.create2:
@@ -467,7 +467,7 @@ export type MultiResponse = ValueOf<typeof MultiResponse>;
  * The request body after a RequestHeader of this type, or undefined for a type ZooKeeper 3.8
  * clients do not send (createSession, error, notification). `empty` = no body.
  */
-export function requestBodyCodec(type: number): JuteCodec<any> | undefined {
+export function requestBodyCodec(type: number): JuteCodec<unknown> | undefined {
   switch (type) {
     case OpCode.create:
     case OpCode.create2:

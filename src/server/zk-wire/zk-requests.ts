@@ -45,8 +45,14 @@ export interface ReplyShape {
   closeAfter?: true;
 }
 
-class Refusal {
-  constructor(readonly code: number) {}
+/**
+ * A request ZooKeeper would refuse with `code`, thrown out of the mapping below and caught at its
+ * end. An Error so that only errors are thrown; it is made only for malformed client input.
+ */
+class Refusal extends Error {
+  constructor(readonly code: number) {
+    super("request refused");
+  }
 }
 
 /**

@@ -429,12 +429,12 @@ export class LevelTxnLog implements TxnLog {
     try {
       await writeWithFaults(this.faults, kind, run);
     } catch (cause) {
-      this.fail(cause);
-      throw this.failure;
+      throw this.fail(cause);
     }
   }
 
-  private fail(cause: unknown): void {
+  /** Fail-stops the log (the first failure stays the one reported) and returns that failure. */
+  private fail(cause: unknown): TxnLogFailedError {
     const first = this.failure === undefined;
     if (this.failure === undefined) this.failure = new TxnLogFailedError(cause);
     const failure = this.failure;
@@ -448,6 +448,7 @@ export class LevelTxnLog implements TxnLog {
     this.notifyIdle();
     // Last: the owner may end the process here, and everything above only settles promises.
     if (first) this.onFailed?.(failure);
+    return failure;
   }
 
   /** Reads and maintenance refuse to run on a failed or closing log. */

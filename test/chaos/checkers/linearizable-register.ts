@@ -337,7 +337,7 @@ function checkKey(key: string, prepared: PreparedOp[], budget: number): KeyResul
     }
 
     if (phase === TRY_UNKNOWN_WRITE) {
-      phase = EXHAUSTED;
+      // Failing here exhausts the configuration: the code below backtracks and sets the next phase.
       const candidate = unknownWrites[unknownWritesFired];
       if (candidate !== undefined && callEventOf[candidate]! < firstReturn && tryLinearize(candidate, stepFrom(prepared[candidate]!, version))) {
         push(FRAME_UNKNOWN_WRITE, candidate);

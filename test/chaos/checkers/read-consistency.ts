@@ -47,7 +47,7 @@ export function checkReadConsistency(ops: readonly Op[]): Verdict {
     if (op.f === "read") continue;
 
     let writers = writerOf.get(op.key);
-    if (writers === undefined) writerOf.set(op.key, (writers = new Map()));
+    if (writers === undefined) writerOf.set(op.key, (writers = new Map<string, RegisterWrite>()));
     // Reads are matched to writes by value; a repeated value would make that ambiguous.
     if (writers.has(op.value) || op.value === INITIAL_VALUE) {
       findings.add(`history malformed: value ${JSON.stringify(op.value)} is not unique on key ${JSON.stringify(op.key)}: ${describeOp(op)}`);

@@ -239,13 +239,13 @@ export class SimNetwork {
     this.trace(`stream ${stream.learner}→${stream.leader} closed: ${why}${notify ? "" : " (silently)"}`);
     const leaderSide = this.members.get(stream.leader);
     const isLeaderCurrent = leaderSide?.learnerStreams.get(stream.learner) === stream;
-    if (isLeaderCurrent) leaderSide!.learnerStreams.delete(stream.learner);
+    if (isLeaderCurrent) leaderSide.learnerStreams.delete(stream.learner);
     const learnerSide = this.members.get(stream.learner);
     const isLearnerCurrent = learnerSide?.leaderStream === stream;
-    if (isLearnerCurrent) learnerSide!.leaderStream = undefined;
+    if (isLearnerCurrent) learnerSide.leaderStream = undefined;
     if (!notify) return;
-    if (only !== "learner" && isLeaderCurrent) this.tellClosed(stream.leader, leaderSide!, stream.learner);
-    if (only !== "leader" && isLearnerCurrent) this.tellClosed(stream.learner, learnerSide!, stream.leader);
+    if (only !== "learner" && isLeaderCurrent) this.tellClosed(stream.leader, leaderSide, stream.learner);
+    if (only !== "leader" && isLearnerCurrent) this.tellClosed(stream.learner, learnerSide, stream.leader);
   }
 
   private tellClosed(id: number, member: Member, peer: number): void {
