@@ -22,7 +22,11 @@ export default tseslint.config(
       // node:test runs what test() and describe() register; the promise they return is not ours to await.
       "@typescript-eslint/no-floating-promises": [
         "error",
-        { allowForKnownSafeCalls: [{ from: "package", package: "node:test", name: ["test", "it", "describe", "suite", "before", "after", "beforeEach", "afterEach"] }] },
+        {
+          allowForKnownSafeCalls: [
+            { from: "package", package: "node:test", name: ["test", "it", "describe", "suite", "before", "after", "beforeEach", "afterEach"] },
+          ],
+        },
       ],
     },
   },
@@ -59,7 +63,10 @@ export default tseslint.config(
         { object: "Date", property: "now", message: "Clocks come through the core's ports." },
         { object: "Math", property: "random", message: "Entropy comes through the core's ports." },
       ],
-      "no-restricted-syntax": ["error", { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: "Clocks come through the core's ports." }],
+      "no-restricted-syntax": [
+        "error",
+        { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: "Clocks come through the core's ports." },
+      ],
     },
   },
   {

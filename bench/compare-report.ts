@@ -115,7 +115,14 @@ export function rowSpecs(options: RowSpecOptions): RowSpec[] {
     }
   }
   if (options.scenarios.includes("failover")) {
-    rows.push({ label: "failover ms (kill -9 leader → first write)", scenario: "failover", workload: "failover", field: "failoverMs", unit: "ms", better: "lower" });
+    rows.push({
+      label: "failover ms (kill -9 leader → first write)",
+      scenario: "failover",
+      workload: "failover",
+      field: "failoverMs",
+      unit: "ms",
+      better: "lower",
+    });
   }
   return rows;
 }
@@ -188,14 +195,7 @@ export function formatTable(rows: readonly TableRow[], options: { withSdk: boole
   const lines = [`| ${header.join(" | ")} |`, `|${header.map((name) => (words.has(name) ? "---" : "---:")).join("|")}|`];
   for (const row of rows) {
     const { unit, better } = row.spec;
-    const cells = [
-      row.spec.label,
-      better,
-      formatSummary(row.zookeeper, unit),
-      formatSummary(row.corral, unit),
-      formatRatio(row.ratio),
-      row.lead ?? "—",
-    ];
+    const cells = [row.spec.label, better, formatSummary(row.zookeeper, unit), formatSummary(row.corral, unit), formatRatio(row.ratio), row.lead ?? "—"];
     if (options.withSdk) cells.push(formatSummary(row.corralSdk, unit), formatRatio(row.sdkRatio));
     lines.push(`| ${cells.join(" | ")} |`);
   }

@@ -14,16 +14,7 @@ import { cpus, loadavg, totalmem } from "node:os";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { CorralCluster, someFollower, poll, waitWholeQuorum, ZooKeeperCluster, type ClusterUnderTest } from "./cluster-under-test.js";
-import {
-  formatTable,
-  isScenarioName,
-  rowSpecs,
-  SCENARIOS,
-  tableRows,
-  type ClientName,
-  type Measurement,
-  type ScenarioName,
-} from "./compare-report.js";
+import { formatTable, isScenarioName, rowSpecs, SCENARIOS, tableRows, type ClientName, type Measurement, type ScenarioName } from "./compare-report.js";
 import { isWorkloadName, WORKLOADS, type WorkloadName } from "./driver.js";
 import { measureFailover, restartAndRejoin } from "./failover.js";
 import { createZookeeperTarget } from "./targets/zookeeper.js";
@@ -95,7 +86,14 @@ function nonNegativeNumber(flag: string, text: string): number {
 }
 
 function list(text: string): string[] {
-  return [...new Set(text.split(",").map((s) => s.trim()).filter((s) => s.length > 0))];
+  return [
+    ...new Set(
+      text
+        .split(",")
+        .map((s) => s.trim())
+        .filter((s) => s.length > 0),
+    ),
+  ];
 }
 
 export function parseCompareArgs(argv: readonly string[]): CompareOptions {
@@ -232,7 +230,12 @@ function runLoad(args: string[], verbose: boolean): Promise<Record<string, unkno
         return;
       }
       try {
-        resolve(stdout.split("\n").filter((l) => l.trim().length > 0).map((l) => JSON.parse(l) as Record<string, unknown>));
+        resolve(
+          stdout
+            .split("\n")
+            .filter((l) => l.trim().length > 0)
+            .map((l) => JSON.parse(l) as Record<string, unknown>),
+        );
       } catch (error) {
         reject(new Error(`run.js printed something other than JSON lines: ${(error as Error).message}`));
       }
@@ -262,12 +265,18 @@ function hostOf(subject: Subject, id: number): string {
 
 function commonLoadArgs(options: CompareOptions, seed: number, window = { warmupS: options.warmupS, durationS: options.durationS }): string[] {
   return [
-    "--warmup-s", String(window.warmupS),
-    "--duration-s", String(window.durationS),
-    "--value-bytes", String(options.valueBytes),
-    "--keys", String(options.keys),
-    "--read-percent", String(options.readPercent),
-    "--seed", String(seed),
+    "--warmup-s",
+    String(window.warmupS),
+    "--duration-s",
+    String(window.durationS),
+    "--value-bytes",
+    String(options.valueBytes),
+    "--keys",
+    String(options.keys),
+    "--read-percent",
+    String(options.readPercent),
+    "--seed",
+    String(seed),
   ];
 }
 
@@ -284,11 +293,16 @@ async function throughput(subject: Subject, rep: number, seed: number, options: 
   info(`rep ${rep} throughput: ${describe(subject)}, ${options.connections}×${options.inflight} over ${hosts.join(",")}`);
   const lines = await runLoad(
     [
-      "--target", subject.client === "corral-sdk" ? "corral" : "zookeeper",
-      "--connect", hosts.join(","),
-      "--connections", String(options.connections),
-      "--inflight", String(options.inflight),
-      "--workloads", options.workloads.join(","),
+      "--target",
+      subject.client === "corral-sdk" ? "corral" : "zookeeper",
+      "--connect",
+      hosts.join(","),
+      "--connections",
+      String(options.connections),
+      "--inflight",
+      String(options.inflight),
+      "--workloads",
+      options.workloads.join(","),
       ...commonLoadArgs(options, seed),
     ],
     options.verbose,
@@ -308,11 +322,16 @@ async function prime(cluster: ClusterUnderTest, options: CompareOptions): Promis
   info(`priming ${cluster.system}: ${options.workloads.join(", ")} for ${options.primeS} s each through node-zookeeper-client (not recorded)`);
   await runLoad(
     [
-      "--target", "zookeeper",
-      "--connect", hosts.join(","),
-      "--connections", String(options.connections),
-      "--inflight", String(options.inflight),
-      "--workloads", options.workloads.join(","),
+      "--target",
+      "zookeeper",
+      "--connect",
+      hosts.join(","),
+      "--connections",
+      String(options.connections),
+      "--inflight",
+      String(options.inflight),
+      "--workloads",
+      options.workloads.join(","),
       ...commonLoadArgs(options, 1, { warmupS: 0, durationS: options.primeS }),
     ],
     options.verbose,
@@ -326,11 +345,16 @@ async function latency(subject: Subject, rep: number, seed: number, options: Com
   info(`rep ${rep} latency: ${describe(subject)}, 1×1 through follower ${follower} (${host})`);
   const lines = await runLoad(
     [
-      "--target", subject.client === "corral-sdk" ? "corral" : "zookeeper",
-      "--connect", host,
-      "--connections", "1",
-      "--inflight", "1",
-      "--workloads", "setData,getData",
+      "--target",
+      subject.client === "corral-sdk" ? "corral" : "zookeeper",
+      "--connect",
+      host,
+      "--connections",
+      "1",
+      "--inflight",
+      "1",
+      "--workloads",
+      "setData,getData",
       ...commonLoadArgs(options, seed),
     ],
     options.verbose,
@@ -380,7 +404,11 @@ function machineLine(zookeeperVersion: string): string {
   let commit: string;
   try {
     commit = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: REPO_ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
-    const dirty = execFileSync("git", ["status", "--porcelain", "--untracked-files=no"], { cwd: REPO_ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
+    const dirty = execFileSync("git", ["status", "--porcelain", "--untracked-files=no"], {
+      cwd: REPO_ROOT,
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"],
+    });
     if (dirty.trim().length > 0) commit += "+changes";
   } catch {
     commit = "no git";
@@ -406,7 +434,9 @@ function readTextOr(path: string, fallback: string): string {
 }
 
 function loadAverage(): string {
-  return loadavg().map((l) => l.toFixed(2)).join(" ");
+  return loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -496,7 +526,10 @@ async function main(argv: readonly string[]): Promise<number> {
     await stopAll();
   }
   if (measurements.length === 0) return 1;
-  const rows = tableRows(measurements, rowSpecs({ scenarios: options.scenarios, workloads: options.workloads, connections: options.connections, inflight: options.inflight }));
+  const rows = tableRows(
+    measurements,
+    rowSpecs({ scenarios: options.scenarios, workloads: options.workloads, connections: options.connections, inflight: options.inflight }),
+  );
   const scenarioNotes = {
     throughput: `throughput ${options.connections}×${options.inflight} spread over the 3 servers`,
     latency: "latency 1×1 through a follower",
@@ -509,9 +542,9 @@ async function main(argv: readonly string[]): Promise<number> {
     `${options.scenarios.map((s) => scenarioNotes[s]).join("; ")}; ` +
     `load average ${loadBefore} before, ${loadAverage()} after`;
   const legend =
-    "Cells: median [min–max] over the reps. Ratios: corral / ZooKeeper of the medians; \"better\" says which way is better " +
-    "(a ratio > 1 favours corral on \"higher\" rows, < 1 on \"lower\" rows). \"corral\" is its ZooKeeper-protocol port through " +
-    "node-zookeeper-client, the same client as ZooKeeper's column; \"ahead\" names a system only when every rep of it beat every rep of the other.";
+    'Cells: median [min–max] over the reps. Ratios: corral / ZooKeeper of the medians; "better" says which way is better ' +
+    '(a ratio > 1 favours corral on "higher" rows, < 1 on "lower" rows). "corral" is its ZooKeeper-protocol port through ' +
+    'node-zookeeper-client, the same client as ZooKeeper\'s column; "ahead" names a system only when every rep of it beat every rep of the other.';
   const incomplete = failure === undefined ? "" : "INCOMPLETE: the run failed before it finished; the table holds only what was measured\n";
   const table = `${incomplete}${machine}\n${settings}\n\n${formatTable(rows, { withSdk: options.withSdk && !options.scenarios.every((s) => s === "failover") })}\n\n${legend}\n`;
   process.stderr.write(`\n${table}`);

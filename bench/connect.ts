@@ -26,9 +26,7 @@ export async function connectAll(
     const host = hosts[i % hosts.length]!;
     return { host, attempt: target.connect(host, { sessionTimeoutMs: options.sessionTimeoutMs, ...(options.tls === undefined ? {} : { tls: options.tls }) }) };
   });
-  const settled = await Promise.allSettled(
-    attempts.map(({ host, attempt }) => withTimeout(attempt, options.connectTimeoutMs, `connect to ${host}`)),
-  );
+  const settled = await Promise.allSettled(attempts.map(({ host, attempt }) => withTimeout(attempt, options.connectTimeoutMs, `connect to ${host}`)));
   const connections = settled.flatMap((s) => (s.status === "fulfilled" ? [s.value] : []));
   const failures = settled.flatMap((s, i) => (s.status === "rejected" ? [{ host: attempts[i]!.host, error: s.reason as unknown }] : []));
   const firstFailure = failures[0];

@@ -153,8 +153,10 @@ export class WorkloadRun {
     for (const connection of this.connections) {
       for (let k = 0; k < this.spec.inflight; k++) slots.push(this.slot(connection));
     }
-    const drained = await settlesBy(Promise.all(slots), clock, () =>
-      Math.min(this.windowEndMs, Number.isNaN(this.abortedAtMs) ? Infinity : this.abortedAtMs) + this.spec.drainTimeoutMs,
+    const drained = await settlesBy(
+      Promise.all(slots),
+      clock,
+      () => Math.min(this.windowEndMs, Number.isNaN(this.abortedAtMs) ? Infinity : this.abortedAtMs) + this.spec.drainTimeoutMs,
     );
     signal?.removeEventListener("abort", onAbort);
     return {
@@ -264,11 +266,7 @@ export class WorkloadRun {
   }
 }
 
-export function runWorkload(
-  connections: readonly BenchConnection[],
-  spec: WorkloadSpec,
-  env: DriverEnv,
-): Promise<WorkloadResult> {
+export function runWorkload(connections: readonly BenchConnection[], spec: WorkloadSpec, env: DriverEnv): Promise<WorkloadResult> {
   return new WorkloadRun(connections, spec, env).run();
 }
 
@@ -373,11 +371,17 @@ export async function prepareKeySpace(
     await withRetries(3, () => first.create(path, empty));
   }
   const keyPaths = keyPathsFor(options.root, options.keys);
-  const pool = await runPool(connections, options.perConnection, keyPaths, async (connection, path) => {
-    await withRetries(3, async () => {
-      if (!(await connection.create(path, options.value))) await connection.setData(path, options.value);
-    });
-  }, clock);
+  const pool = await runPool(
+    connections,
+    options.perConnection,
+    keyPaths,
+    async (connection, path) => {
+      await withRetries(3, async () => {
+        if (!(await connection.create(path, options.value))) await connection.setData(path, options.value);
+      });
+    },
+    clock,
+  );
   const firstFailure = pool.failed[0];
   if (firstFailure !== undefined) {
     throw new Error(`could not prepare ${pool.failed.length} keys, e.g. ${String(firstFailure.item)}: ${errorLabel(firstFailure.error)}`, {

@@ -116,10 +116,14 @@ export async function measureFailover(
         acked += 1;
         if (killedAt > 0 && issuedAt > killedAt) {
           const failoverMs = performance.now() - killedAt;
-          const newLeader = await poll("the new leader", async () => {
-            const agreed = await agreedLeader(cluster);
-            return agreed !== undefined && agreed !== leader ? agreed : undefined;
-          }, 60_000);
+          const newLeader = await poll(
+            "the new leader",
+            async () => {
+              const agreed = await agreedLeader(cluster);
+              return agreed !== undefined && agreed !== leader ? agreed : undefined;
+            },
+            60_000,
+          );
           return {
             run: options.run,
             killedLeader: leader,

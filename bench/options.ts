@@ -125,7 +125,10 @@ export function parseBenchArgs(argv: readonly string[]): BenchOptions {
   if (positionals.length > 0) throw new Error(`unexpected argument: ${positionals[0]}`);
 
   const workloads: WorkloadName[] = [];
-  for (const name of values.workloads.split(",").map((w) => w.trim()).filter((w) => w.length > 0)) {
+  for (const name of values.workloads
+    .split(",")
+    .map((w) => w.trim())
+    .filter((w) => w.length > 0)) {
     if (!isWorkloadName(name)) throw new Error(`unknown workload "${name}"; known: ${WORKLOADS.join(", ")}`);
     if (!workloads.includes(name)) workloads.push(name);
   }

@@ -94,7 +94,11 @@ interface Row {
 
 const follow = referenceMethods().follow;
 const rows: Row[] = [];
-for (const [name, make] of [["proposal", proposals], ["ack", acks], ["commit", commits]] as const) {
+for (const [name, make] of [
+  ["proposal", proposals],
+  ["ack", acks],
+  ["commit", commits],
+] as const) {
   for (const batch of batchSizes) {
     const messages = make(batch);
     const frame = encodeQuorumBatch(messages);
@@ -143,7 +147,16 @@ const header = ["message", "batch", "frame B", "encode ns", "enc+sizes ns", "dec
 const table = [
   header,
   ...rows.map((r) =>
-    [r.message, r.batch, r.frameBytes, r.encodeNsPerMessage.best, r.encodeWithSizesNsPerMessage.best, r.decodeNsPerMessage.best, r.referenceEncodeNsPerMessage?.best ?? "-", r.referenceDecodeNsPerMessage?.best ?? "-"].map(String),
+    [
+      r.message,
+      r.batch,
+      r.frameBytes,
+      r.encodeNsPerMessage.best,
+      r.encodeWithSizesNsPerMessage.best,
+      r.decodeNsPerMessage.best,
+      r.referenceEncodeNsPerMessage?.best ?? "-",
+      r.referenceDecodeNsPerMessage?.best ?? "-",
+    ].map(String),
   ),
 ];
 const widths = header.map((_, c) => Math.max(...table.map((row) => row[c]!.length)));

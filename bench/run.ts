@@ -88,7 +88,9 @@ async function main(argv: readonly string[]): Promise<number> {
 
   const target = await loadTarget();
   const random = seededRandom(options.seed);
-  const runId = Math.floor(Math.random() * 2 ** 32).toString(16).padStart(8, "0");
+  const runId = Math.floor(Math.random() * 2 ** 32)
+    .toString(16)
+    .padStart(8, "0");
   info(
     `target ${target.name}${tls === undefined ? "" : " over TLS"} at ${options.hosts.join(",")}: ${options.connections} connections × ${options.inflight} in flight, ` +
       `warm-up ${options.warmupS} s, measure ${options.durationS} s, ${options.valueBytes}-byte values over ${options.keys} keys, ` +
@@ -118,11 +120,7 @@ async function main(argv: readonly string[]): Promise<number> {
   const created: string[] = [];
   try {
     const setupStartMs = realClock.now();
-    const keySpace = await prepareKeySpace(
-      connections,
-      { root: options.root, keys: options.keys, value, perConnection: setupInflight, runId },
-      realClock,
-    );
+    const keySpace = await prepareKeySpace(connections, { root: options.root, keys: options.keys, value, perConnection: setupInflight, runId }, realClock);
     sequentialDir = keySpace.sequentialDir;
     info(`key space ready: ${options.keys} keys under ${options.root} (${Math.round(realClock.now() - setupStartMs)} ms)`);
 

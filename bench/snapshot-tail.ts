@@ -58,7 +58,15 @@ function nextReport(member: Member): Promise<MemberReport> {
 async function startMembers(dir: string): Promise<Member[]> {
   const entries = [];
   for (let id = 1; id <= 3; id++) {
-    entries.push({ id, host: "127.0.0.1", clientPort: await freePort(), quorumPort: await freePort(), electionPort: await freePort(), zkClientPort: await freePort(), role: "participant" });
+    entries.push({
+      id,
+      host: "127.0.0.1",
+      clientPort: await freePort(),
+      quorumPort: await freePort(),
+      electionPort: await freePort(),
+      zkClientPort: await freePort(),
+      role: "participant",
+    });
   }
   const configFile = join(dir, "cluster.json");
   // tickMs, initLimit and syncLimit as ZooKeeper's zoo_sample.cfg; no automatic snapshots.
@@ -168,7 +176,10 @@ class Writer {
   private running = true;
   private readonly loop: Promise<void>;
 
-  constructor(client: Client, private readonly target: () => LatencyHistogram | undefined) {
+  constructor(
+    client: Client,
+    private readonly target: () => LatencyHistogram | undefined,
+  ) {
     const value = new Uint8Array(100);
     this.loop = (async () => {
       while (this.running) {
@@ -209,7 +220,14 @@ function median(values: readonly number[]): number {
 async function main(): Promise<number> {
   const { values } = parseArgs({
     args: process.argv.slice(2),
-    options: { "snapshot-on": { type: "string", default: "each" }, znodes: { type: "string", default: "1000000" }, "duration-s": { type: "string", default: "10" }, reps: { type: "string", default: "3" }, "json-out": { type: "string" }, help: { type: "boolean", short: "h" } },
+    options: {
+      "snapshot-on": { type: "string", default: "each" },
+      znodes: { type: "string", default: "1000000" },
+      "duration-s": { type: "string", default: "10" },
+      reps: { type: "string", default: "3" },
+      "json-out": { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
   });
   if (values.help) {
     process.stdout.write(`${USAGE}\n`);
@@ -265,7 +283,13 @@ async function main(): Promise<number> {
         }
       }
       current = undefined;
-      lines.push(phaseLine(rep, "snapshot", during, (performance.now() - started) / 1000, { snapshotOn, snapshots: snapshotMs.length, snapshotMsMedian: Math.round(median(snapshotMs)) }));
+      lines.push(
+        phaseLine(rep, "snapshot", during, (performance.now() - started) / 1000, {
+          snapshotOn,
+          snapshots: snapshotMs.length,
+          snapshotMsMedian: Math.round(median(snapshotMs)),
+        }),
+      );
       for (const line of lines.slice(-2)) process.stdout.write(`${JSON.stringify({ workload: "snapshot-tail", znodes, ...line })}\n`);
       // Let the disk settle between reps (the last snapshots' pages are still being written back).
       await new Promise((resolve) => setTimeout(resolve, 2_000));
@@ -287,7 +311,10 @@ async function main(): Promise<number> {
     process.stdout.write(`${JSON.stringify(summary)}\n`);
     if (values["json-out"] !== undefined) {
       const { appendFileSync } = await import("node:fs");
-      appendFileSync(values["json-out"], [...lines.map((l) => JSON.stringify({ workload: "snapshot-tail", znodes, ...l })), JSON.stringify(summary)].join("\n") + "\n");
+      appendFileSync(
+        values["json-out"],
+        [...lines.map((l) => JSON.stringify({ workload: "snapshot-tail", znodes, ...l })), JSON.stringify(summary)].join("\n") + "\n",
+      );
     }
     return 0;
   } finally {

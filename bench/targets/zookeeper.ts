@@ -46,9 +46,7 @@ export class ZooKeeperConnection implements BenchConnection {
   constructor(private readonly client: ZooKeeperClientLike) {}
 
   createSequential(prefix: string, value: Uint8Array): Promise<string> {
-    return call<string>((cb) =>
-      this.client.create(prefix, toBuffer(value), zookeeper.ACL.OPEN_ACL_UNSAFE, zookeeper.CreateMode.PERSISTENT_SEQUENTIAL, cb),
-    );
+    return call<string>((cb) => this.client.create(prefix, toBuffer(value), zookeeper.ACL.OPEN_ACL_UNSAFE, zookeeper.CreateMode.PERSISTENT_SEQUENTIAL, cb));
   }
 
   async setData(path: string, value: Uint8Array): Promise<void> {

@@ -113,7 +113,17 @@ export const CLUSTER_FLAGS: Readonly<Record<string, readonly [string, string]>> 
  * The fields the launcher sets for each member itself (its membership): they cannot come from a
  * base config, the environment or a flag.
  */
-export const MEMBER_FIELDS: readonly (keyof ServerConfig)[] = ["serverId", "dataDir", "clientHost", "clientPort", "zkClientPort", "secureZkClientPort", "metricsPort", "adminPort", "servers"];
+export const MEMBER_FIELDS: readonly (keyof ServerConfig)[] = [
+  "serverId",
+  "dataDir",
+  "clientHost",
+  "clientPort",
+  "zkClientPort",
+  "secureZkClientPort",
+  "metricsPort",
+  "adminPort",
+  "servers",
+];
 
 /** The fields a base config (and CORRAL_*, and a flag) may set for every member. */
 export const SHARED_FIELDS = (Object.keys(FIELDS) as (keyof ServerConfig)[]).filter((field) => !MEMBER_FIELDS.includes(field));
@@ -192,10 +202,17 @@ export function parseClusterOptions(flags: Record<string, string>, sources: Clus
     if (fieldFromFlag(name) === undefined) throw new ConfigError(name, "unknown option (corral cluster --help lists them)");
     memberFlags[name] = value;
   }
-  const { values: shared, from } = readConfigSources({ ...(sources.file === undefined ? {} : { file: sources.file }), env: sources.env ?? {}, flags: memberFlags });
+  const { values: shared, from } = readConfigSources({
+    ...(sources.file === undefined ? {} : { file: sources.file }),
+    env: sources.env ?? {},
+    flags: memberFlags,
+  });
   for (const field of MEMBER_FIELDS) {
     if (from[field] !== undefined) {
-      throw new ConfigError(field, `set by ${from[field]}, but corral cluster sets every member's ${MEMBER_FIELDS.join(", ")} itself (see --base-port, --zk-base-port, --data-dir)`);
+      throw new ConfigError(
+        field,
+        `set by ${from[field]}, but corral cluster sets every member's ${MEMBER_FIELDS.join(", ")} itself (see --base-port, --zk-base-port, --data-dir)`,
+      );
     }
   }
   const voters = intFlag(flags, "voters", 3, 1, 254);
@@ -449,7 +466,9 @@ export async function runCluster(
     });
     for (const m of unclean) io.err(`corral cluster: server ${m.entry.id} stopped uncleanly (${describeExit(m.exit!)})\n`);
     const crashed = members.filter((m) => m.unexpected).length;
-    io.out(`corral cluster: stopped${crashed > 0 ? ` (${crashed} server${crashed === 1 ? "" : "s"} had exited on ${crashed === 1 ? "its" : "their"} own)` : ""}\n`);
+    io.out(
+      `corral cluster: stopped${crashed > 0 ? ` (${crashed} server${crashed === 1 ? "" : "s"} had exited on ${crashed === 1 ? "its" : "their"} own)` : ""}\n`,
+    );
     finish(forced || unclean.length > 0 || crashed > 0 ? 1 : 0);
   };
   const onSignal = (signal: NodeJS.Signals) => void stopAll(signal);
@@ -525,7 +544,9 @@ export async function runCluster(
         live ? `${m.entry.role}, ${m.liveRole}` : m.entry.role,
         formatHostPort(m.entry.host, m.entry.clientPort),
         m.entry.zkClientPort === undefined ? "-" : formatHostPort(m.entry.host, m.entry.zkClientPort),
-        ...(secureZkConnectString === undefined ? [] : [m.entry.secureZkClientPort === undefined ? "-" : formatHostPort(m.entry.host, m.entry.secureZkClientPort)]),
+        ...(secureZkConnectString === undefined
+          ? []
+          : [m.entry.secureZkClientPort === undefined ? "-" : formatHostPort(m.entry.host, m.entry.secureZkClientPort)]),
         m.entry.metricsPort === undefined ? "-" : formatHostPort(m.entry.host, m.entry.metricsPort),
         m.entry.adminPort === undefined ? "-" : formatHostPort(m.entry.host, m.entry.adminPort),
         formatHostPort(m.entry.host, m.entry.quorumPort),
@@ -533,9 +554,27 @@ export async function runCluster(
         display(join(options.dataDir, String(m.entry.id))),
         String(m.child.pid),
       ]);
-      const header = ["id", "role", "client", "zookeeper", ...(secureZkConnectString === undefined ? [] : ["zookeeper-tls"]), "metrics", "admin", "quorum", "election", "data", "pid"];
+      const header = [
+        "id",
+        "role",
+        "client",
+        "zookeeper",
+        ...(secureZkConnectString === undefined ? [] : ["zookeeper-tls"]),
+        "metrics",
+        "admin",
+        "quorum",
+        "election",
+        "data",
+        "pid",
+      ];
       const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-      const line = (cells: string[]) => "  " + cells.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd() + "\n";
+      const line = (cells: string[]) =>
+        "  " +
+        cells
+          .map((c, i) => c.padEnd(widths[i]!))
+          .join("  ")
+          .trimEnd() +
+        "\n";
       io.out(
         `corral cluster: ${members.length} server${members.length === 1 ? "" : "s"} serving${live ? "" : " (roles as configured; log level info shows who leads)"}\n` +
           line(header) +

@@ -22,7 +22,7 @@ export const HEALTH_FLAGS: Readonly<Record<string, readonly [string, string]>> =
   connect: ["HOST:PORT", "the server to check (default: the client port CORRAL_* and --config describe)"],
   config: ["FILE", "the server's config file, read as corral server reads it, for its client port"],
   "timeout-ms": ["MS", "how long the server may take to answer (default 5000)"],
-  probe: ["session|readyz|healthz", "what to ask: a session and exists(\"/\") (default), or the admin port's /readyz (serving) or /healthz (alive)"],
+  probe: ["session|readyz|healthz", 'what to ask: a session and exists("/") (default), or the admin port\'s /readyz (serving) or /healthz (alive)'],
   "tls-ca-file": ["FILE", "TLS: the CAs the server's certificate must chain to (PEM); without --tls-* flags, a TLS server is checked with its own files"],
   "tls-cert-file": ["FILE", "TLS: a client certificate (PEM)"],
   "tls-key-file": ["FILE", "TLS: its private key (PEM)"],
@@ -81,7 +81,7 @@ export async function probe(connectString: string, timeoutMs: number, tls?: Clie
     clearTimeout(timer);
     attempt.catch(() => undefined);
     // close() never rejects; bound it anyway so a hung server cannot hang the probe.
-    const closing = (client)?.close();
+    const closing = client?.close();
     if (closing) await Promise.race([closing, new Promise((resolve) => setTimeout(resolve, 1_000).unref())]);
   }
 }

@@ -62,7 +62,7 @@ function details(entry: Record<string, unknown>): string {
   for (const [key, value] of Object.entries(entry)) {
     if (NOISE.has(key) || value === undefined) continue;
     if (key === "err" && typeof value === "object" && value !== null && "message" in value) {
-      parts.push(`err=${JSON.stringify(String((value).message))}`);
+      parts.push(`err=${JSON.stringify(String(value.message))}`);
       continue;
     }
     parts.push(`${key}=${typeof value === "string" ? value : JSON.stringify(value)}`);

@@ -182,7 +182,9 @@ export function usageOf(spec: Pick<CommandSpec, "name" | "args">): string {
 /** The `help` text (and what an unknown command prints). */
 export function helpText(): string {
   return [
-    `corral shell ${Object.entries(SHELL_FLAGS).map(([flag, value]) => (value === "" ? `[--${flag}]` : `[--${flag} ${value}]`)).join(" ")} [cmd args]`,
+    `corral shell ${Object.entries(SHELL_FLAGS)
+      .map(([flag, value]) => (value === "" ? `[--${flag}]` : `[--${flag} ${value}]`))
+      .join(" ")} [cmd args]`,
     ...SPECS.map((spec) => `\t${usageOf(spec)}${spec.name === "quit" ? " (or exit)" : ""}`),
     'Quote data that contains blanks: create /x "hello world". -- ends the options: set /x -- -data.',
   ].join("\n");

@@ -451,7 +451,14 @@ async function runInteractive(args: ShellArgs): Promise<number> {
       const zk = session.connected;
       if (target === undefined || zk === undefined) return callback(null, [[], last]);
       zk.getChildren(target.parent).then(
-        (children) => callback(null, [children.filter((c) => c.startsWith(target.prefix)).sort().map((c) => childPath(target.parent, c)), last]),
+        (children) =>
+          callback(null, [
+            children
+              .filter((c) => c.startsWith(target.prefix))
+              .sort()
+              .map((c) => childPath(target.parent, c)),
+            last,
+          ]),
         () => callback(null, [[], last]),
       );
     },

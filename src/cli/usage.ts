@@ -124,7 +124,9 @@ function clusterUsage(): string {
 
 function healthUsage(): string {
   return [
-    `usage: corral health ${Object.entries(HEALTH_FLAGS).map(([flag, [value]]) => `[--${flag} ${value}]`).join(" ")}`,
+    `usage: corral health ${Object.entries(HEALTH_FLAGS)
+      .map(([flag, [value]]) => `[--${flag} ${value}]`)
+      .join(" ")}`,
     "",
     'Exits 0 when the server accepts a session and answers exists("/"), 1 otherwise (never 2, which',
     "Docker reserves). Without --connect it checks the client port that the CORRAL_* environment (and",

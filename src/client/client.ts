@@ -375,7 +375,15 @@ export class Client extends EventEmitter<ClientEvents> {
     } catch (err) {
       return refused(err);
     }
-    return this.sendRemoval(Kind.removeWatches, { op: "removeWatches", removeWatches: { path: serverPath, type } }, path, serverPath, undefined, watcherType, local);
+    return this.sendRemoval(
+      Kind.removeWatches,
+      { op: "removeWatches", removeWatches: { path: serverPath, type } },
+      path,
+      serverPath,
+      undefined,
+      watcherType,
+      local,
+    );
   }
 
   /**
@@ -458,7 +466,6 @@ export class Client extends EventEmitter<ClientEvents> {
     this.session.close();
     return this.closePromise;
   }
-
 
   // ---------------------------------------------------------------------------------------------
   // Request plumbing
@@ -556,14 +563,7 @@ export class Client extends EventEmitter<ClientEvents> {
     }
   }
 
-  private send<T>(
-    kind: KindValue,
-    request: RequestOp,
-    path: string | undefined,
-    serverPath: string,
-    watcher?: Watcher,
-    ops?: Op[] | ReadOp[],
-  ): Promise<T> {
+  private send<T>(kind: KindValue, request: RequestOp, path: string | undefined, serverPath: string, watcher?: Watcher, ops?: Op[] | ReadOp[]): Promise<T> {
     const lifecycle = this.session.lifecycle;
     if (lifecycle !== "active") {
       const why = lifecycle === "expired" ? "session expired" : "client closed";

@@ -110,13 +110,7 @@ function writeAclList(w: Writer, field: number, acl: readonly WireAcl[] | undefi
 }
 
 function createSize(c: CreateRequest): number {
-  return (
-    stringFieldSize(1, c.path) +
-    bytesFieldSize(2, c.data) +
-    aclListSize(3, c.acl) +
-    uint32FieldSize(4, c.mode) +
-    int64FieldSize(5, c.ttlMs)
-  );
+  return stringFieldSize(1, c.path) + bytesFieldSize(2, c.data) + aclListSize(3, c.acl) + uint32FieldSize(4, c.mode) + int64FieldSize(5, c.ttlMs);
 }
 function writeCreate(w: Writer, c: CreateRequest): void {
   writeStringField(w, 1, c.path);
@@ -154,10 +148,14 @@ function writePathWatch(w: Writer, m: { path: string; watch: boolean }): void {
 
 function multiOpBodySize(op: MultiOp): [field: number, size: number] {
   switch (op.op) {
-    case "create": return [1, createSize(op.create)];
-    case "delete": return [2, pathVersionSize(op.delete, 2)];
-    case "setData": return [3, setDataSize(op.setData)];
-    case "check": return [4, pathVersionSize(op.check, 2)];
+    case "create":
+      return [1, createSize(op.create)];
+    case "delete":
+      return [2, pathVersionSize(op.delete, 2)];
+    case "setData":
+      return [3, setDataSize(op.setData)];
+    case "check":
+      return [4, pathVersionSize(op.check, 2)];
   }
 }
 /** Body size of a MultiOp message: its one oneof member, header included. */
@@ -170,10 +168,14 @@ function writeMultiOp(w: Writer, op: MultiOp): void {
   const [field, size] = multiOpBodySize(op);
   writeMessageHeader(w, field, size);
   switch (op.op) {
-    case "create": return writeCreate(w, op.create);
-    case "delete": return writePathVersion(w, op.delete, 2);
-    case "setData": return writeSetData(w, op.setData);
-    case "check": return writePathVersion(w, op.check, 2);
+    case "create":
+      return writeCreate(w, op.create);
+    case "delete":
+      return writePathVersion(w, op.delete, 2);
+    case "setData":
+      return writeSetData(w, op.setData);
+    case "check":
+      return writePathVersion(w, op.check, 2);
   }
 }
 
@@ -230,62 +232,92 @@ function writeMultiReadOp(w: Writer, op: MultiReadOp): void {
 /** The op member of a Request: its field number and body size. */
 function requestOpSize(r: Request): [field: number, size: number] {
   switch (r.op) {
-    case "create": return [2, createSize(r.create)];
-    case "delete": return [3, pathVersionSize(r.delete, 2)];
-    case "exists": return [4, pathWatchSize(r.exists)];
-    case "getData": return [5, pathWatchSize(r.getData)];
-    case "setData": return [6, setDataSize(r.setData)];
-    case "getChildren": return [7, pathWatchSize(r.getChildren)];
+    case "create":
+      return [2, createSize(r.create)];
+    case "delete":
+      return [3, pathVersionSize(r.delete, 2)];
+    case "exists":
+      return [4, pathWatchSize(r.exists)];
+    case "getData":
+      return [5, pathWatchSize(r.getData)];
+    case "setData":
+      return [6, setDataSize(r.setData)];
+    case "getChildren":
+      return [7, pathWatchSize(r.getChildren)];
     case "multi": {
       let n = 0;
       for (const op of r.multi.ops) n += messageFieldSize(1, multiOpSize(op));
       return [8, n];
     }
-    case "sync": return [9, stringFieldSize(1, r.sync.path)];
-    case "setWatches": return [10, setWatchesSize(r.setWatches)];
-    case "close": return [11, 0];
-    case "getAcl": return [12, stringFieldSize(1, r.getAcl.path)];
-    case "setAcl": return [13, stringFieldSize(1, r.setAcl.path) + aclListSize(2, r.setAcl.acl) + sint32FieldSize(3, r.setAcl.version)];
-    case "getEphemerals": return [19, stringFieldSize(1, r.getEphemerals.prefixPath)];
-    case "getAllChildrenNumber": return [20, stringFieldSize(1, r.getAllChildrenNumber.path)];
+    case "sync":
+      return [9, stringFieldSize(1, r.sync.path)];
+    case "setWatches":
+      return [10, setWatchesSize(r.setWatches)];
+    case "close":
+      return [11, 0];
+    case "getAcl":
+      return [12, stringFieldSize(1, r.getAcl.path)];
+    case "setAcl":
+      return [13, stringFieldSize(1, r.setAcl.path) + aclListSize(2, r.setAcl.acl) + sint32FieldSize(3, r.setAcl.version)];
+    case "getEphemerals":
+      return [19, stringFieldSize(1, r.getEphemerals.prefixPath)];
+    case "getAllChildrenNumber":
+      return [20, stringFieldSize(1, r.getAllChildrenNumber.path)];
     case "multiRead": {
       let n = 0;
       for (const op of r.multiRead.ops) n += messageFieldSize(1, multiReadOpSize(op));
       return [21, n];
     }
-    case "addAuth": return [17, stringFieldSize(1, r.addAuth.scheme) + bytesFieldSize(2, r.addAuth.auth)];
-    case "whoAmI": return [18, 0];
-    case "addWatch": return [14, pathNumberSize(r.addWatch.path, r.addWatch.mode)];
-    case "removeWatches": return [15, pathNumberSize(r.removeWatches.path, r.removeWatches.type)];
-    case "checkWatches": return [16, pathNumberSize(r.checkWatches.path, r.checkWatches.type)];
+    case "addAuth":
+      return [17, stringFieldSize(1, r.addAuth.scheme) + bytesFieldSize(2, r.addAuth.auth)];
+    case "whoAmI":
+      return [18, 0];
+    case "addWatch":
+      return [14, pathNumberSize(r.addWatch.path, r.addWatch.mode)];
+    case "removeWatches":
+      return [15, pathNumberSize(r.removeWatches.path, r.removeWatches.type)];
+    case "checkWatches":
+      return [16, pathNumberSize(r.checkWatches.path, r.checkWatches.type)];
   }
 }
 
 function writeRequestOp(w: Writer, r: Request): void {
   switch (r.op) {
-    case "create": return writeCreate(w, r.create);
-    case "delete": return writePathVersion(w, r.delete, 2);
-    case "exists": return writePathWatch(w, r.exists);
-    case "getData": return writePathWatch(w, r.getData);
-    case "setData": return writeSetData(w, r.setData);
-    case "getChildren": return writePathWatch(w, r.getChildren);
+    case "create":
+      return writeCreate(w, r.create);
+    case "delete":
+      return writePathVersion(w, r.delete, 2);
+    case "exists":
+      return writePathWatch(w, r.exists);
+    case "getData":
+      return writePathWatch(w, r.getData);
+    case "setData":
+      return writeSetData(w, r.setData);
+    case "getChildren":
+      return writePathWatch(w, r.getChildren);
     case "multi":
       for (const op of r.multi.ops) {
         writeMessageHeader(w, 1, multiOpSize(op));
         writeMultiOp(w, op);
       }
       return;
-    case "sync": return writeStringField(w, 1, r.sync.path);
-    case "setWatches": return writeSetWatches(w, r.setWatches);
-    case "close": return;
-    case "getAcl": return writeStringField(w, 1, r.getAcl.path);
+    case "sync":
+      return writeStringField(w, 1, r.sync.path);
+    case "setWatches":
+      return writeSetWatches(w, r.setWatches);
+    case "close":
+      return;
+    case "getAcl":
+      return writeStringField(w, 1, r.getAcl.path);
     case "setAcl":
       writeStringField(w, 1, r.setAcl.path);
       writeAclList(w, 2, r.setAcl.acl);
       writeSint32Field(w, 3, r.setAcl.version);
       return;
-    case "getEphemerals": return writeStringField(w, 1, r.getEphemerals.prefixPath);
-    case "getAllChildrenNumber": return writeStringField(w, 1, r.getAllChildrenNumber.path);
+    case "getEphemerals":
+      return writeStringField(w, 1, r.getEphemerals.prefixPath);
+    case "getAllChildrenNumber":
+      return writeStringField(w, 1, r.getAllChildrenNumber.path);
     case "multiRead":
       for (const op of r.multiRead.ops) {
         writeMessageHeader(w, 1, multiReadOpSize(op));
@@ -296,10 +328,14 @@ function writeRequestOp(w: Writer, r: Request): void {
       writeStringField(w, 1, r.addAuth.scheme);
       writeBytesField(w, 2, r.addAuth.auth);
       return;
-    case "whoAmI": return;
-    case "addWatch": return writePathNumber(w, r.addWatch.path, r.addWatch.mode);
-    case "removeWatches": return writePathNumber(w, r.removeWatches.path, r.removeWatches.type);
-    case "checkWatches": return writePathNumber(w, r.checkWatches.path, r.checkWatches.type);
+    case "whoAmI":
+      return;
+    case "addWatch":
+      return writePathNumber(w, r.addWatch.path, r.addWatch.mode);
+    case "removeWatches":
+      return writePathNumber(w, r.removeWatches.path, r.removeWatches.type);
+    case "checkWatches":
+      return writePathNumber(w, r.checkWatches.path, r.checkWatches.type);
   }
 }
 
@@ -568,18 +604,41 @@ function decodeStat(r: Reader): Stat {
   while (r.pos < r.end) {
     const t = r.uint32();
     switch (t) {
-      case 8: stat.czxid = r.int64(); break; // 1 varint
-      case 16: stat.mzxid = r.int64(); break; // 2
-      case 24: stat.ctime = r.int64Number(); break; // 3
-      case 32: stat.mtime = r.int64Number(); break; // 4
-      case 40: stat.version = r.int32(); break; // 5
-      case 48: stat.cversion = r.int32(); break; // 6
-      case 56: stat.aversion = r.int32(); break; // 7
-      case 64: stat.ephemeralOwner = r.int64(); break; // 8
-      case 72: stat.dataLength = r.int32(); break; // 9
-      case 80: stat.numChildren = r.int32(); break; // 10
-      case 88: stat.pzxid = r.int64(); break; // 11
-      default: r.skip(t & 7);
+      case 8:
+        stat.czxid = r.int64();
+        break; // 1 varint
+      case 16:
+        stat.mzxid = r.int64();
+        break; // 2
+      case 24:
+        stat.ctime = r.int64Number();
+        break; // 3
+      case 32:
+        stat.mtime = r.int64Number();
+        break; // 4
+      case 40:
+        stat.version = r.int32();
+        break; // 5
+      case 48:
+        stat.cversion = r.int32();
+        break; // 6
+      case 56:
+        stat.aversion = r.int32();
+        break; // 7
+      case 64:
+        stat.ephemeralOwner = r.int64();
+        break; // 8
+      case 72:
+        stat.dataLength = r.int32();
+        break; // 9
+      case 80:
+        stat.numChildren = r.int32();
+        break; // 10
+      case 88:
+        stat.pzxid = r.int64();
+        break; // 11
+      default:
+        r.skip(t & 7);
     }
   }
   r.leave(outer);
@@ -659,18 +718,41 @@ function decodeResponse(r: Reader): DecodedResponse {
   while (r.pos < r.end) {
     const t = r.uint32();
     switch (t) {
-      case tag(1, WIRE_VARINT): response.xid = r.int32(); break;
-      case tag(2, WIRE_VARINT): response.zxid = r.int64(); break;
-      case tag(3, WIRE_VARINT): response.err = r.sint32(); break;
-      case tag(4, WIRE_LEN): response.path = r.string(); break;
-      case tag(5, WIRE_LEN): response.stat = decodeStat(r); break;
-      case tag(6, WIRE_LEN): response.data = r.bytes(); break;
-      case tag(7, WIRE_LEN): response.children.push(r.string()); break;
-      case tag(8, WIRE_LEN): response.results.push(decodeOpResult(r)); break;
-      case tag(9, WIRE_LEN): response.acl.push(decodeAcl(r)); break;
-      case tag(11, WIRE_VARINT): response.number = r.int32(); break;
-      case tag(10, WIRE_LEN): response.clientInfo.push(decodeClientInfo(r)); break;
-      default: r.skip(t & 7);
+      case tag(1, WIRE_VARINT):
+        response.xid = r.int32();
+        break;
+      case tag(2, WIRE_VARINT):
+        response.zxid = r.int64();
+        break;
+      case tag(3, WIRE_VARINT):
+        response.err = r.sint32();
+        break;
+      case tag(4, WIRE_LEN):
+        response.path = r.string();
+        break;
+      case tag(5, WIRE_LEN):
+        response.stat = decodeStat(r);
+        break;
+      case tag(6, WIRE_LEN):
+        response.data = r.bytes();
+        break;
+      case tag(7, WIRE_LEN):
+        response.children.push(r.string());
+        break;
+      case tag(8, WIRE_LEN):
+        response.results.push(decodeOpResult(r));
+        break;
+      case tag(9, WIRE_LEN):
+        response.acl.push(decodeAcl(r));
+        break;
+      case tag(11, WIRE_VARINT):
+        response.number = r.int32();
+        break;
+      case tag(10, WIRE_LEN):
+        response.clientInfo.push(decodeClientInfo(r));
+        break;
+      default:
+        r.skip(t & 7);
     }
   }
   r.leave(outer);
@@ -705,14 +787,29 @@ function decodeConnectResponse(r: Reader): DecodedConnectResponse {
   while (r.pos < r.end) {
     const t = r.uint32();
     switch (t) {
-      case tag(1, WIRE_VARINT): c.protocolVersion = r.uint32(); break;
-      case tag(2, WIRE_VARINT): c.timeoutMs = r.uint32(); break;
-      case tag(3, WIRE_VARINT): c.sessionId = r.int64(); break;
-      case tag(4, WIRE_LEN): c.password = r.bytes(); break;
-      case tag(5, WIRE_VARINT): c.err = r.sint32(); break;
-      case tag(6, WIRE_VARINT): c.lastZxid = r.int64(); break;
-      case tag(7, WIRE_VARINT): c.serverId = r.uint32(); break;
-      default: r.skip(t & 7);
+      case tag(1, WIRE_VARINT):
+        c.protocolVersion = r.uint32();
+        break;
+      case tag(2, WIRE_VARINT):
+        c.timeoutMs = r.uint32();
+        break;
+      case tag(3, WIRE_VARINT):
+        c.sessionId = r.int64();
+        break;
+      case tag(4, WIRE_LEN):
+        c.password = r.bytes();
+        break;
+      case tag(5, WIRE_VARINT):
+        c.err = r.sint32();
+        break;
+      case tag(6, WIRE_VARINT):
+        c.lastZxid = r.int64();
+        break;
+      case tag(7, WIRE_VARINT):
+        c.serverId = r.uint32();
+        break;
+      default:
+        r.skip(t & 7);
     }
   }
   r.leave(outer);
@@ -745,15 +842,24 @@ function readServerFrame(r: Reader, inBatch: boolean): DecodedServerFrame {
   while (r.pos < r.end) {
     const t = r.uint32();
     switch (t) {
-      case tag(1, WIRE_LEN): frame = { frame: "connect", connect: decodeConnectResponse(r) }; break;
-      case tag(2, WIRE_LEN): frame = { frame: "response", response: decodeResponse(r) }; break;
-      case tag(3, WIRE_LEN): frame = { frame: "event", event: decodeEvent(r) }; break;
-      case tag(4, WIRE_LEN): frame = { frame: "pong", pong: decodePong(r) }; break;
+      case tag(1, WIRE_LEN):
+        frame = { frame: "connect", connect: decodeConnectResponse(r) };
+        break;
+      case tag(2, WIRE_LEN):
+        frame = { frame: "response", response: decodeResponse(r) };
+        break;
+      case tag(3, WIRE_LEN):
+        frame = { frame: "event", event: decodeEvent(r) };
+        break;
+      case tag(4, WIRE_LEN):
+        frame = { frame: "pong", pong: decodePong(r) };
+        break;
       case tag(5, WIRE_LEN):
         if (inBatch) throw new DecodeError("a batch inside a batch");
         frame = { frame: "batch", frames: decodeBatch(r) };
         break;
-      default: r.skip(t & 7);
+      default:
+        r.skip(t & 7);
     }
   }
   return frame ?? ({} as DecodedServerFrame);

@@ -106,17 +106,23 @@ export const EVENT_TYPE_NUMBERS: Readonly<Record<NodeEventType, number>> = Objec
 
 export function eventTypeName(type: number): NodeEventType | undefined {
   switch (type) {
-    case 1: return "NodeCreated";
-    case 2: return "NodeDeleted";
-    case 3: return "NodeDataChanged";
-    case 4: return "NodeChildrenChanged";
-    default: return undefined;
+    case 1:
+      return "NodeCreated";
+    case 2:
+      return "NodeDeleted";
+    case 3:
+      return "NodeDataChanged";
+    case 4:
+      return "NodeChildrenChanged";
+    default:
+      return undefined;
   }
 }
 
 /** An addWatch mode to its wire number; anything else is BADARGUMENTS. */
 export function addWatchModeNumber(mode: AddWatchMode): number {
-  if (typeof mode !== "string" || !Object.hasOwn(ADD_WATCH_MODE_NUMBERS, mode)) throw new ZkError("BADARGUMENTS", `unknown addWatch mode ${JSON.stringify(mode)}`);
+  if (typeof mode !== "string" || !Object.hasOwn(ADD_WATCH_MODE_NUMBERS, mode))
+    throw new ZkError("BADARGUMENTS", `unknown addWatch mode ${JSON.stringify(mode)}`);
   return ADD_WATCH_MODE_NUMBERS[mode];
 }
 

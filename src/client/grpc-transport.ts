@@ -40,7 +40,8 @@ function pemBuffer(value: Pem | undefined, name: string): Buffer | null {
 
 function tlsCredentials(tls: ClientTlsOptions): grpc.ChannelCredentials {
   if ((tls.cert === undefined) !== (tls.key === undefined)) throw new ZkError("BADARGUMENTS", "tls.cert and tls.key go together");
-  if (tls.servername !== undefined && (typeof tls.servername !== "string" || tls.servername === "")) throw new ZkError("BADARGUMENTS", "tls.servername must be a host name");
+  if (tls.servername !== undefined && (typeof tls.servername !== "string" || tls.servername === ""))
+    throw new ZkError("BADARGUMENTS", "tls.servername must be a host name");
   try {
     return grpc.credentials.createSsl(pemBuffer(tls.ca, "ca"), pemBuffer(tls.key, "key"), pemBuffer(tls.cert, "cert"));
   } catch (error) {

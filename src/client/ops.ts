@@ -70,10 +70,14 @@ export function readResultsFromWire(ops: readonly ReadOp[], results: readonly De
 /** Rough encoded size of one op, to keep a multi inside the message limit. */
 function approxBytes(wire: MultiOp): number {
   switch (wire.op) {
-    case "create": return 32 + wire.create.path.length * 3 + wire.create.data.length + wire.create.acl.length * 64;
-    case "setData": return 32 + wire.setData.path.length * 3 + wire.setData.data.length;
-    case "delete": return 16 + wire.delete.path.length * 3;
-    case "check": return 16 + wire.check.path.length * 3;
+    case "create":
+      return 32 + wire.create.path.length * 3 + wire.create.data.length + wire.create.acl.length * 64;
+    case "setData":
+      return 32 + wire.setData.path.length * 3 + wire.setData.data.length;
+    case "delete":
+      return 16 + wire.delete.path.length * 3;
+    case "check":
+      return 16 + wire.check.path.length * 3;
   }
 }
 
@@ -155,10 +159,18 @@ export function multiResultsFromWire(ops: readonly Op[], wire: readonly DecodedO
     const o = ops[i] as Op;
     const r = wire[i] as DecodedOpResult;
     switch (o.type) {
-      case "create": out[i] = { type: "create", path: stripChroot(chroot, r.path), stat: requireStat(r.stat) }; break;
-      case "delete": out[i] = { type: "delete" }; break;
-      case "setData": out[i] = { type: "setData", stat: requireStat(r.stat) }; break;
-      case "check": out[i] = { type: "check" }; break;
+      case "create":
+        out[i] = { type: "create", path: stripChroot(chroot, r.path), stat: requireStat(r.stat) };
+        break;
+      case "delete":
+        out[i] = { type: "delete" };
+        break;
+      case "setData":
+        out[i] = { type: "setData", stat: requireStat(r.stat) };
+        break;
+      case "check":
+        out[i] = { type: "check" };
+        break;
     }
   }
   return out;

@@ -149,9 +149,7 @@ export type ReadOp = { type: "getData"; path: string } | { type: "getChildren"; 
 
 /** One entry of a multiRead's answer: each read succeeds or fails on its own. */
 export type ReadOpResult =
-  | { type: "getData"; data: Uint8Array; stat: Stat }
-  | { type: "getChildren"; children: string[] }
-  | { type: "error"; err: number; code: ZkErrorName };
+  { type: "getData"; data: Uint8Array; stat: Stat } | { type: "getChildren"; children: string[] } | { type: "error"; err: number; code: ZkErrorName };
 
 /** One entry of a multi's answer, ZooKeeper's OpResult. */
 export type OpResult =

@@ -40,9 +40,7 @@ export const ZkErrorCode = {
 export type ZkErrorName = keyof typeof ZkErrorCode;
 export type ZkErrorCodeValue = (typeof ZkErrorCode)[ZkErrorName];
 
-const NAME_BY_CODE = new Map<number, ZkErrorName>(
-  (Object.entries(ZkErrorCode) as [ZkErrorName, number][]).map(([name, code]) => [code, name]),
-);
+const NAME_BY_CODE = new Map<number, ZkErrorName>((Object.entries(ZkErrorCode) as [ZkErrorName, number][]).map(([name, code]) => [code, name]));
 
 export function zkErrorName(code: number): ZkErrorName | undefined {
   return NAME_BY_CODE.get(code);

@@ -49,12 +49,7 @@ export function pathProblem(path: string, sequential = false): string | undefine
         if (last === 0x2f) return `relative paths not allowed @${i}`;
         if (last === 0x2e && i >= 2 && path.charCodeAt(i - 2) === 0x2f) return `relative paths not allowed @${i}`;
       }
-    } else if (
-      (c > 0x0000 && c <= 0x001f) ||
-      (c >= 0x007f && c <= 0x009f) ||
-      (c >= 0xd800 && c <= 0xf8ff) ||
-      (c >= 0xfff0 && c <= 0xffff)
-    ) {
+    } else if ((c > 0x0000 && c <= 0x001f) || (c >= 0x007f && c <= 0x009f) || (c >= 0xd800 && c <= 0xf8ff) || (c >= 0xfff0 && c <= 0xffff)) {
       return `invalid character @${i}`;
     }
     last = c;

@@ -27,12 +27,8 @@ export const WATCHER_TYPE_NUMBERS: Readonly<Record<WatcherType, number>> = Objec
   "persistent-recursive": 5,
 });
 
-const MODES_BY_NUMBER = new Map<number, AddWatchMode>(
-  (Object.entries(ADD_WATCH_MODE_NUMBERS) as [AddWatchMode, number][]).map(([mode, n]) => [n, mode]),
-);
-const TYPES_BY_NUMBER = new Map<number, WatcherType>(
-  (Object.entries(WATCHER_TYPE_NUMBERS) as [WatcherType, number][]).map(([type, n]) => [n, type]),
-);
+const MODES_BY_NUMBER = new Map<number, AddWatchMode>((Object.entries(ADD_WATCH_MODE_NUMBERS) as [AddWatchMode, number][]).map(([mode, n]) => [n, mode]));
+const TYPES_BY_NUMBER = new Map<number, WatcherType>((Object.entries(WATCHER_TYPE_NUMBERS) as [WatcherType, number][]).map(([type, n]) => [n, type]));
 
 /** The mode a wire number names, or undefined for a number ZooKeeper does not define. */
 export function addWatchModeOf(n: number): AddWatchMode | undefined {

@@ -17,28 +17,16 @@ export interface Acl {
 export const Perms = { READ: 1, WRITE: 2, CREATE: 4, DELETE: 8, ADMIN: 16, ALL: 31 } as const;
 
 /** world:anyone with every permission: what the server applies when no ACL is given. */
-export const OPEN_ACL_UNSAFE: readonly Acl[] = Object.freeze([
-  Object.freeze({ perms: Perms.ALL, id: Object.freeze({ scheme: "world", id: "anyone" }) }),
-]);
+export const OPEN_ACL_UNSAFE: readonly Acl[] = Object.freeze([Object.freeze({ perms: Perms.ALL, id: Object.freeze({ scheme: "world", id: "anyone" }) })]);
 
 /** Every permission for the ids the creating session authenticated as (ZooKeeper's CREATOR_ALL_ACL). */
-export const CREATOR_ALL_ACL: readonly Acl[] = Object.freeze([
-  Object.freeze({ perms: Perms.ALL, id: Object.freeze({ scheme: "auth", id: "" }) }),
-]);
+export const CREATOR_ALL_ACL: readonly Acl[] = Object.freeze([Object.freeze({ perms: Perms.ALL, id: Object.freeze({ scheme: "auth", id: "" }) })]);
 
 /** Reading for everyone, nothing else (ZooKeeper's READ_ACL_UNSAFE). */
-export const READ_ACL_UNSAFE: readonly Acl[] = Object.freeze([
-  Object.freeze({ perms: Perms.READ, id: Object.freeze({ scheme: "world", id: "anyone" }) }),
-]);
+export const READ_ACL_UNSAFE: readonly Acl[] = Object.freeze([Object.freeze({ perms: Perms.READ, id: Object.freeze({ scheme: "world", id: "anyone" }) })]);
 
 export type CreateMode =
-  | "persistent"
-  | "ephemeral"
-  | "persistent-sequential"
-  | "ephemeral-sequential"
-  | "container"
-  | "persistent-with-ttl"
-  | "persistent-sequential-with-ttl";
+  "persistent" | "ephemeral" | "persistent-sequential" | "ephemeral-sequential" | "container" | "persistent-with-ttl" | "persistent-sequential-with-ttl";
 
 /** ZooKeeper's CreateMode flag numbers, as they travel on every wire. */
 export const CREATE_MODE_FLAGS: Readonly<Record<CreateMode, number>> = Object.freeze({

@@ -73,7 +73,20 @@ export interface ZabReady {
 }
 
 export function emptyReady(serving: boolean): ZabReady {
-  return { send: [], persist: [], apply: [], forwarded: [], touches: [], syncsDone: [], revalidations: [], revalidated: [], events: [], serving, stepDown: undefined, disconnect: [] };
+  return {
+    send: [],
+    persist: [],
+    apply: [],
+    forwarded: [],
+    touches: [],
+    syncsDone: [],
+    revalidations: [],
+    revalidated: [],
+    events: [],
+    serving,
+    stepDown: undefined,
+    disconnect: [],
+  };
 }
 
 /**

@@ -38,7 +38,10 @@ export class History implements HistoryIndex {
     const first = log[0];
     if (first !== undefined && first.zxid <= treeZxid) {
       // The window starts inside the applied part: its first record becomes the base.
-      assert(log.some((r) => r.zxid === treeZxid), "a log that reaches back past the tree contains the tree's zxid");
+      assert(
+        log.some((r) => r.zxid === treeZxid),
+        "a log that reaches back past the tree contains the tree's zxid",
+      );
       this.base = first.zxid;
       this.records = log.slice(1);
     } else {

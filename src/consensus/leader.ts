@@ -155,9 +155,7 @@ export class Leader {
 
   /** The learners and where each stands (for status pages and tests). */
   learners(): { sid: number; role: LearnerRole; stage: LearnerStage; ackedZxid: number }[] {
-    return [...this.peers.values()]
-      .sort((a, b) => a.sid - b.sid)
-      .map((p) => ({ sid: p.sid, role: p.role, stage: p.stage, ackedZxid: p.ackedZxid }));
+    return [...this.peers.values()].sort((a, b) => a.sid - b.sid).map((p) => ({ sid: p.sid, role: p.role, stage: p.stage, ackedZxid: p.ackedZxid }));
   }
 
   // ---- inputs
@@ -309,8 +307,7 @@ export class Leader {
   private onLearnerInfo(from: number, message: Extract<QuorumMessage, { type: "learnerInfo" }>): void {
     const { sid, role, acceptedEpoch, lastZxid } = message;
     const roleFits = role === "participant" ? this.options.quorum.isVoter(sid) : this.options.quorum.observers.has(sid);
-    const wellFormed =
-      sid === from && sid !== this.myId && roleFits && Number.isSafeInteger(acceptedEpoch) && acceptedEpoch >= 0 && isZxid(lastZxid);
+    const wellFormed = sid === from && sid !== this.myId && roleFits && Number.isSafeInteger(acceptedEpoch) && acceptedEpoch >= 0 && isZxid(lastZxid);
     if (this.peers.has(from)) this.dropLearner(from, "reconnected", false); // its old stream is gone
     if (!wellFormed) {
       this.out.events.push({ event: "learnerDropped", learner: from, reason: "malformed learnerInfo" });
@@ -352,8 +349,7 @@ export class Leader {
     if (this.phaseNow === "discovery") {
       // Our history must be the most recent of the quorum we establish with (Zab's discovery step).
       const ahead =
-        peer.role === "participant" &&
-        (currentEpoch > this.startCurrentEpoch || (currentEpoch === this.startCurrentEpoch && lastZxid > this.startLastZxid));
+        peer.role === "participant" && (currentEpoch > this.startCurrentEpoch || (currentEpoch === this.startCurrentEpoch && lastZxid > this.startLastZxid));
       if (ahead) {
         this.stepDown(`learner ${peer.sid} is ahead of us: epoch ${currentEpoch}, zxid ${lastZxid}`);
         return;
@@ -386,10 +382,7 @@ export class Leader {
       return;
     }
     const valid =
-      peer.role === "participant" &&
-      (peer.stage === "synced" || peer.stage === "upToDate") &&
-      zxid >= peer.ackedZxid &&
-      zxid <= this.history.lastZxid;
+      peer.role === "participant" && (peer.stage === "synced" || peer.stage === "upToDate") && zxid >= peer.ackedZxid && zxid <= this.history.lastZxid;
     if (!valid) {
       this.dropLearner(peer.sid, `unexpected ack of ${zxid}`, true);
       return;
@@ -572,7 +565,8 @@ export class Leader {
     acked.length = 0;
     acked.push(this.selfDurableZxid);
     for (const peer of this.peers.values()) {
-      if (peer.role === "participant" && this.options.quorum.isVoter(peer.sid) && (peer.stage === "synced" || peer.stage === "upToDate")) acked.push(peer.ackedZxid);
+      if (peer.role === "participant" && this.options.quorum.isVoter(peer.sid) && (peer.stage === "synced" || peer.stage === "upToDate"))
+        acked.push(peer.ackedZxid);
     }
     const quorumSize = this.options.unsafeCommitOnOwnAck === true ? 1 : this.options.quorum.quorumSize;
     if (acked.length < quorumSize) return;

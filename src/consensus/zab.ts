@@ -29,10 +29,7 @@ import type { ZabOptions } from "./options.js";
 
 export type ZabCore = Leader | Learner;
 
-export type ZabRole =
-  | { kind: "leader" }
-  | { kind: "follower"; leaderId: number }
-  | { kind: "observer"; leaderId: number };
+export type ZabRole = { kind: "leader" } | { kind: "follower"; leaderId: number } | { kind: "observer"; leaderId: number };
 
 export function createZab(role: ZabRole, options: ZabOptions): ZabCore {
   switch (role.kind) {

@@ -41,7 +41,15 @@ const OPERATION_TIMEOUT_MS = 10_000;
 const MEMBER_TIMEOUT_MS = 1_500;
 const EVENT_STREAM_PING_MS = 15_000;
 
-const CREATE_MODES: readonly CreateMode[] = ["persistent", "ephemeral", "persistent-sequential", "ephemeral-sequential", "container", "persistent-with-ttl", "persistent-sequential-with-ttl"] as CreateMode[];
+const CREATE_MODES: readonly CreateMode[] = [
+  "persistent",
+  "ephemeral",
+  "persistent-sequential",
+  "ephemeral-sequential",
+  "container",
+  "persistent-with-ttl",
+  "persistent-sequential-with-ttl",
+] as CreateMode[];
 
 const STATIC_FILES: Readonly<Record<string, { file: string; type: string }>> = {
   "/console/": { file: "index.html", type: "text/html; charset=utf-8" },
@@ -110,7 +118,9 @@ export class ConsoleService implements AdminExtension {
     }
     if (this.requireAuth && !this.authorized(request)) {
       response.setHeader("www-authenticate", 'Basic realm="corral console", charset="UTF-8"');
-      return sendJson(response, 401, { error: { code: "NOAUTH", message: "the console needs the super user's credentials (HTTP Basic, user:password hashing to the superDigest)" } });
+      return sendJson(response, 401, {
+        error: { code: "NOAUTH", message: "the console needs the super user's credentials (HTTP Basic, user:password hashing to the superDigest)" },
+      });
     }
     const method = request.method ?? "GET";
     const asset = STATIC_FILES[path];
@@ -151,7 +161,9 @@ export class ConsoleService implements AdminExtension {
       }
     } catch (error) {
       if (error instanceof ZkError) {
-        return sendJson(response, HTTP_STATUS_OF[error.code] ?? 400, { error: { code: error.code, message: error.message, ...(error.path === undefined ? {} : { path: error.path }) } });
+        return sendJson(response, HTTP_STATUS_OF[error.code] ?? 400, {
+          error: { code: error.code, message: error.message, ...(error.path === undefined ? {} : { path: error.path }) },
+        });
       }
       this.deps.logger.error({ err: error, path }, "console request failed");
       return sendJson(response, 500, { error: { code: "SYSTEMERROR", message: "internal error (logged by the server)" } });
@@ -166,7 +178,11 @@ export class ConsoleService implements AdminExtension {
     this.streams.clear();
     const client = this.client;
     this.client = undefined;
-    if (client) await client.then((c) => c.close(), () => undefined);
+    if (client)
+      await client.then(
+        (c) => c.close(),
+        () => undefined,
+      );
   }
 
   // ---- auth
@@ -192,7 +208,12 @@ export class ConsoleService implements AdminExtension {
       const address = this.deps.clientAddress();
       if (address === undefined) throw new ZkError("CONNECTIONLOSS", "the client port is not listening yet");
       const tls = this.deps.clientTls();
-      const connecting = Client.connect(address, { sessionTimeoutMs: 30_000, connectTimeoutMs: 5_000, logger: this.deps.logger.child({ component: "console" }), ...(tls ? { tls } : {}) });
+      const connecting = Client.connect(address, {
+        sessionTimeoutMs: 30_000,
+        connectTimeoutMs: 5_000,
+        logger: this.deps.logger.child({ component: "console" }),
+        ...(tls ? { tls } : {}),
+      });
       this.client = connecting;
       connecting.then(
         (client) => {
@@ -227,11 +248,7 @@ export class ConsoleService implements AdminExtension {
   private async node(path: string): Promise<unknown> {
     const client = await this.sdk();
     const [data, children, acl] = await timed(
-      Promise.allSettled([
-        client.getData(path, { watch: this.onDataWatch }),
-        client.getChildren(path, { watch: this.onChildWatch }),
-        client.getACL(path),
-      ]),
+      Promise.allSettled([client.getData(path, { watch: this.onDataWatch }), client.getChildren(path, { watch: this.onChildWatch }), client.getACL(path)]),
     );
     // The node itself is missing (or unreadable): that is the answer.
     if (data.status === "rejected" && children.status === "rejected") throw data.reason;
@@ -353,7 +370,10 @@ export class ConsoleService implements AdminExtension {
       }
       if (depth >= 3) return;
       const prefix = path === "/" ? "/" : `${path}/`;
-      for (const name of names.filter((n) => !/\d{10}$/.test(n)).sort().slice(0, 50)) {
+      for (const name of names
+        .filter((n) => !/\d{10}$/.test(n))
+        .sort()
+        .slice(0, 50)) {
         if (path === "/" && name === "zookeeper") continue;
         await visit(prefix + name, depth + 1);
       }
@@ -372,16 +392,18 @@ export class ConsoleService implements AdminExtension {
     const leader = status.leaderStatus();
     const tree = status.tree;
     const connected = new Set(status.connectedSessionIds());
-    const sessions = [...connected].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)).map((sessionId) => {
-      const watched = tree.watches.watchedPathsOf(sessionId);
-      return {
-        id: hex64(sessionId),
-        timeoutMs: tree.sessions.get(sessionId)?.timeoutMs,
-        ephemerals: [...tree.ephemeralsOf(sessionId)].sort(),
-        dataWatches: [...watched.data].sort(),
-        childWatches: [...watched.child].sort(),
-      };
-    });
+    const sessions = [...connected]
+      .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+      .map((sessionId) => {
+        const watched = tree.watches.watchedPathsOf(sessionId);
+        return {
+          id: hex64(sessionId),
+          timeoutMs: tree.sessions.get(sessionId)?.timeoutMs,
+          ephemerals: [...tree.ephemeralsOf(sessionId)].sort(),
+          dataWatches: [...watched.data].sort(),
+          childWatches: [...watched.child].sort(),
+        };
+      });
     const lastZxid = BigInt(context.zxid);
     return {
       serverId: config.serverId,
@@ -424,7 +446,7 @@ export class ConsoleService implements AdminExtension {
             signal: AbortSignal.timeout(MEMBER_TIMEOUT_MS),
           });
           if (!answer.ok) return { ...base, error: `HTTP ${answer.status}` };
-          return { ...base, status: (await answer.json()) };
+          return { ...base, status: await answer.json() };
         } catch (error) {
           return { ...base, error: `unreachable (${error instanceof Error ? error.message : String(error)})` };
         }

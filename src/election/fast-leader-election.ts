@@ -200,9 +200,7 @@ export class FastLeaderElection {
    */
   votesReceived(): { from: number; vote: Vote; round: number; state: PeerState }[] {
     if (this.phase.kind !== "looking") return [];
-    return [...this.phase.received]
-      .map(([from, e]) => ({ from, vote: { ...e.vote }, round: e.round, state: e.state }))
-      .sort((a, b) => a.from - b.from);
+    return [...this.phase.received].map(([from, e]) => ({ from, vote: { ...e.vote }, round: e.round, state: e.state })).sort((a, b) => a.from - b.from);
   }
 
   /** When the host must call `tick` next (finalize deadline or resend), or undefined if never. */
@@ -222,8 +220,7 @@ export class FastLeaderElection {
     assert(this.logicalClock < Number.MAX_SAFE_INTEGER, "election round exhausted");
     this.logicalClock += 1;
 
-    const selfVote: Vote =
-      this.role === "participant" ? { leader: this.myId, zxid: self.lastZxid, peerEpoch: self.currentEpoch } : { ...NO_VOTE };
+    const selfVote: Vote = this.role === "participant" ? { leader: this.myId, zxid: self.lastZxid, peerEpoch: self.currentEpoch } : { ...NO_VOTE };
     const phase: LookingPhase = {
       kind: "looking",
       selfVote,
@@ -317,7 +314,8 @@ export class FastLeaderElection {
     // its repeats would restart that period, so ours would never go out and neither would ever
     // decide (found by the simulator's minority-out convergence, seed 327).
     const held = phase.received.get(n.from);
-    const repeat = held !== undefined && n.round === this.logicalClock && held.round === n.round && held.state === n.state && compareVotes(held.vote, n.vote) === 0;
+    const repeat =
+      held !== undefined && n.round === this.logicalClock && held.round === n.round && held.state === n.state && compareVotes(held.vote, n.vote) === 0;
     if (!repeat) phase.resendAtMs = this.nowMs + phase.resendIntervalMs;
 
     // A looking voter behind our round gets our vote so that it catches up.

@@ -21,12 +21,26 @@ export const CLIENT_PROTO_OPTIONS: protoLoader.Options = {
 /** int64 on the wire: decoded as a decimal string; encoders also accept number and bigint-as-string. */
 export type Int64 = string;
 
-export interface WireId { scheme: string; id: string }
-export interface WireAcl { perms: number; id: WireId | null }
+export interface WireId {
+  scheme: string;
+  id: string;
+}
+export interface WireAcl {
+  perms: number;
+  id: WireId | null;
+}
 export interface WireStat {
-  czxid: Int64; mzxid: Int64; ctime: Int64; mtime: Int64;
-  version: number; cversion: number; aversion: number;
-  ephemeralOwner: Int64; dataLength: number; numChildren: number; pzxid: Int64;
+  czxid: Int64;
+  mzxid: Int64;
+  ctime: Int64;
+  mtime: Int64;
+  version: number;
+  cversion: number;
+  aversion: number;
+  ephemeralOwner: Int64;
+  dataLength: number;
+  numChildren: number;
+  pzxid: Int64;
 }
 
 export interface ConnectRequest {
@@ -46,20 +60,49 @@ export interface ConnectResponse {
   serverId: number;
 }
 
-export interface CreateRequest { path: string; data: Uint8Array; acl: WireAcl[]; mode: number; ttlMs: Int64 }
-export interface DeleteRequest { path: string; version: number }
-export interface ExistsRequest { path: string; watch: boolean }
-export interface GetDataRequest { path: string; watch: boolean }
-export interface SetDataRequest { path: string; data: Uint8Array; version: number }
-export interface GetChildrenRequest { path: string; watch: boolean }
-export interface CheckRequest { path: string; version: number }
+export interface CreateRequest {
+  path: string;
+  data: Uint8Array;
+  acl: WireAcl[];
+  mode: number;
+  ttlMs: Int64;
+}
+export interface DeleteRequest {
+  path: string;
+  version: number;
+}
+export interface ExistsRequest {
+  path: string;
+  watch: boolean;
+}
+export interface GetDataRequest {
+  path: string;
+  watch: boolean;
+}
+export interface SetDataRequest {
+  path: string;
+  data: Uint8Array;
+  version: number;
+}
+export interface GetChildrenRequest {
+  path: string;
+  watch: boolean;
+}
+export interface CheckRequest {
+  path: string;
+  version: number;
+}
 export type MultiOp =
   | { op: "create"; create: CreateRequest }
   | { op: "delete"; delete: DeleteRequest }
   | { op: "setData"; setData: SetDataRequest }
   | { op: "check"; check: CheckRequest };
-export interface MultiRequest { ops: MultiOp[] }
-export interface SyncRequest { path: string }
+export interface MultiRequest {
+  ops: MultiOp[];
+}
+export interface SyncRequest {
+  path: string;
+}
 export interface SetWatchesRequest {
   relativeZxid: Int64;
   dataWatches: string[];
@@ -68,19 +111,46 @@ export interface SetWatchesRequest {
   persistentWatches: string[];
   persistentRecursiveWatches: string[];
 }
-export interface AddWatchRequest { path: string; mode: number }
-export interface RemoveWatchesRequest { path: string; type: number }
-export interface CheckWatchesRequest { path: string; type: number }
+export interface AddWatchRequest {
+  path: string;
+  mode: number;
+}
+export interface RemoveWatchesRequest {
+  path: string;
+  type: number;
+}
+export interface CheckWatchesRequest {
+  path: string;
+  type: number;
+}
 export type CloseRequest = Record<string, never>;
-export interface GetAclRequest { path: string }
-export interface SetAclRequest { path: string; acl: WireAcl[]; version: number }
-export interface GetEphemeralsRequest { prefixPath: string }
-export interface GetAllChildrenNumberRequest { path: string }
+export interface GetAclRequest {
+  path: string;
+}
+export interface SetAclRequest {
+  path: string;
+  acl: WireAcl[];
+  version: number;
+}
+export interface GetEphemeralsRequest {
+  prefixPath: string;
+}
+export interface GetAllChildrenNumberRequest {
+  path: string;
+}
 export type MultiReadOp = { op: "getData"; getData: GetDataRequest } | { op: "getChildren"; getChildren: GetChildrenRequest };
-export interface MultiReadRequest { ops: MultiReadOp[] }
-export interface AddAuthRequest { scheme: string; auth: Uint8Array }
+export interface MultiReadRequest {
+  ops: MultiReadOp[];
+}
+export interface AddAuthRequest {
+  scheme: string;
+  auth: Uint8Array;
+}
 export type WhoAmIRequest = Record<string, never>;
-export interface WireClientInfo { authScheme: string; user: string }
+export interface WireClientInfo {
+  authScheme: string;
+  user: string;
+}
 
 export type RequestOp =
   | { op: "create"; create: CreateRequest }
@@ -106,7 +176,13 @@ export type RequestOp =
 
 export type Request = { xid: number } & RequestOp;
 
-export interface OpResult { err: number; path: string; stat: WireStat | null; data: Uint8Array; children: string[] }
+export interface OpResult {
+  err: number;
+  path: string;
+  stat: WireStat | null;
+  data: Uint8Array;
+  children: string[];
+}
 
 export interface Response {
   xid: number;
@@ -122,9 +198,15 @@ export interface Response {
   clientInfo: WireClientInfo[];
 }
 
-export interface WireWatchEvent { type: number; path: string; zxid: Int64 }
+export interface WireWatchEvent {
+  type: number;
+  path: string;
+  zxid: Int64;
+}
 export type Ping = Record<string, never>;
-export interface Pong { zxid: Int64 }
+export interface Pong {
+  zxid: Int64;
+}
 
 /** What the client writes. When encoding, omitted non-oneof fields take their proto3 defaults. */
 export type ClientFrame =
@@ -183,4 +265,3 @@ export const GRPC_CLIENT_CHANNEL_OPTIONS: grpc.ChannelOptions = {
   "grpc.max_receive_message_length": UNBOUNDED,
   "grpc.max_send_message_length": limits.messageBytesMax,
 };
-

@@ -172,14 +172,7 @@ export async function retryOnConnectionLoss<T>(client: Client, deadline: Deadlin
  * a connection lost mid-create: after CONNECTIONLOSS it looks among `parent`'s children for its
  * prefix, so a create that did happen is found instead of made twice. Returns the full path.
  */
-export async function createProtected(
-  client: Client,
-  parent: string,
-  name: string,
-  data: Data,
-  mode: CreateMode,
-  deadline: Deadline,
-): Promise<string> {
+export async function createProtected(client: Client, parent: string, name: string, data: Data, mode: CreateMode, deadline: Deadline): Promise<string> {
   const prefix = protectedPrefix();
   const path = `${parent}/${prefix}${name}`;
   for (;;) {
@@ -275,7 +268,12 @@ export async function createProtectedOrCleanUp(
   try {
     return await deadline.race(creating);
   } catch (error) {
-    creating.then((path) => deleteIfExists(client, path), () => undefined).catch(() => undefined);
+    creating
+      .then(
+        (path) => deleteIfExists(client, path),
+        () => undefined,
+      )
+      .catch(() => undefined);
     throw error;
   }
 }

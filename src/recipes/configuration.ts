@@ -133,7 +133,10 @@ export class ConfigSubscriber extends EventEmitter<ConfigSubscriberEvents> {
   /** czxid of the node `value` came from: a recreated node starts its versions again. */
   private czxid = -1n;
 
-  constructor(client: Client, readonly path: string) {
+  constructor(
+    client: Client,
+    readonly path: string,
+  ) {
     super();
     this.cache = new NodeCache(client, path);
     this.cache.on("changed", (node) => {

@@ -194,7 +194,10 @@ export interface HeartbeatMonitorEvents {
 export class HeartbeatMonitor extends EventEmitter<HeartbeatMonitorEvents> {
   private readonly tree: TreeCache;
 
-  constructor(client: Client, readonly path: string) {
+  constructor(
+    client: Client,
+    readonly path: string,
+  ) {
     super();
     this.tree = new TreeCache(client, path, { maxDepth: 1 });
     this.tree.on("added", (node, { data, stat }) => {

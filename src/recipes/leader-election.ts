@@ -30,9 +30,7 @@ const CANDIDATE = /^n_\d{10}$/;
 
 /** The candidate nodes among an election node's children, lowest sequence (the leader) first. */
 export function candidatesInOrder(children: readonly string[]): string[] {
-  return children
-    .filter((child) => CANDIDATE.test(withoutProtectedPrefix(child)))
-    .sort((a, b) => sequenceOf(a) - sequenceOf(b));
+  return children.filter((child) => CANDIDATE.test(withoutProtectedPrefix(child))).sort((a, b) => sequenceOf(a) - sequenceOf(b));
 }
 
 /**

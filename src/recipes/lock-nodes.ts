@@ -61,7 +61,10 @@ export async function removeOwnedNode(client: Client, node: string): Promise<voi
  * removal continues in the background rather than holding the rejection until a reconnect.
  */
 export function removeAbandonedNode(client: Client, node: string): Promise<void> {
-  return settledUnlessDisconnected(client, removeOwnedNode(client, node).catch(() => undefined));
+  return settledUnlessDisconnected(
+    client,
+    removeOwnedNode(client, node).catch(() => undefined),
+  );
 }
 
 /** Resolves when `work` settles, or as soon as the client is not (or no longer) connected. */

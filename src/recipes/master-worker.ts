@@ -169,8 +169,14 @@ export class Master extends EventEmitter<MasterEvents> {
   private statusValue: MasterStatus = "idle";
   private round = 0;
   private readonly p: ReturnType<typeof paths>;
-  private readonly checks = new SerialJob(() => this.check(this.round), (error) => reportError(this, error));
-  private readonly reconciles = new SerialJob(() => this.reconcile(this.round), (error) => reportError(this, error));
+  private readonly checks = new SerialJob(
+    () => this.check(this.round),
+    (error) => reportError(this, error),
+  );
+  private readonly reconciles = new SerialJob(
+    () => this.reconcile(this.round),
+    (error) => reportError(this, error),
+  );
   private readonly waiters = new Set<{ resolve: () => void; reject: (error: ZkError) => void }>();
   private readonly onState = (state: ClientState): void => this.stateChanged(state);
   private readonly onMasterEvent = (): void => void this.checks.request();
@@ -435,7 +441,10 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private readonly queue: string[] = [];
   private readonly seen = new Set<string>();
   private running: Promise<void> | undefined;
-  private readonly scans = new SerialJob(() => this.scan(this.round), (error) => reportError(this, error));
+  private readonly scans = new SerialJob(
+    () => this.scan(this.round),
+    (error) => reportError(this, error),
+  );
   private readonly onState = (state: ClientState): void => this.stateChanged(state);
   private readonly onAssignEvent = (): void => void this.scans.request();
 
@@ -556,7 +565,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
       if (round !== this.round) return;
       this.emit("started", task);
       const progress = (text: string): Promise<void> =>
-        retryOnConnectionLoss(this.client, sessionBound, () => this.client.multi([op.check(assignment, -1), op.setData(statusPath, text)])).then(() => undefined);
+        retryOnConnectionLoss(this.client, sessionBound, () => this.client.multi([op.check(assignment, -1), op.setData(statusPath, text)])).then(
+          () => undefined,
+        );
       let outcome = DONE;
       try {
         await this.execute({ name: task, data, progress });
@@ -657,12 +668,7 @@ export class MasterWorker {
   }
 
   /** Resolves with the task's status once `accept` holds for it (default: "done" or "failed: …"); one data watch at a time. */
-  static async awaitStatus(
-    client: Client,
-    path: string,
-    task: string,
-    options: WaitOptions & { accept?: (status: string) => boolean } = {},
-  ): Promise<string> {
+  static async awaitStatus(client: Client, path: string, task: string, options: WaitOptions & { accept?: (status: string) => boolean } = {}): Promise<string> {
     const accept = options.accept ?? ((status: string) => status === DONE || status.startsWith("failed:"));
     const statusPath = `${paths(path).status}/${task}`;
     const deadline = new Deadline(`master-worker ${path}: await status of ${task}`, options, client);
@@ -720,7 +726,12 @@ async function createOwnEphemeral(client: Client, path: string, data: Data, dead
   try {
     return await deadline.race(creating);
   } catch (error) {
-    creating.then((mine) => (mine ? deleteOwnEphemeral(client, path) : undefined), () => undefined).catch(() => undefined);
+    creating
+      .then(
+        (mine) => (mine ? deleteOwnEphemeral(client, path) : undefined),
+        () => undefined,
+      )
+      .catch(() => undefined);
     throw error;
   }
 }

@@ -123,7 +123,8 @@ export async function bindNode(client: Client, path: string, data: Uint8Array | 
     if (existing === null) continue;
     const ours = mode === "ephemeral" ? existing.ephemeralOwner === client.sessionId : existing.ephemeralOwner === 0n;
     if (!ours) {
-      const owner = existing.ephemeralOwner === 0n ? "a persistent node" : `an ephemeral of session 0x${BigInt.asUintN(64, existing.ephemeralOwner).toString(16)}`;
+      const owner =
+        existing.ephemeralOwner === 0n ? "a persistent node" : `an ephemeral of session 0x${BigInt.asUintN(64, existing.ephemeralOwner).toString(16)}`;
       throw new ZkError("NODEEXISTS", `${path} is already ${owner}`, path);
     }
     try {

@@ -28,7 +28,10 @@ export interface NodeCacheEvents {
 export class NodeCache extends EventEmitter<NodeCacheEvents> {
   private readonly tree: TreeCache;
 
-  constructor(client: Client, readonly path: string) {
+  constructor(
+    client: Client,
+    readonly path: string,
+  ) {
     super();
     this.tree = new TreeCache(client, path, { maxDepth: 0 });
     this.tree.on("added", (_, node) => this.emit("changed", node));

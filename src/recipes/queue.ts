@@ -8,7 +8,16 @@ import type { Client } from "../client/client.js";
 import { op, ZkMultiError } from "../client/ops.js";
 import type { Data, Op, OpResult } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
-import { Deadline, deleteIfExists, ensurePath, protectedPrefix, retryOnConnectionLoss, sequenceOf, withoutProtectedPrefix, type WaitOptions } from "./common.js";
+import {
+  Deadline,
+  deleteIfExists,
+  ensurePath,
+  protectedPrefix,
+  retryOnConnectionLoss,
+  sequenceOf,
+  withoutProtectedPrefix,
+  type WaitOptions,
+} from "./common.js";
 
 const isCode = (error: unknown, code: string): boolean => error instanceof ZkError && error.code === code;
 
@@ -20,9 +29,7 @@ const FIFO_ELEMENT = /^queue-\d{10}$/;
 
 /** The queue elements among `children`, in delivery (sequence) order; other children are ignored. */
 export function fifoElementOrder(children: readonly string[]): string[] {
-  return children
-    .filter((name) => FIFO_ELEMENT.test(withoutProtectedPrefix(name)))
-    .sort((a, b) => sequenceOf(a) - sequenceOf(b));
+  return children.filter((name) => FIFO_ELEMENT.test(withoutProtectedPrefix(name))).sort((a, b) => sequenceOf(a) - sequenceOf(b));
 }
 
 /** Whether the multi that created `receipt` was applied, asked after a reconnect and a sync. */
@@ -160,9 +167,7 @@ export class QueueNodes {
 
   /** Element names in delivery order. */
   async elements(deadline: Deadline, watch?: () => void): Promise<string[]> {
-    const children = await retryOnConnectionLoss(this.client, deadline, () =>
-      this.client.getChildren(this.path, watch ? { watch: () => watch() } : {}),
-    );
+    const children = await retryOnConnectionLoss(this.client, deadline, () => this.client.getChildren(this.path, watch ? { watch: () => watch() } : {}));
     return this.order(children);
   }
 

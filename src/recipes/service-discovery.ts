@@ -47,7 +47,8 @@ export function decodeInstance(data: Uint8Array): ServiceInstance | undefined {
 function checkInstance(instance: ServiceInstance): void {
   checkNodeName("instance id", instance.id);
   if (typeof instance.address !== "string" || instance.address.length === 0) throw new ZkError("BADARGUMENTS", "instance address must be a non-empty string");
-  if (!Number.isInteger(instance.port) || instance.port < 0 || instance.port > 65535) throw new ZkError("BADARGUMENTS", `instance port must be 0..65535, got ${instance.port}`);
+  if (!Number.isInteger(instance.port) || instance.port < 0 || instance.port > 65535)
+    throw new ZkError("BADARGUMENTS", `instance port must be 0..65535, got ${instance.port}`);
 }
 
 /** The events of a ServiceDiscovery and their listeners' arguments. */
@@ -213,7 +214,11 @@ export class ServiceCache extends EventEmitter<ServiceCacheEvents> {
   private readonly servicePath: string;
   private list: ServiceInstance[] = [];
 
-  constructor(client: Client, path: string, readonly service: string) {
+  constructor(
+    client: Client,
+    path: string,
+    readonly service: string,
+  ) {
     super();
     checkNodeName("service", service);
     this.servicePath = childPath(path, service);

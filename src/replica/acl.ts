@@ -98,7 +98,7 @@ export function ipMatches(remote: string, aclExpr: string): boolean {
   const address = parseIpv4(remote);
   if (expression === undefined || address === undefined) return false;
   const mask = expression.bits === 0 ? 0 : (0xffffffff << (32 - expression.bits)) >>> 0;
-  return ((address & mask) >>> 0) === ((expression.address & mask) >>> 0);
+  return (address & mask) >>> 0 === (expression.address & mask) >>> 0;
 }
 
 /**
@@ -106,9 +106,7 @@ export function ipMatches(remote: string, aclExpr: string): boolean {
  * user, the password hash becomes "x".
  */
 export function redactDigests(acl: readonly Acl[]): Acl[] {
-  return acl.map((entry) =>
-    entry.id.scheme === "digest" ? { perms: entry.perms, id: { scheme: "digest", id: entry.id.id.replace(/:.*/g, ":x") } } : entry,
-  );
+  return acl.map((entry) => (entry.id.scheme === "digest" ? { perms: entry.perms, id: { scheme: "digest", id: entry.id.id.replace(/:.*/g, ":x") } } : entry));
 }
 
 /** One entry of a whoAmI answer (ZooKeeper's ClientInfo). */

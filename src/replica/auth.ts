@@ -47,7 +47,13 @@ export function certificateAuthIds(subjectDn: string, options: CertificateAuthOp
  * `certificateIds` what its verified client certificate gave it, which is all `x509` proves
  * (AUTHFAILED without one, whatever the packet holds).
  */
-export function authenticate(scheme: string, auth: Uint8Array, remoteAddress: string, options: AuthOptions, certificateIds: readonly Id[] = []): Id[] | undefined {
+export function authenticate(
+  scheme: string,
+  auth: Uint8Array,
+  remoteAddress: string,
+  options: AuthOptions,
+  certificateIds: readonly Id[] = [],
+): Id[] | undefined {
   if (auth.byteLength > limits.authBytesMax) return undefined;
   switch (scheme) {
     case "digest": {
@@ -98,4 +104,3 @@ export function withAuthIds(current: readonly Id[], added: readonly Id[]): reado
   for (const id of added) if (!next.some((known) => known.scheme === id.scheme && known.id === id.id)) next.push(id);
   return next.length > limits.authIdsPerConnectionMax ? undefined : next;
 }
-

@@ -254,7 +254,16 @@ export class RequestPipeline {
   submitRejected(sessionId: bigint, connection: ClientConnection, xid: number, err: number): void {
     const session = this.sessions.get(sessionId);
     if (!session) assert(false, `request for a session that was never attached: ${sessionId}`);
-    session.queue.push({ xid, request: { op: "sync", path: "/" }, kind: "read", connection, authInfo: connection.authInfo, reply: this.errorReply(err), syncZxid: undefined, receivedMs: this.observer?.nowMs() ?? 0 });
+    session.queue.push({
+      xid,
+      request: { op: "sync", path: "/" },
+      kind: "read",
+      connection,
+      authInfo: connection.authInfo,
+      reply: this.errorReply(err),
+      syncZxid: undefined,
+      receivedMs: this.observer?.nowMs() ?? 0,
+    });
     this.drain(session);
   }
 
@@ -469,13 +478,7 @@ export class RequestPipeline {
         case "whoAmI":
           return { err: 0, zxid, body: { kind: "whoAmI", clientInfo: zookeeperIdOrder(authInfo).map(clientInfoOf) } };
         case "setWatches": {
-          for (const list of [
-            request.dataWatches,
-            request.existWatches,
-            request.childWatches,
-            request.persistentWatches,
-            request.persistentRecursiveWatches,
-          ]) {
+          for (const list of [request.dataWatches, request.existWatches, request.childWatches, request.persistentWatches, request.persistentRecursiveWatches]) {
             for (const path of list) checkReadPath(request, path);
           }
           const deliveries = this.tree.setWatches(request.relativeZxid, request, session.id);

@@ -34,15 +34,7 @@ import {
 } from "../store/types.js";
 import { QUOTA_ROOT } from "../common/quota.js";
 import { QuotaGuard, type QuotaExceeded } from "./quota-guard.js";
-import type {
-  CheckRequest,
-  CreateRequest,
-  DeleteRequest,
-  MultiOpRequest,
-  SetAclRequest,
-  SetDataRequest,
-  WriteRequest,
-} from "./requests.js";
+import type { CheckRequest, CreateRequest, DeleteRequest, MultiOpRequest, SetAclRequest, SetDataRequest, WriteRequest } from "./requests.js";
 import { checkAcl, fixupAcl } from "./acl.js";
 
 /** What prep needs to know of a node: the tree's view with in-flight changes applied. */
@@ -280,7 +272,13 @@ export class Prep {
     return { type: "create", path, data: request.data, acl, ephemeralOwner, parentCversion };
   }
 
-  private prepareDelete(request: DeleteRequest, zxid: number, authInfo: readonly Id[], overlay: Map<string, ChangeRecord>, zooKeeperChecks: boolean): DeleteTxn {
+  private prepareDelete(
+    request: DeleteRequest,
+    zxid: number,
+    authInfo: readonly Id[],
+    overlay: Map<string, ChangeRecord>,
+    zooKeeperChecks: boolean,
+  ): DeleteTxn {
     if (zooKeeperChecks) {
       // ZooKeeper's getParentPathAndValidate: a slash, no NUL, none of its own nodes. It never
       // checks the rest of the path: a malformed one names no node (NONODE), or is NOAUTH first.

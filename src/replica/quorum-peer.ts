@@ -293,7 +293,12 @@ export class QuorumPeer {
   // ---- what the client side asks of the cluster (through ClusterBroadcast / ClusterSessionActivity)
 
   /** `authInfo`: the ids of the client's connection, with which the leader's prep checks ACLs. */
-  submitWrite(sessionId: bigint, cxid: number, request: WriteRequest | { op: "createSession"; timeoutMs: number; password: Uint8Array }, authInfo: readonly Id[]): void {
+  submitWrite(
+    sessionId: bigint,
+    cxid: number,
+    request: WriteRequest | { op: "createSession"; timeoutMs: number; password: Uint8Array },
+    authInfo: readonly Id[],
+  ): void {
     const zab = this.zab;
     if (!zab?.serving) return; // the connection is being ended; its client retries elsewhere
     if (zab instanceof Leader) this.proposeRequest(zab, sessionId, cxid, request, authInfo, this.deps.config.serverId);
@@ -392,7 +397,13 @@ export class QuorumPeer {
     if (state !== "observing") this.deps.metrics?.electionDecided(this.termStartedMs - this.lookingSinceMs);
     this.proposalSizeBytes = { last: -1, min: -1, max: -1 };
     this.setRole(state, { leader: decision.leader, round: decision.round });
-    this.elections.push({ decidedAtMs: this.termStartedMs, tookMs: this.termStartedMs - this.lookingSinceMs, leader: decision.leader, state, round: decision.round });
+    this.elections.push({
+      decidedAtMs: this.termStartedMs,
+      tookMs: this.termStartedMs - this.lookingSinceMs,
+      leader: decision.leader,
+      state,
+      round: decision.round,
+    });
     if (this.elections.length > ELECTIONS_SEEN_MAX) this.elections.shift();
     const options = {
       myId: config.serverId,
@@ -533,7 +544,11 @@ export class QuorumPeer {
           if (!(error instanceof ZkError)) throw error;
           // The learner's client still needs its answer, in order: an error txn carries it.
           const zxid = zab.allocateZxid();
-          this.proposeTxn(zab, { sessionId: forwarded.sessionId, cxid: forwarded.cxid, zxid, timeMs: this.deps.clock.nowMs() }, { type: "error", err: ZkErrorCode.MARSHALLINGERROR });
+          this.proposeTxn(
+            zab,
+            { sessionId: forwarded.sessionId, cxid: forwarded.cxid, zxid, timeMs: this.deps.clock.nowMs() },
+            { type: "error", err: ZkErrorCode.MARSHALLINGERROR },
+          );
           continue;
         }
         this.proposeRequest(zab, forwarded.sessionId, forwarded.cxid, decoded.request, decoded.authInfo, forwarded.from);
@@ -583,12 +598,17 @@ export class QuorumPeer {
       }
       case "truncateLog":
         // The tree holds committed txns only, and a committed txn is never truncated.
-        if (!(database.tree.lastProcessedZxid <= action.zxid)) assert(false, `TRUNC to ${hex(action.zxid)} would cut committed txns (tree at ${hex(database.tree.lastProcessedZxid)})`);
+        if (!(database.tree.lastProcessedZxid <= action.zxid))
+          assert(false, `TRUNC to ${hex(action.zxid)} would cut committed txns (tree at ${hex(database.tree.lastProcessedZxid)})`);
         this.recentLog.truncateAfter(action.zxid);
         this.persist.exclusive(
           (done) => storage.log.truncateAfter(action.zxid, done),
           // The log's new end; records under the snapshot may be purged, so the tree's zxid counts too.
-          () => this.answer(generation, { type: "truncated", zxid: Math.min(action.zxid, Math.max(storage.log.lastAppendedZxid(), database.tree.lastProcessedZxid)) }),
+          () =>
+            this.answer(generation, {
+              type: "truncated",
+              zxid: Math.min(action.zxid, Math.max(storage.log.lastAppendedZxid(), database.tree.lastProcessedZxid)),
+            }),
         );
         return;
       case "installSnapshot":

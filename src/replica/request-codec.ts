@@ -18,7 +18,9 @@ const FORMAT_VERSION = 1;
  * `zooKeeperChecks`, a tag alone, only on a request that sets it (ZooKeeper-door writes).
  */
 const TAG = { create: 1, delete: 2, setData: 3, setAcl: 4, check: 5, multi: 6, close: 7, createSession: 8, authInfo: 9, zooKeeperChecks: 10 } as const;
-const MODES_BY_FLAG = Object.entries(CREATE_MODE_FLAGS).sort((a, b) => a[1] - b[1]).map(([mode]) => mode as CreateMode);
+const MODES_BY_FLAG = Object.entries(CREATE_MODE_FLAGS)
+  .sort((a, b) => a[1] - b[1])
+  .map(([mode]) => mode as CreateMode);
 const NO_IDS: readonly Id[] = Object.freeze([]);
 
 export function encodeForwardedRequest(request: ForwardedRequest, authInfo: readonly Id[]): Uint8Array {

@@ -34,26 +34,73 @@ export interface CreateRequest extends ZooKeeperChecks {
   mode: CreateMode;
   ttlMs: number;
 }
-export interface DeleteRequest extends ZooKeeperChecks { op: "delete"; path: string; version: number }
-export interface SetDataRequest { op: "setData"; path: string; data: Uint8Array; version: number }
-export interface SetAclRequest { op: "setAcl"; path: string; acl: Acl[]; version: number }
-export interface CheckRequest { op: "check"; path: string; version: number }
+export interface DeleteRequest extends ZooKeeperChecks {
+  op: "delete";
+  path: string;
+  version: number;
+}
+export interface SetDataRequest {
+  op: "setData";
+  path: string;
+  data: Uint8Array;
+  version: number;
+}
+export interface SetAclRequest {
+  op: "setAcl";
+  path: string;
+  acl: Acl[];
+  version: number;
+}
+export interface CheckRequest {
+  op: "check";
+  path: string;
+  version: number;
+}
 export type MultiOpRequest = CreateRequest | DeleteRequest | SetDataRequest | CheckRequest;
-export interface MultiRequest extends ZooKeeperChecks { op: "multi"; ops: MultiOpRequest[] }
-export interface CloseRequest { op: "close" }
+export interface MultiRequest extends ZooKeeperChecks {
+  op: "multi";
+  ops: MultiOpRequest[];
+}
+export interface CloseRequest {
+  op: "close";
+}
 
 /** Requests that become a txn (through prep on the leader). */
 export type WriteRequest = CreateRequest | DeleteRequest | SetDataRequest | SetAclRequest | MultiRequest | CloseRequest;
 
-export interface ExistsRequest extends ZooKeeperChecks { op: "exists"; path: string; watch: boolean }
-export interface GetDataRequest extends ZooKeeperChecks { op: "getData"; path: string; watch: boolean }
-export interface GetChildrenRequest extends ZooKeeperChecks { op: "getChildren"; path: string; watch: boolean }
-export interface GetAclRequest extends ZooKeeperChecks { op: "getAcl"; path: string }
+export interface ExistsRequest extends ZooKeeperChecks {
+  op: "exists";
+  path: string;
+  watch: boolean;
+}
+export interface GetDataRequest extends ZooKeeperChecks {
+  op: "getData";
+  path: string;
+  watch: boolean;
+}
+export interface GetChildrenRequest extends ZooKeeperChecks {
+  op: "getChildren";
+  path: string;
+  watch: boolean;
+}
+export interface GetAclRequest extends ZooKeeperChecks {
+  op: "getAcl";
+  path: string;
+}
 /** The session's ephemerals whose path starts with `prefixPath` (a string prefix, as ZooKeeper's). */
-export interface GetEphemeralsRequest { op: "getEphemerals"; prefixPath: string }
-export interface GetAllChildrenNumberRequest extends ZooKeeperChecks { op: "getAllChildrenNumber"; path: string }
+export interface GetEphemeralsRequest {
+  op: "getEphemerals";
+  prefixPath: string;
+}
+export interface GetAllChildrenNumberRequest extends ZooKeeperChecks {
+  op: "getAllChildrenNumber";
+  path: string;
+}
 export type MultiReadOpRequest = { op: "getData"; path: string } | { op: "getChildren"; path: string };
-export interface MultiReadRequest extends ZooKeeperChecks { op: "multiRead"; ops: MultiReadOpRequest[] }
+export interface MultiReadRequest extends ZooKeeperChecks {
+  op: "multiRead";
+  ops: MultiReadOpRequest[];
+}
 export interface SetWatchesRequest extends ZooKeeperChecks {
   op: "setWatches";
   relativeZxid: number;
@@ -63,14 +110,28 @@ export interface SetWatchesRequest extends ZooKeeperChecks {
   persistentWatches: string[];
   persistentRecursiveWatches: string[];
 }
-export interface AddWatchRequest extends ZooKeeperChecks { op: "addWatch"; path: string; mode: AddWatchMode }
+export interface AddWatchRequest extends ZooKeeperChecks {
+  op: "addWatch";
+  path: string;
+  mode: AddWatchMode;
+}
 /** Removes this session's watches of `watcherType` on `path` (ZooKeeper's removeWatches opcode). */
-export interface RemoveWatchesRequest extends ZooKeeperChecks { op: "removeWatches"; path: string; watcherType: WatcherType }
+export interface RemoveWatchesRequest extends ZooKeeperChecks {
+  op: "removeWatches";
+  path: string;
+  watcherType: WatcherType;
+}
 /** Answers NOWATCHER unless this session holds such a watch (ZooKeeper's checkWatches opcode). */
-export interface CheckWatchesRequest extends ZooKeeperChecks { op: "checkWatches"; path: string; watcherType: WatcherType }
+export interface CheckWatchesRequest extends ZooKeeperChecks {
+  op: "checkWatches";
+  path: string;
+  watcherType: WatcherType;
+}
 
 /** ZooKeeper's whoAmI: the ids the connection is authenticated as. */
-export interface WhoAmIRequest { op: "whoAmI" }
+export interface WhoAmIRequest {
+  op: "whoAmI";
+}
 
 /** Requests answered from the local tree (or the connection's own state) when their turn comes. */
 export type ReadRequest =
@@ -87,10 +148,17 @@ export type ReadRequest =
   | RemoveWatchesRequest
   | CheckWatchesRequest;
 
-export interface SyncRequest extends ZooKeeperChecks { op: "sync"; path: string }
+export interface SyncRequest extends ZooKeeperChecks {
+  op: "sync";
+  path: string;
+}
 
 /** ZooKeeper's auth packet: authenticate this connection (its effect is immediate, its answer in order). */
-export interface AddAuthRequest { op: "addAuth"; scheme: string; auth: Uint8Array }
+export interface AddAuthRequest {
+  op: "addAuth";
+  scheme: string;
+  auth: Uint8Array;
+}
 
 export type ClientRequest = WriteRequest | ReadRequest | SyncRequest | AddAuthRequest;
 
@@ -125,10 +193,7 @@ export type ReplyBody =
   | { kind: "whoAmI"; clientInfo: ClientInfo[] };
 
 /** One multiRead op's own answer. */
-export type ReadOpResult =
-  | { type: "getData"; data: Uint8Array; stat: Stat }
-  | { type: "getChildren"; children: string[] }
-  | { type: "error"; err: number };
+export type ReadOpResult = { type: "getData"; data: Uint8Array; stat: Stat } | { type: "getChildren"; children: string[] } | { type: "error"; err: number };
 
 export interface Reply {
   err: number;

@@ -65,14 +65,22 @@ export class SessionOpener {
     // Contract item 4: never let a client see an older state than it already saw.
     const here = state.tree.lastProcessedZxid;
     if (request.lastZxidSeen > BigInt(here)) {
-      return done({ kind: "refused", reason: "behind", detail: `client has seen zxid 0x${request.lastZxidSeen.toString(16)}, this server is at 0x${here.toString(16)}` });
+      return done({
+        kind: "refused",
+        reason: "behind",
+        detail: `client has seen zxid 0x${request.lastZxidSeen.toString(16)}, this server is at 0x${here.toString(16)}`,
+      });
     }
     if (request.sessionId === 0n) {
       const sessionId = this.deps.sessionIds.take();
       const password = this.deps.entropy.bytes(SESSION_PASSWORD_BYTES);
       const timeoutMs = this.deps.negotiateTimeoutMs(request.requestedTimeoutMs);
       pipeline.createSession(sessionId, timeoutMs, password, (accepted) =>
-        done(accepted ? { kind: "established", sessionId, timeoutMs, password } : { kind: "refused", reason: "not-created", detail: "session could not be created" }),
+        done(
+          accepted
+            ? { kind: "established", sessionId, timeoutMs, password }
+            : { kind: "refused", reason: "not-created", detail: "session could not be created" },
+        ),
       );
       return;
     }

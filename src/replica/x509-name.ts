@@ -28,8 +28,27 @@ const RFC2253_KEYWORDS: ReadonlyMap<string, string> = new Map([
 
 /** Every keyword `new X500Principal(String)` reads (Java's AVAKeyword, DEFAULT format). */
 const PARSE_KEYWORDS: ReadonlySet<string> = new Set([
-  "CN", "C", "L", "S", "ST", "O", "OU", "T", "IP", "STREET", "DC", "DNQUALIFIER", "DNQ", "SURNAME",
-  "GIVENNAME", "INITIALS", "GENERATION", "EMAIL", "EMAILADDRESS", "UID", "SERIALNUMBER",
+  "CN",
+  "C",
+  "L",
+  "S",
+  "ST",
+  "O",
+  "OU",
+  "T",
+  "IP",
+  "STREET",
+  "DC",
+  "DNQUALIFIER",
+  "DNQ",
+  "SURNAME",
+  "GIVENNAME",
+  "INITIALS",
+  "GENERATION",
+  "EMAIL",
+  "EMAILADDRESS",
+  "UID",
+  "SERIALNUMBER",
 ]);
 
 /** DER tags Java renders as strings (DerValue tags; AVA.isDerString, non-canonical). */
@@ -110,7 +129,7 @@ function isPrintableStringChar(c: string): boolean {
   return /^[A-Za-z0-9 '()+,\-./:=?]$/.test(c);
 }
 
-const ESCAPED = ",=+<>#;\"\\";
+const ESCAPED = ',=+<>#;"\\';
 
 /** Java's AVA.toRFC2253String for a string value. */
 function escapeValue(value: string): string {
@@ -145,10 +164,10 @@ function attributeText(der: Uint8Array, attribute: Tlv): string {
 export function distinguishedNameOfDer(der: Uint8Array, name: Tlv = readTlv(der, 0, der.byteLength)): string {
   expectTag(name, TAG_SEQUENCE, "a Name");
   const rdns: string[] = [];
-  for (let at = name.contentStart; at < name.end; ) {
+  for (let at = name.contentStart; at < name.end;) {
     const rdn = expectTag(readTlv(der, at, name.end), TAG_SET, "an RDN");
     const attributes: string[] = [];
-    for (let inner = rdn.contentStart; inner < rdn.end; ) {
+    for (let inner = rdn.contentStart; inner < rdn.end;) {
       const attribute = expectTag(readTlv(der, inner, rdn.end), TAG_SEQUENCE, "an AttributeTypeAndValue");
       attributes.push(attributeText(der, attribute));
       inner = attribute.end;
@@ -181,9 +200,9 @@ export function subjectOfCertificate(certificateDer: Uint8Array): string {
 // Validity of a name in an ACL: what `new X500Principal(String)` accepts (RFC 1779, 2253 and 4514
 // syntax, Java's keywords or OIDs), as X509AuthenticationProvider.isValid checks.
 
-const DEFAULT_ESCAPABLE = ",=\n+<>#;\\\" ";
-const QUOTED_ESCAPABLE = ",=\n+<>#;\\\"";
-const MUST_BE_ESCAPED = ",+<>;\"";
+const DEFAULT_ESCAPABLE = ',=\n+<>#;\\" ';
+const QUOTED_ESCAPABLE = ',=\n+<>#;\\"';
+const MUST_BE_ESCAPED = ',+<>;"';
 const HEX = /^[0-9A-Fa-f]$/;
 
 /** Splits at the separators outside quotes and not escaped; undefined on an unterminated quote. */
@@ -260,7 +279,7 @@ function isValidValue(raw: string): boolean {
     }
     return /^[ \n]*$/.test(value.slice(i + 1));
   }
-  for (let i = 0; i < value.length; ) {
+  for (let i = 0; i < value.length;) {
     const c = value[i]!;
     if (c === "\\") {
       i = skipEscape(value, i, DEFAULT_ESCAPABLE);

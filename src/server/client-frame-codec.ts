@@ -416,12 +416,23 @@ function readConnect(r: Reader): ConnectFrame {
   while (r.pos < r.len) {
     const t = r.uint32();
     switch (t >>> 3) {
-      case 1: frame.protocolVersion = r.uint32(); break;
-      case 2: frame.lastZxidSeen = r.int64BigInt(); break;
-      case 3: frame.timeoutMs = r.uint32(); break;
-      case 4: frame.sessionId = r.int64BigInt(); break;
-      case 5: frame.password = r.bytes(); break;
-      default: r.skipType(t & 7, 1);
+      case 1:
+        frame.protocolVersion = r.uint32();
+        break;
+      case 2:
+        frame.lastZxidSeen = r.int64BigInt();
+        break;
+      case 3:
+        frame.timeoutMs = r.uint32();
+        break;
+      case 4:
+        frame.sessionId = r.int64BigInt();
+        break;
+      case 5:
+        frame.password = r.bytes();
+        break;
+      default:
+        r.skipType(t & 7, 1);
     }
   }
   r.leave(outer);
@@ -440,28 +451,74 @@ function readRequest(r: Reader, depth: number): RequestFrame | RejectedFrame {
     const field = t >>> 3;
     let decoded: ClientRequest | number;
     switch (field) {
-      case 1: xid = r.int32(); continue;
-      case 2: decoded = readCreate(r, inner); break;
-      case 3: decoded = readPathVersion(r, "delete", inner); break;
-      case 4: decoded = readPathWatch(r, "exists", inner); break;
-      case 5: decoded = readPathWatch(r, "getData", inner); break;
-      case 6: decoded = readSetData(r, inner); break;
-      case 7: decoded = readPathWatch(r, "getChildren", inner); break;
-      case 8: decoded = readMulti(r, inner); break;
-      case 9: decoded = { op: "sync", path: readPathOnly(r, inner) }; break;
-      case 10: decoded = readSetWatches(r, inner); break;
-      case 11: readEmpty(r, inner); decoded = { op: "close" }; break;
-      case 12: decoded = { op: "getAcl", path: readPathOnly(r, inner) }; break;
-      case 13: decoded = readSetAcl(r, inner); break;
-      case 19: decoded = { op: "getEphemerals", prefixPath: readPathOnly(r, inner) }; break;
-      case 20: decoded = { op: "getAllChildrenNumber", path: readPathOnly(r, inner) }; break;
-      case 21: decoded = readMultiRead(r, inner); break;
-      case 17: decoded = readAddAuth(r, inner); break;
-      case 18: readEmpty(r, inner); decoded = { op: "whoAmI" }; break;
-      case 14: decoded = readAddWatch(r, inner); break;
-      case 15: decoded = readPathType(r, "removeWatches", inner); break;
-      case 16: decoded = readPathType(r, "checkWatches", inner); break;
-      default: r.skipType(t & 7, depth); continue;
+      case 1:
+        xid = r.int32();
+        continue;
+      case 2:
+        decoded = readCreate(r, inner);
+        break;
+      case 3:
+        decoded = readPathVersion(r, "delete", inner);
+        break;
+      case 4:
+        decoded = readPathWatch(r, "exists", inner);
+        break;
+      case 5:
+        decoded = readPathWatch(r, "getData", inner);
+        break;
+      case 6:
+        decoded = readSetData(r, inner);
+        break;
+      case 7:
+        decoded = readPathWatch(r, "getChildren", inner);
+        break;
+      case 8:
+        decoded = readMulti(r, inner);
+        break;
+      case 9:
+        decoded = { op: "sync", path: readPathOnly(r, inner) };
+        break;
+      case 10:
+        decoded = readSetWatches(r, inner);
+        break;
+      case 11:
+        readEmpty(r, inner);
+        decoded = { op: "close" };
+        break;
+      case 12:
+        decoded = { op: "getAcl", path: readPathOnly(r, inner) };
+        break;
+      case 13:
+        decoded = readSetAcl(r, inner);
+        break;
+      case 19:
+        decoded = { op: "getEphemerals", prefixPath: readPathOnly(r, inner) };
+        break;
+      case 20:
+        decoded = { op: "getAllChildrenNumber", path: readPathOnly(r, inner) };
+        break;
+      case 21:
+        decoded = readMultiRead(r, inner);
+        break;
+      case 17:
+        decoded = readAddAuth(r, inner);
+        break;
+      case 18:
+        readEmpty(r, inner);
+        decoded = { op: "whoAmI" };
+        break;
+      case 14:
+        decoded = readAddWatch(r, inner);
+        break;
+      case 15:
+        decoded = readPathType(r, "removeWatches", inner);
+        break;
+      case 16:
+        decoded = readPathType(r, "checkWatches", inner);
+        break;
+      default:
+        r.skipType(t & 7, depth);
+        continue;
     }
     if (field >= opField) {
       opField = field;
@@ -484,17 +541,26 @@ function readCreate(r: Reader, depth: number): CreateRequest | number {
   while (r.pos < r.len) {
     const t = r.uint32();
     switch (t >>> 3) {
-      case 1: path = r.string(); break;
-      case 2: data = r.bytes(); break;
+      case 1:
+        path = r.string();
+        break;
+      case 2:
+        data = r.bytes();
+        break;
       case 3: {
         const entry = readAcl(r, depth + 1);
         if (entry.id === null) aclComplete = false;
         (acl ??= []).push(entry as Acl);
         break;
       }
-      case 4: mode = r.uint32(); break;
-      case 5: ttlMs = r.int64SafeNonNegative(); break;
-      default: r.skipType(t & 7, depth);
+      case 4:
+        mode = r.uint32();
+        break;
+      case 5:
+        ttlMs = r.int64SafeNonNegative();
+        break;
+      default:
+        r.skipType(t & 7, depth);
     }
   }
   r.leave(outer);
@@ -512,9 +578,14 @@ function readAcl(r: Reader, depth: number): { perms: number; id: { scheme: strin
   while (r.pos < r.len) {
     const t = r.uint32();
     switch (t >>> 3) {
-      case 1: perms = r.uint32(); break;
-      case 2: id = readId(r, depth + 1); break;
-      default: r.skipType(t & 7, depth);
+      case 1:
+        perms = r.uint32();
+        break;
+      case 2:
+        id = readId(r, depth + 1);
+        break;
+      default:
+        r.skipType(t & 7, depth);
     }
   }
   r.leave(outer);
@@ -528,9 +599,14 @@ function readId(r: Reader, depth: number): { scheme: string; id: string } {
   while (r.pos < r.len) {
     const t = r.uint32();
     switch (t >>> 3) {
-      case 1: scheme = r.string(); break;
-      case 2: id = r.string(); break;
-      default: r.skipType(t & 7, depth);
+      case 1:
+        scheme = r.string();
+        break;
+      case 2:
+        id = r.string();
+        break;
+      default:
+        r.skipType(t & 7, depth);
     }
   }
   r.leave(outer);
@@ -544,9 +620,14 @@ function readPathVersion<K extends "delete" | "check">(r: Reader, op: K, depth: 
   while (r.pos < r.len) {
     const t = r.uint32();
     switch (t >>> 3) {
-      case 1: path = r.string(); break;
-      case 2: version = r.sint32(); break;
-      default: r.skipType(t & 7, depth);
+      case 1:
+        path = r.string();
+        break;
+      case 2:
+        version = r.sint32();
+        break;
+      default:
+        r.skipType(t & 7, depth);
     }
   }
   r.leave(outer);
@@ -560,9 +641,14 @@ function readPathWatch<K extends "exists" | "getData" | "getChildren">(r: Reader
   while (r.pos < r.len) {
     const t = r.uint32();
     switch (t >>> 3) {
-      case 1: path = r.string(); break;
-      case 2: watch = r.bool(); break;
-      default: r.skipType(t & 7, depth);
+      case 1:
+        path = r.string();
+        break;
+      case 2:
+        watch = r.bool();
+        break;
+      default:
+        r.skipType(t & 7, depth);
     }
   }
   r.leave(outer);
@@ -577,10 +663,17 @@ function readSetData(r: Reader, depth: number): { op: "setData"; path: string; d
   while (r.pos < r.len) {
     const t = r.uint32();
     switch (t >>> 3) {
-      case 1: path = r.string(); break;
-      case 2: data = r.bytes(); break;
-      case 3: version = r.sint32(); break;
-      default: r.skipType(t & 7, depth);
+      case 1:
+        path = r.string();
+        break;
+      case 2:
+        data = r.bytes();
+        break;
+      case 3:
+        version = r.sint32();
+        break;
+      default:
+        r.skipType(t & 7, depth);
     }
   }
   r.leave(outer);
@@ -627,11 +720,21 @@ function readMultiOp(r: Reader, depth: number): MultiOpRequest | number {
     const field = t >>> 3;
     let decoded: MultiOpRequest | number;
     switch (field) {
-      case 1: decoded = readCreate(r, inner); break;
-      case 2: decoded = readPathVersion(r, "delete", inner); break;
-      case 3: decoded = readSetData(r, inner); break;
-      case 4: decoded = readPathVersion(r, "check", inner); break;
-      default: r.skipType(t & 7, depth); continue;
+      case 1:
+        decoded = readCreate(r, inner);
+        break;
+      case 2:
+        decoded = readPathVersion(r, "delete", inner);
+        break;
+      case 3:
+        decoded = readSetData(r, inner);
+        break;
+      case 4:
+        decoded = readPathVersion(r, "check", inner);
+        break;
+      default:
+        r.skipType(t & 7, depth);
+        continue;
     }
     if (field >= opField) {
       opField = field;
@@ -687,13 +790,26 @@ function readSetWatches(r: Reader, depth: number): ClientRequest | number {
   while (r.pos < r.len) {
     const t = r.uint32();
     switch (t >>> 3) {
-      case 1: relativeZxid = r.int64SafeNonNegative(); break;
-      case 2: dataWatches.push(r.string()); break;
-      case 3: existWatches.push(r.string()); break;
-      case 4: childWatches.push(r.string()); break;
-      case 5: persistentWatches.push(r.string()); break;
-      case 6: persistentRecursiveWatches.push(r.string()); break;
-      default: r.skipType(t & 7, depth);
+      case 1:
+        relativeZxid = r.int64SafeNonNegative();
+        break;
+      case 2:
+        dataWatches.push(r.string());
+        break;
+      case 3:
+        existWatches.push(r.string());
+        break;
+      case 4:
+        childWatches.push(r.string());
+        break;
+      case 5:
+        persistentWatches.push(r.string());
+        break;
+      case 6:
+        persistentRecursiveWatches.push(r.string());
+        break;
+      default:
+        r.skipType(t & 7, depth);
     }
   }
   r.leave(outer);
@@ -708,9 +824,14 @@ function readAddWatch(r: Reader, depth: number): ClientRequest | number {
   while (r.pos < r.len) {
     const t = r.uint32();
     switch (t >>> 3) {
-      case 1: path = r.string(); break;
-      case 2: mode = r.int32(); break;
-      default: r.skipType(t & 7, depth);
+      case 1:
+        path = r.string();
+        break;
+      case 2:
+        mode = r.int32();
+        break;
+      default:
+        r.skipType(t & 7, depth);
     }
   }
   r.leave(outer);
@@ -727,9 +848,14 @@ function readPathType<K extends "removeWatches" | "checkWatches">(r: Reader, op:
   while (r.pos < r.len) {
     const t = r.uint32();
     switch (t >>> 3) {
-      case 1: path = r.string(); break;
-      case 2: type = r.int32(); break;
-      default: r.skipType(t & 7, depth);
+      case 1:
+        path = r.string();
+        break;
+      case 2:
+        type = r.int32();
+        break;
+      default:
+        r.skipType(t & 7, depth);
     }
   }
   r.leave(outer);
@@ -747,15 +873,20 @@ function readSetAcl(r: Reader, depth: number): ClientRequest | number {
   while (r.pos < r.len) {
     const t = r.uint32();
     switch (t >>> 3) {
-      case 1: path = r.string(); break;
+      case 1:
+        path = r.string();
+        break;
       case 2: {
         const entry = readAcl(r, depth + 1);
         if (entry.id === null) aclComplete = false;
         acl.push(entry as Acl);
         break;
       }
-      case 3: version = r.sint32(); break;
-      default: r.skipType(t & 7, depth);
+      case 3:
+        version = r.sint32();
+        break;
+      default:
+        r.skipType(t & 7, depth);
     }
   }
   r.leave(outer);
@@ -770,9 +901,14 @@ function readAddAuth(r: Reader, depth: number): ClientRequest {
   while (r.pos < r.len) {
     const t = r.uint32();
     switch (t >>> 3) {
-      case 1: scheme = r.string(); break;
-      case 2: auth = r.bytes(); break;
-      default: r.skipType(t & 7, depth);
+      case 1:
+        scheme = r.string();
+        break;
+      case 2:
+        auth = r.bytes();
+        break;
+      default:
+        r.skipType(t & 7, depth);
     }
   }
   r.leave(outer);

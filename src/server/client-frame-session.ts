@@ -196,7 +196,17 @@ export class ClientFrameSession implements ClientConnection {
 
   /** ZooKeeper's answer to a resume of a session that is gone: timeout 0, then the stream ends. */
   private refuseExpired(): void {
-    this.write(encodeConnectResponseFrame({ protocolVersion: this.protocolVersion, timeoutMs: 0, sessionId: 0n, password: EMPTY, err: ZkErrorCode.SESSIONEXPIRED, lastZxid: 0, serverId: this.deps.serverId }));
+    this.write(
+      encodeConnectResponseFrame({
+        protocolVersion: this.protocolVersion,
+        timeoutMs: 0,
+        sessionId: 0n,
+        password: EMPTY,
+        err: ZkErrorCode.SESSIONEXPIRED,
+        lastZxid: 0,
+        serverId: this.deps.serverId,
+      }),
+    );
     this.end("expired");
   }
 
@@ -204,7 +214,17 @@ export class ClientFrameSession implements ClientConnection {
     this.sessionIdValue = sessionId;
     this.phase = "connected";
     this.deps.pipeline.attach(sessionId, this);
-    this.write(encodeConnectResponseFrame({ protocolVersion: this.protocolVersion, timeoutMs, sessionId, password, err: 0, lastZxid: this.deps.state.tree.lastProcessedZxid, serverId: this.deps.serverId }));
+    this.write(
+      encodeConnectResponseFrame({
+        protocolVersion: this.protocolVersion,
+        timeoutMs,
+        sessionId,
+        password,
+        err: 0,
+        lastZxid: this.deps.state.tree.lastProcessedZxid,
+        serverId: this.deps.serverId,
+      }),
+    );
     const held = this.heldFrames;
     this.heldFrames = [];
     for (const frame of held) this.receive(frame);

@@ -223,7 +223,18 @@ export const FIELDS: Readonly<Record<keyof ServerConfig, FieldKind>> = {
 const SUPER_DIGEST = /^[^:]*:[A-Za-z0-9+/]{27}=$/;
 const LOG_LEVELS = new Set(["fatal", "error", "warn", "info", "debug", "trace", "silent"]);
 const ROLES: ReadonlySet<string> = new Set<ServerRole>(["participant", "observer"]);
-const ENTRY_FIELDS = ["id", "host", "clientPort", "quorumPort", "electionPort", "role", "zkClientPort", "secureZkClientPort", "metricsPort", "adminPort"] as const;
+const ENTRY_FIELDS = [
+  "id",
+  "host",
+  "clientPort",
+  "quorumPort",
+  "electionPort",
+  "role",
+  "zkClientPort",
+  "secureZkClientPort",
+  "metricsPort",
+  "adminPort",
+] as const;
 /** An entry's optional ports, each a field of the server's own config too. */
 const ENTRY_OPTIONAL_PORTS = ["zkClientPort", "secureZkClientPort", "metricsPort", "adminPort"] as const;
 const ENTRY_PORTS = ["clientPort", "quorumPort", "electionPort"] as const;
@@ -328,9 +339,7 @@ function serverEntryFromObject(raw: unknown, index: number): ServerEntry {
     quorumPort: coerceInt(`${at}.quorumPort`, record["quorumPort"]),
     electionPort: coerceInt(`${at}.electionPort`, record["electionPort"]),
     role: role as ServerRole,
-    ...Object.fromEntries(
-      ENTRY_OPTIONAL_PORTS.filter((port) => record[port] !== undefined).map((port) => [port, coerceInt(`${at}.${port}`, record[port])]),
-    ),
+    ...Object.fromEntries(ENTRY_OPTIONAL_PORTS.filter((port) => record[port] !== undefined).map((port) => [port, coerceInt(`${at}.${port}`, record[port])])),
   };
 }
 
@@ -352,8 +361,22 @@ export function parseServers(text: string): ServerEntry[] {
     if (item === "") continue;
     const at = `servers[${entries.length}]`;
     const match = COMPACT_ENTRY.exec(item);
-    if (!match) throw new ConfigError(at, `expected ID=HOST:CLIENT_PORT:QUORUM_PORT:ELECTION_PORT[:participant|observer[:ZK_CLIENT_PORT[:SECURE_ZK_CLIENT_PORT]]], got ${JSON.stringify(item)}`);
-    const [, id, hostText, client, quorum, election, role, zkClient, secureZkClient] = match as unknown as [string, string, string, string, string, string, string | undefined, string | undefined, string | undefined];
+    if (!match)
+      throw new ConfigError(
+        at,
+        `expected ID=HOST:CLIENT_PORT:QUORUM_PORT:ELECTION_PORT[:participant|observer[:ZK_CLIENT_PORT[:SECURE_ZK_CLIENT_PORT]]], got ${JSON.stringify(item)}`,
+      );
+    const [, id, hostText, client, quorum, election, role, zkClient, secureZkClient] = match as unknown as [
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+      string | undefined,
+      string | undefined,
+      string | undefined,
+    ];
     const host = hostText.startsWith("[") ? hostText.slice(1, -1) : hostText;
     entries.push({
       id: coerceInt(`${at}.id`, id),
@@ -378,7 +401,8 @@ export function formatHostPort(host: string, port: number): string {
 export function formatServers(servers: readonly ServerEntry[]): string {
   return servers
     .map((s) => {
-      const zk = s.secureZkClientPort !== undefined ? `:${s.zkClientPort ?? ""}:${s.secureZkClientPort}` : s.zkClientPort === undefined ? "" : `:${s.zkClientPort}`;
+      const zk =
+        s.secureZkClientPort !== undefined ? `:${s.zkClientPort ?? ""}:${s.secureZkClientPort}` : s.zkClientPort === undefined ? "" : `:${s.zkClientPort}`;
       return `${s.id}=${s.host.includes(":") ? `[${s.host}]` : s.host}:${s.clientPort}:${s.quorumPort}:${s.electionPort}:${s.role}${zk}`;
     })
     .join(",");
@@ -513,7 +537,10 @@ export function validateConfig(config: ServerConfig): ServerConfig {
   if (!LOG_LEVELS.has(config.logLevel)) throw new ConfigError("logLevel", `one of ${[...LOG_LEVELS].join(", ")}`);
   if (config.adminAuth && config.superDigest === "") throw new ConfigError("adminAuth", "needs a superDigest: the console signs in the super user");
   if (config.superDigest !== "" && !SUPER_DIGEST.test(config.superDigest)) {
-    throw new ConfigError("superDigest", `expected user:<base64 SHA-1 of "user:password"> (e.g. super:D/InIHSb7yEEbrWz8b9l71RjZJU=), got ${JSON.stringify(config.superDigest)}`);
+    throw new ConfigError(
+      "superDigest",
+      `expected user:<base64 SHA-1 of "user:password"> (e.g. super:D/InIHSb7yEEbrWz8b9l71RjZJU=), got ${JSON.stringify(config.superDigest)}`,
+    );
   }
   validateTls(config);
   if (config.servers.length > 0) {
@@ -525,14 +552,21 @@ export function validateConfig(config: ServerConfig): ServerConfig {
       throw new ConfigError("clientPort", `is ${config.clientPort} but servers gives server ${self.id} client port ${self.clientPort}`);
     }
     if (config.zkClientPort !== (self.zkClientPort ?? -1)) {
-      throw new ConfigError("zkClientPort", `is ${config.zkClientPort} but servers gives server ${self.id} ${self.zkClientPort === undefined ? "none" : `ZooKeeper client port ${self.zkClientPort}`}`);
+      throw new ConfigError(
+        "zkClientPort",
+        `is ${config.zkClientPort} but servers gives server ${self.id} ${self.zkClientPort === undefined ? "none" : `ZooKeeper client port ${self.zkClientPort}`}`,
+      );
     }
     if (config.secureZkClientPort !== (self.secureZkClientPort ?? -1)) {
-      throw new ConfigError("secureZkClientPort", `is ${config.secureZkClientPort} but servers gives server ${self.id} ${self.secureZkClientPort === undefined ? "none" : `secure ZooKeeper client port ${self.secureZkClientPort}`}`);
+      throw new ConfigError(
+        "secureZkClientPort",
+        `is ${config.secureZkClientPort} but servers gives server ${self.id} ${self.secureZkClientPort === undefined ? "none" : `secure ZooKeeper client port ${self.secureZkClientPort}`}`,
+      );
     }
     for (const field of ["metricsPort", "adminPort"] as const) {
       const listed = self[field];
-      if (listed !== undefined && config[field] !== listed) throw new ConfigError(field, `is ${config[field]} but servers gives server ${self.id} ${field} ${listed}`);
+      if (listed !== undefined && config[field] !== listed)
+        throw new ConfigError(field, `is ${config[field]} but servers gives server ${self.id} ${field} ${listed}`);
     }
   }
   return config;
@@ -551,7 +585,8 @@ function validateTls(config: ServerConfig): void {
   };
   range("secureZkClientPort", -1, 65535);
   range("tlsReloadIntervalMs", 10, 24 * 3600 * 1000);
-  if (!TLS_CLIENT_AUTH.has(config.tlsClientAuth)) throw new ConfigError("tlsClientAuth", `expected need, want or none, got ${JSON.stringify(config.tlsClientAuth)}`);
+  if (!TLS_CLIENT_AUTH.has(config.tlsClientAuth))
+    throw new ConfigError("tlsClientAuth", `expected need, want or none, got ${JSON.stringify(config.tlsClientAuth)}`);
   if (config.x509SuperUser !== "" && !isValidDistinguishedName(config.x509SuperUser)) {
     throw new ConfigError("x509SuperUser", `not a distinguished name (e.g. CN=admin,O=Example): ${JSON.stringify(config.x509SuperUser)}`);
   }
@@ -559,10 +594,15 @@ function validateTls(config: ServerConfig): void {
   if (clientTls) {
     const why = config.clientPortTls ? "clientPortTls is set" : "secureZkClientPort is set";
     for (const field of ["tlsCertFile", "tlsKeyFile"] as const) if (config[field] === "") throw new ConfigError(field, `must be set: ${why}`);
-    if (config.tlsClientAuth !== "none" && config.tlsCaFile === "") throw new ConfigError("tlsCaFile", `must be set: tlsClientAuth is ${config.tlsClientAuth} (or set it to none)`);
+    if (config.tlsClientAuth !== "none" && config.tlsCaFile === "")
+      throw new ConfigError("tlsCaFile", `must be set: tlsClientAuth is ${config.tlsClientAuth} (or set it to none)`);
   }
   if (config.sslQuorum) {
-    for (const [field, fallback] of [["quorumTlsCertFile", "tlsCertFile"], ["quorumTlsKeyFile", "tlsKeyFile"], ["quorumTlsCaFile", "tlsCaFile"]] as const) {
+    for (const [field, fallback] of [
+      ["quorumTlsCertFile", "tlsCertFile"],
+      ["quorumTlsKeyFile", "tlsKeyFile"],
+      ["quorumTlsCaFile", "tlsCaFile"],
+    ] as const) {
       if (config[field] === "" && config[fallback] === "") throw new ConfigError(field, `must be set (or ${fallback}): sslQuorum is set`);
     }
   }

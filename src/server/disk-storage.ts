@@ -126,15 +126,30 @@ export class DiskStorage implements ReplicaStorage {
       await previous;
       try {
         let bytes = 0;
-        await this.snapshotStore.saveChunks(zxid, this.encodeInSlices(encoder, (n) => (bytes += n)));
+        await this.snapshotStore.saveChunks(
+          zxid,
+          this.encodeInSlices(encoder, (n) => (bytes += n)),
+        );
         this.options.onSnapshotTaken?.(performance.now() - startedMs, bytes);
         const oldestKept = await purgeOld(this.levelLog, this.snapshotStore, this.options.snapshotRetainCount);
-        this.logger.info({ zxid: formatZxid(zxid), bytes, ms: Math.round(performance.now() - startedMs), purgedLogBefore: oldestKept === undefined ? undefined : formatZxid(oldestKept) }, "snapshot taken");
+        this.logger.info(
+          {
+            zxid: formatZxid(zxid),
+            bytes,
+            ms: Math.round(performance.now() - startedMs),
+            purgedLogBefore: oldestKept === undefined ? undefined : formatZxid(oldestKept),
+          },
+          "snapshot taken",
+        );
       } catch (error) {
         // A snapshot is a redundant copy: every txn since the last good one is still in the log, so
         // ZooKeeper logs the failure and carries on, and so do we. A failure of the log itself
         // (the purge after the save) fail-stops the server through the log's onFailed instead.
-        if (!this.closed) this.logger.error({ err: error, zxid: formatZxid(zxid) }, "snapshot failed: carrying on, the txn log still holds every txn since the last good snapshot");
+        if (!this.closed)
+          this.logger.error(
+            { err: error, zxid: formatZxid(zxid) },
+            "snapshot failed: carrying on, the txn log still holds every txn since the last good snapshot",
+          );
       } finally {
         encoder.abort();
       }

@@ -35,21 +35,60 @@ export class ServerMetrics {
   private readonly names: string[] = [];
 
   // ---- events: summaries (ms unless named otherwise)
-  private readonly readLatency = this.summary("readlatency", "Read request latency in ms, from arrival to answer (ZooKeeper's READ_LATENCY; sync included, pings not)", ADVANCED);
+  private readonly readLatency = this.summary(
+    "readlatency",
+    "Read request latency in ms, from arrival to answer (ZooKeeper's READ_LATENCY; sync included, pings not)",
+    ADVANCED,
+  );
   private readonly updateLatency = this.summary("updatelatency", "Write request latency in ms, from arrival to answer (ZooKeeper's UPDATE_LATENCY)", ADVANCED);
   private readonly fsyncTime = this.summary("fsynctime", "Time in ms of one txn log group-commit batch write with fsync (ZooKeeper's FSYNC_TIME)", BASIC);
-  private readonly batchSize = this.summary("sync_processor_batch_size", "Txns made durable by one fsync: the group-commit batch size (ZooKeeper's BATCH_SIZE)", BASIC);
+  private readonly batchSize = this.summary(
+    "sync_processor_batch_size",
+    "Txns made durable by one fsync: the group-commit batch size (ZooKeeper's BATCH_SIZE)",
+    BASIC,
+  );
   private readonly snapshotTime = this.summary("snapshottime", "Time in ms to serialise and write one snapshot (ZooKeeper's SNAPSHOT_TIME)", BASIC);
-  private readonly dbInitTime = this.summary("dbinittime", "Time in ms to load the database at start: snapshot and log replay (ZooKeeper's DB_INIT_TIME)", BASIC);
-  private readonly electionTime = this.summary("election_time", "Time in ms from entering LOOKING to a leader being decided (ZooKeeper's ELECTION_TIME)", BASIC);
-  private readonly followerSyncTime = this.summary("follower_sync_time", "Time in ms a follower took to sync with a new leader (ZooKeeper's FOLLOWER_SYNC_TIME)", BASIC);
-  private readonly observerSyncTime = this.summary("observer_sync_time", "Time in ms an observer took to sync with a new leader (ZooKeeper's OBSERVER_SYNC_TIME)", BASIC);
-  private readonly unavailableTime = this.summary("unavailable_time", "Time in ms from leaving service (LOOKING) to serving again (ZooKeeper's UNAVAILABLE_TIME)", BASIC);
-  private readonly leaderUnavailableTime = this.summary("leader_unavailable_time", "unavailable_time of the terms this server led (ZooKeeper's LEADER_UNAVAILABLE_TIME)", BASIC);
+  private readonly dbInitTime = this.summary(
+    "dbinittime",
+    "Time in ms to load the database at start: snapshot and log replay (ZooKeeper's DB_INIT_TIME)",
+    BASIC,
+  );
+  private readonly electionTime = this.summary(
+    "election_time",
+    "Time in ms from entering LOOKING to a leader being decided (ZooKeeper's ELECTION_TIME)",
+    BASIC,
+  );
+  private readonly followerSyncTime = this.summary(
+    "follower_sync_time",
+    "Time in ms a follower took to sync with a new leader (ZooKeeper's FOLLOWER_SYNC_TIME)",
+    BASIC,
+  );
+  private readonly observerSyncTime = this.summary(
+    "observer_sync_time",
+    "Time in ms an observer took to sync with a new leader (ZooKeeper's OBSERVER_SYNC_TIME)",
+    BASIC,
+  );
+  private readonly unavailableTime = this.summary(
+    "unavailable_time",
+    "Time in ms from leaving service (LOOKING) to serving again (ZooKeeper's UNAVAILABLE_TIME)",
+    BASIC,
+  );
+  private readonly leaderUnavailableTime = this.summary(
+    "leader_unavailable_time",
+    "unavailable_time of the terms this server led (ZooKeeper's LEADER_UNAVAILABLE_TIME)",
+    BASIC,
+  );
 
   /** Every request's latency over a short window, for the console's live chart (not exported). */
   private readonly recentLatency = this.track(
-    new WindowedSummary({ name: "corral_console_recent_latency", help: "console only", percentiles: [0.5, 0.95, 0.99], registers: [], maxAgeSeconds: 10, ageBuckets: 5 }),
+    new WindowedSummary({
+      name: "corral_console_recent_latency",
+      help: "console only",
+      percentiles: [0.5, 0.95, 0.99],
+      registers: [],
+      maxAgeSeconds: 10,
+      ageBuckets: 5,
+    }),
   );
 
   // ---- events: counters
@@ -58,8 +97,14 @@ export class ServerMetrics {
   private readonly snapCount = this.counter("snap_count", "Learners this leader synced by SNAP (ZooKeeper's SNAP_COUNT)");
   private readonly proposalCount = this.counter("proposal_count", "Txns this server proposed as leader (ZooKeeper's PROPOSAL_COUNT)");
   private readonly commitCount = this.counter("commit_count", "Txns this server committed as leader (ZooKeeper's COMMIT_COUNT)");
-  private readonly learnerProposalCount = this.counter("learner_proposal_received_count", "Proposals this server received as a learner (ZooKeeper's LEARNER_PROPOSAL_RECEIVED_COUNT)");
-  private readonly learnerCommitCount = this.counter("learner_commit_received_count", "Committed txns this server applied as a learner (ZooKeeper's LEARNER_COMMIT_RECEIVED_COUNT)");
+  private readonly learnerProposalCount = this.counter(
+    "learner_proposal_received_count",
+    "Proposals this server received as a learner (ZooKeeper's LEARNER_PROPOSAL_RECEIVED_COUNT)",
+  );
+  private readonly learnerCommitCount = this.counter(
+    "learner_commit_received_count",
+    "Committed txns this server applied as a learner (ZooKeeper's LEARNER_COMMIT_RECEIVED_COUNT)",
+  );
   private readonly quotaErrors = new client.Counter({
     name: "quota_exceeded_error_per_namespace",
     help: "Writes refused with QUOTAEXCEEDED, by top-level namespace (ZooKeeper's QUOTA_EXCEEDED_ERROR_PER_NAMESPACE)",
@@ -114,7 +159,10 @@ export class ServerMetrics {
     labelNames: ["state"],
     registers: [this.registry],
   });
-  private readonly serving = this.gauge("corral_serving", "1 while this server serves clients (standalone, or part of a quorum with an established leader): /readyz");
+  private readonly serving = this.gauge(
+    "corral_serving",
+    "1 while this server serves clients (standalone, or part of a quorum with an established leader): /readyz",
+  );
   private readonly lastZxid = this.gauge("corral_last_processed_zxid", "The zxid of the last txn applied to this server's tree");
   private readonly clientSessions = this.gauge("corral_client_sessions", "Sessions with a live connection to this server, through either client port");
 

@@ -38,7 +38,6 @@ export interface ServerStatusDeps {
 }
 
 export class ServerStatus {
-
   constructor(private readonly deps: ServerStatusDeps) {}
 
   get config(): ServerConfig {

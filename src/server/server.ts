@@ -166,7 +166,10 @@ export class CorralServer {
       "grpc.keepalive_timeout_ms": 5_000,
     });
     const certificateAuth = { x509SuperUser: config.x509SuperUser };
-    grpcServer.addService(clientServiceDefinition(), clientServiceHandlers({ serverId: config.serverId, state: database, pipeline, sessions, logger, certificateAuth }));
+    grpcServer.addService(
+      clientServiceDefinition(),
+      clientServiceHandlers({ serverId: config.serverId, state: database, pipeline, sessions, logger, certificateAuth }),
+    );
     let clientPort: number;
     let zkService: ZkClientService | undefined;
     let metricsListener: HttpListener | undefined;
@@ -210,7 +213,11 @@ export class CorralServer {
         };
         if (config.zkClientPort >= 0) zkService = await ZkClientService.listen(config.clientHost, config.zkClientPort, zkDeps);
         if (config.secureZkClientPort >= 0) {
-          secureZkService = await ZkClientService.listen(config.clientHost, config.secureZkClientPort, zkDeps, { files: tls.client!, clientAuth: config.tlsClientAuth, certificateAuth });
+          secureZkService = await ZkClientService.listen(config.clientHost, config.secureZkClientPort, zkDeps, {
+            files: tls.client!,
+            clientAuth: config.tlsClientAuth,
+            certificateAuth,
+          });
         }
       }
       if (config.metricsPort >= 0) {
@@ -229,13 +236,18 @@ export class CorralServer {
           logger,
           nowMs: now,
         });
-        adminListener = await HttpListener.listen(config.adminHost, config.adminPort, "admin", adminHandler(status, adminExtension), logger, adminExtension?.writablePathPrefix);
+        adminListener = await HttpListener.listen(
+          config.adminHost,
+          config.adminPort,
+          "admin",
+          adminHandler(status, adminExtension),
+          logger,
+          adminExtension?.writablePathPrefix,
+        );
       }
       const clientCredentials = config.clientPortTls ? serverCredentials(tls.client!, config.tlsClientAuth) : grpc.ServerCredentials.createInsecure();
       clientPort = await new Promise<number>((resolve, reject) => {
-        grpcServer.bindAsync(`${config.clientHost}:${config.clientPort}`, clientCredentials, (error, port) =>
-          error ? reject(error) : resolve(port),
-        );
+        grpcServer.bindAsync(`${config.clientHost}:${config.clientPort}`, clientCredentials, (error, port) => (error ? reject(error) : resolve(port)));
       });
       clientPortBound = clientPort;
     } catch (error) {
@@ -252,7 +264,23 @@ export class CorralServer {
       throw error;
     }
     for (const files of tls.all) files.watch();
-    const server = new CorralServer(config, clientPort, grpcServer, replica, storage, logger, transport, metrics, zkService, status, metricsListener, adminListener, adminExtension, secureZkService, tls.all);
+    const server = new CorralServer(
+      config,
+      clientPort,
+      grpcServer,
+      replica,
+      storage,
+      logger,
+      transport,
+      metrics,
+      zkService,
+      status,
+      metricsListener,
+      adminListener,
+      adminExtension,
+      secureZkService,
+      tls.all,
+    );
     logger.info(
       {
         clientAddress: `${config.clientHost}:${clientPort}`,
@@ -344,7 +372,9 @@ function serverTls(config: ServerConfig, logger: Logger): ServerTls {
   const watch = { reloadIntervalMs: config.tlsReloadIntervalMs, logger };
   const all: PemFiles[] = [];
   const clientFiles = clientTlsFiles(config);
-  const client = clientFiles && new PemFiles({ ...clientFiles, fields: { certFile: "tlsCertFile", keyFile: "tlsKeyFile", caFile: "tlsCaFile" } }, { ...watch, purpose: "client ports" });
+  const client =
+    clientFiles &&
+    new PemFiles({ ...clientFiles, fields: { certFile: "tlsCertFile", keyFile: "tlsKeyFile", caFile: "tlsCaFile" } }, { ...watch, purpose: "client ports" });
   if (client) all.push(client);
   const quorumFiles = config.servers.length > 0 ? quorumTlsFiles(config) : undefined;
   let peerSecurity: PeerTransportSecurity | undefined;

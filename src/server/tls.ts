@@ -159,7 +159,10 @@ export class PemFiles {
     try {
       next = materialOf(contents, this.files);
     } catch (error) {
-      this.options.logger.warn({ purpose: this.options.purpose, reason: (error as Error).message }, "TLS files changed but do not form a certificate and its key: keeping the current certificate");
+      this.options.logger.warn(
+        { purpose: this.options.purpose, reason: (error as Error).message },
+        "TLS files changed but do not form a certificate and its key: keeping the current certificate",
+      );
       return;
     }
     this.material = next;
@@ -168,7 +171,13 @@ export class PemFiles {
   }
 
   private describe(material: PemMaterial): Record<string, unknown> {
-    return { purpose: this.options.purpose, certFile: this.files.certFile, serialNumber: material.serialNumber, subject: material.subject, validTo: material.validTo };
+    return {
+      purpose: this.options.purpose,
+      certFile: this.files.certFile,
+      serialNumber: material.serialNumber,
+      subject: material.subject,
+      validTo: material.validTo,
+    };
   }
 }
 
@@ -177,7 +186,10 @@ function contextOptions(material: PemMaterial): SecureContextOptions {
 }
 
 /** Options for a node:tls server: ZooKeeper's ssl.clientAuth as requestCert / rejectUnauthorized. */
-export function tlsServerOptions(material: PemMaterial, clientAuth: TlsClientAuth): SecureContextOptions & { requestCert: boolean; rejectUnauthorized: boolean } {
+export function tlsServerOptions(
+  material: PemMaterial,
+  clientAuth: TlsClientAuth,
+): SecureContextOptions & { requestCert: boolean; rejectUnauthorized: boolean } {
   return { ...contextOptions(material), requestCert: clientAuth !== "none", rejectUnauthorized: clientAuth === "need" };
 }
 
@@ -243,7 +255,11 @@ class PemCertificateProvider implements grpc.experimental.CertificateProvider {
  */
 export function channelCredentials(files: PemFiles, options: { verifyHostname: boolean }): grpc.ChannelCredentials {
   const provider = new PemCertificateProvider(files);
-  return grpc.experimental.createCertificateProviderChannelCredentials(provider, provider, options.verifyHostname ? {} : { checkServerIdentity: () => undefined });
+  return grpc.experimental.createCertificateProviderChannelCredentials(
+    provider,
+    provider,
+    options.verifyHostname ? {} : { checkServerIdentity: () => undefined },
+  );
 }
 
 /** The x509 subject DN of a verified peer certificate (node:tls or grpc-js auth context), if it has one that parses. */
@@ -269,5 +285,10 @@ export function selfConnectionTls(material: PemMaterial): { ca?: Buffer; cert: B
   } catch {
     servername = undefined;
   }
-  return { cert: material.cert, key: material.key, ...(material.ca === undefined ? {} : { ca: material.ca }), ...(servername === undefined ? {} : { servername }) };
+  return {
+    cert: material.cert,
+    key: material.key,
+    ...(material.ca === undefined ? {} : { ca: material.ca }),
+    ...(servername === undefined ? {} : { servername }),
+  };
 }

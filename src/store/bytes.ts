@@ -179,7 +179,7 @@ export class ByteWriter {
   /** Zigzag varint of a signed 64-bit integer (at most 10 bytes). */
   writeVarBigInt(value: bigint): void {
     if (value !== BigInt.asIntN(64, value)) assert(false, `int64 out of range: ${value}`);
-    const zigzag = value >= 0n ? value << 1n : ((-value) << 1n) - 1n;
+    const zigzag = value >= 0n ? value << 1n : (-value << 1n) - 1n;
     if (zigzag <= 0xffffffffn) {
       this.writeVarUint(Number(zigzag));
       return;
@@ -529,5 +529,4 @@ export class ByteReader {
     this.pos = end;
     return text;
   }
-
 }

@@ -16,7 +16,10 @@ export class Hasher {
   }
 
   uint32(value: number): this {
-    return this.byte(value >>> 24).byte(value >>> 16).byte(value >>> 8).byte(value);
+    return this.byte(value >>> 24)
+      .byte(value >>> 16)
+      .byte(value >>> 8)
+      .byte(value);
   }
 
   /** Any safe integer, negative included (two's complement of its 64 bits). */

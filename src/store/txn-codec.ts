@@ -22,18 +22,7 @@
 import { assert } from "../common/assert.js";
 import { ZkError } from "../common/errors.js";
 import { ByteReader, ByteWriter } from "./bytes.js";
-import type {
-  Acl,
-  CheckTxn,
-  CreateTxn,
-  DeleteTxn,
-  ErrorTxn,
-  MultiTxn,
-  SetDataTxn,
-  Txn,
-  TxnBody,
-  TxnHeader,
-} from "./types.js";
+import type { Acl, CheckTxn, CreateTxn, DeleteTxn, ErrorTxn, MultiTxn, SetDataTxn, Txn, TxnBody, TxnHeader } from "./types.js";
 import { OPEN_ACL_UNSAFE, Perms, PERSISTENT_OWNER } from "./types.js";
 
 export const TXN_FORMAT_VERSION = 1;

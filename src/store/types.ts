@@ -68,16 +68,7 @@ export interface TxnHeader {
 }
 
 /** A state change decided by prep: already validated, fully resolved (sequential names, versions). */
-export type TxnBody =
-  | CreateTxn
-  | DeleteTxn
-  | SetDataTxn
-  | SetAclTxn
-  | CheckTxn
-  | MultiTxn
-  | CreateSessionTxn
-  | CloseSessionTxn
-  | ErrorTxn;
+export type TxnBody = CreateTxn | DeleteTxn | SetDataTxn | SetAclTxn | CheckTxn | MultiTxn | CreateSessionTxn | CloseSessionTxn | ErrorTxn;
 
 export interface CreateTxn {
   type: "create";
@@ -154,11 +145,7 @@ export type TxnResult =
 
 /** One entry of a multi's answer: ZooKeeper's OpResult (err 0 = success). */
 export type OpResult =
-  | { type: "create"; path: string; stat: Stat }
-  | { type: "delete" }
-  | { type: "setData"; stat: Stat }
-  | { type: "check" }
-  | { type: "error"; err: number };
+  { type: "create"; path: string; stat: Stat } | { type: "delete" } | { type: "setData"; stat: Stat } | { type: "check" } | { type: "error"; err: number };
 
 /** ZooKeeper's Watcher.Event.EventType numbers. */
 export const WatchEventType = {

@@ -188,7 +188,6 @@ export class ChaosCluster {
     this.paused.delete(id);
   }
 
-
   isRunning(id: number): boolean {
     return this.server(id).running;
   }

@@ -146,7 +146,6 @@ export class LinkProxy {
     for (const pipe of this.pipes) pipe.pump();
   }
 
-
   async close(): Promise<void> {
     for (const pipe of this.pipes) pipe.stop();
     for (const socket of this.sockets) socket.destroy();

@@ -11,7 +11,10 @@ export const NEMESES = ["partition", "kill", "pause", "delay"] as const;
 export type NemesisName = (typeof NEMESES)[number];
 
 export function parseNemeses(list: string): NemesisName[] {
-  const names = list.split(",").map((s) => s.trim()).filter((s) => s.length > 0);
+  const names = list
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
   for (const name of names) {
     if (!(NEMESES as readonly string[]).includes(name)) throw new Error(`unknown nemesis "${name}" (known: ${NEMESES.join(", ")})`);
   }

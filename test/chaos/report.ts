@@ -407,14 +407,16 @@ export function renderTimelineSvg(ops: readonly Op[], faults: readonly FaultReco
 
 /** Also drops characters XML 1.0 forbids outright, which no escaping can make legal. */
 export function escapeXml(text: string): string {
-  return text
-    // eslint-disable-next-line no-control-regex -- stripping the control characters XML 1.0 forbids is the point
-    .replace(/[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]/g, "")
-    .replace(/&/g, "&amp;")
-    .replace(/</g, "&lt;")
-    .replace(/>/g, "&gt;")
-    .replace(/"/g, "&quot;")
-    .replace(/'/g, "&apos;");
+  return (
+    text
+      // eslint-disable-next-line no-control-regex -- stripping the control characters XML 1.0 forbids is the point
+      .replace(/[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]/g, "")
+      .replace(/&/g, "&amp;")
+      .replace(/</g, "&lt;")
+      .replace(/>/g, "&gt;")
+      .replace(/"/g, "&quot;")
+      .replace(/'/g, "&apos;")
+  );
 }
 
 /** Coordinates to a tenth of a pixel: enough for the eye, and keeps the file small and stable. */
@@ -623,20 +625,37 @@ function yAxisTitle(text: string, panel: PanelBox): string {
 
 function renderLatencyPanel(buckets: readonly Bucket[], x: Scale): string {
   const points = buckets.flatMap((b) => (b.okLatency === undefined ? [] : [{ x: x(b.startMs + b.widthMs / 2), ...b.okLatency }]));
-  const decades = latencyDecades(points.map((p) => p.medianMs), points.map((p) => p.maxMs));
+  const decades = latencyDecades(
+    points.map((p) => p.medianMs),
+    points.map((p) => p.maxMs),
+  );
   const y = logScale(decades.low, decades.high, LATENCY_PANEL);
-  const parts = [
-    ...logYAxis(decades, y),
-    panelFrame(LATENCY_PANEL),
-    yAxisTitle("ok latency (ms, log)", LATENCY_PANEL),
-  ];
+  const parts = [...logYAxis(decades, y), panelFrame(LATENCY_PANEL), yAxisTitle("ok latency (ms, log)", LATENCY_PANEL)];
   if (points.length === 0) {
-    parts.push(`<text x="${px((PLOT_LEFT + PLOT_RIGHT) / 2)}" y="${px((LATENCY_PANEL.top + LATENCY_PANEL.bottom) / 2)}" text-anchor="middle" fill="#888888">no operation completed ok</text>`);
+    parts.push(
+      `<text x="${px((PLOT_LEFT + PLOT_RIGHT) / 2)}" y="${px((LATENCY_PANEL.top + LATENCY_PANEL.bottom) / 2)}" text-anchor="middle" fill="#888888">no operation completed ok</text>`,
+    );
     return group("latency", parts);
   }
   const gaps = buckets.map((b) => b.okLatency === undefined);
-  parts.push(latencySeries("max", points.map((p) => [p.x, y(p.maxMs)]), gapsBetween(gaps), MAX_COLOUR, "4 3"));
-  parts.push(latencySeries("median", points.map((p) => [p.x, y(p.medianMs)]), gapsBetween(gaps), MEDIAN_COLOUR, undefined));
+  parts.push(
+    latencySeries(
+      "max",
+      points.map((p) => [p.x, y(p.maxMs)]),
+      gapsBetween(gaps),
+      MAX_COLOUR,
+      "4 3",
+    ),
+  );
+  parts.push(
+    latencySeries(
+      "median",
+      points.map((p) => [p.x, y(p.medianMs)]),
+      gapsBetween(gaps),
+      MEDIAN_COLOUR,
+      undefined,
+    ),
+  );
   return group("latency", parts);
 }
 
@@ -655,16 +674,17 @@ function gapsBetween(empty: readonly boolean[]): boolean[] {
   return breaks;
 }
 
-function latencySeries(name: string, points: readonly (readonly [number, number])[], breaks: readonly boolean[], colour: string, dash: string | undefined): string {
+function latencySeries(
+  name: string,
+  points: readonly (readonly [number, number])[],
+  breaks: readonly boolean[],
+  colour: string,
+  dash: string | undefined,
+): string {
   const d = points.map(([px0, py], i) => `${i === 0 || breaks[i] ? "M" : "L"}${px(px0)} ${px(py)}`).join(" ");
   const dashAttr = dash === undefined ? "" : ` stroke-dasharray="${dash}"`;
   const dots = points.map(([px0, py]) => `<circle cx="${px(px0)}" cy="${px(py)}" r="1.8" fill="${colour}"/>`);
-  return [
-    `<g class="series-latency-${name}">`,
-    `<path d="${d}" fill="none" stroke="${colour}" stroke-width="1.3"${dashAttr}/>`,
-    ...dots,
-    "</g>",
-  ].join("\n");
+  return [`<g class="series-latency-${name}">`, `<path d="${d}" fill="none" stroke="${colour}" stroke-width="1.3"${dashAttr}/>`, ...dots, "</g>"].join("\n");
 }
 
 interface Decades {
@@ -783,7 +803,9 @@ export function summaryText(paragraph: string, stats: RunStats): string {
     `validity: ${stats.validity}`,
     `operations: ${outcomeLine(stats.operations)}; pending at end ${stats.pendingAtEnd}`,
     ...Object.entries(stats.byKind).map(([kind, counts]) => `  ${kind}: ${outcomeLine(counts)}`),
-    `faults: ${stats.faultsInjected}${Object.entries(stats.faultsByKind).map(([kind, n]) => `; ${kind} ${n}`).join("")}`,
+    `faults: ${stats.faultsInjected}${Object.entries(stats.faultsByKind)
+      .map(([kind, n]) => `; ${kind} ${n}`)
+      .join("")}`,
     `longest unavailability: ${window.lengthS.toFixed(3)} s, from ${window.startS.toFixed(3)} s to ${window.endS.toFixed(3)} s`,
   ];
   return `${lines.join("\n")}\n`;

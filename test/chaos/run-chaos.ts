@@ -12,7 +12,22 @@ import { checkAll, firstProgressAfter, liveness, type Workload } from "./checker
 import type { FaultRecord, FinalSetRead, Op, Verdict } from "./history.js";
 import { Nemesis, type NemesisName, type PartitionShape } from "./nemesis.js";
 import { summarize, writeReport } from "./report.js";
-import { FencedResource, HistoryRecorder, lockWorker, type NodeRing, REGISTER_ROOT, registerKeys, registerWorker, ROOT, LOCK_ROOT, SET_ROOT, setDirectories, setWorker, type WorkerContext, withLimit } from "./workloads.js";
+import {
+  FencedResource,
+  HistoryRecorder,
+  lockWorker,
+  type NodeRing,
+  REGISTER_ROOT,
+  registerKeys,
+  registerWorker,
+  ROOT,
+  LOCK_ROOT,
+  SET_ROOT,
+  setDirectories,
+  setWorker,
+  type WorkerContext,
+  withLimit,
+} from "./workloads.js";
 
 export interface ChaosRunOptions {
   voters: number;
@@ -103,7 +118,12 @@ export async function runChaos(options: ChaosRunOptions): Promise<ChaosRunResult
       nemeses: options.nemeses,
       seed: prng.nextUint32(),
       now,
-      onFault: (fault) => log(fault.endedAt === undefined ? `${(fault.startedAt / 1000).toFixed(1)} s  fault: ${fault.description}` : `${(fault.endedAt / 1000).toFixed(1)} s  healed: ${fault.description}`),
+      onFault: (fault) =>
+        log(
+          fault.endedAt === undefined
+            ? `${(fault.startedAt / 1000).toFixed(1)} s  fault: ${fault.description}`
+            : `${(fault.endedAt / 1000).toFixed(1)} s  healed: ${fault.description}`,
+        ),
       ...(options.partitionShapes === undefined ? {} : { partitionShapes: options.partitionShapes }),
       ...(options.faultMs === undefined ? {} : { faultMs: options.faultMs }),
       ...(options.quietMs === undefined ? {} : { quietMs: options.quietMs }),
@@ -132,7 +152,11 @@ export async function runChaos(options: ChaosRunOptions): Promise<ChaosRunResult
     extraVerdicts.push({
       checker: "recovery",
       valid: recovered && okAfterHeal > 0,
-      violations: recovered ? (okAfterHeal > 0 ? [] : ["no operation succeeded after the cluster healed"]) : [`no leader followed by a quorum within ${RECOVERY_LIMIT_MS / 1000} s of healing`],
+      violations: recovered
+        ? okAfterHeal > 0
+          ? []
+          : ["no operation succeeded after the cluster healed"]
+        : [`no leader followed by a quorum within ${RECOVERY_LIMIT_MS / 1000} s of healing`],
       stats: { okAfterHeal },
     });
     extraVerdicts.push(liveness(history.ops, workloads, healedAt));
@@ -144,7 +168,10 @@ export async function runChaos(options: ChaosRunOptions): Promise<ChaosRunResult
       stats: { servers: cluster.ids.length, dead: dead.length },
     });
     log(`${(now() / 1000).toFixed(1)} s  workers stopped; reading the final state from every server`);
-    const final = await readFinalState(cluster, cluster.ids.filter((id) => cluster.isRunning(id)));
+    const final = await readFinalState(
+      cluster,
+      cluster.ids.filter((id) => cluster.isRunning(id)),
+    );
     finals = final.sets;
     extraVerdicts.push(convergence(final.registers, final.unreadable));
   } finally {
@@ -154,7 +181,15 @@ export async function runChaos(options: ChaosRunOptions): Promise<ChaosRunResult
 
   const verdicts = [...checkAll(history.ops, finals), ...extraVerdicts];
   const faults = nemesis?.faults ?? [];
-  const run = { durationMs: workloadEnd > 0 ? workloadEnd : now(), nemeses: [...options.nemeses], servers: cluster.voterIds.length, observers: cluster.ids.length - cluster.voterIds.length, ops: history.ops, faults, verdicts };
+  const run = {
+    durationMs: workloadEnd > 0 ? workloadEnd : now(),
+    nemeses: [...options.nemeses],
+    servers: cluster.voterIds.length,
+    observers: cluster.ids.length - cluster.voterIds.length,
+    ops: history.ops,
+    faults,
+    verdicts,
+  };
   let paragraph: string;
   let files: string[] = [];
   if (options.outDir !== undefined) {

@@ -243,12 +243,20 @@ export async function registerWorker(process: number, context: WorkerContext, ke
       if (roll < 3) {
         await history.run<WriteOp, Stat>({ ...base, f: "write", value }, () => client.setData(path, value), written);
       } else {
-        const read = await history.run<ReadOp, { data: Uint8Array; stat: Stat }>({ ...base, f: "read" }, () => client.getData(path), (op, { data, stat }) => {
-          op.result = { value: text(data), version: stat.version, mzxid: stat.mzxid.toString() };
-        });
+        const read = await history.run<ReadOp, { data: Uint8Array; stat: Stat }>(
+          { ...base, f: "read" },
+          () => client.getData(path),
+          (op, { data, stat }) => {
+            op.result = { value: text(data), version: stat.version, mzxid: stat.mzxid.toString() };
+          },
+        );
         if (read !== undefined && roll >= 6) {
           const expectedVersion = read.stat.version;
-          await history.run<CasOp, Stat>({ ...base, f: "cas", expectedVersion, value }, () => client.setData(path, value, { version: expectedVersion }), written);
+          await history.run<CasOp, Stat>(
+            { ...base, f: "cas", expectedVersion, value },
+            () => client.setData(path, value, { version: expectedVersion }),
+            written,
+          );
         }
       }
       await sleep(context.thinkMs);
@@ -269,7 +277,9 @@ export async function setWorker(process: number, context: WorkerContext, directo
       const client = await session.ready();
       if (client === undefined) break;
       const element = `e-${process}-${counter++}`;
-      await context.history.run<AddOp, string>({ process, session: sessionOf(client), f: "add", element }, () => client.create(directories.path(`${directories.take(client)}/${element}`), ""));
+      await context.history.run<AddOp, string>({ process, session: sessionOf(client), f: "add", element }, () =>
+        client.create(directories.path(`${directories.take(client)}/${element}`), ""),
+      );
       await sleep(context.thinkMs);
     }
   } finally {
@@ -311,9 +321,13 @@ export async function lockWorker(process: number, context: WorkerContext, resour
       const lock = new Lock(client, LOCK_ROOT);
       lock.on("lost", () => undefined); // the worker deliberately carries on: the resource must fence it
       const sessionHex = sessionOf(client);
-      const token = await history.run<AcquireOp, bigint>({ process, session: sessionHex, f: "acquire" }, () => lock.acquire({ timeoutMs: 5_000 }), (op, granted) => {
-        op.token = granted.toString();
-      });
+      const token = await history.run<AcquireOp, bigint>(
+        { process, session: sessionHex, f: "acquire" },
+        () => lock.acquire({ timeoutMs: 5_000 }),
+        (op, granted) => {
+          op.token = granted.toString();
+        },
+      );
       if (token === undefined) {
         await sleep(context.thinkMs);
         continue;

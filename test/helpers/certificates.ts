@@ -56,9 +56,25 @@ export class TestCa {
     const caFile = join(dir, `${name}-ca.pem`);
     const caKeyFile = join(dir, `${name}-ca.key`);
     await openssl([
-      "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-      "-keyout", caKeyFile, "-out", caFile, "-days", "3", "-subj", `/CN=${name} test CA`,
-      "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+      "req",
+      "-x509",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:prime256v1",
+      "-nodes",
+      "-keyout",
+      caKeyFile,
+      "-out",
+      caFile,
+      "-days",
+      "3",
+      "-subj",
+      `/CN=${name} test CA`,
+      "-addext",
+      "basicConstraints=critical,CA:TRUE",
+      "-addext",
+      "keyUsage=critical,keyCertSign,cRLSign",
     ]);
     return new TestCa(dir, name, caFile, caKeyFile);
   }
@@ -86,12 +102,39 @@ export class TestCa {
       ].join("\n") + "\n",
     );
     await openssl([
-      "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-utf8",
-      "-multivalue-rdn", "-keyout", keyFile, "-out", csrFile, "-subj", options.subject,
+      "req",
+      "-new",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:prime256v1",
+      "-nodes",
+      "-utf8",
+      "-multivalue-rdn",
+      "-keyout",
+      keyFile,
+      "-out",
+      csrFile,
+      "-subj",
+      options.subject,
     ]);
     await openssl([
-      "x509", "-req", "-in", csrFile, "-CA", this.caFile, "-CAkey", this.caKeyFile, "-set_serial", `0x${serialNumber}`,
-      "-days", "2", "-extfile", extFile, "-out", certFile,
+      "x509",
+      "-req",
+      "-in",
+      csrFile,
+      "-CA",
+      this.caFile,
+      "-CAkey",
+      this.caKeyFile,
+      "-set_serial",
+      `0x${serialNumber}`,
+      "-days",
+      "2",
+      "-extfile",
+      extFile,
+      "-out",
+      certFile,
     ]);
     const cert = readFileSync(certFile);
     const key = readFileSync(keyFile);

@@ -69,10 +69,14 @@ export async function createSurvivingFailover(client: Client, path: string, data
 /** The leader every running server agrees on (other than `except`); on giving up, prints what each server said of itself. */
 export async function waitForLeader(cluster: ClusterProcess, except?: number): Promise<number> {
   try {
-    return await waitFor("an agreed leader", () => {
-      const leader = cluster.agreedLeader();
-      return leader !== undefined && leader !== except ? leader : undefined;
-    }, 30_000);
+    return await waitFor(
+      "an agreed leader",
+      () => {
+        const leader = cluster.agreedLeader();
+        return leader !== undefined && leader !== except ? leader : undefined;
+      },
+      30_000,
+    );
   } catch (error) {
     // Say what each server said of itself: the only way to read a failure on a CI machine.
     for (const [id, server] of cluster.servers) {

@@ -73,7 +73,10 @@ export class JuteClient {
   }
 
   /** Opens a session (new, or `resume`d) and waits for the ConnectResponse; over TLS with `tls`. */
-  static async connect(address: string, options: { timeoutMs?: number; resume?: { sessionId: bigint; password: Uint8Array }; lastZxidSeen?: bigint; tls?: ConnectionOptions } = {}): Promise<JuteClient> {
+  static async connect(
+    address: string,
+    options: { timeoutMs?: number; resume?: { sessionId: bigint; password: Uint8Array }; lastZxidSeen?: bigint; tls?: ConnectionOptions } = {},
+  ): Promise<JuteClient> {
     const client = options.tls === undefined ? await JuteClient.open(address) : await JuteClient.openTls(address, options.tls);
     await client.handshake(options);
     return client;

@@ -153,7 +153,8 @@ export function verdict(run: Pick<KazooRun, "cases" | "exitCode"> & { timedOut?:
   if (run.cases.length === 0) problems.push("pytest reported no test case at all");
   for (const c of run.cases) {
     if (c.outcome === "failed" || c.outcome === "error") problems.push(`${c.outcome}: ${c.id}: ${c.message}`);
-    else if (c.outcome === "skipped" && skipOrigin(c.message) === "unexpected") problems.push(`skipped, neither on the plugin's list nor one of kazoo's own: ${c.id}: ${c.message}`);
+    else if (c.outcome === "skipped" && skipOrigin(c.message) === "unexpected")
+      problems.push(`skipped, neither on the plugin's list nor one of kazoo's own: ${c.id}: ${c.message}`);
   }
   // 0: all passed; 1: some failed. Anything else (interrupted, usage error, internal error) is a failure even with a clean XML.
   if (run.exitCode !== 0 && run.exitCode !== 1) problems.push(`pytest exited with code ${run.exitCode}`);
@@ -234,13 +235,19 @@ export async function runKazooSuite(options: KazooRunOptions): Promise<KazooRun>
   const whole = options.select === undefined && options.pytestArgs === undefined;
   const targets = options.select?.map((s) => join(testsDir, s)) ?? [testsDir];
   const args = [
-    "-m", "pytest",
-    "-p", "corral_kazoo_plugin",
-    "-p", "no:cacheprovider",
-    "-c", join(PLUGIN_DIR, "pytest.ini"),
-    "--rootdir", siteDir,
+    "-m",
+    "pytest",
+    "-p",
+    "corral_kazoo_plugin",
+    "-p",
+    "no:cacheprovider",
+    "-c",
+    join(PLUGIN_DIR, "pytest.ini"),
+    "--rootdir",
+    siteDir,
     `--junitxml=${junit}`,
-    "-q", "-rfEs",
+    "-q",
+    "-rfEs",
     ...(options.pytestArgs ?? []),
     ...targets,
   ];

@@ -17,10 +17,7 @@ export class Nzk {
 
   private constructor(readonly client: Client) {}
 
-  static async connect(
-    connectString: string,
-    options: { sessionTimeoutMs?: number; connectTimeoutMs?: number; spinDelayMs?: number } = {},
-  ): Promise<Nzk> {
+  static async connect(connectString: string, options: { sessionTimeoutMs?: number; connectTimeoutMs?: number; spinDelayMs?: number } = {}): Promise<Nzk> {
     const client = zookeeper.createClient(connectString, {
       sessionTimeout: options.sessionTimeoutMs ?? 10_000,
       spinDelay: options.spinDelayMs ?? 100,
@@ -66,12 +63,8 @@ export class Nzk {
 
   create(path: string, data: Buffer | null = null, options: { acls?: ACL[]; mode?: number } = {}): Promise<string> {
     return new Promise((resolve, reject) =>
-      this.client.create(
-        path,
-        data,
-        options.acls ?? zookeeper.ACL.OPEN_ACL_UNSAFE,
-        options.mode ?? zookeeper.CreateMode.PERSISTENT,
-        (error, created) => (error ? reject(error) : resolve(created)),
+      this.client.create(path, data, options.acls ?? zookeeper.ACL.OPEN_ACL_UNSAFE, options.mode ?? zookeeper.CreateMode.PERSISTENT, (error, created) =>
+        error ? reject(error) : resolve(created),
       ),
     );
   }
@@ -90,8 +83,7 @@ export class Nzk {
 
   getData(path: string, watcher?: Watcher): Promise<{ data: Buffer | undefined; stat: Stat }> {
     return new Promise((resolve, reject) => {
-      const callback = (error: Error | null | undefined, data: Buffer | undefined, stat: Stat): void =>
-        error ? reject(error) : resolve({ data, stat });
+      const callback = (error: Error | null | undefined, data: Buffer | undefined, stat: Stat): void => (error ? reject(error) : resolve({ data, stat }));
       if (watcher) this.client.getData(path, watcher, callback);
       else this.client.getData(path, callback);
     });
@@ -103,8 +95,7 @@ export class Nzk {
 
   getChildren(path: string, watcher?: Watcher): Promise<{ children: string[]; stat: Stat }> {
     return new Promise((resolve, reject) => {
-      const callback = (error: Error | null | undefined, children: string[], stat: Stat): void =>
-        error ? reject(error) : resolve({ children, stat });
+      const callback = (error: Error | null | undefined, children: string[], stat: Stat): void => (error ? reject(error) : resolve({ children, stat }));
       if (watcher) this.client.getChildren(path, watcher, callback);
       else this.client.getChildren(path, callback);
     });
@@ -126,10 +117,10 @@ export class Nzk {
    * Commits a transaction built by `build`; resolves with the library's view of the outcome:
    * the first failed op's error (if any) and every op's result as it decoded them.
    */
-  multi(build: (txn: zookeeper.Transaction) => zookeeper.Transaction): Promise<{ error: Exception | Error | undefined; results: TransactionResult[] | undefined }> {
-    return new Promise((resolve) =>
-      build(this.client.transaction()).commit((error, results) => resolve({ error: error ?? undefined, results })),
-    );
+  multi(
+    build: (txn: zookeeper.Transaction) => zookeeper.Transaction,
+  ): Promise<{ error: Exception | Error | undefined; results: TransactionResult[] | undefined }> {
+    return new Promise((resolve) => build(this.client.transaction()).commit((error, results) => resolve({ error: error ?? undefined, results })));
   }
 
   /**
@@ -147,8 +138,7 @@ export class Nzk {
    * accessor for it; this reads its ConnectionManager's socket (node-zookeeper-client 1.1.3).
    */
   connectedTo(): string | undefined {
-    const socket = (this.client as unknown as { connectionManager?: { socket?: { remoteAddress?: string; remotePort?: number } } })
-      .connectionManager?.socket;
+    const socket = (this.client as unknown as { connectionManager?: { socket?: { remoteAddress?: string; remotePort?: number } } }).connectionManager?.socket;
     if (socket?.remoteAddress === undefined || socket.remotePort === undefined) return undefined;
     return `${socket.remoteAddress}:${socket.remotePort}`;
   }

@@ -62,10 +62,7 @@ export class RawStream {
   static openBytes(address: string): RawStream {
     const definition = corralServiceDefinition();
     const session = definition["Session"]!;
-    const Ctor = grpc.makeGenericClientConstructor(
-      { Session: { ...session, requestSerialize: (bytes: Buffer) => bytes } },
-      "corral.client.v1.Corral",
-    );
+    const Ctor = grpc.makeGenericClientConstructor({ Session: { ...session, requestSerialize: (bytes: Buffer) => bytes } }, "corral.client.v1.Corral");
     const client = new Ctor(address, grpc.credentials.createInsecure(), GRPC_CLIENT_CHANNEL_OPTIONS);
     return new RawStream((client as unknown as { Session(): Call }).Session(), client);
   }

@@ -50,7 +50,8 @@ export class RecipeCluster {
     // The twin's close can miss: `client` may resume its session (taking it back) before the
     // close lands, and then the close is refused or its connection dropped, and the session lives
     // on. So the twin tries again until `client` has seen its session end.
-    const sawExpiry = (ms: number): Promise<boolean> => Promise.race([seen.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms))]);
+    const sawExpiry = (ms: number): Promise<boolean> =>
+      Promise.race([seen.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms))]);
     for (let attempt = 0; ; attempt++) {
       try {
         const twin = await Client.connect(this.connectString, { sessionId: client.sessionId, password: client.sessionPassword, connectTimeoutMs: 30_000 });

@@ -5,14 +5,7 @@
  */
 import { DataTree, type ApplyOutcome } from "../../src/store/data-tree.js";
 import { makeZxid } from "../../src/store/zxid.js";
-import {
-  OPEN_ACL_UNSAFE,
-  PERSISTENT_OWNER,
-  type Acl,
-  type CreateTxn,
-  type Txn,
-  type TxnBody,
-} from "../../src/store/types.js";
+import { OPEN_ACL_UNSAFE, PERSISTENT_OWNER, type Acl, type CreateTxn, type Txn, type TxnBody } from "../../src/store/types.js";
 
 export const EPOCH = 1;
 export const Z = (n: number): number => makeZxid(EPOCH, n);
@@ -146,10 +139,13 @@ export function applyIntent(script: TxnScript, intent: Intent): ApplyOutcome {
       if (tree.getNode(path) !== undefined) return script.error(-110);
       if (intent.kind === "createEphemeral" && !tree.sessions.has(session)) return script.error(-112);
       const owner =
-        intent.kind === "createEphemeral" ? session
-        : intent.kind === "createContainer" ? -(1n << 63n)
-        : intent.kind === "createTtl" ? BigInt.asIntN(64, (0xffn << 56n) | BigInt(intent.pick % 100_000))
-        : 0n;
+        intent.kind === "createEphemeral"
+          ? session
+          : intent.kind === "createContainer"
+            ? -(1n << 63n)
+            : intent.kind === "createTtl"
+              ? BigInt.asIntN(64, (0xffn << 56n) | BigInt(intent.pick % 100_000))
+              : 0n;
       const acl: Acl[] = intent.pick % 3 === 0 ? [{ perms: intent.pick % 32, id: { scheme: "digest", id: intent.name } }] : (OPEN_ACL_UNSAFE as Acl[]);
       return script.create(path, { data: intent.data, owner, acl });
     }
@@ -180,11 +176,7 @@ export function applyIntent(script: TxnScript, intent: Intent): ApplyOutcome {
       const version = tree.getNode(target)!.stat.version + 1;
       return script.apply({
         type: "multi",
-        ops: [
-          { type: "check", path: target, version: version - 1 },
-          { type: "setData", path: target, data: intent.data, version },
-          create,
-        ],
+        ops: [{ type: "check", path: target, version: version - 1 }, { type: "setData", path: target, data: intent.data, version }, create],
       });
     }
     case "failedMulti":

@@ -135,9 +135,11 @@ function closed(child: ChildProcess, limitMs: number, what: () => string): Promi
 export function zkCliTlsFlags(options: { caFile: string; keyStoreFile?: string }): string[] {
   const jars = ["/usr/share/java/zookeeper.jar", "/usr/share/java/netty-codec.jar", "/usr/share/java/netty-resolver.jar"];
   for (const jar of jars) if (!existsSync(jar)) throw new Error(`${jar} is missing: ${INSTALL_HINT}`);
-  for (const file of [options.caFile, options.keyStoreFile ?? ""]) if (/\s/.test(file)) throw new Error(`no blanks in ${file}: CLIENT_JVMFLAGS is split on them`);
+  for (const file of [options.caFile, options.keyStoreFile ?? ""])
+    if (/\s/.test(file)) throw new Error(`no blanks in ${file}: CLIENT_JVMFLAGS is split on them`);
   return [
-    "-cp", ["/etc/zookeeper/conf", ...jars].join(":"),
+    "-cp",
+    ["/etc/zookeeper/conf", ...jars].join(":"),
     "-Dzookeeper.clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty",
     "-Dzookeeper.client.secure=true",
     `-Dzookeeper.ssl.trustStore.location=${options.caFile}`,

@@ -21,10 +21,15 @@ import { waitFor } from "../helpers/wait.js";
 
 /** mntr's "zk_key\tvalue" lines. */
 function mntrFigures(text: string): Map<string, string> {
-  return new Map(text.trim().split("\n").map((line) => {
-    const [key, value] = line.split("\t") as [string, string];
-    return [key.replace(/^zk_/, ""), value];
-  }));
+  return new Map(
+    text
+      .trim()
+      .split("\n")
+      .map((line) => {
+        const [key, value] = line.split("\t") as [string, string];
+        return [key.replace(/^zk_/, ""), value];
+      }),
+  );
 }
 
 /** srvr's and stat's "Key: value" lines (after the Clients section, when there is one). */
@@ -51,7 +56,11 @@ function connectionLines(text: string): { address: string; fields: Map<string, s
  * answer must show the same figures.
  */
 async function steady<T>(port: number, word: string, read: () => Promise<T>, volatile: RegExp = /^$/): Promise<{ text: string; answer: T }> {
-  const normal = (text: string) => text.split("\n").filter((line) => !volatile.test(line)).join("\n");
+  const normal = (text: string) =>
+    text
+      .split("\n")
+      .filter((line) => !volatile.test(line))
+      .join("\n");
   for (let attempt = 0; attempt < 20; attempt++) {
     const before = await fourLetterWord(port, word);
     const answer = await read();
@@ -129,7 +138,10 @@ describe("a standalone server's metrics and admin ports", () => {
     assert.ok(written.value("approximate_data_size") >= first.value("approximate_data_size") + N * 10);
     assert.ok(written.summary("updatelatency").count >= first.summary("updatelatency").count + N);
     assert.ok(written.summary("fsynctime").count > first.summary("fsynctime").count);
-    assert.ok(written.summary("sync_processor_batch_size").sum >= first.summary("sync_processor_batch_size").sum + N, "every txn went through a group-commit batch");
+    assert.ok(
+      written.summary("sync_processor_batch_size").sum >= first.summary("sync_processor_batch_size").sum + N,
+      "every txn went through a group-commit batch",
+    );
     assert.ok(written.summary("updatelatency").quantiles.get(0.5)! > 0);
 
     for (let i = 0; i < N; i++) await sdk.getData(`/metrics-${i}`);
@@ -200,9 +212,15 @@ describe("a standalone server's metrics and admin ports", () => {
     const configuration = await adminCommand(server.adminUrl, "conf");
     assert.equal(configuration["command"], "configuration");
     for (const [word, key] of [
-      ["clientPort", "client_port"], ["dataDir", "data_dir"], ["dataLogDir", "data_log_dir"], ["tickTime", "tick_time"],
-      ["maxClientCnxns", "max_client_cnxns"], ["minSessionTimeout", "min_session_timeout"], ["maxSessionTimeout", "max_session_timeout"],
-      ["serverId", "server_id"], ["clientPortListenBacklog", "client_port_listen_backlog"],
+      ["clientPort", "client_port"],
+      ["dataDir", "data_dir"],
+      ["dataLogDir", "data_log_dir"],
+      ["tickTime", "tick_time"],
+      ["maxClientCnxns", "max_client_cnxns"],
+      ["minSessionTimeout", "min_session_timeout"],
+      ["maxSessionTimeout", "max_session_timeout"],
+      ["serverId", "server_id"],
+      ["clientPortListenBacklog", "client_port_listen_backlog"],
     ] as const) {
       assert.equal(String(configuration[key]), conf.get(word), `conf ${word}`);
     }
@@ -218,7 +236,18 @@ describe("a standalone server's metrics and admin ports", () => {
       const info = connections.find((c) => c["remote_socket_address"] === line.address)!;
       assert.ok(info, `cons lists ${line.address}`);
       assert.equal(sessionHex(sessionIds[connections.indexOf(info)]!), line.fields.get("sid"), `connection ${i}'s session`);
-      for (const [field, key] of [["recved", "packets_received"], ["sent", "packets_sent"], ["queued", "outstanding_requests"], ["to", "session_timeout"], ["est", "established"], ["lresp", "last_response_time"], ["llat", "last_latency"], ["minlat", "min_latency"], ["avglat", "avg_latency"], ["maxlat", "max_latency"]] as const) {
+      for (const [field, key] of [
+        ["recved", "packets_received"],
+        ["sent", "packets_sent"],
+        ["queued", "outstanding_requests"],
+        ["to", "session_timeout"],
+        ["est", "established"],
+        ["lresp", "last_response_time"],
+        ["llat", "last_latency"],
+        ["minlat", "min_latency"],
+        ["avglat", "avg_latency"],
+        ["maxlat", "max_latency"],
+      ] as const) {
         assert.equal(String(info[key]), line.fields.get(field), `cons ${field}`);
       }
       assert.equal(info["last_operation"], line.fields.get("lop"));
@@ -251,7 +280,12 @@ describe("a standalone server's metrics and admin ports", () => {
     assert.deepEqual(ephemerals[nzkId], ["/admin-eph-nzk"]);
     assert.deepEqual(ephemerals[sdkId], ["/admin-eph-sdk"]);
     // Expiry: every live session has an expiry bucket on the server that owns expiry.
-    const expiring = [...dump.raw.split('"expiry_time_to_session_ids"')[1]!.split('"session_id_to_ephemeral_paths"')[0]!.matchAll(/(?<![":\d])(\d{10,})(?!")/g)].map((m) => m[1]!);
+    const expiring = [
+      ...dump.raw
+        .split('"expiry_time_to_session_ids"')[1]!
+        .split('"session_id_to_ephemeral_paths"')[0]!
+        .matchAll(/(?<![":\d])(\d{10,})(?!")/g),
+    ].map((m) => m[1]!);
     for (const id of [nzkId, sdkId]) assert.ok(expiring.includes(id), `session ${id} expires some time`);
 
     const watches = (await adminCommand(server.adminUrl, "watches"))["session_id_to_watched_paths"] as Record<string, string[]>;
@@ -303,7 +337,8 @@ describe("a three-voter cluster's metrics and admin ports", () => {
   const readyz = async (server: ServerProcess) => (await fetch(`${server.adminUrl}/readyz`).catch(() => undefined))?.status;
 
   async function allReady(): Promise<number> {
-    for (const server of cluster.servers.values()) await waitFor(`${server.adminUrl} ready`, async () => ((await readyz(server)) === 200 ? true : undefined), 60_000);
+    for (const server of cluster.servers.values())
+      await waitFor(`${server.adminUrl} ready`, async () => ((await readyz(server)) === 200 ? true : undefined), 60_000);
     return waitFor("an agreed leader", () => cluster.agreedLeader(), 60_000);
   }
 
@@ -342,19 +377,42 @@ describe("a three-voter cluster's metrics and admin ports", () => {
     for (const follower of followers) {
       await waitFor(`follower ${follower.options.serverId} has every node`, async () => {
         const scrape = await Scrape.of(follower.metricsUrl);
-        return scrape.value("znode_count") === after.value("znode_count") && scrape.value("learner_commit_received_count") >= followerBefore.value("learner_commit_received_count") + N ? true : undefined;
+        return scrape.value("znode_count") === after.value("znode_count") &&
+          scrape.value("learner_commit_received_count") >= followerBefore.value("learner_commit_received_count") + N
+          ? true
+          : undefined;
       });
     }
 
     for (const [id, server] of cluster.servers) {
-      assert.deepEqual(await adminCommand(server.adminUrl, "leader"), { is_leader: id === leaderId, leader_id: leaderId, leader_ip: "127.0.0.1", command: "leader", error: null });
+      assert.deepEqual(await adminCommand(server.adminUrl, "leader"), {
+        is_leader: id === leaderId,
+        leader_id: leaderId,
+        leader_ip: "127.0.0.1",
+        command: "leader",
+        error: null,
+      });
       const zab = await adminCommand(server.adminUrl, "zabstate");
       assert.deepEqual([zab["myid"], zab["is_leader"], zab["voting"], zab["zabstate"]], [id, id === leaderId, true, "broadcast"]);
       assert.deepEqual(Object.keys((await adminCommand(server.adminUrl, "voting_view"))["current_config"] as object), ["1", "2", "3"]);
     }
-    const leaderMntr = await steady(Number(leader.zkConnectString.split(":")[1]), "mntr", () => adminCommand(leader.adminUrl, "mntr"), /^zk_(packets|avg_latency|max_latency|min_latency)/);
+    const leaderMntr = await steady(
+      Number(leader.zkConnectString.split(":")[1]),
+      "mntr",
+      () => adminCommand(leader.adminUrl, "mntr"),
+      /^zk_(packets|avg_latency|max_latency|min_latency)/,
+    );
     const figures = mntrFigures(leaderMntr.text);
-    for (const key of ["server_state", "learners", "synced_followers", "pending_syncs", "znode_count", "last_proposal_size", "max_proposal_size", "min_proposal_size"]) {
+    for (const key of [
+      "server_state",
+      "learners",
+      "synced_followers",
+      "pending_syncs",
+      "znode_count",
+      "last_proposal_size",
+      "max_proposal_size",
+      "min_proposal_size",
+    ]) {
       assert.equal(String(leaderMntr.answer[key]), figures.get(key), `mntr ${key}`);
     }
     assert.equal(leaderMntr.answer["peer_state"], "leading - broadcast");

@@ -172,8 +172,7 @@ async function reviveIfDead(cause: unknown): Promise<void> {
   } catch (restartError) {
     const recovery = server.stderr.slice(mark).slice(-2_000);
     throw new Error(
-      `the server process died and could not be restarted (${String(restartError)}); its stderr ends:\n${lastWords}\n` +
-        `restart attempt:\n${recovery}`,
+      `the server process died and could not be restarted (${String(restartError)}); its stderr ends:\n${lastWords}\n` + `restart attempt:\n${recovery}`,
       // eslint-disable-next-line preserve-caught-error -- the cause is the failure that killed the server; the restart's error is quoted in the message
       { cause },
     );
@@ -272,7 +271,11 @@ badInputTest("invalid paths sent raw are answered BADARGUMENTS by every operatio
     for (const [name, response] of answers) assert.equal(response.err, BAD, `${name} ${label}`);
     const multi = await call(stream, { multi: { ops: [{ check: { path, version: -1 } }] } });
     assert.equal(multi.err, BAD, `multi check ${label}`);
-    assert.deepEqual(multi.results.map((r) => r.err), [BAD], `multi check ${label} results`);
+    assert.deepEqual(
+      multi.results.map((r) => r.err),
+      [BAD],
+      `multi check ${label} results`,
+    );
   }
   // Nothing was created or changed by any of them.
   const children = await call(stream, { getChildren: { path: base } });
@@ -415,19 +418,16 @@ badInputTest("wrong versions are refused BADVERSION on setData, delete and a mul
   const sdk = await connectSdk();
   await assert.rejects(sdk.setData(`${base}/a`, "a1", { version: 3 }), isZkError("BADVERSION"));
   await assert.rejects(sdk.delete(`${base}/a`, { version: 3 }), isZkError("BADVERSION"));
-  await assert.rejects(
-    sdk.multi([op.create(`${base}/new`, "n"), op.check(`${base}/a`, 5), op.delete(`${base}/c`)]),
-    (error: unknown) => {
-      assert.ok(error instanceof ZkMultiError, `expected ZkMultiError, got ${String(error)}`);
-      assert.equal(error.code, "BADVERSION");
-      assert.equal(error.failedIndex, 1);
-      assert.deepEqual(
-        error.results.map((r) => (r.type === "error" ? r.code : r.type)),
-        ["OK", "BADVERSION", "RUNTIMEINCONSISTENCY"],
-      );
-      return true;
-    },
-  );
+  await assert.rejects(sdk.multi([op.create(`${base}/new`, "n"), op.check(`${base}/a`, 5), op.delete(`${base}/c`)]), (error: unknown) => {
+    assert.ok(error instanceof ZkMultiError, `expected ZkMultiError, got ${String(error)}`);
+    assert.equal(error.code, "BADVERSION");
+    assert.equal(error.failedIndex, 1);
+    assert.deepEqual(
+      error.results.map((r) => (r.type === "error" ? r.code : r.type)),
+      ["OK", "BADVERSION", "RUNTIMEINCONSISTENCY"],
+    );
+    return true;
+  });
   assert.equal(await sdk.exists(`${base}/new`), null);
   assert.ok(await sdk.exists(`${base}/c`));
   // The right version works.
@@ -601,11 +601,7 @@ badInputTest("garbage after a valid connect ends only that stream with INVALID_A
 // 10. Request before connect
 
 badInputTest("a request or ping before connect ends the stream with INVALID_ARGUMENT", async () => {
-  const early = [
-    { request: { xid: 1, exists: { path: "/" } } },
-    { request: { xid: 1, create: { path: `${ROOT}/before-connect` } } },
-    { ping: {} },
-  ];
+  const early = [{ request: { xid: 1, exists: { path: "/" } } }, { request: { xid: 1, create: { path: `${ROOT}/before-connect` } } }, { ping: {} }];
   for (const frame of early) {
     const stream = openRaw();
     stream.send(frame);
@@ -757,7 +753,10 @@ badInputTest("addWatch, removeWatches and checkWatches: bad paths, modes and wat
   assert.equal((await call(stream, { checkWatches: { path: base, type: 5 } })).err, NOWATCHER);
   // Through the SDK a bad path never leaves the client, and the session goes on.
   const client = await connectSdk();
-  await assert.rejects(client.addWatch("no-slash", () => {}, "persistent"), isZkError("BADARGUMENTS"));
+  await assert.rejects(
+    client.addWatch("no-slash", () => {}, "persistent"),
+    isZkError("BADARGUMENTS"),
+  );
   await assert.rejects(client.removeAllWatches(base, "any"), isZkError("NOWATCHER"));
   await client.addWatch(base, () => {}, "persistent");
   await client.removeAllWatches(base, "persistent");

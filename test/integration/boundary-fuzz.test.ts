@@ -277,7 +277,7 @@ async function runCommands(target: Target, run: number, commands: Command[]): Pr
       assert.equal(stat.dataLength, node.dataBytes, `${path} dataLength`);
       assert.equal(stat.numChildren, node.children.size, `${path} numChildren`);
     }
-    assert.equal((await target.bystander.getAllChildrenNumber(root)), model.size - 1, "no node beyond the model's");
+    assert.equal(await target.bystander.getAllChildrenNumber(root), model.size - 1, "no node beyond the model's");
   } finally {
     doors.close();
   }
@@ -395,7 +395,11 @@ describe(`boundary fuzzing through both doors (seed ${SEED}, ${RUNS} runs per ta
     });
 
     test("every answer is the model's or a typed error, the process survives, a bystander keeps working", async () => {
-      await fuzz({ grpcAddress: server.connectString, zkAddress: server.zkConnectString, bystander, alive: () => server.running, logs: () => server.stderr }, RUNS, 0);
+      await fuzz(
+        { grpcAddress: server.connectString, zkAddress: server.zkConnectString, bystander, alive: () => server.running, logs: () => server.stderr },
+        RUNS,
+        0,
+      );
     });
   });
 

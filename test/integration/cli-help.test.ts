@@ -70,10 +70,20 @@ for (const [command, { accepted, parses }] of Object.entries(COMMANDS)) {
 
 test("the cluster usage lists --zk-base-port, the base config and the members' shared settings, not the fields it sets", async () => {
   const { stdout } = await run(["cluster", "--help"]);
-  for (const flag of ["zk-base-port", "config", "super-digest", "ttl-nodes-enabled", "enforce-quota", "four-letter-word-whitelist", "container-check-interval-ms", "container-max-per-minute"]) {
+  for (const flag of [
+    "zk-base-port",
+    "config",
+    "super-digest",
+    "ttl-nodes-enabled",
+    "enforce-quota",
+    "four-letter-word-whitelist",
+    "container-check-interval-ms",
+    "container-max-per-minute",
+  ]) {
     assert.match(stdout, new RegExp(`^ {2}--${flag} `, "m"), flag);
   }
-  for (const flag of ["server-id", "client-port", "client-host", "zk-client-port", "servers"]) assert.doesNotMatch(stdout, new RegExp(`^ {2}--${flag} `, "m"), flag);
+  for (const flag of ["server-id", "client-port", "client-host", "zk-client-port", "servers"])
+    assert.doesNotMatch(stdout, new RegExp(`^ {2}--${flag} `, "m"), flag);
 });
 
 test("corral --help, -h, help and no command print the overview naming every command; --help after other flags still wins", async () => {

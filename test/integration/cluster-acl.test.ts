@@ -90,7 +90,10 @@ describe("ACLs on a three-voter cluster", () => {
 
     const root = await client(followers[1]!);
     await root.addAuthInfo("digest", "super:test");
-    assert.deepEqual((await root.whoAmI()).map((info) => info.authScheme), ["super", "ip", "digest"]);
+    assert.deepEqual(
+      (await root.whoAmI()).map((info) => info.authScheme),
+      ["super", "ip", "digest"],
+    );
     await root.sync("/acl/owned");
     assert.equal(text((await root.getData("/acl/owned")).data), "x");
     assert.deepEqual(await root.getChildren("/acl/owned"), ["child"]);
@@ -119,7 +122,10 @@ describe("ACLs on a three-voter cluster", () => {
       const [write, read, who] = await Promise.all([alice.setData("/acl/moving", "v1"), alice.getData("/acl/moving"), alice.whoAmI()]);
       assert.equal(write.version, 1);
       assert.equal(text(read.data), "v1");
-      assert.deepEqual(who, [{ authScheme: "digest", user: "alice" }, { authScheme: "ip", user: "127.0.0.1" }]);
+      assert.deepEqual(who, [
+        { authScheme: "digest", user: "alice" },
+        { authScheme: "ip", user: "127.0.0.1" },
+      ]);
     } finally {
       await cluster.server(first).restart();
     }
@@ -138,9 +144,18 @@ describe("ACLs on a three-voter cluster", () => {
     for (const [name, acl] of bad) {
       await assert.rejects(c.create("/acl/bad", "", { acl }), rejectsWith("INVALIDACL"), `create with ${name}`);
       await assert.rejects(c.setACL("/acl", acl), rejectsWith("INVALIDACL"), `setACL with ${name}`);
-      await assert.rejects(c.multi([{ type: "create", path: "/acl/bad", data: new Uint8Array(), mode: "persistent", acl, ttlMs: undefined }]), rejectsWith("INVALIDACL"), `multi with ${name}`);
+      await assert.rejects(
+        c.multi([{ type: "create", path: "/acl/bad", data: new Uint8Array(), mode: "persistent", acl, ttlMs: undefined }]),
+        rejectsWith("INVALIDACL"),
+        `multi with ${name}`,
+      );
     }
-    for (const [scheme, auth] of [["digest", `bob:${"pw".repeat(600)}`], ["kerberos", "bob:pw"], ["world", "anyone"], ["super", "test"]]) {
+    for (const [scheme, auth] of [
+      ["digest", `bob:${"pw".repeat(600)}`],
+      ["kerberos", "bob:pw"],
+      ["world", "anyone"],
+      ["super", "test"],
+    ]) {
       await assert.rejects(c.addAuthInfo(scheme!, auth!), rejectsWith("AUTHFAILED"), `addAuthInfo ${scheme} ${auth}`);
     }
     assert.equal(c.state, "connected");

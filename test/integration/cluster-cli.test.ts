@@ -21,10 +21,7 @@ import { makeTempDir } from "../helpers/temp-dir.js";
 import { waitFor } from "../helpers/wait.js";
 import { withCode } from "../helpers/zk-error.js";
 
-
 const run = (args: string[], env: NodeJS.ProcessEnv = {}) => runScript(CLI, args, env);
-
-
 
 async function portRanges(count: number): Promise<string[]> {
   const taken = new Set<number>();
@@ -35,12 +32,18 @@ async function portRanges(count: number): Promise<string[]> {
   const metrics = await freeRange(count, taken);
   const admin = await freeRange(count, taken);
   return [
-    "--base-port", String(base),
-    "--quorum-base-port", String(quorum),
-    "--election-base-port", String(election),
-    "--zk-base-port", String(zookeeper),
-    "--metrics-base-port", String(metrics),
-    "--admin-base-port", String(admin),
+    "--base-port",
+    String(base),
+    "--quorum-base-port",
+    String(quorum),
+    "--election-base-port",
+    String(election),
+    "--zk-base-port",
+    String(zookeeper),
+    "--metrics-base-port",
+    String(metrics),
+    "--admin-base-port",
+    String(admin),
   ];
 }
 
@@ -60,7 +63,9 @@ interface Row {
 
 /** The member table `corral cluster` prints once everything serves. */
 function rows(stdout: string): Row[] {
-  return [...stdout.matchAll(/^ {2}(\d+) +(participant|observer)(?:, (leading|following \d+|observing \d+))? +(\S+) +(\S+) +(\S+) +(\S+) +\S+ +\S+ +\S+ +(\d+)$/gm)].map((m) => ({
+  return [
+    ...stdout.matchAll(/^ {2}(\d+) +(participant|observer)(?:, (leading|following \d+|observing \d+))? +(\S+) +(\S+) +(\S+) +(\S+) +\S+ +\S+ +\S+ +(\d+)$/gm),
+  ].map((m) => ({
     id: Number(m[1]),
     role: m[2]!,
     liveRole: m[3],
@@ -71,7 +76,6 @@ function rows(stdout: string): Row[] {
     pid: Number(m[8]),
   }));
 }
-
 
 function processExists(pid: number): boolean {
   try {
@@ -101,17 +105,23 @@ function serversOf(configPath: string): string[] {
 
 async function startCluster(args: string[], env: NodeJS.ProcessEnv = {}) {
   const launched = run(["cluster", ...args], env);
-  const connectString = await waitFor("the cluster's connect string", () => {
-    assert.equal(launched.child.exitCode, null, `corral cluster exited early:\n${launched.out()}\n${launched.err()}`);
-    return /connect with: Client\.connect\("([^"]+)"\)/.exec(launched.out())?.[1];
-  }, 15_000);
+  const connectString = await waitFor(
+    "the cluster's connect string",
+    () => {
+      assert.equal(launched.child.exitCode, null, `corral cluster exited early:\n${launched.out()}\n${launched.err()}`);
+      return /connect with: Client\.connect\("([^"]+)"\)/.exec(launched.out())?.[1];
+    },
+    15_000,
+  );
   return { ...launched, connectString };
 }
 
 test("corral cluster --verbose shows every member's log lines on the terminal, as well as in server.log", { timeout: 30_000 }, async () => {
   const dir = await makeTempDir();
   const dataDir = join(dir.path, "data");
-  const cluster = await startCluster(["--voters", "1", "--verbose", "--data-dir", dataDir, "--tick-ms", "200", ...(await portRanges(1))], { CORRAL_LOG_LEVEL: "info" });
+  const cluster = await startCluster(["--voters", "1", "--verbose", "--data-dir", dataDir, "--tick-ms", "200", ...(await portRanges(1))], {
+    CORRAL_LOG_LEVEL: "info",
+  });
   try {
     await waitFor("a JSON log line", () => (/^\[1\] \{.*"msg":"role changed"/m.test(cluster.err()) ? true : undefined));
     assert.match(readFileSync(join(dataDir, "1", "server.log"), "utf8"), /"msg":"role changed"/);
@@ -144,7 +154,10 @@ test("corral cluster --voters 3: every member serves, Ctrl-C stops them all and 
     for (const address of expectedZk) assert.equal(await fourLetterWord(Number(address.split(":")[1]), "ruok"), "imok");
     // Each member serves its own metrics and admin ports, as the table says.
     const [metricsBase, adminBase] = ["--metrics-base-port", "--admin-base-port"].map((flag) => Number(ports[ports.indexOf(flag) + 1]));
-    assert.deepEqual(members.map((r) => [r.metrics, r.admin]), [0, 1, 2].map((i) => [`127.0.0.1:${metricsBase! + i}`, `127.0.0.1:${adminBase! + i}`]));
+    assert.deepEqual(
+      members.map((r) => [r.metrics, r.admin]),
+      [0, 1, 2].map((i) => [`127.0.0.1:${metricsBase! + i}`, `127.0.0.1:${adminBase! + i}`]),
+    );
     for (const member of members) {
       const ready = await waitFor(`server ${member.id} ready`, async () => ((await fetch(`http://${member.admin}/readyz`)).status === 200 ? true : undefined));
       assert.equal(ready, true);
@@ -188,7 +201,9 @@ test("corral cluster --voters 3: every member serves, Ctrl-C stops them all and 
     // `corral shell` with the three-host connect string: it reads back a write made through member 3,
     // and what it creates is read back through every member.
     const sh = run(["shell", "--connect", cluster.connectString]);
-    sh.child.stdin.end(["sync /", "get /written-via-3", 'create /shell "via the shell"', "create /shell/a 1", "sync /shell", "ls /shell", "get /shell", ""].join("\n"));
+    sh.child.stdin.end(
+      ["sync /", "get /written-via-3", 'create /shell "via the shell"', "create /shell/a 1", "sync /shell", "ls /shell", "get /shell", ""].join("\n"),
+    );
     assert.equal(await sh.exit, 0, sh.err());
     assert.equal(sh.err(), "");
     assert.equal(sh.out(), ["Sync is OK", "x", "Created /shell", "Created /shell/a", "Sync is OK", "[a]", "via the shell", ""].join("\n"));
@@ -321,7 +336,11 @@ test("a base config and CORRAL_* variables given to the launcher reach every mem
         await assert.rejects(zk.getData("/private"), withCode("NOAUTH"), `a stranger on ${member.id}`);
         // CORRAL_SUPER_DIGEST: the super user passes the ACL on this member (reads are local).
         await zk.addAuthInfo("digest", "super:test");
-        assert.deepEqual((await zk.whoAmI()).map((info) => info.authScheme), ["super", "ip", "digest"], `super on ${member.id}`);
+        assert.deepEqual(
+          (await zk.whoAmI()).map((info) => info.authScheme),
+          ["super", "ip", "digest"],
+          `super on ${member.id}`,
+        );
         assert.equal(new TextDecoder().decode((await zk.getData("/private")).data), "alice's");
         // ttlNodesEnabled from the base config.
         assert.equal(await zk.create(`/ttl-${member.id}`, "", { mode: "persistent-with-ttl", ttlMs: 600_000 }), `/ttl-${member.id}`);

@@ -33,7 +33,9 @@ describe("learner sync modes", () => {
   async function missWritesAndReturn(root: string, writes: number): Promise<{ leader: number; follower: number; sync: SyncModeLine }> {
     const leader = await waitForLeader(cluster);
     const follower = VOTERS.find((id) => id !== leader)!;
-    const others = VOTERS.filter((id) => id !== follower).map((id) => cluster.server(id).connectString).join(",");
+    const others = VOTERS.filter((id) => id !== follower)
+      .map((id) => cluster.server(id).connectString)
+      .join(",");
     const zk = await Client.connect(others, { sessionTimeoutMs: 6_000, connectTimeoutMs: 30_000 });
     try {
       await createSurvivingFailover(zk, root, "");
@@ -45,7 +47,14 @@ describe("learner sync modes", () => {
     const leaderLog = cluster.server(leader);
     const seen = syncModeLines(leaderLog.stderr).length;
     await cluster.server(follower).restart();
-    const sync = await waitFor(`leader ${leader} syncs follower ${follower}`, () => syncModeLines(leaderLog.stderr).slice(seen).find((l) => l.learner === follower), 30_000);
+    const sync = await waitFor(
+      `leader ${leader} syncs follower ${follower}`,
+      () =>
+        syncModeLines(leaderLog.stderr)
+          .slice(seen)
+          .find((l) => l.learner === follower),
+      30_000,
+    );
     await waitFor("the follower rejoined", () => (cluster.roles().get(follower)?.role === "following" ? true : undefined), 30_000);
     return { leader, follower, sync };
   }
@@ -108,7 +117,14 @@ describe("learner sync modes", () => {
     const leaderLog = cluster.server(newLeader);
     const seen = syncModeLines(leaderLog.stderr).length;
     await cluster.server(oldLeader).restart();
-    const sync = await waitFor(`leader ${newLeader} syncs the old leader`, () => syncModeLines(leaderLog.stderr).slice(seen).find((l) => l.learner === oldLeader), 30_000);
+    const sync = await waitFor(
+      `leader ${newLeader} syncs the old leader`,
+      () =>
+        syncModeLines(leaderLog.stderr)
+          .slice(seen)
+          .find((l) => l.learner === oldLeader),
+      30_000,
+    );
     assert.equal(sync.mode, "TRUNC", JSON.stringify(sync));
     await waitFor("the old leader rejoined", () => (cluster.roles().get(oldLeader)?.role === "following" ? true : undefined), 30_000);
 

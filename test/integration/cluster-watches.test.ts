@@ -33,15 +33,19 @@ function nextState(client: Client, wanted: ClientState): Promise<void> {
 
 /** `operation` once the client has a serving server again (a reconnect can land on one still electing). */
 async function once(client: Client, operation: () => Promise<unknown>): Promise<void> {
-  await waitFor("a serving server", async () => {
-    try {
-      await operation();
-      return true;
-    } catch (error) {
-      if (error instanceof ZkError && error.code === "CONNECTIONLOSS" && client.state !== "expired") return undefined;
-      throw error;
-    }
-  }, 60_000);
+  await waitFor(
+    "a serving server",
+    async () => {
+      try {
+        await operation();
+        return true;
+      } catch (error) {
+        if (error instanceof ZkError && error.code === "CONNECTIONLOSS" && client.state !== "expired") return undefined;
+        throw error;
+      }
+    },
+    60_000,
+  );
 }
 
 /**

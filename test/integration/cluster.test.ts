@@ -30,7 +30,10 @@ describe("three voters and an observer", () => {
     await clients[3]!.getChildren("/everywhere", { watch: (e) => events.push(e) });
     for (const [index, client] of clients.entries()) await client.create(`/everywhere/from-${index + 1}`, `written at server ${index + 1}`);
     await waitFor("the observer's child watch", () => (events.length > 0 ? true : undefined));
-    assert.deepEqual(events.map((e) => `${e.type} ${e.path}`), ["NodeChildrenChanged /everywhere"]);
+    assert.deepEqual(
+      events.map((e) => `${e.type} ${e.path}`),
+      ["NodeChildrenChanged /everywhere"],
+    );
     const views = await Promise.all(clients.map((c) => treeAt(c, "/everywhere")));
     for (const view of views) {
       assert.equal(view.size, 5);
@@ -67,7 +70,10 @@ describe("failures", () => {
   test("kill -9 of the leader under a write load: a new leader is elected, no acknowledged write is lost, the session survives", async () => {
     const leader = await waitForLeader(cluster);
     const follower = [1, 2, 3].find((id) => id !== leader)!;
-    const others = [1, 2, 3].filter((id) => id !== leader).map((id) => cluster.server(id).connectString).join(",");
+    const others = [1, 2, 3]
+      .filter((id) => id !== leader)
+      .map((id) => cluster.server(id).connectString)
+      .join(",");
     const zk = await Client.connect(others, { sessionTimeoutMs: 6_000, connectTimeoutMs: 30_000, shuffleHosts: false });
     await zk.create("/failover", "");
     const sessionId = zk.sessionId;
@@ -108,13 +114,20 @@ describe("failures", () => {
     await zk.close();
 
     await cluster.server(leader).restart();
-    await waitFor("the old leader rejoined", () => (cluster.agreedLeader() === newLeader && cluster.roles().get(leader)?.role === "following" ? true : undefined), 30_000);
+    await waitFor(
+      "the old leader rejoined",
+      () => (cluster.agreedLeader() === newLeader && cluster.roles().get(leader)?.role === "following" ? true : undefined),
+      30_000,
+    );
   });
 
   test("a restarted follower catches up; every server ends with the same tree", async () => {
     const leader = await waitForLeader(cluster);
     const follower = [1, 2, 3].find((id) => id !== leader)!;
-    const others = [1, 2, 3].filter((id) => id !== follower).map((id) => cluster.server(id).connectString).join(",");
+    const others = [1, 2, 3]
+      .filter((id) => id !== follower)
+      .map((id) => cluster.server(id).connectString)
+      .join(",");
     const zk = await Client.connect(others, { sessionTimeoutMs: 6_000, connectTimeoutMs: 30_000 });
     await createSurvivingFailover(zk, "/catchup", "");
     await cluster.server(follower).stop();
@@ -148,14 +161,18 @@ describe("failures", () => {
     assert.equal(outcome, "failed", "a write without a quorum was acknowledged");
     await waitForLeader(cluster);
     const after = await Client.connect(cluster.connectString, { sessionTimeoutMs: 4_000, connectTimeoutMs: 30_000 });
-    await waitFor("writes resume", async () => {
-      try {
-        await after.create("/quorum/healed", "");
-        return true;
-      } catch {
-        return undefined;
-      }
-    }, 30_000);
+    await waitFor(
+      "writes resume",
+      async () => {
+        try {
+          await after.create("/quorum/healed", "");
+          return true;
+        } catch {
+          return undefined;
+        }
+      },
+      30_000,
+    );
     assert.ok(await after.exists("/quorum/healed"));
     await after.close();
     await zk.close().catch(() => {});

@@ -24,7 +24,16 @@ const SHOTS = join(process.cwd(), "test-artifacts", "console");
 function launchBrowser(): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
   });
 }
 
@@ -35,7 +44,12 @@ async function shot(page: Page, name: string): Promise<void> {
 /** Waits until the page's element `selector` has text for which `accept` holds; returns it. */
 function textOf(page: Page, selector: string, accept: (text: string) => boolean, what: string): Promise<string> {
   return waitFor(what, async () => {
-    const text = (await page.locator(selector).first().textContent({ timeout: 1_000 }).catch(() => null)) ?? "";
+    const text =
+      (await page
+        .locator(selector)
+        .first()
+        .textContent({ timeout: 1_000 })
+        .catch(() => null)) ?? "";
     return accept(text) ? text : undefined;
   });
 }
@@ -164,7 +178,7 @@ describe("web console", { skip: existsSync(CHROMIUM) ? false : `no ${CHROMIUM} (
     const page = await openConsole(3);
     await other.create("/taken", "");
     const create = async (path: string, data = "", encoding = "text") => {
-      await page.evaluate("delete document.getElementById(\"error\").dataset.code");
+      await page.evaluate('delete document.getElementById("error").dataset.code');
       await page.click("#btn-create");
       await page.fill("#create-path", path);
       await page.fill("#create-data", data);
@@ -184,7 +198,7 @@ describe("web console", { skip: existsSync(CHROMIUM) ? false : `no ${CHROMIUM} (
     await shot(page, "06-bad-input-errors");
     await selectNode(page, "/zookeeper");
     await page.click("#btn-edit");
-    await page.evaluate("delete document.getElementById(\"error\").dataset.code");
+    await page.evaluate('delete document.getElementById("error").dataset.code');
     await page.fill("#edit-version", "not-a-number");
     await page.click("#edit-submit");
     await errorCode(page, "BADARGUMENTS");
@@ -199,7 +213,7 @@ describe("web console", { skip: existsSync(CHROMIUM) ? false : `no ${CHROMIUM} (
     const page = await openConsole(watcher);
     await page.click('.tab[data-tab="cluster"]');
     await waitFor("leader shown", async () => ((await page.locator("#cluster-leader").getAttribute("data-leader")) === String(leader) ? true : undefined));
-    await page.locator('#learners tr:nth-child(3)').waitFor();
+    await page.locator("#learners tr:nth-child(3)").waitFor();
     await shot(page, "07-cluster-before");
     await page.click('.tab[data-tab="sessions"]');
     await page.locator("#sessions tr[data-session]").first().waitFor();

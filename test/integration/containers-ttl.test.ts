@@ -117,14 +117,18 @@ describe("three voters, container cleanup every 200 ms, TTL nodes enabled", () =
       const newLeader = await waitForLeader(cluster, leader);
       assert.notEqual(newLeader, leader);
 
-      const goneAt = await waitFor("the TTL node to expire on a survivor", async () => {
-        try {
-          return (await existsSynced(zk, "/ttl-home/node")) === null ? Date.now() : undefined;
-        } catch (error) {
-          if (error instanceof ZkError && error.code === "CONNECTIONLOSS") return undefined; // reconnecting after the kill
-          throw error;
-        }
-      }, 60_000);
+      const goneAt = await waitFor(
+        "the TTL node to expire on a survivor",
+        async () => {
+          try {
+            return (await existsSynced(zk, "/ttl-home/node")) === null ? Date.now() : undefined;
+          } catch (error) {
+            if (error instanceof ZkError && error.code === "CONNECTIONLOSS") return undefined; // reconnecting after the kill
+            throw error;
+          }
+        },
+        60_000,
+      );
       assert.ok(goneAt > stat.mtime + ttlMs, `seen gone at ${goneAt}, before mtime ${stat.mtime} + ttl ${ttlMs}`);
       const home = await zk.exists("/ttl-home");
       assert.ok(home);

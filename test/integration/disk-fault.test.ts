@@ -88,7 +88,11 @@ async function restartArmed(server: ServerProcess, spec: string): Promise<void> 
  * One session writes `<parent>/w-NNNN` one at a time until a write fails or `stop()` holds. Answers
  * the writes acknowledged and the one that failed (with its error code), if any.
  */
-async function writeUntilFailure(zk: Client, parent: string, stop: () => boolean = () => false): Promise<{ acked: string[]; failed?: { path: string; code: string } }> {
+async function writeUntilFailure(
+  zk: Client,
+  parent: string,
+  stop: () => boolean = () => false,
+): Promise<{ acked: string[]; failed?: { path: string; code: string } }> {
   const acked: string[] = [];
   for (let i = 0; i < WRITES_MAX && !stop(); i++) {
     const path = `${parent}/${name(i)}`;
@@ -214,7 +218,9 @@ describe("disk faults: fail-stop", () => {
     assert.ok(server.running, "a failed snapshot does not stop the server");
     assert.equal(logLines(server.stderr, FATAL_MESSAGE).length, 0);
     // The next snapshots are written as usual.
-    await waitFor("a later snapshot file", async () => ((await readdir(join(dir, "snapshots"))).some((f) => /^snapshot\.[0-9a-f]{16}$/.test(f)) ? true : undefined));
+    await waitFor("a later snapshot file", async () =>
+      (await readdir(join(dir, "snapshots"))).some((f) => /^snapshot\.[0-9a-f]{16}$/.test(f)) ? true : undefined,
+    );
     await zk.close();
 
     assert.equal(await server.stop(), 0);
@@ -280,7 +286,11 @@ describe("disk faults: fail-stop", () => {
     assert.equal(await waitForLeader(c, firstLeader), target, "the armed server leads (equal logs, higher id)");
     const mark = c.server(firstLeader).stderr.length;
     await c.server(firstLeader).restart();
-    await waitFor("three servers under the armed leader", () => (c.agreedLeader() === target && c.roles().get(firstLeader)?.role === "following" ? true : undefined), 30_000);
+    await waitFor(
+      "three servers under the armed leader",
+      () => (c.agreedLeader() === target && c.roles().get(firstLeader)?.role === "following" ? true : undefined),
+      30_000,
+    );
     await waitServing(c.server(firstLeader), mark);
 
     const zk = await Client.connect(c.server(target).connectString, { sessionTimeoutMs: 4_000, connectTimeoutMs: 30_000 });
@@ -304,7 +314,11 @@ describe("disk faults: fail-stop", () => {
     }
 
     await c.server(target).restart({ env: {} });
-    await waitFor("the old leader rejoined as a follower", () => (c.agreedLeader() === newLeader && c.roles().get(target)?.role === "following" ? true : undefined), 30_000);
+    await waitFor(
+      "the old leader rejoined as a follower",
+      () => (c.agreedLeader() === newLeader && c.roles().get(target)?.role === "following" ? true : undefined),
+      30_000,
+    );
     const views = await treesAt(c, VOTERS, "/c");
     for (const view of views) assert.deepEqual(view, views[0]);
     assertAllPresent(views[0]!, acked, "after the old leader's return");
@@ -338,10 +352,15 @@ describe("disk faults: fail-stop", () => {
     await c.server(firstLeader).restart();
     const newLeader = await waitForLeader(c, target);
     assert.ok([firstLeader, other].includes(newLeader));
-    for (const [index, view] of (await treesAt(c, [firstLeader, other], "/d")).entries()) assertAllPresent(view, acked, `server ${[firstLeader, other][index]}`);
+    for (const [index, view] of (await treesAt(c, [firstLeader, other], "/d")).entries())
+      assertAllPresent(view, acked, `server ${[firstLeader, other][index]}`);
 
     await c.server(target).restart({ env: {} });
-    await waitFor("the server rejoined without the fault", () => (c.agreedLeader() === newLeader && c.roles().get(target)?.role === "following" ? true : undefined), 30_000);
+    await waitFor(
+      "the server rejoined without the fault",
+      () => (c.agreedLeader() === newLeader && c.roles().get(target)?.role === "following" ? true : undefined),
+      30_000,
+    );
     const views = await treesAt(c, VOTERS, "/d");
     for (const view of views) assert.deepEqual(view, views[0]);
     assert.equal(views[0]!.size, acked.length + 1);
@@ -370,7 +389,11 @@ describe("disk faults: fail-stop", () => {
       const seen = syncModeLines(c.server(leader).stderr).length;
       await restartArmed(c.server(follower), spec);
       await assertFailStopped(c.server(follower), fault);
-      const sync = await waitFor(`leader ${leader} syncs follower ${follower}`, () => syncModeLines(c.server(leader).stderr).slice(seen).find((line) => line.learner === follower));
+      const sync = await waitFor(`leader ${leader} syncs follower ${follower}`, () =>
+        syncModeLines(c.server(leader).stderr)
+          .slice(seen)
+          .find((line) => line.learner === follower),
+      );
       assert.equal(sync.mode, "SNAP", JSON.stringify(sync));
 
       await createSurvivingFailover(zk, "/s/after", "the quorum left still serves");

@@ -32,9 +32,8 @@ async function loadThenCrash(zk: Client, inFlight: number, stopAfterAcks: number
     const i = next++;
     let write: Promise<unknown>;
     if (i % 10 === 9) {
-      write = i % 20 === 19
-        ? zk.setData("/d/guard", `REJECTED-${i}`, { version: 999 })
-        : zk.multi([op.create(`/d/rejected-${i}`, "x"), op.check("/d/guard", 999)]);
+      write =
+        i % 20 === 19 ? zk.setData("/d/guard", `REJECTED-${i}`, { version: 999 }) : zk.multi([op.create(`/d/rejected-${i}`, "x"), op.check("/d/guard", 999)]);
     } else {
       write = zk.create(`/d/n-${String(i).padStart(6, "0")}`, `value-${i}`);
     }

@@ -56,6 +56,10 @@ test("an ephemeral create held by a paused follower past its session's expiry ne
     await Promise.race([client.closed, sleep(30_000).then(() => assert.fail(`round ${round}: the expired session's connection stayed open`))]);
     await observer.sync("/");
     const stat = await observer.exists(path);
-    assert.equal(stat, null, `round ${round}: ${path} outlived session 0x${client.response!.sessionId.toString(16)} (owner 0x${stat?.ephemeralOwner.toString(16)})`);
+    assert.equal(
+      stat,
+      null,
+      `round ${round}: ${path} outlived session 0x${client.response!.sessionId.toString(16)} (owner 0x${stat?.ephemeralOwner.toString(16)})`,
+    );
   }
 });

@@ -28,8 +28,14 @@ before(async () => {
   const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", dir.path], { cwd: ROOT });
   const [packed] = JSON.parse(stdout) as { filename: string; files: { path: string }[] }[];
   assert.ok(packed, "npm pack reported its tarball");
-  assert.ok(packed.files.some((file) => file.path === "dist/src/console/static/index.html"), "the console's page is in the package");
-  assert.ok(packed.files.some((file) => file.path === "proto/client.proto"), "the wire contract is in the package");
+  assert.ok(
+    packed.files.some((file) => file.path === "dist/src/console/static/index.html"),
+    "the console's page is in the package",
+  );
+  assert.ok(
+    packed.files.some((file) => file.path === "proto/client.proto"),
+    "the wire contract is in the package",
+  );
   assert.ok(!packed.files.some((file) => file.path.startsWith("dist/test/")), "tests are not shipped");
   project = join(dir.path, "app");
   await run("mkdir", ["-p", project]);
@@ -84,7 +90,11 @@ test("npx corral start serves, npx corral shell and an ESM import of the package
         `// @ts-expect-error: the SDK's types are checked, not any\n` +
         `export const wrong: string = Client.connect;\n`,
     );
-    await run(process.execPath, [TSC, "--noEmit", "--strict", "--module", "node16", "--moduleResolution", "node16", "--target", "es2022", "--skipLibCheck", typed], { cwd: project });
+    await run(
+      process.execPath,
+      [TSC, "--noEmit", "--strict", "--module", "node16", "--moduleResolution", "node16", "--target", "es2022", "--skipLibCheck", typed],
+      { cwd: project },
+    );
   } finally {
     try {
       process.kill(-server.pid!, "SIGINT");

@@ -100,8 +100,7 @@ async function stopNode(node: Node): Promise<void> {
 }
 
 const notificationsOf = (node: Node): Notification[] => node.events.flatMap((e) => (e.kind === "notification" ? [e.n] : []));
-const messagesFrom = (node: Node, from: number): QuorumMessage[] =>
-  node.events.flatMap((e) => (e.kind === "message" && e.from === from ? [e.m] : []));
+const messagesFrom = (node: Node, from: number): QuorumMessage[] => node.events.flatMap((e) => (e.kind === "message" && e.from === from ? [e.m] : []));
 const streamEvents = (node: Node, peer: number): string[] =>
   node.events.flatMap((e) => ((e.kind === "opened" || e.kind === "closed") && e.peer === peer ? [e.kind] : []));
 const count = (node: Node, kind: "opened" | "closed", peer: number): number => streamEvents(node, peer).filter((k) => k === kind).length;
@@ -129,9 +128,11 @@ async function follow(learner: Node, leader: Node): Promise<void> {
   const learnerOpened = count(learner, "opened", leader.id);
   const leaderOpened = count(leader, "opened", learner.id);
   learner.transport.followLeader(leader.id);
-  await waitFor("the quorum stream to open on both sides", () =>
-    count(learner, "opened", leader.id) > learnerOpened && count(leader, "opened", learner.id) > leaderOpened ? true : undefined,
-  WAIT_MS);
+  await waitFor(
+    "the quorum stream to open on both sides",
+    () => (count(learner, "opened", leader.id) > learnerOpened && count(leader, "opened", learner.id) > leaderOpened ? true : undefined),
+    WAIT_MS,
+  );
 }
 
 /** A raw gRPC call to a peer service, as some other program would make it. */
@@ -140,7 +141,12 @@ function rawCall(port: number, service: "quorum" | "election", metadata: Record<
   const md = new grpc.Metadata();
   for (const [key, value] of Object.entries(metadata)) md.set(key, value);
   const path = service === "quorum" ? quorumServiceDefinition()["Follow"]!.path : electionServiceDefinition()["Notify"]!.path;
-  const call = client.makeBidiStreamRequest(path, (b: Buffer) => b, (b: Buffer) => b, md);
+  const call = client.makeBidiStreamRequest(
+    path,
+    (b: Buffer) => b,
+    (b: Buffer) => b,
+    md,
+  );
   call.on("error", () => {});
   const status = new Promise<grpc.StatusObject>((resolve) => call.on("status", resolve));
   return { client, call, status };
@@ -152,13 +158,18 @@ test("notifications reach every voter tagged with the sender's id, and one's own
   for (const node of nodes) {
     await waitFor(`server ${node.id} to hear from everyone`, () => (notificationsOf(node).length >= 3 ? true : undefined), WAIT_MS);
     const heard = notificationsOf(node).sort((a, b) => a.from - b.from);
-    assert.deepStrictEqual(heard, nodes.map((n) => vote(n.id, 1)));
+    assert.deepStrictEqual(
+      heard,
+      nodes.map((n) => vote(n.id, 1)),
+    );
   }
   // Several notifications in one turn arrive in order.
   for (let round = 2; round <= 20; round++) nodes[0]!.transport.sendNotification(2, vote(1, round));
   await waitFor("rounds 2..20 at server 2", () => (notificationsOf(nodes[1]!).length >= 3 + 19 ? true : undefined), WAIT_MS);
   assert.deepStrictEqual(
-    notificationsOf(nodes[1]!).filter((n) => n.from === 1).map((n) => n.round),
+    notificationsOf(nodes[1]!)
+      .filter((n) => n.from === 1)
+      .map((n) => n.round),
     Array.from({ length: 20 }, (_, i) => i + 1),
   );
   await Promise.all(nodes.map(stopNode));
@@ -222,9 +233,11 @@ test("a quorum stream carries messages in order both ways", async () => {
   await new Promise((resolve) => setImmediate(resolve));
   for (const m of up.slice(3)) learner.transport.sendToLeader(m);
   for (const m of down.slice(4)) leader.transport.sendToLearner(2, m);
-  await waitFor("both directions delivered", () =>
-    messagesFrom(leader, 2).length >= up.length && messagesFrom(learner, 1).length >= down.length ? true : undefined,
-  WAIT_MS);
+  await waitFor(
+    "both directions delivered",
+    () => (messagesFrom(leader, 2).length >= up.length && messagesFrom(learner, 1).length >= down.length ? true : undefined),
+    WAIT_MS,
+  );
   assert.deepStrictEqual(messagesFrom(leader, 2), up);
   assert.deepStrictEqual(messagesFrom(learner, 1), down);
   assert.deepStrictEqual(leader.transport.connectedLearners(), [2]);
@@ -287,7 +300,10 @@ test("a 16 MiB SNAP crosses the quorum stream intact, in order with what follows
   for (const m of sent) leader.transport.sendToLearner(2, m);
   await waitFor("the snapshot and what follows", () => (messagesFrom(learner, 1).length >= sent.length ? true : undefined), WAIT_MS);
   const received = messagesFrom(learner, 1);
-  assert.deepStrictEqual(received.map((m) => m.type), ["leaderInfo", "snap", "newLeader", "upToDate"]);
+  assert.deepStrictEqual(
+    received.map((m) => m.type),
+    ["leaderInfo", "snap", "newLeader", "upToDate"],
+  );
   const snap = received[1]!;
   assert.ok(snap.type === "snap" && snap.zxid === 2 ** 32 * 8 + 77);
   assert.ok(Buffer.from(snap.snapshot.buffer, snap.snapshot.byteOffset, snap.snapshot.byteLength).equals(snapshot), "snapshot bytes intact");
@@ -322,17 +338,21 @@ test("a restarted leader is reconnected automatically; closed and opened fire on
   assert.deepStrictEqual(streamEvents(leader, 2), ["opened", "closed"]);
 
   leader = await startNode(1, members);
-  await waitFor("the learner to reconnect by itself", () =>
-    count(learner, "opened", 1) === 2 && count(leader, "opened", 2) === 1 ? true : undefined,
-  WAIT_MS);
+  await waitFor(
+    "the learner to reconnect by itself",
+    () => (count(learner, "opened", 1) === 2 && count(leader, "opened", 2) === 1 ? true : undefined),
+    WAIT_MS,
+  );
   assertWellFormedStreamEvents(learner, 1);
   assert.deepStrictEqual(streamEvents(learner, 1).at(-1), "opened");
 
   learner.transport.sendToLeader({ type: "ack", zxid: 7 });
   leader.transport.sendToLearner(2, { type: "commit", zxid: 7 });
-  await waitFor("messages on the new stream", () =>
-    messagesFrom(leader, 2).length === 1 && messagesFrom(learner, 1).length === 1 ? true : undefined,
-  WAIT_MS);
+  await waitFor(
+    "messages on the new stream",
+    () => (messagesFrom(leader, 2).length === 1 && messagesFrom(learner, 1).length === 1 ? true : undefined),
+    WAIT_MS,
+  );
   assert.deepStrictEqual(messagesFrom(learner, 1), [{ type: "commit", zxid: 7 }]);
 
   // The election link to the restarted server recovers too: the last notification sent on the
@@ -434,9 +454,11 @@ test("a garbage frame closes only the stream that carried it", async () => {
   learner.transport.sendToLeader({ type: "ack", zxid: 11 });
   leader.transport.sendToLearner(2, { type: "commit", zxid: 11 });
   learner.transport.sendNotification(1, vote(2, 9));
-  await waitFor("traffic on the healthy streams", () =>
-    messagesFrom(leader, 2).length === 1 && messagesFrom(learner, 1).length === 1 && notificationsOf(leader).length === 1 ? true : undefined,
-  WAIT_MS);
+  await waitFor(
+    "traffic on the healthy streams",
+    () => (messagesFrom(leader, 2).length === 1 && messagesFrom(learner, 1).length === 1 && notificationsOf(leader).length === 1 ? true : undefined),
+    WAIT_MS,
+  );
   assert.deepStrictEqual(streamEvents(leader, 2), ["opened"]);
   assert.deepStrictEqual(streamEvents(learner, 1), ["opened"]);
   await Promise.all(nodes.map(stopNode));

@@ -20,7 +20,10 @@ describe("quotas", () => {
   before(async () => {
     cluster = await ClusterProcess.start({ voters: 3, tickMs: 200, config: { enforceQuota: true } });
     leader = await waitForLeader(cluster);
-    zk = await connectTo(cluster, [1, 2, 3].find((id) => id !== leader)!);
+    zk = await connectTo(
+      cluster,
+      [1, 2, 3].find((id) => id !== leader)!,
+    );
   });
   after(async () => {
     await zk?.close();
@@ -33,7 +36,10 @@ describe("quotas", () => {
     await zk.create("/hard/a", "1");
     await zk.create("/hard/b", "22");
     await assert.rejects(zk.create("/hard/c", ""), withCode("QUOTAEXCEEDED"));
-    await assert.rejects(zk.multi([{ type: "create", path: "/hard/d", data: new Uint8Array(), mode: "persistent", acl: undefined, ttlMs: undefined }]), withCode("QUOTAEXCEEDED"));
+    await assert.rejects(
+      zk.multi([{ type: "create", path: "/hard/d", data: new Uint8Array(), mode: "persistent", acl: undefined, ttlMs: undefined }]),
+      withCode("QUOTAEXCEEDED"),
+    );
     assert.deepEqual(await listQuota(zk, "/hard"), { limits: { count: -1, bytes: -1, countHardLimit: 3, byteHardLimit: -1 }, usage: { count: 3, bytes: 3 } });
     await zk.delete("/hard/a");
     await zk.create("/hard/c", "");

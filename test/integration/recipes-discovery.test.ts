@@ -74,7 +74,9 @@ async function untilChildren(client: Client, path: string, accept: (children: st
     const left = deadline - Date.now();
     if (left <= 0) throw new Error(`gave up waiting on the children of ${path}: ${children.join(",")}`);
     let timer: NodeJS.Timeout | undefined;
-    const limit = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`gave up waiting on the children of ${path}: ${children.join(",")}`)), left)));
+    const limit = new Promise(
+      (_, reject) => (timer = setTimeout(() => reject(new Error(`gave up waiting on the children of ${path}: ${children.join(",")}`)), left)),
+    );
     await Promise.race([changed, limit]);
     clearTimeout(timer);
   }
@@ -162,7 +164,8 @@ async function randomChanges(writers: Client[], root: string, total: number, see
         const path = paths[Math.floor(random() * paths.length)]!;
         const roll = random();
         try {
-          const change: Promise<unknown> = roll < 0.4 ? client.create(path, `w${w}-${attempts}`) : roll < 0.8 ? client.setData(path, `w${w}-${attempts}`) : client.delete(path);
+          const change: Promise<unknown> =
+            roll < 0.4 ? client.create(path, `w${w}-${attempts}`) : roll < 0.8 ? client.setData(path, `w${w}-${attempts}`) : client.delete(path);
           await bounded(change, `writer ${w}: change of ${path}`);
         } catch (error) {
           if (isCode(error, "NODEEXISTS") || isCode(error, "NONODE") || isCode(error, "NOTEMPTY")) continue;
@@ -343,7 +346,12 @@ describe("discovery recipes on a live three-voter cluster", () => {
       );
     }
 
-    async function assertConverged(reader: Client, path: string, subs: { subscriber: ConfigSubscriber; seen: number[] }[], successes: { data: string; stat: Stat }[]) {
+    async function assertConverged(
+      reader: Client,
+      path: string,
+      subs: { subscriber: ConfigSubscriber; seen: number[] }[],
+      successes: { data: string; stat: Stat }[],
+    ) {
       const final = await ConfigPublisher.read(reader, path);
       assert.ok(final !== null);
       const last = successes.reduce((a, b) => (b.stat.version > a.stat.version ? b : a));
@@ -352,7 +360,11 @@ describe("discovery recipes on a live three-voter cluster", () => {
       for (const [i, { subscriber, seen }] of subs.entries()) {
         await until(subscriber, ["changed"], () => subscriber.current?.version === final.version, `subscriber ${i} at version ${final.version}`);
         assert.equal(text(subscriber.current!.data), text(final.data), `subscriber ${i} holds the final data`);
-        assert.deepEqual(seen, [...seen].sort((a, b) => a - b), `subscriber ${i} saw versions in increasing order`);
+        assert.deepEqual(
+          seen,
+          [...seen].sort((a, b) => a - b),
+          `subscriber ${i} saw versions in increasing order`,
+        );
         assert.equal(new Set(seen).size, seen.length, `subscriber ${i} saw no version twice`);
       }
     }
@@ -373,7 +385,12 @@ describe("discovery recipes on a live three-voter cluster", () => {
       assert.equal(new Set(versions).size, successes.length, "no two successes claim the same version");
       assert.ok(versions[0]! > initial);
       // With no answer lost, every write is a reported success: the versions are exactly the next ones.
-      if (disconnections === 0) assert.deepEqual(versions, Array.from({ length: successes.length }, (_, i) => initial + i + 1), "each success made exactly one version");
+      if (disconnections === 0)
+        assert.deepEqual(
+          versions,
+          Array.from({ length: successes.length }, (_, i) => initial + i + 1),
+          "each success made exactly one version",
+        );
       await assertConverged(publishers[0]!, path, subs, successes);
       for (const { subscriber } of subs) subscriber.close();
     });
@@ -522,7 +539,11 @@ describe("discovery recipes on a live three-voter cluster", () => {
       await allSee(all, ["api-1", "api-2", "api-3"], "three instances");
       assert.deepEqual(all[0]!.instances().find((i) => i.id === "api-2")?.payload, { zone: "b" });
       assert.deepEqual(ids(await second.instances("api")), ["api-1", "api-2", "api-3"]);
-      await assert.rejects(second.register("api", { id: "api-1", address: "10.9.9.9", port: 1 }), (e) => isCode(e, "NODEEXISTS"), "another session's id is refused");
+      await assert.rejects(
+        second.register("api", { id: "api-1", address: "10.9.9.9", port: 1 }),
+        (e) => isCode(e, "NODEEXISTS"),
+        "another session's id is refused",
+      );
       await first.unregister("api", "api-2");
       await allSee(all, ["api-1", "api-3"], "api-2 gone");
       for (const cache of all) cache.close();
@@ -582,11 +603,15 @@ describe("discovery recipes on a live three-voter cluster", () => {
     test("balancers over a live cache: round-robin visits every instance, least-loaded follows updateLoad", async () => {
       const path = "/services";
       const registrars = await Promise.all(Array.from({ length: 3 }, async () => new ServiceDiscovery(await cluster.client(), path)));
-      for (const [r, registrar] of registrars.entries()) await registrar.register("balanced", { id: `b${r}`, address: `10.0.3.${r}`, port: 80, payload: { load: 10 + r } });
+      for (const [r, registrar] of registrars.entries())
+        await registrar.register("balanced", { id: `b${r}`, address: `10.0.3.${r}`, port: 80, payload: { load: 10 + r } });
       const [cache] = await caches(path, "balanced", 1);
       await until(cache!, ["changed"], () => cache!.instances().length === 3, "three instances");
       const roundRobin = new LoadBalancer(cache!, { strategy: "round-robin" });
-      assert.deepEqual(Array.from({ length: 6 }, () => roundRobin.next()!.id), ["b0", "b1", "b2", "b0", "b1", "b2"]);
+      assert.deepEqual(
+        Array.from({ length: 6 }, () => roundRobin.next()!.id),
+        ["b0", "b1", "b2", "b0", "b1", "b2"],
+      );
       const leastLoaded = new LoadBalancer(cache!, { strategy: "least-loaded" });
       assert.equal(leastLoaded.next()!.id, "b0");
       await registrars[0]!.updateLoad("balanced", "b0", 50);
@@ -624,7 +649,11 @@ describe("discovery recipes on a live three-voter cluster", () => {
       await until(monitor, ["progress"], () => monitor.workers()[0]?.progress.percent === 100, "100 %");
       assert.equal(monitor.workers()[0]!.progress.message, "step 100");
       const seen = progress.get("worker-1")!;
-      assert.deepEqual(seen, [...seen].sort((a, b) => a - b), "progress in order");
+      assert.deepEqual(
+        seen,
+        [...seen].sort((a, b) => a - b),
+        "progress in order",
+      );
       assert.equal(new Set(seen).size, seen.length, "no report twice");
       assert.equal(seen.at(-1), 100);
       const dead = nextOf<[string, WorkerStatus]>(monitor, "dead");
@@ -660,8 +689,14 @@ describe("discovery recipes on a live three-voter cluster", () => {
       await survivor.report({ percent: 50, message: "half" });
       for (const [i, m] of monitors.entries()) {
         await until(m, ["progress"], () => m.workers()[0]?.progress.percent === 50, `monitor ${i} sees the survivor at 50 %`);
-        assert.deepEqual(m.workers().map((w) => w.id), ["survivor"]);
-        assert.deepEqual(recorded[i]!.events.filter((e) => e.startsWith("dead")), ["dead doomed"]);
+        assert.deepEqual(
+          m.workers().map((w) => w.id),
+          ["survivor"],
+        );
+        assert.deepEqual(
+          recorded[i]!.events.filter((e) => e.startsWith("dead")),
+          ["dead doomed"],
+        );
         m.close();
       }
       await survivor.stop();
@@ -701,7 +736,11 @@ describe("discovery recipes on a live three-voter cluster", () => {
       });
       await until(monitor, ["progress"], () => monitor.workers()[0]?.progress.percent === 100, "100 %");
       const seen = progress.get("steady")!;
-      assert.deepEqual(seen, [...seen].sort((a, b) => a - b), "progress in order across the failover");
+      assert.deepEqual(
+        seen,
+        [...seen].sort((a, b) => a - b),
+        "progress in order across the failover",
+      );
       assert.equal(workerExpired, false, "the worker's session survived the failover");
       assert.deepEqual(events, ["alive steady"], "no false death");
       await worker.stop();
@@ -732,10 +771,19 @@ describe("discovery recipes on a live three-voter cluster", () => {
     async function assertMirrorsMatch(reader: Client, root: string, nodePath: string, m: Awaited<ReturnType<typeof mirrors>>): Promise<void> {
       const expected = await bounded(readSubtree(reader, root), `a fresh read of ${root}`);
       const want = describeTree(expected);
-      await until(m.tree, ["added", "updated", "removed"], () => describeTree(m.tree.snapshot()).join() === want.join(), "the tree cache equal to a fresh read");
+      await until(
+        m.tree,
+        ["added", "updated", "removed"],
+        () => describeTree(m.tree.snapshot()).join() === want.join(),
+        "the tree cache equal to a fresh read",
+      );
       assert.deepEqual(describeTree(m.tree.snapshot()), want);
       // Child counters change without a data event: a bounded poll until the children reads land.
-      await waitFor("child counters", () => (describeTree(m.tree.snapshot(), describeChildren).join() === describeTree(expected, describeChildren).join() ? true : undefined), LIMIT_MS);
+      await waitFor(
+        "child counters",
+        () => (describeTree(m.tree.snapshot(), describeChildren).join() === describeTree(expected, describeChildren).join() ? true : undefined),
+        LIMIT_MS,
+      );
       assert.deepEqual(describeTree(m.shadow), want, "the events replay to the same tree");
       assert.deepEqual(m.faults, []);
       const expectedNode = expected.get(nodePath);

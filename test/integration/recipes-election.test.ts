@@ -45,7 +45,12 @@ afterEach(async (t) => {
   const crashed = [...rc.cluster.servers].filter(([, server]) => !server.running);
   for (const [id] of crashed) await rc.restart(id);
   if (crashed.length === 0) return;
-  const lastWords = (stderr: string): string => stderr.split("\n").filter((line) => line.length > 0 && !line.startsWith("{")).slice(-12).join("\n");
+  const lastWords = (stderr: string): string =>
+    stderr
+      .split("\n")
+      .filter((line) => line.length > 0 && !line.startsWith("{"))
+      .slice(-12)
+      .join("\n");
   const report = crashed.map(([id, server]) => `server ${id} died during this test:\n${lastWords(server.stderr)}`).join("\n");
   // Also as a diagnostic: when the test itself failed first (e.g. a wait outlasting the lost quorum), this is its cause.
   if ("diagnostic" in t) t.diagnostic(report);
@@ -204,7 +209,12 @@ describe("LeaderElection", { timeout: TEST_TIMEOUT_MS }, () => {
       const bySequence = order.map((node) => all.find((c) => c.election.candidatePath!.endsWith(node))!);
       const tokens: bigint[] = [];
       for (let i = 0; i < bySequence.length; i++) {
-        const leader = await until("exactly one leader", all.map((c) => c.election), electionEvents, () => exactlyOneLeader(all));
+        const leader = await until(
+          "exactly one leader",
+          all.map((c) => c.election),
+          electionEvents,
+          () => exactlyOneLeader(all),
+        );
         assert.equal(leader, bySequence[i], "the lowest remaining candidate leads");
         // Another session's view: sync first, or a lagging server may still show the resigned leader's node.
         await bySequence[4]!.client.sync(path);
@@ -238,10 +248,12 @@ describe("LeaderElection", { timeout: TEST_TIMEOUT_MS }, () => {
         await until("the successor's election", [all[round + 1]!.election], ["elected"], () => (all[round + 1]!.election.isLeader ? true : undefined));
         // A watch event reaches a session before any read that can see its change: after this
         // sync and read, any event the deletion caused has been delivered to every candidate.
-        await Promise.all(all.map(async (c) => {
-          await c.client.sync(path);
-          await c.client.getChildren(path);
-        }));
+        await Promise.all(
+          all.map(async (c) => {
+            await c.client.sync(path);
+            await c.client.getChildren(path);
+          }),
+        );
         const delta = all.map((c, i) => c.election.watchEventsReceived - before[i]!);
         const expected = all.map((_, i) => (i === round + 1 ? 1 : 0));
         assert.deepEqual(delta, expected, `round ${round}: only c${round + 1} is woken`);
@@ -277,7 +289,12 @@ describe("LeaderElection", { timeout: TEST_TIMEOUT_MS }, () => {
       assert.equal(old.election.fencingToken, undefined);
       await assert.rejects(old.election.awaitLeadership(WAIT), (error: unknown) => isCode(error, "SESSIONEXPIRED"));
 
-      const successor = await until("a new leader", all.map((c) => c.election), electionEvents, () => exactlyOneLeader(all));
+      const successor = await until(
+        "a new leader",
+        all.map((c) => c.election),
+        electionEvents,
+        () => exactlyOneLeader(all),
+      );
       assert.equal(successor, next);
       assert.ok(next.election.fencingToken! > oldToken, "the new leader's fencing token is larger");
       const nextToken = next.election.fencingToken!;
@@ -333,7 +350,12 @@ describe("LeaderElection", { timeout: TEST_TIMEOUT_MS }, () => {
         if (result.status === "rejected") assert.ok(isCode(result.reason, "SESSIONEXPIRED"), String(result.reason));
       }
       const live = (): Candidate[] => all.filter((c) => c.election.status === "candidate" || c.election.status === "leader");
-      const leader = await until("exactly one leader after the kill", all.map((c) => c.election), electionEvents, () => exactlyOneLeader(live()));
+      const leader = await until(
+        "exactly one leader after the kill",
+        all.map((c) => c.election),
+        electionEvents,
+        () => exactlyOneLeader(live()),
+      );
       assert.equal(leaders(all).length, 1);
       for (const c of live()) {
         await retrying(c.client, "sync", () => c.client.sync(path));
@@ -342,7 +364,12 @@ describe("LeaderElection", { timeout: TEST_TIMEOUT_MS }, () => {
       await rc.restart(killed);
       killed = undefined;
       await leader.election.resign(WAIT);
-      const successor = await until("a successor", all.map((c) => c.election), electionEvents, () => exactlyOneLeader(live()));
+      const successor = await until(
+        "a successor",
+        all.map((c) => c.election),
+        electionEvents,
+        () => exactlyOneLeader(live()),
+      );
       assert.notEqual(successor, leader);
       assert.deepEqual(detector.violations, []);
       // The cluster holds one node per live candidate: no duplicate from a create retried across the failover.
@@ -439,7 +466,9 @@ describe("Master and Worker", { timeout: TEST_TIMEOUT_MS }, () => {
       for (let i = 0; i < 9; i++) tasks.push(await MasterWorker.submit(submitter, path, `job ${i}`, WAIT));
 
       // Every worker is inside a task (blocked on the gate) before the faults.
-      await until("every worker running a task", workers, ["started"], () => (workers.every((w) => [...completions.started.values()].some((names) => names.includes(w.id))) ? true : undefined));
+      await until("every worker running a task", workers, ["started"], () =>
+        workers.every((w) => [...completions.started.values()].some((names) => names.includes(w.id))) ? true : undefined,
+      );
       const w1Task = [...completions.started].find(([, names]) => names.includes("w1"))![0];
       assert.equal(await MasterWorker.status(submitter, path, w1Task, WAIT), "running 40%");
 
@@ -463,7 +492,10 @@ describe("Master and Worker", { timeout: TEST_TIMEOUT_MS }, () => {
 
       open();
       const statuses = await Promise.all(tasks.map((task) => MasterWorker.awaitStatus(submitter, path, task, WAIT)));
-      assert.deepEqual(statuses, tasks.map(() => DONE));
+      assert.deepEqual(
+        statuses,
+        tasks.map(() => DONE),
+      );
       // The submitter can see a task done (through its own server) before the worker that did it has
       // its multi's answer and reports "completed": wait for every report, then count them.
       await until("every task reported completed", workers, ["completed"], () => (tasks.every((task) => completions.byTask.has(task)) ? true : undefined));
@@ -507,9 +539,14 @@ describe("Master and Worker", { timeout: TEST_TIMEOUT_MS }, () => {
       await rc.restart(killed);
       killed = undefined;
       const statuses = await Promise.all(tasks.map((task) => MasterWorker.awaitStatus(submitter, path, task, WAIT)));
-      assert.deepEqual(statuses, tasks.map(() => DONE));
+      assert.deepEqual(
+        statuses,
+        tasks.map(() => DONE),
+      );
       for (const task of tasks) assert.equal(completions.byTask.get(task)?.length, 1, `${task} recorded done exactly once`);
-      await until("one active master", [master, backup], ["elected", "revoked"], () => ([master, backup].filter((m) => m.isActive).length === 1 ? true : undefined));
+      await until("one active master", [master, backup], ["elected", "revoked"], () =>
+        [master, backup].filter((m) => m.isActive).length === 1 ? true : undefined,
+      );
     } finally {
       if (killed !== undefined) await rc.restart(killed);
       await closeAll([mc, bc, w1c, w2c, submitter]);
@@ -537,8 +574,11 @@ class Watcher {
 async function allSee(watchers: readonly Watcher[], expected: readonly string[], order: "join order" | "any order" = "join order"): Promise<void> {
   const normal = (list: readonly string[]): string => (order === "any order" ? [...list].sort() : list).join(",");
   try {
-    await until(`every watcher to see ${expected.join(",")}`, watchers.map((w) => w.group), ["changed"], () =>
-      watchers.every((w) => normal(describeMembers(w.latest)) === normal(expected)) ? true : undefined,
+    await until(
+      `every watcher to see ${expected.join(",")}`,
+      watchers.map((w) => w.group),
+      ["changed"],
+      () => (watchers.every((w) => normal(describeMembers(w.latest)) === normal(expected)) ? true : undefined),
     );
   } catch (error) {
     const seen = watchers.map((w) => `[${describeMembers(w.latest).join(",")}]`).join(" ");

@@ -64,10 +64,14 @@ async function childrenOf(client: Client, path: string): Promise<string[]> {
 }
 
 function waitForChildren(client: Client, path: string, count: number): Promise<string[]> {
-  return waitFor(`${count} children of ${path}`, async () => {
-    const children = await childrenOf(client, path);
-    return children.length === count ? children : undefined;
-  }, WAIT_MS);
+  return waitFor(
+    `${count} children of ${path}`,
+    async () => {
+      const children = await childrenOf(client, path);
+      return children.length === count ? children : undefined;
+    },
+    WAIT_MS,
+  );
 }
 
 function isCode(code: string): (error: unknown) => boolean {
@@ -310,7 +314,10 @@ describe("Lock", () => {
       await cluster.restart(killed);
     }
     assert.deepEqual(detector.violations, []);
-    assert.deepEqual([...grants.entries()].sort(), [0, 1, 2, 3].map((i) => [i, 1]));
+    assert.deepEqual(
+      [...grants.entries()].sort(),
+      [0, 1, 2, 3].map((i) => [i, 1]),
+    );
     assert.deepEqual(await childrenOf(clients[0]!, path), []);
     await closeAll(clients);
   });
@@ -341,7 +348,10 @@ describe("Lock", () => {
       const watched = new Set(waiters.map((w) => w.waitingFor));
       assert.equal(watched.size, 50, "each waiter watches a different node");
       assert.ok(watched.has(holder.node), "one of them watches the holder");
-      assert.equal(waiters.reduce((sum, w) => sum + w.watchEventsReceived, 0), 0);
+      assert.equal(
+        waiters.reduce((sum, w) => sum + w.watchEventsReceived, 0),
+        0,
+      );
 
       await holder.release();
       await firstGrant;
@@ -350,7 +360,11 @@ describe("Lock", () => {
       const next = waiters[granted[0]!]!;
       assert.equal(next.isHeld, true);
       assert.equal(next.watchEventsReceived, 1);
-      assert.equal(waiters.reduce((sum, w) => sum + w.watchEventsReceived, 0), 1, "exactly one waiter was woken");
+      assert.equal(
+        waiters.reduce((sum, w) => sum + w.watchEventsReceived, 0),
+        1,
+        "exactly one waiter was woken",
+      );
     } finally {
       countingDone();
     }
@@ -358,7 +372,10 @@ describe("Lock", () => {
     await Promise.all(waiterClients.map((client) => client.sync(path)));
     assert.equal(granted.length, 50);
     // One wake-up for its turn, plus its own node's deletion when it released.
-    assert.deepEqual(waiters.map((w) => w.watchEventsReceived), waiters.map(() => 2));
+    assert.deepEqual(
+      waiters.map((w) => w.watchEventsReceived),
+      waiters.map(() => 2),
+    );
     await closeAll([holderClient, ...waiterClients]);
   });
 });

@@ -46,7 +46,14 @@ after(async () => {
 afterEach(async () => {
   const died = [...rc.cluster.servers].filter(([, server]) => !server.running);
   if (died.length === 0) return;
-  const report = died.map(([id, server]) => `server ${id}: ${server.stderr.split("\n").filter((line) => /Error|invariant/.test(line)).slice(-4).join(" | ")}`);
+  const report = died.map(
+    ([id, server]) =>
+      `server ${id}: ${server.stderr
+        .split("\n")
+        .filter((line) => /Error|invariant/.test(line))
+        .slice(-4)
+        .join(" | ")}`,
+  );
   await Promise.all(died.map(([id]) => rc.restart(id)));
   throw new Error(`servers died during the test: ${report.join("; ")}`);
 });
@@ -310,7 +317,10 @@ describe("DoubleBarrier", () => {
       const enterD = entering[2]!.enter().then(() => void log.push("returned d"));
       await bounded(Promise.all([enterB, enterC, enterD]), "b, c, d enter");
       const lastEntered = log.indexOf("entered d");
-      assert.ok(log.filter((entry) => entry.startsWith("returned")).every((entry) => log.indexOf(entry) > lastEntered), log.join(", "));
+      assert.ok(
+        log.filter((entry) => entry.startsWith("returned")).every((entry) => log.indexOf(entry) > lastEntered),
+        log.join(", "),
+      );
       await bounded(Promise.all(entering.map((barrier) => barrier.leave())), "b, c, d leave");
       assert.deepEqual(await syncedChildren(observer!, path), []);
     } finally {
@@ -334,7 +344,16 @@ describe("DoubleBarrier", () => {
       // Everyone but the lowest deletes itself before waiting: then only the lowest and the doomed remain.
       const highestName = doomed.ourPath!.slice(path.length + 1);
       const lowestName = lowest.ourPath!.slice(path.length + 1);
-      await untilChildren(observer, path, (children) => children.filter((c) => c.includes("member-")).sort().join() === [highestName, lowestName].sort().join(), "only lowest and highest remain");
+      await untilChildren(
+        observer,
+        path,
+        (children) =>
+          children
+            .filter((c) => c.includes("member-"))
+            .sort()
+            .join() === [highestName, lowestName].sort().join(),
+        "only lowest and highest remain",
+      );
       await rc.expire(doomed.client);
       await bounded(Promise.all(leaving), "the others leave");
       await rejectsWith(doomed.leave(), "SESSIONEXPIRED");
@@ -364,37 +383,45 @@ describe("DoubleBarrier", () => {
     }
   });
 
-  test("an abandoned leave (abort or timeout) rejects with OPERATIONTIMEOUT and removes its own node; the others still leave", { timeout: TEST_TIMEOUT_MS }, async () => {
-    for (const how of ["abort", "timeout"] as const) {
-      const path = freshPath(`double-leave-abandon-${how}`);
-      const clients = await sessions(3);
-      const [observer] = clients;
-      try {
-        const barriers = clients.slice(1).map((client) => new DoubleBarrier(client, path, 2));
-        await Promise.all(barriers.map((barrier) => barrier.enter({ timeoutMs: EVENT_WAIT_MS })));
-        // The lowest member's leave waits for the highest to go, its own node still in place.
-        const [lowest, highest] = [...barriers].sort((a, b) => sequenceOf(a.ourPath!) - sequenceOf(b.ourPath!)) as [DoubleBarrier, DoubleBarrier];
-        const highestName = highest.ourPath!.slice(path.length + 1);
-        const controller = new AbortController();
-        const leaving = lowest.leave(how === "abort" ? { signal: controller.signal } : { timeoutMs: 300 });
-        if (how === "abort") {
-          // The leave's reads (members, then the exists-watch on the highest) go first on its session.
-          for (let i = 0; i < 3; i++) await lowest.client.exists(path);
-          controller.abort();
+  test(
+    "an abandoned leave (abort or timeout) rejects with OPERATIONTIMEOUT and removes its own node; the others still leave",
+    { timeout: TEST_TIMEOUT_MS },
+    async () => {
+      for (const how of ["abort", "timeout"] as const) {
+        const path = freshPath(`double-leave-abandon-${how}`);
+        const clients = await sessions(3);
+        const [observer] = clients;
+        try {
+          const barriers = clients.slice(1).map((client) => new DoubleBarrier(client, path, 2));
+          await Promise.all(barriers.map((barrier) => barrier.enter({ timeoutMs: EVENT_WAIT_MS })));
+          // The lowest member's leave waits for the highest to go, its own node still in place.
+          const [lowest, highest] = [...barriers].sort((a, b) => sequenceOf(a.ourPath!) - sequenceOf(b.ourPath!)) as [DoubleBarrier, DoubleBarrier];
+          const highestName = highest.ourPath!.slice(path.length + 1);
+          const controller = new AbortController();
+          const leaving = lowest.leave(how === "abort" ? { signal: controller.signal } : { timeoutMs: 300 });
+          if (how === "abort") {
+            // The leave's reads (members, then the exists-watch on the highest) go first on its session.
+            for (let i = 0; i < 3; i++) await lowest.client.exists(path);
+            controller.abort();
+          }
+          await rejectsWith(leaving, "OPERATIONTIMEOUT");
+          assert.equal(lowest.ourPath, undefined);
+          await observer!.sync(path);
+          assert.deepEqual(
+            (await observer!.getChildren(path)).filter((name) => name !== "ready"),
+            [highestName],
+            "only the other member's node is left",
+          );
+          await highest.leave({ timeoutMs: EVENT_WAIT_MS });
+          await observer!.sync(path);
+          assert.deepEqual(await observer!.getChildren(path), []);
+        } finally {
+          await removeTree(observer!, path);
+          await closeAll(clients);
         }
-        await rejectsWith(leaving, "OPERATIONTIMEOUT");
-        assert.equal(lowest.ourPath, undefined);
-        await observer!.sync(path);
-        assert.deepEqual((await observer!.getChildren(path)).filter((name) => name !== "ready"), [highestName], "only the other member's node is left");
-        await highest.leave({ timeoutMs: EVENT_WAIT_MS });
-        await observer!.sync(path);
-        assert.deepEqual(await observer!.getChildren(path), []);
-      } finally {
-        await removeTree(observer!, path);
-        await closeAll(clients);
       }
-    }
-  });
+    },
+  );
 
   test("with the leader server killed mid-barrier, enter and leave still complete for everyone", { timeout: TEST_TIMEOUT_MS }, async () => {
     const path = freshPath("double-leader");
@@ -426,7 +453,10 @@ describe("DoubleBarrier", () => {
       entering.push(participate(third!, "2"));
       const barriers = await bounded(Promise.all(entering), "all three enter after failover");
       const thirdEntered = log.indexOf("entered 2");
-      assert.ok(log.filter((entry) => entry.startsWith("returned")).every((entry) => log.indexOf(entry) > thirdEntered), log.join(", "));
+      assert.ok(
+        log.filter((entry) => entry.startsWith("returned")).every((entry) => log.indexOf(entry) > thirdEntered),
+        log.join(", "),
+      );
       const leaving = await bounded(Promise.all(barriers.map((barrier) => outcome(barrier.leave({ timeoutMs: EVENT_WAIT_MS })))), "all three leave");
       for (const result of leaving) if ("error" in result) assert.ok(isCode(result.error, "SESSIONEXPIRED"), String(result.error));
       const checker = await rc.client();
@@ -558,7 +588,10 @@ describe("DistributedQueue", () => {
       const got: (string | null)[] = [];
       for (let i = 0; i < 10; i++) got.push(text(await queue.poll()));
       for (let i = 10; i < 20; i++) got.push(text(await queue.take({ timeoutMs: EVENT_WAIT_MS })));
-      assert.deepEqual(got, Array.from({ length: 20 }, (_, i) => `e${i}`));
+      assert.deepEqual(
+        got,
+        Array.from({ length: 20 }, (_, i) => `e${i}`),
+      );
       assert.equal(await queue.poll(), null);
       assert.deepEqual(await consumer!.getChildren(`${path}/receipts`), [], "no receipt left behind");
     } finally {
@@ -575,7 +608,11 @@ describe("DistributedQueue", () => {
     try {
       const offered: string[] = [];
       const received: string[] = [];
-      consuming = startConsumers(consumers.map((c) => new DistributedQueue(c, path)), received, () => received.length >= 300);
+      consuming = startConsumers(
+        consumers.map((c) => new DistributedQueue(c, path)),
+        received,
+        () => received.length >= 300,
+      );
       await Promise.all(
         producers.map(async (client, p) => {
           const queue = new DistributedQueue(client, path);
@@ -635,7 +672,11 @@ describe("DistributedQueue", () => {
       await rejectsWith(doomedQueue.take(), "SESSIONEXPIRED");
       const received: string[] = [];
       const offered = Array.from({ length: 30 }, (_, i) => `p0:${i}`);
-      consuming = startConsumers(consumers.map((c) => new DistributedQueue(c, path)), received, () => received.length >= offered.length);
+      consuming = startConsumers(
+        consumers.map((c) => new DistributedQueue(c, path)),
+        received,
+        () => received.length >= offered.length,
+      );
       const queue = new DistributedQueue(producer!, path);
       for (const element of offered) await queue.offer(element);
       await bounded(consuming.finished, "30 elements consumed");
@@ -648,53 +689,62 @@ describe("DistributedQueue", () => {
     }
   });
 
-  test("with the leader server killed during produce and consume, every acknowledged offer is delivered exactly once", { timeout: TEST_TIMEOUT_MS }, async () => {
-    const path = freshPath("queue-leader");
-    const producers = await sessions(2);
-    const consumers = await sessions(3);
-    let consuming: Consumers | undefined;
-    let killed: number | undefined;
-    let observer: Client | undefined;
-    try {
-      const acknowledged: string[] = [];
-      const unacknowledged: string[] = [];
-      const received: string[] = [];
-      let killing: Promise<number> | undefined;
-      await new DistributedQueue(producers[0]!, path).size();
-      consuming = startConsumers(consumers.map((c) => new DistributedQueue(c, path)), received, () => {
-        if (received.length === 30) killing ??= rc.killLeader();
-        return false;
-      }, true);
-      await Promise.all(
-        producers.map(async (client, p) => {
-          const queue = new DistributedQueue(client, path);
-          for (let i = 0; i < 60; i++) {
-            try {
-              await queue.offer(`p${p}:${i}`, { timeoutMs: EVENT_WAIT_MS });
-              acknowledged.push(`p${p}:${i}`);
-            } catch (error) {
-              // Only a lost session may fail an offer (outcome unknown); this producer is done.
-              assert.ok(isCode(error, "SESSIONEXPIRED"), String(error));
-              unacknowledged.push(`p${p}:${i}`);
-              return;
+  test(
+    "with the leader server killed during produce and consume, every acknowledged offer is delivered exactly once",
+    { timeout: TEST_TIMEOUT_MS },
+    async () => {
+      const path = freshPath("queue-leader");
+      const producers = await sessions(2);
+      const consumers = await sessions(3);
+      let consuming: Consumers | undefined;
+      let killed: number | undefined;
+      let observer: Client | undefined;
+      try {
+        const acknowledged: string[] = [];
+        const unacknowledged: string[] = [];
+        const received: string[] = [];
+        let killing: Promise<number> | undefined;
+        await new DistributedQueue(producers[0]!, path).size();
+        consuming = startConsumers(
+          consumers.map((c) => new DistributedQueue(c, path)),
+          received,
+          () => {
+            if (received.length === 30) killing ??= rc.killLeader();
+            return false;
+          },
+          true,
+        );
+        await Promise.all(
+          producers.map(async (client, p) => {
+            const queue = new DistributedQueue(client, path);
+            for (let i = 0; i < 60; i++) {
+              try {
+                await queue.offer(`p${p}:${i}`, { timeoutMs: EVENT_WAIT_MS });
+                acknowledged.push(`p${p}:${i}`);
+              } catch (error) {
+                // Only a lost session may fail an offer (outcome unknown); this producer is done.
+                assert.ok(isCode(error, "SESSIONEXPIRED"), String(error));
+                unacknowledged.push(`p${p}:${i}`);
+                return;
+              }
             }
-          }
-        }),
-      );
-      observer = await rc.client();
-      await drainThenStop(observer, path, consuming);
-      killed = await killing;
-      assert.ok(killed !== undefined, "the leader was killed mid-run");
-      assertDeliveredOnce(received, acknowledged, unacknowledged, consuming.lost);
-      if (!anyExpired([...producers, ...consumers])) assertExactlyOnce(received, acknowledged);
-      assertPerProducerOrder(consuming.perConsumer);
-    } finally {
-      await stopConsumers(consuming);
-      if (killed !== undefined) await rc.restart(killed);
-      if (observer) await removeTree(observer, path);
-      await closeAll([...producers, ...consumers, ...(observer ? [observer] : [])]);
-    }
-  });
+          }),
+        );
+        observer = await rc.client();
+        await drainThenStop(observer, path, consuming);
+        killed = await killing;
+        assert.ok(killed !== undefined, "the leader was killed mid-run");
+        assertDeliveredOnce(received, acknowledged, unacknowledged, consuming.lost);
+        if (!anyExpired([...producers, ...consumers])) assertExactlyOnce(received, acknowledged);
+        assertPerProducerOrder(consuming.perConsumer);
+      } finally {
+        await stopConsumers(consuming);
+        if (killed !== undefined) await rc.restart(killed);
+        if (observer) await removeTree(observer, path);
+        await closeAll([...producers, ...consumers, ...(observer ? [observer] : [])]);
+      }
+    },
+  );
 });
 
 describe("DistributedPriorityQueue", () => {
@@ -703,7 +753,15 @@ describe("DistributedPriorityQueue", () => {
     const [producer, consumer] = await sessions(2);
     try {
       const offering = new DistributedPriorityQueue(producer!, path);
-      const offers: [string, number][] = [["a", 5], ["b", 1], ["c", 5], ["d", 0], ["e", 1], ["f", 9], ["g", 0]];
+      const offers: [string, number][] = [
+        ["a", 5],
+        ["b", 1],
+        ["c", 5],
+        ["d", 0],
+        ["e", 1],
+        ["f", 9],
+        ["g", 0],
+      ];
       for (const [data, priority] of offers) await offering.offer(data, priority);
       await rejectsWith(offering.offer("bad", -1), "BADARGUMENTS");
       const queue = new DistributedPriorityQueue(consumer!, path);
@@ -721,31 +779,35 @@ describe("DistributedPriorityQueue", () => {
     }
   });
 
-  test("an abandoned take (abort or timeout) rejects with OPERATIONTIMEOUT, leaves nothing behind and steals nothing later", { timeout: TEST_TIMEOUT_MS }, async () => {
-    const path = freshPath("pq-abandon");
-    const [quitter, producer, consumer] = await sessions(3);
-    try {
-      const abandoned = new DistributedPriorityQueue(quitter!, path);
-      await rejectsWith(abandoned.take({ timeoutMs: 300 }), "OPERATIONTIMEOUT");
-      await producer!.sync(path);
-      assert.deepEqual(await producer!.getChildren(path), ["receipts"]);
-      const controller = new AbortController();
-      const taking = abandoned.take({ signal: controller.signal });
-      await quitter!.exists(path); // the take's children watch is registered before this answer
-      controller.abort();
-      await rejectsWith(taking, "OPERATIONTIMEOUT");
-      await producer!.sync(path);
-      assert.deepEqual(await producer!.getChildren(path), ["receipts"]);
-      assert.deepEqual(await producer!.getChildren(`${path}/receipts`), []);
-      await new DistributedPriorityQueue(producer!, path).offer("after", 3);
-      assert.equal(text(await new DistributedPriorityQueue(consumer!, path).take({ timeoutMs: EVENT_WAIT_MS })), "after");
-      await quitter!.sync(path);
-      assert.equal(await abandoned.poll(), null);
-    } finally {
-      await removeTree(producer!, path);
-      await closeAll([quitter!, producer!, consumer!]);
-    }
-  });
+  test(
+    "an abandoned take (abort or timeout) rejects with OPERATIONTIMEOUT, leaves nothing behind and steals nothing later",
+    { timeout: TEST_TIMEOUT_MS },
+    async () => {
+      const path = freshPath("pq-abandon");
+      const [quitter, producer, consumer] = await sessions(3);
+      try {
+        const abandoned = new DistributedPriorityQueue(quitter!, path);
+        await rejectsWith(abandoned.take({ timeoutMs: 300 }), "OPERATIONTIMEOUT");
+        await producer!.sync(path);
+        assert.deepEqual(await producer!.getChildren(path), ["receipts"]);
+        const controller = new AbortController();
+        const taking = abandoned.take({ signal: controller.signal });
+        await quitter!.exists(path); // the take's children watch is registered before this answer
+        controller.abort();
+        await rejectsWith(taking, "OPERATIONTIMEOUT");
+        await producer!.sync(path);
+        assert.deepEqual(await producer!.getChildren(path), ["receipts"]);
+        assert.deepEqual(await producer!.getChildren(`${path}/receipts`), []);
+        await new DistributedPriorityQueue(producer!, path).offer("after", 3);
+        assert.equal(text(await new DistributedPriorityQueue(consumer!, path).take({ timeoutMs: EVENT_WAIT_MS })), "after");
+        await quitter!.sync(path);
+        assert.equal(await abandoned.poll(), null);
+      } finally {
+        await removeTree(producer!, path);
+        await closeAll([quitter!, producer!, consumer!]);
+      }
+    },
+  );
 
   test("competing consumers take every element exactly once, each in priority order", { timeout: TEST_TIMEOUT_MS }, async () => {
     const path = freshPath("pq-many");
@@ -765,13 +827,20 @@ describe("DistributedPriorityQueue", () => {
         }),
       );
       const received: string[] = [];
-      consuming = startConsumers(consumers.map((c) => new DistributedPriorityQueue(c, path)), received, () => received.length >= offered.length);
+      consuming = startConsumers(
+        consumers.map((c) => new DistributedPriorityQueue(c, path)),
+        received,
+        () => received.length >= offered.length,
+      );
       await bounded(consuming.finished, "80 elements consumed");
       assertExactlyOnce(received, offered);
       // Everything was queued before consumption began, so each consumer's takes never go back in priority.
       for (const seen of consuming.perConsumer) {
         const priorities = seen.map((element) => Number(element.split("/")[0]));
-        assert.deepEqual(priorities, [...priorities].sort((a, b) => a - b));
+        assert.deepEqual(
+          priorities,
+          [...priorities].sort((a, b) => a - b),
+        );
       }
       // Within one priority, each producer's elements keep their order (the key before ":" is priority/producer).
       assertPerProducerOrder(consuming.perConsumer);
@@ -794,7 +863,11 @@ describe("DistributedPriorityQueue", () => {
       await assertRejectedWith(doomedTake, "SESSIONEXPIRED");
       const received: string[] = [];
       const offered = Array.from({ length: 20 }, (_, i) => `p0:${i}`);
-      consuming = startConsumers(consumers.map((c) => new DistributedPriorityQueue(c, path)), received, () => received.length >= offered.length);
+      consuming = startConsumers(
+        consumers.map((c) => new DistributedPriorityQueue(c, path)),
+        received,
+        () => received.length >= offered.length,
+      );
       const queue = new DistributedPriorityQueue(producer!, path);
       for (const element of offered) await queue.offer(element, 3);
       await bounded(consuming.finished, "20 elements consumed");
@@ -821,13 +894,18 @@ describe("DistributedPriorityQueue", () => {
       let killing: Promise<number> | undefined;
       let killStarted!: () => void;
       const started = new Promise<void>((resolve) => (killStarted = resolve));
-      consuming = startConsumers(consumers.map((c) => new DistributedPriorityQueue(c, path)), received, () => {
-        if (received.length === 15) {
-          killing ??= rc.killLeader();
-          killStarted();
-        }
-        return false;
-      }, true);
+      consuming = startConsumers(
+        consumers.map((c) => new DistributedPriorityQueue(c, path)),
+        received,
+        () => {
+          if (received.length === 15) {
+            killing ??= rc.killLeader();
+            killStarted();
+          }
+          return false;
+        },
+        true,
+      );
       await bounded(started, "15 elements taken and the kill started");
       killed = await killing;
       observer = await rc.client();
@@ -899,7 +977,7 @@ describe("SharedCounter", () => {
       await Promise.all(
         clients.map(async (first) => {
           let client = first;
-          for (let done = 0; done < 50; ) {
+          for (let done = 0; done < 50;) {
             try {
               await new SharedCounter(client, path).increment({ timeoutMs: EVENT_WAIT_MS });
             } catch (error) {

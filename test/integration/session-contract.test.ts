@@ -184,7 +184,10 @@ describe("session contract", () => {
     stream.send({ request: { xid: 1, create: { path: "/pipelined-behind-connect", data: Buffer.from("x") } } });
     stream.send({ request: { xid: 2, getData: { path: "/pipelined-behind-connect" } } });
     const frames = [await stream.next(), await stream.next(), await stream.next()];
-    assert.deepEqual(frames.map((f) => f?.frame), ["connect", "response", "response"]);
+    assert.deepEqual(
+      frames.map((f) => f?.frame),
+      ["connect", "response", "response"],
+    );
     assert.equal(frames[0]?.frame === "connect" && frames[0].connect.err, 0);
     assert.equal(frames[1]?.frame === "response" && frames[1].response.path, "/pipelined-behind-connect");
     assert.equal(frames[2]?.frame === "response" && Buffer.from(frames[2].response.data).toString(), "x");
@@ -194,7 +197,13 @@ describe("session contract", () => {
 
   test("the session timeout is negotiated within [2, 20] ticks", async () => {
     // tickMs is 100 for this server.
-    for (const [requested, negotiated] of [[1, 200], [150, 200], [700, 700], [2_000, 2_000], [1_000_000, 2_000]] as const) {
+    for (const [requested, negotiated] of [
+      [1, 200],
+      [150, 200],
+      [700, 700],
+      [2_000, 2_000],
+      [1_000_000, 2_000],
+    ] as const) {
       const stream = RawStream.open(server.connectString);
       const answer = await stream.connect({ timeoutMs: requested });
       assert.equal(answer.err, 0);

@@ -32,7 +32,11 @@ async function createHeldBackUntilSessionMoved(cluster: ChaosCluster, left: numb
   // `left`'s own connection is ordered after it.
   await witness.create(`${dir}/marker`, "");
   await a.sync(dir);
-  assert.deepEqual((await a.getChildren(dir)).filter((c) => c !== "marker"), [], "no node appears behind the client's back");
+  assert.deepEqual(
+    (await a.getChildren(dir)).filter((c) => c !== "marker"),
+    [],
+    "no node appears behind the client's back",
+  );
   await a.create(`${dir}/after`, "", { mode: "ephemeral" });
   assert.deepEqual((await a.getChildren(dir)).sort(), ["after", "marker"], "the session still works where it moved to");
 }

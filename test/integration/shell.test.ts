@@ -132,17 +132,7 @@ test("a script deletes a node and a whole subtree", async () => {
 test("failures print zkCli's messages on stderr, the script goes on, and the exit code is 1", async () => {
   const run = await shell(
     ["--connect", target()],
-    [
-      "create /err 1",
-      "create /err 2",
-      "set -v 7 /err x",
-      "create /err/child c",
-      "delete /err",
-      "get /err/none",
-      "frob /err",
-      "get",
-      "get /err",
-    ].join("\n"),
+    ["create /err 1", "create /err 2", "set -v 7 /err x", "create /err/child c", "delete /err", "get /err/none", "frob /err", "get", "get /err"].join("\n"),
   );
   assert.equal(run.code, 1);
   assert.equal(run.stdout, "Created /err\nCreated /err/child\n1\n");
@@ -400,7 +390,9 @@ test("setquota, listquota and delquota keep ZooKeeper's quota nodes and print zk
   const location = "absolute path is /zookeeper/quota/q/zookeeper_limits";
   assert.equal(
     run.stderr,
-    [location, location, location, "/q/a has a parent /q which has a quota", "/q-none does not exist.", location, "quota for /q does not exist.", ""].join("\n"),
+    [location, location, location, "/q/a has a parent /q which has a quota", "/q-none does not exist.", location, "quota for /q does not exist.", ""].join(
+      "\n",
+    ),
   );
   assert.equal(run.code, 1);
   assert.equal(

@@ -22,7 +22,6 @@ function tlsConfig(pki: TestPki, server: IssuedCertificate): Record<string, unkn
   return { sslQuorum: true, clientPortTls: true, tlsCertFile: server.certFile, tlsKeyFile: server.keyFile, tlsCaFile: pki.trusted.caFile };
 }
 
-
 /** Calls Quorum.Follow on `address` as member `claimedId` with `credentials`; resolves with the status the call ended with. */
 async function followCall(address: string, credentials: grpc.ChannelCredentials, claimedId: number): Promise<grpc.StatusObject> {
   const client = new grpc.Client(address, credentials, { "grpc.use_local_subchannel_pool": 1 });
@@ -30,9 +29,15 @@ async function followCall(address: string, credentials: grpc.ChannelCredentials,
     const metadata = new grpc.Metadata();
     metadata.set(SERVER_ID_METADATA, String(claimedId));
     metadata.set(PEER_PROTOCOL_METADATA, String(PEER_PROTOCOL_VERSION));
-    const call = client.makeBidiStreamRequest(quorumServiceDefinition()["Follow"]!.path, (b: Buffer) => b, (b: Buffer) => b, metadata, {
-      deadline: Date.now() + 10_000,
-    });
+    const call = client.makeBidiStreamRequest(
+      quorumServiceDefinition()["Follow"]!.path,
+      (b: Buffer) => b,
+      (b: Buffer) => b,
+      metadata,
+      {
+        deadline: Date.now() + 10_000,
+      },
+    );
     return await new Promise<grpc.StatusObject>((resolve) => {
       call.on("error", () => undefined);
       call.on("data", () => undefined);
@@ -59,7 +64,12 @@ describe("three voters over quorum mutual TLS", () => {
     certs.alice = await pki.trusted.issue({ subject: "/CN=alice", name: "alice", subjectAltNames: [] });
     certs.bob = await pki.trusted.issue({ subject: "/CN=bob", name: "bob", subjectAltNames: [] });
     certs.noSan = await pki.trusted.issue({ subject: "/CN=corral peer", name: "no-san", subjectAltNames: ["DNS:elsewhere.example"] });
-    cluster = await ClusterProcess.start({ voters: 3, tickMs: 200, secureZkClientPorts: true, config: { ...tlsConfig(pki, shared), tlsReloadIntervalMs: 100 } });
+    cluster = await ClusterProcess.start({
+      voters: 3,
+      tickMs: 200,
+      secureZkClientPorts: true,
+      config: { ...tlsConfig(pki, shared), tlsReloadIntervalMs: 100 },
+    });
     await waitForLeader(cluster);
   });
 
@@ -163,18 +173,29 @@ describe("a member whose certificate the others do not trust", () => {
 
   test("never joins: it cannot vote or learn, the other two elect a leader and serve, and it serves no session", async () => {
     const tls = { ca: pki.trusted.ca, cert: server.cert, key: server.key };
-    const leader = await waitFor("servers 1 and 2 to agree on a leader", () => {
-      const roles = rolesOf(new Map([1, 2].map((id) => [id, cluster.server(id)])));
-      const leading = [...roles].filter(([, r]) => r.role === "leading").map(([id]) => id);
-      if (leading.length !== 1) return undefined;
-      const other = leading[0] === 1 ? 2 : 1;
-      return roles.get(other)?.role === "following" && roles.get(other)?.leader === leading[0] ? leading[0] : undefined;
-    }, 60_000);
+    const leader = await waitFor(
+      "servers 1 and 2 to agree on a leader",
+      () => {
+        const roles = rolesOf(new Map([1, 2].map((id) => [id, cluster.server(id)])));
+        const leading = [...roles].filter(([, r]) => r.role === "leading").map(([id]) => id);
+        if (leading.length !== 1) return undefined;
+        const other = leading[0] === 1 ? 2 : 1;
+        return roles.get(other)?.role === "following" && roles.get(other)?.leader === leading[0] ? leading[0] : undefined;
+      },
+      60_000,
+    );
     // Refused both ways, as each side that dialled saw it: the others do not accept server 3's
     // certificate, and server 3's connections are dropped.
-    await waitFor("server 3 to see its connections dropped", () => (/"peer":[12],[^\n]*the peer dropped the connection/.test(cluster.server(3).stderr) ? true : undefined), 60_000);
-    await waitFor("the others to refuse server 3's certificate", () =>
-      [1, 2].some((id) => /"peer":3,[^\n]*does not accept the peer's certificate/.test(cluster.server(id).stderr)) ? true : undefined, 60_000);
+    await waitFor(
+      "server 3 to see its connections dropped",
+      () => (/"peer":[12],[^\n]*the peer dropped the connection/.test(cluster.server(3).stderr) ? true : undefined),
+      60_000,
+    );
+    await waitFor(
+      "the others to refuse server 3's certificate",
+      () => ([1, 2].some((id) => /"peer":3,[^\n]*does not accept the peer's certificate/.test(cluster.server(id).stderr)) ? true : undefined),
+      60_000,
+    );
 
     const zk = await Client.connect(cluster.server(leader).connectString, { tls, connectTimeoutMs: 30_000 });
     try {

@@ -30,7 +30,6 @@ const ZNONODE_NOAUTH = -102;
 const bytes = (text: string) => new TextEncoder().encode(text);
 const portOf = (hostPort: string) => Number(hostPort.slice(hostPort.lastIndexOf(":") + 1));
 
-
 /**
  * Opens a TLS connection and waits until the server ends it; resolves with why (the TLS error the
  * client saw, or "closed"). Rejects if the server still holds the connection open after `limitMs`.
@@ -104,11 +103,16 @@ describe("a standalone server with TLS on its gRPC port and a secure ZooKeeper p
       adminPort: await freePort(),
       logLevel: "info",
       extraArgs: [
-        "--client-port-tls", "true",
-        "--tls-cert-file", certs.server.certFile,
-        "--tls-key-file", certs.server.keyFile,
-        "--tls-ca-file", pki.trusted.caFile,
-        "--x509-super-user", ADMIN,
+        "--client-port-tls",
+        "true",
+        "--tls-cert-file",
+        certs.server.certFile,
+        "--tls-key-file",
+        certs.server.keyFile,
+        "--tls-ca-file",
+        pki.trusted.caFile,
+        "--x509-super-user",
+        ADMIN,
       ],
     });
   });
@@ -186,16 +190,27 @@ describe("a standalone server with TLS on its gRPC port and a secure ZooKeeper p
       await zk.close();
 
       const secure = await JuteClient.connect(sniffSecure.address, { tls: juteTls(certs.alice) });
-      assert.equal((await secure.request(OpCode.create, CreateRequest, { path: `/sniff-secure-${marker}`, data: bytes(`data-${marker}`), acl: OPEN_ACL, flags: 0 })).header.err, 0);
+      assert.equal(
+        (await secure.request(OpCode.create, CreateRequest, { path: `/sniff-secure-${marker}`, data: bytes(`data-${marker}`), acl: OPEN_ACL, flags: 0 })).header
+          .err,
+        0,
+      );
       const read = await secure.request(OpCode.getData, GetDataRequest, { path: `/sniff-secure-${marker}`, watch: false });
       assert.equal(new TextDecoder().decode(decodeRecord(GetDataResponse, read.body).data), `data-${marker}`);
       await secure.close();
 
       const plain = await JuteClient.connect(sniffPlain.address);
-      assert.equal((await plain.request(OpCode.create, CreateRequest, { path: `/sniff-plain-${marker}`, data: bytes(`data-${marker}`), acl: OPEN_ACL, flags: 0 })).header.err, 0);
+      assert.equal(
+        (await plain.request(OpCode.create, CreateRequest, { path: `/sniff-plain-${marker}`, data: bytes(`data-${marker}`), acl: OPEN_ACL, flags: 0 })).header
+          .err,
+        0,
+      );
       await plain.close();
 
-      for (const [name, proxy] of [["gRPC", sniffGrpc], ["secure ZooKeeper", sniffSecure]] as const) {
+      for (const [name, proxy] of [
+        ["gRPC", sniffGrpc],
+        ["secure ZooKeeper", sniffSecure],
+      ] as const) {
         const seen = proxy.captured();
         assert.ok(seen.byteLength > 500, `the ${name} sniffer saw the session's traffic (${seen.byteLength} bytes)`);
         assert.equal(seen.includes(marker), false, `plain text on the ${name} TLS port`);
@@ -249,11 +264,16 @@ describe("a standalone server with TLS on its gRPC port and a secure ZooKeeper p
     const secureRoot = freshRoot("tls-secure");
     const plain = normaliseZkCli(await runZkCli(server.zkConnectString, zkCliScript(plainRoot), 60_000)).map((line) => line.replaceAll(plainRoot, "<root>"));
     const flags = zkCliTlsFlags({ caFile: pki.trusted.caFile, keyStoreFile: certs.zkcli.keyStoreFile });
-    const secure = normaliseZkCli(await runZkCli(server.secureZkConnectString, zkCliScript(secureRoot), 60_000, { jvmFlags: flags })).map((line) => line.replaceAll(secureRoot, "<root>"));
+    const secure = normaliseZkCli(await runZkCli(server.secureZkConnectString, zkCliScript(secureRoot), 60_000, { jvmFlags: flags })).map((line) =>
+      line.replaceAll(secureRoot, "<root>"),
+    );
     assert.ok(plain.includes("out: hello") && plain.includes("out: digest: alice"), `the plain run did its work:\n${plain.join("\n")}`);
     const x509Lines = secure.filter((line) => line.startsWith("out: x509: "));
     assert.deepEqual(x509Lines, ["out: x509: CN=zkcli", "out: x509: CN=zkcli"], "each whoami lists the certificate's id");
-    assert.deepEqual(secure.filter((line) => !line.startsWith("out: x509: ")), plain);
+    assert.deepEqual(
+      secure.filter((line) => !line.startsWith("out: x509: ")),
+      plain,
+    );
   });
 
   test("x509 ids spell the subject exactly as Java's X500Principal.getName() does", async () => {
@@ -262,12 +282,15 @@ describe("a standalone server with TLS on its gRPC port and a secure ZooKeeper p
       "/CN=a+UID=b/O=multi",
       "/emailAddress=bob@example.com/CN=bob",
       "/CN= lead and trail /O=#hash",
-      "/CN=jürgen/O=a=b;c<d>e\"f\\\\g",
+      '/CN=jürgen/O=a=b;c<d>e"f\\\\g',
       "/DC=com/DC=example/CN=x_y*z@q",
     ];
     const issued = [];
     for (const subject of subjects) issued.push(await pki.trusted.issue({ subject, subjectAltNames: [] }));
-    const java = await javaSubjects(pki.dir, issued.map((c) => c.certFile));
+    const java = await javaSubjects(
+      pki.dir,
+      issued.map((c) => c.certFile),
+    );
     const ours: string[] = [];
     for (const cert of issued) {
       const zk = await connect(cert);
@@ -289,7 +312,19 @@ test("a certificate file missing, or a key that is not the certificate's, stops 
     const other = await pki.trusted.issue({ subject: "/CN=other", name: "other" });
     const cli = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
     const start = async (files: string[]) => {
-      const args = [cli, "server", "--data-dir", join(dir.path, "data"), "--client-port", String(await freePort()), "--client-port-tls", "true", "--tls-client-auth", "none", ...files];
+      const args = [
+        cli,
+        "server",
+        "--data-dir",
+        join(dir.path, "data"),
+        "--client-port",
+        String(await freePort()),
+        "--client-port-tls",
+        "true",
+        "--tls-client-auth",
+        "none",
+        ...files,
+      ];
       return promisify(execFile)(process.execPath, args, { timeout: 30_000, env: { ...process.env, CORRAL_LOG_LEVEL: "silent" } }).then(
         () => ({ code: 0, stderr: "" }),
         (error: { code: number; stderr: string }) => ({ code: error.code, stderr: error.stderr }),
@@ -322,7 +357,18 @@ describe("client certificates wanted, not required (tlsClientAuth want)", () => 
     dir = await makeTempDir("corral-tls-want-");
     server = await ServerProcess.start({
       dataDir: dir.path,
-      extraArgs: ["--client-port-tls", "true", "--tls-client-auth", "want", "--tls-cert-file", cert.certFile, "--tls-key-file", cert.keyFile, "--tls-ca-file", pki.trusted.caFile],
+      extraArgs: [
+        "--client-port-tls",
+        "true",
+        "--tls-client-auth",
+        "want",
+        "--tls-cert-file",
+        cert.certFile,
+        "--tls-key-file",
+        cert.keyFile,
+        "--tls-ca-file",
+        pki.trusted.caFile,
+      ],
     });
   });
 
@@ -372,7 +418,18 @@ describe("a certificate replaced on disk is taken without a restart", () => {
       dataDir: join(dir.path, "data"),
       secureZkPort: await freePort(),
       logLevel: "info",
-      extraArgs: ["--client-port-tls", "true", "--tls-cert-file", certFile, "--tls-key-file", keyFile, "--tls-ca-file", pki.trusted.caFile, "--tls-reload-interval-ms", "50"],
+      extraArgs: [
+        "--client-port-tls",
+        "true",
+        "--tls-cert-file",
+        certFile,
+        "--tls-key-file",
+        keyFile,
+        "--tls-ca-file",
+        pki.trusted.caFile,
+        "--tls-reload-interval-ms",
+        "50",
+      ],
     });
   });
 

@@ -33,7 +33,12 @@ const LONG_NAME = "n".repeat(2_000);
 /** The largest data whose create request still fits ZooKeeper's 1 MiB − 1 request frame. */
 const LARGE_DATA_BYTES = 1_048_500;
 
-function create(client: JuteClient, path: string, data: Uint8Array, acl: (ACL | { perms: number; id: { scheme: string | null; id: string | null } })[] = OPEN_ACL) {
+function create(
+  client: JuteClient,
+  path: string,
+  data: Uint8Array,
+  acl: (ACL | { perms: number; id: { scheme: string | null; id: string | null } })[] = OPEN_ACL,
+) {
   return client.request(OpCode.create, CreateRequest, { path, data, acl, flags: 0 });
 }
 
@@ -142,7 +147,10 @@ describe("what foreign ZooKeeper clients found, on a live server", () => {
       const auth = await client.request(OpCode.auth, AuthPacket, { type: 0, scheme: "digest", auth: new TextEncoder().encode("blah") });
       assert.equal(auth.header.err, 0, "ZooKeeper 3.8's addauth digest blah succeeds");
       const who = decodeRecord(WhoAmIResponse, (await client.request(OpCode.whoAmI, undefined, undefined)).body).clientInfo;
-      assert.ok(who?.some((info) => info.authScheme === "digest" && info.user === "blah"), JSON.stringify(who));
+      assert.ok(
+        who?.some((info) => info.authScheme === "digest" && info.user === "blah"),
+        JSON.stringify(who),
+      );
       const created = await create(client, "/blah-only", new Uint8Array(0), [{ perms: 31, id: { scheme: "auth", id: "" } }]);
       assert.equal(created.header.err, 0);
       const acl = decodeRecord(GetACLResponse, (await client.request(OpCode.getACL, GetACLRequest, { path: "/blah-only" })).body).acl;

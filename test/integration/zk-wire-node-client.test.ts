@@ -200,7 +200,10 @@ describe("ZooKeeper wire protocol through node-zookeeper-client", () => {
 
     // Seen from another session on another server.
     await other.syncBarrier();
-    assert.deepEqual(sorted((await other.getChildren(root)).children), sorted(["persistent", "ephemeral", "seq-0000000002", "seq-0000000003", "eseq-0000000004"]));
+    assert.deepEqual(
+      sorted((await other.getChildren(root)).children),
+      sorted(["persistent", "ephemeral", "seq-0000000002", "seq-0000000003", "eseq-0000000004"]),
+    );
     assert.deepEqual((await other.getData(eseq)).stat.ephemeralOwner, sessionId);
 
     await owner.close();
@@ -327,11 +330,7 @@ describe("ZooKeeper wire protocol through node-zookeeper-client", () => {
 
     const before = (await zk.exists(root))!;
     const failed = await zk.multi((txn) =>
-      txn
-        .create(`${root}/x`, Buffer.from("x"))
-        .setData(`${root}/v`, Buffer.from("3"), 7)
-        .create(`${root}/y`)
-        .remove(`${root}/s-0000000002`),
+      txn.create(`${root}/x`, Buffer.from("x")).setData(`${root}/v`, Buffer.from("3"), 7).create(`${root}/y`).remove(`${root}/s-0000000002`),
     );
     assert.ok(failed.error instanceof Exception, String(failed.error));
     assert.equal(failed.error.getCode(), Exception.BAD_VERSION);

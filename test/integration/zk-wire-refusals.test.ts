@@ -63,7 +63,8 @@ interface Case {
   closes?: true;
 }
 const cases: Case[] = [];
-const add = (name: string, type: number, codec: JuteCodec<unknown> | undefined, body: unknown, extra: Partial<Case> = {}) => cases.push({ name, type, codec, body, ...extra });
+const add = (name: string, type: number, codec: JuteCodec<unknown> | undefined, body: unknown, extra: Partial<Case> = {}) =>
+  cases.push({ name, type, codec, body, ...extra });
 
 // create: flags and ttl, then a slash and NUL, then the ACL, the parent, its ACL, the whole path, the node, an ephemeral parent
 for (const [name, path, acl, flags] of [
@@ -73,9 +74,9 @@ for (const [name, path, acl, flags] of [
   ["empty segment, empty ACL", `${R}/a//b`, [], 0],
   ["null ACL list", `${R}/z1`, null, 0],
   ["empty segment", `${R}/a//b`, OPEN, 0],
-  ["a \".\" parent that does not exist", `${R}/missing/./x`, OPEN, 0],
-  ["\".\" under an existing parent", `${R}/a/.`, OPEN, 0],
-  ["\".\" under a parent without CREATE", `${R}/ro/.`, OPEN, 0],
+  ['a "." parent that does not exist', `${R}/missing/./x`, OPEN, 0],
+  ['"." under an existing parent', `${R}/a/.`, OPEN, 0],
+  ['"." under a parent without CREATE', `${R}/ro/.`, OPEN, 0],
   ["a trailing slash", `${R}/a/`, OPEN, 0],
   ["a trailing slash under a missing parent", `${R}/missing/`, OPEN, 0],
   ["a bad character under an existing parent", `${R}/a/\u0001`, OPEN, 0],
@@ -116,7 +117,7 @@ add("create2: a container mode", OpCode.create2, CreateRequest, create(`${R}/c24
 for (const [name, path, version] of [
   ["empty segment", `${R}/a//b`, -1],
   ["a trailing slash", `${R}/a/`, -1],
-  ["\".\" under a parent without DELETE", `${R}/nod/.`, -1],
+  ['"." under a parent without DELETE', `${R}/nod/.`, -1],
   ["a bad character", `${R}/a/\u0001`, -1],
   ["the root", "/", -1],
   ["/zookeeper", "/zookeeper", -1],
@@ -179,11 +180,23 @@ for (const [op, type, codec] of READS) {
     add(`${op}: ${name}`, type, codec, { path, watch: false });
   }
 }
-for (const [name, path] of [["a trailing slash", `${R}/a/`], ["the empty path", ""], ["a null path", null], ["a node without READ", `${R}/none`], ["a node with READ alone", `${R}/ro`]] as const) {
+for (const [name, path] of [
+  ["a trailing slash", `${R}/a/`],
+  ["the empty path", ""],
+  ["a null path", null],
+  ["a node without READ", `${R}/none`],
+  ["a node with READ alone", `${R}/ro`],
+] as const) {
   add(`getACL: ${name}`, OpCode.getACL, GetACLRequest, { path });
   add(`getAllChildrenNumber: ${name}`, OpCode.getAllChildrenNumber, GetAllChildrenNumberRequest, { path });
 }
-for (const [name, path] of [["no slash", "x"], ["the empty path", ""], ["a null path", null], ["an empty segment", "//"], ["a missing node", `${R}/missing`]] as const) {
+for (const [name, path] of [
+  ["no slash", "x"],
+  ["the empty path", ""],
+  ["a null path", null],
+  ["an empty segment", "//"],
+  ["a missing node", `${R}/missing`],
+] as const) {
   add(`sync: ${name}`, OpCode.sync, SyncRequest, { path });
 }
 
@@ -203,7 +216,7 @@ add("setWatches: bad paths", OpCode.setWatches, SetWatches, { relativeZxid: 0n, 
 
 // multiRead and multi: per-op codes, result records, and what fails the whole request
 const getData = (path: string | null): MultiOp => ({ type: OpCode.getData, request: { path, watch: false } });
-const op = (type: number, request: unknown): MultiOp => ({ type, request } as MultiOp);
+const op = (type: number, request: unknown): MultiOp => ({ type, request }) as MultiOp;
 const check = (path: string, version = -1) => op(OpCode.check, { path, version });
 for (const [name, ops] of [
   ["bad paths, a locked node, the root's other key", [getData("x"), op(OpCode.getChildren, { path: `${R}/none`, watch: false }), getData("")]],
@@ -357,7 +370,7 @@ describe("the ZooKeeper port refuses as ZooKeeper 3.8 does, code for code and in
     for (const [name, answer] of [
       ["create: empty segment, empty ACL", "err -114"],
       ["create: no slash, empty ACL", "err -8"],
-      ["create: \".\" under a parent without CREATE", "err -102"],
+      ['create: "." under a parent without CREATE', "err -102"],
       ["delete: a trailing slash", "err -101"],
       ["setACL: a bad path, empty ACL", "err -8"],
       ["getData: no slash", "err -101"],
@@ -371,7 +384,9 @@ describe("the ZooKeeper port refuses as ZooKeeper 3.8 does, code for code and in
     ] as const) {
       assert.equal(want.get(name), answer, `ZooKeeper 3.8's answer to ${name}`);
     }
-    const differences = cases.filter((c) => got.get(c.name) !== want.get(c.name)).map((c) => `${c.name}: ZooKeeper ${want.get(c.name)}, corral ${got.get(c.name)}`);
+    const differences = cases
+      .filter((c) => got.get(c.name) !== want.get(c.name))
+      .map((c) => `${c.name}: ZooKeeper ${want.get(c.name)}, corral ${got.get(c.name)}`);
     assert.deepEqual(differences, []);
   });
 });

@@ -54,14 +54,18 @@ function getData(client: JuteClient, path: string, watch = false) {
   return client.request(OpCode.getData, GetDataRequest, { path, watch });
 }
 
-
 describe("the ZooKeeper port of a standalone server", () => {
   let dir: Awaited<ReturnType<typeof makeTempDir>>;
   let server: ServerProcess;
 
   before(async () => {
     dir = await makeTempDir("corral-zk-wire-");
-    server = await ServerProcess.start({ dataDir: dir.path, zkPort: await freePort(), tickMs: 100, extraArgs: ["--four-letter-word-whitelist", "ruok,mntr,cons"] });
+    server = await ServerProcess.start({
+      dataDir: dir.path,
+      zkPort: await freePort(),
+      tickMs: 100,
+      extraArgs: ["--four-letter-word-whitelist", "ruok,mntr,cons"],
+    });
   });
 
   after(async () => {
@@ -102,7 +106,10 @@ describe("the ZooKeeper port of a standalone server", () => {
     await grpc.create("/zk-wire-resumed", "x", { mode: "ephemeral" });
     const states: string[] = [];
     grpc.on("state", (state) => states.push(state));
-    const jute = await JuteClient.connect(server.zkConnectString, { resume: { sessionId: grpc.sessionId, password: grpc.sessionPassword }, lastZxidSeen: grpc.lastZxidSeen });
+    const jute = await JuteClient.connect(server.zkConnectString, {
+      resume: { sessionId: grpc.sessionId, password: grpc.sessionPassword },
+      lastZxidSeen: grpc.lastZxidSeen,
+    });
     try {
       assert.equal(jute.response!.sessionId, grpc.sessionId);
       const read = await getData(jute, "/zk-wire-resumed");
@@ -129,17 +136,24 @@ describe("the ZooKeeper port of a standalone server", () => {
         jute.request(OpCode.delete, DeleteRequest, { path: "/zk-wire-order", version: 2 }),
         getData(jute, "/zk-wire-order"),
       ]);
-      assert.deepEqual(replies.map((r) => r.header.err), [0, 0, -103, 0, -103, 0]);
+      assert.deepEqual(
+        replies.map((r) => r.header.err),
+        [0, 0, -103, 0, -103, 0],
+      );
       assert.equal(text(decodeRecord(GetDataResponse, replies[1].body).data), "1");
       assert.equal(text(decodeRecord(GetDataResponse, replies[3].body).data), "1");
       const zxids = replies.map((r) => r.header.zxid);
-      assert.deepEqual([...zxids].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)), zxids, "zxids never go back");
+      assert.deepEqual(
+        [...zxids].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)),
+        zxids,
+        "zxids never go back",
+      );
     } finally {
       await jute.close();
     }
   });
 
-  test("data written as null reads back as null (zkCli prints \"null\"), empty data as zero bytes, and the gRPC SDK sees both as empty", async () => {
+  test('data written as null reads back as null (zkCli prints "null"), empty data as zero bytes, and the gRPC SDK sees both as empty', async () => {
     const jute = await JuteClient.connect(server.zkConnectString);
     const grpc = await Client.connect(server.connectString);
     try {
@@ -189,7 +203,10 @@ describe("the ZooKeeper port of a standalone server", () => {
       assert.equal(done.header.err, 0);
       const results = decodeRecord(MultiResponse, done.body).results;
       // A create2 op with a plain mode answers as a create, without a stat, as in ZooKeeper 3.8.
-      assert.deepEqual(results.map((r) => r.type), [OpCode.create, OpCode.create, OpCode.setData, OpCode.check, OpCode.delete]);
+      assert.deepEqual(
+        results.map((r) => r.type),
+        [OpCode.create, OpCode.create, OpCode.setData, OpCode.check, OpCode.delete],
+      );
       assert.deepEqual(results[0], { type: OpCode.create, path: "/zk-wire-multi/a" });
       assert.deepEqual(results[1], { type: OpCode.create, path: "/zk-wire-multi/s-0000000001" });
     } finally {
@@ -203,9 +220,24 @@ describe("the ZooKeeper port of a standalone server", () => {
       assert.equal((await create(jute, "/zk-wire-noacl", "", 0, [])).header.err, -114, "an empty ACL is INVALIDACL");
       assert.equal((await create(jute, "/zk-wire-badmode", "", 9)).header.err, -8, "an unknown create mode is BADARGUMENTS");
       assert.equal((await create(jute, "/zk-wire-ttl", "", 5)).header.err, -6, "a TTL mode while TTL nodes are off is UNIMPLEMENTED");
-      assert.equal((await jute.request(OpCode.reconfig, ReconfigRequest, { joiningServers: "server.9=127.0.0.1:1:2", leavingServers: null, newMembers: null, curConfigId: -1n })).header.err, -123, "reconfig is RECONFIGDISABLED");
+      assert.equal(
+        (
+          await jute.request(OpCode.reconfig, ReconfigRequest, {
+            joiningServers: "server.9=127.0.0.1:1:2",
+            leavingServers: null,
+            newMembers: null,
+            curConfigId: -1n,
+          })
+        ).header.err,
+        -123,
+        "reconfig is RECONFIGDISABLED",
+      );
       const sasl = await jute.request(OpCode.sasl, GetSASLRequest, { token: new Uint8Array([1, 2]) });
-      assert.deepEqual([sasl.header, decodeRecord(SetSASLResponse, sasl.body)], [{ xid: sasl.header.xid, zxid: 0n, err: 0 }, { token: null }], "sasl: OK without a token, as from a ZooKeeper without SASL");
+      assert.deepEqual(
+        [sasl.header, decodeRecord(SetSASLResponse, sasl.body)],
+        [{ xid: sasl.header.xid, zxid: 0n, err: 0 }, { token: null }],
+        "sasl: OK without a token, as from a ZooKeeper without SASL",
+      );
       assert.equal((await getData(jute, "no-slash")).header.err, -101, "a read's path is looked up unvalidated: NONODE, as in ZooKeeper");
       const container = await create(jute, "/zk-wire-container", "c", 4, OPEN_ACL, OpCode.createContainer);
       assert.equal(container.header.err, 0);
@@ -214,7 +246,11 @@ describe("the ZooKeeper port of a standalone server", () => {
       assert.equal(watch.header.err, 0);
       assert.equal(decodeRecord(ErrorResponse, watch.body).err, 0);
       await create(jute, "/zk-wire-container/child", "");
-      await waitFor("the recursive watch's event", () => (jute.events.some((e) => e.path === "/zk-wire-container/child" && e.type === 1) ? true : undefined), 10_000);
+      await waitFor(
+        "the recursive watch's event",
+        () => (jute.events.some((e) => e.path === "/zk-wire-container/child" && e.type === 1) ? true : undefined),
+        10_000,
+      );
       assert.deepEqual(jute.events.at(-1), { type: 1, state: 3, path: "/zk-wire-container/child" });
     } finally {
       await jute.close();
@@ -224,7 +260,9 @@ describe("the ZooKeeper port of a standalone server", () => {
   test("an unknown opcode is answered UNIMPLEMENTED and the connection closed; what followed it is not run", async () => {
     const jute = await JuteClient.connect(server.zkConnectString);
     const unknown = jute.request(4242, undefined, undefined);
-    const after = jute.request(OpCode.create, CreateRequest, { path: "/zk-wire-after-unknown", data: null, acl: OPEN_ACL, flags: 0 }).catch((error: Error) => error);
+    const after = jute
+      .request(OpCode.create, CreateRequest, { path: "/zk-wire-after-unknown", data: null, acl: OPEN_ACL, flags: 0 })
+      .catch((error: Error) => error);
     assert.equal((await unknown).header.err, -6);
     await jute.closed;
     assert.ok((await after) instanceof Error, "the create sent after it got no answer");
@@ -246,7 +284,10 @@ describe("the ZooKeeper port of a standalone server", () => {
   });
 
   test("nothing sent after a failed auth packet is run; digest credentials written as null fail, as in ZooKeeper", async () => {
-    for (const [scheme, auth] of [["kerberos-of-my-own", bytes("x")], ["digest", null]] as const) {
+    for (const [scheme, auth] of [
+      ["kerberos-of-my-own", bytes("x")],
+      ["digest", null],
+    ] as const) {
       const jute = await JuteClient.connect(server.zkConnectString);
       const path = `/zk-wire-after-auth-${scheme}`;
       const auth_ = jute.request(OpCode.auth, AuthPacket, { type: 0, scheme, auth }, Xid.auth);
@@ -355,4 +396,3 @@ async function sendAndHangUp(address: string, chunks: Uint8Array[]): Promise<voi
     socket.on("close", () => resolve());
   });
 }
-

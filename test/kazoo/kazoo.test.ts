@@ -76,7 +76,8 @@ async function gate(t: TestContext, label: string, name: string, servers: readon
     report(t, `${label} (${hosts})`, run);
     const problems = verdict(run);
     servers.forEach((server, i) => {
-      if (!server.running) problems.push(`server ${i} (${server.zkConnectString}) is not running after the run (exit code ${server.exitCode}):\n${server.stderr.slice(-4_000)}`);
+      if (!server.running)
+        problems.push(`server ${i} (${server.zkConnectString}) is not running after the run (exit code ${server.exitCode}):\n${server.stderr.slice(-4_000)}`);
     });
     assert.deepEqual(problems, [], `kazoo's suite against ${label}:\n${problems.join("\n")}\n--- pytest's last output ---\n${run.tail.slice(-6_000)}`);
   } finally {

@@ -126,7 +126,8 @@ export class Checker {
     if (followerEpoch === undefined || followerEpoch !== leaderEpoch) {
       this.fail(property, `server ${id} acked ${formatZxid(zxid)} in epoch ${followerEpoch} to a leader of epoch ${leaderEpoch}`);
     }
-    if (!first && epochOf(zxid) !== followerEpoch) this.fail(property, `server ${id} acked ${formatZxid(zxid)}, a proposal of another epoch than ${followerEpoch}`);
+    if (!first && epochOf(zxid) !== followerEpoch)
+      this.fail(property, `server ${id} acked ${formatZxid(zxid)}, a proposal of another epoch than ${followerEpoch}`);
     if (zxid > durableZxid) this.fail(property, `server ${id} acked ${formatZxid(zxid)} with its log durable only to ${formatZxid(durableZxid)}`);
   }
 

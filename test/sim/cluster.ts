@@ -355,7 +355,15 @@ export class Simulation implements Scheduler, ClientWorld {
           replaced: (tree) => this.checker.resetServer(server.id, tree.lastProcessedZxid, tree.digest()),
         },
         ...(this.config.election === "oracle"
-          ? { election: () => new OracleElection(server.id, server.observer, () => this.pickLeader(), () => 50 + this.prng.int(400)) }
+          ? {
+              election: () =>
+                new OracleElection(
+                  server.id,
+                  server.observer,
+                  () => this.pickLeader(),
+                  () => 50 + this.prng.int(400),
+                ),
+            }
           : {}),
       },
     );
@@ -370,7 +378,8 @@ export class Simulation implements Scheduler, ClientWorld {
   /** What the replica logs, read for the trace, the run's statistics and the leadership check. */
   private logSink(server: SimServer): LogSink {
     const line = (fields: object | string, message?: string): void => {
-      const text = typeof fields === "string" ? fields : `${message ?? ""} ${JSON.stringify(fields, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v))}`;
+      const text =
+        typeof fields === "string" ? fields : `${message ?? ""} ${JSON.stringify(fields, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v))}`;
       this.log(`${server.id} ${text}`);
       if (typeof fields === "string") return;
       const f = fields as Record<string, unknown>;
@@ -438,8 +447,14 @@ export class Simulation implements Scheduler, ClientWorld {
     const node = tree.getNode(path);
     const kind = node === undefined ? undefined : cleanupKind(node.stat, txn.header.timeMs);
     if (kind === undefined) {
-      const what = node === undefined ? "a missing node" : `a node with owner ${node.stat.ephemeralOwner}, ${node.stat.numChildren} children, cversion ${node.stat.cversion}, mtime ${node.stat.mtime}`;
-      this.checker.fail("the leader deletes only empty containers and expired TTL nodes", `server ${server.id} applies a cleanup delete of ${path} at ${formatZxid(txn.header.zxid)} (time ${txn.header.timeMs}): ${what}`);
+      const what =
+        node === undefined
+          ? "a missing node"
+          : `a node with owner ${node.stat.ephemeralOwner}, ${node.stat.numChildren} children, cversion ${node.stat.cversion}, mtime ${node.stat.mtime}`;
+      this.checker.fail(
+        "the leader deletes only empty containers and expired TTL nodes",
+        `server ${server.id} applies a cleanup delete of ${path} at ${formatZxid(txn.header.zxid)} (time ${txn.header.timeMs}): ${what}`,
+      );
     }
     return kind;
   }
@@ -455,7 +470,10 @@ export class Simulation implements Scheduler, ClientWorld {
     // ZooKeeper's checkSession: once a session is closed or expired, nothing it sent takes effect (an
     // ephemeral created after its session's closeSession would live forever).
     if (sessionId !== 0n && body.type !== "error" && body.type !== "createSession" && body.type !== "closeSession" && !tree.sessions.has(sessionId)) {
-      this.checker.fail("no write of a session that is gone is applied", `session ${sessionId}'s ${body.type}${"path" in body ? ` ${body.path}` : ""} applied at ${formatZxid(zxid)}, after the session closed`);
+      this.checker.fail(
+        "no write of a session that is gone is applied",
+        `session ${sessionId}'s ${body.type}${"path" in body ? ` ${body.path}` : ""} applied at ${formatZxid(zxid)}, after the session closed`,
+      );
     }
     const key = `${sessionId}:${cxid}`;
     const sent = this.sentWrites.get(key);
@@ -467,7 +485,10 @@ export class Simulation implements Scheduler, ClientWorld {
     if (err === 0) {
       const moved = (this.establishments.get(sessionId) ?? []).filter((e) => e.proposedZxid < zxid && epochOf(e.proposedZxid) === epochOf(zxid)).at(-1);
       if (moved !== undefined && moved.serverId !== sent.serverId) {
-        this.checker.fail("no write from a server the session has left is applied", `session ${sessionId}'s ${sent.write.op} ${"path" in sent.write ? sent.write.path : ""}, sent through server ${sent.serverId}, committed at ${formatZxid(zxid)} after the session moved to server ${moved.serverId} (by ${formatZxid(moved.proposedZxid)})`);
+        this.checker.fail(
+          "no write from a server the session has left is applied",
+          `session ${sessionId}'s ${sent.write.op} ${"path" in sent.write ? sent.write.path : ""}, sent through server ${sent.serverId}, committed at ${formatZxid(zxid)} after the session moved to server ${moved.serverId} (by ${formatZxid(moved.proposedZxid)})`,
+        );
       }
     }
     // A write of a session already gone, or sent on a connection its client left, is refused before prep looks at any ACL.
@@ -476,7 +497,10 @@ export class Simulation implements Scheduler, ClientWorld {
     const expected = writeRefused(sent.write, identity, (path) => tree.getNode(path) !== undefined);
     if (err === ZkErrorCode.NOAUTH) this.stats.aclRefusals += 1;
     if (expected !== (err === ZkErrorCode.NOAUTH)) {
-      this.checker.fail("ACL decisions follow each node's ACL", `${identity} client ${sent.clientId}'s ${sent.write.op} ${"path" in sent.write ? sent.write.path : ""} committed at ${formatZxid(zxid)} with err ${err}, expected ${expected ? "NOAUTH" : "no NOAUTH"}`);
+      this.checker.fail(
+        "ACL decisions follow each node's ACL",
+        `${identity} client ${sent.clientId}'s ${sent.write.op} ${"path" in sent.write ? sent.write.path : ""} committed at ${formatZxid(zxid)} with err ${err}, expected ${expected ? "NOAUTH" : "no NOAUTH"}`,
+      );
     }
   }
 
@@ -503,7 +527,9 @@ export class Simulation implements Scheduler, ClientWorld {
     if (trap === undefined || !server.up || server.leading || server.pausedUntilMs > this.nowMs) return false;
     this.writeTrap = undefined;
     const clients = this.clients.filter((c) => c.serverId === serverId);
-    this.log(`a client write reaches server ${serverId} (${server.replica?.peer.role}) as it pauses for ${trap.durationMs} ms${trap.cutClients ? `; clients ${clients.map((c) => c.id).join(",")} lose their network` : ""}`);
+    this.log(
+      `a client write reaches server ${serverId} (${server.replica?.peer.role}) as it pauses for ${trap.durationMs} ms${trap.cutClients ? `; clients ${clients.map((c) => c.id).join(",")} lose their network` : ""}`,
+    );
     this.pause(server, trap.durationMs);
     if (trap.cutClients) for (const client of clients) client.cutOff(trap.durationMs);
     return true;
@@ -522,7 +548,8 @@ export class Simulation implements Scheduler, ClientWorld {
     const leaderId = peer?.currentLeader;
     if (peer === undefined || leaderId === undefined) return;
     const leader = this.server(leaderId);
-    const proposedZxid = leader.leading && leader.replica!.peer.termEpoch === peer.termEpoch ? leader.replica!.peer.leaderStatus()?.lastProposedZxid : undefined;
+    const proposedZxid =
+      leader.leading && leader.replica!.peer.termEpoch === peer.termEpoch ? leader.replica!.peer.leaderStatus()?.lastProposedZxid : undefined;
     if (proposedZxid === undefined) return;
     const list = this.establishments.get(sessionId) ?? [];
     list.push({ serverId, proposedZxid });
@@ -555,7 +582,9 @@ export class Simulation implements Scheduler, ClientWorld {
 
   /** Whether the running voters `server` can reach both ways (itself included) form a quorum. */
   private reachesQuorum(server: SimServer): boolean {
-    const reachable = this.servers.filter((o) => o.up && (o.id === server.id || (!this.network.isBlocked(server.id, o.id) && !this.network.isBlocked(o.id, server.id))));
+    const reachable = this.servers.filter(
+      (o) => o.up && (o.id === server.id || (!this.network.isBlocked(server.id, o.id) && !this.network.isBlocked(o.id, server.id))),
+    );
     return this.quorum.containsQuorum(reachable.map((o) => o.id));
   }
 
@@ -764,7 +793,12 @@ export class Simulation implements Scheduler, ClientWorld {
       if (!freshWrite) marker = leader.replica!.peer.leaderStatus()?.lastProposedZxid;
       else if (marker === undefined) {
         // Any txn will do as the fresh write: a server-made one for no session commits as an error txn.
-        leader.replica!.peer.submitWrite(0n, 0, { op: "create", path: "/converged-", data: new Uint8Array(), acl: [], mode: "persistent-sequential", ttlMs: 0 }, []);
+        leader.replica!.peer.submitWrite(
+          0n,
+          0,
+          { op: "create", path: "/converged-", data: new Uint8Array(), acl: [], mode: "persistent-sequential", ttlMs: 0 },
+          [],
+        );
         marker = leader.replica!.peer.leaderStatus()?.lastProposedZxid;
       }
       if (marker === undefined) continue;
@@ -782,7 +816,9 @@ export class Simulation implements Scheduler, ClientWorld {
         return undefined;
       }
     }
-    const states = this.servers.map((s) => `${s.id}:${s.up ? (s.replica?.peer.role ?? "?") : "down"}${s.serving ? "+" : ""}@${formatZxid(s.tree.lastProcessedZxid)}`);
+    const states = this.servers.map(
+      (s) => `${s.id}:${s.up ? (s.replica?.peer.role ?? "?") : "down"}${s.serving ? "+" : ""}@${formatZxid(s.tree.lastProcessedZxid)}`,
+    );
     return `no convergence of ${members.map((s) => s.id).join(",")} within ${budgetMs} ms: ${states.join(" ")}`;
   }
 

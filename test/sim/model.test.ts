@@ -59,12 +59,16 @@ const commands = [
   fc.tuple(server, server, fc.boolean(), afterMs).map(([a, b, oneWay, t]) => new FaultCommand({ kind: "partition", a, b, oneWay }, t)),
   fc.tuple(server, afterMs).map(([s, t]) => new FaultCommand({ kind: "isolate", server: s }, t)),
   afterMs.map((t) => new FaultCommand({ kind: "heal" }, t)),
-  fc.tuple(server, fc.constantFrom(-3_000, -500, 400, 1_500, 5_000), afterMs).map(([s, d, t]) => new FaultCommand({ kind: "clockJump", server: s, deltaMs: d }, t)),
+  fc
+    .tuple(server, fc.constantFrom(-3_000, -500, 400, 1_500, 5_000), afterMs)
+    .map(([s, d, t]) => new FaultCommand({ kind: "clockJump", server: s, deltaMs: d }, t)),
   afterMs.map((t) => new FaultCommand({ kind: "restartAll" }, t)),
   afterMs.map((t) => new FaultCommand({ kind: "crashLeader" }, t)),
   afterMs.map((t) => new FaultCommand({ kind: "isolateLeaderWithOne" }, t)),
   fc.tuple(fc.constantFrom(300, 1_500, 4_000), afterMs).map(([d, t]) => new FaultCommand({ kind: "pauseLeader", durationMs: d }, t)),
-  fc.tuple(fc.constantFrom(1_500, 1_800, 3_000, 4_000), fc.boolean(), afterMs).map(([d, cut, t]) => new FaultCommand({ kind: "pauseOnNextWrite", durationMs: d, cutClients: cut }, t)),
+  fc
+    .tuple(fc.constantFrom(1_500, 1_800, 3_000, 4_000), fc.boolean(), afterMs)
+    .map(([d, cut, t]) => new FaultCommand({ kind: "pauseOnNextWrite", durationMs: d, cutClients: cut }, t)),
 ];
 
 const RUNS = Number(process.env.SIM_FC_RUNS ?? 60);
@@ -91,7 +95,11 @@ test("fast-check fault schedules: safety while faults run, convergence after the
   if (details.failed) {
     const [seed, cmds] = details.counterexample ?? [];
     const error = details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance);
-    // eslint-disable-next-line @typescript-eslint/no-base-to-string -- fc.commands' value is typed Iterable but is a CommandsIterable, whose toString lists the commands that ran
-    assert.fail(`after ${details.numRuns} runs and ${details.numShrinks} shrinks: simulator seed ${seed}, schedule ${String(cmds)}\n${error}\nreplay: SIM_FC_SEED=${details.seed} (path ${details.counterexamplePath})`);
+    // fc.commands' value is typed Iterable but is a CommandsIterable, whose toString lists the commands that ran.
+    // eslint-disable-next-line @typescript-eslint/no-base-to-string -- see above
+    const schedule = String(cmds);
+    assert.fail(
+      `after ${details.numRuns} runs and ${details.numShrinks} shrinks: simulator seed ${seed}, schedule ${schedule}\n${error}\nreplay: SIM_FC_SEED=${details.seed} (path ${details.counterexamplePath})`,
+    );
   }
 });

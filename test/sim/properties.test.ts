@@ -43,11 +43,13 @@ function holds(property: Property): void {
 }
 
 test("at most one leader establishes each epoch", () => holds("one leader establishes each epoch"));
-test("no server acks a proposal from an older epoch or before it is durable", () => holds("no ack of a proposal from an older epoch, none before it is durable"));
+test("no server acks a proposal from an older epoch or before it is durable", () =>
+  holds("no ack of a proposal from an older epoch, none before it is durable"));
 test("committed prefixes agree and tree digests match at equal zxids", () => holds("committed prefixes agree"));
 test("no acknowledged client write is lost across crashes and full-cluster restarts", () => holds("acknowledged writes survive"));
 test("after faults stop, a leader is elected and every server converges to the same tree", () => holds("convergence after healing"));
-test("after faults stop, with no further write, every server applies everything the leader committed", () => holds("a quiet cluster applies every committed txn everywhere"));
+test("after faults stop, with no further write, every server applies everything the leader committed", () =>
+  holds("a quiet cluster applies every committed txn everywhere"));
 test("with a minority of voters crashed or cut off, the connected quorum elects a leader, converges and applies a fresh write", () =>
   holds("a connected quorum elects a leader and converges"));
 test("per-session FIFO, single system image and sync-then-read hold in every client history", () => holds("client order and single system image"));
@@ -55,15 +57,19 @@ test("per-session FIFO, single system image and sync-then-read hold in every cli
 test("ephemerals of an expired session disappear on every server", () => holds("ephemerals of an expired session disappear on every server"));
 test("the leader's cleanup deletes only empty containers that have had a child and childless expired TTL nodes", () =>
   holds("the leader deletes only empty containers and expired TTL nodes"));
-test("after faults stop, empty containers and expired TTL nodes are deleted within two scans", () => holds("empty containers and expired TTL nodes are deleted"));
-test("every ACL decision, on the leader's writes and every server's reads, is the one the node's ACL and the sender's ids imply", () => holds("ACL decisions follow each node's ACL"));
+test("after faults stop, empty containers and expired TTL nodes are deleted within two scans", () =>
+  holds("empty containers and expired TTL nodes are deleted"));
+test("every ACL decision, on the leader's writes and every server's reads, is the one the node's ACL and the sender's ids imply", () =>
+  holds("ACL decisions follow each node's ACL"));
 
 test("a client never reads a change it holds a watch for before the watch's event has reached it, across reconnects to other servers", () =>
   holds("watch events arrive before the change can be read"));
 test("one session's watch events arrive in zxid order", () => holds("a session's watch events arrive in zxid order"));
 test("a one-time watch fires at most once, and only where one was set", () => holds("a one-time watch fires at most once"));
-test("no write sent through a server a session has since left is applied (SESSIONMOVED)", () => holds("no write from a server the session has left is applied"));
-test("no write of a closed or expired session is applied, and so no ephemeral outlives its session", () => holds("no write of a session that is gone is applied"));
+test("no write sent through a server a session has since left is applied (SESSIONMOVED)", () =>
+  holds("no write from a server the session has left is applied"));
+test("no write of a closed or expired session is applied, and so no ephemeral outlives its session", () =>
+  holds("no write of a session that is gone is applied"));
 
 test("the runs exercise what they claim to: elections, DIFF, TRUNC and SNAP syncs, acked writes, cleanup deletes, ACL refusals, minority-out convergences", () => {
   assert.equal(PROPERTIES.length, 17);

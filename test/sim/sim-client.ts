@@ -178,7 +178,8 @@ export class SimClient {
       // A persistent watch on a plain node, or a recursive one over a container and its members.
       const recursive = world.prng.chance(0.4);
       const path = recursive ? `/c${world.prng.int(3)}` : `/k${world.prng.int(5)}`;
-      if (!this.persistent.has(path)) this.submit("watch", { op: "addWatch", addWatch: { path, mode: ADD_WATCH_MODE_NUMBERS[recursive ? "persistent-recursive" : "persistent"] } });
+      if (!this.persistent.has(path))
+        this.submit("watch", { op: "addWatch", addWatch: { path, mode: ADD_WATCH_MODE_NUMBERS[recursive ? "persistent-recursive" : "persistent"] } });
     } else this.submit("sync", { op: "sync", sync: { path: "/" } });
   }
 
@@ -209,7 +210,14 @@ export class SimClient {
     this.auth = "none";
     this.lastEventZxid = 0n;
     const machine = new SessionMachine<Token>(
-      { hosts, sessionTimeoutMs: world.sessionTimeoutMs, connectTimeoutMs: 2 * world.sessionTimeoutMs, sessionId: 0n, password: new Uint8Array(0), watchedPaths: () => this.watchedPaths() },
+      {
+        hosts,
+        sessionTimeoutMs: world.sessionTimeoutMs,
+        connectTimeoutMs: 2 * world.sessionTimeoutMs,
+        sessionId: 0n,
+        password: new Uint8Array(0),
+        watchedPaths: () => this.watchedPaths(),
+      },
       (effect) => this.carryOut(machine, effect),
     );
     this.machine = machine;
@@ -235,7 +243,13 @@ export class SimClient {
   private watchedPaths(): WatchPaths {
     const of = (kind: HeldWatch["kind"]) => [...this.watches.values()].filter((w) => w.kind === kind).map((w) => w.path);
     const persistent = (recursive: boolean) => [...this.persistent].filter(([, w]) => w.recursive === recursive).map(([path]) => path);
-    return { dataWatches: of("data"), existWatches: of("exist"), childWatches: of("child"), persistentWatches: persistent(false), persistentRecursiveWatches: persistent(true) };
+    return {
+      dataWatches: of("data"),
+      existWatches: of("exist"),
+      childWatches: of("child"),
+      persistentWatches: persistent(false),
+      persistentRecursiveWatches: persistent(true),
+    };
   }
 
   // ---- the machine's effects
@@ -300,7 +314,8 @@ export class SimClient {
         world.log(`client ${this.id}: session ${effect.type}`);
         return;
       case "log":
-        if (effect.level !== "debug") world.log(`client ${this.id} ${effect.message} ${JSON.stringify(effect.fields, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v))}`);
+        if (effect.level !== "debug")
+          world.log(`client ${this.id} ${effect.message} ${JSON.stringify(effect.fields, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v))}`);
         return;
     }
   }
@@ -404,7 +419,11 @@ export class SimClient {
     if (token.kind === "write" && response.err === 0) {
       // A write answers with its own txn's zxid, which may precede what an earlier read or sync on
       // the same session reflected; reads and syncs reflect the whole tree and never go back.
-      if (zxid <= this.lastWriteZxid) checker.fail(order, `client ${this.id}'s write ${token.xid} committed at ${formatZxid(Number(zxid))}, not after its earlier write at ${formatZxid(Number(this.lastWriteZxid))}`);
+      if (zxid <= this.lastWriteZxid)
+        checker.fail(
+          order,
+          `client ${this.id}'s write ${token.xid} committed at ${formatZxid(Number(zxid))}, not after its earlier write at ${formatZxid(Number(this.lastWriteZxid))}`,
+        );
       this.lastWriteZxid = zxid;
       checker.writeAcked({ zxid: Number(zxid), sessionId: machine.sessionId, cxid: token.xid });
       world.count("ackedWrites");
@@ -414,10 +433,12 @@ export class SimClient {
       if (token.kind === "sync" && response.err === 0) {
         // sync then read sees every write answered before the sync began.
         this.syncFloor = token.ackedZxidMaxAtSend;
-        if (Number(zxid) < token.ackedZxidMaxAtSend) checker.fail(order, `client ${this.id}'s sync answered at ${formatZxid(Number(zxid))}, before ${formatZxid(token.ackedZxidMaxAtSend)} acked earlier`);
+        if (Number(zxid) < token.ackedZxidMaxAtSend)
+          checker.fail(order, `client ${this.id}'s sync answered at ${formatZxid(Number(zxid))}, before ${formatZxid(token.ackedZxidMaxAtSend)} acked earlier`);
       }
       if (token.kind === "read") {
-        if (Number(zxid) < this.syncFloor) checker.fail(order, `client ${this.id} read at ${formatZxid(Number(zxid))} after a sync that covered ${formatZxid(this.syncFloor)}`);
+        if (Number(zxid) < this.syncFloor)
+          checker.fail(order, `client ${this.id} read at ${formatZxid(Number(zxid))} after a sync that covered ${formatZxid(this.syncFloor)}`);
         this.readSeen(token.request, response);
       }
     }
@@ -433,13 +454,23 @@ export class SimClient {
   /** A read's answer: its ACL verdict, the watches it shows must have fired, the watch it sets. */
   private readSeen(request: RequestOp, response: DecodedResponse): void {
     const checker = this.world.checker;
-    const path = request.op === "getData" ? request.getData.path : request.op === "exists" ? request.exists.path : request.op === "getChildren" ? request.getChildren.path : undefined;
+    const path =
+      request.op === "getData"
+        ? request.getData.path
+        : request.op === "exists"
+          ? request.exists.path
+          : request.op === "getChildren"
+            ? request.getChildren.path
+            : undefined;
     if (path === undefined) return;
     if (request.op === "getData" && (response.err === 0 || response.err === ZkErrorCode.NOAUTH)) {
       if (response.err === ZkErrorCode.NOAUTH) this.world.count("aclRefusals");
       const identity = identityOf(this.id);
       if (readRefused(path, identity) !== (response.err === ZkErrorCode.NOAUTH)) {
-        checker.fail("ACL decisions follow each node's ACL", `${identity} client ${this.id}'s read of ${path} at server ${this.link?.serverId} (${formatZxid(Number(response.zxid))}) answered ${response.err}`);
+        checker.fail(
+          "ACL decisions follow each node's ACL",
+          `${identity} client ${this.id}'s read of ${path} at server ${this.link?.serverId} (${formatZxid(Number(response.zxid))}) answered ${response.err}`,
+        );
       }
     }
     const gone = response.err === ZkErrorCode.NONODE;
@@ -449,7 +480,11 @@ export class SimClient {
     const before = "watch events arrive before the change can be read";
     if (request.op === "getChildren") {
       const held = this.watches.get(`child:${path}`);
-      if (held && (gone || (stat !== null && stat.pzxid > held.seenZxid))) checker.fail(before, `client ${this.id} reads ${path}'s children changed (${gone ? "node gone" : `pzxid ${formatZxid(Number(stat!.pzxid))}`}) with its child watch set at ${formatZxid(Number(held.seenZxid))} not fired`);
+      if (held && (gone || (stat !== null && stat.pzxid > held.seenZxid)))
+        checker.fail(
+          before,
+          `client ${this.id} reads ${path}'s children changed (${gone ? "node gone" : `pzxid ${formatZxid(Number(stat!.pzxid))}`}) with its child watch set at ${formatZxid(Number(held.seenZxid))} not fired`,
+        );
       if (!gone && request.getChildren.watch && stat !== null) this.watches.set(`child:${path}`, { kind: "child", path, seenZxid: stat.pzxid });
       return;
     }
@@ -457,11 +492,19 @@ export class SimClient {
     if (persistent !== undefined && !persistent.recursive) {
       const seen = persistent.seen;
       const changed = seen === "absent" ? !gone : seen !== undefined && (gone || (stat !== null && stat.mzxid > seen));
-      if (changed) checker.fail(before, `client ${this.id} reads ${path} ${gone ? "gone" : `at mzxid ${formatZxid(Number(stat!.mzxid))}`} with its persistent watch last told ${seen === "absent" ? "it was absent" : formatZxid(Number(seen))}`);
+      if (changed)
+        checker.fail(
+          before,
+          `client ${this.id} reads ${path} ${gone ? "gone" : `at mzxid ${formatZxid(Number(stat!.mzxid))}`} with its persistent watch last told ${seen === "absent" ? "it was absent" : formatZxid(Number(seen))}`,
+        );
       persistent.seen = gone ? "absent" : (stat?.mzxid ?? undefined);
     }
     const data = this.watches.get(`data:${path}`);
-    if (data && (gone || (stat !== null && stat.mzxid > data.seenZxid))) checker.fail(before, `client ${this.id} reads ${path} changed (${gone ? "node gone" : `mzxid ${formatZxid(Number(stat!.mzxid))}`}) with its data watch set at ${formatZxid(Number(data.seenZxid))} not fired`);
+    if (data && (gone || (stat !== null && stat.mzxid > data.seenZxid)))
+      checker.fail(
+        before,
+        `client ${this.id} reads ${path} changed (${gone ? "node gone" : `mzxid ${formatZxid(Number(stat!.mzxid))}`}) with its data watch set at ${formatZxid(Number(data.seenZxid))} not fired`,
+      );
     const exist = this.watches.get(`exist:${path}`);
     if (exist && !gone) checker.fail(before, `client ${this.id} reads ${path} created with its exists watch not fired`);
     const watch = request.op === "getData" ? request.getData.watch : request.op === "exists" ? request.exists.watch : false;
@@ -478,20 +521,32 @@ export class SimClient {
     this.world.count("watchEvents");
     this.world.log(`client ${this.id} got ${eventName(event.type)} ${event.path} at ${formatZxid(Number(event.zxid))}`);
     if (event.zxid < this.lastEventZxid) {
-      checker.fail("a session's watch events arrive in zxid order", `client ${this.id} got ${eventName(event.type)} ${event.path} at ${formatZxid(Number(event.zxid))} after an event at ${formatZxid(Number(this.lastEventZxid))}`);
+      checker.fail(
+        "a session's watch events arrive in zxid order",
+        `client ${this.id} got ${eventName(event.type)} ${event.path} at ${formatZxid(Number(event.zxid))} after an event at ${formatZxid(Number(this.lastEventZxid))}`,
+      );
     }
     this.lastEventZxid = event.zxid;
     // The watches an event fires, as ZooKeeper's client materializes them; each fires once.
     const kinds: HeldWatch["kind"][] =
-      event.type === WatchEventType.NodeChildrenChanged ? ["child"] : event.type === WatchEventType.NodeDeleted ? ["data", "exist", "child"] : ["data", "exist"];
+      event.type === WatchEventType.NodeChildrenChanged
+        ? ["child"]
+        : event.type === WatchEventType.NodeDeleted
+          ? ["data", "exist", "child"]
+          : ["data", "exist"];
     const fired: string[] = kinds.filter((kind) => this.watches.delete(`${kind}:${event.path}`));
     const own = this.persistent.get(event.path);
     if (own !== undefined && (!own.recursive || event.type !== WatchEventType.NodeChildrenChanged)) {
       fired.push("persistent");
       if (!own.recursive && event.type !== WatchEventType.NodeChildrenChanged) own.seen = event.type === WatchEventType.NodeDeleted ? "absent" : event.zxid;
     }
-    if (event.type !== WatchEventType.NodeChildrenChanged && [...this.persistent].some(([path, w]) => w.recursive && event.path.startsWith(`${path}/`))) fired.push("recursive");
-    if (fired.length === 0) checker.fail("a one-time watch fires at most once", `client ${this.id} got ${eventName(event.type)} ${event.path} at ${formatZxid(Number(event.zxid))} with no watch set there`);
+    if (event.type !== WatchEventType.NodeChildrenChanged && [...this.persistent].some(([path, w]) => w.recursive && event.path.startsWith(`${path}/`)))
+      fired.push("recursive");
+    if (fired.length === 0)
+      checker.fail(
+        "a one-time watch fires at most once",
+        `client ${this.id} got ${eventName(event.type)} ${event.path} at ${formatZxid(Number(event.zxid))} with no watch set there`,
+      );
   }
 
   // ---- the workload
@@ -549,10 +604,14 @@ function randomGuardedWrite(prng: Prng, data: Uint8Array): WriteRequest {
 
 /** The workload's write as the SDK puts it on the wire (an empty ACL asks for the default one). */
 function toRequestOp(write: WriteRequest): RequestOp {
-  const acl = (list: readonly { perms: number; id: { scheme: string; id: string } }[]): WireAcl[] => list.map((a) => ({ perms: a.perms, id: { scheme: a.id.scheme, id: a.id.id } }));
+  const acl = (list: readonly { perms: number; id: { scheme: string; id: string } }[]): WireAcl[] =>
+    list.map((a) => ({ perms: a.perms, id: { scheme: a.id.scheme, id: a.id.id } }));
   switch (write.op) {
     case "create":
-      return { op: "create", create: { path: write.path, data: write.data, acl: acl(write.acl), mode: CREATE_MODE_FLAGS[write.mode], ttlMs: String(write.ttlMs) } };
+      return {
+        op: "create",
+        create: { path: write.path, data: write.data, acl: acl(write.acl), mode: CREATE_MODE_FLAGS[write.mode], ttlMs: String(write.ttlMs) },
+      };
     case "setData":
       return { op: "setData", setData: { path: write.path, data: write.data, version: write.version } };
     case "delete":

@@ -208,7 +208,10 @@ describe("fixupAcl", () => {
     const list = Array.from({ length: 40_000 }, (_, i) => acl(Perms.READ, "ip", `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${(i >> 1) & 255}`));
     const fixed = fixupAcl(list, [], "/a");
     assert.equal(fixed.length, 20_000);
-    assert.deepEqual(fixed, list.filter((_, i) => i % 2 === 0));
+    assert.deepEqual(
+      fixed,
+      list.filter((_, i) => i % 2 === 0),
+    );
   });
 });
 
@@ -247,7 +250,9 @@ describe("authenticate (the auth packet)", () => {
 
   test("digest credentials without a colon are hashed whole, as ZooKeeper 3.8's addauth digest blah", () => {
     // DigestAuthenticationProvider.generateDigest: the user is the whole string, the hash is of it all.
-    assert.deepEqual(authenticate("digest", bytes("blah"), "10.0.0.1", options), [{ scheme: "digest", id: "blah:" + createHash("sha1").update("blah").digest("base64") }]);
+    assert.deepEqual(authenticate("digest", bytes("blah"), "10.0.0.1", options), [
+      { scheme: "digest", id: "blah:" + createHash("sha1").update("blah").digest("base64") },
+    ]);
   });
 
   test("x509 proves the connection's verified certificate, whatever the packet holds; none is AUTHFAILED", () => {

@@ -122,12 +122,19 @@ describe("rows", () => {
 
   it("leaves out the scenarios not run", () => {
     const only = rowSpecs({ scenarios: ["failover"], workloads: ["setData"], connections: 8, inflight: 16 });
-    assert.deepEqual(only.map((s) => s.scenario), ["failover"]);
+    assert.deepEqual(
+      only.map((s) => s.scenario),
+      ["failover"],
+    );
   });
 
   it("summarises each system and client apart, by scenario and workload", () => {
     const lines: Measurement[] = [];
-    for (const [rep, zk, corral, sdk] of [[1, 1000, 2000, 3000], [2, 1200, 1800, 3300], [3, 1100, 2100, 2900]] as const) {
+    for (const [rep, zk, corral, sdk] of [
+      [1, 1000, 2000, 3000],
+      [2, 1200, 1800, 3300],
+      [3, 1100, 2100, 2900],
+    ] as const) {
       lines.push(measurement("zookeeper", "node-zookeeper-client", "throughput", "setData", rep, { opsPerSec: zk, p99Ms: 10 }));
       lines.push(measurement("corral", "node-zookeeper-client", "throughput", "setData", rep, { opsPerSec: corral, p99Ms: 20 }));
       lines.push(measurement("corral", "corral-sdk", "throughput", "setData", rep, { opsPerSec: sdk, p99Ms: 5 }));

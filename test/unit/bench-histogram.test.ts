@@ -8,16 +8,7 @@ import { describe, it } from "node:test";
 import fc from "fast-check";
 import { seededRandom, type Clock, type Random } from "../../bench/clock.js";
 import { connectAll } from "../../bench/connect.js";
-import {
-  cleanup,
-  keyPathsFor,
-  prepareKeySpace,
-  resultLine,
-  runWorkload,
-  WORKLOADS,
-  type WorkloadName,
-  type WorkloadSpec,
-} from "../../bench/driver.js";
+import { cleanup, keyPathsFor, prepareKeySpace, resultLine, runWorkload, WORKLOADS, type WorkloadName, type WorkloadSpec } from "../../bench/driver.js";
 import { LatencyHistogram, percentileRank } from "../../bench/histogram.js";
 import { parseBenchArgs, splitConnectString } from "../../bench/options.js";
 import type { BenchConnection, BenchConnectOptions, BenchTarget } from "../../bench/target.js";
@@ -510,7 +501,11 @@ describe("bench driver", () => {
     const { world, target, connections, spec } = await setUp(2);
     const abort = new AbortController();
     world.at(WARMUP_MS + 300, () => abort.abort());
-    const result = await runWorkload(connections, { ...spec, workload: "getData", inflight: 3 }, { clock: world, random: seededRandom(8), signal: abort.signal });
+    const result = await runWorkload(
+      connections,
+      { ...spec, workload: "getData", inflight: 3 },
+      { clock: world, random: seededRandom(8), signal: abort.signal },
+    );
     assert.equal(result.aborted, true);
     assert.ok(target.completions.every((c) => c.issuedMs <= result.windowStartMs + 300));
   });
@@ -528,7 +523,18 @@ describe("bench driver", () => {
     const result = await runWorkload(connections, { ...spec, workload: "getData", inflight: 2 }, { clock: world, random: seededRandom(9) });
     const line = resultLine(result, "fake", 100);
     assert.deepEqual(Object.keys(line), [
-      "target", "workload", "connections", "inflight", "valueBytes", "durationS", "ops", "opsPerSec", "p50Ms", "p99Ms", "p999Ms", "errors",
+      "target",
+      "workload",
+      "connections",
+      "inflight",
+      "valueBytes",
+      "durationS",
+      "ops",
+      "opsPerSec",
+      "p50Ms",
+      "p99Ms",
+      "p999Ms",
+      "errors",
     ]);
     assert.equal(line.durationS, DURATION_MS / 1000);
     assert.equal(line.opsPerSec, Math.round((result.ops / line.durationS) * 10) / 10);

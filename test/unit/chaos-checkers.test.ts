@@ -19,7 +19,19 @@ import {
   REGISTER_CHECKER,
   SET_CHECKER,
 } from "../chaos/checkers/index.js";
-import { INITIAL_VALUE, type AcquireOp, type AddOp, type CasOp, type Op, type Outcome, type ReadOp, type ReleaseOp, type UseOp, type Verdict, type WriteOp } from "../chaos/history.js";
+import {
+  INITIAL_VALUE,
+  type AcquireOp,
+  type AddOp,
+  type CasOp,
+  type Op,
+  type Outcome,
+  type ReadOp,
+  type ReleaseOp,
+  type UseOp,
+  type Verdict,
+  type WriteOp,
+} from "../chaos/history.js";
 
 // ---------------------------------------------------------------------------------------------
 // Builders. Ops get their ids from `history`, in invocation order as the format promises.
@@ -148,7 +160,11 @@ describe("linearizable register", () => {
   });
 
   test("keys are independent registers", () => {
-    const ops = history(write([0, 10], "a", { v: 1 }, { key: "x" }), write([1, 9], "b", { v: 1 }, { p: 2, key: "y" }), write([11, 12], "c", { v: 2 }, { key: "y" }));
+    const ops = history(
+      write([0, 10], "a", { v: 1 }, { key: "x" }),
+      write([1, 9], "b", { v: 1 }, { p: 2, key: "y" }),
+      write([11, 12], "c", { v: 2 }, { key: "y" }),
+    );
     const verdict = checkRegisterLinearizable(ops);
     assertValid(verdict);
     assert.equal(verdict.stats.keys, 2);
@@ -159,7 +175,10 @@ describe("linearizable register", () => {
   });
 
   test("a cas answered ok on a version the register never had is not", () => {
-    assertInvalid(checkRegisterLinearizable(history(write([0, 1], "a", { v: 1 }), cas([2, 3], 3, "b", { v: 4 }))), /needs version 3 just before it, but the version could only be 1/);
+    assertInvalid(
+      checkRegisterLinearizable(history(write([0, 1], "a", { v: 1 }), cas([2, 3], 3, "b", { v: 4 }))),
+      /needs version 3 just before it, but the version could only be 1/,
+    );
   });
 
   test("a cas answered ok with a version other than expectedVersion+1 contradicts itself", () => {
@@ -174,11 +193,18 @@ describe("linearizable register", () => {
     const refusedWhileMatching = history(write([0, 1], "a", { v: 1 }), cas([2, 3], 1, "b", { fail: "BADVERSION" }), write([4, 5], "c", { v: 2 }));
     assertInvalid(checkRegisterLinearizable(refusedWhileMatching), /needs a version other than 1 at some point in its interval/);
     // Concurrent with the next write it may have come after it, so it is fine.
-    assertValid(checkRegisterLinearizable(history(write([0, 1], "a", { v: 1 }), cas([2, 6], 1, "b", { fail: "BADVERSION" }), write([4, 5], "c", { v: 2 }, { p: 2 }))));
+    assertValid(
+      checkRegisterLinearizable(history(write([0, 1], "a", { v: 1 }), cas([2, 6], 1, "b", { fail: "BADVERSION" }), write([4, 5], "c", { v: 2 }, { p: 2 }))),
+    );
   });
 
   test("a cas that failed for a reason other than the version, and a failed write, constrain nothing", () => {
-    const ops = history(write([0, 1], "a", { v: 1 }), cas([2, 3], 1, "b", { fail: "NONODE" }), write([4, 5], "c", { fail: "NONODE" }), write([6, 7], "d", { v: 2 }));
+    const ops = history(
+      write([0, 1], "a", { v: 1 }),
+      cas([2, 3], 1, "b", { fail: "NONODE" }),
+      write([4, 5], "c", { fail: "NONODE" }),
+      write([6, 7], "d", { v: 2 }),
+    );
     const verdict = checkRegisterLinearizable(ops);
     assertValid(verdict);
     assert.equal(verdict.stats.opsChecked, 2);
@@ -201,20 +227,36 @@ describe("linearizable register", () => {
   });
 
   test("an unknown write cannot take effect before it was invoked", () => {
-    assertInvalid(checkRegisterLinearizable(history(write([0, 1], "a", { v: 1 }), write([10, 11], "c", { v: 3 }), write([12, 13], "b", "unknown"))), /needs version 2/);
+    assertInvalid(
+      checkRegisterLinearizable(history(write([0, 1], "a", { v: 1 }), write([10, 11], "c", { v: 3 }), write([12, 13], "b", "unknown"))),
+      /needs version 2/,
+    );
   });
 
   test("a history that is linearizable only with the unknown write in the middle", () => {
     // The refusal of cas-on-1 needs the version off 1 within [4, 5]; only the unknown write can move it.
-    const middle = history(write([0, 1], "a", { v: 1 }), write([2, 3], "b", "unknown", { p: 2 }), cas([4, 5], 1, "c", { fail: "BADVERSION" }), write([10, 11], "d", { v: 3 }));
+    const middle = history(
+      write([0, 1], "a", { v: 1 }),
+      write([2, 3], "b", "unknown", { p: 2 }),
+      cas([4, 5], 1, "c", { fail: "BADVERSION" }),
+      write([10, 11], "d", { v: 3 }),
+    );
     assertValid(checkRegisterLinearizable(middle));
-    const tooLate = history(write([0, 1], "a", { v: 1 }), cas([4, 5], 1, "c", { fail: "BADVERSION" }), write([6, 7], "b", "unknown", { p: 2 }), write([10, 11], "d", { v: 3 }));
+    const tooLate = history(
+      write([0, 1], "a", { v: 1 }),
+      cas([4, 5], 1, "c", { fail: "BADVERSION" }),
+      write([6, 7], "b", "unknown", { p: 2 }),
+      write([10, 11], "d", { v: 3 }),
+    );
     assertInvalid(checkRegisterLinearizable(tooLate), /needs a version other than 1/);
   });
 
   test("an unknown cas takes effect only where the version equals its expected version", () => {
     assertValid(checkRegisterLinearizable(history(write([0, 1], "a", { v: 1 }), cas([2, 3], 1, "b", "unknown"), write([10, 11], "c", { v: 3 }))));
-    assertInvalid(checkRegisterLinearizable(history(write([0, 1], "a", { v: 1 }), cas([2, 3], 5, "b", "unknown"), write([10, 11], "c", { v: 3 }))), /needs version 2/);
+    assertInvalid(
+      checkRegisterLinearizable(history(write([0, 1], "a", { v: 1 }), cas([2, 3], 5, "b", "unknown"), write([10, 11], "c", { v: 3 }))),
+      /needs version 2/,
+    );
   });
 
   test("several unknown writes: exactly as many take effect as the versions need", () => {
@@ -229,13 +271,20 @@ describe("linearizable register", () => {
     // Two took effect before "a"; the third can still explain version 6 …
     assertValid(checkRegisterLinearizable(history(...ops, write([9, 10], "c", { v: 6 }, { p: 4 }))));
     // … but nothing is left for version 7.
-    assertInvalid(checkRegisterLinearizable(history(...ops, write([9, 10], "c", { v: 7 }, { p: 4 }))), /needs version 6 just before it, but the version could only be 4 or 5/);
+    assertInvalid(
+      checkRegisterLinearizable(history(...ops, write([9, 10], "c", { v: 7 }, { p: 4 }))),
+      /needs version 6 just before it, but the version could only be 4 or 5/,
+    );
   });
 
   test("the search backtracks out of a greedy choice that cannot complete", () => {
     // Taking the unknown cas-on-0 first (it is invoked first) blocks both later ops; the only
     // linearization is refusal, write, and the unknown cas never.
-    const ops = history(cas([0, 1], 0, "u", "unknown", { p: 1 }), write([1, 10], "a", { v: 1 }, { p: 2 }), cas([2, 10], 1, "b", { fail: "BADVERSION" }, { p: 3 }));
+    const ops = history(
+      cas([0, 1], 0, "u", "unknown", { p: 1 }),
+      write([1, 10], "a", { v: 1 }, { p: 2 }),
+      cas([2, 10], 1, "b", { fail: "BADVERSION" }, { p: 3 }),
+    );
     assertValid(checkRegisterLinearizable(ops));
   });
 
@@ -331,7 +380,12 @@ describe("read consistency", () => {
   });
 
   test("a session reading an older version after a newer one is a violation", () => {
-    const ops = history(write([0, 1], "a", { v: 1, z: 100 }), write([2, 3], "b", { v: 2, z: 110 }), read([4, 5], "b", 2, 110, { p: 2 }), read([6, 7], "a", 1, 100, { p: 2 }));
+    const ops = history(
+      write([0, 1], "a", { v: 1, z: 100 }),
+      write([2, 3], "b", { v: 2, z: 110 }),
+      read([4, 5], "b", 2, 110, { p: 2 }),
+      read([6, 7], "a", 1, 100, { p: 2 }),
+    );
     assertInvalid(checkReadConsistency(ops), /session 0x2 went back in time on key "x"/);
   });
 
@@ -352,7 +406,12 @@ describe("read consistency", () => {
   });
 
   test("a session's own write makes a version newer than any it has seen", () => {
-    const ops = history(write([0, 1], "a", { v: 1, z: 100 }, { p: 2 }), write([2, 3], "b", { v: 2, z: 110 }, { p: 2 }), read([4, 5], "b", 2, 110), write([6, 7], "c", { v: 2, z: 120 }));
+    const ops = history(
+      write([0, 1], "a", { v: 1, z: 100 }, { p: 2 }),
+      write([2, 3], "b", { v: 2, z: 110 }, { p: 2 }),
+      read([4, 5], "b", 2, 110),
+      write([6, 7], "c", { v: 2, z: 120 }),
+    );
     assertInvalid(checkReadConsistency(ops), /went back in time/);
   });
 
@@ -381,7 +440,10 @@ describe("read consistency", () => {
   });
 
   test("a value written twice on one key is a malformed history (reads could not be matched to a write)", () => {
-    assertInvalid(checkReadConsistency(history(write([0, 1], "a", { v: 1, z: 100 }), write([2, 3], "a", { v: 2, z: 110 }))), /value "a" is not unique on key "x"/);
+    assertInvalid(
+      checkReadConsistency(history(write([0, 1], "a", { v: 1, z: 100 }), write([2, 3], "a", { v: 2, z: 110 }))),
+      /value "a" is not unique on key "x"/,
+    );
     assertInvalid(checkReadConsistency(history(write([0, 1], INITIAL_VALUE, { v: 1, z: 100 }))), /is not unique/);
   });
 
@@ -393,7 +455,13 @@ describe("read consistency", () => {
 // ---------------------------------------------------------------------------------------------
 
 describe("set", () => {
-  const adds = [add([0, 1], "a", "ok"), add([0, 1], "b", "ok", { p: 2 }), add([2, 3], "c", "unknown"), add([2, 3], "d", "unknown", { p: 2 }), add([4, 5], "e", "fail")];
+  const adds = [
+    add([0, 1], "a", "ok"),
+    add([0, 1], "b", "ok", { p: 2 }),
+    add([2, 3], "c", "unknown"),
+    add([2, 3], "d", "unknown", { p: 2 }),
+    add([4, 5], "e", "fail"),
+  ];
 
   test("acknowledged adds everywhere, an unknown add that appeared, servers agreeing: valid", () => {
     const verdict = checkSet(history(...adds), [
@@ -468,17 +536,30 @@ describe("fenced lock", () => {
   });
 
   test("tokens compare as numbers, not as text", () => {
-    assertValid(checkFencedLock(history(acquire([0, 1], "9", { p: 1 }), acquire([2, 3], "10", { p: 2 }), use([4, 5], "9", "ok", { p: 1 }), use([6, 7], "10", "ok", { p: 2 }))));
+    assertValid(
+      checkFencedLock(
+        history(acquire([0, 1], "9", { p: 1 }), acquire([2, 3], "10", { p: 2 }), use([4, 5], "9", "ok", { p: 1 }), use([6, 7], "10", "ok", { p: 2 })),
+      ),
+    );
     assertInvalid(checkFencedLock(history(acquire([0, 1], "10", { p: 1 }), acquire([2, 3], "9", { p: 2 }))), /V2/);
   });
 
   test("V3: a stale token accepted after a newer one is a violation", () => {
-    const ops = history(acquire([0, 1], "100", { p: 1 }), acquire([2, 3], "200", { p: 2 }), use([4, 5], "200", "ok", { p: 2 }), use([4, 6], "100", "ok", { p: 1 }));
+    const ops = history(
+      acquire([0, 1], "100", { p: 1 }),
+      acquire([2, 3], "200", { p: 2 }),
+      use([4, 5], "200", "ok", { p: 2 }),
+      use([4, 6], "100", "ok", { p: 1 }),
+    );
     assertInvalid(checkFencedLock(ops), /V3 stale token accepted: #3 p1 use token 100 ok/);
   });
 
   test("V3: uses completing at the same instant are taken in the order that accuses none", () => {
-    assertValid(checkFencedLock(history(acquire([0, 1], "100", { p: 1 }), acquire([2, 3], "200", { p: 2 }), use([4, 6], "200", "ok", { p: 2 }), use([4, 6], "100", "ok", { p: 1 }))));
+    assertValid(
+      checkFencedLock(
+        history(acquire([0, 1], "100", { p: 1 }), acquire([2, 3], "200", { p: 2 }), use([4, 6], "200", "ok", { p: 2 }), use([4, 6], "100", "ok", { p: 1 })),
+      ),
+    );
   });
 
   test("V3: a use or release naming a token never granted is a violation", () => {
@@ -529,7 +610,10 @@ describe("liveness after the final heal", () => {
       add([100, 140], "e1", "unknown", { p: 2 }),
     );
     const verdict = liveness(ops, ["register", "set"], 100);
-    assert.deepEqual(verdict.violations, ["the register workload made no progress after the cluster healed", "the set workload made no progress after the cluster healed"]);
+    assert.deepEqual(verdict.violations, [
+      "the register workload made no progress after the cluster healed",
+      "the set workload made no progress after the cluster healed",
+    ]);
   });
 });
 
@@ -715,7 +799,13 @@ function linearizableByExhaustion(ops: readonly Op[]): boolean {
     return remaining.some((candidate) => {
       const blocked = remaining.some((other) => other !== candidate && other.outcome !== "unknown" && other.completedAt! < candidate.invokedAt);
       const after = blocked ? undefined : apply(candidate, version);
-      return after !== undefined && search(remaining.filter((op) => op !== candidate), after);
+      return (
+        after !== undefined &&
+        search(
+          remaining.filter((op) => op !== candidate),
+          after,
+        )
+      );
     });
   };
   return [...byKey.values()].every((keyOps) => search(keyOps, 0));
@@ -751,7 +841,11 @@ describe("generated histories", () => {
         const expected = linearizableByExhaustion(ops);
         seen[expected ? "valid" : "invalid"]++;
         const verdict = checkRegisterLinearizable(ops);
-        assert.equal(verdict.valid, expected, `${expected ? "valid" : "invalid"} by exhaustion:\n${ops.map((op) => JSON.stringify(op)).join("\n")}\n${verdict.violations.join("\n")}`);
+        assert.equal(
+          verdict.valid,
+          expected,
+          `${expected ? "valid" : "invalid"} by exhaustion:\n${ops.map((op) => JSON.stringify(op)).join("\n")}\n${verdict.violations.join("\n")}`,
+        );
       }),
       { numRuns: 3000 },
     );

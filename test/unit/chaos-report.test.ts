@@ -203,7 +203,10 @@ describe("renderTimelineSvg", () => {
     const rects = faultRects(svg);
     assert.equal(rects.length, FAULTS.length);
     for (const fault of FAULTS) {
-      assert.ok(rects.some((r) => r.includes(`data-kind="${fault.kind}"`)), `rect for ${fault.kind}`);
+      assert.ok(
+        rects.some((r) => r.includes(`data-kind="${fault.kind}"`)),
+        `rect for ${fault.kind}`,
+      );
       assert.ok(svg.includes(`>${fault.kind}</text>`), `label for ${fault.kind}`);
     }
     const partition = rects.find((r) => r.includes('data-kind="partition"'))!;
@@ -337,12 +340,21 @@ describe("writeReport", () => {
       const run: ChaosReportRun = { title: "run <1>", durationMs: 2000, nemeses: ["kill"], servers: 5, ops, faults: FAULTS.slice(0, 1), verdicts };
       const { paragraph, files } = await writeReport(dir, run);
 
-      assert.deepEqual(files, ["history.jsonl", "faults.jsonl", "verdicts.json", "summary.txt", "timeline.svg"].map((f) => join(dir, f)));
+      assert.deepEqual(
+        files,
+        ["history.jsonl", "faults.jsonl", "verdicts.json", "summary.txt", "timeline.svg"].map((f) => join(dir, f)),
+      );
       assert.deepEqual((await readdir(dir)).sort(), ["faults.jsonl", "history.jsonl", "summary.txt", "timeline.svg", "verdicts.json"]);
 
-      const history = (await readFile(join(dir, "history.jsonl"), "utf8")).trimEnd().split("\n").map((line) => JSON.parse(line) as unknown);
+      const history = (await readFile(join(dir, "history.jsonl"), "utf8"))
+        .trimEnd()
+        .split("\n")
+        .map((line) => JSON.parse(line) as unknown);
       assert.deepEqual(history, JSON.parse(JSON.stringify(ops)));
-      const faults = (await readFile(join(dir, "faults.jsonl"), "utf8")).trimEnd().split("\n").map((line) => JSON.parse(line) as unknown);
+      const faults = (await readFile(join(dir, "faults.jsonl"), "utf8"))
+        .trimEnd()
+        .split("\n")
+        .map((line) => JSON.parse(line) as unknown);
       assert.deepEqual(faults, FAULTS.slice(0, 1));
       assert.deepEqual(JSON.parse(await readFile(join(dir, "verdicts.json"), "utf8")), verdicts);
 

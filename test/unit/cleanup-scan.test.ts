@@ -20,7 +20,12 @@ describe("cleanupKind", () => {
     { name: "a container with a child", stat: stat({ ephemeralOwner: CONTAINER_OWNER, cversion: 1, numChildren: 1 }), nowMs: 0, kind: undefined },
     { name: "a TTL node older than its TTL", stat: stat({ ephemeralOwner: ttlOwner(100), mtime: 1_000 }), nowMs: 1_101, kind: "ttl" },
     { name: "a TTL node exactly its TTL old", stat: stat({ ephemeralOwner: ttlOwner(100), mtime: 1_000 }), nowMs: 1_100, kind: undefined },
-    { name: "an expired TTL node with a child", stat: stat({ ephemeralOwner: ttlOwner(100), mtime: 1_000, cversion: 1, numChildren: 1 }), nowMs: 9_000, kind: undefined },
+    {
+      name: "an expired TTL node with a child",
+      stat: stat({ ephemeralOwner: ttlOwner(100), mtime: 1_000, cversion: 1, numChildren: 1 }),
+      nowMs: 9_000,
+      kind: undefined,
+    },
     { name: "a TTL node with a clock behind its mtime", stat: stat({ ephemeralOwner: ttlOwner(100), mtime: 5_000 }), nowMs: 1_000, kind: undefined },
     { name: "a persistent node", stat: stat({ cversion: 2 }), nowMs: 9_000, kind: undefined },
     { name: "an ephemeral node", stat: stat({ ephemeralOwner: SESSION, mtime: 0 }), nowMs: 9_000, kind: undefined },

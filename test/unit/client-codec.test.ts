@@ -73,7 +73,13 @@ const requestOp = fc.oneof(
   str.map((prefixPath) => ({ op: "getEphemerals" as const, getEphemerals: { prefixPath } })),
   str.map((path) => ({ op: "getAllChildrenNumber" as const, getAllChildrenNumber: { path } })),
   fc
-    .array(fc.oneof(pathWatch.map((getData) => ({ op: "getData" as const, getData })), pathWatch.map((getChildren) => ({ op: "getChildren" as const, getChildren }))), { maxLength: 4 })
+    .array(
+      fc.oneof(
+        pathWatch.map((getData) => ({ op: "getData" as const, getData })),
+        pathWatch.map((getChildren) => ({ op: "getChildren" as const, getChildren })),
+      ),
+      { maxLength: 4 },
+    )
     .map((ops) => ({ op: "multiRead" as const, multiRead: { ops } })),
   fc.record({ path: str, acl: acls, version: int32 }).map((setAcl) => ({ op: "setAcl" as const, setAcl })),
   fc.record({ scheme: str, auth: bytes }).map((addAuth) => ({ op: "addAuth" as const, addAuth })),
@@ -120,10 +126,9 @@ const singleServerFrame: fc.Arbitrary<ServerFrame> = fc.oneof(
       stat: fc.option(stat, { nil: null }),
       data: bytes,
       children: fc.array(str, { maxLength: 4 }),
-      results: fc.array(
-        fc.record({ err: int32, path: str, stat: fc.option(stat, { nil: null }), data: bytes, children: fc.array(str, { maxLength: 3 }) }),
-        { maxLength: 3 },
-      ),
+      results: fc.array(fc.record({ err: int32, path: str, stat: fc.option(stat, { nil: null }), data: bytes, children: fc.array(str, { maxLength: 3 }) }), {
+        maxLength: 3,
+      }),
       acl: acls,
       number: int32,
       clientInfo: fc.array(fc.record({ authScheme: str, user: str }), { maxLength: 3 }),
@@ -142,7 +147,15 @@ function expectedDecoding(frame: ServerFrame): DecodedServerFrame {
   const stat = (s: Parameters<typeof statFromWire>[0]) => (s ? statFromWire(s) : null);
   switch (frame.frame) {
     case "connect":
-      return { frame: "connect", connect: { ...frame.connect, sessionId: BigInt(frame.connect.sessionId), lastZxid: BigInt(frame.connect.lastZxid), password: Buffer.from(frame.connect.password) } };
+      return {
+        frame: "connect",
+        connect: {
+          ...frame.connect,
+          sessionId: BigInt(frame.connect.sessionId),
+          lastZxid: BigInt(frame.connect.lastZxid),
+          password: Buffer.from(frame.connect.password),
+        },
+      };
     case "response": {
       const r = frame.response;
       return {
@@ -187,7 +200,10 @@ test("every ServerFrame proto-loader encodes decodes, with the SDK, to what prot
 });
 
 test("the SDK's encoding of a typical request is byte-identical to proto-loader's", () => {
-  const frame: ClientFrame = { frame: "request", request: { xid: 300, op: "setData", setData: { path: "/bench/k1", data: new Uint8Array([1, 2, 3]), version: -1 } } };
+  const frame: ClientFrame = {
+    frame: "request",
+    request: { xid: 300, op: "setData", setData: { path: "/bench/k1", data: new Uint8Array([1, 2, 3]), version: -1 } },
+  };
   assert.deepStrictEqual(encodeClientFrame(frame), session.requestSerialize(frame));
 });
 

@@ -1,13 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import {
-  DEFAULT_PORT,
-  parseConnectString,
-  prependChroot,
-  shuffled,
-  stripChroot,
-} from "../../src/client/connect-string.js";
+import { DEFAULT_PORT, parseConnectString, prependChroot, shuffled, stripChroot } from "../../src/client/connect-string.js";
 import { ZkError } from "../../src/common/errors.js";
 
 function badArguments(fn: () => unknown): void {
@@ -106,11 +100,17 @@ test("chroot add and strip round-trip", () => {
 test("shuffled returns a permutation and leaves its input alone", () => {
   const hosts = [1, 2, 3, 4, 5, 6];
   let seed = 7;
-  const random = (): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const random = (): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
   const out = shuffled(hosts, random);
   assert.deepEqual(hosts, [1, 2, 3, 4, 5, 6]);
   assert.deepEqual([...out].sort(), [1, 2, 3, 4, 5, 6]);
   // With random() always just below 1 every element stays put; always 0 rotates: proves it permutes.
-  assert.deepEqual(shuffled([1, 2, 3], () => 0), [2, 3, 1]);
-  assert.deepEqual(shuffled([1, 2, 3], () => 0.999), [1, 2, 3]);
+  assert.deepEqual(
+    shuffled([1, 2, 3], () => 0),
+    [2, 3, 1],
+  );
+  assert.deepEqual(
+    shuffled([1, 2, 3], () => 0.999),
+    [1, 2, 3],
+  );
 });

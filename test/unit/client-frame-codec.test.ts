@@ -155,7 +155,14 @@ const requestOp = fc.oneof(
   str.map((prefixPath) => ({ getEphemerals: { prefixPath } })),
   str.map((path) => ({ getAllChildrenNumber: { path } })),
   fc
-    .array(fc.oneof(pathWatch.map((getData) => ({ getData })), pathWatch.map((getChildren) => ({ getChildren })), fc.constant({})), { maxLength: 4 })
+    .array(
+      fc.oneof(
+        pathWatch.map((getData) => ({ getData })),
+        pathWatch.map((getChildren) => ({ getChildren })),
+        fc.constant({}),
+      ),
+      { maxLength: 4 },
+    )
     .map((ops) => ({ multiRead: { ops } })),
   fc.record({ scheme: str, auth: bytes }).map((addAuth) => ({ addAuth })),
   fc.constant({ whoAmI: {} }),
@@ -165,9 +172,7 @@ const requestOp = fc.oneof(
   fc.constant({}),
 );
 const singleFrame = fc.oneof(
-  fc
-    .record({ protocolVersion: uint32, lastZxidSeen: int64, timeoutMs: uint32, sessionId: int64, password: bytes })
-    .map((connect) => ({ connect })),
+  fc.record({ protocolVersion: uint32, lastZxidSeen: int64, timeoutMs: uint32, sessionId: int64, password: bytes }).map((connect) => ({ connect })),
   fc.tuple(int32, requestOp).map(([xid, op]) => ({ request: { xid, ...op } })),
   fc.constant({ ping: {} }),
 );
@@ -199,8 +204,16 @@ test("typical frames decode to the server's records", () => {
   const noId = session.requestSerialize({ request: { xid: 7, create: { path: "/a", acl: [{ perms: 31 }] } } });
   assert.deepStrictEqual(decodeClientFrame(noId), { frame: "rejected", xid: 7, err: ZkErrorCode.INVALIDACL });
   const addAuth = session.requestSerialize({ request: { xid: 8, addAuth: { scheme: "digest", auth: Buffer.from("bob:secret") } } });
-  assert.deepStrictEqual(decodeClientFrame(addAuth), { frame: "request", xid: 8, request: { op: "addAuth", scheme: "digest", auth: Buffer.from("bob:secret") } });
-  assert.deepStrictEqual(decodeClientFrame(session.requestSerialize({ request: { xid: 9, whoAmI: {} } })), { frame: "request", xid: 9, request: { op: "whoAmI" } });
+  assert.deepStrictEqual(decodeClientFrame(addAuth), {
+    frame: "request",
+    xid: 8,
+    request: { op: "addAuth", scheme: "digest", auth: Buffer.from("bob:secret") },
+  });
+  assert.deepStrictEqual(decodeClientFrame(session.requestSerialize({ request: { xid: 9, whoAmI: {} } })), {
+    frame: "request",
+    xid: 9,
+    request: { op: "whoAmI" },
+  });
   const addWatch = session.requestSerialize({ request: { xid: 8, addWatch: { path: "/a", mode: 1 } } });
   assert.deepStrictEqual(decodeClientFrame(addWatch), { frame: "request", xid: 8, request: { op: "addWatch", path: "/a", mode: "persistent-recursive" } });
   const badWatchMode = session.requestSerialize({ request: { xid: 9, addWatch: { path: "/a", mode: 2 } } });
@@ -278,7 +291,8 @@ const leafContent = fc.oneof(
 );
 
 const soup: fc.Memo<Uint8Array> = fc.memo((depth) => {
-  const content: fc.Arbitrary<Uint8Array> = depth <= 1 ? leafContent : fc.oneof({ weight: 1, arbitrary: leafContent }, { weight: 3, arbitrary: soup(depth - 1) });
+  const content: fc.Arbitrary<Uint8Array> =
+    depth <= 1 ? leafContent : fc.oneof({ weight: 1, arbitrary: leafContent }, { weight: 3, arbitrary: soup(depth - 1) });
   const entry = fc.record({
     field: fc.oneof({ weight: 6, arbitrary: fc.integer({ min: 1, max: 21 }) }, { weight: 1, arbitrary: fc.integer({ min: 0, max: 40 }) }),
     wire: fc.oneof({ weight: 8, arbitrary: fc.constantFrom(0, 2) }, { weight: 2, arbitrary: fc.integer({ min: 0, max: 7 }) }),
@@ -296,7 +310,10 @@ const soup: fc.Memo<Uint8Array> = fc.memo((depth) => {
                 : wire === 5
                   ? fc.uint8Array({ minLength: 3, maxLength: 5 })
                   : wire === 3
-                    ? fc.oneof(fc.constant(Uint8Array.from([(1 << 3) | 4])), soup(depth - 1).map((inner) => Uint8Array.from([...inner, (2 << 3) | 4])))
+                    ? fc.oneof(
+                        fc.constant(Uint8Array.from([(1 << 3) | 4])),
+                        soup(depth - 1).map((inner) => Uint8Array.from([...inner, (2 << 3) | 4])),
+                      )
                     : fc.uint8Array({ maxLength: 3 });
         return payload.map((p) => ({ field, wire, payload: p }));
       }),
@@ -380,7 +397,10 @@ test("requests and multi ops with several op members, and repeated connect field
     .array(fc.array(multiOpBody, { minLength: 1, maxLength: 3 }), { minLength: 1, maxLength: 3 })
     .map((ops) => field(2, field(8, concat(ops.map((members) => field(1, concat(members)))))));
   const severalConnects = fc
-    .array(clientFrame.filter((f) => "connect" in f), { minLength: 2, maxLength: 3 })
+    .array(
+      clientFrame.filter((f) => "connect" in f),
+      { minLength: 2, maxLength: 3 },
+    )
     .map((frames) => field(1, concat(frames.map((f) => unwrap(session.requestSerialize(f))))));
   fc.assert(
     fc.property(fc.oneof(severalOps, severalMultiOps, severalConnects), (b) => sameAsOracle(Buffer.from(b))),
@@ -507,7 +527,19 @@ test("watch events, pongs and connect answers encode to what proto-loader decode
 });
 
 test("a setData answer is as small as its canonical encoding", () => {
-  const s: Stat = { czxid: 5, mzxid: 9, ctime: 1_700_000_000_000, mtime: 1_700_000_000_123, version: 3, cversion: 0, aversion: 0, ephemeralOwner: 0n, dataLength: 100, numChildren: 0, pzxid: 5 };
+  const s: Stat = {
+    czxid: 5,
+    mzxid: 9,
+    ctime: 1_700_000_000_000,
+    mtime: 1_700_000_000_123,
+    version: 3,
+    cversion: 0,
+    aversion: 0,
+    ephemeralOwner: 0n,
+    dataLength: 100,
+    numChildren: 0,
+    pzxid: 5,
+  };
   const encoded = encodeResponseFrame(300, { err: 0, zxid: 9, body: { kind: "stat", stat: s } });
   const decoded = session.responseDeserialize(encoded);
   assert.equal(decoded.frame, "response");

@@ -126,10 +126,16 @@ test("ACLs: absent means the server default, an empty list is INVALIDACL, entrie
   rejectsWith("INVALIDACL", () => aclToWire([{ perms: 31 } as never]));
   const acl = [{ perms: 31, id: { scheme: "world", id: "anyone" } }];
   assert.deepEqual(aclToWire(acl), acl);
-  assert.deepEqual(aclFromWire([{ perms: 1, id: { scheme: "digest", id: "u:h" } }, { perms: 2, id: null }]), [
-    { perms: 1, id: { scheme: "digest", id: "u:h" } },
-    { perms: 2, id: { scheme: "", id: "" } },
-  ]);
+  assert.deepEqual(
+    aclFromWire([
+      { perms: 1, id: { scheme: "digest", id: "u:h" } },
+      { perms: 2, id: null },
+    ]),
+    [
+      { perms: 1, id: { scheme: "digest", id: "u:h" } },
+      { perms: 2, id: { scheme: "", id: "" } },
+    ],
+  );
 });
 
 test("op builders fill defaults", () => {
@@ -179,7 +185,12 @@ test("invalid ops fail the whole multi with BADARGUMENTS before anything is sent
   rejectsWith("BADARGUMENTS", () => opsToWire([op.check("/ok", 1), op.delete("relative")], undefined));
   rejectsWith("BADARGUMENTS", () => opsToWire([op.check("/ok", 1.5)], undefined));
   rejectsWith("BADARGUMENTS", () => opsToWire([{ type: "nope", path: "/a" } as unknown as Op], undefined));
-  rejectsWith("BADARGUMENTS", () => opsToWire(Array.from({ length: limits.multiOpsMax + 1 }, () => op.check("/a", 1)), undefined));
+  rejectsWith("BADARGUMENTS", () =>
+    opsToWire(
+      Array.from({ length: limits.multiOpsMax + 1 }, () => op.check("/a", 1)),
+      undefined,
+    ),
+  );
   const big = new Uint8Array(limits.dataBytesMax);
   rejectsWith("BADARGUMENTS", () => opsToWire([op.setData("/a", big), op.setData("/b", big)], undefined));
 });
@@ -197,12 +208,7 @@ test("a successful multi's results follow the ops' types, with create paths stri
     ],
     "/root",
   );
-  assert.deepEqual(results, [
-    { type: "create", path: "/a", stat },
-    { type: "delete" },
-    { type: "setData", stat },
-    { type: "check" },
-  ]);
+  assert.deepEqual(results, [{ type: "create", path: "/a", stat }, { type: "delete" }, { type: "setData", stat }, { type: "check" }]);
   rejectsWith("MARSHALLINGERROR", () => multiResultsFromWire(ops, [], undefined));
 });
 
@@ -253,7 +259,10 @@ test("the FIFO hands items back in order across growth, compaction and drain", (
   assert.equal(fifo.length, next - expected);
   assert.equal(fifo.peek(), expected);
   const rest = fifo.drain();
-  assert.deepEqual(rest, Array.from({ length: next - expected }, (_, i) => expected + i));
+  assert.deepEqual(
+    rest,
+    Array.from({ length: next - expected }, (_, i) => expected + i),
+  );
   assert.equal(fifo.length, 0);
   assert.equal(fifo.shift(), undefined);
 });

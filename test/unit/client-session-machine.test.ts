@@ -126,7 +126,13 @@ test("start opens a connection to the first host and sends a connect frame for a
   assert.deepEqual(opened(effects), [{ connection: 1, host: "10.0.0.1" }]);
   assert.deepEqual(armed(effects, "connect"), [30_000]);
   assert.deepEqual(armed(effects, "attempt"), [4_000], "session timeout / hosts");
-  assert.deepEqual(connectFrame(effects), { protocolVersion: CLIENT_PROTOCOL_VERSION, lastZxidSeen: "0", timeoutMs: TIMEOUT_MS, sessionId: "0", password: new Uint8Array(0) });
+  assert.deepEqual(connectFrame(effects), {
+    protocolVersion: CLIENT_PROTOCOL_VERSION,
+    lastZxidSeen: "0",
+    timeoutMs: TIMEOUT_MS,
+    sessionId: "0",
+    password: new Uint8Array(0),
+  });
   assert.equal(machine.connected, false);
 });
 
@@ -151,7 +157,14 @@ test("requests get xids counting up from 1 and answers are handed back in FIFO o
   machine.submit(SYNC, "a");
   machine.submit({ op: "exists", exists: { path: "/x", watch: false } }, "b");
   machine.submit(SYNC, "c");
-  assert.deepEqual(requests(take()).map((r) => [r.xid, r.op]), [[1, "sync"], [2, "exists"], [3, "sync"]]);
+  assert.deepEqual(
+    requests(take()).map((r) => [r.xid, r.op]),
+    [
+      [1, "sync"],
+      [2, "exists"],
+      [3, "sync"],
+    ],
+  );
   machine.receive(1, response(1, 10n));
   machine.receive(1, { frame: "batch", frames: [response(2, 12n), response(3, 11n)] });
   assert.deepEqual(outcomes(take()), ["answered a", "answered b", "answered c"]);
@@ -231,7 +244,11 @@ test("on reconnect the accepted credentials go out first, then setWatches with t
   machine.timerFired("reconnect");
   machine.receive(2, connectAnswer());
   const sent = requests(take()).map((r) =>
-    r.op === "addAuth" ? `addAuth ${r.addAuth.scheme} ${Buffer.from(r.addAuth.auth).toString()}` : r.op === "setWatches" ? `setWatches ${r.setWatches.relativeZxid} ${r.setWatches.dataWatches.join(",")} ${r.setWatches.persistentWatches.join(",")}` : r.op,
+    r.op === "addAuth"
+      ? `addAuth ${r.addAuth.scheme} ${Buffer.from(r.addAuth.auth).toString()}`
+      : r.op === "setWatches"
+        ? `setWatches ${r.setWatches.relativeZxid} ${r.setWatches.dataWatches.join(",")} ${r.setWatches.persistentWatches.join(",")}`
+        : r.op,
   );
   assert.deepEqual(sent, ["addAuth digest bob:secret", "addAuth digest alice:pw", "setWatches 30 /d /p", "sync"]);
 });
@@ -343,7 +360,10 @@ test("a refused connect answer or a server behind us moves on to the next host",
   machine.lost(2, { serverBehind: true, message: "client has seen a newer zxid" });
   machine.timerFired("reconnect");
   const effects = take();
-  assert.deepEqual(opened(effects).map((o) => o.host), ["10.0.0.1", "10.0.0.2", "10.0.0.3"]);
+  assert.deepEqual(
+    opened(effects).map((o) => o.host),
+    ["10.0.0.1", "10.0.0.2", "10.0.0.3"],
+  );
   assert.deepEqual(armed(effects, "reconnect"), [0, 50]);
 });
 
@@ -419,14 +439,23 @@ test("close sends the close request after those in flight and finishes on its an
   machine.submit(SYNC, "before");
   machine.close();
   const sent = take();
-  assert.deepEqual(requests(sent).map((r) => [r.xid, r.op]), [[1, "sync"], [2, "close"]]);
+  assert.deepEqual(
+    requests(sent).map((r) => [r.xid, r.op]),
+    [
+      [1, "sync"],
+      [2, "close"],
+    ],
+  );
   assert.deepEqual(armed(sent, "close"), [TIMEOUT_MS]);
   assert.equal(machine.lifecycle, "closing");
   machine.receive(1, response(1, 3n));
   machine.receive(1, response(2, 4n));
   const effects = take();
   assert.deepEqual(outcomes(effects), ["answered before"]);
-  assert.deepEqual(effects.filter((e) => e.type === "closed"), [{ type: "closed", announce: true }]);
+  assert.deepEqual(
+    effects.filter((e) => e.type === "closed"),
+    [{ type: "closed", announce: true }],
+  );
   assert.ok(effects.some((e) => e.type === "close" && e.connection === 1));
   assert.equal(machine.lifecycle, "closed");
   machine.receive(1, { frame: "event", event: { type: 1, path: "/late", zxid: 9n } });
@@ -439,7 +468,10 @@ test("close without an answer finishes when the session timeout passes, and clos
   open.machine.close();
   open.take();
   open.machine.timerFired("close");
-  assert.deepEqual(open.take().filter((e) => e.type === "closed"), [{ type: "closed", announce: true }]);
+  assert.deepEqual(
+    open.take().filter((e) => e.type === "closed"),
+    [{ type: "closed", announce: true }],
+  );
 
   const down = openSession();
   down.machine.lost(1, { serverBehind: false, message: undefined });
@@ -448,18 +480,27 @@ test("close without an answer finishes when the session timeout passes, and clos
   const effects = down.take();
   assert.deepEqual(requests(effects), []);
   assert.ok(effects.some((e) => e.type === "cancelTimer" && e.timer === "reconnect"));
-  assert.deepEqual(effects.filter((e) => e.type === "closed"), [{ type: "closed", announce: true }]);
+  assert.deepEqual(
+    effects.filter((e) => e.type === "closed"),
+    [{ type: "closed", announce: true }],
+  );
 });
 
 test("a protocol 2 server gets the frames after its connect answer as batchable; a protocol 1 server never", () => {
   const v1 = openSession();
   v1.machine.submit(SYNC, "a");
-  assert.deepEqual(v1.take().flatMap((e) => (e.type === "send" ? [e.batchable] : [])), [false]);
+  assert.deepEqual(
+    v1.take().flatMap((e) => (e.type === "send" ? [e.batchable] : [])),
+    [false],
+  );
   const v2 = harness();
   v2.machine.start();
   v2.machine.receive(1, connectAnswer({ protocolVersion: 2 }));
   v2.machine.submit(SYNC, "a");
-  assert.deepEqual(v2.take().flatMap((e) => (e.type === "send" ? [e.batchable] : [])), [false, true]);
+  assert.deepEqual(
+    v2.take().flatMap((e) => (e.type === "send" ? [e.batchable] : [])),
+    [false, true],
+  );
 });
 
 test("the same inputs give the same effects", () => {

@@ -264,63 +264,75 @@ test("a new session sends protocol version, zero session, zero zxid and the requ
   }
 });
 
-test("protocol 1 server: one message per frame; protocol 2: a burst of requests is one batch, and a batch of answers and events is handled in order", TIMEOUT, async () => {
-  const server = await FakeServer.start();
-  try {
-    // The fake answers protocol 1 by default: no batches, ever.
-    const old = await connected(server);
-    await Promise.all([old.client.exists("/a"), old.client.exists("/b"), (async () => {
-      for (let i = 0; i < 2; i++) old.stream.reply((await old.stream.nextRequest()).xid, { stat: STAT });
-    })()]);
-    assert.deepEqual(old.stream.messages.map((m) => m.frame), ["connect", "request", "request"]);
-    const oldClosed = old.client.close();
-
-    const clientPromise = Client.connect(server.address, { sessionTimeoutMs: QUIET_TIMEOUT_MS });
-    const stream = await server.nextStream();
-    await stream.accept({ protocolVersion: 2 });
-    const client = await clientPromise;
+test(
+  "protocol 1 server: one message per frame; protocol 2: a burst of requests is one batch, and a batch of answers and events is handled in order",
+  TIMEOUT,
+  async () => {
+    const server = await FakeServer.start();
     try {
-      // Answers are recorded as the client settles them (a microtask later), watches as they fire:
-      // what must hold is that the answer settled before the watch fired was processed first.
-      const order: string[] = [];
-      const settled = new Set<string>();
-      const answers = ["/q0", "/q1", "/q2", "/q3", "/q4"].map((path) =>
-        client
-          .getData(path, { watch: (e) => order.push(`watch ${e.path} after ${[...settled].join(",")}`) })
-          .then(() => settled.add(path)),
+      // The fake answers protocol 1 by default: no batches, ever.
+      const old = await connected(server);
+      await Promise.all([
+        old.client.exists("/a"),
+        old.client.exists("/b"),
+        (async () => {
+          for (let i = 0; i < 2; i++) old.stream.reply((await old.stream.nextRequest()).xid, { stat: STAT });
+        })(),
+      ]);
+      assert.deepEqual(
+        old.stream.messages.map((m) => m.frame),
+        ["connect", "request", "request"],
       );
-      const requests = [];
-      for (let i = 0; i < 5; i++) requests.push(await stream.nextRequest());
-      const burst = stream.messages.filter((m) => m.frame !== "connect" && !(m.frame === "request" && m.request.op === "close"));
-      assert.equal(burst.length, 1, "five requests made in one turn travel as one message");
-      assert.equal(burst[0]!.frame, "batch");
-      assert.deepEqual(requests.map((r) => (r.op === "getData" ? r.getData.path : r.op)), ["/q0", "/q1", "/q2", "/q3", "/q4"]);
-      // Answers for q0..q2, then an event for q0 (its watch was set by the answer before it), then q3, q4: one message.
-      const response = (xid: number) => ({ frame: "response" as const, response: { xid, zxid: "5", err: 0, data: new Uint8Array([1]), stat: STAT } });
-      stream.send({
-        frame: "batch",
-        batch: {
-          frames: [
-            response(requests[0]!.xid),
-            response(requests[1]!.xid),
-            response(requests[2]!.xid),
-            { frame: "event", event: { type: 3, path: "/q0", zxid: "6" } },
-            response(requests[3]!.xid),
-            response(requests[4]!.xid),
-          ],
-        },
-      });
-      await Promise.all(answers);
-      assert.deepEqual(order, ["watch /q0 after "], "the event fired once, for the watch its answer set");
-      assert.deepEqual([...settled], ["/q0", "/q1", "/q2", "/q3", "/q4"], "answers settle in order");
+      const oldClosed = old.client.close();
+
+      const clientPromise = Client.connect(server.address, { sessionTimeoutMs: QUIET_TIMEOUT_MS });
+      const stream = await server.nextStream();
+      await stream.accept({ protocolVersion: 2 });
+      const client = await clientPromise;
+      try {
+        // Answers are recorded as the client settles them (a microtask later), watches as they fire:
+        // what must hold is that the answer settled before the watch fired was processed first.
+        const order: string[] = [];
+        const settled = new Set<string>();
+        const answers = ["/q0", "/q1", "/q2", "/q3", "/q4"].map((path) =>
+          client.getData(path, { watch: (e) => order.push(`watch ${e.path} after ${[...settled].join(",")}`) }).then(() => settled.add(path)),
+        );
+        const requests = [];
+        for (let i = 0; i < 5; i++) requests.push(await stream.nextRequest());
+        const burst = stream.messages.filter((m) => m.frame !== "connect" && !(m.frame === "request" && m.request.op === "close"));
+        assert.equal(burst.length, 1, "five requests made in one turn travel as one message");
+        assert.equal(burst[0]!.frame, "batch");
+        assert.deepEqual(
+          requests.map((r) => (r.op === "getData" ? r.getData.path : r.op)),
+          ["/q0", "/q1", "/q2", "/q3", "/q4"],
+        );
+        // Answers for q0..q2, then an event for q0 (its watch was set by the answer before it), then q3, q4: one message.
+        const response = (xid: number) => ({ frame: "response" as const, response: { xid, zxid: "5", err: 0, data: new Uint8Array([1]), stat: STAT } });
+        stream.send({
+          frame: "batch",
+          batch: {
+            frames: [
+              response(requests[0]!.xid),
+              response(requests[1]!.xid),
+              response(requests[2]!.xid),
+              { frame: "event", event: { type: 3, path: "/q0", zxid: "6" } },
+              response(requests[3]!.xid),
+              response(requests[4]!.xid),
+            ],
+          },
+        });
+        await Promise.all(answers);
+        assert.deepEqual(order, ["watch /q0 after "], "the event fired once, for the watch its answer set");
+        assert.deepEqual([...settled], ["/q0", "/q1", "/q2", "/q3", "/q4"], "answers settle in order");
+      } finally {
+        await shutdown(client, server);
+        await oldClosed;
+      }
     } finally {
-      await shutdown(client, server);
-      await oldClosed;
+      server.stop();
     }
-  } finally {
-    server.stop();
-  }
-});
+  },
+);
 
 test("responses are matched to requests by xid in order, xids counting up from 1", TIMEOUT, async () => {
   const server = await FakeServer.start();
@@ -331,8 +343,14 @@ test("responses are matched to requests by xid in order, xids counting up from 1
     const children = client.getChildren("/c");
     const created = client.create("/d", "x", { mode: "ephemeral-sequential" });
     const requests = [await stream.nextRequest(), await stream.nextRequest(), await stream.nextRequest(), await stream.nextRequest()];
-    assert.deepEqual(requests.map((r) => r.xid), [1, 2, 3, 4]);
-    assert.deepEqual(requests.map((r) => r.op), ["getData", "exists", "getChildren", "create"]);
+    assert.deepEqual(
+      requests.map((r) => r.xid),
+      [1, 2, 3, 4],
+    );
+    assert.deepEqual(
+      requests.map((r) => r.op),
+      ["getData", "exists", "getChildren", "create"],
+    );
     assert.deepEqual(requests[0]!.op === "getData" && requests[0]!.getData, { path: "/a", watch: false });
     const create = requests[3]!.op === "create" ? requests[3]!.create : assert.fail("not a create");
     assert.equal(create.path, "/d");
@@ -375,7 +393,10 @@ test("server error codes become ZkErrors; exists on a missing node is null; a fa
     const multiErr = await rejectsWithCode(multi, "BADVERSION");
     assert.ok(multiErr instanceof ZkMultiError);
     assert.equal(multiErr.failedIndex, 1);
-    assert.deepEqual(multiErr.results.map((r) => (r.type === "error" ? r.code : r.type)), ["OK", "BADVERSION", "RUNTIMEINCONSISTENCY"]);
+    assert.deepEqual(
+      multiErr.results.map((r) => (r.type === "error" ? r.code : r.type)),
+      ["OK", "BADVERSION", "RUNTIMEINCONSISTENCY"],
+    );
     assert.deepEqual(await okMulti, [{ type: "delete" }]);
   } finally {
     await shutdown(client, server);
@@ -552,7 +573,11 @@ test("a throwing watcher does not break the session and is reported on 'error'",
     const errors: unknown[] = [];
     client.on("error", (err) => errors.push(err));
     const fired: string[] = [];
-    const a = client.exists("/a", { watch: () => { throw new Error("boom"); } });
+    const a = client.exists("/a", {
+      watch: () => {
+        throw new Error("boom");
+      },
+    });
     const b = client.exists("/a", { watch: (e) => fired.push(e.path) });
     stream.reply((await stream.nextRequest()).xid, { stat: STAT });
     stream.reply((await stream.nextRequest()).xid, { stat: STAT });
@@ -752,7 +777,11 @@ test("a pong keeps an idle connection alive", TIMEOUT, async () => {
 // Persistent watches, removeWatches, removeAllWatches (ZooKeeper's addWatch and WatchDeregistration).
 
 /** Sends a request, answers it with `fields`, and returns the request as the server saw it. */
-async function answered<T>(stream: FakeStream, call: Promise<T>, fields: Parameters<FakeStream["reply"]>[1] = {}): Promise<{ request: Request; result: PromiseSettledResult<T> }> {
+async function answered<T>(
+  stream: FakeStream,
+  call: Promise<T>,
+  fields: Parameters<FakeStream["reply"]>[1] = {},
+): Promise<{ request: Request; result: PromiseSettledResult<T> }> {
   const request = await stream.nextRequest();
   stream.reply(request.xid, fields);
   const [result] = await Promise.allSettled([call]);
@@ -821,8 +850,15 @@ test("after a drop, setWatches carries the persistent and recursive watches with
   const server = await FakeServer.start();
   const { client, stream } = await connected(server, {}, `${server.address}/app`);
   try {
-    await answered(stream, client.addWatch("/p", () => {}, "persistent"));
-    await answered(stream, client.addWatch("/r", () => {}, "persistent-recursive"), { zxid: "40" });
+    await answered(
+      stream,
+      client.addWatch("/p", () => {}, "persistent"),
+    );
+    await answered(
+      stream,
+      client.addWatch("/r", () => {}, "persistent-recursive"),
+      { zxid: "40" },
+    );
     const reconnected = nextState(client, "reconnected");
     stream.end();
     const second = await server.nextStream();
@@ -906,7 +942,10 @@ test("a removal of what this client does not hold is NOWATCHER, asked of nobody"
     const w = recorder();
     await answered(stream, client.getData("/d", { watch: w.watcher }), { stat: STAT });
     await rejectsWithCode(client.removeWatches("/d", w.watcher, "children"), "NOWATCHER");
-    await rejectsWithCode(client.removeWatches("/d", () => {}, "data"), "NOWATCHER");
+    await rejectsWithCode(
+      client.removeWatches("/d", () => {}, "data"),
+      "NOWATCHER",
+    );
     await rejectsWithCode(client.removeAllWatches("/other", "any"), "NOWATCHER");
     await rejectsWithCode(client.removeWatches("/d", w.watcher, "persistent"), "NOWATCHER");
     // The next frame the server sees is this sync: none of the above was sent.
@@ -1004,7 +1043,10 @@ test("addAuthInfo, whoAmI, getACL and setACL travel as ZooKeeper's calls; AUTHFA
   try {
     const auth = client.addAuthInfo("digest", "bob:secret");
     const authRequest = await stream.nextRequest();
-    assert.deepEqual(authRequest.op === "addAuth" && { scheme: authRequest.addAuth.scheme, auth: text(authRequest.addAuth.auth) }, { scheme: "digest", auth: "bob:secret" });
+    assert.deepEqual(authRequest.op === "addAuth" && { scheme: authRequest.addAuth.scheme, auth: text(authRequest.addAuth.auth) }, {
+      scheme: "digest",
+      auth: "bob:secret",
+    });
     stream.reply(authRequest.xid);
     await auth;
 
@@ -1016,8 +1058,16 @@ test("addAuthInfo, whoAmI, getACL and setACL travel as ZooKeeper's calls; AUTHFA
     const who = client.whoAmI();
     const whoRequest = await stream.nextRequest();
     assert.equal(whoRequest.op, "whoAmI");
-    stream.reply(whoRequest.xid, { clientInfo: [{ authScheme: "ip", user: "127.0.0.1" }, { authScheme: "digest", user: "bob" }] });
-    assert.deepEqual(await who, [{ authScheme: "ip", user: "127.0.0.1" }, { authScheme: "digest", user: "bob" }]);
+    stream.reply(whoRequest.xid, {
+      clientInfo: [
+        { authScheme: "ip", user: "127.0.0.1" },
+        { authScheme: "digest", user: "bob" },
+      ],
+    });
+    assert.deepEqual(await who, [
+      { authScheme: "ip", user: "127.0.0.1" },
+      { authScheme: "digest", user: "bob" },
+    ]);
 
     const acl = [{ perms: 31, id: { scheme: "auth", id: "" } }];
     const set = client.setACL("/n", acl, { version: 3 });

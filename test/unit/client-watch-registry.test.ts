@@ -113,11 +113,26 @@ test("setWatches lists are split by size without losing, repeating or reordering
     const bytes = paths.reduce((n, p) => n + p.length * 3 + 4, 0);
     assert.ok(paths.length === 1 || bytes <= 300, `chunk of ${bytes} bytes`);
   }
-  assert.deepEqual(chunks.flatMap((c) => c.dataWatches), all.dataWatches);
-  assert.deepEqual(chunks.flatMap((c) => c.existWatches), all.existWatches);
-  assert.deepEqual(chunks.flatMap((c) => c.childWatches), all.childWatches);
-  assert.deepEqual(chunks.flatMap((c) => c.persistentWatches), all.persistentWatches);
-  assert.deepEqual(chunks.flatMap((c) => c.persistentRecursiveWatches), all.persistentRecursiveWatches);
+  assert.deepEqual(
+    chunks.flatMap((c) => c.dataWatches),
+    all.dataWatches,
+  );
+  assert.deepEqual(
+    chunks.flatMap((c) => c.existWatches),
+    all.existWatches,
+  );
+  assert.deepEqual(
+    chunks.flatMap((c) => c.childWatches),
+    all.childWatches,
+  );
+  assert.deepEqual(
+    chunks.flatMap((c) => c.persistentWatches),
+    all.persistentWatches,
+  );
+  assert.deepEqual(
+    chunks.flatMap((c) => c.persistentRecursiveWatches),
+    all.persistentRecursiveWatches,
+  );
   assert.deepEqual(chunkWatchPaths(all, 1_000_000), [all]);
   assert.deepEqual(chunkWatchPaths(emptyWatchPaths(), 100), []);
 });
@@ -207,7 +222,10 @@ for (const [type, kinds, groups] of REMOVAL) {
     }
     // Only the kinds not named still reach w.
     const reaching: WatchKind[] = ["data", "exist", "persistent", "persistent-recursive"];
-    assert.equal(registry.materialize("NodeDataChanged", "/p").has(w), reaching.some((k) => !kinds.includes(k)));
+    assert.equal(
+      registry.materialize("NodeDataChanged", "/p").has(w),
+      reaching.some((k) => !kinds.includes(k)),
+    );
   });
 
   test(`removing every ${type} watcher of a path leaves the other paths and kinds`, () => {

@@ -30,29 +30,66 @@ test("defaults: three voters on ZooKeeper's ports, data under ./data", () => {
 
 test("observers take the ids after the voters; every port range moves with --base-port", () => {
   const servers = clusterServers(parseClusterOptions({ voters: "3", observers: "2", "base-port": "30000" }));
-  assert.deepEqual(servers.map((s) => s.role), ["participant", "participant", "participant", "observer", "observer"]);
-  assert.deepEqual(servers.map((s) => s.clientPort), [30000, 30001, 30002, 30003, 30004]);
-  assert.deepEqual(servers.map((s) => s.quorumPort), [30707, 30708, 30709, 30710, 30711]);
-  assert.deepEqual(servers.map((s) => s.electionPort), [31707, 31708, 31709, 31710, 31711]);
+  assert.deepEqual(
+    servers.map((s) => s.role),
+    ["participant", "participant", "participant", "observer", "observer"],
+  );
+  assert.deepEqual(
+    servers.map((s) => s.clientPort),
+    [30000, 30001, 30002, 30003, 30004],
+  );
+  assert.deepEqual(
+    servers.map((s) => s.quorumPort),
+    [30707, 30708, 30709, 30710, 30711],
+  );
+  assert.deepEqual(
+    servers.map((s) => s.electionPort),
+    [31707, 31708, 31709, 31710, 31711],
+  );
   const explicit = clusterServers(parseClusterOptions({ voters: "1", "base-port": "5000", "quorum-base-port": "6000", "election-base-port": "7000" }));
   assert.deepEqual([explicit[0]!.quorumPort, explicit[0]!.electionPort], [6000, 7000]);
 });
 
 test("ZooKeeper-protocol ports sit 100 above the client ports unless --zk-base-port moves them; 0 turns them off", () => {
-  assert.deepEqual(clusterServers(parseClusterOptions({ voters: "3" })).map((s) => s.zkClientPort), [2281, 2282, 2283]);
-  assert.deepEqual(clusterServers(parseClusterOptions({ voters: "2", "zk-base-port": "9000" })).map((s) => s.zkClientPort), [9000, 9001]);
-  assert.deepEqual(clusterServers(parseClusterOptions({ voters: "2", "zk-base-port": "0" })).map((s) => s.zkClientPort), [undefined, undefined]);
+  assert.deepEqual(
+    clusterServers(parseClusterOptions({ voters: "3" })).map((s) => s.zkClientPort),
+    [2281, 2282, 2283],
+  );
+  assert.deepEqual(
+    clusterServers(parseClusterOptions({ voters: "2", "zk-base-port": "9000" })).map((s) => s.zkClientPort),
+    [9000, 9001],
+  );
+  assert.deepEqual(
+    clusterServers(parseClusterOptions({ voters: "2", "zk-base-port": "0" })).map((s) => s.zkClientPort),
+    [undefined, undefined],
+  );
 });
 
 test("with certificate files every port is TLS: the ZooKeeper-protocol ports become secure ones, a plain one only on request", () => {
   const tls = { "tls-cert-file": "certs/server.pem", "tls-key-file": "certs/server.key", "tls-ca-file": "/etc/ca.pem" };
   const options = parseClusterOptions({ voters: "3", ...tls }, { cwd: "/home/me" });
   assert.deepEqual(options.tls, { certFile: "/home/me/certs/server.pem", keyFile: "/home/me/certs/server.key", caFile: "/etc/ca.pem", clientAuth: "need" });
-  assert.deepEqual(clusterServers(options).map((s) => [s.zkClientPort, s.secureZkClientPort]), [[undefined, 2281], [undefined, 2282], [undefined, 2283]]);
+  assert.deepEqual(
+    clusterServers(options).map((s) => [s.zkClientPort, s.secureZkClientPort]),
+    [
+      [undefined, 2281],
+      [undefined, 2282],
+      [undefined, 2283],
+    ],
+  );
   const both = clusterServers(parseClusterOptions({ voters: "2", ...tls, "zk-base-port": "9000", "secure-zk-base-port": "9100", "tls-client-auth": "want" }));
-  assert.deepEqual(both.map((s) => [s.zkClientPort, s.secureZkClientPort]), [[9000, 9100], [9001, 9101]]);
+  assert.deepEqual(
+    both.map((s) => [s.zkClientPort, s.secureZkClientPort]),
+    [
+      [9000, 9100],
+      [9001, 9101],
+    ],
+  );
   assert.equal(parseClusterOptions({ voters: "3" }).tls, undefined);
-  assert.deepEqual(clusterServers(parseClusterOptions({ voters: "1" })).map((s) => s.secureZkClientPort), [undefined]);
+  assert.deepEqual(
+    clusterServers(parseClusterOptions({ voters: "1" })).map((s) => s.secureZkClientPort),
+    [undefined],
+  );
 });
 
 const BAD: [Record<string, string>, string][] = [
@@ -85,8 +122,13 @@ const BAD: [Record<string, string>, string][] = [
   [{ "min-session-timeout-ms": "5000", "max-session-timeout-ms": "4000" }, "minSessionTimeoutMs"],
 ];
 for (const [flags, field] of BAD) {
-  test(`corral cluster ${Object.entries(flags).map(([k, v]) => `--${k} ${JSON.stringify(v)}`).join(" ")} is refused naming ${field}`, () => {
-    assert.throws(() => parseClusterOptions(flags), (error: unknown) => error instanceof ConfigError && error.field === field);
+  test(`corral cluster ${Object.entries(flags)
+    .map(([k, v]) => `--${k} ${JSON.stringify(v)}`)
+    .join(" ")} is refused naming ${field}`, () => {
+    assert.throws(
+      () => parseClusterOptions(flags),
+      (error: unknown) => error instanceof ConfigError && error.field === field,
+    );
   });
 }
 
@@ -122,23 +164,41 @@ test("a data dir holding another cluster's file is refused; the same cluster reu
   // A changed base config, environment or flag is not another membership.
   const base = join(dir, "b-base.json");
   writeFileSync(base, JSON.stringify({ ttlNodesEnabled: true, enforceQuota: true }));
-  const changed = parseClusterOptions({ voters: "3", "base-port": "41000", "data-dir": dataDir, "tick-ms": "300" }, { file: base, env: { CORRAL_SUPER_DIGEST: SUPER } });
+  const changed = parseClusterOptions(
+    { voters: "3", "base-port": "41000", "data-dir": dataDir, "tick-ms": "300" },
+    { file: base, env: { CORRAL_SUPER_DIGEST: SUPER } },
+  );
   assert.equal(writeClusterConfig(changed).reused, true);
   const written = loadConfig({ file: join(dataDir, "cluster.json"), flags: { "server-id": "2" } });
   assert.deepEqual([written.ttlNodesEnabled, written.enforceQuota, written.superDigest, written.tickMs], [true, true, SUPER, 300]);
   // Neither is a different ZooKeeper-protocol port: it is not part of the membership.
   assert.equal(writeClusterConfig(parseClusterOptions({ voters: "3", "base-port": "41000", "data-dir": dataDir, "zk-base-port": "0" })).reused, true);
   writeFileSync(join(dataDir, "cluster.json"), "{ not json");
-  assert.throws(() => writeClusterConfig(first), (error: unknown) => error instanceof ConfigError && error.field === "data-dir");
+  assert.throws(
+    () => writeClusterConfig(first),
+    (error: unknown) => error instanceof ConfigError && error.field === "data-dir",
+  );
 });
 
 const SUPER = "super:D/InIHSb7yEEbrWz8b9l71RjZJU=";
 
 test("a base config, CORRAL_* variables and flags reach every member's config; flags beat the environment, which beats the file", () => {
   const base = join(dir, "base.json");
-  writeFileSync(base, JSON.stringify({ ttlNodesEnabled: true, enforceQuota: true, tickMs: 100, fourLetterWordWhitelist: "ruok", superDigest: "other:D/InIHSb7yEEbrWz8b9l71RjZJU=" }));
+  writeFileSync(
+    base,
+    JSON.stringify({
+      ttlNodesEnabled: true,
+      enforceQuota: true,
+      tickMs: 100,
+      fourLetterWordWhitelist: "ruok",
+      superDigest: "other:D/InIHSb7yEEbrWz8b9l71RjZJU=",
+    }),
+  );
   const env = { CORRAL_SUPER_DIGEST: SUPER, CORRAL_TICK_MS: "150", CORRAL_CONTAINER_CHECK_INTERVAL_MS: "500", CORRAL_LOG_LEVEL: "warn", UNRELATED: "x" };
-  const options = parseClusterOptions({ voters: "2", observers: "1", "base-port": "42000", "data-dir": join(dir, "c"), "tick-ms": "200", "commit-log-count": "50" }, { file: base, env });
+  const options = parseClusterOptions(
+    { voters: "2", observers: "1", "base-port": "42000", "data-dir": join(dir, "c"), "tick-ms": "200", "commit-log-count": "50" },
+    { file: base, env },
+  );
   const { path } = writeClusterConfig(options);
   for (const id of [1, 2, 3]) {
     const config = loadConfig({ file: path, flags: { "server-id": String(id) } });
@@ -154,7 +214,10 @@ test("a base config, CORRAL_* variables and flags reach every member's config; f
     assert.equal(config.dataDir, join(dir, "c", String(id)));
   }
   // Without any of them: the launcher's defaults (every four-letter word corral answers).
-  const plain = loadConfig({ file: writeClusterConfig(parseClusterOptions({ voters: "1", "base-port": "42100", "data-dir": join(dir, "d") })).path, flags: { "server-id": "1" } });
+  const plain = loadConfig({
+    file: writeClusterConfig(parseClusterOptions({ voters: "1", "base-port": "42100", "data-dir": join(dir, "d") })).path,
+    flags: { "server-id": "1" },
+  });
   assert.match(plain.fourLetterWordWhitelist, /^ruok,srvr,.*mntr/);
   assert.deepEqual([plain.ttlNodesEnabled, plain.enforceQuota, plain.superDigest, plain.tickMs], [false, false, "", 2000]);
 });
@@ -166,7 +229,17 @@ test("every field but the membership can be shared; the membership is refused fr
   );
   const base = join(dir, "member-base.json");
   const dataDir = join(dir, "refused");
-  const values: Record<string, unknown> = { serverId: 2, dataDir: "/tmp/x", clientHost: "0.0.0.0", clientPort: 3000, zkClientPort: 3100, metricsPort: 3200, adminPort: 3300, secureZkClientPort: 3400, servers: [] };
+  const values: Record<string, unknown> = {
+    serverId: 2,
+    dataDir: "/tmp/x",
+    clientHost: "0.0.0.0",
+    clientPort: 3000,
+    zkClientPort: 3100,
+    metricsPort: 3200,
+    adminPort: 3300,
+    secureZkClientPort: 3400,
+    servers: [],
+  };
   for (const field of MEMBER_FIELDS) {
     const raw = values[field];
     writeFileSync(base, JSON.stringify({ ttlNodesEnabled: true, [field]: raw }));
@@ -198,24 +271,66 @@ test("a base config that is not a config object, or has an unknown or invalid fi
     [JSON.stringify({ logLevel: "loud" }), "logLevel"],
   ] as const) {
     writeFileSync(base, content);
-    assert.throws(() => parseClusterOptions({}, { file: base }), (error: unknown) => error instanceof ConfigError && error.field === field, content);
+    assert.throws(
+      () => parseClusterOptions({}, { file: base }),
+      (error: unknown) => error instanceof ConfigError && error.field === field,
+      content,
+    );
   }
-  assert.throws(() => parseClusterOptions({}, { file: join(dir, "missing.json") }), (error: unknown) => error instanceof ConfigError && error.field === "config");
-  assert.throws(() => parseClusterOptions({}, { env: { CORRAL_ENFORCE_QUOTA: "maybe" } }), (error: unknown) => error instanceof ConfigError && error.field === "enforceQuota");
+  assert.throws(
+    () => parseClusterOptions({}, { file: join(dir, "missing.json") }),
+    (error: unknown) => error instanceof ConfigError && error.field === "config",
+  );
+  assert.throws(
+    () => parseClusterOptions({}, { env: { CORRAL_ENFORCE_QUOTA: "maybe" } }),
+    (error: unknown) => error instanceof ConfigError && error.field === "enforceQuota",
+  );
 });
 
 test("metrics and admin ports sit at ZooKeeper's 7000 and 8080 for the default base, move with --base-port, 0 turns them off", () => {
   const servers = clusterServers(parseClusterOptions({ voters: "3" }));
-  assert.deepEqual(servers.map((s) => [s.metricsPort, s.adminPort]), [[7000, 8080], [7001, 8081], [7002, 8082]]);
+  assert.deepEqual(
+    servers.map((s) => [s.metricsPort, s.adminPort]),
+    [
+      [7000, 8080],
+      [7001, 8081],
+      [7002, 8082],
+    ],
+  );
   const moved = clusterServers(parseClusterOptions({ voters: "2", "base-port": "3181" }));
-  assert.deepEqual(moved.map((s) => [s.metricsPort, s.adminPort]), [[8000, 9080], [8001, 9081]]);
+  assert.deepEqual(
+    moved.map((s) => [s.metricsPort, s.adminPort]),
+    [
+      [8000, 9080],
+      [8001, 9081],
+    ],
+  );
   const explicit = clusterServers(parseClusterOptions({ voters: "2", "metrics-base-port": "9100", "admin-base-port": "0" }));
-  assert.deepEqual(explicit.map((s) => [s.metricsPort, s.adminPort]), [[9100, undefined], [9101, undefined]]);
+  assert.deepEqual(
+    explicit.map((s) => [s.metricsPort, s.adminPort]),
+    [
+      [9100, undefined],
+      [9101, undefined],
+    ],
+  );
   // Past 65535 the derived defaults are none, not an error: a high --base-port still works.
   const high = clusterServers(parseClusterOptions({ voters: "3", "base-port": "61000", "quorum-base-port": "50000", "election-base-port": "51000" }));
-  assert.deepEqual(high.map((s) => [s.metricsPort, s.adminPort]), [[undefined, undefined], [undefined, undefined], [undefined, undefined]]);
-  assert.throws(() => parseClusterOptions({ voters: "3", "metrics-base-port": "2182" }), (e: unknown) => e instanceof ConfigError && e.field === "metrics-base-port");
-  assert.throws(() => parseClusterOptions({ voters: "3", "admin-base-port": "7001" }), (e: unknown) => e instanceof ConfigError && e.field === "admin-base-port");
+  assert.deepEqual(
+    high.map((s) => [s.metricsPort, s.adminPort]),
+    [
+      [undefined, undefined],
+      [undefined, undefined],
+      [undefined, undefined],
+    ],
+  );
+  assert.throws(
+    () => parseClusterOptions({ voters: "3", "metrics-base-port": "2182" }),
+    (e: unknown) => e instanceof ConfigError && e.field === "metrics-base-port",
+  );
+  assert.throws(
+    () => parseClusterOptions({ voters: "3", "admin-base-port": "7001" }),
+    (e: unknown) => e instanceof ConfigError && e.field === "admin-base-port",
+  );
 });
 
 test("every member of the written cluster file loads its own metrics and admin ports", () => {

@@ -58,7 +58,16 @@ const VALID: ValidCase[] = [
   {
     name: "no source at all: standalone defaults",
     sources: () => ({}),
-    expect: { serverId: 1, clientHost: "127.0.0.1", clientPort: 2181, servers: [], initLimitTicks: 10, syncLimitTicks: 5, tickMs: 2000, commitLogCount: 10_000 },
+    expect: {
+      serverId: 1,
+      clientHost: "127.0.0.1",
+      clientPort: 2181,
+      servers: [],
+      initLimitTicks: 10,
+      syncLimitTicks: 5,
+      tickMs: 2000,
+      commitLogCount: 10_000,
+    },
   },
   {
     name: "a shared JSON file and --server-id: this server's client address comes from its entry",
@@ -114,7 +123,14 @@ const VALID: ValidCase[] = [
       env: { CORRAL_SERVERS: "1=x:1:2:3" },
       flags: { servers: "1=y:4:5:6,2=z:4:5:6:observer" },
     }),
-    expect: { clientHost: "y", clientPort: 4, servers: [{ id: 1, host: "y", clientPort: 4, quorumPort: 5, electionPort: 6, role: "participant" }, { id: 2, host: "z", clientPort: 4, quorumPort: 5, electionPort: 6, role: "observer" }] },
+    expect: {
+      clientHost: "y",
+      clientPort: 4,
+      servers: [
+        { id: 1, host: "y", clientPort: 4, quorumPort: 5, electionPort: 6, role: "participant" },
+        { id: 2, host: "z", clientPort: 4, quorumPort: 5, electionPort: 6, role: "observer" },
+      ],
+    },
   },
   {
     name: "an empty CORRAL_SERVERS turns a cluster file back into a standalone server",
@@ -174,13 +190,22 @@ interface InvalidCase {
 const cluster = (servers: unknown, serverId = "1"): ConfigSources => ({ file: file({ servers }), flags: { "server-id": serverId } });
 
 const INVALID: InvalidCase[] = [
-  { name: "a duplicate id", sources: () => cluster([entry(1, 2181), entry(2, 2182), { ...entry(3, 2183), id: 2 }]), field: "servers[2].id", says: /duplicate id 2/ },
+  {
+    name: "a duplicate id",
+    sources: () => cluster([entry(1, 2181), entry(2, 2182), { ...entry(3, 2183), id: 2 }]),
+    field: "servers[2].id",
+    says: /duplicate id 2/,
+  },
   { name: "id 0", sources: () => cluster([{ ...entry(1, 2181), id: 0 }]), field: "servers[0].id" },
   { name: "id 255", sources: () => cluster([entry(1, 2181), { ...entry(2, 2182), id: 255 }]), field: "servers[1].id" },
   { name: "an id that is not an integer", sources: () => ({ env: { CORRAL_SERVERS: "x=h:1:2:3", CORRAL_SERVER_ID: "1" } }), field: "servers[0].id" },
   { name: "client port 0", sources: () => cluster([{ ...entry(1, 2181), clientPort: 0 }]), field: "servers[0].clientPort" },
   { name: "quorum port above 65535", sources: () => cluster([entry(1, 2181), { ...entry(2, 2182), quorumPort: 70000 }]), field: "servers[1].quorumPort" },
-  { name: "an election port that is not a number", sources: () => ({ env: { CORRAL_SERVERS: "1=h:1:2:three", CORRAL_SERVER_ID: "1" } }), field: "servers[0].electionPort" },
+  {
+    name: "an election port that is not a number",
+    sources: () => ({ env: { CORRAL_SERVERS: "1=h:1:2:three", CORRAL_SERVER_ID: "1" } }),
+    field: "servers[0].electionPort",
+  },
   {
     name: "two servers sharing host:port",
     sources: () => cluster([entry(1, 2181), { ...entry(2, 2182), quorumPort: 2889 }]),
@@ -197,22 +222,45 @@ const INVALID: InvalidCase[] = [
   { name: "a host with a space", sources: () => cluster([{ ...entry(1, 2181), host: "a b" }]), field: "servers[0].host" },
   { name: "a bracketed IPv6 host in JSON", sources: () => cluster([{ ...entry(1, 2181), host: "[::1]" }]), field: "servers[0].host" },
   { name: "an unknown role", sources: () => cluster([{ ...entry(1, 2181), role: "leader" }]), field: "servers[0].role" },
-  { name: "an unknown role in the compact form", sources: () => ({ env: { CORRAL_SERVERS: "1=h:1:2:3:voter", CORRAL_SERVER_ID: "1" } }), field: "servers[0].role" },
+  {
+    name: "an unknown role in the compact form",
+    sources: () => ({ env: { CORRAL_SERVERS: "1=h:1:2:3:voter", CORRAL_SERVER_ID: "1" } }),
+    field: "servers[0].role",
+  },
   { name: "only observers", sources: () => cluster([entry(1, 2181, "observer"), entry(2, 2182, "observer")]), field: "servers", says: /participant/ },
   { name: "serverId not in the list", sources: () => cluster(THREE, "4"), field: "serverId", says: /4 is not in servers/ },
   { name: "a cluster without an explicit serverId", sources: () => ({ file: file({ servers: THREE }) }), field: "serverId", says: /must be set/ },
-  { name: "a clientPort that contradicts the entry", sources: () => ({ ...cluster(THREE, "1"), env: { CORRAL_CLIENT_PORT: "9999" } }), field: "clientPort", says: /2181/ },
+  {
+    name: "a clientPort that contradicts the entry",
+    sources: () => ({ ...cluster(THREE, "1"), env: { CORRAL_CLIENT_PORT: "9999" } }),
+    field: "clientPort",
+    says: /2181/,
+  },
   { name: "an unknown field in an entry", sources: () => cluster([{ ...entry(1, 2181), weight: 1 }]), field: "servers[0].weight", says: /unknown field/ },
-  { name: "a missing port in an entry", sources: () => cluster([{ id: 1, host: "h", clientPort: 1, quorumPort: 2 }]), field: "servers[0].electionPort", says: /missing/ },
+  {
+    name: "a missing port in an entry",
+    sources: () => cluster([{ id: 1, host: "h", clientPort: 1, quorumPort: 2 }]),
+    field: "servers[0].electionPort",
+    says: /missing/,
+  },
   { name: "an entry that is not an object", sources: () => cluster([entry(1, 2181), "2=h:1:2:3"]), field: "servers[1]" },
-  { name: "a compact entry with too few ports", sources: () => ({ env: { CORRAL_SERVERS: "1=h:1:2:3,2=h:2181:2888", CORRAL_SERVER_ID: "1" } }), field: "servers[1]" },
+  {
+    name: "a compact entry with too few ports",
+    sources: () => ({ env: { CORRAL_SERVERS: "1=h:1:2:3,2=h:2181:2888", CORRAL_SERVER_ID: "1" } }),
+    field: "servers[1]",
+  },
   { name: "servers neither a list nor a string", sources: () => cluster(3), field: "servers" },
   { name: "initLimitTicks 0", sources: () => ({ file: file({ initLimitTicks: 0 }) }), field: "initLimitTicks" },
   { name: "commitLogCount 0", sources: () => ({ file: file({ commitLogCount: 0 }) }), field: "commitLogCount" },
   { name: "commitLogCount above the maximum window", sources: () => ({ flags: { "commit-log-count": "10001" } }), field: "commitLogCount" },
   { name: "containerCheckIntervalMs below 10", sources: () => ({ file: file({ containerCheckIntervalMs: 5 }) }), field: "containerCheckIntervalMs" },
   { name: "containerMaxPerMinute 0", sources: () => ({ env: { CORRAL_CONTAINER_MAX_PER_MINUTE: "0" } }), field: "containerMaxPerMinute" },
-  { name: "a superDigest that is a password, not a digest", sources: () => ({ env: { CORRAL_SUPER_DIGEST: "super:test" } }), field: "superDigest", says: /base64/ },
+  {
+    name: "a superDigest that is a password, not a digest",
+    sources: () => ({ env: { CORRAL_SUPER_DIGEST: "super:test" } }),
+    field: "superDigest",
+    says: /base64/,
+  },
   { name: "a superDigest without its user", sources: () => ({ flags: { "super-digest": "D/InIHSb7yEEbrWz8b9l71RjZJU=" } }), field: "superDigest" },
   { name: "syncLimitTicks not a number", sources: () => ({ env: { CORRAL_SYNC_LIMIT_TICKS: "soon" } }), field: "syncLimitTicks" },
   { name: "an unknown top-level field still fails", sources: () => ({ file: file({ server: [] }) }), field: "server", says: /unknown field/ },
@@ -266,8 +314,14 @@ test("the ZooKeeper-protocol port: off by default, per server entry in a cluster
 
   const compact = "1=127.0.0.1:2181:2888:3888:participant:2281,2=127.0.0.1:2182:2889:3889,3=127.0.0.1:2183:2890:3890:observer:2283";
   const servers = parseServers(compact);
-  assert.deepEqual(servers.map((s) => s.zkClientPort), [2281, undefined, 2283]);
-  assert.equal(formatServers(servers), "1=127.0.0.1:2181:2888:3888:participant:2281,2=127.0.0.1:2182:2889:3889:participant,3=127.0.0.1:2183:2890:3890:observer:2283");
+  assert.deepEqual(
+    servers.map((s) => s.zkClientPort),
+    [2281, undefined, 2283],
+  );
+  assert.equal(
+    formatServers(servers),
+    "1=127.0.0.1:2181:2888:3888:participant:2281,2=127.0.0.1:2182:2889:3889:participant,3=127.0.0.1:2183:2890:3890:observer:2283",
+  );
   assert.equal(loadConfig({ env: { CORRAL_SERVERS: compact, CORRAL_SERVER_ID: "1" } }).zkClientPort, 2281);
   assert.equal(loadConfig({ env: { CORRAL_SERVERS: compact, CORRAL_SERVER_ID: "2" } }).zkClientPort, -1);
   assert.equal(clusterZkConnectString(loadConfig({ env: { CORRAL_SERVERS: compact, CORRAL_SERVER_ID: "2" } })), "127.0.0.1:2281,127.0.0.1:2283");
@@ -275,10 +329,19 @@ test("the ZooKeeper-protocol port: off by default, per server entry in a cluster
   const json = file({ servers: [{ ...entry(1, 2181), zkClientPort: 2281 }, entry(2, 2182)] });
   assert.equal(loadConfig({ file: json, flags: { "server-id": "1" } }).zkClientPort, 2281);
   // Disagreeing with the entry, clashing with another port, or out of range: refused, naming the field.
-  assert.throws(() => loadConfig({ file: json, flags: { "server-id": "1", "zk-client-port": "2999" } }), (e: unknown) => e instanceof ConfigError && e.field === "zkClientPort");
+  assert.throws(
+    () => loadConfig({ file: json, flags: { "server-id": "1", "zk-client-port": "2999" } }),
+    (e: unknown) => e instanceof ConfigError && e.field === "zkClientPort",
+  );
   const clash = file({ servers: [{ ...entry(1, 2181), zkClientPort: 2181 }] });
-  assert.throws(() => loadConfig({ file: clash, flags: { "server-id": "1" } }), (e: unknown) => e instanceof ConfigError && e.field === "servers[0].zkClientPort");
-  assert.throws(() => loadConfig({ flags: { "zk-client-port": "70000" } }), (e: unknown) => e instanceof ConfigError && e.field === "zkClientPort");
+  assert.throws(
+    () => loadConfig({ file: clash, flags: { "server-id": "1" } }),
+    (e: unknown) => e instanceof ConfigError && e.field === "servers[0].zkClientPort",
+  );
+  assert.throws(
+    () => loadConfig({ flags: { "zk-client-port": "70000" } }),
+    (e: unknown) => e instanceof ConfigError && e.field === "zkClientPort",
+  );
 });
 
 test("TLS: off by default; ZooKeeper's secureClientPort per server entry, in both list forms", () => {
@@ -292,8 +355,18 @@ test("TLS: off by default; ZooKeeper's secureClientPort per server entry, in bot
 
   const compact = "1=127.0.0.1:2181:2888:3888:participant:2281:2381,2=127.0.0.1:2182:2889:3889:participant::2382,3=127.0.0.1:2183:2890:3890";
   const servers = parseServers(compact);
-  assert.deepEqual(servers.map((s) => [s.zkClientPort, s.secureZkClientPort]), [[2281, 2381], [undefined, 2382], [undefined, undefined]]);
-  assert.equal(formatServers(servers), "1=127.0.0.1:2181:2888:3888:participant:2281:2381,2=127.0.0.1:2182:2889:3889:participant::2382,3=127.0.0.1:2183:2890:3890:participant");
+  assert.deepEqual(
+    servers.map((s) => [s.zkClientPort, s.secureZkClientPort]),
+    [
+      [2281, 2381],
+      [undefined, 2382],
+      [undefined, undefined],
+    ],
+  );
+  assert.equal(
+    formatServers(servers),
+    "1=127.0.0.1:2181:2888:3888:participant:2281:2381,2=127.0.0.1:2182:2889:3889:participant::2382,3=127.0.0.1:2183:2890:3890:participant",
+  );
   const tlsFlags = { "tls-cert-file": "s.pem", "tls-key-file": "s.key", "tls-ca-file": "ca.pem" };
   const two = loadConfig({ env: { CORRAL_SERVERS: compact, CORRAL_SERVER_ID: "2" }, flags: tlsFlags });
   assert.deepEqual([two.zkClientPort, two.secureZkClientPort], [-1, 2382]);
@@ -301,9 +374,15 @@ test("TLS: off by default; ZooKeeper's secureClientPort per server entry, in bot
   assert.deepEqual(clientTlsFiles(two), { certFile: "s.pem", keyFile: "s.key", caFile: "ca.pem" });
   const json = file({ servers: [{ ...entry(1, 2181), secureZkClientPort: 2381 }, entry(2, 2182)] });
   assert.equal(loadConfig({ file: json, flags: { "server-id": "1", ...tlsFlags } }).secureZkClientPort, 2381);
-  assert.throws(() => loadConfig({ file: json, flags: { "server-id": "1", "secure-zk-client-port": "2999", ...tlsFlags } }), (e: unknown) => e instanceof ConfigError && e.field === "secureZkClientPort");
+  assert.throws(
+    () => loadConfig({ file: json, flags: { "server-id": "1", "secure-zk-client-port": "2999", ...tlsFlags } }),
+    (e: unknown) => e instanceof ConfigError && e.field === "secureZkClientPort",
+  );
   const clash = file({ servers: [{ ...entry(1, 2181), zkClientPort: 2281, secureZkClientPort: 2281 }] });
-  assert.throws(() => loadConfig({ file: clash, flags: { "server-id": "1", ...tlsFlags } }), (e: unknown) => e instanceof ConfigError && e.field === "servers[0].secureZkClientPort");
+  assert.throws(
+    () => loadConfig({ file: clash, flags: { "server-id": "1", ...tlsFlags } }),
+    (e: unknown) => e instanceof ConfigError && e.field === "servers[0].secureZkClientPort",
+  );
 });
 
 test("TLS: the files each TLS port needs, the quorum's falling back to the client ports'", () => {
@@ -316,7 +395,9 @@ test("TLS: the files each TLS port needs, the quorum's falling back to the clien
   assert.throws(() => loadConfig({ flags: { "tls-client-auth": "maybe" } }), isField("tlsClientAuth"));
   assert.throws(() => loadConfig({ flags: { "tls-reload-interval-ms": "0" } }), isField("tlsReloadIntervalMs"));
   assert.throws(() => loadConfig({ flags: { "ssl-quorum": "true" } }), isField("quorumTlsCertFile"));
-  const quorum = loadConfig({ flags: { "ssl-quorum": "true", "tls-cert-file": "s.pem", "tls-key-file": "s.key", "tls-ca-file": "ca.pem", "quorum-tls-ca-file": "peers.pem" } });
+  const quorum = loadConfig({
+    flags: { "ssl-quorum": "true", "tls-cert-file": "s.pem", "tls-key-file": "s.key", "tls-ca-file": "ca.pem", "quorum-tls-ca-file": "peers.pem" },
+  });
   assert.deepEqual(quorumTlsFiles(quorum), { certFile: "s.pem", keyFile: "s.key", caFile: "peers.pem" });
   assert.equal(quorum.sslQuorumHostnameVerification, true);
   assert.equal(loadConfig({ env: { CORRAL_X509_SUPER_USER: "CN=admin,O=Example\\, Inc." } }).x509SuperUser, "CN=admin,O=Example\\, Inc.");
@@ -326,8 +407,14 @@ test("TLS: the files each TLS port needs, the quorum's falling back to the clien
 test("quorumMembers splits voters from observers, in id order; standalone has none", () => {
   const config = loadConfig({ env: { CORRAL_SERVERS: "3=c:1:2:3,1=a:1:2:3:observer,2=b:1:2:3", CORRAL_SERVER_ID: "2" } });
   const { voters, observers } = quorumMembers(config);
-  assert.deepEqual(voters.map((s) => s.id), [2, 3]);
-  assert.deepEqual(observers.map((s) => s.id), [1]);
+  assert.deepEqual(
+    voters.map((s) => s.id),
+    [2, 3],
+  );
+  assert.deepEqual(
+    observers.map((s) => s.id),
+    [1],
+  );
   assert.equal(thisServer(config)?.host, "b");
   assert.deepEqual(quorumMembers(loadConfig({})), { voters: [], observers: [] });
   assert.equal(thisServer(loadConfig({})), undefined);
@@ -336,12 +423,20 @@ test("quorumMembers splits voters from observers, in id order; standalone has no
 test("metrics and admin ports: off by default on loopback, set per server or per entry in a cluster's JSON list", () => {
   const standalone = loadConfig({});
   assert.deepEqual([standalone.metricsPort, standalone.metricsHost, standalone.adminPort, standalone.adminHost], [-1, "127.0.0.1", -1, "127.0.0.1"]);
-  const set = loadConfig({ env: { CORRAL_METRICS_PORT: "7000", CORRAL_ADMIN_PORT: "8080", CORRAL_ADMIN_HOST: "0.0.0.0" }, flags: { "metrics-host": "0.0.0.0" } });
+  const set = loadConfig({
+    env: { CORRAL_METRICS_PORT: "7000", CORRAL_ADMIN_PORT: "8080", CORRAL_ADMIN_HOST: "0.0.0.0" },
+    flags: { "metrics-host": "0.0.0.0" },
+  });
   assert.deepEqual([set.metricsPort, set.metricsHost, set.adminPort, set.adminHost], [7000, "0.0.0.0", 8080, "0.0.0.0"]);
   assert.equal(loadConfig({ flags: { "metrics-port": "0", "admin-port": "0" } }).adminPort, 0, "0 = any free port");
 
   // A one-host cluster's file gives each member its own ports; another member's entry is not ours.
-  const json = file({ servers: [{ ...entry(1, 2181), metricsPort: 7000, adminPort: 8080 }, { ...entry(2, 2182), metricsPort: 7001 }] });
+  const json = file({
+    servers: [
+      { ...entry(1, 2181), metricsPort: 7000, adminPort: 8080 },
+      { ...entry(2, 2182), metricsPort: 7001 },
+    ],
+  });
   const first = loadConfig({ file: json, flags: { "server-id": "1" } });
   assert.deepEqual([first.metricsPort, first.adminPort], [7000, 8080]);
   const second = loadConfig({ file: json, flags: { "server-id": "2" } });
@@ -359,7 +454,15 @@ const HTTP_PORT_ERRORS: [string, () => ConfigSources, string][] = [
   ["the metrics port again on a wildcard address", () => ({ flags: { "metrics-port": "7000", "admin-port": "7000", "admin-host": "0.0.0.0" } }), "adminPort"],
   [
     "another member's port on the same host",
-    () => ({ file: file({ servers: [{ ...entry(1, 2181), metricsPort: 7000 }, { ...entry(2, 2182), adminPort: 7000 }] }), flags: { "server-id": "1" } }),
+    () => ({
+      file: file({
+        servers: [
+          { ...entry(1, 2181), metricsPort: 7000 },
+          { ...entry(2, 2182), adminPort: 7000 },
+        ],
+      }),
+      flags: { "server-id": "1" },
+    }),
     "servers[1].adminPort",
   ],
   [
@@ -371,7 +474,10 @@ const HTTP_PORT_ERRORS: [string, () => ConfigSources, string][] = [
 
 for (const [what, sources, field] of HTTP_PORT_ERRORS) {
   test(`metrics and admin ports: ${what} is refused, naming ${field}`, () => {
-    assert.throws(() => loadConfig(sources()), (e: unknown) => e instanceof ConfigError && e.field === field);
+    assert.throws(
+      () => loadConfig(sources()),
+      (e: unknown) => e instanceof ConfigError && e.field === field,
+    );
   });
 }
 

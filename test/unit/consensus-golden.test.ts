@@ -31,7 +31,10 @@ const scenarios: Record<string, { about: string; run: (h: Harness) => void; vote
   "trunc-uncommitted-tail": {
     about: "server 3 logged 1.3 in epoch 1 that nobody else has; leader 1 has 2.1: server 3 is truncated to 1.2, then gets 2.1",
     run: (h) => {
-      const committed = [{ zxid: z(1, 1), record: enc("a") }, { zxid: z(1, 2), record: enc("b") }];
+      const committed = [
+        { zxid: z(1, 1), record: enc("a") },
+        { zxid: z(1, 2), record: enc("b") },
+      ];
       for (const id of [1, 2, 3]) Object.assign(h.server(id), { acceptedEpoch: 2, currentEpoch: 2, log: committed.slice() });
       h.server(1).log.push({ zxid: z(2, 1), record: enc("c") });
       h.server(3).log.push({ zxid: z(1, 3), record: enc("stale") });

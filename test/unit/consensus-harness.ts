@@ -118,7 +118,12 @@ export class Harness {
   /** Starts server `id` as leader (leaderId undefined) or as a learner of `leaderId`, from what is durable. */
   start(id: number, leaderId?: number): ZabCore {
     const s = this.server(id);
-    const role = leaderId === undefined ? { kind: "leader" as const } : this.quorum.isVoter(id) ? { kind: "follower" as const, leaderId } : { kind: "observer" as const, leaderId };
+    const role =
+      leaderId === undefined
+        ? { kind: "leader" as const }
+        : this.quorum.isVoter(id)
+          ? { kind: "follower" as const, leaderId }
+          : { kind: "observer" as const, leaderId };
     s.generation += 1;
     if (leaderId === undefined) s.port.stopFollowing();
     else s.port.followLeader(leaderId);

@@ -17,7 +17,14 @@ const number = fc.oneof(
 const bytes = fc.uint8Array({ maxLength: 4 });
 const record = fc.record({ zxid: number, record: bytes });
 const message: fc.Arbitrary<QuorumMessage> = fc.oneof(
-  fc.record({ type: fc.constant("learnerInfo"), sid: fc.integer({ min: 0, max: 5 }), role: fc.constantFrom("participant", "observer"), acceptedEpoch: number, lastZxid: number, protocolVersion: fc.constant(1) }),
+  fc.record({
+    type: fc.constant("learnerInfo"),
+    sid: fc.integer({ min: 0, max: 5 }),
+    role: fc.constantFrom("participant", "observer"),
+    acceptedEpoch: number,
+    lastZxid: number,
+    protocolVersion: fc.constant(1),
+  }),
   fc.record({ type: fc.constant("leaderInfo"), newEpoch: number, protocolVersion: fc.constant(1) }),
   fc.record({ type: fc.constant("ackEpoch"), currentEpoch: number, lastZxid: number }),
   fc.record({ type: fc.constant("diff"), lastZxid: number }),

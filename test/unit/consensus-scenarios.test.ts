@@ -73,7 +73,10 @@ test("the leader pipelines: proposal N+1 leaves before N commits, and both commi
   h.propose("p1");
   h.propose("p2");
   h.deliver();
-  assert.deepEqual(h.trace.filter((l) => l.startsWith("1→2")), ["1→2 proposal(0x100000001)", "1→2 proposal(0x100000002)"]);
+  assert.deepEqual(
+    h.trace.filter((l) => l.startsWith("1→2")),
+    ["1→2 proposal(0x100000001)", "1→2 proposal(0x100000002)"],
+  );
   h.flush(3);
   h.deliver();
   assert.deepEqual(h.server(1).applied, [z(1, 1), z(1, 2)]);
@@ -82,7 +85,10 @@ test("the leader pipelines: proposal N+1 leaves before N commits, and both commi
 
 test("a follower with an uncommitted tail from an older epoch is TRUNCated, then DIFFed", () => {
   const h = new Harness([1, 2, 3]);
-  const committed = [{ zxid: z(1, 1), record: enc("a") }, { zxid: z(1, 2), record: enc("b") }];
+  const committed = [
+    { zxid: z(1, 1), record: enc("a") },
+    { zxid: z(1, 2), record: enc("b") },
+  ];
   for (const id of [1, 2, 3]) Object.assign(h.server(id), { acceptedEpoch: 2, currentEpoch: 2, log: committed.slice() });
   h.server(1).log.push({ zxid: z(2, 1), record: enc("c") });
   h.server(3).log.push({ zxid: z(1, 3), record: enc("stale") });
@@ -90,7 +96,11 @@ test("a follower with an uncommitted tail from an older epoch is TRUNCated, then
   assert.ok(h.events().includes("# 1 sync 3 TRUNC 0x100000002..0x200000001: learner has a txn the leader's history lacks"));
   assert.ok(h.events().includes("# 1 sync 2 DIFF 0x100000002..0x200000001: learner's last zxid is in the committed-log window"));
   for (const id of [1, 2, 3]) {
-    assert.deepEqual(h.server(id).log.map((r) => r.zxid), [z(1, 1), z(1, 2), z(2, 1)], `log of ${id}`);
+    assert.deepEqual(
+      h.server(id).log.map((r) => r.zxid),
+      [z(1, 1), z(1, 2), z(2, 1)],
+      `log of ${id}`,
+    );
     assert.deepEqual(h.server(id).applied, [z(1, 1), z(1, 2), z(2, 1)], `tree of ${id}`);
     assert.equal(h.server(id).currentEpoch, 3);
   }
@@ -218,7 +228,10 @@ test("forwarded writes surface at the leader; a sync is answered with the last p
   assert.equal(follower.kind, "follower");
   if (follower.kind !== "follower") return;
   const fwd = follower.forward(9n, 1, enc("req"));
-  assert.deepEqual(fwd.send.map((s) => s.message.type), ["request"]);
+  assert.deepEqual(
+    fwd.send.map((s) => s.message.type),
+    ["request"],
+  );
   const leader = h.server(1).zab as Leader;
   const ready = leader.step({ type: "message", from: 2, message: fwd.send[0]!.message });
   assert.deepEqual(ready.forwarded, [{ from: 2, sessionId: 9n, cxid: 1, request: enc("req") }]);
@@ -240,7 +253,10 @@ test("a resumed session is revalidated through the leader; the host's verdict go
   const follower = h.server(2).zab!;
   if (follower.kind !== "follower") return assert.fail("server 2 follows");
   const asked = follower.revalidate(9n, 4_000);
-  assert.deepEqual(asked.send.map((s) => s.message), [{ type: "revalidate", sessionId: 9n, timeoutMs: 4_000 }]);
+  assert.deepEqual(
+    asked.send.map((s) => s.message),
+    [{ type: "revalidate", sessionId: 9n, timeoutMs: 4_000 }],
+  );
   const leader = h.server(1).zab as Leader;
   const received = leader.step({ type: "message", from: 2, message: asked.send[0]!.message });
   assert.deepEqual(received.revalidations, [{ from: 2, sessionId: 9n, timeoutMs: 4_000 }], "the host decides, not the core");
@@ -269,7 +285,10 @@ test("a leader cut off from its quorum never answers a sync", () => {
   const ready = leader.requestSync(1);
   assert.deepEqual(ready.syncsDone, [], "not before a quorum answered a ping sent after the sync");
   h.deliver((m) => m.from !== 2 && m.from !== 3); // the followers' answers are lost
-  assert.deepEqual(h.trace.filter((l) => l.includes("syncDone")), []);
+  assert.deepEqual(
+    h.trace.filter((l) => l.includes("syncDone")),
+    [],
+  );
   const confirmed = leader.step({ type: "message", from: 2, message: { type: "ping", touches: [] } });
   assert.deepEqual(confirmed.syncsDone, [{ syncId: 1, zxid: 0 }], "one follower's answer + ours is a quorum of three");
 });
@@ -282,7 +301,10 @@ test("a leader cut off from its quorum never answers a sync", () => {
  * zxid) would wait forever.
  */
 function withUnappliedTail(h: Harness, ids: number[]): void {
-  const log = [{ zxid: z(1, 1), record: enc("a") }, { zxid: z(1, 2), record: enc("b") }];
+  const log = [
+    { zxid: z(1, 1), record: enc("a") },
+    { zxid: z(1, 2), record: enc("b") },
+  ];
   for (const id of ids) Object.assign(h.server(id), { acceptedEpoch: 1, currentEpoch: 1, log: log.slice(), applied: [z(1, 1)] });
 }
 

@@ -26,8 +26,16 @@ test("data from the page is UTF-8 text or hex; anything else is BADARGUMENTS", (
   assert.deepEqual(dataFromInput("hé", undefined), bytes("hé"));
   assert.deepEqual(dataFromInput("00 ff\n10", "hex"), new Uint8Array([0, 0xff, 0x10]));
   assert.deepEqual(dataFromInput(undefined, "text"), new Uint8Array(0));
-  for (const [data, encoding] of [["zz", "hex"], ["abc", "hex"], ["x", "base64"], [5, "text"]] as const) {
-    assert.throws(() => dataFromInput(data, encoding), (e: unknown) => e instanceof ZkError && e.code === "BADARGUMENTS");
+  for (const [data, encoding] of [
+    ["zz", "hex"],
+    ["abc", "hex"],
+    ["x", "base64"],
+    [5, "text"],
+  ] as const) {
+    assert.throws(
+      () => dataFromInput(data, encoding),
+      (e: unknown) => e instanceof ZkError && e.code === "BADARGUMENTS",
+    );
   }
 });
 
@@ -37,9 +45,19 @@ test("versions are integers from -1 up, absent meaning any; paths are required",
   assert.equal(versionFromInput(" 3 "), 3);
   assert.equal(versionFromInput(0), 0);
   for (const bad of ["abc", "1.5", -2, 2 ** 31, "1e3x"]) {
-    assert.throws(() => versionFromInput(bad), (e: unknown) => e instanceof ZkError && e.code === "BADARGUMENTS", String(bad));
+    assert.throws(
+      () => versionFromInput(bad),
+      (e: unknown) => e instanceof ZkError && e.code === "BADARGUMENTS",
+      String(bad),
+    );
   }
-  assert.throws(() => pathFromInput(""), (e: unknown) => e instanceof ZkError && e.code === "BADARGUMENTS");
-  assert.throws(() => pathFromInput(7), (e: unknown) => e instanceof ZkError && e.code === "BADARGUMENTS");
+  assert.throws(
+    () => pathFromInput(""),
+    (e: unknown) => e instanceof ZkError && e.code === "BADARGUMENTS",
+  );
+  assert.throws(
+    () => pathFromInput(7),
+    (e: unknown) => e instanceof ZkError && e.code === "BADARGUMENTS",
+  );
   assert.equal(pathFromInput("/a"), "/a");
 });

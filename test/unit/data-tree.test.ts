@@ -149,8 +149,17 @@ describe("apply: create", () => {
     const script = new TxnScript();
     script.create("/a"); // 1
     assert.deepEqual(rawStat(script.tree, "/"), {
-      czxid: 0, mzxid: 0, ctime: 0, mtime: 0, version: 0, cversion: 0, aversion: 0,
-      ephemeralOwner: 0n, dataLength: 0, numChildren: 2, pzxid: Z(1),
+      czxid: 0,
+      mzxid: 0,
+      ctime: 0,
+      mtime: 0,
+      version: 0,
+      cversion: 0,
+      aversion: 0,
+      ephemeralOwner: 0n,
+      dataLength: 0,
+      numChildren: 2,
+      pzxid: Z(1),
     });
     assert.equal(sequenceNumberOf(rawStat(script.tree, "/")), 1);
   });
@@ -275,10 +284,7 @@ describe("apply: multi", () => {
       ],
     });
     const tree = script.tree;
-    assert.deepEqual(
-      rawStat(tree, "/app"),
-      createdStat(1, { mzxid: Z(2), mtime: T(2), version: 1, dataLength: 3, cversion: 3, numChildren: 1, pzxid: Z(2) }),
-    );
+    assert.deepEqual(rawStat(tree, "/app"), createdStat(1, { mzxid: Z(2), mtime: T(2), version: 1, dataLength: 3, cversion: 3, numChildren: 1, pzxid: Z(2) }));
     assert.equal(tree.getNode("/app/x"), undefined);
     assert.deepEqual([...tree.ephemeralsOf(S1)], ["/app/y"]);
     assert.equal(tree.lastProcessedZxid, Z(2));
@@ -295,10 +301,26 @@ describe("apply: multi", () => {
   const error = (err: number) => ({ type: "error" as const, err });
   const { OK, NODEEXISTS, NONODE, BADVERSION, RUNTIMEINCONSISTENCY } = ZkErrorCode;
   const FAILURES: [string, (TxnBody & { type: "multi" })["ops"], number[]][] = [
-    ["ops before the failure report OK, ops after RUNTIMEINCONSISTENCY", [create("/app/x", 1), error(NODEEXISTS), error(RUNTIMEINCONSISTENCY)], [OK, NODEEXISTS, RUNTIMEINCONSISTENCY]],
-    ["a failed first op: the valid op after it reports RUNTIMEINCONSISTENCY", [error(NONODE), { type: "setData", path: "/app", data: bytes("b"), version: 1 }], [NONODE, RUNTIMEINCONSISTENCY]],
-    ["a failed last op: every op before it reports OK", [create("/app/x", 1), { type: "setData", path: "/app", data: bytes("b"), version: 1 }, error(BADVERSION)], [OK, OK, BADVERSION]],
-    ["error ops keep their own codes", [error(NONODE), error(RUNTIMEINCONSISTENCY), { type: "check", path: "/app", version: 0 }], [NONODE, RUNTIMEINCONSISTENCY, RUNTIMEINCONSISTENCY]],
+    [
+      "ops before the failure report OK, ops after RUNTIMEINCONSISTENCY",
+      [create("/app/x", 1), error(NODEEXISTS), error(RUNTIMEINCONSISTENCY)],
+      [OK, NODEEXISTS, RUNTIMEINCONSISTENCY],
+    ],
+    [
+      "a failed first op: the valid op after it reports RUNTIMEINCONSISTENCY",
+      [error(NONODE), { type: "setData", path: "/app", data: bytes("b"), version: 1 }],
+      [NONODE, RUNTIMEINCONSISTENCY],
+    ],
+    [
+      "a failed last op: every op before it reports OK",
+      [create("/app/x", 1), { type: "setData", path: "/app", data: bytes("b"), version: 1 }, error(BADVERSION)],
+      [OK, OK, BADVERSION],
+    ],
+    [
+      "error ops keep their own codes",
+      [error(NONODE), error(RUNTIMEINCONSISTENCY), { type: "check", path: "/app", version: 0 }],
+      [NONODE, RUNTIMEINCONSISTENCY, RUNTIMEINCONSISTENCY],
+    ],
   ];
   for (const [name, ops, codes] of FAILURES) {
     test(`a failed multi applies nothing and fires nothing; ${name}`, () => {
@@ -351,10 +373,7 @@ describe("apply: sessions", () => {
 
     const { result, deliveries } = script.closeSession(S1); // 9
     assert.deepEqual(result, { type: "closeSession", deletedPaths: ["/app/y", "/b/z"] });
-    assert.deepEqual(deliveries, [
-      delivery(S2, NodeChildrenChanged, "/app", Z(9)),
-      delivery(S2, NodeDeleted, "/b/z", Z(9)),
-    ]);
+    assert.deepEqual(deliveries, [delivery(S2, NodeChildrenChanged, "/app", Z(9)), delivery(S2, NodeDeleted, "/b/z", Z(9))]);
     assert.equal(tree.getNode("/app/y"), undefined);
     assert.equal(tree.getNode("/b/z"), undefined);
     assert.deepEqual(rawStat(tree, "/app"), createdStat(3, { cversion: 4, numChildren: 2, pzxid: Z(9) }));
@@ -425,9 +444,18 @@ describe("apply: error txns and zxid order", () => {
 describe("watches fired by apply", () => {
   type Register = (tree: DataTree) => void;
   type Change = (script: TxnScript) => ApplyOutcome;
-  const exists = (path: string): Register => (tree) => void tree.exists(path, W);
-  const getData = (path: string): Register => (tree) => void tree.getData(path, W);
-  const getChildren = (path: string): Register => (tree) => void tree.getChildren(path, W);
+  const exists =
+    (path: string): Register =>
+    (tree) =>
+      void tree.exists(path, W);
+  const getData =
+    (path: string): Register =>
+    (tree) =>
+      void tree.getData(path, W);
+  const getChildren =
+    (path: string): Register =>
+    (tree) =>
+      void tree.getChildren(path, W);
   const CHANGES: Record<string, Change> = {
     "create /missing": (s) => s.create("/missing"),
     "create /w/new": (s) => s.create("/w/new"),
@@ -550,10 +578,7 @@ describe("watches fired by apply", () => {
     script.tree.getData("/w", 3n);
     script.tree.exists("/w", 1n);
     script.tree.getData("/w", 3n);
-    assert.deepEqual(script.setData("/w", bytes("x")).deliveries, [
-      delivery(3n, NodeDataChanged, "/w", Z(2)),
-      delivery(1n, NodeDataChanged, "/w", Z(2)),
-    ]);
+    assert.deepEqual(script.setData("/w", bytes("x")).deliveries, [delivery(3n, NodeDataChanged, "/w", Z(2)), delivery(1n, NodeDataChanged, "/w", Z(2))]);
   });
 });
 
@@ -621,11 +646,7 @@ describe("persistent and recursive watches fired by apply", () => {
         { type: "delete", path: "/w/c" },
       ],
     }); // 3
-    assert.deepEqual(deliveries, [
-      delivery(W, NodeCreated, "/w/new", Z(3)),
-      delivery(W, NodeDataChanged, "/w", Z(3)),
-      delivery(W, NodeDeleted, "/w/c", Z(3)),
-    ]);
+    assert.deepEqual(deliveries, [delivery(W, NodeCreated, "/w/new", Z(3)), delivery(W, NodeDataChanged, "/w", Z(3)), delivery(W, NodeDeleted, "/w/c", Z(3))]);
   });
 
   test("an ephemeral deleted by closeSession fires the recursive watches above it, then the closed session's watches go", () => {
@@ -704,11 +725,7 @@ describe("setWatches (a reconnecting client's watches)", () => {
   test("events fired now come data, then exist, then child", () => {
     const tree = setup().tree;
     const deliveries = tree.setWatches(0, watchLists({ dataWatches: ["/gone"], existWatches: ["/d"], childWatches: ["/c"] }), W);
-    assert.deepEqual(deliveries, [
-      delivery(W, NodeDeleted, "/gone", Z(4)),
-      delivery(W, NodeCreated, "/d", Z(4)),
-      delivery(W, NodeChildrenChanged, "/c", Z(4)),
-    ]);
+    assert.deepEqual(deliveries, [delivery(W, NodeDeleted, "/gone", Z(4)), delivery(W, NodeCreated, "/d", Z(4)), delivery(W, NodeChildrenChanged, "/c", Z(4))]);
   });
 });
 
@@ -793,6 +810,9 @@ describe("descendantCount (getAllChildrenNumber)", () => {
 
   test("a missing node is NONODE", () => {
     const tree = new DataTree();
-    assert.throws(() => tree.descendantCount("/missing"), (e: unknown) => e instanceof ZkError && e.code === "NONODE");
+    assert.throws(
+      () => tree.descendantCount("/missing"),
+      (e: unknown) => e instanceof ZkError && e.code === "NONODE",
+    );
   });
 });

@@ -25,7 +25,9 @@ function createTxn(zxid: number, n = zxid): Txn {
 }
 
 function completion(run: (done: Done) => void): Promise<void> {
-  return new Promise((resolve, reject) => run((error) => (error === undefined ? resolve() : reject(error instanceof Error ? error : new Error("the storage call failed", { cause: error })))));
+  return new Promise((resolve, reject) =>
+    run((error) => (error === undefined ? resolve() : reject(error instanceof Error ? error : new Error("the storage call failed", { cause: error })))),
+  );
 }
 
 const open = (dir: string) => DiskStorage.open(dir, { snapshotRetainCount: 3 }, logger);
@@ -50,7 +52,10 @@ test("a reopen recovers the snapshot's tree and keeps the log tail after it asid
   await storage.close();
   const { storage: reopened, recovered } = await open(dir);
   assert.equal(recovered.tree.lastProcessedZxid, 4);
-  assert.deepEqual(recovered.unappliedTail.map((r) => r.zxid), [5, 6, 7]);
+  assert.deepEqual(
+    recovered.unappliedTail.map((r) => r.zxid),
+    [5, 6, 7],
+  );
   assert.equal(reopened.log.lastAppendedZxid(), 7);
   await reopened.close();
 });
@@ -63,7 +68,10 @@ test("truncateAfter drops the tail from the log, and a reopen sees the shorter l
   assert.equal(reopened.log.lastAppendedZxid(), 5);
   await reopened.close();
   const { storage: again, recovered } = await open(dir);
-  assert.deepEqual(recovered.unappliedTail.map((r) => r.zxid), [5]);
+  assert.deepEqual(
+    recovered.unappliedTail.map((r) => r.zxid),
+    [5],
+  );
   await again.close();
 });
 
@@ -71,7 +79,10 @@ test("install makes the leader's snapshot the durable state, and a reopen recove
   const { storage, dir } = await openWith([1, 2, 3]);
   const leader = new DataTree();
   for (const zxid of [1, 2, 3, 4, 5, 6]) leader.apply(createTxn(zxid));
-  leader.apply({ header: { sessionId: 0n, cxid: 0, zxid: 0x1_0000_0001, timeMs: 9 }, body: { type: "setData", path: "/n6", data: new Uint8Array([66]), version: 1 } });
+  leader.apply({
+    header: { sessionId: 0n, cxid: 0, zxid: 0x1_0000_0001, timeMs: 9 },
+    body: { type: "setData", path: "/n6", data: new Uint8Array([66]), version: 1 },
+  });
   await completion((done) => storage.snapshots.install(leader.lastProcessedZxid, encodeSnapshot(leader), done));
   assert.equal(storage.log.lastAppendedZxid(), 0, "the log is emptied");
   const next = createTxn(0x1_0000_0002);
@@ -81,7 +92,10 @@ test("install makes the leader's snapshot the durable state, and a reopen recove
   await storage.close();
   const { storage: reopened, recovered } = await open(dir);
   assert.equal(recovered.tree.lastProcessedZxid, 0x1_0000_0001);
-  assert.deepEqual(recovered.unappliedTail.map((r) => r.zxid), [0x1_0000_0002]);
+  assert.deepEqual(
+    recovered.unappliedTail.map((r) => r.zxid),
+    [0x1_0000_0002],
+  );
   for (const record of recovered.unappliedTail) recovered.tree.apply(decodeTxn(record.record));
   assert.equal(recovered.tree.digest(), leader.digest());
   await reopened.close();
@@ -100,6 +114,9 @@ test("epochs persist across a reopen and default to the last logged zxid's epoch
   await second.storage.close();
   const third = await open(dir);
   assert.deepEqual([third.recovered.acceptedEpoch, third.recovered.currentEpoch], [3, 3]);
-  assert.deepEqual((await third.storage.recentLog(5)).map((r) => r.zxid), [0x2_0000_0001]);
+  assert.deepEqual(
+    (await third.storage.recentLog(5)).map((r) => r.zxid),
+    [0x2_0000_0001],
+  );
   await third.storage.close();
 });

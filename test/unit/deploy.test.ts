@@ -19,14 +19,7 @@ import { test } from "node:test";
 import { parse, parseAllDocuments } from "yaml";
 import { adminTarget, healthTarget } from "../../src/cli/health.js";
 import { ServerMetrics } from "../../src/server/metrics.js";
-import {
-  clusterConnectString,
-  clusterZkConnectString,
-  loadConfig,
-  quorumMembers,
-  type ServerConfig,
-  type ServerEntry,
-} from "../../src/server/config.js";
+import { clusterConnectString, clusterZkConnectString, loadConfig, quorumMembers, type ServerConfig, type ServerEntry } from "../../src/server/config.js";
 import { ANSWERED_FOUR_LETTER_WORDS } from "../../src/server/zk-wire/four-letter-words.js";
 
 const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
@@ -80,7 +73,9 @@ function portMapping(item: unknown): PortMapping {
       target: Number(long["target"]),
     };
   }
-  const parts = String(item).replace(/\/(tcp|udp)$/, "").split(":");
+  const parts = String(item)
+    .replace(/\/(tcp|udp)$/, "")
+    .split(":");
   const target = Number(parts.pop());
   const published = parts.length > 0 ? Number(parts.pop()) : undefined;
   return { hostIp: parts.length > 0 ? parts.join(":") : undefined, published, target };
@@ -183,7 +178,10 @@ test("compose: published, exposed and listed ports agree", () => {
 });
 
 test("compose: the header's connect strings are the published host ports and the network addresses", () => {
-  const header = readFileSync(COMPOSE_FILE, "utf8").split("\n").filter((l) => l.startsWith("#")).join("\n");
+  const header = readFileSync(COMPOSE_FILE, "utf8")
+    .split("\n")
+    .filter((l) => l.startsWith("#"))
+    .join("\n");
   const byId = [...loaded].sort((a, b) => a.config.serverId - b.config.serverId);
   /** Where the host reaches each server's `target` port, in id order. */
   const onHost = (target: (self: ServerEntry) => number) =>
@@ -194,8 +192,14 @@ test("compose: the header's connect strings are the published host ports and the
         return `${mapping.hostIp ?? "127.0.0.1"}:${mapping.published}`;
       })
       .join(",");
-  assert.equal(/Clients on the host connect with (\S+)/.exec(header)?.[1], onHost((s) => s.clientPort));
-  assert.equal(/zkCli\.sh -server (\S+)/.exec(header)?.[1], onHost((s) => zkPortOf(s, "compose")));
+  assert.equal(
+    /Clients on the host connect with (\S+)/.exec(header)?.[1],
+    onHost((s) => s.clientPort),
+  );
+  assert.equal(
+    /zkCli\.sh -server (\S+)/.exec(header)?.[1],
+    onHost((s) => zkPortOf(s, "compose")),
+  );
   const config = loaded[0]!.config;
   assert.ok(header.replace(/\n#\s*/g, " ").includes(clusterConnectString(config)), `the header names ${clusterConnectString(config)}`);
   const zkNetwork = clusterZkConnectString(config);
@@ -226,8 +230,7 @@ test("compose: one named volume per service, mounted at its data dir and used by
     const volumes = (service["volumes"] as unknown[]) ?? [];
     assert.equal(volumes.length, 1, `${name} has one volume`);
     const volume = volumes[0];
-    const [source, target] =
-      typeof volume === "string" ? volume.split(":") : [(volume as Json)["source"] as string, (volume as Json)["target"] as string];
+    const [source, target] = typeof volume === "string" ? volume.split(":") : [(volume as Json)["source"] as string, (volume as Json)["target"] as string];
     assert.ok(source && declared.includes(source), `${name}'s volume ${source} is a named volume declared under volumes:`);
     assert.equal(target, config.dataDir, `${name} mounts its volume at its data dir`);
     assert.ok(!used.has(source), `${source} is not shared`);
@@ -265,7 +268,7 @@ test("compose: the monitoring profile's Prometheus scrapes exactly every server'
     scrape_configs: { job_name: string; metrics_path?: string; static_configs: { targets: string[] }[] }[];
   };
   const job = prometheusConfig.scrape_configs.find((c) => c.job_name === "corral");
-  assert.ok(job, "a scrape job named corral (the dashboard and the alerts select job=\"corral\")");
+  assert.ok(job, 'a scrape job named corral (the dashboard and the alerts select job="corral")');
   assert.equal(job.metrics_path ?? "/metrics", "/metrics");
   assert.deepEqual(
     job.static_configs.flatMap((c) => c.targets).sort(),
@@ -278,7 +281,8 @@ test("compose: the monitoring profile's Prometheus scrapes exactly every server'
   assert.ok(prometheus && grafana, "the monitoring profile has Prometheus and Grafana");
   for (const [name, service] of monitoring) {
     assert.deepEqual(service["profiles"], ["monitoring"], `${name} starts only with --profile monitoring`);
-    for (const port of ((service["ports"] as unknown[]) ?? []).map(portMapping)) assert.equal(port.hostIp, "127.0.0.1", `${name} is published on loopback only`);
+    for (const port of ((service["ports"] as unknown[]) ?? []).map(portMapping))
+      assert.equal(port.hostIp, "127.0.0.1", `${name} is published on loopback only`);
   }
   /** Where a bind mount of the compose file puts a file of deploy/ in its container. */
   const mounts = (service: Json) =>
@@ -295,7 +299,10 @@ test("compose: the monitoring profile's Prometheus scrapes exactly every server'
   assert.equal(prometheusMounts.get(command), PROMETHEUS_FILE, "Prometheus reads deploy/prometheus/prometheus.yml");
   for (const rules of prometheusConfig.rule_files) assert.equal(prometheusMounts.get(rules), ALERTS_FILE, `${rules} is deploy/prometheus/alerts.yml`);
   const grafanaMounts = [...mounts(grafana)];
-  assert.ok(grafanaMounts.some(([, source]) => source === DASHBOARD_FILE), "Grafana gets the dashboard");
+  assert.ok(
+    grafanaMounts.some(([, source]) => source === DASHBOARD_FILE),
+    "Grafana gets the dashboard",
+  );
   for (const [, source] of grafanaMounts) assert.ok(existsSync(source), `${source} exists`);
 });
 
@@ -310,7 +317,10 @@ test("compose: every service builds (or shares) the image of deploy/Dockerfile f
     const dockerfile: unknown = build["dockerfile"] ?? "Dockerfile";
     assert.equal(resolve(context, String(dockerfile)), DOCKERFILE, `${name} builds deploy/Dockerfile`);
   }
-  assert.ok(loaded.some((l) => l.service["build"] !== undefined), "some service builds the image");
+  assert.ok(
+    loaded.some((l) => l.service["build"] !== undefined),
+    "some service builds the image",
+  );
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -365,9 +375,18 @@ test("Dockerfile: node:20-slim, a build stage and a runtime stage with productio
   assert.equal(stages.length, 2);
   for (const stage of stages) assert.equal(stage.from, "node:20-slim");
   const [build, runtime] = stages as [Stage, Stage];
-  assert.ok(all(build, "RUN").some((r) => /^npm ci\b/.test(r)), "build installs with npm ci");
-  assert.ok(all(build, "RUN").some((r) => /^npm run build\b/.test(r)), "build compiles with npm run build");
-  assert.ok(all(runtime, "RUN").some((r) => /^npm ci\b.*--omit=dev/.test(r)), "runtime installs production dependencies only");
+  assert.ok(
+    all(build, "RUN").some((r) => /^npm ci\b/.test(r)),
+    "build installs with npm ci",
+  );
+  assert.ok(
+    all(build, "RUN").some((r) => /^npm run build\b/.test(r)),
+    "build compiles with npm run build",
+  );
+  assert.ok(
+    all(runtime, "RUN").some((r) => /^npm ci\b.*--omit=dev/.test(r)),
+    "runtime installs production dependencies only",
+  );
   assert.ok(!all(runtime, "COPY").some((c) => /(^|\s)(src|test|node_modules)(\s|$)/.test(c)), "runtime copies no sources and no dev node_modules");
   const user = all(runtime, "USER").at(-1);
   assert.ok(user !== undefined && !/^(root|0)(:|$)/.test(user), `runtime runs as a non-root user, not ${user}`);
@@ -387,8 +406,14 @@ test("Dockerfile: ENTRYPOINT and HEALTHCHECK run dist/src/cli/main.js, which the
   assert.equal(pkg.bin["corral"], emitted, "the package's own bin is the same file");
   const builtAt = posix.join(workdir(build), emitted);
   // The build stage has the sources it compiles.
-  assert.ok(all(build, "COPY").some((c) => /^src\s/.test(c)), "build copies src/");
-  assert.ok(all(build, "COPY").some((c) => /^tsconfig\.json\s/.test(c)), "build copies tsconfig.json");
+  assert.ok(
+    all(build, "COPY").some((c) => /^src\s/.test(c)),
+    "build copies src/",
+  );
+  assert.ok(
+    all(build, "COPY").some((c) => /^tsconfig\.json\s/.test(c)),
+    "build copies tsconfig.json",
+  );
 
   // Where the runtime stage puts it: follow its COPY --from=build lines.
   let inRuntime: string | undefined;
@@ -422,7 +447,9 @@ test("Dockerfile: ENTRYPOINT and HEALTHCHECK run dist/src/cli/main.js, which the
 test("Dockerfile: data volume, exposed ports and environment agree with the compose services", () => {
   const runtime = stages[1]!;
   const volumes = all(runtime, "VOLUME").flatMap((v) => (v.startsWith("[") ? execForm(v) : v.split(/\s+/)));
-  const exposed = all(runtime, "EXPOSE").flatMap((e) => e.split(/\s+/)).map((p) => Number(p.replace(/\/tcp$/, "")));
+  const exposed = all(runtime, "EXPOSE")
+    .flatMap((e) => e.split(/\s+/))
+    .map((p) => Number(p.replace(/\/tcp$/, "")));
   for (const { name, config, self } of loaded) {
     assert.ok(volumes.includes(config.dataDir), `${name}'s data dir ${config.dataDir} is a VOLUME of the image`);
     for (const port of [self.clientPort, zkPortOf(self, name), self.quorumPort, self.electionPort, config.metricsPort, config.adminPort]) {
@@ -448,12 +475,18 @@ test("Dockerfile: data volume, exposed ports and environment agree with the comp
 test("Dockerfile: everything it copies from the context exists and is not ignored", () => {
   const ignoreFile = join(DEPLOY, "Dockerfile.dockerignore");
   const ignored = existsSync(ignoreFile)
-    ? readFileSync(ignoreFile, "utf8").split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#"))
+    ? readFileSync(ignoreFile, "utf8")
+        .split("\n")
+        .map((l) => l.trim())
+        .filter((l) => l !== "" && !l.startsWith("#"))
     : [];
   for (const stage of stages) {
     for (const copy of all(stage, "COPY")) {
       if (copy.startsWith("--from")) continue;
-      const sources = copy.split(/\s+/).filter((p) => !p.startsWith("--")).slice(0, -1);
+      const sources = copy
+        .split(/\s+/)
+        .filter((p) => !p.startsWith("--"))
+        .slice(0, -1);
       for (const source of sources) {
         assert.ok(existsSync(join(ROOT, source)), `${source} exists in the build context`);
         assert.ok(!ignored.includes(source.replace(/\/$/, "")), `${source} is not in Dockerfile.dockerignore`);
@@ -486,7 +519,10 @@ function assertServicePortsTarget(service: string, ports: K8sServicePort[], cont
 
 test("k8s: the StatefulSet's pods load as the members CORRAL_SERVERS lists, behind a headless service", () => {
   const text = readFileSync(K8S_FILE, "utf8");
-  const header = text.split("\n").filter((l) => l.startsWith("#")).join("\n");
+  const header = text
+    .split("\n")
+    .filter((l) => l.startsWith("#"))
+    .join("\n");
   const docs = parseAllDocuments(text).map((d) => {
     assert.deepEqual(d.errors, []);
     return d.toJS() as Json;
@@ -570,7 +606,10 @@ test("k8s: the StatefulSet's pods load as the members CORRAL_SERVERS lists, behi
       // Readiness is /readyz (serving), liveness /healthz (alive), both on this pod's admin port.
       assert.ok(config.adminPort > 0 && config.metricsPort > 0, `${podName} serves admin and metrics ports`);
       assert.deepEqual([config.adminHost, config.metricsHost], ["0.0.0.0", "0.0.0.0"], `${podName}'s HTTP ports are reachable from the kubelet and Prometheus`);
-      for (const [probe, path] of [[container.readinessProbe, "/readyz"], [container.livenessProbe, "/healthz"]] as const) {
+      for (const [probe, path] of [
+        [container.readinessProbe, "/readyz"],
+        [container.livenessProbe, "/healthz"],
+      ] as const) {
         assert.equal(probe.httpGet.path, path);
         const port = probe.httpGet.port;
         const reached = container.ports.find((c) => (typeof port === "string" ? c.name === port : c.containerPort === port));
@@ -636,7 +675,9 @@ function metricNamesIn(expr: string): string[] {
 
 test("alerts: the rule file's expressions read only metrics a corral server exports", async () => {
   const known = await exportedNames();
-  const rules = parse(readFileSync(ALERTS_FILE, "utf8")) as { groups: { name: string; rules: { alert: string; expr: string; labels?: Record<string, string> }[] }[] };
+  const rules = parse(readFileSync(ALERTS_FILE, "utf8")) as {
+    groups: { name: string; rules: { alert: string; expr: string; labels?: Record<string, string> }[] }[];
+  };
   const alerts = rules.groups.flatMap((g) => g.rules);
   assert.ok(alerts.length >= 5, "a handful of alerts worth setting");
   const names = new Set<string>();
@@ -648,12 +689,16 @@ test("alerts: the rule file's expressions read only metrics a corral server expo
     assert.ok(!names.has(rule.alert), `${rule.alert} is named once`);
     names.add(rule.alert);
   }
-  for (const essential of ["CorralServerDown", "CorralNoLeader", "CorralServerNotServing", "CorralSlowFsync"]) assert.ok(names.has(essential), `an alert ${essential}`);
+  for (const essential of ["CorralServerDown", "CorralNoLeader", "CorralServerNotServing", "CorralSlowFsync"])
+    assert.ok(names.has(essential), `an alert ${essential}`);
 });
 
 test("grafana: every panel's query reads only metrics a corral server exports", async () => {
   const known = await exportedNames();
-  const dashboard = JSON.parse(readFileSync(DASHBOARD_FILE, "utf8")) as { uid: string; panels: { title: string; type: string; targets?: { expr: string }[] }[] };
+  const dashboard = JSON.parse(readFileSync(DASHBOARD_FILE, "utf8")) as {
+    uid: string;
+    panels: { title: string; type: string; targets?: { expr: string }[] }[];
+  };
   assert.equal(dashboard.uid, "corral");
   const queried = dashboard.panels.filter((p) => p.type !== "row");
   assert.ok(queried.length >= 10);
@@ -667,5 +712,6 @@ test("grafana: every panel's query reads only metrics a corral server exports", 
       }
     }
   }
-  for (const name of ["znode_count", "readlatency", "updatelatency", "fsynctime_sum", "corral_learner_lag_zxids", "corral_serving"]) assert.ok(read.has(name), `the dashboard shows ${name}`);
+  for (const name of ["znode_count", "readlatency", "updatelatency", "fsynctime_sum", "corral_learner_lag_zxids", "corral_serving"])
+    assert.ok(read.has(name), `the dashboard shows ${name}`);
 });

@@ -31,11 +31,27 @@ for (const [spec, rules] of VALID) {
   });
 }
 
-const INVALID = ["disk", "append:0", "append:-1", "append:x", "append:1:later", "append:1:after:2", "append:", ":3", "append,,epoch", "APPEND:1", "append:1.5", "append:99999999"];
+const INVALID = [
+  "disk",
+  "append:0",
+  "append:-1",
+  "append:x",
+  "append:1:later",
+  "append:1:after:2",
+  "append:",
+  ":3",
+  "append,,epoch",
+  "APPEND:1",
+  "append:1.5",
+  "append:99999999",
+];
 
 for (const spec of INVALID) {
   test(`"${spec}" is refused with a ConfigError naming the variable`, () => {
-    assert.throws(() => parseDiskFaultSpec(spec), (error: unknown) => error instanceof ConfigError && error.field === DISK_FAULT_ENV);
+    assert.throws(
+      () => parseDiskFaultSpec(spec),
+      (error: unknown) => error instanceof ConfigError && error.field === DISK_FAULT_ENV,
+    );
   });
 }
 
@@ -58,7 +74,10 @@ test("a plan fails exactly the n-th write of its kind, once, and counts each kin
 
 test("two rules on one kind each fire at their own count", () => {
   const plan = DiskFaultPlan.parse("append:1,append:3");
-  assert.deepEqual([1, 2, 3, 4].map(() => plan.failWrite("append")), ["beforeWrite", false, "beforeWrite", false]);
+  assert.deepEqual(
+    [1, 2, 3, 4].map(() => plan.failWrite("append")),
+    ["beforeWrite", false, "beforeWrite", false],
+  );
 });
 
 test("the variable unset or blank arms nothing; set, it arms its plan", () => {
@@ -94,7 +113,10 @@ test("writeWithFaults: no fault runs the write; beforeWrite rejects without it; 
   assert.equal(runs, 2, "afterWrite: the write ran");
   // A real error of the write itself passes through untouched.
   const real = new Error("IO error: disk on fire");
-  await assert.rejects(writeWithFaults({}, "append", () => Promise.reject(real)), (error: unknown) => error === real);
+  await assert.rejects(
+    writeWithFaults({}, "append", () => Promise.reject(real)),
+    (error: unknown) => error === real,
+  );
 });
 
 test("an injected fault looks like the real error at its boundary", () => {

@@ -6,12 +6,7 @@ import { test } from "node:test";
 
 import { crc32, tableCrc32 } from "../../src/store/disk/crc32.js";
 import { InjectedWriteFault, type InjectedFaultTiming } from "../../src/store/disk/faults.js";
-import {
-  type InvalidSnapshot,
-  SNAPSHOT_HEADER_BYTES,
-  SnapshotStore,
-  snapshotFileName,
-} from "../../src/store/disk/snapshot-store.js";
+import { type InvalidSnapshot, SNAPSHOT_HEADER_BYTES, SnapshotStore, snapshotFileName } from "../../src/store/disk/snapshot-store.js";
 
 /** A promise that never settles must fail its test, not hang the run. */
 const TIMEOUT = { timeout: 10_000 };
@@ -110,7 +105,10 @@ test("a snapshot whose header is cut or damaged is skipped", TIMEOUT, async () =
     await truncate(join(dir, snapshotFileName(30)), 12);
     await flipByte(join(dir, snapshotFileName(20)), 17); // the body length field
     assert.equal((await store.loadNewestValid())?.zxid, 10);
-    assert.deepEqual(invalid.map((entry) => entry.zxid), [30, 20]);
+    assert.deepEqual(
+      invalid.map((entry) => entry.zxid),
+      [30, 20],
+    );
     assert.match(invalid[0]?.reason ?? "", /short file/);
     assert.match(invalid[1]?.reason ?? "", /header checksum/);
   });
@@ -174,7 +172,10 @@ test("purge counts only valid snapshots, keeps newer invalid files, and removes 
     assert.deepEqual(await store.list(), [40, 30, 20, 10]);
     assert.equal(await store.purge(2), 20);
     assert.deepEqual(await store.list(), [40, 30, 20]);
-    assert.equal((await readdir(dir)).some((name) => name.includes(".tmp-")), false);
+    assert.equal(
+      (await readdir(dir)).some((name) => name.includes(".tmp-")),
+      false,
+    );
   });
 });
 

@@ -5,23 +5,13 @@ import { join } from "node:path";
 import { test } from "node:test";
 
 import { AssertionError } from "../../src/common/assert.js";
-import {
-  type LevelTxnLogOptions,
-  type LogEntry,
-  LevelTxnLog,
-  InjectedWriteFault,
-  TxnLogClosedError,
-  TxnLogFailedError,
-} from "../../src/store/disk/txn-log.js";
+import { type LevelTxnLogOptions, type LogEntry, LevelTxnLog, InjectedWriteFault, TxnLogClosedError, TxnLogFailedError } from "../../src/store/disk/txn-log.js";
 
 /** A promise that never settles must fail its test, not hang the run. */
 const TIMEOUT = { timeout: 10_000 };
 
 /** Runs `body` with a fresh log in a temp directory; closes it and removes the directory after. */
-async function withLog(
-  body: (log: LevelTxnLog, dir: string) => Promise<void>,
-  options: LevelTxnLogOptions = {},
-): Promise<void> {
+async function withLog(body: (log: LevelTxnLog, dir: string) => Promise<void>, options: LevelTxnLogOptions = {}): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), "corral-txnlog-"));
   const log = await LevelTxnLog.open(join(dir, "log"), options);
   try {
@@ -52,7 +42,10 @@ test("readFrom returns appended records with their bytes, in zxid order, after t
   await withLog(async (log) => {
     for (let zxid = 1; zxid <= 20; zxid += 1) await log.append(zxid, record(zxid));
     const all = await readAll(log);
-    assert.deepEqual(zxidsOf(all), Array.from({ length: 20 }, (_, i) => i + 1));
+    assert.deepEqual(
+      zxidsOf(all),
+      Array.from({ length: 20 }, (_, i) => i + 1),
+    );
     for (const entry of all) assert.deepEqual(Buffer.from(entry.record), Buffer.from(record(entry.zxid)));
     assert.deepEqual(zxidsOf(await readAll(log, 15)), [16, 17, 18, 19, 20]);
     assert.deepEqual(zxidsOf(await readAll(log, 20)), []);
@@ -79,7 +72,10 @@ test("records, first and last zxid survive close and reopen", TIMEOUT, async () 
       assert.equal(reopened.lastDurableZxid(), EPOCH + 5);
       assert.equal(reopened.lastAppendedZxid(), EPOCH + 5);
       const entries = await readAll(reopened);
-      assert.deepEqual(zxidsOf(entries), [1, 2, 3, 4, 5].map((n) => EPOCH + n));
+      assert.deepEqual(
+        zxidsOf(entries),
+        [1, 2, 3, 4, 5].map((n) => EPOCH + n),
+      );
       assert.deepEqual(Buffer.from(entries[2]!.record), Buffer.from(record(EPOCH + 3)));
       assert.throws(() => void reopened.append(EPOCH + 5, record(0)), AssertionError);
     } finally {
@@ -127,7 +123,10 @@ test("group commit: 1,000 appends fired together resolve in order using few sync
       appends.push(log.append(zxid, record(zxid)).then(() => void resolved.push(zxid)));
     }
     await Promise.all(appends);
-    assert.deepEqual(resolved, Array.from({ length: 1000 }, (_, i) => i + 1));
+    assert.deepEqual(
+      resolved,
+      Array.from({ length: 1000 }, (_, i) => i + 1),
+    );
     const stats = log.stats();
     assert.equal(stats.recordsWritten, 1000);
     assert.ok(stats.batchesWritten < 1000 / 4, `expected few batches, got ${stats.batchesWritten}`);
@@ -150,7 +149,10 @@ test("group commit: appends arriving while a batch is being synced join the next
     const stats = log.stats();
     assert.equal(stats.recordsWritten, 640);
     assert.ok(stats.batchesWritten < 640 / 4, `expected few batches, got ${stats.batchesWritten}`);
-    assert.deepEqual(zxidsOf(await readAll(log)), Array.from({ length: 640 }, (_, i) => i + 1));
+    assert.deepEqual(
+      zxidsOf(await readAll(log)),
+      Array.from({ length: 640 }, (_, i) => i + 1),
+    );
   });
 });
 
@@ -199,7 +201,10 @@ test("a failed batch rejects it and every queued append, and the log refuses eve
   await withLog(async (log, dir) => {
     // Batches: {1,2} succeeds, {3,4} fails while {5} is still queued.
     const outcomes = await Promise.allSettled([1, 2, 3, 4, 5].map((zxid) => log.append(zxid, record(zxid))));
-    assert.deepEqual(outcomes.map((outcome) => outcome.status), ["fulfilled", "fulfilled", "rejected", "rejected", "rejected"]);
+    assert.deepEqual(
+      outcomes.map((outcome) => outcome.status),
+      ["fulfilled", "fulfilled", "rejected", "rejected", "rejected"],
+    );
     for (const outcome of outcomes.slice(2)) {
       assert.ok(outcome.status === "rejected" && outcome.reason instanceof TxnLogFailedError);
     }
@@ -220,20 +225,26 @@ test("a failed batch rejects it and every queued append, and the log refuses eve
 
 test("a batch whose sync fails after LevelDB wrote it is rejected all the same; the record may survive", TIMEOUT, async () => {
   let appendWrites = 0;
-  await withLog(async (log, dir) => {
-    await log.append(1, record(1));
-    const failed = await log.append(2, record(2)).then(() => undefined, (error: unknown) => error);
-    assert.ok(failed instanceof TxnLogFailedError, String(failed));
-    assert.ok(failed.cause instanceof InjectedWriteFault && failed.cause.code === "LEVEL_IO_ERROR");
-    assert.equal(log.lastDurableZxid(), 1, "never reported durable");
-    await log.close();
-    const reopened = await LevelTxnLog.open(dir);
-    try {
-      assert.deepEqual(zxidsOf(await readAll(reopened)), [1, 2], "the data reached the disk before the injected sync error");
-    } finally {
-      await reopened.close();
-    }
-  }, { faults: { failWrite: (kind) => (kind === "append" && ++appendWrites === 2 ? "afterWrite" : false) } });
+  await withLog(
+    async (log, dir) => {
+      await log.append(1, record(1));
+      const failed = await log.append(2, record(2)).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      assert.ok(failed instanceof TxnLogFailedError, String(failed));
+      assert.ok(failed.cause instanceof InjectedWriteFault && failed.cause.code === "LEVEL_IO_ERROR");
+      assert.equal(log.lastDurableZxid(), 1, "never reported durable");
+      await log.close();
+      const reopened = await LevelTxnLog.open(dir);
+      try {
+        assert.deepEqual(zxidsOf(await readAll(reopened)), [1, 2], "the data reached the disk before the injected sync error");
+      } finally {
+        await reopened.close();
+      }
+    },
+    { faults: { failWrite: (kind) => (kind === "append" && ++appendWrites === 2 ? "afterWrite" : false) } },
+  );
 });
 
 test("appendThen calls back in append order once durable, and reports a failure after onFailed, never from inside the call", TIMEOUT, async () => {
@@ -282,10 +293,13 @@ test("onFailed hears of the first failure once, whichever write it was, even wit
       for (let zxid = 1; zxid <= 4; zxid += 1) await log.append(zxid, record(zxid));
       armed = true;
       const write =
-        kind === "stable" ? log.stable.putNumber("acceptedEpoch", 1)
-        : kind === "purge" ? log.purgeBefore(3)
-        : kind === "truncate" ? log.truncateAfter(2)
-        : log.append(5, record(5));
+        kind === "stable"
+          ? log.stable.putNumber("acceptedEpoch", 1)
+          : kind === "purge"
+            ? log.purgeBefore(3)
+            : kind === "truncate"
+              ? log.truncateAfter(2)
+              : log.append(5, record(5));
       await assert.rejects(write, TxnLogFailedError);
       assert.equal(heard.length, 1, `${kind}: heard once`);
       assert.ok(heard[0]!.cause instanceof InjectedWriteFault && heard[0]!.cause.kind === kind, `${kind}: the cause is the disk's error`);

@@ -54,7 +54,10 @@ for (const voterCount of [3, 5]) {
       const context = `seed ${seed} voters ${describe(voters)}`;
       const net = new ElectionNetwork({ voters, observers: [observer], seed, maxDelayMs: [5, 20, 60][seed % 3], duplicateRate: seed % 2 === 0 ? 0.05 : 0 });
       net.startAll();
-      assert.ok(net.run(() => net.allLiveDecided(), 10 * MINUTE_MS), `${context}: not everyone decided`);
+      assert.ok(
+        net.run(() => net.allLiveDecided(), 10 * MINUTE_MS),
+        `${context}: not everyone decided`,
+      );
       const leader = agreedLeader(net, net.ids, context);
       assert.equal(leader, net.bestVoteAmong(net.ids), context);
       checkRoles(net, net.ids, leader, context);
@@ -86,7 +89,10 @@ for (const voterCount of [3, 5]) {
 
       const majorityRounds = majority.map((id) => net.node(id).decision!.round);
       net.heal();
-      assert.ok(net.run(() => net.allLiveDecided(), net.nowMs + 10 * MINUTE_MS), `${context}: the minority did not join after healing`);
+      assert.ok(
+        net.run(() => net.allLiveDecided(), net.nowMs + 10 * MINUTE_MS),
+        `${context}: the minority did not join after healing`,
+      );
       assert.equal(agreedLeader(net, net.ids, context), leader, `${context}: the established leader stays`);
       checkRoles(net, net.ids, leader, context);
       assert.deepEqual(
@@ -146,12 +152,18 @@ for (const voterCount of [3, 5]) {
       const context = `seed ${seed} voters ${describe(voters)}`;
       const net = new ElectionNetwork({ voters, observers: [observer], seed, maxDelayMs: 20, learnerTimeoutMs: 2000 });
       net.startAll();
-      assert.ok(net.run(() => net.allLiveDecided(), MINUTE_MS), `${context}: first election`);
+      assert.ok(
+        net.run(() => net.allLiveDecided(), MINUTE_MS),
+        `${context}: first election`,
+      );
       const first = agreedLeader(net, net.ids, context);
       net.crash(first);
       const survivors = net.liveIds;
       const reelected = () => net.allLiveDecided() && agreesOnWorkingLeader(net);
-      assert.ok(net.run(() => net.liveIds.some((id) => net.node(id).state === "looking"), net.nowMs + MINUTE_MS), `${context}: nobody noticed`);
+      assert.ok(
+        net.run(() => net.liveIds.some((id) => net.node(id).state === "looking"), net.nowMs + MINUTE_MS),
+        `${context}: nobody noticed`,
+      );
       assert.ok(net.run(reelected, net.nowMs + 10 * MINUTE_MS), `${context}: no new leader`);
       const second = agreedLeader(net, survivors, context);
       assert.equal(second, net.bestVoteAmong(survivors), context);

@@ -20,25 +20,23 @@ interface Cluster {
   seed: number;
 }
 
-const cluster: fc.Arbitrary<Cluster> = fc
-  .constantFrom(3, 5)
-  .chain((n) =>
-    fc.record({
-      voters: fc
-        .array(fc.record({ epoch: fc.integer({ min: 0, max: 3 }), counter: fc.integer({ min: 0, max: 5 }) }), { minLength: n, maxLength: n })
-        .map((specs) => specs.map((s, i) => ({ id: i + 1, ...s }))),
-      withObserver: fc.boolean(),
-      extraRounds: fc.array(fc.integer({ min: 0, max: 2 }), { minLength: n + 1, maxLength: n + 1 }),
-      crashAfter: fc
-        .array(fc.option(fc.integer({ min: 0, max: 40 }), { nil: undefined, freq: 3 }), { minLength: n, maxLength: n })
-        // Keep a quorum up: crash at most a minority.
-        .map((crashes) => {
-          let allowed = Math.floor((n - 1) / 2);
-          return crashes.map((c) => (c !== undefined && allowed-- > 0 ? c : undefined));
-        }),
-      seed: fc.integer({ min: 1, max: 2 ** 31 - 1 }),
-    }),
-  );
+const cluster: fc.Arbitrary<Cluster> = fc.constantFrom(3, 5).chain((n) =>
+  fc.record({
+    voters: fc
+      .array(fc.record({ epoch: fc.integer({ min: 0, max: 3 }), counter: fc.integer({ min: 0, max: 5 }) }), { minLength: n, maxLength: n })
+      .map((specs) => specs.map((s, i) => ({ id: i + 1, ...s }))),
+    withObserver: fc.boolean(),
+    extraRounds: fc.array(fc.integer({ min: 0, max: 2 }), { minLength: n + 1, maxLength: n + 1 }),
+    crashAfter: fc
+      .array(fc.option(fc.integer({ min: 0, max: 40 }), { nil: undefined, freq: 3 }), { minLength: n, maxLength: n })
+      // Keep a quorum up: crash at most a minority.
+      .map((crashes) => {
+        let allowed = Math.floor((n - 1) / 2);
+        return crashes.map((c) => (c !== undefined && allowed-- > 0 ? c : undefined));
+      }),
+    seed: fc.integer({ min: 1, max: 2 ** 31 - 1 }),
+  }),
+);
 
 function build(c: Cluster, learnerTimeoutMs?: number): ElectionNetwork {
   const observerId = c.voters.length + 1;
@@ -59,7 +57,10 @@ test("servers down for the whole election: every live server decides, all agree,
       const down = c.voters.filter((_, i) => c.crashAfter[i] !== undefined).map((v) => v.id);
       for (const id of down) net.crash(id);
       startWithRounds(net, c, (id) => down.includes(id));
-      assert.ok(net.run(() => net.allLiveDecided(), 10 * MINUTE_MS), "every live server decides");
+      assert.ok(
+        net.run(() => net.allLiveDecided(), 10 * MINUTE_MS),
+        "every live server decides",
+      );
 
       const leaders = new Set(net.liveIds.map((id) => net.node(id).decision!.leader));
       assert.equal(leaders.size, 1, "one leader");
@@ -93,7 +94,10 @@ test("servers crashing during the election: every server that decides agrees, an
         net.crash(id);
       }
       // Observers wait for a leader that says it leads, which a crashed one never does.
-      assert.ok(net.run(() => net.allLiveVotersDecided(), net.nowMs + 10 * MINUTE_MS), "every live voter decides");
+      assert.ok(
+        net.run(() => net.allLiveVotersDecided(), net.nowMs + 10 * MINUTE_MS),
+        "every live voter decides",
+      );
       // Everyone who decided, including servers that crashed after deciding.
       const leaders = new Set([...net.decisions.values()].map((d) => d.leader));
       assert.equal(leaders.size, 1, `decided servers agree: ${[...leaders].join(", ")}`);

@@ -88,7 +88,14 @@ function runScript(script: string): string {
 function golden(script: string, expected: string): void {
   const actual = runScript(script);
   if (process.env.ELECTION_GOLDEN === "print") console.log(`----\n${actual}\n----`);
-  assert.equal(actual, expected.trim().split("\n").map((l) => l.replace(/^ {4}/, "")).join("\n"));
+  assert.equal(
+    actual,
+    expected
+      .trim()
+      .split("\n")
+      .map((l) => l.replace(/^ {4}/, ""))
+      .join("\n"),
+  );
 }
 
 test("scenario: three voters starting together elect the one with the highest zxid", () => {

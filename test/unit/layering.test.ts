@@ -77,7 +77,8 @@ const CORE_FORBIDDEN: [RegExp, string][] = [
   [/\bMath\.random\b|randomBytes|randomUUID|getRandomValues/, "randomness"],
   [/\bsetTimeout\b|\bsetInterval\b|\bsetImmediate\b|\bprocess\.hrtime\b|\bperformance\.now\b/, "timers"],
 ];
-const CORE_FORBIDDEN_IMPORTS = /^(node:)?(fs|fs\/promises|net|dgram|http|https|http2|child_process|worker_threads|timers|crypto)$|^@grpc\/|^level$|^classic-level$/;
+const CORE_FORBIDDEN_IMPORTS =
+  /^(node:)?(fs|fs\/promises|net|dgram|http|https|http2|child_process|worker_threads|timers|crypto)$|^@grpc\/|^level$|^classic-level$/;
 
 function nondeterminism(files: string[]): string[] {
   const violations: string[] = [];

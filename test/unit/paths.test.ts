@@ -80,7 +80,11 @@ describe("validatePath for sequential creates (checked as path + '1')", () => {
   for (const [name, path, valid] of SEQUENTIAL) {
     test(name, () => {
       if (valid) assert.doesNotThrow(() => validatePath(path, true));
-      else assert.throws(() => validatePath(path, true), (error: unknown) => error instanceof ZkError && error.code === "BADARGUMENTS");
+      else
+        assert.throws(
+          () => validatePath(path, true),
+          (error: unknown) => error instanceof ZkError && error.code === "BADARGUMENTS",
+        );
     });
   }
 

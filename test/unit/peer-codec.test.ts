@@ -36,7 +36,10 @@ const uint53 = fc.oneof(
   fc.maxSafeNat(),
 );
 /** epoch << 32 | counter, as the cores make them. */
-const zxid = fc.oneof(uint53, fc.tuple(fc.integer({ min: 0, max: 0x1fffff }), fc.integer({ min: 0, max: 2 ** 32 - 1 })).map(([e, c]) => e * 2 ** 32 + c));
+const zxid = fc.oneof(
+  uint53,
+  fc.tuple(fc.integer({ min: 0, max: 0x1fffff }), fc.integer({ min: 0, max: 2 ** 32 - 1 })).map(([e, c]) => e * 2 ** 32 + c),
+);
 const uint32 = fc.oneof(fc.constantFrom(0, 1, 127, 128, 2 ** 31, 2 ** 32 - 1), fc.integer({ min: 0, max: 2 ** 32 - 1 }));
 const int32 = fc.oneof(fc.constantFrom(0, 1, -1, -2, 2 ** 31 - 1, -(2 ** 31)), fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }));
 const int64 = fc.oneof(
@@ -56,7 +59,14 @@ const logRecord: fc.Arbitrary<LogRecord> = fc.record({ zxid, record: bytes });
 const touch: fc.Arbitrary<SessionTouch> = fc.record({ sessionId: int64, timeoutMs: uint32 });
 
 const quorumMessage: fc.Arbitrary<QuorumMessage> = fc.oneof(
-  fc.record({ type: fc.constant("learnerInfo" as const), sid: uint32, role: fc.constantFrom("participant" as const, "observer" as const), acceptedEpoch: uint53, lastZxid: zxid, protocolVersion: uint32 }),
+  fc.record({
+    type: fc.constant("learnerInfo" as const),
+    sid: uint32,
+    role: fc.constantFrom("participant" as const, "observer" as const),
+    acceptedEpoch: uint53,
+    lastZxid: zxid,
+    protocolVersion: uint32,
+  }),
   fc.record({ type: fc.constant("leaderInfo" as const), newEpoch: uint53, protocolVersion: uint32 }),
   fc.record({ type: fc.constant("ackEpoch" as const), currentEpoch: uint53, lastZxid: zxid }),
   fc.record({ type: fc.constant("diff" as const), lastZxid: zxid }),
@@ -100,7 +110,15 @@ function toLoader(m: QuorumMessage): Record<string, unknown> {
   const z = (n: number): string => String(n);
   switch (m.type) {
     case "learnerInfo":
-      return { learnerInfo: { sid: m.sid, role: m.role === "observer" ? "OBSERVER" : "PARTICIPANT", acceptedEpoch: z(m.acceptedEpoch), lastZxid: z(m.lastZxid), protocolVersion: m.protocolVersion } };
+      return {
+        learnerInfo: {
+          sid: m.sid,
+          role: m.role === "observer" ? "OBSERVER" : "PARTICIPANT",
+          acceptedEpoch: z(m.acceptedEpoch),
+          lastZxid: z(m.lastZxid),
+          protocolVersion: m.protocolVersion,
+        },
+      };
     case "leaderInfo":
       return { leaderInfo: { newEpoch: z(m.newEpoch), protocolVersion: m.protocolVersion } };
     case "ackEpoch":
@@ -147,7 +165,14 @@ function fromLoader(entry: { message: string } & Record<string, unknown>): Quoru
   const b = (key: string): Uint8Array => new Uint8Array(body[key] as Buffer);
   switch (entry.message) {
     case "learnerInfo":
-      return { type: "learnerInfo", sid: body["sid"] as number, role: body["role"] === "OBSERVER" ? "observer" : "participant", acceptedEpoch: n("acceptedEpoch"), lastZxid: n("lastZxid"), protocolVersion: body["protocolVersion"] as number };
+      return {
+        type: "learnerInfo",
+        sid: body["sid"] as number,
+        role: body["role"] === "OBSERVER" ? "observer" : "participant",
+        acceptedEpoch: n("acceptedEpoch"),
+        lastZxid: n("lastZxid"),
+        protocolVersion: body["protocolVersion"] as number,
+      };
     case "leaderInfo":
       return { type: "leaderInfo", newEpoch: n("newEpoch"), protocolVersion: body["protocolVersion"] as number };
     case "ackEpoch":
@@ -177,7 +202,10 @@ function fromLoader(entry: { message: string } & Record<string, unknown>): Quoru
     case "inform":
       return { type: "inform", zxid: n("zxid"), record: b("record") };
     case "ping":
-      return { type: "ping", touches: (body["touches"] as { sessionId: string; timeoutMs: number }[]).map((t) => ({ sessionId: BigInt(t.sessionId), timeoutMs: t.timeoutMs })) };
+      return {
+        type: "ping",
+        touches: (body["touches"] as { sessionId: string; timeoutMs: number }[]).map((t) => ({ sessionId: BigInt(t.sessionId), timeoutMs: t.timeoutMs })),
+      };
     case "request":
       return { type: "request", sessionId: BigInt(body["sessionId"] as string), cxid: body["cxid"] as number, request: b("request") };
     case "sync":
@@ -202,7 +230,11 @@ function withoutDefaults(value: unknown): unknown {
   if (value === null || typeof value !== "object" || Buffer.isBuffer(value)) return value;
   const isDefault = (v: unknown): boolean =>
     v === 0 || v === "0" || v === false || v === "PARTICIPANT" || v === "LOOKING" || (Buffer.isBuffer(v) && v.length === 0);
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => !isDefault(v)).map(([k, v]) => [k, withoutDefaults(v)]));
+  return Object.fromEntries(
+    Object.entries(value)
+      .filter(([, v]) => !isDefault(v))
+      .map(([k, v]) => [k, withoutDefaults(v)]),
+  );
 }
 
 /** Uint8Arrays (views, Buffers, copies) compared by content. */
@@ -363,7 +395,11 @@ test("malformed quorum frames are refused with a reason", () => {
     ["truncated zxid", [0x0a, 8, 0x12, 6, 0x08, 0x80, 0x80, 0x80, 0x80, 0x80], /truncated/],
   ];
   for (const [what, bytesOf, reason] of cases) {
-    assert.throws(() => decodeQuorumBatch(Uint8Array.from(bytesOf)), (e: unknown) => e instanceof PeerCodecError && reason.test(e.message), what);
+    assert.throws(
+      () => decodeQuorumBatch(Uint8Array.from(bytesOf)),
+      (e: unknown) => e instanceof PeerCodecError && reason.test(e.message),
+      what,
+    );
   }
 });
 
@@ -377,7 +413,12 @@ test("encoding a number outside its wire type is an assertion, not a silent trun
     { type: "learnerInfo", sid: -1, role: "participant", acceptedEpoch: 0, lastZxid: 0, protocolVersion: 1 },
     { type: "ping", touches: [{ sessionId: 1n, timeoutMs: 2 ** 32 }] },
   ];
-  for (const m of bad) assert.throws(() => encodeQuorumBatch([m]), AssertionError, JSON.stringify(m, (_, v: unknown) => (typeof v === "bigint" ? String(v) : v)));
+  for (const m of bad)
+    assert.throws(
+      () => encodeQuorumBatch([m]),
+      AssertionError,
+      JSON.stringify(m, (_, v: unknown) => (typeof v === "bigint" ? String(v) : v)),
+    );
   assert.throws(() => notificationEntrySize({ from: 1, state: "looking", vote: { leader: 1, zxid: -3, peerEpoch: 0 }, round: 1 }), AssertionError);
 });
 

@@ -190,8 +190,19 @@ describe("reads, sync and watch requests with zooKeeperChecks validate no path, 
         assert.equal(f.call(zk(read)).err, ZkErrorCode.NONODE, `${read.op} through the ZooKeeper door`);
         assert.equal(f.call(read).err, ZkErrorCode.BADARGUMENTS, `${read.op} through the gRPC door`);
       }
-      const multiRead = f.call(zk({ op: "multiRead", ops: [{ op: "getData", path }, { op: "getChildren", path: "/locked" }] }));
-      assert.deepEqual(multiRead.body.kind === "multiRead" && multiRead.body.results, [{ type: "error", err: ZkErrorCode.NONODE }, { type: "error", err: ZkErrorCode.NOAUTH }]);
+      const multiRead = f.call(
+        zk({
+          op: "multiRead",
+          ops: [
+            { op: "getData", path },
+            { op: "getChildren", path: "/locked" },
+          ],
+        }),
+      );
+      assert.deepEqual(multiRead.body.kind === "multiRead" && multiRead.body.results, [
+        { type: "error", err: ZkErrorCode.NONODE },
+        { type: "error", err: ZkErrorCode.NOAUTH },
+      ]);
       const sync = f.call(zk({ op: "sync", path }));
       assert.deepEqual([sync.err, sync.body], [0, { kind: "path", path }], "sync answers any path, echoing it");
       assert.equal(f.call({ op: "sync", path }).err, ZkErrorCode.BADARGUMENTS);
@@ -213,10 +224,20 @@ describe("reads, sync and watch requests with zooKeeperChecks validate no path, 
 
   test("setWatches takes any path: a data watch on one that cannot exist fires NodeDeleted at once, as ZooKeeper's does", () => {
     const f = fixture();
-    const lists = { relativeZxid: 0, dataWatches: ["no-slash"], existWatches: ["/x//y"], childWatches: [], persistentWatches: [], persistentRecursiveWatches: [] };
+    const lists = {
+      relativeZxid: 0,
+      dataWatches: ["no-slash"],
+      existWatches: ["/x//y"],
+      childWatches: [],
+      persistentWatches: [],
+      persistentRecursiveWatches: [],
+    };
     assert.equal(f.call({ op: "setWatches", ...lists }).err, ZkErrorCode.BADARGUMENTS);
     assert.equal(f.call(zk({ op: "setWatches", ...lists })).err, 0);
-    assert.deepEqual(f.connection.events.map((e) => [e.type, e.path]), [[2, "no-slash"]]);
+    assert.deepEqual(
+      f.connection.events.map((e) => [e.type, e.path]),
+      [[2, "no-slash"]],
+    );
   });
 });
 
@@ -233,7 +254,11 @@ describe("addAuth", () => {
 
   test("AUTHFAILED for a wrong scheme, and the session goes on", () => {
     const f = fixture();
-    for (const [scheme, auth] of [["bogus", "alice:secret"], ["world", "anyone"], ["super", "x"]] as const) {
+    for (const [scheme, auth] of [
+      ["bogus", "alice:secret"],
+      ["world", "anyone"],
+      ["super", "x"],
+    ] as const) {
       assert.equal(f.call(addAuth(scheme, auth)).err, ZkErrorCode.AUTHFAILED, `${scheme} ${auth}`);
     }
     assert.equal(f.connection.open, true);

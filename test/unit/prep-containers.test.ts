@@ -43,11 +43,21 @@ function fixture(ttlNodesEnabled = true) {
       allocations += 1;
       return ++zxid;
     });
-  tree.apply({ header: { sessionId: SESSION, cxid: 0, zxid: ++zxid, timeMs: 1 }, body: { type: "createSession", timeoutMs: 4000, password: new Uint8Array(16) } });
+  tree.apply({
+    header: { sessionId: SESSION, cxid: 0, zxid: ++zxid, timeMs: 1 },
+    body: { type: "createSession", timeoutMs: 4000, password: new Uint8Array(16) },
+  });
   return { tree, prep, clock, prepare, apply, run, deleteContainer, allocations: () => allocations };
 }
 
-const create = (path: string, mode: CreateRequest["mode"] = "persistent", ttlMs = 0): CreateRequest => ({ op: "create", path, data: bytes("d"), acl: [], mode, ttlMs });
+const create = (path: string, mode: CreateRequest["mode"] = "persistent", ttlMs = 0): CreateRequest => ({
+  op: "create",
+  path,
+  data: bytes("d"),
+  acl: [],
+  mode,
+  ttlMs,
+});
 const del = (path: string): WriteRequest => ({ op: "delete", path, version: -1 });
 
 describe("creating containers and TTL nodes", () => {
@@ -88,10 +98,20 @@ describe("creating containers and TTL nodes", () => {
 describe("refused TTLs, with ZooKeeper's codes (validateCreateRequest runs before any path check)", () => {
   const cases: { name: string; request: CreateRequest; enabled: boolean; err: keyof typeof ZkErrorCode }[] = [
     { name: "a TTL node while TTL nodes are disabled", request: create("/t", "persistent-with-ttl", 1_000), enabled: false, err: "UNIMPLEMENTED" },
-    { name: "a sequential TTL node while disabled, even with a bad TTL", request: create("/t", "persistent-sequential-with-ttl", 0), enabled: false, err: "UNIMPLEMENTED" },
+    {
+      name: "a sequential TTL node while disabled, even with a bad TTL",
+      request: create("/t", "persistent-sequential-with-ttl", 0),
+      enabled: false,
+      err: "UNIMPLEMENTED",
+    },
     { name: "a TTL of 0", request: create("/t", "persistent-with-ttl", 0), enabled: true, err: "BADARGUMENTS" },
     { name: "a negative TTL", request: create("/t", "persistent-with-ttl", -5), enabled: true, err: "BADARGUMENTS" },
-    { name: "a TTL above ZooKeeper's maximum (2^40 - 1 ms)", request: create("/t", "persistent-sequential-with-ttl", TTL_MS_MAX + 1), enabled: true, err: "BADARGUMENTS" },
+    {
+      name: "a TTL above ZooKeeper's maximum (2^40 - 1 ms)",
+      request: create("/t", "persistent-sequential-with-ttl", TTL_MS_MAX + 1),
+      enabled: true,
+      err: "BADARGUMENTS",
+    },
     { name: "a fractional TTL", request: create("/t", "persistent-with-ttl", 1.5), enabled: true, err: "BADARGUMENTS" },
     { name: "a TTL on a persistent node", request: create("/p", "persistent", 1_000), enabled: true, err: "BADARGUMENTS" },
     { name: "a TTL on a container", request: create("/c", "container", 1_000), enabled: true, err: "BADARGUMENTS" },

@@ -15,7 +15,10 @@ import { Perms, type Acl, type CreateMode, type Id, type TxnBody } from "../../s
 const SESSIONS = [0x0100000000000001n, 0x0100000000000002n];
 /** What each session's connection is authenticated as: ACL decisions must not depend on timing either. */
 const AUTH: readonly Id[][] = [
-  [{ scheme: "ip", id: "10.0.0.1" }, { scheme: "digest", id: "alice:hash" }],
+  [
+    { scheme: "ip", id: "10.0.0.1" },
+    { scheme: "digest", id: "alice:hash" },
+  ],
   [{ scheme: "ip", id: "192.168.0.1" }],
 ];
 const aclList = fc.constantFrom<Acl[]>(
@@ -24,7 +27,10 @@ const aclList = fc.constantFrom<Acl[]>(
   [{ perms: Perms.READ, id: { scheme: "world", id: "anyone" } }],
   [{ perms: Perms.ALL, id: { scheme: "digest", id: "alice:hash" } }],
   [{ perms: Perms.ALL, id: { scheme: "auth", id: "" } }],
-  [{ perms: Perms.CREATE | Perms.DELETE, id: { scheme: "ip", id: "192.168.0.0/16" } }, { perms: Perms.READ, id: { scheme: "world", id: "anyone" } }],
+  [
+    { perms: Perms.CREATE | Perms.DELETE, id: { scheme: "ip", id: "192.168.0.0/16" } },
+    { perms: Perms.READ, id: { scheme: "world", id: "anyone" } },
+  ],
   [{ perms: Perms.ALL, id: { scheme: "bogus", id: "x" } }],
 );
 const segment = fc.constantFrom("a", "b", "c", "", ".", "..", "zookeeper", "x\u0000", "q-");
@@ -43,7 +49,10 @@ const del = fc.record({ op: fc.constant("delete" as const), path: anyPath, versi
 const setData = fc.record({ op: fc.constant("setData" as const), path: anyPath, data, version });
 const setAcl = fc.record({ op: fc.constant("setAcl" as const), path: anyPath, acl: aclList, version });
 const check = fc.record({ op: fc.constant("check" as const), path: anyPath, version });
-const multi = fc.record({ op: fc.constant("multi" as const), ops: fc.array(fc.oneof(create, del, setData, check) as fc.Arbitrary<MultiOpRequest>, { maxLength: 4 }) });
+const multi = fc.record({
+  op: fc.constant("multi" as const),
+  ops: fc.array(fc.oneof(create, del, setData, check) as fc.Arbitrary<MultiOpRequest>, { maxLength: 4 }),
+});
 /** Creates, deletes and multis also as the ZooKeeper door sends them, checked in ZooKeeper's order. */
 const zooKeeperDoor = fc.oneof(create, del, multi).map((r) => ({ ...r, zooKeeperChecks: true as const }));
 const request = fc.oneof(create, create, del, setData, setAcl, multi, zooKeeperDoor) as fc.Arbitrary<WriteRequest>;
@@ -93,7 +102,9 @@ test("prep never throws, its txns always apply, and in-flight decisions equal on
         if (s.applyNow) flush();
       }
       flush();
-      refusedByAcl += serial.bodies.filter((body) => JSON.stringify(body, (_k, v: unknown) => (typeof v === "bigint" ? String(v) : v)).includes(`"err":${ZkErrorCode.NOAUTH}`)).length;
+      refusedByAcl += serial.bodies.filter((body) =>
+        JSON.stringify(body, (_k, v: unknown) => (typeof v === "bigint" ? String(v) : v)).includes(`"err":${ZkErrorCode.NOAUTH}`),
+      ).length;
       assert.deepEqual(pipelined.bodies, serial.bodies);
       assert.equal(pipelined.tree.digest(), serial.tree.digest());
       assert.equal(pipelinedPrep.inFlightChanges(), 0);

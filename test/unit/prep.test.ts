@@ -30,7 +30,10 @@ function fixture() {
     return outcome;
   };
   const run = (request: WriteRequest, session = SESSION, authInfo: readonly Id[] = []) => apply(prepare(request, session, authInfo), session);
-  tree.apply({ header: { sessionId: SESSION, cxid: 0, zxid: ++zxid, timeMs: 1 }, body: { type: "createSession", timeoutMs: 4000, password: new Uint8Array(16) } });
+  tree.apply({
+    header: { sessionId: SESSION, cxid: 0, zxid: ++zxid, timeMs: 1 },
+    body: { type: "createSession", timeoutMs: 4000, password: new Uint8Array(16) },
+  });
   return { tree, prep, prepare, apply, run };
 }
 
@@ -51,8 +54,18 @@ describe("prep rejects with the ZooKeeper error code", () => {
     { name: "dot-dot segment", setup: [], request: create("/a/../b"), err: "BADARGUMENTS" },
     { name: "trailing slash", setup: [], request: create("/a/"), err: "BADARGUMENTS" },
     { name: "NUL in path", setup: [], request: create("/a\u0000b"), err: "BADARGUMENTS" },
-    { name: "data over 1 MiB", setup: [], request: { op: "create", path: "/big", data: new Uint8Array(1024 * 1024 + 1), acl: [], mode: "persistent", ttlMs: 0 }, err: "BADARGUMENTS" },
-    { name: "setData over 1 MiB", setup: [create("/a")], request: { op: "setData", path: "/a", data: new Uint8Array(1024 * 1024 + 1), version: -1 }, err: "BADARGUMENTS" },
+    {
+      name: "data over 1 MiB",
+      setup: [],
+      request: { op: "create", path: "/big", data: new Uint8Array(1024 * 1024 + 1), acl: [], mode: "persistent", ttlMs: 0 },
+      err: "BADARGUMENTS",
+    },
+    {
+      name: "setData over 1 MiB",
+      setup: [create("/a")],
+      request: { op: "setData", path: "/a", data: new Uint8Array(1024 * 1024 + 1), version: -1 },
+      err: "BADARGUMENTS",
+    },
     { name: "create without parent", setup: [], request: create("/a/b"), err: "NONODE" },
     { name: "create existing", setup: [create("/a")], request: create("/a"), err: "NODEEXISTS" },
     { name: "child of an ephemeral", setup: [create("/e", "ephemeral")], request: create("/e/c"), err: "NOCHILDRENFOREPHEMERALS" },
@@ -65,10 +78,30 @@ describe("prep rejects with the ZooKeeper error code", () => {
     { name: "setAcl wrong aversion", setup: [create("/a")], request: { op: "setAcl", path: "/a", acl: [...OPEN_ACL_UNSAFE], version: 2 }, err: "BADVERSION" },
     { name: "setAcl with an empty list", setup: [create("/a")], request: { op: "setAcl", path: "/a", acl: [], version: -1 }, err: "INVALIDACL" },
     { name: "setAcl of a missing node", setup: [], request: { op: "setAcl", path: "/a", acl: [...OPEN_ACL_UNSAFE], version: -1 }, err: "NONODE" },
-    { name: "digest ACL id without a colon", setup: [], request: { op: "create", path: "/a", data: bytes(""), acl: [{ perms: 31, id: { scheme: "digest", id: "bob" } }], mode: "persistent", ttlMs: 0 }, err: "INVALIDACL" },
-    { name: "ip ACL id with bad bits", setup: [], request: { op: "create", path: "/a", data: bytes(""), acl: [{ perms: 31, id: { scheme: "ip", id: "10.0.0.0/33" } }], mode: "persistent", ttlMs: 0 }, err: "INVALIDACL" },
-    { name: "auth ACL from a session with no authenticated id", setup: [], request: { op: "create", path: "/a", data: bytes(""), acl: [{ perms: 31, id: { scheme: "auth", id: "" } }], mode: "persistent", ttlMs: 0 }, err: "INVALIDACL" },
-    { name: "unknown ACL scheme", setup: [], request: { op: "create", path: "/a", data: bytes(""), acl: [{ perms: 31, id: { scheme: "nope", id: "x" } }], mode: "persistent", ttlMs: 0 }, err: "INVALIDACL" },
+    {
+      name: "digest ACL id without a colon",
+      setup: [],
+      request: { op: "create", path: "/a", data: bytes(""), acl: [{ perms: 31, id: { scheme: "digest", id: "bob" } }], mode: "persistent", ttlMs: 0 },
+      err: "INVALIDACL",
+    },
+    {
+      name: "ip ACL id with bad bits",
+      setup: [],
+      request: { op: "create", path: "/a", data: bytes(""), acl: [{ perms: 31, id: { scheme: "ip", id: "10.0.0.0/33" } }], mode: "persistent", ttlMs: 0 },
+      err: "INVALIDACL",
+    },
+    {
+      name: "auth ACL from a session with no authenticated id",
+      setup: [],
+      request: { op: "create", path: "/a", data: bytes(""), acl: [{ perms: 31, id: { scheme: "auth", id: "" } }], mode: "persistent", ttlMs: 0 },
+      err: "INVALIDACL",
+    },
+    {
+      name: "unknown ACL scheme",
+      setup: [],
+      request: { op: "create", path: "/a", data: bytes(""), acl: [{ perms: 31, id: { scheme: "nope", id: "x" } }], mode: "persistent", ttlMs: 0 },
+      err: "INVALIDACL",
+    },
     { name: "write under /zookeeper", setup: [], request: create("/zookeeper/x"), err: "BADARGUMENTS" },
     { name: "delete /zookeeper", setup: [], request: { op: "delete", path: "/zookeeper", version: -1 }, err: "BADARGUMENTS" },
     { name: "TTL node while disabled", setup: [], request: create("/t", "persistent-with-ttl"), err: "UNIMPLEMENTED" },
@@ -159,7 +192,10 @@ describe("prep sees changes still in flight", () => {
 describe("multi", () => {
   test("later ops see earlier ones of the same multi", () => {
     const f = fixture();
-    const { result } = f.run({ op: "multi", ops: [create("/m"), create("/m/c"), { op: "setData", path: "/m/c", data: bytes("x"), version: 0 }, { op: "check", path: "/m", version: 0 }] });
+    const { result } = f.run({
+      op: "multi",
+      ops: [create("/m"), create("/m/c"), { op: "setData", path: "/m/c", data: bytes("x"), version: 0 }, { op: "check", path: "/m", version: 0 }],
+    });
     assert.equal(result.type, "multi");
     assert.equal(f.tree.getNode("/m/c")?.stat.version, 1);
   });
@@ -170,7 +206,14 @@ describe("multi", () => {
     assert.deepEqual(body, {
       type: "multi",
       ops: [
-        { type: "create", path: "/m", data: bytes("d"), acl: body.type === "multi" && body.ops[0]?.type === "create" ? body.ops[0].acl : [], ephemeralOwner: 0n, parentCversion: 0 },
+        {
+          type: "create",
+          path: "/m",
+          data: bytes("d"),
+          acl: body.type === "multi" && body.ops[0]?.type === "create" ? body.ops[0].acl : [],
+          ephemeralOwner: 0n,
+          parentCversion: 0,
+        },
         { type: "error", err: ZkErrorCode.BADVERSION },
         { type: "error", err: ZkErrorCode.RUNTIMEINCONSISTENCY },
       ],
@@ -283,13 +326,33 @@ describe("ZooKeeper's order of checks", () => {
   const cases: { name: string; request: WriteRequest; err: keyof typeof ZkErrorCode }[] = [
     { name: "create under a missing parent: NONODE before the ACL", request: create("/missing/x"), err: "NONODE" },
     { name: "create of an existing node under a locked parent: NOAUTH before NODEEXISTS", request: create("/p/child"), err: "NOAUTH" },
-    { name: "create with an invalid ACL under a locked parent: INVALIDACL before NOAUTH", request: withAcl("/p/x", [{ perms: 31, id: { scheme: "bogus", id: "" } }]), err: "INVALIDACL" },
+    {
+      name: "create with an invalid ACL under a locked parent: INVALIDACL before NOAUTH",
+      request: withAcl("/p/x", [{ perms: 31, id: { scheme: "bogus", id: "" } }]),
+      err: "INVALIDACL",
+    },
     { name: "delete of a missing node under a locked parent: NOAUTH before NONODE", request: { op: "delete", path: "/p/none", version: -1 }, err: "NOAUTH" },
-    { name: "delete with a wrong version under a locked parent: NOAUTH before BADVERSION", request: { op: "delete", path: "/p/child", version: 7 }, err: "NOAUTH" },
+    {
+      name: "delete with a wrong version under a locked parent: NOAUTH before BADVERSION",
+      request: { op: "delete", path: "/p/child", version: 7 },
+      err: "NOAUTH",
+    },
     { name: "setData of a missing node: NONODE", request: { op: "setData", path: "/p/none", data: bytes("x"), version: -1 }, err: "NONODE" },
-    { name: "setData with a wrong version on a locked node: NOAUTH before BADVERSION", request: { op: "setData", path: "/p", data: bytes("x"), version: 7 }, err: "NOAUTH" },
-    { name: "setAcl with an invalid ACL on a missing node: INVALIDACL before NONODE", request: { op: "setAcl", path: "/none", acl: [{ perms: 31, id: { scheme: "ip", id: "nope" } }], version: -1 }, err: "INVALIDACL" },
-    { name: "setAcl with a wrong aversion on a locked node: NOAUTH before BADVERSION", request: { op: "setAcl", path: "/p", acl: [ANYONE(Perms.ALL)], version: 7 }, err: "NOAUTH" },
+    {
+      name: "setData with a wrong version on a locked node: NOAUTH before BADVERSION",
+      request: { op: "setData", path: "/p", data: bytes("x"), version: 7 },
+      err: "NOAUTH",
+    },
+    {
+      name: "setAcl with an invalid ACL on a missing node: INVALIDACL before NONODE",
+      request: { op: "setAcl", path: "/none", acl: [{ perms: 31, id: { scheme: "ip", id: "nope" } }], version: -1 },
+      err: "INVALIDACL",
+    },
+    {
+      name: "setAcl with a wrong aversion on a locked node: NOAUTH before BADVERSION",
+      request: { op: "setAcl", path: "/p", acl: [ANYONE(Perms.ALL)], version: 7 },
+      err: "NOAUTH",
+    },
     { name: "writes under /zookeeper stay BADARGUMENTS", request: { op: "setData", path: "/zookeeper", data: bytes("x"), version: -1 }, err: "BADARGUMENTS" },
   ];
   for (const c of cases) {
@@ -305,20 +368,38 @@ describe("requests from the ZooKeeper door (zooKeeperChecks): ZooKeeper 3.8's ow
   /** /a with a child, /ro without CREATE, /nod without DELETE (with a child), /e an ephemeral. */
   const tree = () => {
     const f = fixture();
-    for (const request of [open("/a"), open("/a/child"), withAcl("/ro", [ANYONE(Perms.ALL & ~Perms.CREATE)]), open("/nod"), open("/nod/c"), open("/e", "ephemeral")]) f.run(request);
+    for (const request of [
+      open("/a"),
+      open("/a/child"),
+      withAcl("/ro", [ANYONE(Perms.ALL & ~Perms.CREATE)]),
+      open("/nod"),
+      open("/nod/c"),
+      open("/e", "ephemeral"),
+    ])
+      f.run(request);
     f.run({ op: "setAcl", path: "/nod", acl: [ANYONE(Perms.ALL & ~Perms.DELETE)], version: -1 });
     return f;
   };
   const del = (path: string, version = -1): WriteRequest => ({ op: "delete", path, version });
   const cases: { name: string; request: WriteRequest; err: keyof typeof ZkErrorCode | "OK"; gRpc: keyof typeof ZkErrorCode | "OK" }[] = [
-    { name: "a create's empty ACL list is INVALIDACL (through the gRPC door it asks for the default ACL)", request: create("/x"), err: "INVALIDACL", gRpc: "OK" },
+    {
+      name: "a create's empty ACL list is INVALIDACL (through the gRPC door it asks for the default ACL)",
+      request: create("/x"),
+      err: "INVALIDACL",
+      gRpc: "OK",
+    },
     { name: "a create's path without a slash: BADARGUMENTS before the empty ACL", request: create("a"), err: "BADARGUMENTS", gRpc: "BADARGUMENTS" },
     { name: "a create's path with NUL: BADARGUMENTS before the empty ACL", request: create("/a\u0000"), err: "BADARGUMENTS", gRpc: "BADARGUMENTS" },
     { name: "a create's empty segment: the empty ACL's INVALIDACL first", request: create("/a//b"), err: "INVALIDACL", gRpc: "BADARGUMENTS" },
-    { name: "a create's empty segment: its parent (\"/a/\") does not exist", request: open("/a//b"), err: "NONODE", gRpc: "BADARGUMENTS" },
+    { name: 'a create\'s empty segment: its parent ("/a/") does not exist', request: open("/a//b"), err: "NONODE", gRpc: "BADARGUMENTS" },
     { name: "a create below a malformed missing parent: NONODE", request: open("/missing/./x"), err: "NONODE", gRpc: "BADARGUMENTS" },
-    { name: "a create's \".\" name under an existing parent: BADARGUMENTS once the parent allows it", request: open("/a/."), err: "BADARGUMENTS", gRpc: "BADARGUMENTS" },
-    { name: "a create's \".\" name under a parent without CREATE: NOAUTH first", request: open("/ro/."), err: "NOAUTH", gRpc: "BADARGUMENTS" },
+    {
+      name: 'a create\'s "." name under an existing parent: BADARGUMENTS once the parent allows it',
+      request: open("/a/."),
+      err: "BADARGUMENTS",
+      gRpc: "BADARGUMENTS",
+    },
+    { name: 'a create\'s "." name under a parent without CREATE: NOAUTH first', request: open("/ro/."), err: "NOAUTH", gRpc: "BADARGUMENTS" },
     { name: "a create's bad character under a parent without CREATE: NOAUTH first", request: open("/ro/\u0001"), err: "NOAUTH", gRpc: "BADARGUMENTS" },
     { name: "a create with a trailing slash under a missing parent: NONODE", request: open("/missing/"), err: "NONODE", gRpc: "BADARGUMENTS" },
     { name: "a create with a trailing slash under an existing parent: BADARGUMENTS", request: open("/a/"), err: "BADARGUMENTS", gRpc: "BADARGUMENTS" },
@@ -326,10 +407,10 @@ describe("requests from the ZooKeeper door (zooKeeperChecks): ZooKeeper 3.8's ow
     { name: "a sequential create with a trailing slash names a child", request: open("/a/", "persistent-sequential"), err: "OK", gRpc: "OK" },
     { name: "a create of the root: NODEEXISTS", request: open("/"), err: "NODEEXISTS", gRpc: "NODEEXISTS" },
     { name: "a create below an ephemeral: NOCHILDRENFOREPHEMERALS", request: open("/e/x"), err: "NOCHILDRENFOREPHEMERALS", gRpc: "NOCHILDRENFOREPHEMERALS" },
-    { name: "a delete's empty segment: NONODE (\"/a/\" is no node)", request: del("/a//b"), err: "NONODE", gRpc: "BADARGUMENTS" },
+    { name: 'a delete\'s empty segment: NONODE ("/a/" is no node)', request: del("/a//b"), err: "NONODE", gRpc: "BADARGUMENTS" },
     { name: "a delete with a trailing slash: NONODE", request: del("/a/"), err: "NONODE", gRpc: "BADARGUMENTS" },
     { name: "a delete's bad character: NONODE", request: del("/a/\u0001"), err: "NONODE", gRpc: "BADARGUMENTS" },
-    { name: "a delete's \".\" name under a parent without DELETE: NOAUTH", request: del("/nod/."), err: "NOAUTH", gRpc: "BADARGUMENTS" },
+    { name: 'a delete\'s "." name under a parent without DELETE: NOAUTH', request: del("/nod/."), err: "NOAUTH", gRpc: "BADARGUMENTS" },
     { name: "a delete without a slash: BADARGUMENTS", request: del("x"), err: "BADARGUMENTS", gRpc: "BADARGUMENTS" },
     { name: "a delete of an empty path: BADARGUMENTS", request: del(""), err: "BADARGUMENTS", gRpc: "BADARGUMENTS" },
     { name: "a delete with NUL: BADARGUMENTS", request: del("/a\u0000"), err: "BADARGUMENTS", gRpc: "BADARGUMENTS" },
@@ -372,7 +453,12 @@ describe("who passes", () => {
 
   test("the super user, whatever the ACL", () => {
     const f = locked();
-    const requests: WriteRequest[] = [setData("/p"), create("/p/x"), { op: "delete", path: "/p/x", version: -1 }, { op: "setAcl", path: "/p", acl: [ANYONE(Perms.ALL)], version: -1 }];
+    const requests: WriteRequest[] = [
+      setData("/p"),
+      create("/p/x"),
+      { op: "delete", path: "/p/x", version: -1 },
+      { op: "setAcl", path: "/p", acl: [ANYONE(Perms.ALL)], version: -1 },
+    ];
     for (const request of requests) assert.notEqual(f.run(request, SESSION, [SUPER_ID]).result.type, "error", request.op);
   });
 });
@@ -421,7 +507,11 @@ describe("ACLs still in flight decide later requests", () => {
     const f = fixture();
     f.run(withAcl("/p", [only(ALICE)]));
     const { body } = f.prepare({ op: "multi", ops: [create("/free"), create("/p/x"), create("/free2")] });
-    assert.deepEqual(body.type === "multi" && body.ops.map((op) => (op.type === "error" ? op.err : 0)), [0, ZkErrorCode.NOAUTH, ZkErrorCode.RUNTIMEINCONSISTENCY]);
+    assert.deepEqual(body.type === "multi" && body.ops.map((op) => (op.type === "error" ? op.err : 0)), [
+      0,
+      ZkErrorCode.NOAUTH,
+      ZkErrorCode.RUNTIMEINCONSISTENCY,
+    ]);
     assert.equal(f.prep.inFlightChanges(), 0);
   });
 });

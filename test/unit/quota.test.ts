@@ -92,7 +92,10 @@ describe("the tree keeps a quota's stats node current", () => {
     assert.equal(after.dataLength, "count=2,bytes=1".length);
     const restored = decodeSnapshot(encodeSnapshot(tree));
     assert.equal(restored.quotaRootOf("/app/x/y"), "/app", "quota roots are rebuilt from the restored nodes");
-    restored.apply({ header: { sessionId: SESSION, cxid: 1, zxid: 1000, timeMs: 1 }, body: { type: "create", path: "/app/y", data: bytes("22"), acl: [], ephemeralOwner: 0n, parentCversion: 2 } });
+    restored.apply({
+      header: { sessionId: SESSION, cxid: 1, zxid: 1000, timeMs: 1 },
+      body: { type: "create", path: "/app/y", data: bytes("22"), acl: [], ephemeralOwner: 0n, parentCversion: 2 },
+    });
     assert.equal(text(restored.getData(statsPathOf("/app")).data), "count=3,bytes=3");
     assert.equal(usage("/app"), "count=2,bytes=1");
   });

@@ -58,10 +58,16 @@ test("snapshot() equals the model after any sequence of appends, applies, trunca
           model = [];
           log.reset(appliedZxid);
         } else {
-          assert.deepEqual(log.snapshot().map((r) => r.zxid), expected());
+          assert.deepEqual(
+            log.snapshot().map((r) => r.zxid),
+            expected(),
+          );
         }
       }
-      assert.deepEqual(log.snapshot().map((r) => r.zxid), expected());
+      assert.deepEqual(
+        log.snapshot().map((r) => r.zxid),
+        expected(),
+      );
     }),
     { numRuns: 300 },
   );

@@ -333,7 +333,10 @@ describe("a create applied by the server whose reply is lost (CONNECTIONLOSS)", 
     const deadline = new Deadline("test", WAIT, asClient(fake));
     try {
       const path = await createProtected(asClient(fake), "/p", "member", "", "ephemeral", deadline);
-      assert.deepEqual(fake.childrenNow("/p").map((c) => `/p/${c}`), [path]);
+      assert.deepEqual(
+        fake.childrenNow("/p").map((c) => `/p/${c}`),
+        [path],
+      );
     } finally {
       deadline.dispose();
     }
@@ -365,7 +368,10 @@ describe("a create applied by the server whose reply is lost (CONNECTIONLOSS)", 
     await first.release();
     await acquiring;
     assert.equal(fake.repliesLost, 1);
-    assert.deepEqual(fake.childrenNow("/lock2").map((c) => `/lock2/${c}`), [second.node]);
+    assert.deepEqual(
+      fake.childrenNow("/lock2").map((c) => `/lock2/${c}`),
+      [second.node],
+    );
     await second.release();
     assert.deepEqual(fake.childrenNow("/lock2"), []);
   });

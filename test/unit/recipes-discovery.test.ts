@@ -10,7 +10,12 @@ import { checkNodeName } from "../../src/recipes/naming-service.js";
 import { decodeInstance, encodeInstance, type ServiceInstance } from "../../src/recipes/service-discovery.js";
 import { childPath, parentOf } from "../../src/recipes/tree-cache.js";
 
-const instance = (id: string, load?: number): ServiceInstance => ({ id, address: `10.0.0.${id.length}`, port: 8000, ...(load === undefined ? {} : { payload: { load } }) });
+const instance = (id: string, load?: number): ServiceInstance => ({
+  id,
+  address: `10.0.0.${id.length}`,
+  port: 8000,
+  ...(load === undefined ? {} : { payload: { load } }),
+});
 const list = (...instances: ServiceInstance[]) => ({ instances: () => instances });
 const bytes = (text: string) => Buffer.from(text, "utf8");
 const codeOf = (code: string) => (error: unknown) => (error as { code?: string }).code === code;
@@ -39,7 +44,10 @@ describe("load balancer", () => {
 
   test("least-loaded takes ties in turn and counts a missing load as 0", () => {
     const balancer = new LoadBalancer(list(instance("a", 2), instance("b"), instance("c", 0)), { strategy: "least-loaded" });
-    assert.deepEqual(Array.from({ length: 4 }, () => balancer.next()!.id), ["b", "c", "b", "c"]);
+    assert.deepEqual(
+      Array.from({ length: 4 }, () => balancer.next()!.id),
+      ["b", "c", "b", "c"],
+    );
     assert.equal(loadOf({ id: "x", address: "h", port: 1, payload: { load: "high" } }), 0);
     assert.equal(loadOf({ id: "x", address: "h", port: 1, payload: 7 }), 0);
   });
@@ -47,7 +55,10 @@ describe("load balancer", () => {
   test("random uses the injected function to index the id-ordered list", () => {
     const draws = [0.9, 0, 0.5, 0.34];
     const balancer = new LoadBalancer(list(instance("c"), instance("b"), instance("a")), { strategy: "random", random: () => draws.shift()! });
-    assert.deepEqual(Array.from({ length: 4 }, () => balancer.next()!.id), ["c", "a", "b", "b"]);
+    assert.deepEqual(
+      Array.from({ length: 4 }, () => balancer.next()!.id),
+      ["c", "a", "b", "b"],
+    );
     assert.equal(draws.length, 0, "one draw per pick");
   });
 

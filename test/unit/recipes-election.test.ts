@@ -64,7 +64,11 @@ describe("two-phase commit decision", () => {
 
   test("site names that would collide with the layout are refused", () => {
     for (const bad of [[], ["a", "a"], ["outcome"], ["alive-a"], ["a/b"], [""]]) {
-      assert.throws(() => checkSites(bad), (error: Error & { code?: string }) => error.code === "BADARGUMENTS", JSON.stringify(bad));
+      assert.throws(
+        () => checkSites(bad),
+        (error: Error & { code?: string }) => error.code === "BADARGUMENTS",
+        JSON.stringify(bad),
+      );
     }
     checkSites(["a", "b-1", "site.3"]);
   });

@@ -9,8 +9,19 @@ import type { CreateMode } from "../../src/store/types.js";
 const path = fc.string({ maxLength: 20 });
 const bytes = fc.uint8Array({ maxLength: 16 });
 const version = fc.integer({ min: -1, max: 2 ** 31 - 1 });
-const acl = fc.array(fc.record({ perms: fc.integer({ min: 0, max: 31 }), id: fc.record({ scheme: fc.constantFrom("world", "digest", "ip"), id: fc.string({ maxLength: 8 }) }) }), { maxLength: 3 });
-const mode = fc.constantFrom<CreateMode>("persistent", "ephemeral", "persistent-sequential", "ephemeral-sequential", "container", "persistent-with-ttl", "persistent-sequential-with-ttl");
+const acl = fc.array(
+  fc.record({ perms: fc.integer({ min: 0, max: 31 }), id: fc.record({ scheme: fc.constantFrom("world", "digest", "ip"), id: fc.string({ maxLength: 8 }) }) }),
+  { maxLength: 3 },
+);
+const mode = fc.constantFrom<CreateMode>(
+  "persistent",
+  "ephemeral",
+  "persistent-sequential",
+  "ephemeral-sequential",
+  "container",
+  "persistent-with-ttl",
+  "persistent-sequential-with-ttl",
+);
 const create = fc.record({ op: fc.constant("create" as const), path, data: bytes, acl, mode, ttlMs: fc.integer({ min: 0, max: 2 ** 40 }) });
 const del = fc.record({ op: fc.constant("delete" as const), path, version });
 const setData = fc.record({ op: fc.constant("setData" as const), path, data: bytes, version });
@@ -25,7 +36,9 @@ const request: fc.Arbitrary<ForwardedRequest> = fc.oneof(
   fc.record({ op: fc.constant("createSession" as const), timeoutMs: fc.integer({ min: 0, max: 2 ** 31 - 1 }), password: bytes }),
 );
 
-const authInfo = fc.array(fc.record({ scheme: fc.constantFrom("ip", "digest", "super"), id: fc.string({ maxLength: 40 }) }), { maxLength: limits.authIdsPerConnectionMax });
+const authInfo = fc.array(fc.record({ scheme: fc.constantFrom("ip", "digest", "super"), id: fc.string({ maxLength: 40 }) }), {
+  maxLength: limits.authIdsPerConnectionMax,
+});
 
 test("a ZooKeeper-door write keeps its zooKeeperChecks across the forward; other requests never carry it", () => {
   const ids = [{ scheme: "ip", id: "10.0.0.1" }];
@@ -40,18 +53,26 @@ test("a ZooKeeper-door write keeps its zooKeeperChecks across the forward; other
   // The tag before a request that cannot carry it is a malformed forward.
   const setData = encodeForwardedRequest({ op: "setData", path: "/a", data: new Uint8Array(0), version: -1 }, []);
   const tagged = new Uint8Array([setData[0]!, 10, ...setData.subarray(1)]);
-  assert.throws(() => decodeForwardedRequest(tagged), (e: unknown) => e instanceof ZkError && e.code === "MARSHALLINGERROR");
+  assert.throws(
+    () => decodeForwardedRequest(tagged),
+    (e: unknown) => e instanceof ZkError && e.code === "MARSHALLINGERROR",
+  );
 });
 
 test("every forwarded request survives the round trip with the ids of its connection", () => {
   fc.assert(
-    fc.property(request, authInfo, (r, ids) => assert.deepEqual(decodeForwardedRequest(encodeForwardedRequest(r, ids)), { request: structuredClone(r), authInfo: structuredClone(ids) })),
+    fc.property(request, authInfo, (r, ids) =>
+      assert.deepEqual(decodeForwardedRequest(encodeForwardedRequest(r, ids)), { request: structuredClone(r), authInfo: structuredClone(ids) }),
+    ),
   );
 });
 
 test("more ids than a connection may hold are MARSHALLINGERROR", () => {
   const ids = Array.from({ length: limits.authIdsPerConnectionMax + 1 }, (_, i) => ({ scheme: "digest", id: `u${i}:h` }));
-  assert.throws(() => decodeForwardedRequest(encodeForwardedRequest({ op: "close" }, ids)), (e: unknown) => e instanceof ZkError && e.code === "MARSHALLINGERROR");
+  assert.throws(
+    () => decodeForwardedRequest(encodeForwardedRequest({ op: "close" }, ids)),
+    (e: unknown) => e instanceof ZkError && e.code === "MARSHALLINGERROR",
+  );
 });
 
 test("truncated or garbage bytes are MARSHALLINGERROR, never another exception", () => {
@@ -73,5 +94,8 @@ test("a check outside a multi is refused", () => {
   const bytesOfCheck = encodeForwardedRequest({ op: "multi", ops: [{ op: "check", path: "/a", version: 1 }] }, []);
   // Strip the multi header (tag + count) so the check stands alone after the version byte.
   const alone = new Uint8Array([bytesOfCheck[0]!, ...bytesOfCheck.subarray(3)]);
-  assert.throws(() => decodeForwardedRequest(alone), (e: unknown) => e instanceof ZkError && e.code === "MARSHALLINGERROR");
+  assert.throws(
+    () => decodeForwardedRequest(alone),
+    (e: unknown) => e instanceof ZkError && e.code === "MARSHALLINGERROR",
+  );
 });

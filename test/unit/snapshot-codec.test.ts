@@ -13,8 +13,20 @@ const record = <T>(model: { [K in keyof T]: fc.Arbitrary<T[K]> }): fc.Arbitrary<
 
 const intent: fc.Arbitrary<Intent> = record({
   kind: fc.constantFrom<Intent["kind"]>(
-    "create", "create", "create", "createEphemeral", "createContainer", "createTtl",
-    "delete", "setData", "setAcl", "createSession", "closeSession", "multi", "failedMulti", "error",
+    "create",
+    "create",
+    "create",
+    "createEphemeral",
+    "createContainer",
+    "createTtl",
+    "delete",
+    "setData",
+    "setAcl",
+    "createSession",
+    "closeSession",
+    "multi",
+    "failedMulti",
+    "error",
   ),
   pick: fc.nat(),
   name: fc.constantFrom("a", "b", "c", "d", "lock-0000000001", "é", "x.y"),
@@ -250,7 +262,12 @@ describe("snapshot codec", () => {
   }
 
   test("a hand-written snapshot of / and /a decodes", () => {
-    const tree = decodeSnapshot(handSnapshot([{ name: "", children: 1 }, { name: "a", children: 0 }]));
+    const tree = decodeSnapshot(
+      handSnapshot([
+        { name: "", children: 1 },
+        { name: "a", children: 0 },
+      ]),
+    );
     assert.deepEqual(tree.getChildren("/").children, ["a"]);
     assert.equal(tree.lastProcessedZxid, 5);
     assert.equal(tree.getNode("/")!.stat.numChildren, 1);
@@ -263,14 +280,67 @@ describe("snapshot codec", () => {
     ["no nodes at all", handSnapshot([], { nodeCount: 0 })],
     ["a root with a name", handSnapshot([{ name: "x", children: 0 }])],
     ["an ephemeral root", handSnapshot([{ name: "", children: 0, ephemeralOwner: 5n }])],
-    ["a child named with a slash", handSnapshot([{ name: "", children: 1 }, { name: "a/b", children: 0 }])],
-    ["a child with an empty name", handSnapshot([{ name: "", children: 1 }, { name: "", children: 0 }])],
-    ["a child named ..", handSnapshot([{ name: "", children: 1 }, { name: "..", children: 0 }])],
-    ["a child named with a NUL", handSnapshot([{ name: "", children: 1 }, { name: "a\u0000", children: 0 }])],
-    ["the same child twice", handSnapshot([{ name: "", children: 2 }, { name: "a", children: 0 }, { name: "a", children: 0 }])],
-    ["an ephemeral with children", handSnapshot([{ name: "", children: 1 }, { name: "e", children: 1, ephemeralOwner: 5n }, { name: "x", children: 0 }])],
-    ["more nodes than the tree has room for", handSnapshot([{ name: "", children: 0 }, { name: "a", children: 0 }])],
-    ["children announced but missing", handSnapshot([{ name: "", children: 2 }, { name: "a", children: 0 }], { nodeCount: 2 })],
+    [
+      "a child named with a slash",
+      handSnapshot([
+        { name: "", children: 1 },
+        { name: "a/b", children: 0 },
+      ]),
+    ],
+    [
+      "a child with an empty name",
+      handSnapshot([
+        { name: "", children: 1 },
+        { name: "", children: 0 },
+      ]),
+    ],
+    [
+      "a child named ..",
+      handSnapshot([
+        { name: "", children: 1 },
+        { name: "..", children: 0 },
+      ]),
+    ],
+    [
+      "a child named with a NUL",
+      handSnapshot([
+        { name: "", children: 1 },
+        { name: "a\u0000", children: 0 },
+      ]),
+    ],
+    [
+      "the same child twice",
+      handSnapshot([
+        { name: "", children: 2 },
+        { name: "a", children: 0 },
+        { name: "a", children: 0 },
+      ]),
+    ],
+    [
+      "an ephemeral with children",
+      handSnapshot([
+        { name: "", children: 1 },
+        { name: "e", children: 1, ephemeralOwner: 5n },
+        { name: "x", children: 0 },
+      ]),
+    ],
+    [
+      "more nodes than the tree has room for",
+      handSnapshot([
+        { name: "", children: 0 },
+        { name: "a", children: 0 },
+      ]),
+    ],
+    [
+      "children announced but missing",
+      handSnapshot(
+        [
+          { name: "", children: 2 },
+          { name: "a", children: 0 },
+        ],
+        { nodeCount: 2 },
+      ),
+    ],
     ["an ACL reference never defined", handSnapshot([{ name: "", children: 0, aclRef: 3 }])],
     ["a trailing byte", handSnapshot([{ name: "", children: 0 }], { trailing: true })],
     ["a node count beyond the input", handSnapshot([{ name: "", children: 0 }], { nodeCount: 1_000_000 })],

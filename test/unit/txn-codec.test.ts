@@ -54,12 +54,7 @@ const acl: fc.Arbitrary<Acl[]> = fc.oneof(
   fc.constant(OPEN_ACL_UNSAFE as Acl[]),
   fc.array(record({ perms: int32, id: record({ scheme: text, id: text }) }), { maxLength: 4 }),
 );
-const owner = fc.oneof(
-  fc.constant(0n),
-  fc.constant(CONTAINER_OWNER),
-  fc.integer({ min: 0, max: 2 ** 40 - 1 }).map(ttlOwner),
-  int64,
-);
+const owner = fc.oneof(fc.constant(0n), fc.constant(CONTAINER_OWNER), fc.integer({ min: 0, max: 2 ** 40 - 1 }).map(ttlOwner), int64);
 const create: fc.Arbitrary<CreateTxn> = record({
   type: fc.constant("create" as const),
   path: text,
@@ -80,7 +75,11 @@ const bodies: { [K in TxnBody["type"]]: fc.Arbitrary<TxnBody & { type: K }> } = 
   error,
   setAcl: record({ type: fc.constant("setAcl" as const), path: text, acl, aversion: int32 }),
   multi: record({ type: fc.constant("multi" as const), ops: fc.array(fc.oneof(create, del, setData, check, error), { maxLength: 6 }) }),
-  createSession: record({ type: fc.constant("createSession" as const), timeoutMs: fc.integer({ min: 0, max: 2 ** 31 - 1 }), password: fc.uint8Array({ maxLength: 32 }) }),
+  createSession: record({
+    type: fc.constant("createSession" as const),
+    timeoutMs: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
+    password: fc.uint8Array({ maxLength: 32 }),
+  }),
   closeSession: fc.constant({ type: "closeSession" as const }),
 };
 const BODY_TYPES = Object.keys(bodies) as TxnBody["type"][];
@@ -146,7 +145,14 @@ describe("txn codec", () => {
   test("a typical create stays compact", () => {
     const encoded = encodeTxn({
       header: { sessionId: 0x0100_0000_0000_0001n, cxid: 12, zxid: 0x1_0000_0010, timeMs: 1_700_000_000_000 },
-      body: { type: "create", path: "/app/locks/lock-0000000001", data: new Uint8Array(0), acl: OPEN_ACL_UNSAFE as Acl[], ephemeralOwner: 0x0100_0000_0000_0001n, parentCversion: 2 },
+      body: {
+        type: "create",
+        path: "/app/locks/lock-0000000001",
+        data: new Uint8Array(0),
+        acl: OPEN_ACL_UNSAFE as Acl[],
+        ephemeralOwner: 0x0100_0000_0000_0001n,
+        parentCversion: 2,
+      },
     });
     assert.ok(encoded.length <= 70, `${encoded.length} bytes`);
   });
@@ -226,17 +232,103 @@ describe("txn codec", () => {
     ["empty input", () => {}],
     ["an unknown format version", (w) => w.writeUint8(99)],
     ["an unknown txn type", (w) => writeHeader(w, 42)],
-    ["setAcl inside a multi", (w) => { writeHeader(w, 14); w.writeVarUint(1); w.writeUint8(7); w.writeString("/a"); w.writeUint8(0); w.writeVarInt(1); }],
-    ["a multi inside a multi", (w) => { writeHeader(w, 14); w.writeVarUint(1); w.writeUint8(14); w.writeVarUint(0); }],
-    ["createSession inside a multi", (w) => { writeHeader(w, 14); w.writeVarUint(1); w.writeUint8(-10 & 0xff); w.writeVarUint(1); w.writeBytes(new Uint8Array(0)); }],
-    ["a multi claiming more ops than bytes", (w) => { writeHeader(w, 14); w.writeVarUint(1_000_000); w.writeUint8(2); }],
-    ["an owner tag other than 0 or 1", (w) => { writeHeader(w, 1); w.writeString("/a"); w.writeBytes(new Uint8Array(0)); w.writeUint8(0); w.writeUint8(2); w.writeVarInt(1); }],
-    ["an ACL list claiming more entries than bytes", (w) => { writeHeader(w, 7); w.writeString("/a"); w.writeVarUint(500_000); }],
-    ["invalid UTF-8 in a path", (w) => { writeHeader(w, 2); w.writeVarUint(2); w.writeRaw(Uint8Array.of(0xc3, 0x28)); }],
-    ["a data length beyond the input", (w) => { writeHeader(w, 5); w.writeString("/a"); w.writeVarUint(1 << 20); }],
-    ["a version beyond int32", (w) => { writeHeader(w, 13); w.writeString("/a"); w.writeVarInt(2 ** 31); }],
-    ["a varint longer than 8 bytes", (w) => { writeHeader(w, 2); w.writeRaw(Uint8Array.of(0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01)); }],
-    ["a zxid beyond 2^53", (w) => { w.writeUint8(TXN_FORMAT_VERSION); w.writeInt64(1n); w.writeVarInt(0); w.writeRaw(Uint8Array.of(0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f)); }],
+    [
+      "setAcl inside a multi",
+      (w) => {
+        writeHeader(w, 14);
+        w.writeVarUint(1);
+        w.writeUint8(7);
+        w.writeString("/a");
+        w.writeUint8(0);
+        w.writeVarInt(1);
+      },
+    ],
+    [
+      "a multi inside a multi",
+      (w) => {
+        writeHeader(w, 14);
+        w.writeVarUint(1);
+        w.writeUint8(14);
+        w.writeVarUint(0);
+      },
+    ],
+    [
+      "createSession inside a multi",
+      (w) => {
+        writeHeader(w, 14);
+        w.writeVarUint(1);
+        w.writeUint8(-10 & 0xff);
+        w.writeVarUint(1);
+        w.writeBytes(new Uint8Array(0));
+      },
+    ],
+    [
+      "a multi claiming more ops than bytes",
+      (w) => {
+        writeHeader(w, 14);
+        w.writeVarUint(1_000_000);
+        w.writeUint8(2);
+      },
+    ],
+    [
+      "an owner tag other than 0 or 1",
+      (w) => {
+        writeHeader(w, 1);
+        w.writeString("/a");
+        w.writeBytes(new Uint8Array(0));
+        w.writeUint8(0);
+        w.writeUint8(2);
+        w.writeVarInt(1);
+      },
+    ],
+    [
+      "an ACL list claiming more entries than bytes",
+      (w) => {
+        writeHeader(w, 7);
+        w.writeString("/a");
+        w.writeVarUint(500_000);
+      },
+    ],
+    [
+      "invalid UTF-8 in a path",
+      (w) => {
+        writeHeader(w, 2);
+        w.writeVarUint(2);
+        w.writeRaw(Uint8Array.of(0xc3, 0x28));
+      },
+    ],
+    [
+      "a data length beyond the input",
+      (w) => {
+        writeHeader(w, 5);
+        w.writeString("/a");
+        w.writeVarUint(1 << 20);
+      },
+    ],
+    [
+      "a version beyond int32",
+      (w) => {
+        writeHeader(w, 13);
+        w.writeString("/a");
+        w.writeVarInt(2 ** 31);
+      },
+    ],
+    [
+      "a varint longer than 8 bytes",
+      (w) => {
+        writeHeader(w, 2);
+        w.writeRaw(Uint8Array.of(0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01));
+      },
+    ],
+    [
+      "a zxid beyond 2^53",
+      (w) => {
+        w.writeUint8(TXN_FORMAT_VERSION);
+        w.writeInt64(1n);
+        w.writeVarInt(0);
+        w.writeRaw(Uint8Array.of(0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f));
+      },
+    ],
   ];
   for (const [name, write] of MALFORMED) {
     test(`${name} throws MARSHALLINGERROR`, () => {
@@ -328,10 +420,7 @@ describe("ByteWriter / ByteReader", () => {
     w.writeInt64(0x0102_0304_0506_0708n);
     w.writeInt64Number(-1);
     w.writeInt64Number(0x1_0000_0002);
-    assert.deepEqual(
-      [...w.finish()],
-      [0xff, 0xff, 0xff, 0xfe, 1, 2, 3, 4, 5, 6, 7, 8, ...Array<number>(8).fill(0xff), 0, 0, 0, 1, 0, 0, 0, 2],
-    );
+    assert.deepEqual([...w.finish()], [0xff, 0xff, 0xff, 0xfe, 1, 2, 3, 4, 5, 6, 7, 8, ...Array<number>(8).fill(0xff), 0, 0, 0, 1, 0, 0, 0, 2]);
     const r = new ByteReader(w.finish());
     assert.equal(r.readInt32(), -2);
     assert.equal(r.readInt64(), 0x0102_0304_0506_0708n);

@@ -10,9 +10,7 @@ describe("WatchManager", () => {
   test("a data watch fires once, with the path, type and zxid given", () => {
     const watches = new WatchManager();
     watches.addDataWatch("/a", 1n);
-    assert.deepEqual(watches.triggerData("/a", NodeDataChanged, 42), [
-      { watcher: 1n, event: { type: NodeDataChanged, path: "/a", zxid: 42 } },
-    ]);
+    assert.deepEqual(watches.triggerData("/a", NodeDataChanged, 42), [{ watcher: 1n, event: { type: NodeDataChanged, path: "/a", zxid: 42 } }]);
     assert.deepEqual(watches.triggerData("/a", NodeDataChanged, 43), []);
     assert.equal(watches.watchCount(), 0);
     assert.equal(watches.watchCountOf(1n), 0);
@@ -31,9 +29,7 @@ describe("WatchManager", () => {
     watches.addDataWatch("/a", 1n);
     watches.addChildWatch("/a", 1n);
     assert.equal(watches.watchCountOf(1n), 2);
-    assert.deepEqual(watches.triggerChild("/a", NodeChildrenChanged, 5), [
-      { watcher: 1n, event: { type: NodeChildrenChanged, path: "/a", zxid: 5 } },
-    ]);
+    assert.deepEqual(watches.triggerChild("/a", NodeChildrenChanged, 5), [{ watcher: 1n, event: { type: NodeChildrenChanged, path: "/a", zxid: 5 } }]);
     assert.equal(watches.hasWatch("/a", "data", 1n), true);
     assert.equal(watches.hasWatch("/a", "child", 1n), false);
   });

@@ -13,7 +13,13 @@ const summaries: WindowedSummary[] = [];
 after(() => summaries.forEach((s) => s.close()));
 let next = 0;
 function summary(ageBuckets = 5): WindowedSummary {
-  const made = new WindowedSummary({ name: `test_summary_${next++}`, help: "a test summary", percentiles: [0.5, 0.9, 0.99], registers: [registry], ageBuckets });
+  const made = new WindowedSummary({
+    name: `test_summary_${next++}`,
+    help: "a test summary",
+    percentiles: [0.5, 0.9, 0.99],
+    registers: [registry],
+    ageBuckets,
+  });
   summaries.push(made);
   return made;
 }
@@ -37,7 +43,11 @@ test("a value is reported within 1/64 of itself, from a microsecond to days in m
 test("quantiles of a known distribution, count and sum exact", () => {
   const s = summary();
   for (let i = 1; i <= 1000; i++) s.observe(i);
-  for (const [q, expected] of [[0.5, 500], [0.9, 900], [0.99, 990]] as const) {
+  for (const [q, expected] of [
+    [0.5, 500],
+    [0.9, 900],
+    [0.99, 990],
+  ] as const) {
     const got = s.quantile(q);
     assert.ok(Math.abs(got - expected) / expected <= 1 / 32, `q${q}: ${got}, expected about ${expected}`);
   }

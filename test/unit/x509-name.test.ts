@@ -37,12 +37,20 @@ const C = "2.5.4.6";
 
 describe("a Name in Java's RFC 2253 form", () => {
   test("RDNs in reverse order, joined by commas, with RFC 2253 keywords", () => {
-    const der = name(rdn(attribute(C, printable("US"))), rdn(attribute(O, utf8("Example"))), rdn(attribute("2.5.4.11", utf8("Eng"))), rdn(attribute(CN, utf8("client one"))));
+    const der = name(
+      rdn(attribute(C, printable("US"))),
+      rdn(attribute(O, utf8("Example"))),
+      rdn(attribute("2.5.4.11", utf8("Eng"))),
+      rdn(attribute(CN, utf8("client one"))),
+    );
     assert.equal(distinguishedNameOfDer(der), "CN=client one,OU=Eng,O=Example,C=US");
   });
 
   test("a multi-valued RDN keeps its DER order, joined by +", () => {
-    assert.equal(distinguishedNameOfDer(name(rdn(attribute(O, utf8("x"))), rdn(attribute(CN, utf8("a")), attribute("0.9.2342.19200300.100.1.1", utf8("b"))))), "CN=a+UID=b,O=x");
+    assert.equal(
+      distinguishedNameOfDer(name(rdn(attribute(O, utf8("x"))), rdn(attribute(CN, utf8("a")), attribute("0.9.2342.19200300.100.1.1", utf8("b"))))),
+      "CN=a+UID=b,O=x",
+    );
   });
 
   test("attributes without an RFC 2253 keyword are dotted OIDs with the hex of their DER value", () => {

@@ -317,10 +317,28 @@ test("mntr on a leader adds learner, sync and proposal gauges", () => {
 
 test("mntr keys are all zk_ keys ZooKeeper 3.8 emits", () => {
   const known = new Set([
-    "version", "server_state", "avg_latency", "max_latency", "min_latency", "packets_received", "packets_sent",
-    "num_alive_connections", "outstanding_requests", "znode_count", "watch_count", "ephemerals_count",
-    "approximate_data_size", "open_file_descriptor_count", "max_file_descriptor_count", "learners", "synced_followers",
-    "synced_non_voting_followers", "synced_observers", "pending_syncs", "last_proposal_size", "max_proposal_size",
+    "version",
+    "server_state",
+    "avg_latency",
+    "max_latency",
+    "min_latency",
+    "packets_received",
+    "packets_sent",
+    "num_alive_connections",
+    "outstanding_requests",
+    "znode_count",
+    "watch_count",
+    "ephemerals_count",
+    "approximate_data_size",
+    "open_file_descriptor_count",
+    "max_file_descriptor_count",
+    "learners",
+    "synced_followers",
+    "synced_non_voting_followers",
+    "synced_observers",
+    "pending_syncs",
+    "last_proposal_size",
+    "max_proposal_size",
     "min_proposal_size",
   ]);
   for (const line of renderFourLetterWord("mntr", leader()).trimEnd().split("\n")) {
@@ -447,7 +465,9 @@ test("averages print as Java doubles", () => {
 
 test("version sniffers reading envi find 3.8.0 (^zookeeper.version=(\\d+\\.\\d+\\.\\d+) and split on '-' before ',')", () => {
   const context = { ...standalone(), version: zookeeperFullVersion("0.1.0", new Date(Date.UTC(2026, 0, 2, 3, 4))) };
-  const line = renderFourLetterWord("envi", context).split("\n").find((l) => l.startsWith("zookeeper.version="));
+  const line = renderFourLetterWord("envi", context)
+    .split("\n")
+    .find((l) => l.startsWith("zookeeper.version="));
   assert.equal(/^zookeeper\.version=(\d+\.\d+\.\d+)/.exec(line ?? "")?.[1], "3.8.0");
   assert.equal(/zookeeper\.version=(.*),/.exec(line ?? "")?.[1]?.split("-")[0], "3.8.0");
   assert.match(renderFourLetterWord("srvr", context), /^Zookeeper version: 3\.8\.0-/);

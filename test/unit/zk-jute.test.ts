@@ -252,10 +252,7 @@ test("a ReplyHeader is xid, zxid as a 64-bit long, err", () => {
 });
 
 test("a notification is ReplyHeader(-1, -1, 0) then WatcherEvent(type, state, path)", () => {
-  assert.deepStrictEqual(
-    R.encodeNotification({ type: 3, state: 3, path: "/a" }),
-    hex(`ffffffff ffffffffffffffff 00000000 00000003 00000003 00000002 2f61`),
-  );
+  assert.deepStrictEqual(R.encodeNotification({ type: 3, state: 3, path: "/a" }), hex(`ffffffff ffffffffffffffff 00000000 00000003 00000003 00000002 2f61`));
 });
 
 test("a failed multi's results are MultiHeader(-1, false, err) + ErrorResponse(err) each, then the done header", () => {
@@ -274,7 +271,19 @@ test("a failed multi's results are MultiHeader(-1, false, err) + ErrorResponse(e
 });
 
 test("a successful multi's results carry their bodies: create path, delete none, setData stat", () => {
-  const stat: R.Stat = { czxid: 1n, mzxid: 2n, ctime: 3n, mtime: 4n, version: 5, cversion: 6, aversion: 7, ephemeralOwner: 8n, dataLength: 9, numChildren: 10, pzxid: 11n };
+  const stat: R.Stat = {
+    czxid: 1n,
+    mzxid: 2n,
+    ctime: 3n,
+    mtime: 4n,
+    version: 5,
+    cversion: 6,
+    aversion: 7,
+    ephemeralOwner: 8n,
+    dataLength: 9,
+    numChildren: 10,
+    pzxid: 11n,
+  };
   const golden = hex(`
     00000001 00 00000000 00000002 2f61
     00000002 00 00000000
@@ -432,7 +441,10 @@ test("frames come out whole however the stream is cut", () => {
         out.push(...splitter.push(stream.subarray(from, point)));
         from = point;
       }
-      assert.deepStrictEqual(out, records.map((r) => Uint8Array.from(r)));
+      assert.deepStrictEqual(
+        out,
+        records.map((r) => Uint8Array.from(r)),
+      );
       assert.equal(splitter.pendingBytes, 0);
     }),
   );

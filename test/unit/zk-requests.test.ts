@@ -15,7 +15,19 @@ import { encodeZkReply, toClientRequest } from "../../src/server/zk-wire/zk-requ
 
 const OPEN: jute.ACL[] = [{ perms: 31, id: { scheme: "world", id: "anyone" } }];
 const data = (text: string) => new TextEncoder().encode(text);
-const stat: Stat = { czxid: 5, mzxid: 6, ctime: 7, mtime: 8, version: 1, cversion: 2, aversion: 3, ephemeralOwner: 9n, dataLength: 4, numChildren: 0, pzxid: 10 };
+const stat: Stat = {
+  czxid: 5,
+  mzxid: 6,
+  ctime: 7,
+  mtime: 8,
+  version: 1,
+  cversion: 2,
+  aversion: 3,
+  ephemeralOwner: 9n,
+  dataLength: 4,
+  numChildren: 0,
+  pzxid: 10,
+};
 
 function request(type: number, body: unknown) {
   const mapped = toClientRequest(type, body);
@@ -40,7 +52,13 @@ function reply<T>(bytes: Uint8Array, codec?: jute.JuteCodec<T>): { header: jute.
 describe("jute requests → corral requests", () => {
   test("creates: flags name the mode, createTTL carries its ttl, null data stays null", () => {
     assert.deepEqual(request(OpCode.create, { path: "/a", data: data("x"), acl: OPEN, flags: 3 }), {
-      op: "create", path: "/a", data: data("x"), acl: OPEN, mode: "ephemeral-sequential", ttlMs: 0, zooKeeperChecks: true,
+      op: "create",
+      path: "/a",
+      data: data("x"),
+      acl: OPEN,
+      mode: "ephemeral-sequential",
+      ttlMs: 0,
+      zooKeeperChecks: true,
     });
     const ttl = request(OpCode.createTTL, { path: "/t", data: null, acl: OPEN, flags: 6, ttl: 5_000n });
     assert.ok(ttl.op === "create");
@@ -90,7 +108,11 @@ describe("jute requests → corral requests", () => {
       assert.ok("reject" in mapped);
       return [mapped.reject, mapped.shape.closeAfter === true];
     };
-    assert.deepEqual(shapeOf(OpCode.reconfig, { joiningServers: null, leavingServers: null, newMembers: null, curConfigId: -1n }), [-123, false], "reconfig: RECONFIGDISABLED");
+    assert.deepEqual(
+      shapeOf(OpCode.reconfig, { joiningServers: null, leavingServers: null, newMembers: null, curConfigId: -1n }),
+      [-123, false],
+      "reconfig: RECONFIGDISABLED",
+    );
     assert.deepEqual(shapeOf(OpCode.deleteContainer, { path: "/c" }), [-8, false], "deleteContainer: BADARGUMENTS");
     assert.deepEqual(shapeOf(OpCode.sasl, { token: new Uint8Array([1]) }), [0, false], "sasl: OK, as a server without SASL answers it");
     assert.deepEqual(toClientRequest(OpCode.sasl, { token: null }), { close: "a sasl packet without a token" });
@@ -105,8 +127,16 @@ describe("jute requests → corral requests", () => {
     const digest = toClientRequest(OpCode.auth, { type: 0, scheme: "digest", auth: null });
     assert.deepEqual(digest, { reject: -115, shape: { type: OpCode.auth, closeAfter: true } });
     assert.deepEqual(request(OpCode.auth, { type: 0, scheme: "ip", auth: null }), { op: "addAuth", scheme: "ip", auth: new Uint8Array(0) });
-    assert.deepEqual(request(OpCode.auth, { type: 0, scheme: "digest", auth: new Uint8Array(0) }), { op: "addAuth", scheme: "digest", auth: new Uint8Array(0) });
-    assert.deepEqual(request(OpCode.auth, { type: 0, scheme: null, auth: data("x") }), { op: "addAuth", scheme: "", auth: data("x") }, "no provider: AUTHFAILED in the pipeline");
+    assert.deepEqual(request(OpCode.auth, { type: 0, scheme: "digest", auth: new Uint8Array(0) }), {
+      op: "addAuth",
+      scheme: "digest",
+      auth: new Uint8Array(0),
+    });
+    assert.deepEqual(
+      request(OpCode.auth, { type: 0, scheme: null, auth: data("x") }),
+      { op: "addAuth", scheme: "", auth: data("x") },
+      "no provider: AUTHFAILED in the pipeline",
+    );
   });
 
   test("null strings in an ACL entry as ZooKeeper's fixupACL meets them", () => {
@@ -123,7 +153,11 @@ describe("jute requests → corral requests", () => {
       { perms: 31, id: { scheme: "", id: "x" } },
     ]);
     for (const scheme of ["world", "digest", "ip"]) {
-      assert.equal(refusal(OpCode.create, { path: "/a", data: null, acl: entry(scheme, null), flags: 0 }), -5, `${scheme}:null is ZooKeeper's NPE, MARSHALLINGERROR`);
+      assert.equal(
+        refusal(OpCode.create, { path: "/a", data: null, acl: entry(scheme, null), flags: 0 }),
+        -5,
+        `${scheme}:null is ZooKeeper's NPE, MARSHALLINGERROR`,
+      );
     }
   });
 
@@ -131,35 +165,88 @@ describe("jute requests → corral requests", () => {
     assert.deepEqual(request(OpCode.getChildren2, { path: "/a", watch: true }), { op: "getChildren", path: "/a", watch: true, zooKeeperChecks: true });
     assert.deepEqual(request(OpCode.exists, { path: "/a", watch: false }), { op: "exists", path: "/a", watch: false, zooKeeperChecks: true });
     assert.deepEqual(request(OpCode.setData, { path: "/a", data: null, version: 3 }), { op: "setData", path: "/a", data: NULL_DATA, version: 3 });
-    assert.deepEqual(request(OpCode.removeWatches, { path: "/a", type: 5 }), { op: "removeWatches", path: "/a", watcherType: "persistent-recursive", zooKeeperChecks: true });
+    assert.deepEqual(request(OpCode.removeWatches, { path: "/a", type: 5 }), {
+      op: "removeWatches",
+      path: "/a",
+      watcherType: "persistent-recursive",
+      zooKeeperChecks: true,
+    });
     assert.deepEqual(request(OpCode.addWatch, { path: "/a", mode: 1 }), { op: "addWatch", path: "/a", mode: "persistent-recursive", zooKeeperChecks: true });
     assert.deepEqual(request(OpCode.auth, { type: 0, scheme: "digest", auth: data("u:p") }), { op: "addAuth", scheme: "digest", auth: data("u:p") });
     assert.deepEqual(request(OpCode.setWatches, { relativeZxid: 12n, dataWatches: ["/d"], existWatches: [], childWatches: null }), {
-      op: "setWatches", relativeZxid: 12, dataWatches: ["/d"], existWatches: [], childWatches: [], persistentWatches: [], persistentRecursiveWatches: [], zooKeeperChecks: true,
+      op: "setWatches",
+      relativeZxid: 12,
+      dataWatches: ["/d"],
+      existWatches: [],
+      childWatches: [],
+      persistentWatches: [],
+      persistentRecursiveWatches: [],
+      zooKeeperChecks: true,
     });
     assert.deepEqual(request(OpCode.closeSession, {}), { op: "close" });
-    const multi = toClientRequest(OpCode.multi, { ops: [{ type: OpCode.setData, request: { path: "/m", data: null, version: 1 } }, { type: OpCode.check, request: { path: "/m", version: 0 } }] });
+    const multi = toClientRequest(OpCode.multi, {
+      ops: [
+        { type: OpCode.setData, request: { path: "/m", data: null, version: 1 } },
+        { type: OpCode.check, request: { path: "/m", version: 0 } },
+      ],
+    });
     assert.ok("request" in multi);
     assert.deepEqual(multi.shape.opTypes, [OpCode.setData, OpCode.check]);
   });
 
-  test("reads look their path up unvalidated, as ZooKeeper does: null is MARSHALLINGERROR, \"\" is the root (without a watch)", () => {
+  test('reads look their path up unvalidated, as ZooKeeper does: null is MARSHALLINGERROR, "" is the root (without a watch)', () => {
     for (const type of [OpCode.getData, OpCode.getChildren, OpCode.getChildren2, OpCode.exists]) {
       assert.equal(refusal(type, { path: null, watch: false }), -5, `opcode ${type}`);
-      assert.deepEqual(request(type, { path: "", watch: true }), { op: type === OpCode.exists ? "exists" : type === OpCode.getData ? "getData" : "getChildren", path: "/", watch: false, zooKeeperChecks: true });
-      assert.deepEqual(request(type, { path: "no//slash/", watch: true }), { op: type === OpCode.exists ? "exists" : type === OpCode.getData ? "getData" : "getChildren", path: "no//slash/", watch: true, zooKeeperChecks: true });
+      assert.deepEqual(request(type, { path: "", watch: true }), {
+        op: type === OpCode.exists ? "exists" : type === OpCode.getData ? "getData" : "getChildren",
+        path: "/",
+        watch: false,
+        zooKeeperChecks: true,
+      });
+      assert.deepEqual(request(type, { path: "no//slash/", watch: true }), {
+        op: type === OpCode.exists ? "exists" : type === OpCode.getData ? "getData" : "getChildren",
+        path: "no//slash/",
+        watch: true,
+        zooKeeperChecks: true,
+      });
     }
     assert.equal(refusal(OpCode.getACL, { path: null }), -5);
     assert.deepEqual(request(OpCode.getACL, { path: "" }), { op: "getAcl", path: "/", zooKeeperChecks: true });
     assert.equal(refusal(OpCode.getAllChildrenNumber, { path: null }), -5);
     const number = toClientRequest(OpCode.getAllChildrenNumber, { path: "" });
     assert.ok("request" in number);
-    assert.deepEqual([number.request, number.shape], [{ op: "getAllChildrenNumber", path: "/", zooKeeperChecks: true }, { type: OpCode.getAllChildrenNumber, rootKeyCounted: true }]);
+    assert.deepEqual(
+      [number.request, number.shape],
+      [
+        { op: "getAllChildrenNumber", path: "/", zooKeeperChecks: true },
+        { type: OpCode.getAllChildrenNumber, rootKeyCounted: true },
+      ],
+    );
     const counted = reply(encodeZkReply(1, number.shape, { err: 0, zxid: 1, body: { kind: "number", number: 7 } }), jute.GetAllChildrenNumberResponse);
-    assert.equal(counted.body?.totalNumber, 8, "ZooKeeper counts the root's own key for \"\"");
-    const multiRead = request(OpCode.multiRead, { ops: [{ type: OpCode.getData, request: { path: "", watch: false } }, { type: OpCode.getChildren, request: { path: "x", watch: false } }] });
-    assert.deepEqual(multiRead, { op: "multiRead", ops: [{ op: "getData", path: "/" }, { op: "getChildren", path: "x" }], zooKeeperChecks: true });
-    assert.equal(refusal(OpCode.multiRead, { ops: [{ type: OpCode.getData, request: { path: "/a", watch: false } }, { type: OpCode.getData, request: { path: null, watch: false } }] }), -5);
+    assert.equal(counted.body?.totalNumber, 8, 'ZooKeeper counts the root\'s own key for ""');
+    const multiRead = request(OpCode.multiRead, {
+      ops: [
+        { type: OpCode.getData, request: { path: "", watch: false } },
+        { type: OpCode.getChildren, request: { path: "x", watch: false } },
+      ],
+    });
+    assert.deepEqual(multiRead, {
+      op: "multiRead",
+      ops: [
+        { op: "getData", path: "/" },
+        { op: "getChildren", path: "x" },
+      ],
+      zooKeeperChecks: true,
+    });
+    assert.equal(
+      refusal(OpCode.multiRead, {
+        ops: [
+          { type: OpCode.getData, request: { path: "/a", watch: false } },
+          { type: OpCode.getData, request: { path: null, watch: false } },
+        ],
+      }),
+      -5,
+    );
   });
 
   test("sync answers any path, echoing it, null as null; watch requests take any path", () => {
@@ -175,7 +262,10 @@ describe("jute requests → corral requests", () => {
   });
 
   test("a multi's ops as ZooKeeper's MultiOperationRecord reads them: a create's flags, not its header, pick its opcode", () => {
-    const create = (type: number, flags: number, ttl?: bigint) => ({ type, request: { path: "/m", data: null, acl: OPEN, flags, ...(ttl === undefined ? {} : { ttl }) } });
+    const create = (type: number, flags: number, ttl?: bigint) => ({
+      type,
+      request: { path: "/m", data: null, acl: OPEN, flags, ...(ttl === undefined ? {} : { ttl }) },
+    });
     const mapped = (...ops: unknown[]) => toClientRequest(OpCode.multi, { ops });
     const opTypes = (...ops: unknown[]) => {
       const m = mapped(...ops);
@@ -184,7 +274,10 @@ describe("jute requests → corral requests", () => {
     };
     // The result record follows: create answers without a stat, the others with one.
     assert.deepEqual(opTypes(create(OpCode.create2, 0), create(OpCode.create, 4), create(OpCode.createContainer, 2), create(OpCode.createTTL, 5, 100n)), [
-      OpCode.create, OpCode.createContainer, OpCode.create, OpCode.createTTL,
+      OpCode.create,
+      OpCode.createContainer,
+      OpCode.create,
+      OpCode.createTTL,
     ]);
     // A createTTL op with a non-TTL mode is a plain create: its ttl is dropped, not refused.
     const plain = mapped(create(OpCode.createTTL, 0, 100n));
@@ -193,7 +286,13 @@ describe("jute requests → corral requests", () => {
     // Unknown flags fail that op alone, BADARGUMENTS (prep's first check refuses a ttl on a persistent create).
     const unknown = mapped(create(OpCode.create, 7), create(OpCode.createTTL, 9, 5n));
     assert.ok("request" in unknown && unknown.request.op === "multi");
-    assert.deepEqual(unknown.request.ops.map((op) => op.op === "create" && [op.mode, op.ttlMs]), [["persistent", 1], ["persistent", 1]]);
+    assert.deepEqual(
+      unknown.request.ops.map((op) => op.op === "create" && [op.mode, op.ttlMs]),
+      [
+        ["persistent", 1],
+        ["persistent", 1],
+      ],
+    );
     assert.deepEqual(unknown.shape.opTypes, [OpCode.create, OpCode.create]);
     // A TTL mode under a header without a ttl field fails the whole multi (ZooKeeper's ClassCastException).
     assert.equal(refusal(OpCode.multi, { ops: [create(OpCode.create, 5)] }), -5);
@@ -214,7 +313,11 @@ describe("corral replies → jute responses", () => {
 
   test("create answers with the path, create2/createTTL/createContainer with the path and the stat", () => {
     const created = ok({ kind: "create", path: "/a", stat });
-    assert.deepEqual(reply(encodeZkReply(3, { type: OpCode.create }, created), jute.CreateResponse), { header: { xid: 3, zxid: 42n, err: 0 }, body: { path: "/a" }, rest: 0 });
+    assert.deepEqual(reply(encodeZkReply(3, { type: OpCode.create }, created), jute.CreateResponse), {
+      header: { xid: 3, zxid: 42n, err: 0 },
+      body: { path: "/a" },
+      rest: 0,
+    });
     for (const type of [OpCode.create2, OpCode.createTTL, OpCode.createContainer]) {
       const decoded = reply(encodeZkReply(3, { type }, created), jute.Create2Response);
       assert.equal(decoded.body?.path, "/a");
@@ -224,14 +327,25 @@ describe("corral replies → jute responses", () => {
   });
 
   test("an error is the header alone", () => {
-    assert.deepEqual(reply(encodeZkReply(4, { type: OpCode.getData }, { err: -101, zxid: 42, body: { kind: "empty" } })), { header: { xid: 4, zxid: 42n, err: -101 }, body: undefined, rest: 0 });
+    assert.deepEqual(reply(encodeZkReply(4, { type: OpCode.getData }, { err: -101, zxid: 42, body: { kind: "empty" } })), {
+      header: { xid: 4, zxid: 42n, err: -101 },
+      body: undefined,
+      rest: 0,
+    });
   });
 
   test("getData gives null for null data; getChildren has no stat, getChildren2 has one; exists and setData a stat", () => {
     assert.equal(reply(encodeZkReply(1, { type: OpCode.getData }, ok({ kind: "data", data: NULL_DATA, stat })), jute.GetDataResponse).body?.data, null);
-    assert.deepEqual(reply(encodeZkReply(1, { type: OpCode.getData }, ok({ kind: "data", data: new Uint8Array(0), stat })), jute.GetDataResponse).body?.data, new Uint8Array(0));
+    assert.deepEqual(
+      reply(encodeZkReply(1, { type: OpCode.getData }, ok({ kind: "data", data: new Uint8Array(0), stat })), jute.GetDataResponse).body?.data,
+      new Uint8Array(0),
+    );
     const children = ok({ kind: "children", children: ["x", "y"], stat });
-    assert.deepEqual(reply(encodeZkReply(1, { type: OpCode.getChildren }, children), jute.GetChildrenResponse), { header: { xid: 1, zxid: 42n, err: 0 }, body: { children: ["x", "y"] }, rest: 0 });
+    assert.deepEqual(reply(encodeZkReply(1, { type: OpCode.getChildren }, children), jute.GetChildrenResponse), {
+      header: { xid: 1, zxid: 42n, err: 0 },
+      body: { children: ["x", "y"] },
+      rest: 0,
+    });
     assert.equal(reply(encodeZkReply(1, { type: OpCode.getChildren2 }, children), jute.GetChildren2Response).rest, 0);
     assert.equal(reply(encodeZkReply(1, { type: OpCode.exists }, ok({ kind: "stat", stat })), jute.ExistsResponse).body?.stat.version, 1);
   });
@@ -239,15 +353,42 @@ describe("corral replies → jute responses", () => {
   test("a multi's results follow its ops' opcodes; a failed one travels in the results with err 0 in the header", () => {
     const shape = { type: OpCode.multi, opTypes: [OpCode.create, OpCode.createContainer, OpCode.setData, OpCode.delete] };
     const done = reply(
-      encodeZkReply(8, shape, ok({ kind: "multi", results: [{ type: "create", path: "/a", stat }, { type: "create", path: "/c", stat }, { type: "setData", stat }, { type: "delete" }] })),
+      encodeZkReply(
+        8,
+        shape,
+        ok({
+          kind: "multi",
+          results: [{ type: "create", path: "/a", stat }, { type: "create", path: "/c", stat }, { type: "setData", stat }, { type: "delete" }],
+        }),
+      ),
       jute.MultiResponse,
     );
-    assert.deepEqual(done.body?.results.map((r) => r.type), [OpCode.create, OpCode.create2, OpCode.setData, OpCode.delete]);
+    assert.deepEqual(
+      done.body?.results.map((r) => r.type),
+      [OpCode.create, OpCode.create2, OpCode.setData, OpCode.delete],
+    );
     const failed = reply(
-      encodeZkReply(8, shape, { err: -101, zxid: 42, body: { kind: "multi", results: [{ type: "error", err: 0 }, { type: "error", err: -101 }, { type: "error", err: -2 }, { type: "error", err: -2 }] } }),
+      encodeZkReply(8, shape, {
+        err: -101,
+        zxid: 42,
+        body: {
+          kind: "multi",
+          results: [
+            { type: "error", err: 0 },
+            { type: "error", err: -101 },
+            { type: "error", err: -2 },
+            { type: "error", err: -2 },
+          ],
+        },
+      }),
       jute.MultiResponse,
     );
     assert.equal(failed.header.err, 0);
-    assert.deepEqual(failed.body?.results, [{ type: -1, err: 0 }, { type: -1, err: -101 }, { type: -1, err: -2 }, { type: -1, err: -2 }]);
+    assert.deepEqual(failed.body?.results, [
+      { type: -1, err: 0 },
+      { type: -1, err: -101 },
+      { type: -1, err: -2 },
+      { type: -1, err: -2 },
+    ]);
   });
 });

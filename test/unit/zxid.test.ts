@@ -1,16 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { ZkError } from "../../src/common/errors.js";
-import {
-  counterOf,
-  epochOf,
-  formatZxid,
-  makeZxid,
-  ZXID_MAX,
-  zxidFromBigInt,
-  zxidFromString,
-  zxidToBigInt,
-} from "../../src/store/zxid.js";
+import { counterOf, epochOf, formatZxid, makeZxid, ZXID_MAX, zxidFromBigInt, zxidFromString, zxidToBigInt } from "../../src/store/zxid.js";
 
 describe("zxid", () => {
   const CASES: [epoch: number, counter: number, bigint: bigint, hex: string][] = [

@@ -79,9 +79,14 @@ let dataView = "text";
 
 function treeRow(path, name, info) {
   const toggle = el("span", { class: "toggle" }, info.numChildren > 0 ? "▸" : "·");
-  const row = el("div", { class: "row", "data-path": path }, toggle, el("span", { class: "name" }, name),
+  const row = el(
+    "div",
+    { class: "row", "data-path": path },
+    toggle,
+    el("span", { class: "name" }, name),
     info.ephemeral ? el("span", { class: "eph", title: "ephemeral" }, "eph") : null,
-    info.numChildren > 0 ? el("span", { class: "count" }, `(${info.numChildren})`) : null);
+    info.numChildren > 0 ? el("span", { class: "count" }, `(${info.numChildren})`) : null,
+  );
   const ul = el("ul");
   const li = el("li", {}, row, ul);
   const entry = { li, ul, row, toggle, expanded: false, numChildren: info.numChildren };
@@ -214,11 +219,16 @@ function renderNode() {
   else if (view === "text") pre.textContent = data.text;
   else pre.textContent = hexDump(data.hex) + (data.hexTruncated ? "\n… (cut)" : "");
   const stat = node?.stat ?? {};
-  $("node-stat").replaceChildren(...Object.entries(stat).map(([key, value]) =>
-    el("tr", {}, el("td", {}, key), el("td", { "data-stat": key }, key.endsWith("time") && value ? `${value} (${new Date(value).toISOString()})` : value))));
-  $("node-acl").replaceChildren(el("tr", {}, el("th", {}, "scheme"), el("th", {}, "id"), el("th", {}, "perms")),
+  $("node-stat").replaceChildren(
+    ...Object.entries(stat).map(([key, value]) =>
+      el("tr", {}, el("td", {}, key), el("td", { "data-stat": key }, key.endsWith("time") && value ? `${value} (${new Date(value).toISOString()})` : value)),
+    ),
+  );
+  $("node-acl").replaceChildren(
+    el("tr", {}, el("th", {}, "scheme"), el("th", {}, "id"), el("th", {}, "perms")),
     ...(node?.acl ?? []).map((a) => el("tr", {}, el("td", {}, a.scheme), el("td", { class: "mono" }, a.id), el("td", { class: "mono" }, a.perms))),
-    ...(node?.aclError ? [el("tr", {}, el("td", { colspan: 3 }, `${node.aclError.code}: ${node.aclError.message}`))] : []));
+    ...(node?.aclError ? [el("tr", {}, el("td", { colspan: 3 }, `${node.aclError.code}: ${node.aclError.message}`))] : []),
+  );
 }
 
 function hexDump(hex) {
@@ -226,14 +236,27 @@ function hexDump(hex) {
   for (let i = 0; i < hex.length; i += 32) {
     const chunk = hex.slice(i, i + 32);
     const bytes = chunk.match(/../g) ?? [];
-    const ascii = bytes.map((b) => { const c = parseInt(b, 16); return c >= 32 && c < 127 ? String.fromCharCode(c) : "."; }).join("");
+    const ascii = bytes
+      .map((b) => {
+        const c = parseInt(b, 16);
+        return c >= 32 && c < 127 ? String.fromCharCode(c) : ".";
+      })
+      .join("");
     lines.push(`${(i / 2).toString(16).padStart(8, "0")}  ${bytes.join(" ").padEnd(47)}  ${ascii}`);
   }
   return lines.join("\n");
 }
 
-for (const b of document.querySelectorAll(".view")) b.addEventListener("click", () => { dataView = b.dataset.view; renderNode(); });
-$("btn-refresh").addEventListener("click", () => { loadNode(); const e = shown.get(selected); if (e?.expanded) expand(selected); });
+for (const b of document.querySelectorAll(".view"))
+  b.addEventListener("click", () => {
+    dataView = b.dataset.view;
+    renderNode();
+  });
+$("btn-refresh").addEventListener("click", () => {
+  loadNode();
+  const e = shown.get(selected);
+  if (e?.expanded) expand(selected);
+});
 $("tree-refresh").addEventListener("click", () => resetTree());
 
 $("btn-edit").addEventListener("click", () => {
@@ -276,7 +299,13 @@ $("create-form").addEventListener("submit", async (event) => {
   event.preventDefault();
   const path = $("create-path").value;
   try {
-    const answer = await api("create", { path, data: $("create-data").value, encoding: $("create-encoding").value, mode: $("create-mode").value, ttlMs: $("create-ttl").value });
+    const answer = await api("create", {
+      path,
+      data: $("create-data").value,
+      encoding: $("create-encoding").value,
+      mode: $("create-mode").value,
+      ttlMs: $("create-ttl").value,
+    });
     clearError();
     $("create-form").hidden = true;
     $("create-data").value = "";
@@ -325,8 +354,14 @@ $("btn-deleteall").addEventListener("click", () => deleteSelected(true));
 
 function connectEvents() {
   const source = new EventSource(API + "events");
-  source.addEventListener("open", () => { $("live").textContent = "● live"; $("live").classList.add("on"); });
-  source.addEventListener("error", () => { $("live").textContent = "○ live"; $("live").classList.remove("on"); });
+  source.addEventListener("open", () => {
+    $("live").textContent = "● live";
+    $("live").classList.add("on");
+  });
+  source.addEventListener("error", () => {
+    $("live").textContent = "○ live";
+    $("live").classList.remove("on");
+  });
   source.addEventListener("change", (event) => {
     const change = JSON.parse(event.data);
     if (change.kind === "children" && shown.get(change.path)?.expanded) expand(change.path);
@@ -353,39 +388,91 @@ async function loadCluster() {
   }
   const members = clusterAnswer.members;
   const leader = members.find((m) => m.status?.state === "leading");
-  $("cluster-leader").textContent = leader ? `leader: server ${leader.id} (epoch ${leader.status.epoch})` : members.length === 1 && members[0].status?.state === "standalone" ? "standalone" : "no leader";
+  $("cluster-leader").textContent = leader
+    ? `leader: server ${leader.id} (epoch ${leader.status.epoch})`
+    : members.length === 1 && members[0].status?.state === "standalone"
+      ? "standalone"
+      : "no leader";
   $("cluster-leader").dataset.leader = leader ? String(leader.id) : "";
   $("members").replaceChildren(
-    el("tr", {}, ...["id", "host", "role", "state", "serving", "leader", "epoch", "last zxid", "zab", "znodes", "sessions here", "outstanding"].map((h) => el("th", {}, h))),
+    el(
+      "tr",
+      {},
+      ...["id", "host", "role", "state", "serving", "leader", "epoch", "last zxid", "zab", "znodes", "sessions here", "outstanding"].map((h) =>
+        el("th", {}, h),
+      ),
+    ),
     ...members.map((m) => {
       const s = m.status;
-      if (!s) return el("tr", { "data-member": m.id }, el("td", {}, m.id), el("td", {}, m.host), el("td", {}, m.role), el("td", { colspan: 9, class: "state-looking" }, m.error));
-      return el("tr", { "data-member": m.id },
-        el("td", {}, m.id), el("td", {}, m.host), el("td", {}, m.role),
-        el("td", { class: `state-${s.state}`, "data-state": s.state }, s.state), el("td", {}, s.serving ? "yes" : "no"),
-        el("td", {}, s.leaderId ?? "—"), el("td", {}, s.epoch), el("td", { class: "mono" }, s.lastZxid), el("td", {}, s.zabState ?? ""),
-        el("td", {}, s.nodeCount), el("td", {}, s.sessions.length), el("td", {}, s.outstandingRequests));
-    }));
+      if (!s)
+        return el(
+          "tr",
+          { "data-member": m.id },
+          el("td", {}, m.id),
+          el("td", {}, m.host),
+          el("td", {}, m.role),
+          el("td", { colspan: 9, class: "state-looking" }, m.error),
+        );
+      return el(
+        "tr",
+        { "data-member": m.id },
+        el("td", {}, m.id),
+        el("td", {}, m.host),
+        el("td", {}, m.role),
+        el("td", { class: `state-${s.state}`, "data-state": s.state }, s.state),
+        el("td", {}, s.serving ? "yes" : "no"),
+        el("td", {}, s.leaderId ?? "—"),
+        el("td", {}, s.epoch),
+        el("td", { class: "mono" }, s.lastZxid),
+        el("td", {}, s.zabState ?? ""),
+        el("td", {}, s.nodeCount),
+        el("td", {}, s.sessions.length),
+        el("td", {}, s.outstandingRequests),
+      );
+    }),
+  );
   const learners = leader?.status.leader?.learners ?? [];
   $("learners").replaceChildren(
     el("tr", {}, ...["learner", "role", "stage", "acked zxid", "lag (txns)"].map((h) => el("th", {}, h))),
-    ...learners.map((l) => el("tr", {}, el("td", {}, l.sid), el("td", {}, l.role), el("td", {}, l.stage), el("td", { class: "mono" }, l.ackedZxid), el("td", {}, l.lagZxids ?? "—"))));
+    ...learners.map((l) =>
+      el("tr", {}, el("td", {}, l.sid), el("td", {}, l.role), el("td", {}, l.stage), el("td", { class: "mono" }, l.ackedZxid), el("td", {}, l.lagZxids ?? "—")),
+    ),
+  );
   const elections = [];
   for (const m of members) for (const e of m.status?.elections ?? []) elections.push({ member: m.id, ...e });
   elections.sort((a, b) => b.decidedAtMs - a.decidedAtMs || a.member - b.member);
   $("elections").replaceChildren(
     el("tr", {}, ...["decided at", "member", "became", "leader", "round", "looked for (ms)"].map((h) => el("th", {}, h))),
-    ...elections.map((e) => el("tr", { "data-election": `${e.member}-${e.round}` },
-      el("td", { class: "mono" }, e.decidedAt), el("td", {}, e.member), el("td", { class: `state-${e.state}` }, e.state),
-      el("td", {}, e.leader), el("td", {}, e.round), el("td", {}, e.tookMs))));
+    ...elections.map((e) =>
+      el(
+        "tr",
+        { "data-election": `${e.member}-${e.round}` },
+        el("td", { class: "mono" }, e.decidedAt),
+        el("td", {}, e.member),
+        el("td", { class: `state-${e.state}` }, e.state),
+        el("td", {}, e.leader),
+        el("td", {}, e.round),
+        el("td", {}, e.tookMs),
+      ),
+    ),
+  );
   const rows = [];
   for (const m of members) for (const s of m.status?.sessions ?? []) rows.push({ server: m.id, ...s });
   $("sessions").replaceChildren(
     el("tr", {}, ...["session", "connected to", "timeout ms", "ephemerals", "data watches", "child watches"].map((h) => el("th", {}, h))),
-    ...rows.map((r) => el("tr", { "data-session": r.id },
-      el("td", { class: "mono" }, r.id), el("td", {}, `server ${r.server}`), el("td", {}, r.timeoutMs ?? ""),
-      el("td", { class: "mono" }, r.ephemerals.join("\n") || "—"), el("td", { class: "mono" }, r.dataWatches.join("\n") || "—"),
-      el("td", { class: "mono" }, r.childWatches.join("\n") || "—"))));
+    ...rows.map((r) =>
+      el(
+        "tr",
+        { "data-session": r.id },
+        el("td", { class: "mono" }, r.id),
+        el("td", {}, `server ${r.server}`),
+        el("td", {}, r.timeoutMs ?? ""),
+        el("td", { class: "mono" }, r.ephemerals.join("\n") || "—"),
+        el("td", { class: "mono" }, r.dataWatches.join("\n") || "—"),
+        el("td", { class: "mono" }, r.childWatches.join("\n") || "—"),
+      ),
+    ),
+  );
   for (const td of $("sessions").querySelectorAll("td.mono")) td.style.whiteSpace = "pre";
 }
 
@@ -424,7 +511,11 @@ async function loadCharts() {
 const COLOURS = ["#2f6fdf", "#e08a1e", "#c2362b"];
 function drawChart(canvas, points, keys) {
   const ctx = canvas.getContext("2d");
-  const w = canvas.width, h = canvas.height, left = 44, bottom = 20, top = 8;
+  const w = canvas.width,
+    h = canvas.height,
+    left = 44,
+    bottom = 20,
+    top = 8;
   ctx.clearRect(0, 0, w, h);
   ctx.font = "11px system-ui, sans-serif";
   let max = 0;
@@ -434,11 +525,19 @@ function drawChart(canvas, points, keys) {
   ctx.fillStyle = "#6b7385";
   for (let i = 0; i <= 4; i++) {
     const y = top + ((h - top - bottom) * i) / 4;
-    ctx.beginPath(); ctx.moveTo(left, y); ctx.lineTo(w - 4, y); ctx.stroke();
+    ctx.beginPath();
+    ctx.moveTo(left, y);
+    ctx.lineTo(w - 4, y);
+    ctx.stroke();
     ctx.fillText(formatNumber(max * (1 - i / 4)), 2, y + 4);
   }
-  if (points.length === 0) { ctx.fillText("no samples yet", left + 8, h / 2); return; }
-  const t0 = points[0].t, t1 = points[points.length - 1].t, span = Math.max(1, t1 - t0);
+  if (points.length === 0) {
+    ctx.fillText("no samples yet", left + 8, h / 2);
+    return;
+  }
+  const t0 = points[0].t,
+    t1 = points[points.length - 1].t,
+    span = Math.max(1, t1 - t0);
   ctx.fillText(`${Math.round(span / 1000)} s`, left, h - 4);
   ctx.fillText("now", w - 28, h - 4);
   keys.forEach((k, i) => {
@@ -448,18 +547,28 @@ function drawChart(canvas, points, keys) {
     let drawing = false;
     for (const p of points) {
       const v = p[k];
-      if (!Number.isFinite(v)) { drawing = false; continue; }
+      if (!Number.isFinite(v)) {
+        drawing = false;
+        continue;
+      }
       const x = left + ((w - left - 4) * (p.t - t0)) / span;
       const y = top + (h - top - bottom) * (1 - v / max);
-      if (drawing) ctx.lineTo(x, y); else ctx.moveTo(x, y);
+      if (drawing) ctx.lineTo(x, y);
+      else ctx.moveTo(x, y);
       drawing = true;
     }
     ctx.stroke();
   });
   ctx.lineWidth = 1;
 }
-function niceCeil(v) { const p = 10 ** Math.floor(Math.log10(v)); for (const m of [1, 2, 5, 10]) if (m * p >= v) return m * p; return 10 * p; }
-function formatNumber(v) { return v >= 100 ? Math.round(v).toString() : v >= 1 ? v.toFixed(1) : v.toFixed(2); }
+function niceCeil(v) {
+  const p = 10 ** Math.floor(Math.log10(v));
+  for (const m of [1, 2, 5, 10]) if (m * p >= v) return m * p;
+  return 10 * p;
+}
+function formatNumber(v) {
+  return v >= 100 ? Math.round(v).toString() : v >= 1 ? v.toFixed(1) : v.toFixed(2);
+}
 
 // ---- recipes
 
@@ -468,7 +577,18 @@ async function loadRecipes() {
     const answer = await api("recipes");
     $("recipes").replaceChildren(
       el("tr", {}, ...["parent", "sequential children", "lowest (holder / leader / head)", "its owner session", "its data"].map((h) => el("th", {}, h))),
-      ...answer.recipes.map((r) => el("tr", {}, el("td", { class: "mono" }, r.path), el("td", {}, r.children), el("td", { class: "mono" }, r.first), el("td", { class: "mono" }, r.firstOwner || "—"), el("td", { class: "mono" }, r.firstData))));
+      ...answer.recipes.map((r) =>
+        el(
+          "tr",
+          {},
+          el("td", { class: "mono" }, r.path),
+          el("td", {}, r.children),
+          el("td", { class: "mono" }, r.first),
+          el("td", { class: "mono" }, r.firstOwner || "—"),
+          el("td", { class: "mono" }, r.firstData),
+        ),
+      ),
+    );
   } catch (error) {
     showError(error, "read the recipes");
   }

@@ -274,7 +274,13 @@ function serverStats(status: ServerStatus, context: FourLetterWordContext): Admi
     },
     client_response: NO_BUFFER_STATS,
     ...(serverState(context) === "leader" && leader !== undefined
-      ? { proposal_stats: { last_buffer_size: leader.proposalSizeBytes.last, min_buffer_size: leader.proposalSizeBytes.min, max_buffer_size: leader.proposalSizeBytes.max } }
+      ? {
+          proposal_stats: {
+            last_buffer_size: leader.proposalSizeBytes.last,
+            min_buffer_size: leader.proposalSizeBytes.min,
+            max_buffer_size: leader.proposalSizeBytes.max,
+          },
+        }
       : {}),
     node_count: context.nodeCount,
   };

@@ -161,13 +161,7 @@ export function quorumBodySize(m: QuorumMessage): number {
       return sfixed64Field(m.sessionId) + (m.valid ? 2 : 0);
     case "learnerInfo":
       if (!(m.role === "participant" || m.role === "observer")) assert(false, `learner role ${String(m.role)}`);
-      return (
-        uint32Field(m.sid) +
-        (m.role === "observer" ? 2 : 0) +
-        uint53Field(m.acceptedEpoch) +
-        uint53Field(m.lastZxid) +
-        uint32Field(m.protocolVersion)
-      );
+      return uint32Field(m.sid) + (m.role === "observer" ? 2 : 0) + uint53Field(m.acceptedEpoch) + uint53Field(m.lastZxid) + uint32Field(m.protocolVersion);
     case "leaderInfo":
       return uint53Field(m.newEpoch) + uint32Field(m.protocolVersion);
     case "ackEpoch":
@@ -420,12 +414,7 @@ function memberTagBytes(type: QuorumMessage["type"]): number {
  * messages[start, end) → one QuorumBatch frame. `bodySizes[i]`, when given, must be
  * `quorumBodySize(messages[i])` (the transport computes it once, when a message is queued).
  */
-export function encodeQuorumBatch(
-  messages: readonly QuorumMessage[],
-  bodySizes?: readonly number[],
-  start = 0,
-  end = messages.length,
-): Buffer {
+export function encodeQuorumBatch(messages: readonly QuorumMessage[], bodySizes?: readonly number[], start = 0, end = messages.length): Buffer {
   let total = 0;
   for (let i = start; i < end; i++) {
     const m = messages[i]!;
@@ -745,17 +734,26 @@ function readQuorumBody(field: number, end: number): QuorumMessage {
       while (rp < end) {
         const tag = readTag(end);
         switch (tag) {
-          case 0x08: sid = readVarint32(end); break;
+          case 0x08:
+            sid = readVarint32(end);
+            break;
           case 0x10: {
             const value = readVarint32(end);
             if (value > 1) throw new PeerCodecError(`learner role ${value}`);
             role = value === 1 ? "observer" : "participant";
             break;
           }
-          case 0x18: acceptedEpoch = readUint53(end); break;
-          case 0x20: lastZxid = readUint53(end); break;
-          case 0x28: protocolVersion = readVarint32(end); break;
-          default: skipField(tag, end);
+          case 0x18:
+            acceptedEpoch = readUint53(end);
+            break;
+          case 0x20:
+            lastZxid = readUint53(end);
+            break;
+          case 0x28:
+            protocolVersion = readVarint32(end);
+            break;
+          default:
+            skipField(tag, end);
         }
       }
       return { type: "learnerInfo", sid, role, acceptedEpoch, lastZxid, protocolVersion };

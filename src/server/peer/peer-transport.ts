@@ -63,13 +63,7 @@ import {
   quorumEntrySize,
 } from "./peer-codec.js";
 import { peerLimits, type PeerLimits } from "./peer-limits.js";
-import {
-  electionServiceDefinition,
-  PEER_PROTOCOL_METADATA,
-  PEER_PROTOCOL_VERSION,
-  quorumServiceDefinition,
-  SERVER_ID_METADATA,
-} from "./peer-wire.js";
+import { electionServiceDefinition, PEER_PROTOCOL_METADATA, PEER_PROTOCOL_VERSION, quorumServiceDefinition, SERVER_ID_METADATA } from "./peer-wire.js";
 
 export interface PeerMember {
   id: number;
@@ -231,7 +225,10 @@ class QuorumStream implements Flushable {
     const entry = quorumEntrySize(m, body);
     const limits = this.transport.limits;
     if (entry > limits.quorumMessageBytesMax - 16) {
-      this.logger.error({ type: m.type, bytes: entry, limit: limits.quorumMessageBytesMax }, "quorum message larger than the quorum message bound: closing the stream");
+      this.logger.error(
+        { type: m.type, bytes: entry, limit: limits.quorumMessageBytesMax },
+        "quorum message larger than the quorum message bound: closing the stream",
+      );
       this.transport.counters.quorumMessagesDropped++;
       this.close({ code: grpc.status.RESOURCE_EXHAUSTED, details: "message too large" });
       return;
@@ -998,7 +995,8 @@ export class PeerTransport {
     if (id === undefined) return refuse(grpc.status.PERMISSION_DENIED, `missing or malformed ${SERVER_ID_METADATA}`);
     if (id === this.myId || !this.members.has(id)) return refuse(grpc.status.PERMISSION_DENIED, `server ${id} is not a member`);
     const version = call.metadata.get(PEER_PROTOCOL_METADATA)[0];
-    if (version !== String(PEER_PROTOCOL_VERSION)) return refuse(grpc.status.FAILED_PRECONDITION, `peer protocol ${String(version)}, expected ${PEER_PROTOCOL_VERSION}`);
+    if (version !== String(PEER_PROTOCOL_VERSION))
+      return refuse(grpc.status.FAILED_PRECONDITION, `peer protocol ${String(version)}, expected ${PEER_PROTOCOL_VERSION}`);
     const refusal = this.security?.verifyCaller?.(this.members.get(id)!, call.getAuthContext().sslPeerCertificate);
     if (refusal !== undefined) return refuse(grpc.status.PERMISSION_DENIED, `server ${id}: ${refusal}`);
     return id;
@@ -1019,7 +1017,10 @@ export class PeerTransport {
       logger.warn({ details }, "peer link failed its TLS handshake: this server does not accept the peer's certificate");
     } else if (isDroppedWhileConnecting(details)) {
       this.tlsFailuresLogged.add(link);
-      logger.warn({ details }, "peer link failed its TLS handshake: the peer dropped the connection, as it does when it does not accept this server's certificate");
+      logger.warn(
+        { details },
+        "peer link failed its TLS handshake: the peer dropped the connection, as it does when it does not accept this server's certificate",
+      );
     }
   }
 

@@ -26,15 +26,30 @@ import { assert } from "../../common/assert.js";
  * is always answered — if not enabled, with the whitelist refusal — never parsed as a frame.
  */
 export const KNOWN_FOUR_LETTER_WORDS = [
-  "conf", "cons", "crst", "dirs", "dump", "envi", "gtmk", "ruok", "stmk", "srst",
-  "srvr", "stat", "wchc", "wchp", "wchs", "mntr", "isro", "hash", "telnet close",
+  "conf",
+  "cons",
+  "crst",
+  "dirs",
+  "dump",
+  "envi",
+  "gtmk",
+  "ruok",
+  "stmk",
+  "srst",
+  "srvr",
+  "stat",
+  "wchc",
+  "wchp",
+  "wchs",
+  "mntr",
+  "isro",
+  "hash",
+  "telnet close",
 ] as const;
 export type FourLetterWord = (typeof KNOWN_FOUR_LETTER_WORDS)[number];
 
 /** The words corral answers. Any other known word is refused as not whitelisted, even under "*". */
-export const ANSWERED_FOUR_LETTER_WORDS = [
-  "ruok", "srvr", "stat", "mntr", "conf", "cons", "envi", "wchs", "isro",
-] as const satisfies readonly FourLetterWord[];
+export const ANSWERED_FOUR_LETTER_WORDS = ["ruok", "srvr", "stat", "mntr", "conf", "cons", "envi", "wchs", "isro"] as const satisfies readonly FourLetterWord[];
 export type AnsweredFourLetterWord = (typeof ANSWERED_FOUR_LETTER_WORDS)[number];
 
 const TELNET_CLOSE_CODE = 0xfff4fffd | 0; // as a signed int, like Java's
@@ -43,7 +58,7 @@ const ANSWERED = new Set<string>(ANSWERED_FOUR_LETTER_WORDS);
 function wordCode(word: FourLetterWord): number {
   if (word === "telnet close") return TELNET_CLOSE_CODE;
   assert(word.length === 4, `four-letter word ${word}`);
-  return ((word.charCodeAt(0) << 24) | (word.charCodeAt(1) << 16) | (word.charCodeAt(2) << 8) | word.charCodeAt(3)) | 0;
+  return (word.charCodeAt(0) << 24) | (word.charCodeAt(1) << 16) | (word.charCodeAt(2) << 8) | word.charCodeAt(3) | 0;
 }
 
 const WORD_BY_CODE: ReadonlyMap<number, FourLetterWord> = new Map(KNOWN_FOUR_LETTER_WORDS.map((w) => [wordCode(w), w]));
@@ -262,11 +277,7 @@ export interface FourLetterWordAnswer {
 }
 
 /** Answers a recognised word: the whitelist refusal, or the command's text. */
-export function answerFourLetterWord(
-  word: FourLetterWord,
-  whitelist: ReadonlySet<string>,
-  context: FourLetterWordContext,
-): FourLetterWordAnswer {
+export function answerFourLetterWord(word: FourLetterWord, whitelist: ReadonlySet<string>, context: FourLetterWordContext): FourLetterWordAnswer {
   if (!whitelist.has(word) || !ANSWERED.has(word)) {
     return { word, executed: false, text: `${word} is not executed because it is not in the whitelist.\n` };
   }
@@ -461,7 +472,9 @@ function renderConnections(context: FourLetterWordContext): string {
 }
 
 function renderEnvironment(context: FourLetterWordContext): string {
-  return `Environment:\n${environmentEntries(context).map(([key, value]) => `${key}=${value}\n`).join("")}`;
+  return `Environment:\n${environmentEntries(context)
+    .map(([key, value]) => `${key}=${value}\n`)
+    .join("")}`;
 }
 
 /** envi's key=value pairs, in Environment.list's order (the admin `environment` command's too). */

@@ -22,7 +22,8 @@ const FRAME_LENGTH_MAX_BYTES = 0x7fffffff;
  * whether to take it. Only the length field's range is a limit here.
  */
 export function encodeFrame(record: Uint8Array): Uint8Array {
-  if (record.byteLength > FRAME_LENGTH_MAX_BYTES) throw new JuteError("length-over-limit", `a record of ${record.byteLength} bytes does not fit a frame's length`);
+  if (record.byteLength > FRAME_LENGTH_MAX_BYTES)
+    throw new JuteError("length-over-limit", `a record of ${record.byteLength} bytes does not fit a frame's length`);
   const frame = pooledBytes(FRAME_LENGTH_PREFIX_BYTES + record.byteLength);
   new DataView(frame.buffer, frame.byteOffset, FRAME_LENGTH_PREFIX_BYTES).setInt32(0, record.byteLength, false);
   frame.set(record, FRAME_LENGTH_PREFIX_BYTES);

@@ -28,7 +28,19 @@ import { SESSION_PASSWORD_BYTES, type SessionOpener } from "../../replica/sessio
 import { answerFourLetterWord, recognizeFourLetterWord, type FourLetterWordContext } from "./four-letter-words.js";
 import { encodeFrame, FrameSplitter } from "./frames.js";
 import { JuteError, JuteReader } from "./jute.js";
-import { ConnectRequest, ConnectResponse, decodeRecord, encodeNotification, encodeRecord, encodeReply, OpCode, RequestHeader, requestBodyCodec, SetSASLResponse, Xid } from "./records.js";
+import {
+  ConnectRequest,
+  ConnectResponse,
+  decodeRecord,
+  encodeNotification,
+  encodeRecord,
+  encodeReply,
+  OpCode,
+  RequestHeader,
+  requestBodyCodec,
+  SetSASLResponse,
+  Xid,
+} from "./records.js";
 import { encodeZkReply, toClientRequest, type ReplyShape } from "./zk-requests.js";
 
 /** ZooKeeper's Watcher.Event.KeeperState.SyncConnected: every notification a live session gets. */
@@ -135,7 +147,10 @@ export class ZkClientService {
       tlsServer.on("connection", (socket: Socket) => service?.track(socket));
       tlsServer.on("secureConnection", (socket: TLSSocket) => service?.acceptTls(socket, deps, tls));
       tlsServer.on("tlsClientError", (error: Error, socket: TLSSocket) => {
-        deps.logger.info({ peer: `${socket.remoteAddress ?? ""}:${socket.remotePort ?? 0}`, reason: error.message }, "TLS handshake on the secure ZooKeeper port failed");
+        deps.logger.info(
+          { peer: `${socket.remoteAddress ?? ""}:${socket.remotePort ?? 0}`, reason: error.message },
+          "TLS handshake on the secure ZooKeeper port failed",
+        );
       });
       server = tlsServer;
     }
@@ -176,7 +191,8 @@ export class ZkClientService {
     const subject = socket.authorized ? subjectOfPeer(socket.getPeerCertificate()) : undefined;
     const certificateIds = subject === undefined ? [] : certificateAuthIds(subject, tls.certificateAuth);
     this.track(socket);
-    if (certificateIds.length > 0) deps.logger.debug({ peer: `${socket.remoteAddress ?? ""}:${socket.remotePort ?? 0}`, x509: subject }, "client authenticated by its certificate");
+    if (certificateIds.length > 0)
+      deps.logger.debug({ peer: `${socket.remoteAddress ?? ""}:${socket.remotePort ?? 0}`, x509: subject }, "client authenticated by its certificate");
     this.accept(socket, deps, certificateIds);
   }
 
@@ -497,21 +513,49 @@ class ZkWireConnection implements ClientConnection {
   }
 
   private writeConnectResponse(timeoutMs: number, sessionId: bigint, password: Uint8Array): void {
-    const response: ConnectResponse = { protocolVersion: 0, timeOut: timeoutMs, sessionId, passwd: password, readOnly: this.answerReadOnly ? false : undefined };
+    const response: ConnectResponse = {
+      protocolVersion: 0,
+      timeOut: timeoutMs,
+      sessionId,
+      passwd: password,
+      readOnly: this.answerReadOnly ? false : undefined,
+    };
     this.send(() => encodeRecord(ConnectResponse, response), { record: "ConnectResponse" });
   }
 }
 
 /** ZooKeeper's short names for the last operation of a connection (cons's lop). */
 const OPERATION_NAMES: ReadonlyMap<number, string> = new Map([
-  [OpCode.create, "CREA"], [OpCode.create2, "CREA"], [OpCode.createContainer, "CREA"], [OpCode.createTTL, "CREA"],
-  [OpCode.delete, "DELE"], [OpCode.deleteContainer, "DELE"], [OpCode.exists, "EXIS"], [OpCode.getData, "GETD"],
-  [OpCode.setData, "SETD"], [OpCode.getACL, "GETA"], [OpCode.setACL, "SETA"], [OpCode.getChildren, "GETC"],
-  [OpCode.getChildren2, "GETC"], [OpCode.sync, "SYNC"], [OpCode.ping, "PING"], [OpCode.check, "CHEC"],
-  [OpCode.multi, "MULT"], [OpCode.multiRead, "MLTR"], [OpCode.reconfig, "RECO"], [OpCode.checkWatches, "CHKW"],
-  [OpCode.removeWatches, "REMW"], [OpCode.auth, "AUTH"], [OpCode.setWatches, "SETW"], [OpCode.setWatches2, "STW2"],
-  [OpCode.getEphemerals, "GETE"], [OpCode.getAllChildrenNumber, "GETACN"], [OpCode.addWatch, "ADDW"],
-  [OpCode.whoAmI, "HOMI"], [OpCode.closeSession, "CLOSE"], [OpCode.sasl, "SASL"],
+  [OpCode.create, "CREA"],
+  [OpCode.create2, "CREA"],
+  [OpCode.createContainer, "CREA"],
+  [OpCode.createTTL, "CREA"],
+  [OpCode.delete, "DELE"],
+  [OpCode.deleteContainer, "DELE"],
+  [OpCode.exists, "EXIS"],
+  [OpCode.getData, "GETD"],
+  [OpCode.setData, "SETD"],
+  [OpCode.getACL, "GETA"],
+  [OpCode.setACL, "SETA"],
+  [OpCode.getChildren, "GETC"],
+  [OpCode.getChildren2, "GETC"],
+  [OpCode.sync, "SYNC"],
+  [OpCode.ping, "PING"],
+  [OpCode.check, "CHEC"],
+  [OpCode.multi, "MULT"],
+  [OpCode.multiRead, "MLTR"],
+  [OpCode.reconfig, "RECO"],
+  [OpCode.checkWatches, "CHKW"],
+  [OpCode.removeWatches, "REMW"],
+  [OpCode.auth, "AUTH"],
+  [OpCode.setWatches, "SETW"],
+  [OpCode.setWatches2, "STW2"],
+  [OpCode.getEphemerals, "GETE"],
+  [OpCode.getAllChildrenNumber, "GETACN"],
+  [OpCode.addWatch, "ADDW"],
+  [OpCode.whoAmI, "HOMI"],
+  [OpCode.closeSession, "CLOSE"],
+  [OpCode.sasl, "SASL"],
 ]);
 
 function hex(id: bigint): string {

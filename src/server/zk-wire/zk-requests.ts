@@ -25,10 +25,7 @@ const MODES_BY_FLAG = new Map<number, CreateMode>((Object.entries(CREATE_MODE_FL
  * place in the session's order; 0 only for sasl); or, for a frame ZooKeeper fails on outside any
  * request's answer, the end of the connection, unanswered.
  */
-export type ZkRequestMapping =
-  | { request: ClientRequest; shape: ReplyShape }
-  | { reject: number; shape: ReplyShape }
-  | { close: string };
+export type ZkRequestMapping = { request: ClientRequest; shape: ReplyShape } | { reject: number; shape: ReplyShape } | { close: string };
 
 /** What the reply to a request must look like: its opcode, and for a multi each op's opcode. */
 export interface ReplyShape {
@@ -114,7 +111,10 @@ export function toClientRequest(type: number, body: unknown): ZkRequestMapping {
         if (watcherType === undefined) throw new Refusal(ZkErrorCode.MARSHALLINGERROR);
         // Its watch lookup dereferences a checkWatches path; removeWatches finds no watch on null.
         if (r.path === null && type === OpCode.checkWatches) throw new Refusal(ZkErrorCode.MARSHALLINGERROR);
-        return { request: { op: type === OpCode.checkWatches ? "checkWatches" : "removeWatches", path: str(r.path), watcherType, zooKeeperChecks: true }, shape };
+        return {
+          request: { op: type === OpCode.checkWatches ? "checkWatches" : "removeWatches", path: str(r.path), watcherType, zooKeeperChecks: true },
+          shape,
+        };
       }
       case OpCode.addWatch: {
         const r = body as jute.AddWatchRequest;
@@ -151,7 +151,10 @@ export function toClientRequest(type: number, body: unknown): ZkRequestMapping {
         return { request: { op: "getEphemerals", prefixPath: str((body as jute.GetEphemeralsRequest).prefixPath) }, shape };
       case OpCode.getAllChildrenNumber: {
         const path = (body as jute.GetAllChildrenNumberRequest).path;
-        return { request: { op: "getAllChildrenNumber", path: readPath(path), zooKeeperChecks: true }, shape: path === "" ? { type, rootKeyCounted: true } : shape };
+        return {
+          request: { op: "getAllChildrenNumber", path: readPath(path), zooKeeperChecks: true },
+          shape: path === "" ? { type, rootKeyCounted: true } : shape,
+        };
       }
       case OpCode.whoAmI:
         return { request: { op: "whoAmI" }, shape };

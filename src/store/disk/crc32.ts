@@ -5,9 +5,7 @@ import * as zlib from "node:zlib";
  * continues a running checksum: crc32(b, crc32(a)) is the checksum of a followed by b.
  */
 export const crc32: (data: Uint8Array, previous?: number) => number =
-  typeof (zlib as { crc32?: unknown }).crc32 === "function"
-    ? (data, previous = 0) => zlib.crc32(data, previous)
-    : tableCrc32;
+  typeof (zlib as { crc32?: unknown }).crc32 === "function" ? (data, previous = 0) => zlib.crc32(data, previous) : tableCrc32;
 
 let table: Uint32Array | undefined;
 

@@ -66,9 +66,6 @@ export function decodeStableNumber(bytes: Uint8Array): number {
   assert(bytes.length === 8, `stable number must be 8 bytes, got ${bytes.length}`);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const value = view.getBigInt64(0, false);
-  assert(
-    value <= BigInt(Number.MAX_SAFE_INTEGER) && value >= BigInt(Number.MIN_SAFE_INTEGER),
-    `stored stable number ${value} is not a safe integer`,
-  );
+  assert(value <= BigInt(Number.MAX_SAFE_INTEGER) && value >= BigInt(Number.MIN_SAFE_INTEGER), `stored stable number ${value} is not a safe integer`);
   return Number(value);
 }

@@ -63,8 +63,7 @@ export async function recover(dataDir: string, options: RecoverOptions = {}): Pr
     const purgedBefore = log.purgedBeforeZxid();
     if (purgedBefore > 0 && from + 1 < purgedBefore) {
       throw new RecoveryError(
-        `log purged below zxid ${purgedBefore} but the newest valid snapshot is ` +
-          (snapshot === undefined ? "none" : `at zxid ${from}`),
+        `log purged below zxid ${purgedBefore} but the newest valid snapshot is ` + (snapshot === undefined ? "none" : `at zxid ${from}`),
       );
     }
     return { log, snapshots, snapshot, tail: log.readFrom(from) };

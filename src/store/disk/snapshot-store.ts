@@ -75,10 +75,7 @@ function snapshotFileHeader(zxid: number, bodyBytes: number, bodyCrc: number): B
 }
 
 /** Validates a whole snapshot file; `bytes` of the answer is a view into `file`. */
-export function decodeSnapshotFile(
-  file: Uint8Array,
-  expectedZxid: number,
-): { ok: true; bytes: Uint8Array } | { ok: false; reason: string } {
+export function decodeSnapshotFile(file: Uint8Array, expectedZxid: number): { ok: true; bytes: Uint8Array } | { ok: false; reason: string } {
   const header = checkSnapshotHeader(file, file.byteLength, expectedZxid);
   if (!header.ok) return header;
   const body = file.subarray(SNAPSHOT_HEADER_BYTES);
@@ -90,11 +87,7 @@ export function decodeSnapshotFile(
  * Everything about a snapshot file but its body's checksum, from its first bytes (at least the
  * header, when the file has that many) and its size; answers the checksum the body must have.
  */
-function checkSnapshotHeader(
-  start: Uint8Array,
-  fileBytes: number,
-  expectedZxid: number,
-): { ok: true; bodyCrc: number } | { ok: false; reason: string } {
+function checkSnapshotHeader(start: Uint8Array, fileBytes: number, expectedZxid: number): { ok: true; bodyCrc: number } | { ok: false; reason: string } {
   if (fileBytes < SNAPSHOT_HEADER_BYTES) return { ok: false, reason: `short file (${fileBytes} bytes)` };
   const header = Buffer.from(start.buffer, start.byteOffset, SNAPSHOT_HEADER_BYTES);
   if (!header.subarray(0, 4).equals(SNAPSHOT_MAGIC)) return { ok: false, reason: "bad magic" };

@@ -294,7 +294,10 @@ export class LevelTxnLog implements TxnLog {
         const keys = await this.db.keys({ gt: logKey(zxid), lt: LOG_RANGE_END, reverse: true, limit: DELETE_CHUNK_KEYS_MAX }).all();
         if (keys.length === 0) break;
         await this.write("truncate", () =>
-          this.db.batch(keys.map((key) => ({ type: "del" as const, key })), { sync: true }),
+          this.db.batch(
+            keys.map((key) => ({ type: "del" as const, key })),
+            { sync: true },
+          ),
         );
       }
       const last = await boundaryZxid(this.db, true);

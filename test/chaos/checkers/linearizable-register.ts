@@ -52,10 +52,7 @@ interface PreparedOp {
   definite: boolean;
 }
 
-type KeyResult =
-  | { kind: "linearizable"; explored: number }
-  | { kind: "violation"; explored: number; message: string }
-  | { kind: "budget"; explored: number };
+type KeyResult = { kind: "linearizable"; explored: number } | { kind: "violation"; explored: number; message: string } | { kind: "budget"; explored: number };
 
 export function checkRegisterLinearizable(ops: readonly Op[], options: RegisterCheckOptions = {}): Verdict {
   const budget = options.budgetStates ?? DEFAULT_BUDGET_STATES;

@@ -26,7 +26,8 @@ export function liveness(ops: readonly Op[], workloads: readonly Workload[], hea
   const stats: Record<string, number> = {};
   for (const workload of workloads) {
     const first = firstProgressAfter(ops, workload, healedAt);
-    if (first === undefined) violations.push(`the ${workload} workload made no progress${workload === "lock" ? " (no lock grant)" : ""} after the cluster healed`);
+    if (first === undefined)
+      violations.push(`the ${workload} workload made no progress${workload === "lock" ? " (no lock grant)" : ""} after the cluster healed`);
     else stats[`${workload}ProgressMs`] = Math.round(first - healedAt);
   }
   return { checker: LIVENESS_CHECKER, valid: violations.length === 0, violations, stats };

@@ -97,7 +97,9 @@ export function checkReadConsistency(ops: readonly Op[]): Verdict {
     for (const { zxid, op } of okWrites) {
       const last = prefix[prefix.length - 1];
       const version = op.result!.version;
-      prefix.push(last !== undefined && last.maxVersion >= version ? { zxid, maxVersion: last.maxVersion, maxBy: last.maxBy } : { zxid, maxVersion: version, maxBy: op });
+      prefix.push(
+        last !== undefined && last.maxVersion >= version ? { zxid, maxVersion: last.maxVersion, maxBy: last.maxBy } : { zxid, maxVersion: version, maxBy: op },
+      );
     }
     prefixMaxByKey.set(key, prefix);
   }

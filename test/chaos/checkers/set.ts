@@ -26,7 +26,9 @@ export function checkSet(ops: readonly Op[], finals: readonly FinalSetRead[]): V
     adds.push(op);
   }
   const acknowledged = [...addsOf].filter(([, adds]) => adds.some((a) => a.outcome === "ok")).map(([element]) => element);
-  const unknown = [...addsOf].filter(([, adds]) => adds.every((a) => a.outcome !== "ok") && adds.some((a) => a.outcome === "unknown")).map(([element]) => element);
+  const unknown = [...addsOf]
+    .filter(([, adds]) => adds.every((a) => a.outcome !== "ok") && adds.some((a) => a.outcome === "unknown"))
+    .map(([element]) => element);
   const finalSets = finals.map((read) => ({ server: read.server, elements: new Set(read.elements) }));
   const present = new Set(finals.flatMap((read) => read.elements));
 
