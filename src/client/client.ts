@@ -192,53 +192,33 @@ export class Client extends EventEmitter<ClientEvents> {
 
   /** The node's Stat, or null if it does not exist. A watch is set either way (data or exist watch). */
   exists(path: string, options: WatchOptions = {}): Promise<Stat | null> {
-    let serverPath: string;
-    let watcher: Watcher | undefined;
-    try {
-      serverPath = this.serverPath(path);
-      watcher = checkWatcher(options.watch);
-    } catch (err) {
-      return refused(err);
-    }
-    return this.send(Kind.exists, { op: "exists", exists: { path: serverPath, watch: watcher !== undefined } }, path, serverPath, watcher);
+    return this.send(Kind.exists, path, (p) => {
+      p.serverPath = this.serverPath(path);
+      p.watcher = checkWatcher(options.watch);
+      return { op: "exists", exists: { path: p.serverPath, watch: p.watcher !== undefined } };
+    });
   }
 
   getData(path: string, options: WatchOptions = {}): Promise<{ data: Uint8Array; stat: Stat }> {
-    let serverPath: string;
-    let watcher: Watcher | undefined;
-    try {
-      serverPath = this.serverPath(path);
-      watcher = checkWatcher(options.watch);
-    } catch (err) {
-      return refused(err);
-    }
-    return this.send(Kind.getData, { op: "getData", getData: { path: serverPath, watch: watcher !== undefined } }, path, serverPath, watcher);
+    return this.send(Kind.getData, path, (p) => {
+      p.serverPath = this.serverPath(path);
+      p.watcher = checkWatcher(options.watch);
+      return { op: "getData", getData: { path: p.serverPath, watch: p.watcher !== undefined } };
+    });
   }
 
   setData(path: string, data: Data, options: VersionOptions = {}): Promise<Stat> {
-    let serverPath: string;
-    let bytes: Uint8Array;
-    let version: number;
-    try {
-      serverPath = this.serverPath(path);
-      bytes = toBytes(data);
-      version = checkVersion(options.version);
-    } catch (err) {
-      return refused(err);
-    }
-    return this.send(Kind.setData, { op: "setData", setData: { path: serverPath, data: bytes, version } }, path, serverPath);
+    return this.send(Kind.setData, path, (p) => {
+      p.serverPath = this.serverPath(path);
+      return { op: "setData", setData: { path: p.serverPath, data: toBytes(data), version: checkVersion(options.version) } };
+    });
   }
 
   delete(path: string, options: VersionOptions = {}): Promise<void> {
-    let serverPath: string;
-    let version: number;
-    try {
-      serverPath = this.serverPath(path);
-      version = checkVersion(options.version);
-    } catch (err) {
-      return refused(err);
-    }
-    return this.send(Kind.delete, { op: "delete", delete: { path: serverPath, version } }, path, serverPath);
+    return this.send(Kind.delete, path, (p) => {
+      p.serverPath = this.serverPath(path);
+      return { op: "delete", delete: { path: p.serverPath, version: checkVersion(options.version) } };
+    });
   }
 
   /** Child names (not paths), in the server's order. */
@@ -255,13 +235,10 @@ export class Client extends EventEmitter<ClientEvents> {
    * digest ids come back as "user:x".
    */
   getACL(path: string): Promise<{ acl: Acl[]; stat: Stat }> {
-    let serverPath: string;
-    try {
-      serverPath = this.serverPath(path);
-    } catch (err) {
-      return refused(err);
-    }
-    return this.send(Kind.getAcl, { op: "getAcl", getAcl: { path: serverPath } }, path, serverPath);
+    return this.send(Kind.getAcl, path, (p) => {
+      p.serverPath = this.serverPath(path);
+      return { op: "getAcl", getAcl: { path: p.serverPath } };
+    });
   }
 
   /**
@@ -269,17 +246,11 @@ export class Client extends EventEmitter<ClientEvents> {
    * An `auth` entry stands for every digest id this session authenticated as (INVALIDACL if none).
    */
   setACL(path: string, acl: readonly Acl[], options: VersionOptions = {}): Promise<Stat> {
-    let serverPath: string;
-    let version: number;
-    let wireAcl;
-    try {
-      serverPath = this.serverPath(path);
-      version = checkVersion(options.version);
-      wireAcl = aclToWire(acl ?? []);
-    } catch (err) {
-      return refused(err);
-    }
-    return this.send(Kind.setAcl, { op: "setAcl", setAcl: { path: serverPath, acl: wireAcl, version } }, path, serverPath);
+    return this.send(Kind.setAcl, path, (p) => {
+      p.serverPath = this.serverPath(path);
+      const version = checkVersion(options.version);
+      return { op: "setAcl", setAcl: { path: p.serverPath, acl: aclToWire(acl ?? []), version } };
+    });
   }
 
   /** @deprecated ZooKeeper's name is getACL. */
@@ -299,20 +270,16 @@ export class Client extends EventEmitter<ClientEvents> {
    * stays usable and keeps the ids it had.
    */
   addAuthInfo(scheme: string, auth: Data): Promise<void> {
-    let bytes: Uint8Array;
-    try {
-      if (typeof scheme !== "string") throw new ZkError("BADARGUMENTS", "scheme must be a string");
-      bytes = toBytes(auth);
-    } catch (err) {
-      return refused(err);
-    }
     // Once accepted, the session machine keeps the credential and sends it on every new connection.
-    return this.send(Kind.addAuth, { op: "addAuth", addAuth: { scheme, auth: bytes } }, undefined, "");
+    return this.send(Kind.addAuth, undefined, () => {
+      if (typeof scheme !== "string") throw new ZkError("BADARGUMENTS", "scheme must be a string");
+      return { op: "addAuth", addAuth: { scheme, auth: toBytes(auth) } };
+    });
   }
 
   /** The ids this session's connection is authenticated as, its `ip` first (ZooKeeper's whoAmI). */
   whoAmI(): Promise<ClientInfo[]> {
-    return this.send(Kind.whoAmI, { op: "whoAmI", whoAmI: {} }, undefined, "");
+    return this.send(Kind.whoAmI, undefined, () => ({ op: "whoAmI", whoAmI: {} }));
   }
 
   /**
@@ -324,17 +291,12 @@ export class Client extends EventEmitter<ClientEvents> {
    * matters on "reconnected"). Remove it with `removeWatches` / `removeAllWatches`.
    */
   addWatch(basePath: string, watcher: Watcher, mode: AddWatchMode): Promise<void> {
-    let serverPath: string;
-    let modeNumber: number;
-    try {
-      serverPath = this.serverPath(basePath);
+    return this.send(mode === "persistent" ? Kind.addWatchPersistent : Kind.addWatchRecursive, basePath, (p) => {
+      p.serverPath = this.serverPath(basePath);
       requireWatcher(watcher);
-      modeNumber = addWatchModeNumber(mode);
-    } catch (err) {
-      return refused(err);
-    }
-    const kind = mode === "persistent" ? Kind.addWatchPersistent : Kind.addWatchRecursive;
-    return this.send(kind, { op: "addWatch", addWatch: { path: serverPath, mode: modeNumber } }, basePath, serverPath, watcher);
+      p.watcher = watcher;
+      return { op: "addWatch", addWatch: { path: p.serverPath, mode: addWatchModeNumber(mode) } };
+    });
   }
 
   /**
@@ -347,17 +309,20 @@ export class Client extends EventEmitter<ClientEvents> {
    * when the server cannot be reached or answers with an error.
    */
   removeWatches(path: string, watcher: Watcher, watcherType: WatcherType, local = false): Promise<void> {
-    let serverPath: string;
-    let type: number;
-    try {
-      serverPath = this.serverPath(path);
-      requireWatcher(watcher);
-      type = watcherTypeNumber(watcherType);
-      checkLocal(local);
-    } catch (err) {
-      return refused(err);
-    }
-    return this.sendRemoval(Kind.checkWatches, { op: "checkWatches", checkWatches: { path: serverPath, type } }, path, serverPath, watcher, watcherType, local);
+    return this.send(
+      Kind.checkWatches,
+      path,
+      (p) => {
+        p.serverPath = this.serverPath(path);
+        requireWatcher(watcher);
+        p.watcher = watcher;
+        const type = watcherTypeNumber(watcherType);
+        checkLocal(local);
+        return { op: "checkWatches", checkWatches: { path: p.serverPath, type } };
+      },
+      watcherType,
+      local,
+    );
   }
 
   /**
@@ -366,21 +331,15 @@ export class Client extends EventEmitter<ClientEvents> {
    * client holds no such watch. `local` as for `removeWatches`.
    */
   removeAllWatches(path: string, watcherType: WatcherType, local = false): Promise<void> {
-    let serverPath: string;
-    let type: number;
-    try {
-      serverPath = this.serverPath(path);
-      type = watcherTypeNumber(watcherType);
-      checkLocal(local);
-    } catch (err) {
-      return refused(err);
-    }
-    return this.sendRemoval(
+    return this.send(
       Kind.removeWatches,
-      { op: "removeWatches", removeWatches: { path: serverPath, type } },
       path,
-      serverPath,
-      undefined,
+      (p) => {
+        p.serverPath = this.serverPath(path);
+        const type = watcherTypeNumber(watcherType);
+        checkLocal(local);
+        return { op: "removeWatches", removeWatches: { path: p.serverPath, type } };
+      },
       watcherType,
       local,
     );
@@ -391,13 +350,11 @@ export class Client extends EventEmitter<ClientEvents> {
    * ZkMultiError whose `code` is the failing op's error and `results` the per-op list.
    */
   multi(ops: readonly Op[]): Promise<OpResult[]> {
-    let wireOps;
-    try {
-      wireOps = opsToWire(ops, this.config.chroot);
-    } catch (err) {
-      return refused(err);
-    }
-    return this.send(Kind.multi, { op: "multi", multi: { ops: wireOps } }, undefined, "", undefined, ops.slice());
+    return this.send(Kind.multi, undefined, (p) => {
+      const wireOps = opsToWire(ops, this.config.chroot);
+      p.ops = ops.slice();
+      return { op: "multi", multi: { ops: wireOps } };
+    });
   }
 
   /**
@@ -405,27 +362,21 @@ export class Client extends EventEmitter<ClientEvents> {
    * in ZooKeeper ("/app/lock-" matches "/app/lock-0000000001"); "/" means all. Sorted paths.
    */
   getEphemerals(prefixPath = "/"): Promise<string[]> {
-    let serverPrefix: string;
-    try {
+    return this.send(Kind.getEphemerals, prefixPath, (p) => {
       validatePath(prefixPath);
       const chroot = this.config.chroot;
       // Under a chroot, "/" means the chroot's subtree, not every path that starts with its name.
-      serverPrefix = chroot !== undefined && prefixPath === "/" ? chroot + "/" : prependChroot(chroot, prefixPath);
-    } catch (err) {
-      return refused(err);
-    }
-    return this.send(Kind.getEphemerals, { op: "getEphemerals", getEphemerals: { prefixPath: serverPrefix } }, prefixPath, serverPrefix);
+      p.serverPath = chroot !== undefined && prefixPath === "/" ? chroot + "/" : prependChroot(chroot, prefixPath);
+      return { op: "getEphemerals", getEphemerals: { prefixPath: p.serverPath } };
+    });
   }
 
   /** How many nodes are below `path`, at any depth (ZooKeeper's getAllChildrenNumber). */
   getAllChildrenNumber(path: string): Promise<number> {
-    let serverPath: string;
-    try {
-      serverPath = this.serverPath(path);
-    } catch (err) {
-      return refused(err);
-    }
-    return this.send(Kind.getAllChildrenNumber, { op: "getAllChildrenNumber", getAllChildrenNumber: { path: serverPath } }, path, serverPath);
+    return this.send(Kind.getAllChildrenNumber, path, (p) => {
+      p.serverPath = this.serverPath(path);
+      return { op: "getAllChildrenNumber", getAllChildrenNumber: { path: p.serverPath } };
+    });
   }
 
   /**
@@ -434,24 +385,19 @@ export class Client extends EventEmitter<ClientEvents> {
    * failed (NONODE, say) and the call itself resolves. Built with `op.getData` / `op.getChildren`.
    */
   multiRead(ops: readonly ReadOp[]): Promise<ReadOpResult[]> {
-    let wireOps;
-    try {
-      wireOps = readOpsToWire(ops, this.config.chroot);
-    } catch (err) {
-      return refused(err);
-    }
-    return this.send(Kind.multiRead, { op: "multiRead", multiRead: { ops: wireOps } }, undefined, "", undefined, ops.slice());
+    return this.send(Kind.multiRead, undefined, (p) => {
+      const wireOps = readOpsToWire(ops, this.config.chroot);
+      p.ops = ops.slice();
+      return { op: "multiRead", multiRead: { ops: wireOps } };
+    });
   }
 
   /** Resolves once this server has applied everything the leader had committed when the sync began. */
   sync(path: string): Promise<void> {
-    let serverPath: string;
-    try {
-      serverPath = this.serverPath(path);
-    } catch (err) {
-      return refused(err);
-    }
-    return this.send(Kind.sync, { op: "sync", sync: { path: serverPath } }, path, serverPath);
+    return this.send(Kind.sync, path, (p) => {
+      p.serverPath = this.serverPath(path);
+      return { op: "sync", sync: { path: p.serverPath } };
+    });
   }
 
   /**
@@ -477,38 +423,61 @@ export class Client extends EventEmitter<ClientEvents> {
   }
 
   private sendCreate<T>(kind: KindValue, path: string, data: Data | undefined, options: CreateOptions): Promise<T> {
-    let request: RequestOp;
-    let serverPath: string;
-    try {
+    return this.send(kind, path, (p) => {
       const mode: CreateMode = options.mode ?? "persistent";
       const flag = modeFlag(mode);
-      serverPath = this.serverPath(path, isSequentialMode(mode));
-      request = {
+      p.serverPath = this.serverPath(path, isSequentialMode(mode));
+      return {
         op: "create",
         create: {
-          path: serverPath,
+          path: p.serverPath,
           data: toBytes(data),
           acl: aclToWire(options.acl),
           mode: flag,
           ttlMs: ttlToWire(mode, options.ttlMs),
         },
       };
-    } catch (err) {
-      return refused(err);
-    }
-    return this.send(kind, request, path, serverPath);
+    });
   }
 
   private sendGetChildren<T>(kind: KindValue, path: string, options: WatchOptions): Promise<T> {
-    let serverPath: string;
-    let watcher: Watcher | undefined;
+    return this.send(kind, path, (p) => {
+      p.serverPath = this.serverPath(path);
+      p.watcher = checkWatcher(options.watch);
+      return { op: "getChildren", getChildren: { path: p.serverPath, watch: p.watcher !== undefined } };
+    });
+  }
+
+  /**
+   * Sends one request of `kind` for the user's `path`. `build` checks the call's arguments, in
+   * their order, and returns the request, filling in what the answer will need: `serverPath`
+   * (blank for requests without a node), `watcher` to register, `ops` to read the results by. A
+   * throw there — a refused argument — comes back as this call's rejection, never as a throw, and
+   * nothing is sent. `removing` is the watcher type of a removal of watches (see `sendRemoval`).
+   */
+  private send<T>(kind: KindValue, path: string | undefined, build: (p: Pending) => RequestOp, removing?: WatcherType, local = false): Promise<T> {
+    const pending: Pending = { kind, path, serverPath: "", watcher: undefined, ops: undefined, resolve: unsettled, reject: unsettled };
+    let request: RequestOp;
     try {
-      serverPath = this.serverPath(path);
-      watcher = checkWatcher(options.watch);
+      request = build(pending);
     } catch (err) {
       return refused(err);
     }
-    return this.send(kind, { op: "getChildren", getChildren: { path: serverPath, watch: watcher !== undefined } }, path, serverPath, watcher);
+    // build accepted the watcher type, so `removing` is set exactly for removeWatches and removeAllWatches.
+    if (removing !== undefined) return this.sendRemoval(request, pending, removing, local) as Promise<T>;
+    const lifecycle = this.session.lifecycle;
+    if (lifecycle !== "active") {
+      const why = lifecycle === "expired" ? "session expired" : "client closed";
+      return Promise.reject(new ZkError("SESSIONEXPIRED", `SESSIONEXPIRED: ${why}`, path));
+    }
+    if (!this.session.connected) {
+      return Promise.reject(new ZkError("CONNECTIONLOSS", "CONNECTIONLOSS: not connected", path));
+    }
+    return new Promise<T>((resolve, reject) => {
+      pending.resolve = resolve;
+      pending.reject = reject;
+      this.session.submit(request, pending);
+    });
   }
 
   /**
@@ -517,15 +486,10 @@ export class Client extends EventEmitter<ClientEvents> {
    * watches go and their callbacks are told. It settles while the answer is read, so no frame after
    * the answer reaches a removed callback.
    */
-  private sendRemoval(
-    kind: KindValue,
-    request: RequestOp,
-    path: string,
-    serverPath: string,
-    watcher: Watcher | undefined,
-    type: WatcherType,
-    local: boolean,
-  ): Promise<void> {
+  private sendRemoval(request: RequestOp, removal: Pending, type: WatcherType, local: boolean): Promise<void> {
+    const { kind, serverPath, watcher } = removal;
+    // A removal always names a node: send() gets the user's path for both kinds.
+    const path = removal.path!;
     if (!this.registry.contains(serverPath, watcher, type)) return Promise.reject(new ZkError("NOWATCHER", undefined, path));
     return new Promise<void>((resolve, reject) => {
       const settle = (err: ZkError | undefined): void => {
@@ -561,20 +525,6 @@ export class Client extends EventEmitter<ClientEvents> {
         }
       }
     }
-  }
-
-  private send<T>(kind: KindValue, request: RequestOp, path: string | undefined, serverPath: string, watcher?: Watcher, ops?: Op[] | ReadOp[]): Promise<T> {
-    const lifecycle = this.session.lifecycle;
-    if (lifecycle !== "active") {
-      const why = lifecycle === "expired" ? "session expired" : "client closed";
-      return Promise.reject(new ZkError("SESSIONEXPIRED", `SESSIONEXPIRED: ${why}`, path));
-    }
-    if (!this.session.connected) {
-      return Promise.reject(new ZkError("CONNECTIONLOSS", "CONNECTIONLOSS: not connected", path));
-    }
-    return new Promise<T>((resolve, reject) => {
-      this.session.submit(request, { kind, path, serverPath, watcher, ops, resolve, reject });
-    });
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -792,6 +742,11 @@ export class Client extends EventEmitter<ClientEvents> {
 function refused<T>(err: unknown): Promise<T> {
   const error = err as Error;
   return Promise.reject(error);
+}
+
+/** A Pending's resolve and reject until `send` hands it the promise's own. */
+function unsettled(): void {
+  // never called: nothing can answer a request before it is submitted
 }
 
 function requireWatcher(watcher: Watcher): void {
