@@ -114,8 +114,6 @@ export function sortBySequence(names: readonly string[]): string[] {
   return [...names].sort((a, b) => sequenceOf(a) - sequenceOf(b));
 }
 
-const isCode = (error: unknown, code: string): boolean => error instanceof ZkError && error.code === code;
-
 /** Creates `path` and any missing ancestors as empty persistent nodes; existing ones are fine. */
 export async function ensurePath(client: Client, path: string): Promise<void> {
   if (path === "/") return;
@@ -127,7 +125,7 @@ export async function ensurePath(client: Client, path: string): Promise<void> {
     try {
       await client.create(current, "");
     } catch (error) {
-      if (!isCode(error, "NODEEXISTS")) throw error;
+      if (!isZkError(error, "NODEEXISTS")) throw error;
     }
   }
 }
@@ -161,7 +159,7 @@ export async function retryOnConnectionLoss<T>(client: Client, deadline: Deadlin
     try {
       return await deadline.race(attempt());
     } catch (error) {
-      if (!isCode(error, "CONNECTIONLOSS")) throw error;
+      if (!isZkError(error, "CONNECTIONLOSS")) throw error;
       await reconnected(client, deadline);
     }
   }
@@ -180,11 +178,11 @@ export async function createProtected(client: Client, parent: string, name: stri
     try {
       return await deadline.race(client.create(path, data, { mode }));
     } catch (error) {
-      if (isCode(error, "NONODE")) {
+      if (isZkError(error, "NONODE")) {
         await ensurePath(client, parent);
         continue;
       }
-      if (!isCode(error, "CONNECTIONLOSS")) throw error;
+      if (!isZkError(error, "CONNECTIONLOSS")) throw error;
       await reconnected(client, deadline);
       // sync first: the server we reconnected to may not have applied our create yet, and
       // missing it here would make a second node.
@@ -221,7 +219,7 @@ export async function deleteIfExists(client: Client, path: string, deadline: Dea
       try {
         await client.delete(path);
       } catch (error) {
-        if (!isCode(error, "NONODE")) throw error;
+        if (!isZkError(error, "NONODE")) throw error;
       }
     });
   } finally {
@@ -247,34 +245,109 @@ export function nameOf(path: string): string {
 }
 
 /**
- * createProtected, bounded by `deadline`, that never leaves a node behind when the caller gives
- * up: the create itself is bounded only by the session, so a create still in flight when the
- * deadline passes finishes (or finds its node after a lost connection) and is then deleted.
+ * Waits for `work` bounded by `deadline`, while `work` itself runs bounded only by the session: a
+ * write whose outcome is unknown when the caller gives up still lands (or is found after a lost
+ * connection), and what it made is then handed to `undo`, so an abandoned call leaves nothing
+ * behind. The rejection waits for the undo as long as `awaitUndo` does (by default not at all:
+ * the undo finishes in the background).
  */
-export async function createProtectedOrCleanUp(
+export async function settleOrUndo<T>(
+  client: Client,
+  what: string,
+  deadline: Deadline,
+  work: (sessionBound: Deadline) => Promise<T>,
+  undo: (landed: T) => Promise<void>,
+  awaitUndo?: (undoing: Promise<void>) => Promise<void>,
+): Promise<T> {
+  const sessionBound = new Deadline(what, {}, client);
+  const landing = work(sessionBound);
+  landing.then(
+    () => sessionBound.dispose(),
+    () => sessionBound.dispose(),
+  );
+  try {
+    return await deadline.race(landing);
+  } catch (error) {
+    const undoing = landing.then(
+      (landed) => undo(landed).catch(() => undefined),
+      () => undefined,
+    );
+    if (awaitUndo) await awaitUndo(undoing);
+    throw error;
+  }
+}
+
+/**
+ * createProtected, bounded by `deadline`, that never leaves a node behind when the caller gives
+ * up (settleOrUndo deletes a node whose create lands after that). A caller whose rejection must
+ * mean "no node is left" passes `awaitCleanUp`, as settleOrUndo's `awaitUndo`.
+ */
+export function createProtectedOrCleanUp(
   client: Client,
   parent: string,
   name: string,
   data: Data,
   mode: CreateMode,
   deadline: Deadline,
+  awaitCleanUp?: (cleaning: Promise<void>) => Promise<void>,
 ): Promise<string> {
-  const sessionBound = new Deadline(`create ${parent}/${name}`, {}, client);
-  const creating = createProtected(client, parent, name, data, mode, sessionBound);
-  creating.then(
-    () => sessionBound.dispose(),
-    () => sessionBound.dispose(),
+  return settleOrUndo(
+    client,
+    `create ${parent}/${name}`,
+    deadline,
+    (sessionBound) => createProtected(client, parent, name, data, mode, sessionBound),
+    (path) => deleteIfExists(client, path),
+    awaitCleanUp,
   );
+}
+
+/**
+ * Deletes `path` if it is an ephemeral of this session (never another session's node, nor one
+ * changed since it was looked at), retrying across a lost connection. Bounded by `deadline`, else
+ * only by the session; fails like retryOnConnectionLoss (SESSIONEXPIRED once the session is gone).
+ */
+export async function deleteOwnEphemeral(client: Client, path: string, deadline?: Deadline): Promise<void> {
+  const bound = deadline ?? new Deadline(`delete ${path}`, {}, client);
   try {
-    return await deadline.race(creating);
-  } catch (error) {
-    creating
-      .then(
-        (path) => deleteIfExists(client, path),
-        () => undefined,
-      )
-      .catch(() => undefined);
-    throw error;
+    await retryOnConnectionLoss(client, bound, async () => {
+      const stat = await client.exists(path);
+      if (stat === null || stat.ephemeralOwner !== client.sessionId) return;
+      await client.delete(path, { version: stat.version }).catch((error: unknown) => {
+        if (!isZkError(error, "NONODE")) throw error;
+      });
+    });
+  } finally {
+    if (deadline === undefined) bound.dispose();
+  }
+}
+
+/**
+ * The callers blocked until a recipe reaches a state (elected, active): each waits bounded by its
+ * own deadline, and all are released together when the state is reached or can no longer be.
+ */
+export class Waiters {
+  private readonly waiting = new Set<{ resolve: () => void; reject: (error: ZkError) => void }>();
+
+  /** Resolves at the next `resolveAll`, rejects at the next `rejectAll` or when `deadline` gives up. */
+  async wait(deadline: Deadline): Promise<void> {
+    let waiter!: { resolve: () => void; reject: (error: ZkError) => void };
+    const released = new Promise<void>((resolve, reject) => (waiter = { resolve, reject }));
+    this.waiting.add(waiter);
+    try {
+      await deadline.race(released);
+    } finally {
+      this.waiting.delete(waiter);
+    }
+  }
+
+  resolveAll(): void {
+    for (const waiter of this.waiting) waiter.resolve();
+    this.waiting.clear();
+  }
+
+  rejectAll(error: ZkError): void {
+    for (const waiter of this.waiting) waiter.reject(error);
+    this.waiting.clear();
   }
 }
 

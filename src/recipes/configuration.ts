@@ -6,7 +6,7 @@ import { EventEmitter } from "node:events";
 import type { Client } from "../client/client.js";
 import type { Data, Stat } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
-import { Deadline, ensurePath, retryOnConnectionLoss, type WaitOptions } from "./common.js";
+import { Deadline, ensurePath, isZkError, retryOnConnectionLoss, type WaitOptions } from "./common.js";
 import { NodeCache } from "./node-cache.js";
 import { parentOf } from "./tree-cache.js";
 
@@ -23,8 +23,6 @@ export interface PublishOptions extends WaitOptions {
    */
   expectedVersion?: number;
 }
-
-const isCode = (error: unknown, code: string): boolean => error instanceof ZkError && error.code === code;
 
 const toBytes = (data: Data): Uint8Array => (typeof data === "string" ? Buffer.from(data, "utf8") : data);
 
@@ -64,7 +62,7 @@ export class ConfigPublisher {
           const { data, stat } = await client.getData(path);
           return { data, version: stat.version };
         } catch (error) {
-          if (isCode(error, "NONODE")) return null;
+          if (isZkError(error, "NONODE")) return null;
           throw error;
         }
       });
@@ -80,13 +78,13 @@ async function writeOrCreate(client: Client, path: string, bytes: Uint8Array): P
     try {
       return await client.setData(path, bytes);
     } catch (error) {
-      if (!isCode(error, "NONODE")) throw error;
+      if (!isZkError(error, "NONODE")) throw error;
     }
     await ensurePath(client, parentOf(path));
     try {
       return (await client.createWithStat(path, bytes)).stat;
     } catch (error) {
-      if (!isCode(error, "NODEEXISTS")) throw error;
+      if (!isZkError(error, "NODEEXISTS")) throw error;
     }
   }
 }
@@ -96,7 +94,7 @@ async function compareAndSet(client: Client, path: string, bytes: Uint8Array, ex
     try {
       return await deadline.race(client.setData(path, bytes, { version: expectedVersion }));
     } catch (error) {
-      if (!isCode(error, "CONNECTIONLOSS")) throw error;
+      if (!isZkError(error, "CONNECTIONLOSS")) throw error;
     }
     // Did the lost write happen? Sync first: the server we reconnected to may not have applied it yet.
     const now = await retryOnConnectionLoss(client, deadline, async () => {

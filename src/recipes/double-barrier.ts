@@ -7,18 +7,17 @@
 import type { Client } from "../client/client.js";
 import { ZkError } from "../common/errors.js";
 import {
-  createProtected,
+  createProtectedOrCleanUp,
   Deadline,
   deleteIfExists,
   ensurePath,
+  isZkError,
   retryOnConnectionLoss,
   sequenceOf,
+  type WaitOptions,
   waitUntilGone,
   withoutProtectedPrefix,
-  type WaitOptions,
 } from "./common.js";
-
-const isCode = (error: unknown, code: string): boolean => error instanceof ZkError && error.code === code;
 
 /** The node the last participant to enter creates. */
 export const READY_NODE = "ready";
@@ -93,17 +92,13 @@ export class DoubleBarrier {
     if (this.busy || this.memberPath !== undefined) throw new ZkError("BADARGUMENTS", `double barrier ${this.path}: already entered`);
     this.busy = true;
     const deadline = new Deadline(`double barrier enter ${this.path}`, options, this.client);
-    // The create runs to its end even if the call is abandoned, so the node it made can be removed.
-    const session = new Deadline(`double barrier member ${this.path}`, {}, this.client);
-    let creating: Promise<string> | undefined;
     try {
       await retryOnConnectionLoss(this.client, deadline, () => ensurePath(this.client, this.path));
       let readyCreated!: () => void;
       const ready = new Promise<void>((resolve) => (readyCreated = resolve));
       const watch = { watch: (event: { type: string }) => (event.type === "NodeCreated" ? readyCreated() : undefined) };
       const readyStat = await retryOnConnectionLoss(this.client, deadline, () => this.client.exists(this.readyPath, watch));
-      creating = createProtected(this.client, this.path, MEMBER_NAME, "", "ephemeral-sequential", session);
-      this.memberPath = await deadline.race(creating);
+      this.memberPath = await createProtectedOrCleanUp(this.client, this.path, MEMBER_NAME, "", "ephemeral-sequential", deadline);
       if (readyStat !== null) return;
       if ((await this.members(deadline)).length >= this.participants) {
         await retryOnConnectionLoss(this.client, deadline, () => this.createReady());
@@ -111,15 +106,15 @@ export class DoubleBarrier {
         await deadline.race(ready);
       }
     } catch (error) {
+      // Abandoned after the create landed: the node is known, so remove it before rejecting (a
+      // create still in flight is undone by createProtectedOrCleanUp once it lands).
       const made = this.memberPath;
       this.memberPath = undefined;
-      await this.abandonMember(made, creating);
+      if (made !== undefined) await deleteIfExists(this.client, made).catch(() => undefined);
       throw error;
     } finally {
       this.busy = false;
       deadline.dispose();
-      if (creating === undefined) session.dispose();
-      else void creating.catch(() => undefined).finally(() => session.dispose());
     }
   }
 
@@ -155,7 +150,7 @@ export class DoubleBarrier {
     } catch (error) {
       // Abandoned (or the session is gone, and the node with it): this participant has left.
       this.memberPath = undefined;
-      if (!deleted && !isCode(error, "SESSIONEXPIRED")) await deleteIfExists(this.client, mine).catch(() => undefined);
+      if (!deleted && !isZkError(error, "SESSIONEXPIRED")) await deleteIfExists(this.client, mine).catch(() => undefined);
       throw error;
     } finally {
       this.busy = false;
@@ -167,7 +162,7 @@ export class DoubleBarrier {
     try {
       return memberOrder(await retryOnConnectionLoss(this.client, deadline, () => this.client.getChildren(this.path)));
     } catch (error) {
-      if (isCode(error, "NONODE")) return [];
+      if (isZkError(error, "NONODE")) return [];
       throw error;
     }
   }
@@ -177,14 +172,7 @@ export class DoubleBarrier {
       await this.client.create(this.readyPath, "");
     } catch (error) {
       // Another last-arriver, or this create retried after CONNECTIONLOSS: ready is up either way.
-      if (!isCode(error, "NODEEXISTS")) throw error;
+      if (!isZkError(error, "NODEEXISTS")) throw error;
     }
-  }
-
-  /** Removes the node of an abandoned enter: now if it was made, else once its create settles. */
-  private async abandonMember(made: string | undefined, creating: Promise<string> | undefined): Promise<void> {
-    const remove = (path: string): Promise<void> => deleteIfExists(this.client, path).catch(() => undefined);
-    if (made !== undefined) await remove(made);
-    else if (creating !== undefined) void creating.then(remove, () => undefined);
   }
 }

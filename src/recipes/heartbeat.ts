@@ -7,7 +7,7 @@ import { EventEmitter } from "node:events";
 import type { Client } from "../client/client.js";
 import type { Stat } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
-import { Deadline, retryOnConnectionLoss, waitUntilGone, type WaitOptions } from "./common.js";
+import { Deadline, isZkError, nameOf, retryOnConnectionLoss, type WaitOptions, waitUntilGone } from "./common.js";
 import { bindNode, checkNodeName, removeIfOwned } from "./naming-service.js";
 import { childPath, TreeCache } from "./tree-cache.js";
 
@@ -16,8 +16,6 @@ export interface Progress {
   percent: number;
   message: string;
 }
-
-const isCode = (error: unknown, code: string): boolean => error instanceof ZkError && error.code === code;
 
 export function checkProgress(progress: Progress): void {
   if (typeof progress !== "object" || progress === null) throw new ZkError("BADARGUMENTS", "progress must be { percent, message }");
@@ -105,7 +103,7 @@ export class Heartbeat extends EventEmitter<HeartbeatEvents> {
           await bindNode(this.client, this.node, encodeProgress(progress), "ephemeral", deadline);
           break;
         } catch (error) {
-          if (!isCode(error, "NODEEXISTS")) throw error;
+          if (!isZkError(error, "NODEEXISTS")) throw error;
         }
         // Another session (an earlier incarnation of this worker?) holds the id: wait for it to go.
         await waitUntilGone(this.client, this.node, deadline);
@@ -114,7 +112,7 @@ export class Heartbeat extends EventEmitter<HeartbeatEvents> {
       this.client.on("state", this.onState);
       if (this.client.state === "expired" || this.client.state === "closed") this.onState(this.client.state);
     } catch (error) {
-      if (isCode(error, "OPERATIONTIMEOUT")) this.removeOwnNode().catch(() => undefined);
+      if (isZkError(error, "OPERATIONTIMEOUT")) this.removeOwnNode().catch(() => undefined);
       throw error;
     } finally {
       deadline.dispose();
@@ -233,10 +231,6 @@ export class HeartbeatMonitor extends EventEmitter<HeartbeatMonitorEvents> {
   close(): void {
     this.tree.close();
   }
-}
-
-function nameOf(path: string): string {
-  return path.slice(path.lastIndexOf("/") + 1);
 }
 
 function statusOf(path: string, data: Uint8Array, version: number): WorkerStatus {

@@ -20,6 +20,7 @@ import {
   sequenceOf,
   textOf,
   withoutProtectedPrefix,
+  Waiters,
   type WaitOptions,
 } from "./common.js";
 
@@ -94,7 +95,7 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
   private watchEvents = 0;
   private checkQueued = false;
   private checks: Promise<void> = Promise.resolve();
-  private readonly waiters = new Set<{ resolve: () => void; reject: (error: ZkError) => void }>();
+  private readonly waiters = new Waiters();
   private readonly onState = (state: ClientState): void => this.stateChanged(state);
   /** One function for every predecessor watch, so a watch set twice on one node fires once. */
   private readonly onPredecessorEvent = (): void => {
@@ -175,13 +176,9 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
     if (this.statusValue === "lost") throw new ZkError("SESSIONEXPIRED", `leader election ${this.path}: session lost`);
     if (this.statusValue === "idle") throw new ZkError("BADARGUMENTS", `leader election ${this.path}: not a candidate`);
     const deadline = new Deadline(`leader election ${this.path}: await leadership`, options, this.client);
-    let waiter!: { resolve: () => void; reject: (error: ZkError) => void };
-    const elected = new Promise<void>((resolve, reject) => (waiter = { resolve, reject }));
-    this.waiters.add(waiter);
     try {
-      await deadline.race(elected);
+      await this.waiters.wait(deadline);
     } finally {
-      this.waiters.delete(waiter);
       deadline.dispose();
     }
     return this.currentToken();
@@ -208,7 +205,7 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
     this.token = undefined;
     this.client.off("state", this.onState);
     if (wasLeader) this.emit("revoked", "resigned");
-    this.settleWaiters(new ZkError("BADARGUMENTS", `leader election ${this.path}: resigned`));
+    this.waiters.rejectAll(new ZkError("BADARGUMENTS", `leader election ${this.path}: resigned`));
     if (node === undefined) return;
     try {
       await deleteIfExists(this.client, node, new Deadline(`leader election ${this.path}: resign`, options, this.client));
@@ -278,7 +275,7 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
     this.token = stat.czxid;
     this.statusValue = "leader";
     this.emit("elected", stat.czxid);
-    this.settleWaiters();
+    this.waiters.resolveAll();
   }
 
   /** Our node vanished while the session lives (someone deleted it): rejoin with a new node. */
@@ -326,15 +323,7 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
     this.client.off("state", this.onState);
     if (wasLeader) this.emit("revoked", reason);
     this.emit("lost", reason);
-    this.settleWaiters(new ZkError("SESSIONEXPIRED", `leader election ${this.path}: session ${reason}`));
-  }
-
-  private settleWaiters(error?: ZkError): void {
-    for (const waiter of this.waiters) {
-      if (error) waiter.reject(error);
-      else waiter.resolve();
-    }
-    this.waiters.clear();
+    this.waiters.rejectAll(new ZkError("SESSIONEXPIRED", `leader election ${this.path}: session ${reason}`));
   }
 }
 

@@ -7,11 +7,9 @@ import { EventEmitter } from "node:events";
 import type { Client } from "../client/client.js";
 import type { Watcher } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
-import { Deadline, retryOnConnectionLoss, type WaitOptions } from "./common.js";
+import { Deadline, isZkError, retryOnConnectionLoss, type WaitOptions } from "./common.js";
 import { createOwnedNode, HeldNode, removeAbandonedNode, removeOwnedNode } from "./lock-nodes.js";
 import { contendersOf, type LockPolicy } from "./lock-policy.js";
-
-const isCode = (error: unknown, code: string): boolean => error instanceof ZkError && error.code === code;
 
 interface Holding {
   held: HeldNode;
@@ -196,7 +194,7 @@ export class SequentialLock extends EventEmitter {
     try {
       await retryOnConnectionLoss(this.client, deadline, () => this.client.getData(path, { watch: watcher }));
     } catch (error) {
-      if (isCode(error, "NONODE")) return;
+      if (isZkError(error, "NONODE")) return;
       throw error;
     }
     this.waitingOn = path;

@@ -3,17 +3,11 @@
  * name, removed again when the call that made them is abandoned — even when it was abandoned
  * while the create itself was still in flight — and, while held, watched so that their owner
  * learns of their loss (HeldNode).
- *
- * (A candidate for common.ts: createProtected cannot tell its caller the path of a create that
- * lands after the caller gave up, so the caller cannot clean it up. Here the create runs bounded
- * by the session only, and a caller that gives up first removes the node once the create lands.)
  */
 import type { Client } from "../client/client.js";
 import type { ClientState, WatchedEvent, Watcher } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
-import { createProtected, Deadline, deleteIfExists, retryOnConnectionLoss } from "./common.js";
-
-const isCode = (error: unknown, code: string): boolean => error instanceof ZkError && error.code === code;
+import { createProtectedOrCleanUp, Deadline, deleteIfExists, isZkError, retryOnConnectionLoss } from "./common.js";
 
 /**
  * Creates the ephemeral-sequential node `<parent>/<protected prefix><name><sequence>` for a call
@@ -22,25 +16,9 @@ const isCode = (error: unknown, code: string): boolean => error instanceof ZkErr
  * finishes in the background on reconnect, or the session's end removes the ephemeral.
  */
 export async function createOwnedNode(client: Client, parent: string, name: string, deadline: Deadline): Promise<string> {
+  // A call already abandoned must not make a node only to remove it again.
   deadline.check();
-  const session = new Deadline(`create ${parent}/${name}`, {}, client);
-  const creating = createProtected(client, parent, name, "", "ephemeral-sequential", session);
-  creating.then(
-    () => session.dispose(),
-    () => session.dispose(),
-  );
-  try {
-    return await deadline.race(creating);
-  } catch (error) {
-    await settledUnlessDisconnected(
-      client,
-      creating.then(
-        (node) => removeOwnedNode(client, node).catch(() => undefined),
-        () => undefined,
-      ),
-    );
-    throw error;
-  }
+  return createProtectedOrCleanUp(client, parent, name, "", "ephemeral-sequential", deadline, (cleaning) => settledUnlessDisconnected(client, cleaning));
 }
 
 /**
@@ -51,7 +29,7 @@ export async function removeOwnedNode(client: Client, node: string): Promise<voi
   try {
     await deleteIfExists(client, node, new Deadline(`delete ${node}`, {}, client));
   } catch (error) {
-    if (!isCode(error, "SESSIONEXPIRED")) throw error;
+    if (!isZkError(error, "SESSIONEXPIRED")) throw error;
   }
 }
 
@@ -171,7 +149,7 @@ export class HeldNode {
     try {
       await retryOnConnectionLoss(this.client, deadline, () => this.client.exists(this.node));
     } catch (failure) {
-      if (isCode(failure, "SESSIONEXPIRED")) error = failure as ZkError;
+      if (isZkError(failure, "SESSIONEXPIRED")) error = failure as ZkError;
     } finally {
       deadline.dispose();
     }
@@ -190,7 +168,7 @@ export class HeldNode {
       if (this.active) this.handlers.dataChanged?.(data);
     } catch (error) {
       // Deleted between the event and this read: no watch is left to report it, so report it here.
-      if (isCode(error, "NONODE") && this.active) {
+      if (isZkError(error, "NONODE") && this.active) {
         this.stop();
         await this.reportDeletion();
       }

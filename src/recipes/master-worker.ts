@@ -18,7 +18,7 @@ import { op } from "../client/ops.js";
 import type { ClientState, Data, Op } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
 import { Deadline, ensurePath, retryOnConnectionLoss, sequenceOf, waitUntilGone, withoutProtectedPrefix, type WaitOptions } from "./common.js";
-import { createProtectedOrCleanUp, isZkError, reportError, textOf } from "./common.js";
+import { createProtectedOrCleanUp, deleteOwnEphemeral, isZkError, nameOf, reportError, settleOrUndo, textOf, Waiters } from "./common.js";
 
 export const DONE = "done";
 
@@ -177,7 +177,7 @@ export class Master extends EventEmitter<MasterEvents> {
     () => this.reconcile(this.round),
     (error) => reportError(this, error),
   );
-  private readonly waiters = new Set<{ resolve: () => void; reject: (error: ZkError) => void }>();
+  private readonly waiters = new Waiters();
   private readonly onState = (state: ClientState): void => this.stateChanged(state);
   private readonly onMasterEvent = (): void => void this.checks.request();
   private readonly onLayoutEvent = (): void => void this.reconciles.request();
@@ -235,13 +235,9 @@ export class Master extends EventEmitter<MasterEvents> {
     if (this.statusValue === "lost") throw new ZkError("SESSIONEXPIRED", `master ${this.path}: session lost`);
     if (this.statusValue === "idle") throw new ZkError("BADARGUMENTS", `master ${this.path}: not running`);
     const deadline = new Deadline(`master ${this.path}: await active`, options, this.client);
-    let waiter!: { resolve: () => void; reject: (error: ZkError) => void };
-    const active = new Promise<void>((resolve, reject) => (waiter = { resolve, reject }));
-    this.waiters.add(waiter);
     try {
-      await deadline.race(active);
+      await this.waiters.wait(deadline);
     } finally {
-      this.waiters.delete(waiter);
       deadline.dispose();
     }
   }
@@ -254,20 +250,14 @@ export class Master extends EventEmitter<MasterEvents> {
     this.statusValue = "idle";
     this.client.off("state", this.onState);
     if (wasActive) this.emit("revoked", "resigned");
-    this.settleWaiters(new ZkError("BADARGUMENTS", `master ${this.path}: resigned`));
+    this.waiters.rejectAll(new ZkError("BADARGUMENTS", `master ${this.path}: resigned`));
     await this.deleteMasterNodeIfOwn(options);
   }
 
   private async deleteMasterNodeIfOwn(options: WaitOptions = {}): Promise<void> {
     const deadline = new Deadline(`master ${this.path}: step down`, options, this.client);
     try {
-      await retryOnConnectionLoss(this.client, deadline, async () => {
-        const stat = await this.client.exists(this.p.master);
-        if (stat === null || stat.ephemeralOwner !== this.client.sessionId) return;
-        await this.client.delete(this.p.master, { version: stat.version }).catch((error: unknown) => {
-          if (!isZkError(error, "NONODE")) throw error;
-        });
-      });
+      await deleteOwnEphemeral(this.client, this.p.master, deadline);
     } catch (error) {
       if (!isZkError(error, "SESSIONEXPIRED")) throw error;
     } finally {
@@ -309,8 +299,7 @@ export class Master extends EventEmitter<MasterEvents> {
     if (this.statusValue !== "backup" || !this.client.connected) return;
     this.statusValue = "active";
     this.emit("elected");
-    for (const waiter of this.waiters) waiter.resolve();
-    this.waiters.clear();
+    this.waiters.resolveAll();
     void this.reconciles.request();
   }
 
@@ -386,13 +375,8 @@ export class Master extends EventEmitter<MasterEvents> {
       this.client.off("state", this.onState);
       if (wasActive) this.emit("revoked", state);
       this.emit("lost", state);
-      this.settleWaiters(new ZkError("SESSIONEXPIRED", `master ${this.path}: session ${state}`));
+      this.waiters.rejectAll(new ZkError("SESSIONEXPIRED", `master ${this.path}: session ${state}`));
     }
-  }
-
-  private settleWaiters(error: ZkError): void {
-    for (const waiter of this.waiters) waiter.reject(error);
-    this.waiters.clear();
   }
 }
 
@@ -651,7 +635,7 @@ export class MasterWorker {
     const deadline = new Deadline(`master-worker ${path}: submit`, options, client);
     try {
       const node = await createProtectedOrCleanUp(client, paths(path).tasks, "task-", data, "persistent-sequential", deadline);
-      return node.slice(node.lastIndexOf("/") + 1);
+      return nameOf(node);
     } finally {
       deadline.dispose();
     }
@@ -704,50 +688,25 @@ async function readText(client: Client, path: string): Promise<string | undefine
  * (also when a create whose answer was lost did land). Abandoned, a create still in flight is
  * undone once it lands.
  */
-async function createOwnEphemeral(client: Client, path: string, data: Data, deadline: Deadline): Promise<boolean> {
-  const sessionBound = new Deadline(`create ${path}`, {}, client);
-  const creating = retryOnConnectionLoss(client, sessionBound, async () => {
-    for (;;) {
-      try {
-        await client.create(path, data, { mode: "ephemeral" });
-        return true;
-      } catch (error) {
-        if (!isZkError(error, "NODEEXISTS")) throw error;
-      }
-      const stat = await client.exists(path);
-      if (stat !== null) return stat.ephemeralOwner === client.sessionId;
-      // Gone between the two calls: create again.
-    }
-  });
-  creating.then(
-    () => sessionBound.dispose(),
-    () => sessionBound.dispose(),
+function createOwnEphemeral(client: Client, path: string, data: Data, deadline: Deadline): Promise<boolean> {
+  return settleOrUndo(
+    client,
+    `create ${path}`,
+    deadline,
+    (sessionBound) =>
+      retryOnConnectionLoss(client, sessionBound, async () => {
+        for (;;) {
+          try {
+            await client.create(path, data, { mode: "ephemeral" });
+            return true;
+          } catch (error) {
+            if (!isZkError(error, "NODEEXISTS")) throw error;
+          }
+          const stat = await client.exists(path);
+          if (stat !== null) return stat.ephemeralOwner === client.sessionId;
+          // Gone between the two calls: create again.
+        }
+      }),
+    (mine) => (mine ? deleteOwnEphemeral(client, path) : Promise.resolve()),
   );
-  try {
-    return await deadline.race(creating);
-  } catch (error) {
-    creating
-      .then(
-        (mine) => (mine ? deleteOwnEphemeral(client, path) : undefined),
-        () => undefined,
-      )
-      .catch(() => undefined);
-    throw error;
-  }
-}
-
-/** Deletes `path` if this session owns it (bounded by `deadline`, else only by the session). */
-async function deleteOwnEphemeral(client: Client, path: string, deadline?: Deadline): Promise<void> {
-  const bound = deadline ?? new Deadline(`delete ${path}`, {}, client);
-  try {
-    await retryOnConnectionLoss(client, bound, async () => {
-      const stat = await client.exists(path);
-      if (stat === null || stat.ephemeralOwner !== client.sessionId) return;
-      await client.delete(path, { version: stat.version }).catch((error: unknown) => {
-        if (!isZkError(error, "NONODE")) throw error;
-      });
-    });
-  } finally {
-    if (deadline === undefined) bound.dispose();
-  }
 }

@@ -5,10 +5,8 @@
 import type { Client } from "../client/client.js";
 import type { Stat } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
-import { Deadline, ensurePath, protectedPrefix, retryOnConnectionLoss, sequenceOf, type WaitOptions } from "./common.js";
+import { Deadline, ensurePath, isZkError, protectedPrefix, retryOnConnectionLoss, sequenceOf, type WaitOptions } from "./common.js";
 import { childPath, parentOf } from "./tree-cache.js";
-
-const isCode = (error: unknown, code: string): boolean => error instanceof ZkError && error.code === code;
 
 const ID_NODE_NAME = "id-";
 
@@ -29,7 +27,7 @@ export async function nextId(client: Client, path: string, options: WaitOptions 
   try {
     created = await createSequentialOnce(client, path, prefix, deadline);
   } catch (error) {
-    if (isCode(error, "OPERATIONTIMEOUT")) void removeByPrefix(client, path, prefix);
+    if (isZkError(error, "OPERATIONTIMEOUT")) void removeByPrefix(client, path, prefix);
     throw error;
   } finally {
     deadline.dispose();
@@ -54,11 +52,11 @@ async function createSequentialOnce(client: Client, parent: string, prefix: stri
     try {
       return await deadline.race(client.create(path, "", { mode: "persistent-sequential" }));
     } catch (error) {
-      if (isCode(error, "NONODE")) {
+      if (isZkError(error, "NONODE")) {
         await retryOnConnectionLoss(client, deadline, () => ensurePath(client, parent));
         continue;
       }
-      if (!isCode(error, "CONNECTIONLOSS")) throw error;
+      if (!isZkError(error, "CONNECTIONLOSS")) throw error;
     }
     const mine = await findByPrefix(client, parent, prefix, deadline);
     if (mine !== undefined) return mine;
@@ -93,7 +91,7 @@ async function deleteQuietly(client: Client, path: string): Promise<void> {
   try {
     await client.delete(path);
   } catch (error) {
-    if (!isCode(error, "NONODE")) throw error;
+    if (!isZkError(error, "NONODE")) throw error;
   }
 }
 
@@ -113,11 +111,11 @@ export async function bindNode(client: Client, path: string, data: Uint8Array | 
     try {
       return (await retryOnConnectionLoss(client, deadline, () => client.createWithStat(path, data, { mode }))).stat;
     } catch (error) {
-      if (isCode(error, "NONODE")) {
+      if (isZkError(error, "NONODE")) {
         await retryOnConnectionLoss(client, deadline, () => ensurePath(client, parentOf(path)));
         continue;
       }
-      if (!isCode(error, "NODEEXISTS")) throw error;
+      if (!isZkError(error, "NODEEXISTS")) throw error;
     }
     const existing = await retryOnConnectionLoss(client, deadline, () => client.exists(path));
     if (existing === null) continue;
@@ -131,7 +129,7 @@ export async function bindNode(client: Client, path: string, data: Uint8Array | 
       return await retryOnConnectionLoss(client, deadline, () => client.setData(path, data, { version: existing.version }));
     } catch (error) {
       // Changed or deleted under us: look again.
-      if (!isCode(error, "BADVERSION") && !isCode(error, "NONODE")) throw error;
+      if (!isZkError(error, "BADVERSION") && !isZkError(error, "NONODE")) throw error;
     }
   }
 }
@@ -149,7 +147,7 @@ export async function removeIfOwned(client: Client, path: string, deadline: Dead
       await deleteQuietly(client, path);
     });
   } catch (error) {
-    if (!isCode(error, "SESSIONEXPIRED")) throw error;
+    if (!isZkError(error, "SESSIONEXPIRED")) throw error;
   } finally {
     deadline.dispose();
   }
@@ -200,7 +198,7 @@ export class NamingService {
     } catch (error) {
       // Abandoned: an ephemeral this call may have made is removed (a persistent binding is a
       // plain registry write whose outcome the caller can read back with resolve).
-      if (options.ephemeral && isCode(error, "OPERATIONTIMEOUT") && !this.ephemeralNames.has(name)) removeIfOwned(this.client, path).catch(() => undefined);
+      if (options.ephemeral && isZkError(error, "OPERATIONTIMEOUT") && !this.ephemeralNames.has(name)) removeIfOwned(this.client, path).catch(() => undefined);
       throw error;
     } finally {
       deadline.dispose();
@@ -218,7 +216,7 @@ export class NamingService {
         try {
           return Buffer.from((await this.client.getData(path)).data).toString("utf8");
         } catch (error) {
-          if (isCode(error, "NONODE")) return null;
+          if (isZkError(error, "NONODE")) return null;
           throw error;
         }
       });

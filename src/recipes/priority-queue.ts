@@ -70,19 +70,8 @@ export class DistributedPriorityQueue {
   }
 
   /** Takes the most urgent element, or null if the queue is empty. */
-  async poll(): Promise<Uint8Array | null> {
-    const deadline = new Deadline(`priority queue poll ${this.path}`, {}, this.client);
-    try {
-      await this.nodes.prepare(deadline);
-      for (;;) {
-        const head = (await this.nodes.elements(deadline))[0];
-        if (head === undefined) return null;
-        const data = await this.nodes.claim(head);
-        if (data !== null) return data;
-      }
-    } finally {
-      deadline.dispose();
-    }
+  poll(): Promise<Uint8Array | null> {
+    return this.head("poll", (name) => this.nodes.claim(name));
   }
 
   /**
@@ -112,15 +101,21 @@ export class DistributedPriorityQueue {
   }
 
   /** The most urgent element's data without taking it, or null if the queue is empty. */
-  async peek(): Promise<Uint8Array | null> {
-    const deadline = new Deadline(`priority queue peek ${this.path}`, {}, this.client);
+  peek(): Promise<Uint8Array | null> {
+    return this.head("peek", (name, deadline) => this.nodes.read(name, deadline));
+  }
+
+  /** The head's data as `fetch` gets it (claimed or only read), or null if the queue is empty. */
+  private async head(what: string, fetch: (name: string, deadline: Deadline) => Promise<Uint8Array | null>): Promise<Uint8Array | null> {
+    const deadline = new Deadline(`priority queue ${what} ${this.path}`, {}, this.client);
     try {
       await this.nodes.prepare(deadline);
       for (;;) {
         const head = (await this.nodes.elements(deadline))[0];
         if (head === undefined) return null;
-        const data = await this.nodes.read(head, deadline);
+        const data = await fetch(head, deadline);
         if (data !== null) return data;
+        // Gone before we got it: a more urgent element may have come meanwhile, so read the list again.
       }
     } finally {
       deadline.dispose();

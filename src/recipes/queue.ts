@@ -7,19 +7,17 @@ import { randomUUID } from "node:crypto";
 import type { Client } from "../client/client.js";
 import { op, ZkMultiError } from "../client/ops.js";
 import type { Data, Op, OpResult } from "../client/types.js";
-import { ZkError } from "../common/errors.js";
 import {
   Deadline,
   deleteIfExists,
   ensurePath,
+  isZkError,
   protectedPrefix,
   retryOnConnectionLoss,
   sequenceOf,
-  withoutProtectedPrefix,
   type WaitOptions,
+  withoutProtectedPrefix,
 } from "./common.js";
-
-const isCode = (error: unknown, code: string): boolean => error instanceof ZkError && error.code === code;
 
 /** The child of a queue node that holds the receipts of in-flight writes (not an element). */
 export const RECEIPTS_NODE = "receipts";
@@ -43,7 +41,7 @@ async function removeReceipt(client: Client, receipt: string): Promise<void> {
   try {
     await client.delete(receipt);
   } catch (error) {
-    if (isCode(error, "CONNECTIONLOSS")) void deleteIfExists(client, receipt).catch(() => undefined);
+    if (isZkError(error, "CONNECTIONLOSS")) void deleteIfExists(client, receipt).catch(() => undefined);
     // NONODE: already gone; SESSIONEXPIRED: the ephemeral went with the session.
   }
 }
@@ -78,23 +76,23 @@ export async function commitOnce(
     try {
       results = await client.multi(all);
     } catch (error) {
-      if (attempt > 0 && isCode(error, "NODEEXISTS") && (await retryOnConnectionLoss(client, deadline, () => client.exists(receipt))) !== null) {
+      if (attempt > 0 && isZkError(error, "NODEEXISTS") && (await retryOnConnectionLoss(client, deadline, () => client.exists(receipt))) !== null) {
         // This attempt failed as a whole, so the receipt is an earlier attempt's: that one was applied.
         await removeReceipt(client, receipt);
         return undefined;
       }
       // NONODE from one of `ops` is the caller's business; from the receipt, its parent is missing.
       const opFailed = error instanceof ZkMultiError && error.failedIndex < ops.length;
-      if (isCode(error, "NONODE") && !opFailed && (await retryOnConnectionLoss(client, deadline, () => client.exists(receiptsPath))) === null) {
+      if (isZkError(error, "NONODE") && !opFailed && (await retryOnConnectionLoss(client, deadline, () => client.exists(receiptsPath))) === null) {
         await retryOnConnectionLoss(client, deadline, () => ensurePath(client, receiptsPath));
         continue;
       }
-      if (!isCode(error, "CONNECTIONLOSS")) throw error;
+      if (!isZkError(error, "CONNECTIONLOSS")) throw error;
       let applied: boolean;
       try {
         applied = await wasApplied(client, receipt, receiptsPath, deadline);
       } catch (abandoned) {
-        if (isCode(abandoned, "OPERATIONTIMEOUT")) settleInBackground(client, receipt, receiptsPath, onAppliedLate);
+        if (isZkError(abandoned, "OPERATIONTIMEOUT")) settleInBackground(client, receipt, receiptsPath, onAppliedLate);
         throw abandoned;
       }
       if (!applied) continue;
@@ -177,7 +175,7 @@ export class QueueNodes {
       const { data } = await retryOnConnectionLoss(this.client, deadline, () => this.client.getData(`${this.path}/${name}`));
       return data;
     } catch (error) {
-      if (isCode(error, "NONODE")) return null;
+      if (isZkError(error, "NONODE")) return null;
       throw error;
     }
   }
@@ -196,7 +194,7 @@ export class QueueNodes {
         await commitOnce(this.client, [op.delete(`${this.path}/${name}`)], this.receiptsPath, session);
         return data;
       } catch (error) {
-        if (isCode(error, "NONODE")) return null;
+        if (isZkError(error, "NONODE")) return null;
         throw error;
       }
     } finally {

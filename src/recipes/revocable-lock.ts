@@ -4,14 +4,12 @@
  */
 import type { Client } from "../client/client.js";
 import { ZkError } from "../common/errors.js";
-import { Deadline, deleteIfExists, retryOnConnectionLoss, waitUntilGone } from "./common.js";
+import { Deadline, deleteIfExists, isZkError, retryOnConnectionLoss, textOf, waitUntilGone } from "./common.js";
 import { SequentialLock } from "./lock-core.js";
 import { contendersOf, EXCLUSIVE_POLICY } from "./lock-policy.js";
 
 /** The data a revocation request writes into the holder's node. */
 export const REVOKE_REQUEST = "unlock";
-
-const isCode = (error: unknown, code: string): boolean => error instanceof ZkError && error.code === code;
 
 /**
  * Called on the holder when someone asks it to release; it should call `lock.release()` (once
@@ -93,7 +91,7 @@ export class RevocableLock extends SequentialLock {
       await retryOnConnectionLoss(client, deadline, () => client.setData(node, REVOKE_REQUEST));
       return node;
     } catch (error) {
-      if (isCode(error, "NONODE")) return undefined;
+      if (isZkError(error, "NONODE")) return undefined;
       throw error;
     } finally {
       deadline.dispose();
@@ -112,7 +110,7 @@ export class RevocableLock extends SequentialLock {
       await waitUntilGone(client, node, grace);
       return "released";
     } catch (error) {
-      if (!isCode(error, "OPERATIONTIMEOUT") || options.signal?.aborted) throw error;
+      if (!isZkError(error, "OPERATIONTIMEOUT") || options.signal?.aborted) throw error;
     } finally {
       grace.dispose();
     }
@@ -121,7 +119,7 @@ export class RevocableLock extends SequentialLock {
   }
 
   protected override holderData(data: Uint8Array): void {
-    if (new TextDecoder().decode(data) !== REVOKE_REQUEST) return;
+    if (textOf(data) !== REVOKE_REQUEST) return;
     this.emit("revocationRequested");
     const handler = this.handler;
     if (handler === undefined) return;

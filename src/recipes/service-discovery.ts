@@ -6,7 +6,7 @@ import { EventEmitter } from "node:events";
 import type { Client } from "../client/client.js";
 import type { Stat } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
-import { Deadline, retryOnConnectionLoss, type WaitOptions } from "./common.js";
+import { Deadline, isZkError, retryOnConnectionLoss, type WaitOptions } from "./common.js";
 import { bindNode, checkNodeName, removeIfOwned } from "./naming-service.js";
 import { type CachedNode, childPath, TreeCache } from "./tree-cache.js";
 
@@ -18,8 +18,6 @@ export interface ServiceInstance {
   /** Anything JSON; an object payload may carry `load` (a number) for the least-loaded balancer. */
   payload?: unknown;
 }
-
-const isCode = (error: unknown, code: string): boolean => error instanceof ZkError && error.code === code;
 
 /** The JSON a registration writes. */
 export function encodeInstance(instance: ServiceInstance): string {
@@ -100,7 +98,7 @@ export class ServiceDiscovery extends EventEmitter<ServiceDiscoveryEvents> {
       return stat;
     } catch (error) {
       // Abandoned mid-registration: remove the node if this call made it (not an earlier registration).
-      if (isCode(error, "OPERATIONTIMEOUT") && !this.registered.has(key)) removeIfOwned(this.client, path).catch(() => undefined);
+      if (isZkError(error, "OPERATIONTIMEOUT") && !this.registered.has(key)) removeIfOwned(this.client, path).catch(() => undefined);
       throw error;
     } finally {
       deadline.dispose();
@@ -144,7 +142,7 @@ export class ServiceDiscovery extends EventEmitter<ServiceDiscoveryEvents> {
           // did happen; the loop then reads it back and writes the same record again: harmless.
           return await retryOnConnectionLoss(this.client, deadline, () => this.client.setData(path, updated, { version: stat.version }));
         } catch (error) {
-          if (!isCode(error, "BADVERSION")) throw error;
+          if (!isZkError(error, "BADVERSION")) throw error;
         }
       }
     } finally {
@@ -164,14 +162,14 @@ export class ServiceDiscovery extends EventEmitter<ServiceDiscoveryEvents> {
         try {
           children = await this.client.getChildren(parent);
         } catch (error) {
-          if (isCode(error, "NONODE")) return [];
+          if (isZkError(error, "NONODE")) return [];
           throw error;
         }
         const reads = children.sort().map((child) =>
           this.client.getData(childPath(parent, child)).then(
             ({ data }) => decodeInstance(data),
             (error: unknown) => {
-              if (isCode(error, "NONODE")) return undefined;
+              if (isZkError(error, "NONODE")) return undefined;
               throw error;
             },
           ),

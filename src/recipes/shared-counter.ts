@@ -6,10 +6,8 @@
 import type { Client } from "../client/client.js";
 import { op } from "../client/ops.js";
 import { ZkError } from "../common/errors.js";
-import { Deadline, ensurePath, retryOnConnectionLoss, type WaitOptions } from "./common.js";
+import { Deadline, ensurePath, isZkError, retryOnConnectionLoss, type WaitOptions } from "./common.js";
 import { commitOnce } from "./queue.js";
-
-const isCode = (error: unknown, code: string): boolean => error instanceof ZkError && error.code === code;
 
 /** The counter's value from its node's data: a decimal integer; empty data is `emptyValue`. */
 export function parseCounterValue(data: Uint8Array, emptyValue: number): number {
@@ -58,7 +56,7 @@ export class SharedCounter {
       const { data } = await retryOnConnectionLoss(this.client, deadline, () => this.client.getData(this.path));
       return parseCounterValue(data, this.initialValue);
     } catch (error) {
-      if (isCode(error, "NONODE")) return this.initialValue;
+      if (isZkError(error, "NONODE")) return this.initialValue;
       throw error;
     } finally {
       deadline.dispose();
@@ -103,7 +101,7 @@ export class SharedCounter {
           await commitOnce(this.client, [op.setData(this.path, data, { version })], this.path, deadline);
           return { value: next, written: true };
         } catch (error) {
-          if (!isCode(error, "BADVERSION") && !isCode(error, "NONODE")) throw error;
+          if (!isZkError(error, "BADVERSION") && !isZkError(error, "NONODE")) throw error;
         }
       }
     } finally {
@@ -118,7 +116,7 @@ export class SharedCounter {
         const { data, stat } = await retryOnConnectionLoss(this.client, deadline, () => this.client.getData(this.path));
         return { value: parseCounterValue(data, this.initialValue), version: stat.version };
       } catch (error) {
-        if (!isCode(error, "NONODE")) throw error;
+        if (!isZkError(error, "NONODE")) throw error;
       }
       const parent = this.path.slice(0, this.path.lastIndexOf("/")) || "/";
       await retryOnConnectionLoss(this.client, deadline, async () => {
@@ -127,7 +125,7 @@ export class SharedCounter {
           await this.client.create(this.path, formatCounterValue(this.initialValue));
         } catch (error) {
           // Created meanwhile by another session, or by this create before a lost answer.
-          if (!isCode(error, "NODEEXISTS")) throw error;
+          if (!isZkError(error, "NODEEXISTS")) throw error;
         }
       });
     }

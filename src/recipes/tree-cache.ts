@@ -6,7 +6,7 @@ import { EventEmitter } from "node:events";
 import type { Client } from "../client/client.js";
 import type { ClientState, Stat, WatchedEvent } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
-import { Deadline, type WaitOptions } from "./common.js";
+import { Deadline, isZkError, type WaitOptions } from "./common.js";
 
 /** One mirrored znode: its data and the Stat that came with that data. */
 export interface CachedNode {
@@ -34,8 +34,6 @@ export interface TreeCacheEvents {
 }
 
 type Phase = "idle" | "running" | "stopped";
-
-const isCode = (error: unknown, code: string): boolean => error instanceof ZkError && error.code === code;
 
 /**
  * A mirror of the subtree at `root`: `get(path)` / `snapshot()` give `{ data, stat }` for every node
@@ -203,8 +201,8 @@ export class TreeCache extends EventEmitter<TreeCacheEvents> {
       (error: unknown) => {
         this.outstanding -= 1;
         if (this.phase === "running") {
-          if (isCode(error, "NONODE")) missing();
-          else if (isCode(error, "CONNECTIONLOSS")) this.incomplete = true;
+          if (isZkError(error, "NONODE")) missing();
+          else if (isZkError(error, "CONNECTIONLOSS")) this.incomplete = true;
           else this.lose(error instanceof ZkError ? error : new ZkError("SYSTEMERROR", String(error)));
         }
         this.maybeInitialized();

@@ -9,7 +9,7 @@ import { op } from "../client/ops.js";
 import type { Watcher } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
 import { Deadline, ensurePath, retryOnConnectionLoss, type WaitOptions } from "./common.js";
-import { isZkError, textOf } from "./common.js";
+import { deleteOwnEphemeral, isZkError, textOf } from "./common.js";
 
 export type TwoPhaseVote = "commit" | "abort";
 export type TwoPhaseOutcome = "commit" | "abort";
@@ -147,10 +147,9 @@ export class TwoPhaseCommit {
     } catch (error) {
       if (isZkError(error, "OPERATIONTIMEOUT") && joining !== undefined) {
         const landed = joining;
-        void landed.then(
-          () => deleteOwnEphemeral(client, alivePath),
-          () => deleteOwnEphemeral(client, alivePath),
-        );
+        // A session that is gone took the ephemeral with it: nothing is left to remove then.
+        const removeAlive = (): Promise<void> => deleteOwnEphemeral(client, alivePath).catch(() => undefined);
+        void landed.then(removeAlive, removeAlive);
       }
       throw error;
     } finally {
@@ -338,23 +337,5 @@ async function readIfExists(client: Client, path: string): Promise<{ text: strin
   } catch (error) {
     if (isZkError(error, "NONODE")) return null;
     throw error;
-  }
-}
-
-/** Deletes `path` if this session owns it (ephemeral), bounded only by the session. */
-async function deleteOwnEphemeral(client: Client, path: string): Promise<void> {
-  const deadline = new Deadline(`delete ${path}`, {}, client);
-  try {
-    await retryOnConnectionLoss(client, deadline, async () => {
-      const stat = await client.exists(path);
-      if (stat === null || stat.ephemeralOwner !== client.sessionId) return;
-      await client.delete(path, { version: stat.version }).catch((error: unknown) => {
-        if (!isZkError(error, "NONODE")) throw error;
-      });
-    });
-  } catch {
-    // Session gone: so is the ephemeral node.
-  } finally {
-    deadline.dispose();
   }
 }
