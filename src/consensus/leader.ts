@@ -22,12 +22,13 @@
  * and never a reason to crash: only our own invariants are asserted.
  */
 import { assert } from "../common/assert.js";
-import { epochOf, isZxid, makeZxid } from "../store/zxid.js";
+import { isZxid } from "../store/zxid.js";
 import { zabLimits } from "./constants.js";
-import { emptyReady, SPENT_READY, type ZabInput, type ZabPhase, type ZabReady } from "./core-io.js";
+import { nextZxidInEpoch, ZabCoreBase } from "./core-base.js";
+import type { ZabReady } from "./core-io.js";
 import { History } from "./history.js";
 import type { LearnerRole, LogRecord, QuorumMessage } from "./messages.js";
-import { chunkRecords, lastLoggedZxidOf, resolveOptions, type ResolvedZabOptions, type ZabOptions } from "./options.js";
+import { chunkRecords, lastLoggedZxidOf, type ZabOptions } from "./options.js";
 import { planLearnerSync, type HistoryIndex } from "./sync-plan.js";
 
 /**
@@ -72,67 +73,50 @@ interface PendingSync {
   pingsNeeded: Map<number, number>;
 }
 
-export class Leader {
+export class Leader extends ZabCoreBase {
   readonly kind = "leader" as const;
-  readonly myId: number;
-  private readonly options: ResolvedZabOptions;
   private readonly history: History;
   private readonly peers = new Map<number, LearnerPeer>();
   private readonly ackedScratch: number[] = [];
 
-  private phaseNow: ZabPhase = "discovery";
   /** Decided once a quorum's learnerInfo is in. */
   private newEpoch: number | undefined;
-  private acceptedEpoch: number;
-  private currentEpoch: number;
   private acceptedEpochDurable = false;
   private currentEpochDurable = false;
   /** Our own (currentEpoch, lastZxid) at the start of the term: what ackEpochs are compared with. */
   private readonly startCurrentEpoch: number;
   private readonly startLastZxid: number;
-  /** Highest zxid durable in our own log. */
-  private selfDurableZxid: number;
+  protected durableZxid: number;
   private lastAllocatedZxid: number;
   private readonly startMs: number;
-  private nowMs: number;
   private lastPingMs: number;
-  private stopped = false;
   private readonly pendingSyncs: PendingSync[] = [];
   /** Set when this input already sent a ping round that later syncs of the same input can share. */
   private syncPingSent = false;
-  private out: ZabReady = SPENT_READY;
 
   constructor(options: ZabOptions) {
-    this.options = resolveOptions(options);
-    this.myId = options.myId;
+    super(options);
     assert(options.quorum.isVoter(this.myId), `leader ${this.myId} is a voter`);
     const treeZxid = options.state.lastZxid();
     this.history = new History(treeZxid, options.durable.log, this.options.committedLogRecordsMax);
-    this.acceptedEpoch = options.durable.acceptedEpoch;
-    this.currentEpoch = options.durable.currentEpoch;
     this.startCurrentEpoch = this.currentEpoch;
     this.startLastZxid = lastLoggedZxidOf(options.durable, treeZxid);
     assert(this.startLastZxid === this.history.lastZxid, "the history ends at the last logged zxid");
-    this.selfDurableZxid = this.startLastZxid;
+    this.durableZxid = this.startLastZxid;
     this.lastAllocatedZxid = this.startLastZxid;
     this.startMs = options.nowMs;
-    this.nowMs = options.nowMs;
     this.lastPingMs = options.nowMs;
   }
 
   // ---- views for the host
 
-  get phase(): ZabPhase {
-    return this.phaseNow;
-  }
-
-  get serving(): boolean {
-    return !this.stopped && this.phaseNow === "broadcast";
-  }
-
   /** The epoch this term establishes (undefined until a quorum's learnerInfo is in). */
   get epoch(): number | undefined {
     return this.newEpoch;
+  }
+
+  protected get lastLoggedZxid(): number {
+    return this.history.lastZxid;
   }
 
   get lastProposedZxid(): number {
@@ -167,42 +151,10 @@ export class Leader {
     return this.finish();
   }
 
-  step(input: ZabInput): ZabReady {
-    this.begin();
-    if (this.stopped) return this.finish();
-    switch (input.type) {
-      case "message":
-        this.onMessage(input.from, input.message);
-        break;
-      case "tick":
-        this.onTick(input.nowMs);
-        break;
-      case "logDurable":
-        if (!(input.zxid <= this.history.lastZxid)) assert(false, `durable ${input.zxid} beyond our log ${this.history.lastZxid}`);
-        if (input.zxid > this.selfDurableZxid) {
-          this.selfDurableZxid = input.zxid;
-          this.tryCommit();
-        }
-        break;
-      case "epochDurable":
-        this.onEpochDurable(input.which, input.epoch);
-        break;
-      case "truncated":
-      case "snapshotInstalled":
-        assert(false, `a leader never asks for ${input.type}`);
-        break;
-      case "disconnected":
-        if (this.peers.has(input.peer)) this.dropLearner(input.peer, "stream closed", false);
-        break;
-    }
-    return this.finish();
-  }
-
   /** Reserves the next zxid of this epoch; the host preps the txn with it and then proposes it. */
   allocateZxid(): number {
     assert(this.canPropose, "allocateZxid while not able to propose");
-    const epoch = this.newEpoch!;
-    this.lastAllocatedZxid = epochOf(this.lastAllocatedZxid) === epoch ? this.lastAllocatedZxid + 1 : makeZxid(epoch, 1);
+    this.lastAllocatedZxid = nextZxidInEpoch(this.newEpoch!, this.lastAllocatedZxid);
     return this.lastAllocatedZxid;
   }
 
@@ -210,8 +162,7 @@ export class Leader {
   propose(zxid: number, record: Uint8Array): ZabReady {
     this.begin();
     assert(this.serving, "propose while not serving");
-    const last = this.history.lastZxid;
-    const expected = epochOf(last) === this.newEpoch ? last + 1 : makeZxid(this.newEpoch!, 1);
+    const expected = nextZxidInEpoch(this.newEpoch!, this.history.lastZxid);
     if (!(zxid === expected && zxid <= this.lastAllocatedZxid)) assert(false, `proposed ${zxid}, expected the allocated ${expected}`);
     const logRecord: LogRecord = { zxid, record };
     this.history.append(logRecord);
@@ -244,9 +195,27 @@ export class Leader {
     return this.finish();
   }
 
+  // ---- inputs that are not messages (step, in ZabCoreBase, hands them here)
+
+  protected afterDurable(): void {
+    this.tryCommit();
+  }
+
+  protected onTruncated(): void {
+    assert(false, "a leader never asks for truncated");
+  }
+
+  protected onSnapshotInstalled(): void {
+    assert(false, "a leader never asks for snapshotInstalled");
+  }
+
+  protected onDisconnected(peer: number): void {
+    if (this.peers.has(peer)) this.dropLearner(peer, "stream closed", false);
+  }
+
   // ---- messages
 
-  private onMessage(from: number, message: QuorumMessage): void {
+  protected onMessage(from: number, message: QuorumMessage): void {
     if (message.type === "learnerInfo") {
       this.onLearnerInfo(from, message);
       return;
@@ -275,17 +244,11 @@ export class Leader {
         this.answerConfirmedSyncs();
         break;
       case "request":
-        if (peer.stage !== "upToDate") {
-          this.dropLearner(peer.sid, "forwarded a request before it was up to date", true);
-          break;
-        }
+        if (!this.upToDateOrDropped(peer, "forwarded a request before it was up to date")) break;
         this.out.forwarded.push({ from: peer.sid, sessionId: message.sessionId, cxid: message.cxid, request: message.request });
         break;
       case "sync":
-        if (peer.stage !== "upToDate") {
-          this.dropLearner(peer.sid, "sent sync before it was up to date", true);
-          break;
-        }
+        if (!this.upToDateOrDropped(peer, "sent sync before it was up to date")) break;
         if (this.pendingSyncs.length >= zabLimits.syncsPendingMax) {
           this.dropLearner(peer.sid, "too many syncs pending", true);
           break;
@@ -293,10 +256,7 @@ export class Leader {
         this.addPendingSync(peer.sid, message.syncId);
         break;
       case "revalidate":
-        if (peer.stage !== "upToDate") {
-          this.dropLearner(peer.sid, "revalidated a session before it was up to date", true);
-          break;
-        }
+        if (!this.upToDateOrDropped(peer, "revalidated a session before it was up to date")) break;
         this.out.revalidations.push({ from: peer.sid, sessionId: message.sessionId, timeoutMs: message.timeoutMs });
         break;
       default:
@@ -304,19 +264,25 @@ export class Leader {
     }
   }
 
+  /** Client traffic may only come from a learner that serves clients, i.e. one we made up to date. */
+  private upToDateOrDropped(peer: LearnerPeer, reason: string): boolean {
+    if (peer.stage === "upToDate") return true;
+    this.dropLearner(peer.sid, reason, true);
+    return false;
+  }
+
   private onLearnerInfo(from: number, message: Extract<QuorumMessage, { type: "learnerInfo" }>): void {
     const { sid, role, acceptedEpoch, lastZxid } = message;
     const roleFits = role === "participant" ? this.options.quorum.isVoter(sid) : this.options.quorum.observers.has(sid);
     const wellFormed = sid === from && sid !== this.myId && roleFits && Number.isSafeInteger(acceptedEpoch) && acceptedEpoch >= 0 && isZxid(lastZxid);
     if (this.peers.has(from)) this.dropLearner(from, "reconnected", false); // its old stream is gone
+    // Not among our peers by now, so dropping it only reports it and closes its stream.
     if (!wellFormed) {
-      this.out.events.push({ event: "learnerDropped", learner: from, reason: "malformed learnerInfo" });
-      this.out.disconnect.push(from);
+      this.dropLearner(from, "malformed learnerInfo", true);
       return;
     }
     if (this.peers.size >= zabLimits.learnersMax) {
-      this.out.events.push({ event: "learnerDropped", learner: from, reason: "too many learners" });
-      this.out.disconnect.push(from);
+      this.dropLearner(from, "too many learners", true);
       return;
     }
     const peer: LearnerPeer = {
@@ -393,7 +359,7 @@ export class Leader {
     }
   }
 
-  private onEpochDurable(which: "accepted" | "current", epoch: number): void {
+  protected onEpochDurable(which: "accepted" | "current", epoch: number): void {
     if (which === "accepted") {
       assert(epoch === this.newEpoch && !this.acceptedEpochDurable, "acceptedEpoch durable answers our persist");
       this.acceptedEpochDurable = true;
@@ -406,8 +372,7 @@ export class Leader {
     }
   }
 
-  private onTick(nowMs: number): void {
-    this.nowMs = Math.max(this.nowMs, nowMs); // a clock that jumps back does not rewind our timers
+  protected onTick(): void {
     if (this.nowMs - this.lastPingMs >= this.options.tickMs / 2) {
       this.lastPingMs = this.nowMs;
       for (const peer of this.peers.values()) this.ping(peer);
@@ -437,9 +402,8 @@ export class Leader {
     if (!this.options.quorum.containsQuorum([this.myId, ...participants.map((p) => p.sid)])) return;
     const newEpoch = Math.max(this.acceptedEpoch, ...participants.map((p) => p.acceptedEpoch)) + 1;
     this.newEpoch = newEpoch;
-    this.acceptedEpoch = newEpoch;
+    this.acceptEpoch(newEpoch);
     this.out.events.push({ event: "newEpoch", epoch: newEpoch });
-    this.out.persist.push({ kind: "acceptedEpoch", epoch: newEpoch });
     for (const peer of [...this.peers.values()]) if (peer.stage === "connected") this.proposeEpoch(peer);
   }
 
@@ -449,8 +413,7 @@ export class Leader {
       // It promised a newer would-be leader never to follow an older epoch, and rightly refuses
       // ours: it could never rejoin. Adopt its epoch as our accepted one (a stronger promise of
       // ours, so always safe) and start over: our next discovery proposes above it.
-      this.acceptedEpoch = peer.acceptedEpoch;
-      this.out.persist.push({ kind: "acceptedEpoch", epoch: peer.acceptedEpoch });
+      this.acceptEpoch(peer.acceptedEpoch);
       this.stepDown(`learner ${peer.sid} accepted epoch ${peer.acceptedEpoch}, above our epoch ${epoch}`);
       return;
     }
@@ -465,10 +428,7 @@ export class Leader {
   }
 
   private maybeFinishDiscovery(): void {
-    if (this.phaseNow !== "discovery" || !this.acceptedEpochDurable) return;
-    const acked = [this.myId];
-    for (const peer of this.peers.values()) if (peer.role === "participant" && peer.stage === "epochAcked") acked.push(peer.sid);
-    if (!this.options.quorum.containsQuorum(acked)) return;
+    if (this.phaseNow !== "discovery" || !this.acceptedEpochDurable || !this.quorumAtStage("epochAcked")) return;
     this.enterPhase("synchronization");
     this.out.persist.push({ kind: "currentEpoch", epoch: this.newEpoch! });
     for (const peer of [...this.peers.values()]) if (peer.stage === "epochAcked") this.syncLearner(peer);
@@ -538,10 +498,7 @@ export class Leader {
   }
 
   private maybeEstablish(): void {
-    if (this.phaseNow !== "synchronization" || !this.currentEpochDurable) return;
-    const acked = [this.myId];
-    for (const peer of this.peers.values()) if (peer.role === "participant" && peer.stage === "synced") acked.push(peer.sid);
-    if (!this.options.quorum.containsQuorum(acked)) return;
+    if (this.phaseNow !== "synchronization" || !this.currentEpochDurable || !this.quorumAtStage("synced")) return;
     // A quorum holds our history under the new epoch: all of it is committed.
     this.enterPhase("broadcast");
     for (const record of this.history.commitThrough(this.history.lastZxid)) this.out.apply.push(record);
@@ -563,7 +520,7 @@ export class Leader {
     // Runs on every ack, so it sorts one small reused array rather than building sets.
     const acked = this.ackedScratch;
     acked.length = 0;
-    acked.push(this.selfDurableZxid);
+    acked.push(this.durableZxid);
     for (const peer of this.peers.values()) {
       if (peer.role === "participant" && this.options.quorum.isVoter(peer.sid) && (peer.stage === "synced" || peer.stage === "upToDate"))
         acked.push(peer.ackedZxid);
@@ -620,9 +577,11 @@ export class Leader {
 
   // ---- plumbing
 
-  private enterPhase(phase: ZabPhase): void {
-    this.phaseNow = phase;
-    this.out.events.push({ event: "phase", phase, epoch: this.newEpoch! });
+  /** Whether we, with the followers at `stage`, make a quorum: each phase ends on one. */
+  private quorumAtStage(stage: LearnerStage): boolean {
+    const sids = [this.myId];
+    for (const peer of this.peers.values()) if (peer.role === "participant" && peer.stage === stage) sids.push(peer.sid);
+    return this.options.quorum.containsQuorum(sids);
   }
 
   private dropLearner(sid: number, reason: string, disconnect: boolean): void {
@@ -631,10 +590,8 @@ export class Leader {
     if (disconnect) this.out.disconnect.push(sid);
   }
 
-  private stepDown(reason: string): void {
-    this.stopped = true;
-    this.out.stepDown = { reason };
-    this.out.events.push({ event: "stepDown", reason });
+  protected override stepDown(reason: string): void {
+    super.stepDown(reason);
     for (const sid of this.peers.keys()) this.out.disconnect.push(sid);
     this.peers.clear();
     this.pendingSyncs.length = 0;
@@ -644,16 +601,9 @@ export class Leader {
     this.out.send.push({ to, message });
   }
 
-  private begin(): void {
-    this.out = emptyReady(this.serving);
+  protected override begin(): void {
+    super.begin();
     this.syncPingSent = false;
-  }
-
-  private finish(): ZabReady {
-    const out = this.out;
-    out.serving = this.serving;
-    this.out = SPENT_READY;
-    return out;
   }
 }
 

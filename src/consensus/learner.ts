@@ -19,11 +19,12 @@
  * to election), never crash.
  */
 import { assert } from "../common/assert.js";
-import { epochOf, isZxid, makeZxid } from "../store/zxid.js";
+import { isZxid } from "../store/zxid.js";
 import { zabLimits } from "./constants.js";
-import { emptyReady, SPENT_READY, type ZabInput, type ZabPhase, type ZabReady } from "./core-io.js";
+import { nextZxidInEpoch, ZabCoreBase } from "./core-base.js";
+import type { ZabReady } from "./core-io.js";
 import type { LearnerRole, LogRecord, QuorumMessage, SessionTouch } from "./messages.js";
-import { lastLoggedZxidOf, resolveOptions, type ResolvedZabOptions, type ZabOptions } from "./options.js";
+import { lastLoggedZxidOf, type ZabOptions } from "./options.js";
 
 export interface LearnerOptions extends ZabOptions {
   role: LearnerRole;
@@ -33,16 +34,11 @@ export interface LearnerOptions extends ZabOptions {
 
 type SyncMode = "DIFF" | "TRUNC" | "SNAP";
 
-export class Learner {
+export class Learner extends ZabCoreBase {
   readonly kind: "follower" | "observer";
-  readonly myId: number;
   readonly leaderId: number;
   readonly role: LearnerRole;
-  private readonly options: ResolvedZabOptions;
 
-  private phaseNow: ZabPhase = "discovery";
-  private acceptedEpoch: number;
-  private currentEpoch: number;
   /** The epoch of the leader we follow, once its leaderInfo is accepted. */
   private leaderEpoch: number | undefined;
   private ackEpochSent = false;
@@ -59,21 +55,17 @@ export class Learner {
   /** Logged (or being logged) but not applied, ascending zxid. */
   private pending: LogRecord[] = [];
   private pendingHead = 0;
-  private lastLoggedZxid: number;
-  private durableZxid: number;
+  protected lastLoggedZxid: number;
+  protected durableZxid: number;
   private commitZxid: number;
   private appliedZxid: number;
   private lastAckedZxid = -1;
   private readonly touches = new Map<bigint, number>();
 
-  private nowMs: number;
   private lastHeardMs: number;
-  private stopped = false;
-  private out: ZabReady = SPENT_READY;
 
   constructor(options: LearnerOptions) {
-    this.options = resolveOptions(options);
-    this.myId = options.myId;
+    super(options);
     this.leaderId = options.leaderId;
     this.role = options.role;
     this.kind = options.role === "participant" ? "follower" : "observer";
@@ -81,27 +73,16 @@ export class Learner {
     assert(options.quorum.isVoter(options.leaderId), `leader ${options.leaderId} is a voter`);
     if (options.role === "participant") assert(options.quorum.isVoter(options.myId), `follower ${options.myId} is a voter`);
     else assert(options.quorum.observers.has(options.myId), `observer ${options.myId} is listed as one`);
-    this.acceptedEpoch = options.durable.acceptedEpoch;
-    this.currentEpoch = options.durable.currentEpoch;
     const treeZxid = options.state.lastZxid();
     this.appliedZxid = treeZxid;
     this.commitZxid = treeZxid;
     this.lastLoggedZxid = lastLoggedZxidOf(options.durable, treeZxid);
     this.durableZxid = this.lastLoggedZxid;
     this.pending = options.durable.log.filter((r) => r.zxid > treeZxid);
-    this.nowMs = options.nowMs;
     this.lastHeardMs = options.nowMs;
   }
 
   // ---- views for the host
-
-  get phase(): ZabPhase {
-    return this.phaseNow;
-  }
-
-  get serving(): boolean {
-    return !this.stopped && this.phaseNow === "broadcast";
-  }
 
   get epoch(): number | undefined {
     return this.leaderEpoch;
@@ -131,70 +112,19 @@ export class Learner {
     return this.finish();
   }
 
-  step(input: ZabInput): ZabReady {
-    this.begin();
-    if (this.stopped) return this.finish();
-    switch (input.type) {
-      case "message":
-        if (input.from === this.leaderId) this.onMessage(input.message);
-        break;
-      case "tick":
-        this.onTick(input.nowMs);
-        break;
-      case "logDurable":
-        if (!(input.zxid <= this.lastLoggedZxid)) assert(false, `durable ${input.zxid} beyond our log ${this.lastLoggedZxid}`);
-        if (input.zxid > this.durableZxid) {
-          this.durableZxid = input.zxid;
-          this.afterDurable();
-        }
-        break;
-      case "epochDurable":
-        this.onEpochDurable(input.which, input.epoch);
-        break;
-      case "truncated":
-        assert(this.awaitingTruncate !== undefined, "truncated answers our truncateLog");
-        if (input.zxid !== this.awaitingTruncate) {
-          this.stepDown(`truncating to ${this.awaitingTruncate} left our log at ${input.zxid}: it lacked the leader's zxid`);
-          break;
-        }
-        this.awaitingTruncate = undefined;
-        this.durableZxid = Math.min(this.durableZxid, input.zxid);
-        this.afterDurable();
-        break;
-      case "snapshotInstalled":
-        assert(input.zxid === this.awaitingSnapshot, "snapshotInstalled answers our installSnapshot");
-        this.awaitingSnapshot = undefined;
-        this.afterDurable();
-        break;
-      case "disconnected":
-        if (input.peer === this.leaderId) this.stepDown("the stream to the leader closed");
-        break;
-    }
-    return this.finish();
-  }
-
   /** Sends a client's write to the leader (only while serving). */
   forward(sessionId: bigint, cxid: number, request: Uint8Array): ZabReady {
-    this.begin();
-    assert(this.serving, "forward while not serving");
-    this.send({ type: "request", sessionId, cxid, request });
-    return this.finish();
+    return this.relayForClient({ type: "request", sessionId, cxid, request }, "forward while not serving");
   }
 
   /** Asks the leader for the zxid a sync must wait for; the answer comes back in `syncsDone`. */
   requestSync(syncId: number): ZabReady {
-    this.begin();
-    assert(this.serving, "requestSync while not serving");
-    this.send({ type: "sync", syncId });
-    return this.finish();
+    return this.relayForClient({ type: "sync", syncId }, "requestSync while not serving");
   }
 
   /** A client resumed `sessionId` here: the leader's answer comes back in `revalidated`. */
   revalidate(sessionId: bigint, timeoutMs: number): ZabReady {
-    this.begin();
-    assert(this.serving, "revalidate while not serving");
-    this.send({ type: "revalidate", sessionId, timeoutMs });
-    return this.finish();
+    return this.relayForClient({ type: "revalidate", sessionId, timeoutMs }, "revalidate while not serving");
   }
 
   /** A local session was heard from; the leader learns it with our next ping answer. */
@@ -203,9 +133,41 @@ export class Learner {
     this.touches.set(sessionId, timeoutMs);
   }
 
+  /** The leader answers client traffic only from a learner it made up to date, i.e. one serving. */
+  private relayForClient(message: QuorumMessage, notServing: string): ZabReady {
+    this.begin();
+    assert(this.serving, notServing);
+    this.send(message);
+    return this.finish();
+  }
+
+  // ---- inputs that are not messages (step, in ZabCoreBase, hands them here)
+
+  protected onTruncated(zxid: number): void {
+    assert(this.awaitingTruncate !== undefined, "truncated answers our truncateLog");
+    if (zxid !== this.awaitingTruncate) {
+      this.stepDown(`truncating to ${this.awaitingTruncate} left our log at ${zxid}: it lacked the leader's zxid`);
+      return;
+    }
+    this.awaitingTruncate = undefined;
+    this.durableZxid = Math.min(this.durableZxid, zxid);
+    this.afterDurable();
+  }
+
+  protected onSnapshotInstalled(zxid: number): void {
+    assert(zxid === this.awaitingSnapshot, "snapshotInstalled answers our installSnapshot");
+    this.awaitingSnapshot = undefined;
+    this.afterDurable();
+  }
+
+  protected onDisconnected(peer: number): void {
+    if (peer === this.leaderId) this.stepDown("the stream to the leader closed");
+  }
+
   // ---- messages
 
-  private onMessage(message: QuorumMessage): void {
+  protected onMessage(from: number, message: QuorumMessage): void {
+    if (from !== this.leaderId) return; // a stale stream's leftovers: only our leader speaks to us
     this.lastHeardMs = this.nowMs;
     switch (message.type) {
       case "leaderInfo":
@@ -238,27 +200,23 @@ export class Learner {
           this.stepDown("upToDate before our newLeader ack");
           break;
         }
-        this.phaseNow = "broadcast";
-        this.out.events.push({ event: "phase", phase: "broadcast", epoch: this.leaderEpoch! });
+        this.enterPhase("broadcast");
         // An observer is synced to committed records only (its newLeader zxid is committed by now),
         // including any it had logged before and not applied; a follower hears its commit point.
         if (this.role === "observer" && this.newLeaderZxid! > this.commitZxid) this.commitZxid = this.newLeaderZxid!;
         this.applyCommitted();
         break;
       case "proposal":
-        if (this.role !== "participant") {
-          this.stepDown("an observer got a proposal");
+      case "inform": {
+        // A follower gets proposals (the commit follows); an observer informs, committed already.
+        const committed = message.type === "inform";
+        if (committed !== (this.role === "observer")) {
+          this.stepDown(committed ? "a follower got an inform" : "an observer got a proposal");
           break;
         }
-        this.onLeaderTxn(message.zxid, message.record, false);
+        this.onLeaderTxn(message.zxid, message.record, committed);
         break;
-      case "inform":
-        if (this.role !== "observer") {
-          this.stepDown("a follower got an inform");
-          break;
-        }
-        this.onLeaderTxn(message.zxid, message.record, true);
-        break;
+      }
       case "commit":
         if (this.role !== "participant" || this.newLeaderZxid === undefined || !isZxid(message.zxid) || message.zxid > this.lastLoggedZxid) {
           this.stepDown(`unexpected commit of ${message.zxid}`);
@@ -273,18 +231,14 @@ export class Learner {
         this.send({ type: "ping", touches: this.takeTouches() });
         break;
       case "syncDone":
-        if (this.phaseNow !== "broadcast") {
-          this.stepDown("syncDone before upToDate");
-          break;
-        }
-        this.out.syncsDone.push({ syncId: message.syncId, zxid: message.zxid });
-        break;
       case "revalidated":
+        // Answers to what we only ask while serving.
         if (this.phaseNow !== "broadcast") {
-          this.stepDown("revalidated before upToDate");
+          this.stepDown(`${message.type} before upToDate`);
           break;
         }
-        this.out.revalidated.push({ sessionId: message.sessionId, valid: message.valid });
+        if (message.type === "syncDone") this.out.syncsDone.push({ syncId: message.syncId, zxid: message.zxid });
+        else this.out.revalidated.push({ sessionId: message.sessionId, valid: message.valid });
         break;
       default:
         this.stepDown(`the leader sent a learner's message (${message.type})`);
@@ -302,9 +256,8 @@ export class Learner {
     }
     this.leaderEpoch = newEpoch;
     if (newEpoch > this.acceptedEpoch) {
-      this.acceptedEpoch = newEpoch;
       this.awaitingAcceptedEpoch = newEpoch;
-      this.out.persist.push({ kind: "acceptedEpoch", epoch: newEpoch });
+      this.acceptEpoch(newEpoch);
       return;
     }
     this.sendAckEpoch();
@@ -312,8 +265,7 @@ export class Learner {
 
   private sendAckEpoch(): void {
     this.ackEpochSent = true;
-    this.phaseNow = "synchronization";
-    this.out.events.push({ event: "phase", phase: "synchronization", epoch: this.leaderEpoch! });
+    this.enterPhase("synchronization");
     this.send({ type: "ackEpoch", currentEpoch: this.currentEpoch, lastZxid: this.lastLoggedZxid });
   }
 
@@ -397,8 +349,7 @@ export class Learner {
       this.stepDown(`txn ${zxid} before newLeader`);
       return;
     }
-    const epoch = this.leaderEpoch!;
-    const expected = epochOf(this.lastLoggedZxid) === epoch ? this.lastLoggedZxid + 1 : makeZxid(epoch, 1);
+    const expected = nextZxidInEpoch(this.leaderEpoch!, this.lastLoggedZxid);
     if (zxid !== expected) {
       this.stepDown(`txn ${zxid} from the leader, expected ${expected}`);
       return;
@@ -425,7 +376,7 @@ export class Learner {
     return true;
   }
 
-  private onEpochDurable(which: "accepted" | "current", epoch: number): void {
+  protected onEpochDurable(which: "accepted" | "current", epoch: number): void {
     if (which === "accepted") {
       assert(epoch === this.awaitingAcceptedEpoch, "acceptedEpoch durable answers our persist");
       this.awaitingAcceptedEpoch = undefined;
@@ -438,8 +389,7 @@ export class Learner {
     }
   }
 
-  private onTick(nowMs: number): void {
-    this.nowMs = Math.max(this.nowMs, nowMs);
+  protected onTick(): void {
     const limitMs = this.phaseNow === "broadcast" ? this.options.syncLimitMs : this.options.initLimitMs;
     if (this.nowMs - this.lastHeardMs > limitMs) this.stepDown(`nothing from leader ${this.leaderId} for more than ${limitMs} ms`);
   }
@@ -447,7 +397,7 @@ export class Learner {
   // ---- durability-gated effects
 
   /** Something became durable: the newLeader ack, proposal acks and applies may now go out. */
-  private afterDurable(): void {
+  protected afterDurable(): void {
     if (this.newLeaderZxid === undefined) return;
     if (!this.newLeaderAcked) {
       const ready =
@@ -497,24 +447,7 @@ export class Learner {
 
   // ---- plumbing
 
-  private stepDown(reason: string): void {
-    this.stopped = true;
-    this.out.stepDown = { reason };
-    this.out.events.push({ event: "stepDown", reason });
-  }
-
   private send(message: QuorumMessage): void {
     this.out.send.push({ to: this.leaderId, message });
-  }
-
-  private begin(): void {
-    this.out = emptyReady(this.serving);
-  }
-
-  private finish(): ZabReady {
-    const out = this.out;
-    out.serving = this.serving;
-    this.out = SPENT_READY;
-    return out;
   }
 }
