@@ -5,7 +5,7 @@
  */
 import { limits } from "../common/constants.js";
 import { ByteReader, ByteWriter } from "../store/bytes.js";
-import { readAclList, writeAclList } from "../store/txn-codec.js";
+import { readAclList, readId, writeAclList, writeId, writePathAndData } from "../store/txn-codec.js";
 import { CREATE_MODE_FLAGS, type CreateMode, type Id } from "../store/types.js";
 import type { CreateRequest, MultiOpRequest, WriteRequest } from "./requests.js";
 
@@ -29,10 +29,7 @@ export function encodeForwardedRequest(request: ForwardedRequest, authInfo: read
   if (authInfo.length > 0) {
     w.writeUint8(TAG.authInfo);
     w.writeVarUint(authInfo.length);
-    for (const id of authInfo) {
-      w.writeString(id.scheme);
-      w.writeString(id.id);
-    }
+    for (const id of authInfo) writeId(w, id);
   }
   if ("zooKeeperChecks" in request && request.zooKeeperChecks === true) w.writeUint8(TAG.zooKeeperChecks);
   writeRequest(w, request);
@@ -48,7 +45,7 @@ export function decodeForwardedRequest(bytes: Uint8Array): { request: ForwardedR
   if (tag === TAG.authInfo) {
     const count = r.readVarUintMax(limits.authIdsPerConnectionMax, "forwarded id count");
     const ids: Id[] = [];
-    for (let i = 0; i < count; i++) ids.push({ scheme: r.readString(), id: r.readString() });
+    for (let i = 0; i < count; i++) ids.push(readId(r));
     authInfo = ids;
     tag = r.readUint8();
   }
@@ -70,8 +67,7 @@ function writeRequest(w: ByteWriter, request: ForwardedRequest | MultiOpRequest)
   switch (request.op) {
     case "create":
       w.writeUint8(TAG.create);
-      w.writeString(request.path);
-      w.writeNullableBytes(request.data);
+      writePathAndData(w, request.path, request.data);
       writeAclList(w, request.acl);
       w.writeUint8(CREATE_MODE_FLAGS[request.mode]);
       w.writeVarUint(request.ttlMs);
@@ -83,8 +79,7 @@ function writeRequest(w: ByteWriter, request: ForwardedRequest | MultiOpRequest)
       return;
     case "setData":
       w.writeUint8(TAG.setData);
-      w.writeString(request.path);
-      w.writeNullableBytes(request.data);
+      writePathAndData(w, request.path, request.data);
       w.writeVarInt(request.version);
       return;
     case "setAcl":

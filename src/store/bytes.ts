@@ -133,28 +133,18 @@ export class ByteWriter {
   /** LEB128 varint of a non-negative safe integer (1 byte below 128, at most 8). */
   writeVarUint(value: number): void {
     if (this.pos + 8 > this.buf.length) this.grow(8);
+    if (value >>> 0 !== value) {
+      if (!(Number.isSafeInteger(value) && value >= 0)) assert(false, `varuint out of range: ${value}`);
+      // Above 2^32 (zxids, times): bitwise operators stop at 32 bits, so the halves are shifted instead.
+      const low = value >>> 0;
+      this.writeVarUintHalves(low, (value - low) / TWO_POW_32);
+      return;
+    }
     const buf = this.buf;
     let pos = this.pos;
-    if (value >>> 0 === value) {
-      while (value > 0x7f) {
-        buf[pos++] = (value & 0x7f) | 0x80;
-        value >>>= 7;
-      }
-    } else {
-      if (!(Number.isSafeInteger(value) && value >= 0)) assert(false, `varuint out of range: ${value}`);
-      // Above 2^32 (zxids, times): split into 32-bit halves and shift those.
-      let low = value >>> 0;
-      let high = (value - low) / TWO_POW_32;
-      while (high > 0) {
-        buf[pos++] = (low & 0x7f) | 0x80;
-        low = ((low >>> 7) | (high << 25)) >>> 0;
-        high >>>= 7;
-      }
-      while (low > 0x7f) {
-        buf[pos++] = (low & 0x7f) | 0x80;
-        low >>>= 7;
-      }
-      value = low;
+    while (value > 0x7f) {
+      buf[pos++] = (value & 0x7f) | 0x80;
+      value >>>= 7;
     }
     buf[pos++] = value;
     this.pos = pos;
@@ -184,22 +174,8 @@ export class ByteWriter {
       this.writeVarUint(Number(zigzag));
       return;
     }
-    let low = Number(zigzag & 0xffffffffn);
-    let high = Number(zigzag >> 32n);
     this.ensure(10);
-    const buf = this.buf;
-    let pos = this.pos;
-    while (high > 0) {
-      buf[pos++] = (low & 0x7f) | 0x80;
-      low = ((low >>> 7) | (high << 25)) >>> 0;
-      high >>>= 7;
-    }
-    while (low > 0x7f) {
-      buf[pos++] = (low & 0x7f) | 0x80;
-      low >>>= 7;
-    }
-    buf[pos++] = low;
-    this.pos = pos;
+    this.writeVarUintHalves(Number(zigzag & 0xffffffffn), Number(zigzag >> 32n));
   }
 
   /** Bytes as they are, no length. */
@@ -252,6 +228,23 @@ export class ByteWriter {
     buf[offset + 1] = value >>> 16;
     buf[offset + 2] = value >>> 8;
     buf[offset + 3] = value;
+  }
+
+  /** LEB128 of `high` * 2^32 + `low` (both uint32), for callers that ensured room for it. */
+  private writeVarUintHalves(low: number, high: number): void {
+    const buf = this.buf;
+    let pos = this.pos;
+    while (high > 0) {
+      buf[pos++] = (low & 0x7f) | 0x80;
+      low = ((low >>> 7) | (high << 25)) >>> 0;
+      high >>>= 7;
+    }
+    while (low > 0x7f) {
+      buf[pos++] = (low & 0x7f) | 0x80;
+      low >>>= 7;
+    }
+    buf[pos++] = low;
+    this.pos = pos;
   }
 
   private writeUint32Bits(value: number): void {

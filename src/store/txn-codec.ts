@@ -22,7 +22,7 @@
 import { assert } from "../common/assert.js";
 import { ZkError } from "../common/errors.js";
 import { ByteReader, ByteWriter } from "./bytes.js";
-import type { Acl, CheckTxn, CreateTxn, DeleteTxn, ErrorTxn, MultiTxn, SetDataTxn, Txn, TxnBody, TxnHeader } from "./types.js";
+import type { Acl, CheckTxn, CreateTxn, DeleteTxn, ErrorTxn, Id, MultiTxn, SetDataTxn, Txn, TxnBody, TxnHeader } from "./types.js";
 import { OPEN_ACL_UNSAFE, Perms, PERSISTENT_OWNER } from "./types.js";
 
 export const TXN_FORMAT_VERSION = 1;
@@ -173,8 +173,7 @@ function writeOp(w: ByteWriter, op: MultiOp): void {
   switch (op.type) {
     case "create":
       w.writeUint8(TxnOpCode.create);
-      w.writeString(op.path);
-      w.writeNullableBytes(op.data);
+      writePathAndData(w, op.path, op.data);
       writeAclList(w, op.acl);
       if (op.ephemeralOwner === PERSISTENT_OWNER) {
         w.writeUint8(0);
@@ -190,8 +189,7 @@ function writeOp(w: ByteWriter, op: MultiOp): void {
       return;
     case "setData":
       w.writeUint8(TxnOpCode.setData);
-      w.writeString(op.path);
-      w.writeNullableBytes(op.data);
+      writePathAndData(w, op.path, op.data);
       w.writeVarInt32(op.version);
       return;
     case "check":
@@ -260,8 +258,7 @@ export function writeAclList(w: ByteWriter, acl: readonly Acl[]): void {
   w.writeVarUint(acl.length + 1);
   for (const entry of acl) {
     w.writeVarInt32(entry.perms);
-    w.writeString(entry.id.scheme);
-    w.writeString(entry.id.id);
+    writeId(w, entry.id);
   }
 }
 
@@ -273,10 +270,29 @@ export function readAclList(r: ByteReader): Acl[] {
   const acl: Acl[] = [];
   for (let i = 1; i < tag; i++) {
     const perms = r.readVarInt32();
-    const scheme = r.readString();
-    acl.push({ perms, id: { scheme, id: r.readString() } });
+    acl.push({ perms, id: readId(r) });
   }
   return acl;
+}
+
+/** An id (an ACL entry's, or one a connection is authenticated as): string scheme, string id. */
+export function writeId(w: ByteWriter, id: Id): void {
+  w.writeString(id.scheme);
+  w.writeString(id.id);
+}
+
+export function readId(r: ByteReader): Id {
+  const scheme = r.readString();
+  return { scheme, id: r.readString() };
+}
+
+/**
+ * An op's path then its data, in every op that carries data (txns and forwarded requests alike).
+ * Readers read the two inline: returning both would allocate per op.
+ */
+export function writePathAndData(w: ByteWriter, path: string, data: Uint8Array): void {
+  w.writeString(path);
+  w.writeNullableBytes(data);
 }
 
 /** For callers that catch codec failures among others. */
