@@ -64,8 +64,11 @@ export function struct<S extends Shape>(shape: S): JuteCodec<RecordOf<S>> {
   };
 }
 
+/** Shared, so that a bodiless record or multi result costs no allocation of its own. */
+const NO_FIELDS: Record<never, never> = Object.freeze({});
+
 /** A record with no fields on the wire (ping, closeSession, whoAmI requests; delete's reply). */
-export const empty: JuteCodec<Record<string, never>> = { write: () => {}, read: () => ({}), minBytes: 0 };
+export const empty: JuteCodec<Record<never, never>> = { write: () => {}, read: () => NO_FIELDS, minBytes: 0 };
 
 // ---- encode / decode ------------------------------------------------------------------------
 
@@ -166,6 +169,9 @@ export type Stat = ValueOf<typeof Stat>;
 export const ClientInfo = struct({ authScheme: ustring, user: ustring });
 export type ClientInfo = ValueOf<typeof ClientInfo>;
 
+const ustrings = vector(ustring);
+const acls = vector(ACL);
+
 // ---- connect --------------------------------------------------------------------------------
 
 /** A trailing boolean that old clients leave out: undefined when absent, and then not written. */
@@ -211,22 +217,14 @@ export type MultiHeader = ValueOf<typeof MultiHeader>;
 export const AuthPacket = struct({ type: int, scheme: ustring, auth: buffer });
 export type AuthPacket = ValueOf<typeof AuthPacket>;
 
-export const SetWatches = struct({
-  relativeZxid: long,
-  dataWatches: vector(ustring),
-  existWatches: vector(ustring),
-  childWatches: vector(ustring),
-});
-export type SetWatches = ValueOf<typeof SetWatches>;
+// ZooKeeper made SetWatches2 and CreateTTLRequest by appending fields to SetWatches and
+// CreateRequest; spreading the older field list keeps the wire order.
+const SET_WATCHES_FIELDS = { relativeZxid: long, dataWatches: ustrings, existWatches: ustrings, childWatches: ustrings };
+const CREATE_FIELDS = { path: ustring, data: buffer, acl: acls, flags: int };
 
-export const SetWatches2 = struct({
-  relativeZxid: long,
-  dataWatches: vector(ustring),
-  existWatches: vector(ustring),
-  childWatches: vector(ustring),
-  persistentWatches: vector(ustring),
-  persistentRecursiveWatches: vector(ustring),
-});
+export const SetWatches = struct(SET_WATCHES_FIELDS);
+export type SetWatches = ValueOf<typeof SetWatches>;
+export const SetWatches2 = struct({ ...SET_WATCHES_FIELDS, persistentWatches: ustrings, persistentRecursiveWatches: ustrings });
 export type SetWatches2 = ValueOf<typeof SetWatches2>;
 
 export const GetDataRequest = struct({ path: ustring, watch: bool });
@@ -237,9 +235,9 @@ export const ReconfigRequest = struct({ joiningServers: ustring, leavingServers:
 export type ReconfigRequest = ValueOf<typeof ReconfigRequest>;
 export const SetDataResponse = struct({ stat: Stat });
 export type SetDataResponse = ValueOf<typeof SetDataResponse>;
-export const CreateRequest = struct({ path: ustring, data: buffer, acl: vector(ACL), flags: int });
+export const CreateRequest = struct(CREATE_FIELDS);
 export type CreateRequest = ValueOf<typeof CreateRequest>;
-export const CreateTTLRequest = struct({ path: ustring, data: buffer, acl: vector(ACL), flags: int, ttl: long });
+export const CreateTTLRequest = struct({ ...CREATE_FIELDS, ttl: long });
 export type CreateTTLRequest = ValueOf<typeof CreateTTLRequest>;
 export const DeleteRequest = struct({ path: ustring, version: int });
 export type DeleteRequest = ValueOf<typeof DeleteRequest>;
@@ -257,7 +255,7 @@ export const SyncResponse = struct({ path: ustring });
 export type SyncResponse = ValueOf<typeof SyncResponse>;
 export const GetACLRequest = struct({ path: ustring });
 export type GetACLRequest = ValueOf<typeof GetACLRequest>;
-export const SetACLRequest = struct({ path: ustring, acl: vector(ACL), version: int });
+export const SetACLRequest = struct({ path: ustring, acl: acls, version: int });
 export type SetACLRequest = ValueOf<typeof SetACLRequest>;
 export const SetACLResponse = struct({ stat: Stat });
 export type SetACLResponse = ValueOf<typeof SetACLResponse>;
@@ -277,13 +275,13 @@ export const ExistsResponse = struct({ stat: Stat });
 export type ExistsResponse = ValueOf<typeof ExistsResponse>;
 export const GetDataResponse = struct({ data: buffer, stat: Stat });
 export type GetDataResponse = ValueOf<typeof GetDataResponse>;
-export const GetChildrenResponse = struct({ children: vector(ustring) });
+export const GetChildrenResponse = struct({ children: ustrings });
 export type GetChildrenResponse = ValueOf<typeof GetChildrenResponse>;
 export const GetAllChildrenNumberResponse = struct({ totalNumber: int });
 export type GetAllChildrenNumberResponse = ValueOf<typeof GetAllChildrenNumberResponse>;
-export const GetChildren2Response = struct({ children: vector(ustring), stat: Stat });
+export const GetChildren2Response = struct({ children: ustrings, stat: Stat });
 export type GetChildren2Response = ValueOf<typeof GetChildren2Response>;
-export const GetACLResponse = struct({ acl: vector(ACL), stat: Stat });
+export const GetACLResponse = struct({ acl: acls, stat: Stat });
 export type GetACLResponse = ValueOf<typeof GetACLResponse>;
 export const CheckWatchesRequest = struct({ path: ustring, type: int });
 export type CheckWatchesRequest = ValueOf<typeof CheckWatchesRequest>;
@@ -291,7 +289,7 @@ export const RemoveWatchesRequest = struct({ path: ustring, type: int });
 export type RemoveWatchesRequest = ValueOf<typeof RemoveWatchesRequest>;
 export const GetEphemeralsRequest = struct({ prefixPath: ustring });
 export type GetEphemeralsRequest = ValueOf<typeof GetEphemeralsRequest>;
-export const GetEphemeralsResponse = struct({ ephemerals: vector(ustring) });
+export const GetEphemeralsResponse = struct({ ephemerals: ustrings });
 export type GetEphemeralsResponse = ValueOf<typeof GetEphemeralsResponse>;
 export const WhoAmIResponse = struct({ clientInfo: vector(ClientInfo) });
 export type WhoAmIResponse = ValueOf<typeof WhoAmIResponse>;
@@ -316,217 +314,145 @@ export type DeleteContainerRequest = ValueOf<typeof DeleteContainerRequest>;
 
 // ---- multi ----------------------------------------------------------------------------------
 
-/** One op of a multi or multiRead, as MultiOperationRecord accepts them in 3.8. */
-export type MultiOp =
-  | { type: typeof OpCode.create | typeof OpCode.create2 | typeof OpCode.createContainer; request: CreateRequest }
-  | { type: typeof OpCode.createTTL; request: CreateTTLRequest }
-  | { type: typeof OpCode.delete; request: DeleteRequest }
-  | { type: typeof OpCode.setData; request: SetDataRequest }
-  | { type: typeof OpCode.check; request: CheckVersionRequest }
-  | { type: typeof OpCode.getChildren; request: GetChildrenRequest }
-  | { type: typeof OpCode.getData; request: GetDataRequest };
+/** So that a MultiResult shows as one object type, not as an intersection. */
+type Flat<T> = { [K in keyof T]: T[K] };
 
-function multiOpCodec(type: number): JuteCodec<MultiOp["request"]> {
-  switch (type) {
-    case OpCode.create:
-    case OpCode.create2:
-    case OpCode.createContainer:
-      return CreateRequest;
-    case OpCode.createTTL:
-      return CreateTTLRequest;
-    case OpCode.delete:
-      return DeleteRequest;
-    case OpCode.setData:
-      return SetDataRequest;
-    case OpCode.check:
-      return CheckVersionRequest;
-    case OpCode.getChildren:
-      return GetChildrenRequest;
-    case OpCode.getData:
-      return GetDataRequest;
-    default:
-      throw new JuteError("unknown-type", `multi op type ${type}`);
-  }
+/** Codecs by opcode: built once, so a lookup on the request path allocates nothing. */
+function byOpCode<C>(table: Readonly<Record<number, C>>): ReadonlyMap<number, C> {
+  return new Map(Object.entries(table).map(([type, codec]) => [Number(type), codec]));
+}
+
+/** The body codec for a header's type; an unknown type is a JuteError("unknown-type"). */
+function codecOf<C>(table: ReadonlyMap<number, C>, type: number, what: string): C {
+  const codec = table.get(type);
+  if (codec === undefined) throw new JuteError("unknown-type", `${what} type ${type}`);
+  return codec;
 }
 
 const MULTI_END: MultiHeader = { type: -1, done: true, err: -1 };
 
 /**
- * MultiOperationRecord: per op a MultiHeader(type, done=false, err=-1) and the op's request
- * record, then MultiHeader(-1, done=true, -1). Decoding stops at the first header with done set,
- * whatever its type and err (as ZooKeeper does).
+ * The items of MultiOperationRecord and MultiResponse: each writes its own MultiHeader(type,
+ * done=false, err) and body; then MultiHeader(-1, done=true, -1). Reading stops at the first
+ * header with done set, whatever its type and err (as ZooKeeper does).
  */
-export const MultiRequest: JuteCodec<{ ops: MultiOp[] }> = {
-  write(writer, value) {
-    for (const op of value.ops) {
-      MultiHeader.write(writer, { type: op.type, done: false, err: -1 });
-      multiOpCodec(op.type).write(writer, op.request);
-    }
-    MultiHeader.write(writer, MULTI_END);
-  },
-  read(reader) {
-    const ops: MultiOp[] = [];
-    for (let header = MultiHeader.read(reader); !header.done; header = MultiHeader.read(reader)) {
-      ops.push({ type: header.type, request: multiOpCodec(header.type).read(reader) } as MultiOp);
-    }
-    return { ops };
-  },
-  minBytes: MultiHeader.minBytes,
+function multiItems<T>(writeItem: (writer: JuteWriter, item: T) => void, readItem: (reader: JuteReader, type: number) => T): JuteCodec<T[]> {
+  return {
+    write(writer, items) {
+      for (const item of items) writeItem(writer, item);
+      MultiHeader.write(writer, MULTI_END);
+    },
+    read(reader) {
+      const items: T[] = [];
+      for (let header = MultiHeader.read(reader); !header.done; header = MultiHeader.read(reader)) items.push(readItem(reader, header.type));
+      return items;
+    },
+    minBytes: MultiHeader.minBytes,
+  };
+}
+
+/**
+ * The ops MultiOperationRecord accepts in 3.8, by type, each carrying the same record as its
+ * standalone request (requestBodyCodec starts from this table).
+ */
+const MULTI_OP_REQUESTS = {
+  [OpCode.create]: CreateRequest,
+  [OpCode.create2]: CreateRequest,
+  [OpCode.createContainer]: CreateRequest,
+  [OpCode.createTTL]: CreateTTLRequest,
+  [OpCode.delete]: DeleteRequest,
+  [OpCode.setData]: SetDataRequest,
+  [OpCode.check]: CheckVersionRequest,
+  [OpCode.getChildren]: GetChildrenRequest,
+  [OpCode.getData]: GetDataRequest,
 };
+type MultiOpRequests = typeof MULTI_OP_REQUESTS;
+const MULTI_OP_CODECS = byOpCode<JuteCodec<MultiOp["request"]>>(MULTI_OP_REQUESTS);
+
+/** One op of a multi or multiRead. */
+export type MultiOp = { [K in keyof MultiOpRequests]: { type: K; request: ValueOf<MultiOpRequests[K]> } }[keyof MultiOpRequests];
+
+/** MultiOperationRecord: per op a MultiHeader(type, done=false, err=-1) and the op's request record. */
+export const MultiRequest = struct({
+  ops: multiItems<MultiOp>(
+    (writer, op) => {
+      MultiHeader.write(writer, { type: op.type, done: false, err: -1 });
+      codecOf(MULTI_OP_CODECS, op.type, "multi op").write(writer, op.request);
+    },
+    (reader, type) => ({ type, request: codecOf(MULTI_OP_CODECS, type, "multi op").read(reader) }) as MultiOp,
+  ),
+});
 export type MultiRequest = ValueOf<typeof MultiRequest>;
 
-/** One result of a multi or multiRead, as MultiResponse carries them in 3.8. */
-export type MultiResult =
-  | { type: typeof OpCode.create; path: string | null }
-  | { type: typeof OpCode.create2; path: string | null; stat: Stat }
-  | { type: typeof OpCode.delete }
-  | { type: typeof OpCode.setData; stat: Stat }
-  | { type: typeof OpCode.check }
-  | { type: typeof OpCode.getChildren; children: (string | null)[] | null }
-  | { type: typeof OpCode.getData; data: Uint8Array | null; stat: Stat }
-  | { type: typeof OpCode.error; err: number };
+/** The body after a MultiResponse header, by result type: none for delete and check. */
+const MULTI_RESULT_BODIES = {
+  [OpCode.create]: CreateResponse,
+  [OpCode.create2]: Create2Response,
+  [OpCode.delete]: empty,
+  [OpCode.setData]: SetDataResponse,
+  [OpCode.check]: empty,
+  [OpCode.getChildren]: GetChildrenResponse,
+  [OpCode.getData]: GetDataResponse,
+  [OpCode.error]: ErrorResponse,
+};
+type MultiResultBodies = typeof MULTI_RESULT_BODIES;
+const MULTI_RESULT_CODECS = byOpCode<JuteCodec<object>>(MULTI_RESULT_BODIES);
+
+/** One result of a multi or multiRead: its type and its body's fields, side by side. */
+export type MultiResult = { [K in keyof MultiResultBodies]: Flat<{ type: K } & ValueOf<MultiResultBodies[K]>> }[keyof MultiResultBodies];
 
 /**
  * MultiResponse: per result a MultiHeader(type, done=false, err) — err is the error code for an
- * ErrorResult and 0 otherwise — then the result's body (none for delete and check; ErrorResponse
- * for an error), then MultiHeader(-1, done=true, -1). A failed 3.8 multi answers with one
- * ErrorResult per op: 0 for the ops before the failing one, its code, then
- * RUNTIMEINCONSISTENCY (-2) for the rest; that list is the server's to build.
+ * ErrorResult and 0 otherwise — then the result's body. A failed 3.8 multi answers with one
+ * ErrorResult per op: 0 for the ops before the failing one, its code, then RUNTIMEINCONSISTENCY
+ * (-2) for the rest; that list is the server's to build.
  */
-export const MultiResponse: JuteCodec<{ results: MultiResult[] }> = {
-  write(writer, value) {
-    for (const result of value.results) {
+export const MultiResponse = struct({
+  results: multiItems<MultiResult>(
+    (writer, result) => {
       MultiHeader.write(writer, { type: result.type, done: false, err: result.type === OpCode.error ? result.err : 0 });
-      switch (result.type) {
-        case OpCode.create:
-          CreateResponse.write(writer, { path: result.path });
-          break;
-        case OpCode.create2:
-          Create2Response.write(writer, { path: result.path, stat: result.stat });
-          break;
-        case OpCode.delete:
-        case OpCode.check:
-          break;
-        case OpCode.setData:
-          SetDataResponse.write(writer, { stat: result.stat });
-          break;
-        case OpCode.getChildren:
-          GetChildrenResponse.write(writer, { children: result.children });
-          break;
-        case OpCode.getData:
-          GetDataResponse.write(writer, { data: result.data, stat: result.stat });
-          break;
-        case OpCode.error:
-          ErrorResponse.write(writer, { err: result.err });
-          break;
-      }
-    }
-    MultiHeader.write(writer, MULTI_END);
-  },
-  read(reader) {
-    const results: MultiResult[] = [];
-    for (let header = MultiHeader.read(reader); !header.done; header = MultiHeader.read(reader)) {
-      switch (header.type) {
-        case OpCode.create:
-          results.push({ type: OpCode.create, ...CreateResponse.read(reader) });
-          break;
-        case OpCode.create2:
-          results.push({ type: OpCode.create2, ...Create2Response.read(reader) });
-          break;
-        case OpCode.delete:
-          results.push({ type: OpCode.delete });
-          break;
-        case OpCode.check:
-          results.push({ type: OpCode.check });
-          break;
-        case OpCode.setData:
-          results.push({ type: OpCode.setData, ...SetDataResponse.read(reader) });
-          break;
-        case OpCode.getChildren:
-          results.push({ type: OpCode.getChildren, ...GetChildrenResponse.read(reader) });
-          break;
-        case OpCode.getData:
-          results.push({ type: OpCode.getData, ...GetDataResponse.read(reader) });
-          break;
-        case OpCode.error:
-          results.push({ type: OpCode.error, ...ErrorResponse.read(reader) });
-          break;
-        default:
-          throw new JuteError("unknown-type", `multi result type ${header.type}`);
-      }
-    }
-    return { results };
-  },
-  minBytes: MultiHeader.minBytes,
-};
+      // The body codec writes only its own fields, so the result goes as it is, without a copy.
+      codecOf(MULTI_RESULT_CODECS, result.type, "multi result").write(writer, result);
+    },
+    (reader, type) => ({ type, ...codecOf(MULTI_RESULT_CODECS, type, "multi result").read(reader) }) as MultiResult,
+  ),
+});
 export type MultiResponse = ValueOf<typeof MultiResponse>;
 
 // ---- which record follows which header ------------------------------------------------------
 
 /**
- * The request body after a RequestHeader of this type, or undefined for a type ZooKeeper 3.8
- * clients do not send (createSession, error, notification). `empty` = no body.
+ * The request body after a RequestHeader, by type; ZooKeeper 3.8 clients send no other types
+ * (createSession, error, notification). `empty` = no body.
  */
+const REQUEST_BODIES = byOpCode<JuteCodec<unknown>>({
+  ...MULTI_OP_REQUESTS,
+  [OpCode.deleteContainer]: DeleteContainerRequest,
+  [OpCode.exists]: ExistsRequest,
+  [OpCode.getACL]: GetACLRequest,
+  [OpCode.setACL]: SetACLRequest,
+  [OpCode.getChildren2]: GetChildren2Request,
+  [OpCode.sync]: SyncRequest,
+  [OpCode.multi]: MultiRequest,
+  [OpCode.multiRead]: MultiRequest,
+  [OpCode.reconfig]: ReconfigRequest,
+  [OpCode.checkWatches]: CheckWatchesRequest,
+  [OpCode.removeWatches]: RemoveWatchesRequest,
+  [OpCode.addWatch]: AddWatchRequest,
+  [OpCode.auth]: AuthPacket,
+  [OpCode.setWatches]: SetWatches,
+  [OpCode.setWatches2]: SetWatches2,
+  [OpCode.getEphemerals]: GetEphemeralsRequest,
+  [OpCode.getAllChildrenNumber]: GetAllChildrenNumberRequest,
+  [OpCode.sasl]: GetSASLRequest,
+  [OpCode.ping]: empty,
+  [OpCode.whoAmI]: empty,
+  [OpCode.closeSession]: empty,
+});
+
+/** The request body after a RequestHeader of this type, or undefined for a type 3.8 clients do not send. */
 export function requestBodyCodec(type: number): JuteCodec<unknown> | undefined {
-  switch (type) {
-    case OpCode.create:
-    case OpCode.create2:
-    case OpCode.createContainer:
-      return CreateRequest;
-    case OpCode.createTTL:
-      return CreateTTLRequest;
-    case OpCode.delete:
-      return DeleteRequest;
-    case OpCode.deleteContainer:
-      return DeleteContainerRequest;
-    case OpCode.exists:
-      return ExistsRequest;
-    case OpCode.getData:
-      return GetDataRequest;
-    case OpCode.setData:
-      return SetDataRequest;
-    case OpCode.getACL:
-      return GetACLRequest;
-    case OpCode.setACL:
-      return SetACLRequest;
-    case OpCode.getChildren:
-      return GetChildrenRequest;
-    case OpCode.getChildren2:
-      return GetChildren2Request;
-    case OpCode.sync:
-      return SyncRequest;
-    case OpCode.check:
-      return CheckVersionRequest;
-    case OpCode.multi:
-    case OpCode.multiRead:
-      return MultiRequest;
-    case OpCode.reconfig:
-      return ReconfigRequest;
-    case OpCode.checkWatches:
-      return CheckWatchesRequest;
-    case OpCode.removeWatches:
-      return RemoveWatchesRequest;
-    case OpCode.addWatch:
-      return AddWatchRequest;
-    case OpCode.auth:
-      return AuthPacket;
-    case OpCode.setWatches:
-      return SetWatches;
-    case OpCode.setWatches2:
-      return SetWatches2;
-    case OpCode.getEphemerals:
-      return GetEphemeralsRequest;
-    case OpCode.getAllChildrenNumber:
-      return GetAllChildrenNumberRequest;
-    case OpCode.sasl:
-      return GetSASLRequest;
-    case OpCode.ping:
-    case OpCode.whoAmI:
-    case OpCode.closeSession:
-      return empty;
-    default:
-      return undefined;
-  }
+  return REQUEST_BODIES.get(type);
 }
 
 /** A client request frame: RequestHeader then the body its type calls for. */
@@ -539,9 +465,7 @@ export interface DecodedRequest {
 export function decodeRequest(bytes: Uint8Array, options: DecodeOptions = {}): DecodedRequest {
   const reader = new JuteReader(bytes, options);
   const header = RequestHeader.read(reader);
-  const codec = requestBodyCodec(header.type);
-  if (codec === undefined) throw new JuteError("unknown-type", `request type ${header.type}`);
-  const body = codec.read(reader);
+  const body = codecOf(REQUEST_BODIES, header.type, "request").read(reader);
   if (options.trailing === "reject") reader.expectEnd("request");
   return { header, body };
 }
