@@ -109,18 +109,12 @@ export class WatchManager {
         return this.removeModes(this.childByPath, "child", path, watcher, STANDARD);
       case "data":
         return this.removeModes(this.dataByPath, "data", path, watcher, STANDARD);
-      case "persistent": {
-        const child = this.removeModes(this.childByPath, "child", path, watcher, PERSISTENT);
-        const data = this.removeModes(this.dataByPath, "data", path, watcher, PERSISTENT);
-        return child || data;
-      }
+      case "persistent":
+        return this.removeModesFromBoth(path, watcher, PERSISTENT);
       case "persistent-recursive":
         return this.removeModes(this.dataByPath, "data", path, watcher, RECURSIVE);
-      case "any": {
-        const child = this.removeModes(this.childByPath, "child", path, watcher, ALL_MODES);
-        const data = this.removeModes(this.dataByPath, "data", path, watcher, ALL_MODES);
-        return child || data;
-      }
+      case "any":
+        return this.removeModesFromBoth(path, watcher, ALL_MODES);
     }
   }
 
@@ -230,6 +224,13 @@ export class WatchManager {
       watchers.set(watcher, held | mode);
     }
     if (mode === RECURSIVE) this.recursive++;
+  }
+
+  /** Both tables are cleared before answering: a short-circuit `||` would leave the data table's watch armed. */
+  private removeModesFromBoth(path: string, watcher: bigint, modes: number): boolean {
+    const child = this.removeModes(this.childByPath, "child", path, watcher, modes);
+    const data = this.removeModes(this.dataByPath, "data", path, watcher, modes);
+    return child || data;
   }
 
   /** Takes `modes` from the watcher's entry on `path`; returns whether it held any of them. */
