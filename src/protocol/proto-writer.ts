@@ -5,6 +5,8 @@
  * defaults, as the canonical encoding does.
  */
 
+import { varint32Size } from "../common/varint.js";
+
 export const WIRE_VARINT = 0;
 export const WIRE_LEN = 2;
 
@@ -12,14 +14,7 @@ export function tag(field: number, wire: number): number {
   return (field << 3) | wire;
 }
 
-/** Bytes of the varint of an unsigned 32-bit integer. */
-export function varint32Size(value: number): number {
-  if (value < 0x80) return 1;
-  if (value < 0x4000) return 2;
-  if (value < 0x200000) return 3;
-  if (value < 0x10000000) return 4;
-  return 5;
-}
+export { varint32Size };
 
 /** Size of an int32 field's varint: negative values are sign-extended to 10 bytes. */
 export function int32Size(value: number): number {

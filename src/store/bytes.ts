@@ -14,6 +14,7 @@ import { assert } from "../common/assert.js";
 import { ZkError } from "../common/errors.js";
 import { NULL_DATA } from "../common/znode.js";
 import { pooledBytes } from "../common/pooled-bytes.js";
+import { varUintSize } from "../common/varint.js";
 
 /** The length that stands for NULL_DATA: beyond any real length (data is at most a few MiB). */
 const NULL_BYTES_LENGTH = 0xffffffff;
@@ -30,21 +31,6 @@ const int64View = new DataView(int64Scratch.buffer);
 
 const textEncoder = new TextEncoder();
 const textDecoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
-
-/** Bytes a varint of `value` (a non-negative safe integer) takes. */
-export function varUintSize(value: number): number {
-  if (value < 0x80) return 1;
-  if (value < 0x4000) return 2;
-  if (value < 0x200000) return 3;
-  if (value < 0x10000000) return 4;
-  let size = 4;
-  let rest = Math.floor(value / 0x10000000);
-  while (rest > 0) {
-    size++;
-    rest = Math.floor(rest / 128);
-  }
-  return size;
-}
 
 export class ByteWriter {
   private buf: Uint8Array;

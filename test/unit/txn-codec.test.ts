@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import fc from "fast-check";
 import { ZkError } from "../../src/common/errors.js";
-import { ByteReader, ByteWriter, varUintSize } from "../../src/store/bytes.js";
+import { varUintSize } from "../../src/common/varint.js";
+import { ByteReader, ByteWriter } from "../../src/store/bytes.js";
 import { decodeTxn, encodeTxn, readTxn, TXN_FORMAT_VERSION, writeTxn } from "../../src/store/txn-codec.js";
 import {
   CONTAINER_OWNER,

@@ -25,6 +25,7 @@
  * committed log for DIFF — should copy the ones it keeps.
  */
 import { assert, AssertionError } from "../../common/assert.js";
+import { varint32Size, varUintSize } from "../../common/varint.js";
 import type { LearnerRole, LogRecord, QuorumMessage, SessionTouch } from "../../consensus/messages.js";
 import type { Notification, PeerState } from "../../election/types.js";
 
@@ -71,29 +72,9 @@ const PEER_STATE_NUMBER: Record<PeerState, number> = { looking: 0, following: 1,
 // Sizes. Every "field size" includes the one-byte tag (all field numbers used inside messages are
 // below 16) and skips proto3 defaults.
 
-function varint32Size(value: number): number {
-  if (value < 0x80) return 1;
-  if (value < 0x4000) return 2;
-  if (value < 0x200000) return 3;
-  if (value < 0x10000000) return 4;
-  return 5;
-}
-
-/** Varint size of a non-negative safe integer. */
-function uint53Size(value: number): number {
-  if (value < 0x80) return 1;
-  if (value < 0x4000) return 2;
-  if (value < 0x200000) return 3;
-  if (value < 0x10000000) return 4;
-  if (value < 0x800000000) return 5;
-  if (value < 0x40000000000) return 6;
-  if (value < 0x2000000000000) return 7;
-  return 8;
-}
-
 function uint53Field(value: number): number {
   if (!(value >= 0 && value <= Number.MAX_SAFE_INTEGER && Math.floor(value) === value)) assert(false, `not a uint53: ${value}`);
-  return value === 0 ? 0 : 1 + uint53Size(value);
+  return value === 0 ? 0 : 1 + varUintSize(value);
 }
 
 function uint32Field(value: number): number {
