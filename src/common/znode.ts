@@ -39,6 +39,11 @@ export const CREATE_MODE_FLAGS: Readonly<Record<CreateMode, number>> = Object.fr
   "persistent-sequential-with-ttl": 6,
 });
 
+/** Create modes indexed by their wire flag: every codec that reads a flag looks it up here. */
+export const CREATE_MODES_BY_FLAG: readonly CreateMode[] = Object.freeze(
+  (Object.entries(CREATE_MODE_FLAGS) as [CreateMode, number][]).sort((a, b) => a[1] - b[1]).map(([mode]) => mode),
+);
+
 export function isSequentialMode(mode: CreateMode): boolean {
   return mode === "persistent-sequential" || mode === "ephemeral-sequential" || mode === "persistent-sequential-with-ttl";
 }

@@ -24,7 +24,7 @@ import { Client } from "../client/client.js";
 import type { WatchedEvent } from "../client/types.js";
 import { generateDigest } from "../common/digest.js";
 import { ZkError } from "../common/errors.js";
-import type { CreateMode } from "../common/znode.js";
+import { CREATE_MODES_BY_FLAG, type CreateMode } from "../common/znode.js";
 import type { AdminExtension, AdminExtensionContext } from "../server/admin/http-listeners.js";
 import { dataFromInput, hex64, pathFromInput, statJson, versionFromInput, viewOfData } from "./console-data.js";
 
@@ -40,16 +40,6 @@ const SAMPLES_KEPT = 150;
 const OPERATION_TIMEOUT_MS = 10_000;
 const MEMBER_TIMEOUT_MS = 1_500;
 const EVENT_STREAM_PING_MS = 15_000;
-
-const CREATE_MODES: readonly CreateMode[] = [
-  "persistent",
-  "ephemeral",
-  "persistent-sequential",
-  "ephemeral-sequential",
-  "container",
-  "persistent-with-ttl",
-  "persistent-sequential-with-ttl",
-] as CreateMode[];
 
 const STATIC_FILES: Readonly<Record<string, { file: string; type: string }>> = {
   "/console/": { file: "index.html", type: "text/html; charset=utf-8" },
@@ -285,7 +275,7 @@ export class ConsoleService implements AdminExtension {
     const path = pathFromInput(body["path"]);
     const data = dataFromInput(body["data"], body["encoding"]);
     const mode = (body["mode"] ?? "persistent") as CreateMode;
-    if (!CREATE_MODES.includes(mode)) throw new ZkError("BADARGUMENTS", `unknown create mode ${JSON.stringify(body["mode"])}`);
+    if (!CREATE_MODES_BY_FLAG.includes(mode)) throw new ZkError("BADARGUMENTS", `unknown create mode ${JSON.stringify(body["mode"])}`);
     const ttl = body["ttlMs"];
     const options = ttl === undefined || ttl === null || ttl === "" ? { mode } : { mode, ttlMs: Number(ttl) };
     const client = await this.sdk();

@@ -3,10 +3,11 @@
  * `request` message), with the ids the client's connection is authenticated as: the leader's prep
  * checks ACLs with them. Decoding a peer's bytes never throws anything but ZkError MARSHALLINGERROR.
  */
+import { CREATE_MODE_FLAGS, CREATE_MODES_BY_FLAG } from "../common/znode.js";
 import { limits } from "../common/constants.js";
 import { ByteReader, ByteWriter } from "../store/bytes.js";
 import { readAclList, readId, writeAclList, writeId, writePathAndData } from "../store/txn-codec.js";
-import { CREATE_MODE_FLAGS, type CreateMode, type Id } from "../store/types.js";
+import type { Id } from "../store/types.js";
 import type { CreateRequest, MultiOpRequest, WriteRequest } from "./requests.js";
 
 /** What learners forward: client writes, plus the creation of a session opened at the learner. */
@@ -18,9 +19,6 @@ const FORMAT_VERSION = 1;
  * `zooKeeperChecks`, a tag alone, only on a request that sets it (ZooKeeper-door writes).
  */
 const TAG = { create: 1, delete: 2, setData: 3, setAcl: 4, check: 5, multi: 6, close: 7, createSession: 8, authInfo: 9, zooKeeperChecks: 10 } as const;
-const MODES_BY_FLAG = Object.entries(CREATE_MODE_FLAGS)
-  .sort((a, b) => a[1] - b[1])
-  .map(([mode]) => mode as CreateMode);
 const NO_IDS: readonly Id[] = Object.freeze([]);
 
 export function encodeForwardedRequest(request: ForwardedRequest, authInfo: readonly Id[]): Uint8Array {
@@ -119,7 +117,7 @@ function readTaggedRequest(r: ByteReader, tag: number, topLevel: boolean): Forwa
       const path = r.readString();
       const data = r.readNullableBytes();
       const acl = readAclList(r);
-      const mode = MODES_BY_FLAG[r.readUint8()];
+      const mode = CREATE_MODES_BY_FLAG[r.readUint8()];
       if (mode === undefined) throw r.malformed("unknown create mode");
       const request: CreateRequest = { op: "create", path, data, acl, mode, ttlMs: r.readVarUint() };
       return request;

@@ -24,6 +24,7 @@
  * types) turn a request into a `rejected` frame carrying the ZooKeeper error code it is answered
  * with, as before.
  */
+import { CREATE_MODES_BY_FLAG } from "../common/znode.js";
 import { ZkErrorCode } from "../common/errors.js";
 import { limits } from "../common/constants.js";
 import { addWatchModeOf, watcherTypeOf, type WatcherType } from "../common/watch-modes.js";
@@ -51,7 +52,7 @@ import {
   Writer,
 } from "../protocol/proto-writer.js";
 import { decodeUtf8 } from "../protocol/utf8.js";
-import type { Acl, CreateMode, OpResult, Stat, WatchEvent } from "../store/types.js";
+import type { Acl, OpResult, Stat, WatchEvent } from "../store/types.js";
 import type { ClientInfo } from "../replica/acl.js";
 import type { ClientRequest, CreateRequest, MultiOpRequest, MultiReadOpRequest, ReadOpResult, Reply } from "../replica/requests.js";
 
@@ -100,16 +101,6 @@ const TWO_32 = 4294967296;
 const SAFE_HI = 0x200000;
 /** protobufjs's util.recursionLimit. */
 const RECURSION_LIMIT = 100;
-
-const MODES_BY_FLAG: readonly CreateMode[] = [
-  "persistent",
-  "ephemeral",
-  "persistent-sequential",
-  "ephemeral-sequential",
-  "container",
-  "persistent-with-ttl",
-  "persistent-sequential-with-ttl",
-];
 
 const { BADARGUMENTS, INVALIDACL, UNIMPLEMENTED } = ZkErrorCode;
 
@@ -565,7 +556,7 @@ function readCreate(r: Reader, depth: number): CreateRequest | number {
   }
   r.leave(outer);
   // wire-codec's order: mode, TTL, then the ACL.
-  const createMode = MODES_BY_FLAG[mode];
+  const createMode = CREATE_MODES_BY_FLAG[mode];
   if (createMode === undefined || ttlMs < 0) return BADARGUMENTS;
   if (!aclComplete) return INVALIDACL;
   return { op: "create", path, data, acl: acl ?? [], mode: createMode, ttlMs };

@@ -7,22 +7,13 @@
  * client-frame-codec.ts. They stay as the reference model that codec is checked against
  * (proto-loader + these conversions, in test/unit/client-frame-codec.test.ts).
  */
+import { CREATE_MODES_BY_FLAG } from "../common/znode.js";
 import { limits } from "../common/constants.js";
 import { ZkError } from "../common/errors.js";
 import { addWatchModeOf, watcherTypeOf, type WatcherType } from "../common/watch-modes.js";
 import type * as wire from "../protocol/client-wire.js";
-import type { Acl, CreateMode, OpResult, Stat, WatchEvent } from "../store/types.js";
+import type { Acl, OpResult, Stat, WatchEvent } from "../store/types.js";
 import type { ClientRequest, MultiOpRequest, MultiReadOpRequest, ReadOpResult, Reply } from "../replica/requests.js";
-
-const MODES_BY_FLAG: readonly CreateMode[] = [
-  "persistent",
-  "ephemeral",
-  "persistent-sequential",
-  "ephemeral-sequential",
-  "container",
-  "persistent-with-ttl",
-  "persistent-sequential-with-ttl",
-];
 
 const EMPTY = new Uint8Array(0);
 
@@ -86,7 +77,7 @@ export function decodeRequest(request: wire.Request): ClientRequest {
 }
 
 function decodeCreate(create: wire.CreateRequest): ClientRequest & { op: "create" } {
-  const mode = MODES_BY_FLAG[create.mode];
+  const mode = CREATE_MODES_BY_FLAG[create.mode];
   if (mode === undefined) throw new ZkError("BADARGUMENTS", `unknown create mode ${create.mode}`, create.path);
   const ttlMs = Number(create.ttlMs);
   if (!Number.isSafeInteger(ttlMs) || ttlMs < 0) throw new ZkError("BADARGUMENTS", "bad ttl", create.path);

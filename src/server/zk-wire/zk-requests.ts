@@ -11,14 +11,13 @@
  */
 import { ZkErrorCode } from "../../common/errors.js";
 import { addWatchModeOf, watcherTypeOf } from "../../common/watch-modes.js";
-import { CREATE_MODE_FLAGS, isTtlMode, NULL_DATA, type CreateMode } from "../../common/znode.js";
+import { CREATE_MODES_BY_FLAG, isTtlMode, NULL_DATA } from "../../common/znode.js";
 import type { Acl, OpResult, Stat } from "../../store/types.js";
 import type { ClientRequest, CreateRequest, MultiOpRequest, MultiReadOpRequest, ReadOpResult, Reply } from "../../replica/requests.js";
 import * as jute from "./records.js";
 import { OpCode } from "./records.js";
 
 const EMPTY = new Uint8Array(0);
-const MODES_BY_FLAG = new Map<number, CreateMode>((Object.entries(CREATE_MODE_FLAGS) as [CreateMode, number][]).map(([mode, flag]) => [flag, mode]));
 
 /**
  * What a request frame asks for; or the code ZooKeeper answers it with without running it (in its
@@ -188,7 +187,7 @@ export function toClientRequest(type: number, body: unknown): ZkRequestMapping {
 }
 
 function createRequest(r: jute.CreateTTLRequest | jute.CreateRequest): CreateRequest {
-  const mode = MODES_BY_FLAG.get(r.flags);
+  const mode = CREATE_MODES_BY_FLAG[r.flags];
   if (mode === undefined) throw new Refusal(ZkErrorCode.BADARGUMENTS);
   // Only createTTL carries a ttl; everywhere else ZooKeeper uses -1, which a TTL mode refuses.
   const ttl = "ttl" in r ? r.ttl : -1n;
@@ -225,7 +224,7 @@ function multiOp(op: jute.MultiOp): { request: MultiOpRequest; type: number } {
 }
 
 function multiCreate(r: jute.CreateTTLRequest | jute.CreateRequest): { request: CreateRequest; type: number } {
-  const mode = MODES_BY_FLAG.get(r.flags);
+  const mode = CREATE_MODES_BY_FLAG[r.flags];
   const path = nonNull(r.path);
   if (mode === undefined) {
     // Unknown flags run as a plain create whose prep refuses them first (CreateMode.fromFlag),
