@@ -6,7 +6,7 @@ import prettier from "eslint-config-prettier";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["dist/", "node_modules/", "test-artifacts/", ".bench/", "src/console/static/"] },
+  { ignores: ["dist/", ".build-*/", "gen/", "node_modules/", "test-artifacts/", ".bench/", "src/console/static/"] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
