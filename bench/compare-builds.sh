@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # This checkout against an earlier commit, side by side in one run: a three-voter cluster of each
-# (the earlier one built in a temporary git worktree), every workload driven through the SDK
-# against one then the other, rep after rep, and a table of medians and ratios (this / earlier).
+# (the earlier one built in a temporary git worktree), every workload driven through each build's
+# own SDK against one then the other, rep after rep, and a table of medians and ratios (this / earlier).
 # One JSON line per build, workload and rep on stdout, tagged "build":"base" or "build":"this";
 # the table on stderr. Everything on 127.0.0.1; the clusters' data and the worktree are removed.
 #
@@ -52,9 +52,11 @@ for rep in $(seq 1 "$REPS"); do
     # Alternate which build goes first, so neither always runs on a warmer machine.
     order="base this"; if [ $((rep % 2)) -eq 0 ]; then order="this base"; fi
     for build in $order; do
-      hosts=$BASE_HOSTS; if [ "$build" = this ]; then hosts=$THIS_HOSTS; fi
+      hosts=$BASE_HOSTS; driver=$WORK/base/dist/bench/run.js
+      if [ "$build" = this ]; then hosts=$THIS_HOSTS; driver=dist/bench/run.js; fi
+      # Each build's own driver, so a change to the SDK is measured as well as one to the server.
       # shellcheck disable=SC2086
-      node dist/bench/run.js --connect "$hosts" --workloads "$workload" $REST | sed "s/^{/{\"build\":\"$build\",\"rep\":$rep,/" | tee -a "$WORK/results.jsonl"
+      node "$driver" --connect "$hosts" --workloads "$workload" $REST | sed "s/^{/{\"build\":\"$build\",\"rep\":$rep,/" | tee -a "$WORK/results.jsonl"
     done
   done
 done
