@@ -62,45 +62,35 @@ export function decodeForwardedRequest(bytes: Uint8Array): { request: ForwardedR
 }
 
 function writeRequest(w: ByteWriter, request: ForwardedRequest | MultiOpRequest): void {
+  w.writeUint8(TAG[request.op]);
   switch (request.op) {
     case "create":
-      w.writeUint8(TAG.create);
       writePathAndData(w, request.path, request.data);
       writeAclList(w, request.acl);
       w.writeUint8(CREATE_MODE_FLAGS[request.mode]);
       w.writeVarUint(request.ttlMs);
       return;
     case "delete":
-      w.writeUint8(TAG.delete);
+    case "check":
       w.writeString(request.path);
       w.writeVarInt(request.version);
       return;
     case "setData":
-      w.writeUint8(TAG.setData);
       writePathAndData(w, request.path, request.data);
       w.writeVarInt(request.version);
       return;
     case "setAcl":
-      w.writeUint8(TAG.setAcl);
       w.writeString(request.path);
       writeAclList(w, request.acl);
       w.writeVarInt(request.version);
       return;
-    case "check":
-      w.writeUint8(TAG.check);
-      w.writeString(request.path);
-      w.writeVarInt(request.version);
-      return;
     case "multi":
-      w.writeUint8(TAG.multi);
       w.writeVarUint(request.ops.length);
       for (const op of request.ops) writeRequest(w, op);
       return;
     case "close":
-      w.writeUint8(TAG.close);
       return;
     case "createSession":
-      w.writeUint8(TAG.createSession);
       w.writeVarUint(request.timeoutMs);
       w.writeBytes(request.password);
       return;

@@ -102,31 +102,7 @@ export function writeTxn(w: ByteWriter, txn: Txn): void {
   w.writeVarInt32(header.cxid);
   w.writeVarUint(header.zxid);
   w.writeVarInt(header.timeMs);
-  const body = txn.body;
-  switch (body.type) {
-    case "multi":
-      w.writeUint8(TxnOpCode.multi & 0xff);
-      w.writeVarUint(body.ops.length);
-      for (const op of body.ops) writeOp(w, op);
-      return;
-    case "setAcl":
-      w.writeUint8(TxnOpCode.setAcl);
-      w.writeString(body.path);
-      writeAclList(w, body.acl);
-      w.writeVarInt32(body.aversion);
-      return;
-    case "createSession":
-      w.writeUint8(TxnOpCode.createSession & 0xff);
-      if (!(body.timeoutMs >= 0 && body.timeoutMs <= INT32_MAX)) assert(false, `session timeout ${body.timeoutMs}`);
-      w.writeVarUint(body.timeoutMs);
-      w.writeBytes(body.password);
-      return;
-    case "closeSession":
-      w.writeUint8(TxnOpCode.closeSession & 0xff);
-      return;
-    default:
-      writeOp(w, body);
-  }
+  writeBody(w, txn.body);
 }
 
 /** Reads one txn from the reader's position (leaves the reader after it). */
@@ -169,37 +145,50 @@ export function readTxn(r: ByteReader, shareInput = false): Txn {
   return { header, body };
 }
 
-function writeOp(w: ByteWriter, op: MultiOp): void {
-  switch (op.type) {
+/** A body, or one op of a multi's: its type as an i8 (the negative codes through `& 0xff`), then its fields. */
+function writeBody(w: ByteWriter, body: TxnBody): void {
+  w.writeUint8(TxnOpCode[body.type] & 0xff);
+  switch (body.type) {
     case "create":
-      w.writeUint8(TxnOpCode.create);
-      writePathAndData(w, op.path, op.data);
-      writeAclList(w, op.acl);
-      if (op.ephemeralOwner === PERSISTENT_OWNER) {
+      writePathAndData(w, body.path, body.data);
+      writeAclList(w, body.acl);
+      if (body.ephemeralOwner === PERSISTENT_OWNER) {
         w.writeUint8(0);
       } else {
         w.writeUint8(1);
-        w.writeInt64(op.ephemeralOwner);
+        w.writeInt64(body.ephemeralOwner);
       }
-      w.writeVarInt32(op.parentCversion);
+      w.writeVarInt32(body.parentCversion);
       return;
     case "delete":
-      w.writeUint8(TxnOpCode.delete);
-      w.writeString(op.path);
+      w.writeString(body.path);
       return;
     case "setData":
-      w.writeUint8(TxnOpCode.setData);
-      writePathAndData(w, op.path, op.data);
-      w.writeVarInt32(op.version);
+      writePathAndData(w, body.path, body.data);
+      w.writeVarInt32(body.version);
+      return;
+    case "setAcl":
+      w.writeString(body.path);
+      writeAclList(w, body.acl);
+      w.writeVarInt32(body.aversion);
       return;
     case "check":
-      w.writeUint8(TxnOpCode.check);
-      w.writeString(op.path);
-      w.writeVarInt32(op.version);
+      w.writeString(body.path);
+      w.writeVarInt32(body.version);
+      return;
+    case "multi":
+      w.writeVarUint(body.ops.length);
+      for (const op of body.ops) writeBody(w, op);
+      return;
+    case "createSession":
+      if (!(body.timeoutMs >= 0 && body.timeoutMs <= INT32_MAX)) assert(false, `session timeout ${body.timeoutMs}`);
+      w.writeVarUint(body.timeoutMs);
+      w.writeBytes(body.password);
+      return;
+    case "closeSession":
       return;
     case "error":
-      w.writeUint8(TxnOpCode.error & 0xff);
-      w.writeVarInt32(op.err);
+      w.writeVarInt32(body.err);
       return;
   }
 }

@@ -170,6 +170,22 @@ interface Flushable {
   flush(): void;
 }
 
+/** Runs `run` in a microtask: once, however many times it is asked for before that microtask runs. */
+class MicrotaskOnce {
+  private scheduled = false;
+
+  constructor(private readonly run: () => void) {}
+
+  request(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    queueMicrotask(() => {
+      this.scheduled = false;
+      this.run();
+    });
+  }
+}
+
 // -------------------------------------------------------------------------------------------------
 // Quorum streams.
 
@@ -532,9 +548,9 @@ export class PeerTransport {
   private readonly tlsFailuresLogged = new Set<string>();
 
   private readonly toFlush: Flushable[] = [];
-  private flushScheduled = false;
+  private readonly flushSoon = new MicrotaskOnce(() => this.flushAll());
   private readonly events: HandlerEvent[] = [];
-  private dispatchScheduled = false;
+  private readonly drainSoon = new MicrotaskOnce(() => this.drainEvents());
   private dispatchEnabled = true;
 
   constructor(options: PeerTransportOptions) {
@@ -561,25 +577,12 @@ export class PeerTransport {
   async start(): Promise<void> {
     assert(this.phase === "new", `start() in phase ${this.phase}`);
     this.phase = "starting";
-    const keepalive = {
-      "grpc.keepalive_time_ms": this.limits.keepaliveTimeMs,
-      "grpc.keepalive_timeout_ms": this.limits.keepaliveTimeoutMs,
-      "grpc.keepalive_permit_without_calls": 1,
-    };
     try {
-      this.quorumServer = new grpc.Server({
-        ...keepalive,
-        "grpc.max_receive_message_length": this.limits.quorumMessageBytesMax,
-        "grpc.max_send_message_length": this.limits.quorumMessageBytesMax,
-      });
+      this.quorumServer = new grpc.Server(this.connectionOptions("quorum"));
       this.quorumServer.addService(quorumServiceDefinition(), { Follow: (call: ServerCall) => this.acceptLearner(call) });
       await bind(this.quorumServer, formatAddress(this.me.host, this.me.quorumPort), this.serverCredentials());
       if (this.me.role === "participant") {
-        this.electionServer = new grpc.Server({
-          ...keepalive,
-          "grpc.max_receive_message_length": this.limits.electionMessageBytesMax,
-          "grpc.max_send_message_length": this.limits.electionMessageBytesMax,
-        });
+        this.electionServer = new grpc.Server(this.connectionOptions("election"));
         this.electionServer.addService(electionServiceDefinition(), { Notify: (call: ServerCall) => this.acceptElection(call) });
         await bind(this.electionServer, formatAddress(this.me.host, this.me.electionPort), this.serverCredentials());
       }
@@ -709,13 +712,7 @@ export class PeerTransport {
   /** A new stream to voter `link.peer`; its outbox holds notifications until the callee answers. */
   private openElectionLink(link: ElectionLink): NotificationOutbox {
     const member = this.members.get(link.peer)!;
-    const client = this.client(this.electionClients, member, "election");
-    const call = client.makeBidiStreamRequest(
-      electionServiceDefinition()["Notify"]!.path,
-      (b: Buffer) => b,
-      (b: Buffer) => b,
-      this.callMetadata(),
-    );
+    const call = this.openCall(member, "election");
     const outbox = new NotificationOutbox(this, call, false);
     link.call = call;
     link.confirmed = false;
@@ -883,13 +880,7 @@ export class PeerTransport {
     link.timer = undefined;
     if (this.leaderLink !== link || !this.running) return;
     const member = this.members.get(link.leaderId)!;
-    const client = this.client(this.quorumClients, member, "quorum");
-    const call = client.makeBidiStreamRequest(
-      quorumServiceDefinition()["Follow"]!.path,
-      (b: Buffer) => b,
-      (b: Buffer) => b,
-      this.callMetadata(),
-    );
+    const call = this.openCall(member, "quorum");
     const logger = this.logger.child({ peer: link.leaderId, stream: "quorum-learner" });
     const stream = new QuorumStream(this, link.leaderId, "learner", call, logger);
     link.stream = stream;
@@ -1031,19 +1022,19 @@ export class PeerTransport {
     return metadata;
   }
 
-  private client(cache: Map<number, grpc.Client>, member: PeerMember, service: "election" | "quorum"): grpc.Client {
+  /**
+   * A new call to a peer's election service (Notify) or quorum service (Follow), on the one gRPC
+   * client kept per peer and service. Frames pass as bytes: the peer codec reads and writes them.
+   */
+  private openCall(member: PeerMember, service: "election" | "quorum"): ClientCall {
+    const cache = service === "quorum" ? this.quorumClients : this.electionClients;
     let client = cache.get(member.id);
     if (!client) {
-      const messageBytesMax = service === "quorum" ? this.limits.quorumMessageBytesMax : this.limits.electionMessageBytesMax;
       client = new grpc.Client(
         formatAddress(member.host, service === "quorum" ? member.quorumPort : member.electionPort),
         (this.channelCredentials ??= this.security?.channelCredentials() ?? grpc.credentials.createInsecure()),
         {
-          "grpc.max_receive_message_length": messageBytesMax,
-          "grpc.max_send_message_length": messageBytesMax,
-          "grpc.keepalive_time_ms": this.limits.keepaliveTimeMs,
-          "grpc.keepalive_timeout_ms": this.limits.keepaliveTimeoutMs,
-          "grpc.keepalive_permit_without_calls": 1,
+          ...this.connectionOptions(service),
           "grpc.initial_reconnect_backoff_ms": this.limits.reconnectBackoffMsMin,
           "grpc.max_reconnect_backoff_ms": this.limits.reconnectBackoffMsMax,
           // Connections of their own: no sharing with other PeerTransports in this process.
@@ -1052,7 +1043,25 @@ export class PeerTransport {
       );
       cache.set(member.id, client);
     }
-    return client;
+    const method = service === "quorum" ? quorumServiceDefinition()["Follow"]! : electionServiceDefinition()["Notify"]!;
+    return client.makeBidiStreamRequest(
+      method.path,
+      (b: Buffer) => b,
+      (b: Buffer) => b,
+      this.callMetadata(),
+    );
+  }
+
+  /** The gRPC options both ends of a peer connection take: the service's message bound, and keepalive. */
+  private connectionOptions(service: "election" | "quorum"): grpc.ChannelOptions {
+    const messageBytesMax = service === "quorum" ? this.limits.quorumMessageBytesMax : this.limits.electionMessageBytesMax;
+    return {
+      "grpc.max_receive_message_length": messageBytesMax,
+      "grpc.max_send_message_length": messageBytesMax,
+      "grpc.keepalive_time_ms": this.limits.keepaliveTimeMs,
+      "grpc.keepalive_timeout_ms": this.limits.keepaliveTimeoutMs,
+      "grpc.keepalive_permit_without_calls": 1,
+    };
   }
 
   /** @internal A quorum stream is over: forget it, report it, and (learner side) plan the next one. */
@@ -1077,14 +1086,10 @@ export class PeerTransport {
   /** @internal Flushes `target` once the current run of microtasks is over (with every other stream that has output). */
   scheduleFlush(target: Flushable): void {
     this.toFlush.push(target);
-    if (!this.flushScheduled) {
-      this.flushScheduled = true;
-      queueMicrotask(() => this.flushAll());
-    }
+    this.flushSoon.request();
   }
 
   private flushAll(): void {
-    this.flushScheduled = false;
     // Targets queued while flushing (a drain) land in the same array and are flushed too.
     for (let i = 0; i < this.toFlush.length; i++) this.toFlush[i]!.flush();
     this.toFlush.length = 0;
@@ -1094,24 +1099,17 @@ export class PeerTransport {
   dispatch(event: HandlerEvent): void {
     if (!this.dispatchEnabled) return;
     this.events.push(event);
-    if (!this.dispatchScheduled) {
-      this.dispatchScheduled = true;
-      queueMicrotask(() => this.drainEvents());
-    }
+    this.drainSoon.request();
   }
 
   private drainEvents(): void {
-    this.dispatchScheduled = false;
     const events = this.events;
     try {
       while (events.length > 0 && this.dispatchEnabled) this.deliver(events.shift()!);
     } finally {
       // A handler threw (a bug in the host): the exception goes on, nothing is delivered twice,
       // and what is still queued is delivered in the next microtask.
-      if (events.length > 0 && this.dispatchEnabled && !this.dispatchScheduled) {
-        this.dispatchScheduled = true;
-        queueMicrotask(() => this.drainEvents());
-      }
+      if (events.length > 0 && this.dispatchEnabled) this.drainSoon.request();
     }
   }
 

@@ -427,31 +427,39 @@ export function monitorFigures(context: FourLetterWordContext): [string, string 
   return figures;
 }
 
+/** `key=value` lines, as ZooKeeper's dumpConf and Environment.list print them. */
+function keyValueLines(entries: readonly (readonly [string, string | number])[]): string {
+  return entries.map(([key, value]) => `${key}=${value}\n`).join("");
+}
+
 function renderConf(config: FourLetterWordConfig): string {
-  let text = "";
-  text += `clientPort=${config.clientPort}\n`;
-  text += `secureClientPort=${config.secureClientPort}\n`;
-  text += `dataDir=${config.dataDir}\n`;
-  text += `dataDirSize=${config.dataDirSizeBytes}\n`;
-  text += `dataLogDir=${config.dataLogDir}\n`;
-  text += `dataLogSize=${config.dataLogSizeBytes}\n`;
-  text += `tickTime=${config.tickTimeMs}\n`;
-  text += `maxClientCnxns=${config.maxClientConnectionsPerHost}\n`;
-  text += `minSessionTimeout=${config.minSessionTimeoutMs}\n`;
-  text += `maxSessionTimeout=${config.maxSessionTimeoutMs}\n`;
-  text += `clientPortListenBacklog=${config.clientPortListenBacklog}\n`;
-  text += `serverId=${config.serverId}\n`;
+  const entries: [string, string | number][] = [
+    ["clientPort", config.clientPort],
+    ["secureClientPort", config.secureClientPort],
+    ["dataDir", config.dataDir],
+    ["dataDirSize", config.dataDirSizeBytes],
+    ["dataLogDir", config.dataLogDir],
+    ["dataLogSize", config.dataLogSizeBytes],
+    ["tickTime", config.tickTimeMs],
+    ["maxClientCnxns", config.maxClientConnectionsPerHost],
+    ["minSessionTimeout", config.minSessionTimeoutMs],
+    ["maxSessionTimeout", config.maxSessionTimeoutMs],
+    ["clientPortListenBacklog", config.clientPortListenBacklog],
+    ["serverId", config.serverId],
+  ];
   const quorum = config.quorum;
-  if (quorum === undefined) return text;
+  if (quorum === undefined) return keyValueLines(entries);
   const self = quorum.members.find((member) => member.serverId === config.serverId);
   assert(self !== undefined, `server ${config.serverId} is not among its quorum members`);
-  text += `initLimit=${quorum.initLimitTicks}\n`;
-  text += `syncLimit=${quorum.syncLimitTicks}\n`;
-  text += `electionAlg=${quorum.electionAlgorithm}\n`;
-  text += `electionPort=${self.electionPort}\n`;
-  text += `quorumPort=${self.quorumPort}\n`;
-  text += `peerType=${self.type === "participant" ? 0 : 1}\n`;
-  text += "membership: \n";
+  entries.push(
+    ["initLimit", quorum.initLimitTicks],
+    ["syncLimit", quorum.syncLimitTicks],
+    ["electionAlg", quorum.electionAlgorithm],
+    ["electionPort", self.electionPort],
+    ["quorumPort", self.quorumPort],
+    ["peerType", self.type === "participant" ? 0 : 1],
+  );
+  let text = `${keyValueLines(entries)}membership: \n`;
   // QuorumMaj.toString: one "server.N=..." line per member, then "version=<hex>" with no newline.
   for (const member of quorum.members) {
     const host = member.host.includes(":") ? `[${member.host}]` : member.host;
@@ -472,9 +480,7 @@ function renderConnections(context: FourLetterWordContext): string {
 }
 
 function renderEnvironment(context: FourLetterWordContext): string {
-  return `Environment:\n${environmentEntries(context)
-    .map(([key, value]) => `${key}=${value}\n`)
-    .join("")}`;
+  return `Environment:\n${keyValueLines(environmentEntries(context))}`;
 }
 
 /** envi's key=value pairs, in Environment.list's order (the admin `environment` command's too). */
