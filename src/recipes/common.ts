@@ -1,7 +1,8 @@
 /**
  * What every recipe shares (public SDK only): blocking calls bounded by an AbortSignal and a
  * timeout, protected creates that survive a lost connection, sequential-name ordering, one-shot
- * waits on a node's deletion, and parent paths made on demand.
+ * waits on a node's deletion, parent paths made on demand, deletes of this session's nodes, and
+ * the serialized background jobs and blocked callers of the long-running recipes.
  */
 import { randomUUID } from "node:crypto";
 import type { EventEmitter } from "node:events";
@@ -215,21 +216,38 @@ export async function waitUntilGone(client: Client, path: string, deadline: Dead
 /** Deletes `path`, treating "already gone" as success and retrying across a lost connection. */
 export async function deleteIfExists(client: Client, path: string, deadline: Deadline = new Deadline("delete", {}, client)): Promise<void> {
   try {
-    await retryOnConnectionLoss(client, deadline, async () => {
-      try {
-        await client.delete(path);
-      } catch (error) {
-        if (!isZkError(error, "NONODE")) throw error;
-      }
-    });
+    await retryOnConnectionLoss(client, deadline, () => orIfNoNode(client.delete(path), undefined));
   } finally {
     deadline.dispose();
+  }
+}
+
+/**
+ * Deletes `node`, one this session made under a name of its own (a contender, a candidate), so
+ * no ownership check is needed: deleteIfExists, except that a session that is gone counts as
+ * success too, since its ephemerals went with it. `deadline` is disposed, as by deleteIfExists.
+ */
+export async function removeOwnedNode(client: Client, node: string, deadline: Deadline = new Deadline(`delete ${node}`, {}, client)): Promise<void> {
+  try {
+    await deleteIfExists(client, node, deadline);
+  } catch (error) {
+    if (!isZkError(error, "SESSIONEXPIRED")) throw error;
   }
 }
 
 /** Whether `error` is a ZkError with `code`. */
 export function isZkError(error: unknown, code: ZkErrorName): boolean {
   return error instanceof ZkError && error.code === code;
+}
+
+/** What `work` resolves with, or `fallback` if it fails with NONODE (the node is not there). */
+export async function orIfNoNode<T, F>(work: Promise<T>, fallback: F): Promise<T | F> {
+  try {
+    return await work;
+  } catch (error) {
+    if (isZkError(error, "NONODE")) return fallback;
+    throw error;
+  }
 }
 
 const utf8Decoder = new TextDecoder();
@@ -242,6 +260,17 @@ export function textOf(data: Uint8Array): string {
 /** The last segment of a znode path. */
 export function nameOf(path: string): string {
   return path.slice(path.lastIndexOf("/") + 1);
+}
+
+/** "/a/b" → "/a"; "/a" and the root itself → "/". */
+export function parentOf(path: string): string {
+  const slash = path.lastIndexOf("/");
+  return slash <= 0 ? "/" : path.slice(0, slash);
+}
+
+/** The path of child `name` of `parent` ("/" and "a" → "/a"). */
+export function childPath(parent: string, name: string): string {
+  return parent === "/" ? `/${name}` : `${parent}/${name}`;
 }
 
 /**
@@ -302,20 +331,27 @@ export function createProtectedOrCleanUp(
 }
 
 /**
- * Deletes `path` if it is an ephemeral of this session (never another session's node, nor one
- * changed since it was looked at), retrying across a lost connection. Bounded by `deadline`, else
- * only by the session; fails like retryOnConnectionLoss (SESSIONEXPIRED once the session is gone).
+ * Deletes `path` if it is an ephemeral of this session, for a fixed name another session may hold
+ * (never another session's node: the delete is conditional on the version just seen as ours, and a
+ * node changed since it was looked at is looked at again), retrying across a lost connection. A
+ * session that is gone counts as success: its ephemerals went with it. Bounded by `deadline`
+ * (which the caller disposes), else only by the session.
  */
 export async function deleteOwnEphemeral(client: Client, path: string, deadline?: Deadline): Promise<void> {
   const bound = deadline ?? new Deadline(`delete ${path}`, {}, client);
   try {
-    await retryOnConnectionLoss(client, bound, async () => {
-      const stat = await client.exists(path);
+    for (;;) {
+      const stat = await retryOnConnectionLoss(client, bound, () => client.exists(path));
       if (stat === null || stat.ephemeralOwner !== client.sessionId) return;
-      await client.delete(path, { version: stat.version }).catch((error: unknown) => {
-        if (!isZkError(error, "NONODE")) throw error;
-      });
-    });
+      try {
+        await retryOnConnectionLoss(client, bound, () => orIfNoNode(client.delete(path, { version: stat.version }), undefined));
+        return;
+      } catch (error) {
+        if (!isZkError(error, "BADVERSION")) throw error;
+      }
+    }
+  } catch (error) {
+    if (!isZkError(error, "SESSIONEXPIRED")) throw error;
   } finally {
     if (deadline === undefined) bound.dispose();
   }
@@ -328,14 +364,19 @@ export async function deleteOwnEphemeral(client: Client, path: string, deadline?
 export class Waiters {
   private readonly waiting = new Set<{ resolve: () => void; reject: (error: ZkError) => void }>();
 
-  /** Resolves at the next `resolveAll`, rejects at the next `rejectAll` or when `deadline` gives up. */
-  async wait(deadline: Deadline): Promise<void> {
+  /**
+   * Resolves at the next `resolveAll`; rejects at the next `rejectAll`, or as a Deadline of
+   * `what`, `options` and `client` does (timeout, abort, session gone).
+   */
+  async wait(what: string, options: WaitOptions, client: Client): Promise<void> {
     let waiter!: { resolve: () => void; reject: (error: ZkError) => void };
     const released = new Promise<void>((resolve, reject) => (waiter = { resolve, reject }));
     this.waiting.add(waiter);
+    const deadline = new Deadline(what, options, client);
     try {
       await deadline.race(released);
     } finally {
+      deadline.dispose();
       this.waiting.delete(waiter);
     }
   }
@@ -348,6 +389,35 @@ export class Waiters {
   rejectAll(error: ZkError): void {
     for (const waiter of this.waiting) waiter.reject(error);
     this.waiting.clear();
+  }
+}
+
+/**
+ * A serialized background job of a long-running recipe (a check, a scan): requests made while one
+ * run is queued share it. A run's failure is reported on `owner`'s "error" event, except a lost
+ * connection (retried on reconnect) and a lost session (the owner reports that itself).
+ */
+export class SerialJob {
+  private queued = false;
+  private chain: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly run: () => Promise<void>,
+    private readonly owner: EventEmitter,
+  ) {}
+
+  request(): Promise<void> {
+    if (this.queued) return this.chain;
+    this.queued = true;
+    this.chain = this.chain.then(async () => {
+      this.queued = false;
+      try {
+        await this.run();
+      } catch (error) {
+        if (!isZkError(error, "CONNECTIONLOSS") && !isZkError(error, "SESSIONEXPIRED")) reportError(this.owner, error);
+      }
+    });
+    return this.chain;
   }
 }
 

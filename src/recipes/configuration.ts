@@ -6,9 +6,8 @@ import { EventEmitter } from "node:events";
 import type { Client } from "../client/client.js";
 import type { Data, Stat } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
-import { Deadline, ensurePath, isZkError, retryOnConnectionLoss, type WaitOptions } from "./common.js";
+import { Deadline, ensurePath, isZkError, orIfNoNode, parentOf, retryOnConnectionLoss, type WaitOptions } from "./common.js";
 import { NodeCache } from "./node-cache.js";
-import { parentOf } from "./tree-cache.js";
 
 /** One published configuration: its bytes and the znode version that carries them. */
 export interface ConfigValue {
@@ -58,13 +57,8 @@ export class ConfigPublisher {
     try {
       return await retryOnConnectionLoss(client, deadline, async () => {
         await client.sync(path);
-        try {
-          const { data, stat } = await client.getData(path);
-          return { data, version: stat.version };
-        } catch (error) {
-          if (isZkError(error, "NONODE")) return null;
-          throw error;
-        }
+        const node = await orIfNoNode(client.getData(path), null);
+        return node && { data: node.data, version: node.stat.version };
       });
     } finally {
       deadline.dispose();
@@ -75,11 +69,8 @@ export class ConfigPublisher {
 /** Unconditional write; creates the node when missing. Safe to repeat. */
 async function writeOrCreate(client: Client, path: string, bytes: Uint8Array): Promise<Stat> {
   for (;;) {
-    try {
-      return await client.setData(path, bytes);
-    } catch (error) {
-      if (!isZkError(error, "NONODE")) throw error;
-    }
+    const written = await orIfNoNode(client.setData(path, bytes), null);
+    if (written !== null) return written;
     await ensurePath(client, parentOf(path));
     try {
       return (await client.createWithStat(path, bytes)).stat;

@@ -12,6 +12,7 @@ import {
   deleteIfExists,
   ensurePath,
   isZkError,
+  orIfNoNode,
   retryOnConnectionLoss,
   sequenceOf,
   type WaitOptions,
@@ -159,12 +160,7 @@ export class DoubleBarrier {
   }
 
   private async members(deadline: Deadline): Promise<string[]> {
-    try {
-      return memberOrder(await retryOnConnectionLoss(this.client, deadline, () => this.client.getChildren(this.path)));
-    } catch (error) {
-      if (isZkError(error, "NONODE")) return [];
-      throw error;
-    }
+    return memberOrder(await retryOnConnectionLoss(this.client, deadline, () => orIfNoNode(this.client.getChildren(this.path), [])));
   }
 
   private async createReady(): Promise<void> {

@@ -8,7 +8,7 @@ import type { Client } from "../client/client.js";
 import type { ClientState, Data } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
 import { Deadline, deleteIfExists, ensurePath, retryOnConnectionLoss, sequenceOf, withoutProtectedPrefix, type WaitOptions } from "./common.js";
-import { createProtectedOrCleanUp, isZkError, nameOf, reportError } from "./common.js";
+import { createProtectedOrCleanUp, nameOf, orIfNoNode, SerialJob } from "./common.js";
 
 export interface Member {
   /** The member's node name without its protected prefix ("member-0000000004"), unique in the group. */
@@ -53,11 +53,10 @@ export class GroupMembership extends EventEmitter<GroupMembershipEvents> {
   private node: string | undefined;
   private watching = false;
   private last: Member[] | undefined;
-  private refreshQueued = false;
-  private refreshes: Promise<void> = Promise.resolve();
+  private readonly refreshes = new SerialJob(() => this.refresh(), this);
   private ended: "expired" | "closed" | undefined;
   private readonly onState = (state: ClientState): void => this.stateChanged(state);
-  private readonly onChildEvent = (): void => void this.requestRefresh();
+  private readonly onChildEvent = (): void => void this.refreshes.request();
 
   constructor(
     private readonly client: Client,
@@ -149,50 +148,29 @@ export class GroupMembership extends EventEmitter<GroupMembershipEvents> {
   }
 
   private async readMembers(watch: boolean): Promise<Member[]> {
-    let children: string[];
-    try {
-      children = await this.client.getChildren(this.path, watch ? { watch: this.onChildEvent } : {});
-    } catch (error) {
-      if (isZkError(error, "NONODE")) return [];
-      throw error;
-    }
+    const children = await orIfNoNode(this.client.getChildren(this.path, watch ? { watch: this.onChildEvent } : {}), []);
     const members: Member[] = [];
     for (const child of memberNodesInOrder(children)) {
-      try {
-        const { data } = await this.client.getData(`${this.path}/${child}`);
-        members.push({ id: withoutProtectedPrefix(child), data });
-      } catch (error) {
-        if (!isZkError(error, "NONODE")) throw error;
-      }
+      const node = await orIfNoNode(this.client.getData(`${this.path}/${child}`), null);
+      if (node !== null) members.push({ id: withoutProtectedPrefix(child), data: node.data });
     }
     return members;
   }
 
   /** Re-reads the list (re-arming the watch) and emits `changed` if it differs from the last one. */
-  private requestRefresh(): Promise<void> {
-    if (this.refreshQueued) return this.refreshes;
-    this.refreshQueued = true;
-    this.refreshes = this.refreshes.then(async () => {
-      this.refreshQueued = false;
-      if (!this.watching || this.ended !== undefined || !this.client.connected) return;
-      try {
-        const members = await this.readMembers(true);
-        if (!this.watching) return;
-        if (this.last === undefined || !sameMembers(this.last, members)) {
-          this.last = members;
-          this.emit("changed", members);
-        }
-      } catch (error) {
-        // A lost connection is retried by the reconnect; a lost session is reported as "lost".
-        if (!isZkError(error, "CONNECTIONLOSS") && !isZkError(error, "SESSIONEXPIRED")) reportError(this, error);
-      }
-    });
-    return this.refreshes;
+  private async refresh(): Promise<void> {
+    if (!this.watching || this.ended !== undefined || !this.client.connected) return;
+    const members = await this.readMembers(true);
+    if (!this.watching) return;
+    if (this.last === undefined || !sameMembers(this.last, members)) {
+      this.last = members;
+      this.emit("changed", members);
+    }
   }
 
   private stateChanged(state: ClientState): void {
     if (state === "reconnected") {
-      void this.requestRefresh();
+      void this.refreshes.request();
     } else if (state === "expired" || state === "closed") {
       this.ended = state;
       this.node = undefined;

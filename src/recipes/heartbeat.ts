@@ -7,9 +7,9 @@ import { EventEmitter } from "node:events";
 import type { Client } from "../client/client.js";
 import type { Stat } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
-import { Deadline, isZkError, nameOf, retryOnConnectionLoss, type WaitOptions, waitUntilGone } from "./common.js";
-import { bindNode, checkNodeName, removeIfOwned } from "./naming-service.js";
-import { childPath, TreeCache } from "./tree-cache.js";
+import { childPath, Deadline, deleteOwnEphemeral, isZkError, nameOf, retryOnConnectionLoss, type WaitOptions, waitUntilGone } from "./common.js";
+import { bindNode, checkNodeName } from "./naming-service.js";
+import { TreeCache } from "./tree-cache.js";
 
 export interface Progress {
   /** 0..100. */
@@ -154,7 +154,7 @@ export class Heartbeat extends EventEmitter<HeartbeatEvents> {
 
   /** Deletes the status node if this session owns it (never another incarnation's). */
   private removeOwnNode(deadline?: Deadline): Promise<void> {
-    return removeIfOwned(this.client, this.node, deadline);
+    return deleteOwnEphemeral(this.client, this.node, deadline);
   }
 }
 

@@ -13,11 +13,12 @@ import {
   Deadline,
   deleteIfExists,
   ensurePath,
-  isZkError,
   nameOf,
-  reportError,
+  orIfNoNode,
+  removeOwnedNode,
   retryOnConnectionLoss,
   sequenceOf,
+  SerialJob,
   textOf,
   withoutProtectedPrefix,
   Waiters,
@@ -93,14 +94,21 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
   /** Bumped by every start, resignation and loss: work of an older round is ignored. */
   private round = 0;
   private watchEvents = 0;
-  private checkQueued = false;
-  private checks: Promise<void> = Promise.resolve();
+  /** Checks of this candidate's standing; a check's failure is reported only while its round lasts. */
+  private readonly checks = new SerialJob(async () => {
+    // The round current when the check runs (not when it was asked for): a start after a
+    // resignation must not find its first check voided by a request of the older round.
+    const round = this.round;
+    await this.check(round).catch((error: unknown) => {
+      if (round === this.round) throw error;
+    });
+  }, this);
   private readonly waiters = new Waiters();
   private readonly onState = (state: ClientState): void => this.stateChanged(state);
   /** One function for every predecessor watch, so a watch set twice on one node fires once. */
   private readonly onPredecessorEvent = (): void => {
     this.watchEvents += 1;
-    void this.requestCheck();
+    void this.checks.request();
   };
 
   constructor(
@@ -156,7 +164,7 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
         throw new ZkError("OPERATIONTIMEOUT", `leader election ${this.path}: resigned during start`);
       }
       this.candidate = node;
-      await deadline.race(this.requestCheck());
+      await deadline.race(this.checks.request());
     } catch (error) {
       // Abandoned: leave the election entirely (a node already made is deleted).
       if (round === this.round) await this.resign().catch(() => undefined);
@@ -175,12 +183,7 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
     if (this.statusValue === "leader") return this.currentToken();
     if (this.statusValue === "lost") throw new ZkError("SESSIONEXPIRED", `leader election ${this.path}: session lost`);
     if (this.statusValue === "idle") throw new ZkError("BADARGUMENTS", `leader election ${this.path}: not a candidate`);
-    const deadline = new Deadline(`leader election ${this.path}: await leadership`, options, this.client);
-    try {
-      await this.waiters.wait(deadline);
-    } finally {
-      deadline.dispose();
-    }
+    await this.waiters.wait(`leader election ${this.path}: await leadership`, options, this.client);
     return this.currentToken();
   }
 
@@ -207,12 +210,7 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
     if (wasLeader) this.emit("revoked", "resigned");
     this.waiters.rejectAll(new ZkError("BADARGUMENTS", `leader election ${this.path}: resigned`));
     if (node === undefined) return;
-    try {
-      await deleteIfExists(this.client, node, new Deadline(`leader election ${this.path}: resign`, options, this.client));
-    } catch (error) {
-      // A session that is gone took the ephemeral node with it.
-      if (!isZkError(error, "SESSIONEXPIRED")) throw error;
-    }
+    await removeOwnedNode(this.client, node, new Deadline(`leader election ${this.path}: resign`, options, this.client));
   }
 
   /** The id of the current leader (the lowest candidate's data), or undefined if there is none. */
@@ -223,24 +221,6 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
     } finally {
       deadline.dispose();
     }
-  }
-
-  /** Queues one check of this candidate's standing (several requests before it runs share it). */
-  private requestCheck(): Promise<void> {
-    if (this.checkQueued) return this.checks;
-    this.checkQueued = true;
-    this.checks = this.checks.then(async () => {
-      this.checkQueued = false;
-      // The round current when the check runs (not when it was asked for): a start after a
-      // resignation must not find its first check voided by a request of the older round.
-      const round = this.round;
-      try {
-        await this.check(round);
-      } catch (error) {
-        if (round === this.round && !isZkError(error, "CONNECTIONLOSS") && !isZkError(error, "SESSIONEXPIRED")) reportError(this, error);
-      }
-    });
-    return this.checks;
   }
 
   /**
@@ -261,7 +241,7 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
       // A lower node cannot appear after ours (sequence numbers only grow), but a foreign one could.
       if (this.statusValue === "leader") this.demote("deleted");
       const stat = await this.client.exists(`${this.path}/${standing.predecessor}`, { watch: this.onPredecessorEvent });
-      if (stat === null && round === this.round) void this.requestCheck();
+      if (stat === null && round === this.round) void this.checks.request();
       return;
     }
     if (this.statusValue === "leader") return;
@@ -294,7 +274,7 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
     } finally {
       deadline.dispose();
     }
-    void this.requestCheck();
+    void this.checks.request();
   }
 
   private demote(reason: RevokedReason): void {
@@ -307,7 +287,7 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
     if (state === "disconnected") {
       if (this.statusValue === "leader") this.demote("disconnected");
     } else if (state === "reconnected") {
-      void this.requestCheck();
+      void this.checks.request();
     } else if (state === "expired" || state === "closed") {
       this.lose(state);
     }
@@ -330,19 +310,9 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
 /** The lowest candidate's data; a leader that vanishes between the two reads is skipped. */
 async function readLeaderId(client: Client, path: string): Promise<string | undefined> {
   for (;;) {
-    let children: string[];
-    try {
-      children = await client.getChildren(path);
-    } catch (error) {
-      if (isZkError(error, "NONODE")) return undefined;
-      throw error;
-    }
-    const leader = candidatesInOrder(children)[0];
+    const leader = candidatesInOrder(await orIfNoNode(client.getChildren(path), []))[0];
     if (leader === undefined) return undefined;
-    try {
-      return textOf((await client.getData(`${path}/${leader}`)).data);
-    } catch (error) {
-      if (!isZkError(error, "NONODE")) throw error;
-    }
+    const node = await orIfNoNode(client.getData(`${path}/${leader}`), null);
+    if (node !== null) return textOf(node.data);
   }
 }

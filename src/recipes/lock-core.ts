@@ -7,8 +7,8 @@ import { EventEmitter } from "node:events";
 import type { Client } from "../client/client.js";
 import type { Watcher } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
-import { Deadline, isZkError, retryOnConnectionLoss, type WaitOptions } from "./common.js";
-import { createOwnedNode, HeldNode, removeAbandonedNode, removeOwnedNode } from "./lock-nodes.js";
+import { Deadline, orIfNoNode, removeOwnedNode, retryOnConnectionLoss, type WaitOptions } from "./common.js";
+import { createOwnedNode, HeldNode, removeAbandonedNode } from "./lock-nodes.js";
 import { contendersOf, type LockPolicy } from "./lock-policy.js";
 
 interface Holding {
@@ -191,12 +191,8 @@ export class SequentialLock extends EventEmitter {
       this.watchEvents += 1;
       wake();
     };
-    try {
-      await retryOnConnectionLoss(this.client, deadline, () => this.client.getData(path, { watch: watcher }));
-    } catch (error) {
-      if (isZkError(error, "NONODE")) return;
-      throw error;
-    }
+    const node = await retryOnConnectionLoss(this.client, deadline, () => orIfNoNode(this.client.getData(path, { watch: watcher }), null));
+    if (node === null) return; // gone already: nothing to wait for
     this.waitingOn = path;
     try {
       await deadline.race(woken);

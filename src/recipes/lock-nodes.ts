@@ -7,7 +7,7 @@
 import type { Client } from "../client/client.js";
 import type { ClientState, WatchedEvent, Watcher } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
-import { createProtectedOrCleanUp, Deadline, deleteIfExists, isZkError, retryOnConnectionLoss } from "./common.js";
+import { createProtectedOrCleanUp, Deadline, isZkError, removeOwnedNode, retryOnConnectionLoss } from "./common.js";
 
 /**
  * Creates the ephemeral-sequential node `<parent>/<protected prefix><name><sequence>` for a call
@@ -19,18 +19,6 @@ export async function createOwnedNode(client: Client, parent: string, name: stri
   // A call already abandoned must not make a node only to remove it again.
   deadline.check();
   return createProtectedOrCleanUp(client, parent, name, "", "ephemeral-sequential", deadline, (cleaning) => settledUnlessDisconnected(client, cleaning));
-}
-
-/**
- * Deletes an owned ephemeral node, retrying across a lost connection. A session that is gone
- * counts as success: its ephemerals went with it.
- */
-export async function removeOwnedNode(client: Client, node: string): Promise<void> {
-  try {
-    await deleteIfExists(client, node, new Deadline(`delete ${node}`, {}, client));
-  } catch (error) {
-    if (!isZkError(error, "SESSIONEXPIRED")) throw error;
-  }
 }
 
 /**

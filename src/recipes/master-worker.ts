@@ -18,7 +18,18 @@ import { op } from "../client/ops.js";
 import type { ClientState, Data, Op } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
 import { Deadline, ensurePath, retryOnConnectionLoss, sequenceOf, waitUntilGone, withoutProtectedPrefix, type WaitOptions } from "./common.js";
-import { createProtectedOrCleanUp, deleteOwnEphemeral, isZkError, nameOf, reportError, settleOrUndo, textOf, Waiters } from "./common.js";
+import {
+  createProtectedOrCleanUp,
+  deleteOwnEphemeral,
+  isZkError,
+  nameOf,
+  orIfNoNode,
+  reportError,
+  SerialJob,
+  settleOrUndo,
+  textOf,
+  Waiters,
+} from "./common.js";
 
 export const DONE = "done";
 
@@ -110,32 +121,6 @@ async function ensureLayout(client: Client, path: string, deadline: Deadline): P
   for (const dir of [p.workers, p.tasks, p.assign, p.status]) await retryOnConnectionLoss(client, deadline, () => ensurePath(client, dir));
 }
 
-/** A serialized background job: requests made while one run is queued share it. */
-class SerialJob {
-  private queued = false;
-  private chain: Promise<void> = Promise.resolve();
-
-  constructor(
-    private readonly run: () => Promise<void>,
-    private readonly onError: (error: unknown) => void,
-  ) {}
-
-  request(): Promise<void> {
-    if (this.queued) return this.chain;
-    this.queued = true;
-    this.chain = this.chain.then(async () => {
-      this.queued = false;
-      try {
-        await this.run();
-      } catch (error) {
-        // A lost connection is retried on reconnect; a lost session is reported by its owner.
-        if (!isZkError(error, "CONNECTIONLOSS") && !isZkError(error, "SESSIONEXPIRED")) this.onError(error);
-      }
-    });
-    return this.chain;
-  }
-}
-
 /** Conflicts meaning "the znodes moved under this plan": plan again from a fresh read. */
 const isConflict = (error: unknown): boolean =>
   isZkError(error, "NODEEXISTS") || isZkError(error, "NONODE") || isZkError(error, "BADVERSION") || isZkError(error, "NOTEMPTY");
@@ -169,14 +154,8 @@ export class Master extends EventEmitter<MasterEvents> {
   private statusValue: MasterStatus = "idle";
   private round = 0;
   private readonly p: ReturnType<typeof paths>;
-  private readonly checks = new SerialJob(
-    () => this.check(this.round),
-    (error) => reportError(this, error),
-  );
-  private readonly reconciles = new SerialJob(
-    () => this.reconcile(this.round),
-    (error) => reportError(this, error),
-  );
+  private readonly checks = new SerialJob(() => this.check(this.round), this);
+  private readonly reconciles = new SerialJob(() => this.reconcile(this.round), this);
   private readonly waiters = new Waiters();
   private readonly onState = (state: ClientState): void => this.stateChanged(state);
   private readonly onMasterEvent = (): void => void this.checks.request();
@@ -234,12 +213,7 @@ export class Master extends EventEmitter<MasterEvents> {
     if (this.statusValue === "active") return;
     if (this.statusValue === "lost") throw new ZkError("SESSIONEXPIRED", `master ${this.path}: session lost`);
     if (this.statusValue === "idle") throw new ZkError("BADARGUMENTS", `master ${this.path}: not running`);
-    const deadline = new Deadline(`master ${this.path}: await active`, options, this.client);
-    try {
-      await this.waiters.wait(deadline);
-    } finally {
-      deadline.dispose();
-    }
+    await this.waiters.wait(`master ${this.path}: await active`, options, this.client);
   }
 
   /** Steps down (an active master deletes `path/master`, so a backup takes over) and stops watching. */
@@ -258,8 +232,6 @@ export class Master extends EventEmitter<MasterEvents> {
     const deadline = new Deadline(`master ${this.path}: step down`, options, this.client);
     try {
       await deleteOwnEphemeral(this.client, this.p.master, deadline);
-    } catch (error) {
-      if (!isZkError(error, "SESSIONEXPIRED")) throw error;
     } finally {
       deadline.dispose();
     }
@@ -316,11 +288,8 @@ export class Master extends EventEmitter<MasterEvents> {
     const tasks = await this.client.getChildren(this.p.tasks, { watch: this.onLayoutEvent });
     const assignments = new Map<string, string[]>();
     for (const worker of await this.client.getChildren(this.p.assign)) {
-      try {
-        assignments.set(worker, await this.client.getChildren(`${this.p.assign}/${worker}`));
-      } catch (error) {
-        if (!isZkError(error, "NONODE")) throw error;
-      }
+      const assigned = await orIfNoNode(this.client.getChildren(`${this.p.assign}/${worker}`), null);
+      if (assigned !== null) assignments.set(worker, assigned);
     }
     for (const action of planAssignments({ liveWorkers, tasks, assignments })) {
       if (!stillActive()) return;
@@ -425,10 +394,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private readonly queue: string[] = [];
   private readonly seen = new Set<string>();
   private running: Promise<void> | undefined;
-  private readonly scans = new SerialJob(
-    () => this.scan(this.round),
-    (error) => reportError(this, error),
-  );
+  private readonly scans = new SerialJob(() => this.scan(this.round), this);
   private readonly onState = (state: ClientState): void => this.stateChanged(state);
   private readonly onAssignEvent = (): void => void this.scans.request();
 
@@ -491,8 +457,6 @@ export class Worker extends EventEmitter<WorkerEvents> {
     try {
       if (this.running) await deadline.race(this.running).catch(() => undefined);
       await deleteOwnEphemeral(this.client, `${this.p.workers}/${this.id}`, deadline);
-    } catch (error) {
-      if (!isZkError(error, "SESSIONEXPIRED")) throw error;
     } finally {
       deadline.dispose();
     }
@@ -501,11 +465,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
   /** Reads this worker's assignment dir (watching it) and queues the tasks not seen yet. */
   private async scan(round: number): Promise<void> {
     if (round !== this.round || this.statusValue !== "running" || !this.client.connected) return;
-    let assigned: string[];
-    try {
-      assigned = await this.client.getChildren(this.mine, { watch: this.onAssignEvent });
-    } catch (error) {
-      if (!isZkError(error, "NONODE")) throw error;
+    const assigned = await orIfNoNode(this.client.getChildren(this.mine, { watch: this.onAssignEvent }), null);
+    if (assigned === null) {
       // The dir was removed meanwhile (the master re-creates it before assigning): wait for it.
       if ((await this.client.exists(this.mine, { watch: this.onAssignEvent })) !== null) void this.scans.request();
       return;
@@ -539,14 +500,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
     const statusPath = `${this.p.status}/${task}`;
     const sessionBound = new Deadline(`worker ${this.id}: task ${task}`, {}, this.client);
     try {
-      let data: Uint8Array;
-      try {
-        data = (await retryOnConnectionLoss(this.client, sessionBound, () => this.client.getData(assignment))).data;
-      } catch (error) {
-        if (isZkError(error, "NONODE")) return; // no longer ours
-        throw error;
-      }
-      if (round !== this.round) return;
+      const assigned = await retryOnConnectionLoss(this.client, sessionBound, () => orIfNoNode(this.client.getData(assignment), null));
+      if (assigned === null || round !== this.round) return; // no longer ours, or stopped
+      const { data } = assigned;
       this.emit("started", task);
       const progress = (text: string): Promise<void> =>
         retryOnConnectionLoss(this.client, sessionBound, () => this.client.multi([op.check(assignment, -1), op.setData(statusPath, text)])).then(
@@ -675,12 +631,8 @@ export class MasterWorker {
 }
 
 async function readText(client: Client, path: string): Promise<string | undefined> {
-  try {
-    return textOf((await client.getData(path)).data);
-  } catch (error) {
-    if (isZkError(error, "NONODE")) return undefined;
-    throw error;
-  }
+  const node = await orIfNoNode(client.getData(path), undefined);
+  return node && textOf(node.data);
 }
 
 /**

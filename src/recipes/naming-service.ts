@@ -5,8 +5,20 @@
 import type { Client } from "../client/client.js";
 import type { Stat } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
-import { Deadline, ensurePath, isZkError, protectedPrefix, retryOnConnectionLoss, sequenceOf, type WaitOptions } from "./common.js";
-import { childPath, parentOf } from "./tree-cache.js";
+import {
+  childPath,
+  Deadline,
+  deleteIfExists,
+  deleteOwnEphemeral,
+  ensurePath,
+  isZkError,
+  orIfNoNode,
+  parentOf,
+  protectedPrefix,
+  retryOnConnectionLoss,
+  sequenceOf,
+  type WaitOptions,
+} from "./common.js";
 
 const ID_NODE_NAME = "id-";
 
@@ -33,15 +45,9 @@ export async function nextId(client: Client, path: string, options: WaitOptions 
     deadline.dispose();
   }
   const id = sequenceOf(created);
-  // The id is ours whatever happens to the node now; a delete that cannot finish leaves harmless garbage.
-  const cleanup = new Deadline(`nextId cleanup ${created}`, {}, client);
-  try {
-    await retryOnConnectionLoss(client, cleanup, () => deleteQuietly(client, created));
-  } catch {
-    // only the session's end stops it; the cluster then still holds the node, which takes no id
-  } finally {
-    cleanup.dispose();
-  }
+  // The id is ours whatever happens to the node now. Only the session's end stops the delete; a
+  // node it leaves behind is harmless garbage that takes no id.
+  await deleteIfExists(client, created, new Deadline(`nextId cleanup ${created}`, {}, client)).catch(() => undefined);
   return id;
 }
 
@@ -79,19 +85,11 @@ async function removeByPrefix(client: Client, parent: string, prefix: string): P
   const deadline = new Deadline(`nextId cleanup ${parent}`, {}, client);
   try {
     const mine = await findByPrefix(client, parent, prefix, deadline);
-    if (mine !== undefined) await retryOnConnectionLoss(client, deadline, () => deleteQuietly(client, mine));
+    if (mine !== undefined) await deleteIfExists(client, mine, deadline);
   } catch {
     // the session is gone: nothing more can be done from here
   } finally {
     deadline.dispose();
-  }
-}
-
-async function deleteQuietly(client: Client, path: string): Promise<void> {
-  try {
-    await client.delete(path);
-  } catch (error) {
-    if (!isZkError(error, "NONODE")) throw error;
   }
 }
 
@@ -131,25 +129,6 @@ export async function bindNode(client: Client, path: string, data: Uint8Array | 
       // Changed or deleted under us: look again.
       if (!isZkError(error, "BADVERSION") && !isZkError(error, "NONODE")) throw error;
     }
-  }
-}
-
-/**
- * Deletes `path` if it is an ephemeral of this session (never another session's node); waits out
- * a disconnection. Resolves quietly once the session is gone (the cluster then deletes the node).
- * Used to clean up after an abandoned (timed-out, aborted) claim.
- */
-export async function removeIfOwned(client: Client, path: string, deadline: Deadline = new Deadline(`remove ${path}`, {}, client)): Promise<void> {
-  try {
-    await retryOnConnectionLoss(client, deadline, async () => {
-      const stat = await client.exists(path);
-      if (stat === null || stat.ephemeralOwner !== client.sessionId) return;
-      await deleteQuietly(client, path);
-    });
-  } catch (error) {
-    if (!isZkError(error, "SESSIONEXPIRED")) throw error;
-  } finally {
-    deadline.dispose();
   }
 }
 
@@ -198,7 +177,9 @@ export class NamingService {
     } catch (error) {
       // Abandoned: an ephemeral this call may have made is removed (a persistent binding is a
       // plain registry write whose outcome the caller can read back with resolve).
-      if (options.ephemeral && isZkError(error, "OPERATIONTIMEOUT") && !this.ephemeralNames.has(name)) removeIfOwned(this.client, path).catch(() => undefined);
+      if (options.ephemeral && isZkError(error, "OPERATIONTIMEOUT") && !this.ephemeralNames.has(name)) {
+        deleteOwnEphemeral(this.client, path).catch(() => undefined);
+      }
       throw error;
     } finally {
       deadline.dispose();
@@ -213,12 +194,8 @@ export class NamingService {
     try {
       return await retryOnConnectionLoss(this.client, deadline, async () => {
         await this.client.sync(path);
-        try {
-          return Buffer.from((await this.client.getData(path)).data).toString("utf8");
-        } catch (error) {
-          if (isZkError(error, "NONODE")) return null;
-          throw error;
-        }
+        const node = await orIfNoNode(this.client.getData(path), null);
+        return node && Buffer.from(node.data).toString("utf8");
       });
     } finally {
       deadline.dispose();
@@ -228,13 +205,8 @@ export class NamingService {
   /** Removes the binding of `name` (whoever made it); nothing to do if there is none. */
   async unregister(name: string, options: WaitOptions = {}): Promise<void> {
     checkNodeName("name", name);
-    const deadline = new Deadline(`unregister ${name}`, options, this.client);
-    try {
-      await retryOnConnectionLoss(this.client, deadline, () => deleteQuietly(this.client, this.nameNode(name)));
-      this.ephemeralNames.delete(name);
-    } finally {
-      deadline.dispose();
-    }
+    await deleteIfExists(this.client, this.nameNode(name), new Deadline(`unregister ${name}`, options, this.client));
+    this.ephemeralNames.delete(name);
   }
 
   private nameNode(name: string): string {

@@ -12,6 +12,7 @@ import {
   deleteIfExists,
   ensurePath,
   isZkError,
+  orIfNoNode,
   protectedPrefix,
   retryOnConnectionLoss,
   sequenceOf,
@@ -171,13 +172,8 @@ export class QueueNodes {
 
   /** The element's data, or null if it is gone. */
   async read(name: string, deadline: Deadline): Promise<Uint8Array | null> {
-    try {
-      const { data } = await retryOnConnectionLoss(this.client, deadline, () => this.client.getData(`${this.path}/${name}`));
-      return data;
-    } catch (error) {
-      if (isZkError(error, "NONODE")) return null;
-      throw error;
-    }
+    const node = await retryOnConnectionLoss(this.client, deadline, () => orIfNoNode(this.client.getData(`${this.path}/${name}`), null));
+    return node === null ? null : node.data;
   }
 
   /**
@@ -190,13 +186,9 @@ export class QueueNodes {
     try {
       const data = await this.read(name, session);
       if (data === null) return null;
-      try {
-        await commitOnce(this.client, [op.delete(`${this.path}/${name}`)], this.receiptsPath, session);
-        return data;
-      } catch (error) {
-        if (isZkError(error, "NONODE")) return null;
-        throw error;
-      }
+      const claimed = commitOnce(this.client, [op.delete(`${this.path}/${name}`)], this.receiptsPath, session).then(() => data);
+      // NONODE: another consumer took it first.
+      return await orIfNoNode(claimed, null);
     } finally {
       session.dispose();
     }
@@ -244,18 +236,8 @@ export class DistributedQueue {
   }
 
   /** Takes the head, or null if the queue is empty. */
-  async poll(): Promise<Uint8Array | null> {
-    const deadline = new Deadline(`queue poll ${this.path}`, {}, this.client);
-    try {
-      await this.nodes.prepare(deadline);
-      for (const name of await this.nodes.elements(deadline)) {
-        const data = await this.nodes.claim(name);
-        if (data !== null) return data;
-      }
-      return null;
-    } finally {
-      deadline.dispose();
-    }
+  poll(): Promise<Uint8Array | null> {
+    return this.head("poll", (name) => this.nodes.claim(name));
   }
 
   /**
@@ -284,13 +266,19 @@ export class DistributedQueue {
   }
 
   /** The head's data without taking it, or null if the queue is empty. */
-  async peek(): Promise<Uint8Array | null> {
-    const deadline = new Deadline(`queue peek ${this.path}`, {}, this.client);
+  peek(): Promise<Uint8Array | null> {
+    return this.head("peek", (name, deadline) => this.nodes.read(name, deadline));
+  }
+
+  /** The head's data as `fetch` gets it (claimed or only read), or null if the queue is empty. */
+  private async head(what: string, fetch: (name: string, deadline: Deadline) => Promise<Uint8Array | null>): Promise<Uint8Array | null> {
+    const deadline = new Deadline(`queue ${what} ${this.path}`, {}, this.client);
     try {
       await this.nodes.prepare(deadline);
       for (const name of await this.nodes.elements(deadline)) {
-        const data = await this.nodes.read(name, deadline);
+        const data = await fetch(name, deadline);
         if (data !== null) return data;
+        // Gone before we got it: the next element in line is the head now.
       }
       return null;
     } finally {

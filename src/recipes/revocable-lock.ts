@@ -4,7 +4,7 @@
  */
 import type { Client } from "../client/client.js";
 import { ZkError } from "../common/errors.js";
-import { Deadline, deleteIfExists, isZkError, retryOnConnectionLoss, textOf, waitUntilGone } from "./common.js";
+import { Deadline, deleteIfExists, isZkError, orIfNoNode, reportError, retryOnConnectionLoss, textOf, waitUntilGone } from "./common.js";
 import { SequentialLock } from "./lock-core.js";
 import { contendersOf, EXCLUSIVE_POLICY } from "./lock-policy.js";
 
@@ -88,11 +88,8 @@ export class RevocableLock extends SequentialLock {
     try {
       const node = holderNode !== undefined ? nodePath(lockPath, holderNode) : await currentHolder(client, lockPath, deadline);
       if (node === undefined) return undefined;
-      await retryOnConnectionLoss(client, deadline, () => client.setData(node, REVOKE_REQUEST));
-      return node;
-    } catch (error) {
-      if (isZkError(error, "NONODE")) return undefined;
-      throw error;
+      const written = await retryOnConnectionLoss(client, deadline, () => orIfNoNode(client.setData(node, REVOKE_REQUEST), null));
+      return written === null ? undefined : node;
     } finally {
       deadline.dispose();
     }
@@ -127,9 +124,7 @@ export class RevocableLock extends SequentialLock {
     queueMicrotask(() => {
       Promise.resolve()
         .then(() => handler(this))
-        .catch((error: unknown) => {
-          if (this.listenerCount("error") > 0) this.emit("error", error);
-        });
+        .catch((error: unknown) => reportError(this, error));
     });
   }
 
@@ -145,7 +140,7 @@ function nodePath(lockPath: string, node: string): string {
 
 /** The node that holds the lock now: the lowest `lock-` contender. */
 async function currentHolder(client: Client, lockPath: string, deadline: Deadline): Promise<string | undefined> {
-  const children = await retryOnConnectionLoss(client, deadline, () => client.getChildren(lockPath));
+  const children = await retryOnConnectionLoss(client, deadline, () => orIfNoNode(client.getChildren(lockPath), []));
   const first = contendersOf(EXCLUSIVE_POLICY, children)[0];
   return first === undefined ? undefined : `${lockPath}/${first}`;
 }

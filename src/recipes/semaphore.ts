@@ -5,9 +5,9 @@
 import { EventEmitter } from "node:events";
 import type { Client } from "../client/client.js";
 import { ZkError } from "../common/errors.js";
-import { Deadline, retryOnConnectionLoss, withoutProtectedPrefix, type WaitOptions } from "./common.js";
+import { Deadline, removeOwnedNode, retryOnConnectionLoss, withoutProtectedPrefix, type WaitOptions } from "./common.js";
 import { Lock } from "./lock.js";
-import { createOwnedNode, HeldNode, removeAbandonedNode, removeOwnedNode } from "./lock-nodes.js";
+import { createOwnedNode, HeldNode, removeAbandonedNode } from "./lock-nodes.js";
 
 const LEASE_NAME = "lease-";
 const isLease = (name: string): boolean => /^lease-\d{10}$/.test(withoutProtectedPrefix(name));

@@ -6,9 +6,9 @@ import { EventEmitter } from "node:events";
 import type { Client } from "../client/client.js";
 import type { Stat } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
-import { Deadline, isZkError, retryOnConnectionLoss, type WaitOptions } from "./common.js";
-import { bindNode, checkNodeName, removeIfOwned } from "./naming-service.js";
-import { type CachedNode, childPath, TreeCache } from "./tree-cache.js";
+import { childPath, Deadline, deleteOwnEphemeral, isZkError, orIfNoNode, retryOnConnectionLoss, type WaitOptions } from "./common.js";
+import { bindNode, checkNodeName } from "./naming-service.js";
+import { type CachedNode, TreeCache } from "./tree-cache.js";
 
 /** One instance of a service, as stored (JSON) in its znode. */
 export interface ServiceInstance {
@@ -98,7 +98,7 @@ export class ServiceDiscovery extends EventEmitter<ServiceDiscoveryEvents> {
       return stat;
     } catch (error) {
       // Abandoned mid-registration: remove the node if this call made it (not an earlier registration).
-      if (isZkError(error, "OPERATIONTIMEOUT") && !this.registered.has(key)) removeIfOwned(this.client, path).catch(() => undefined);
+      if (isZkError(error, "OPERATIONTIMEOUT") && !this.registered.has(key)) deleteOwnEphemeral(this.client, path).catch(() => undefined);
       throw error;
     } finally {
       deadline.dispose();
@@ -113,7 +113,7 @@ export class ServiceDiscovery extends EventEmitter<ServiceDiscoveryEvents> {
     const deadline = new Deadline(`unregister ${service}/${id}`, options, this.client);
     try {
       // Only our own node: an id re-registered by another session is not ours to remove.
-      await removeIfOwned(this.client, path, deadline);
+      await deleteOwnEphemeral(this.client, path, deadline);
       this.registered.delete(`${service}/${id}`);
     } finally {
       deadline.dispose();
@@ -158,20 +158,11 @@ export class ServiceDiscovery extends EventEmitter<ServiceDiscoveryEvents> {
     try {
       return await retryOnConnectionLoss(this.client, deadline, async () => {
         await this.client.sync(parent);
-        let children: string[];
-        try {
-          children = await this.client.getChildren(parent);
-        } catch (error) {
-          if (isZkError(error, "NONODE")) return [];
-          throw error;
-        }
+        const children = await orIfNoNode(this.client.getChildren(parent), []);
         const reads = children.sort().map((child) =>
-          this.client.getData(childPath(parent, child)).then(
-            ({ data }) => decodeInstance(data),
-            (error: unknown) => {
-              if (isZkError(error, "NONODE")) return undefined;
-              throw error;
-            },
+          orIfNoNode(
+            this.client.getData(childPath(parent, child)).then(({ data }) => decodeInstance(data)),
+            undefined,
           ),
         );
         return (await Promise.all(reads)).filter((instance): instance is ServiceInstance => instance !== undefined);

@@ -6,7 +6,7 @@
 import type { Client } from "../client/client.js";
 import { op } from "../client/ops.js";
 import { ZkError } from "../common/errors.js";
-import { Deadline, ensurePath, isZkError, retryOnConnectionLoss, type WaitOptions } from "./common.js";
+import { Deadline, ensurePath, isZkError, orIfNoNode, parentOf, retryOnConnectionLoss, type WaitOptions } from "./common.js";
 import { commitOnce } from "./queue.js";
 
 /** The counter's value from its node's data: a decimal integer; empty data is `emptyValue`. */
@@ -53,11 +53,8 @@ export class SharedCounter {
   async get(options: WaitOptions = {}): Promise<number> {
     const deadline = new Deadline(`counter get ${this.path}`, options, this.client);
     try {
-      const { data } = await retryOnConnectionLoss(this.client, deadline, () => this.client.getData(this.path));
-      return parseCounterValue(data, this.initialValue);
-    } catch (error) {
-      if (isZkError(error, "NONODE")) return this.initialValue;
-      throw error;
+      const node = await retryOnConnectionLoss(this.client, deadline, () => orIfNoNode(this.client.getData(this.path), null));
+      return node === null ? this.initialValue : parseCounterValue(node.data, this.initialValue);
     } finally {
       deadline.dispose();
     }
@@ -112,15 +109,10 @@ export class SharedCounter {
   /** The value and version, creating the node (and its parents) with `initialValue` if missing. */
   private async readForUpdate(deadline: Deadline): Promise<{ value: number; version: number }> {
     for (;;) {
-      try {
-        const { data, stat } = await retryOnConnectionLoss(this.client, deadline, () => this.client.getData(this.path));
-        return { value: parseCounterValue(data, this.initialValue), version: stat.version };
-      } catch (error) {
-        if (!isZkError(error, "NONODE")) throw error;
-      }
-      const parent = this.path.slice(0, this.path.lastIndexOf("/")) || "/";
+      const node = await retryOnConnectionLoss(this.client, deadline, () => orIfNoNode(this.client.getData(this.path), null));
+      if (node !== null) return { value: parseCounterValue(node.data, this.initialValue), version: node.stat.version };
       await retryOnConnectionLoss(this.client, deadline, async () => {
-        await ensurePath(this.client, parent);
+        await ensurePath(this.client, parentOf(this.path));
         try {
           await this.client.create(this.path, formatCounterValue(this.initialValue));
         } catch (error) {

@@ -6,7 +6,7 @@ import { EventEmitter } from "node:events";
 import type { Client } from "../client/client.js";
 import type { ClientState, Stat, WatchedEvent } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
-import { Deadline, isZkError, type WaitOptions } from "./common.js";
+import { childPath, Deadline, isZkError, nameOf, parentOf, type WaitOptions } from "./common.js";
 
 /** One mirrored znode: its data and the Stat that came with that data. */
 export interface CachedNode {
@@ -130,7 +130,7 @@ export class TreeCache extends EventEmitter<TreeCacheEvents> {
   /** Names of the mirrored children of `path`, sorted. */
   children(path: string): string[] {
     const names: string[] = [];
-    for (const key of this.nodes.keys()) if (key !== path && parentOf(key) === path) names.push(key.slice(key.lastIndexOf("/") + 1));
+    for (const key of this.nodes.keys()) if (key !== path && parentOf(key) === path) names.push(nameOf(key));
     return names.sort();
   }
 
@@ -311,15 +311,6 @@ export class TreeCache extends EventEmitter<TreeCacheEvents> {
 /** Whether `stat` describes an older state of the node than `than`. */
 function isOlder(stat: Stat, than: Stat): boolean {
   return stat.czxid < than.czxid || (stat.czxid === than.czxid && stat.mzxid < than.mzxid);
-}
-
-export function parentOf(path: string): string {
-  const slash = path.lastIndexOf("/");
-  return slash <= 0 ? "/" : path.slice(0, slash);
-}
-
-export function childPath(parent: string, name: string): string {
-  return parent === "/" ? `/${name}` : `${parent}/${name}`;
 }
 
 function isUnder(path: string, ancestor: string): boolean {

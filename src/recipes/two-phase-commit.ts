@@ -9,7 +9,7 @@ import { op } from "../client/ops.js";
 import type { Watcher } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
 import { Deadline, ensurePath, retryOnConnectionLoss, type WaitOptions } from "./common.js";
-import { deleteOwnEphemeral, isZkError, textOf } from "./common.js";
+import { deleteOwnEphemeral, isZkError, orIfNoNode, textOf } from "./common.js";
 
 export type TwoPhaseVote = "commit" | "abort";
 export type TwoPhaseOutcome = "commit" | "abort";
@@ -212,13 +212,8 @@ export class TwoPhaseCommit {
     try {
       await retryOnConnectionLoss(client, deadline, async () => {
         for (;;) {
-          let children: string[];
-          try {
-            children = await client.getChildren(txPath);
-          } catch (error) {
-            if (isZkError(error, "NONODE")) return;
-            throw error;
-          }
+          const children = await orIfNoNode(client.getChildren(txPath), null);
+          if (children === null) return;
           try {
             await client.multi([...children.map((child) => op.delete(`${txPath}/${child}`)), op.delete(txPath)]);
             return;
@@ -331,11 +326,6 @@ async function waitUntilCreated(client: Client, path: string, deadline: Deadline
 }
 
 async function readIfExists(client: Client, path: string): Promise<{ text: string; version: number } | null> {
-  try {
-    const { data, stat } = await client.getData(path);
-    return { text: textOf(data), version: stat.version };
-  } catch (error) {
-    if (isZkError(error, "NONODE")) return null;
-    throw error;
-  }
+  const node = await orIfNoNode(client.getData(path), null);
+  return node && { text: textOf(node.data), version: node.stat.version };
 }

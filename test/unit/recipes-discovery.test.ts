@@ -8,7 +8,7 @@ import { decodeProgress, encodeProgress, checkProgress } from "../../src/recipes
 import { LoadBalancer, loadOf, pickLeastLoaded, pickRandom, pickRoundRobin } from "../../src/recipes/load-balancer.js";
 import { checkNodeName } from "../../src/recipes/naming-service.js";
 import { decodeInstance, encodeInstance, type ServiceInstance } from "../../src/recipes/service-discovery.js";
-import { childPath, parentOf } from "../../src/recipes/tree-cache.js";
+import { childPath, parentOf } from "../../src/recipes/common.js";
 
 const instance = (id: string, load?: number): ServiceInstance => ({
   id,
