@@ -37,8 +37,8 @@ export function configFrom(connectString: string, options: ConnectOptions & { cr
   if ((options.sessionId === undefined) !== (options.password === undefined)) {
     throw new ZkError("BADARGUMENTS", "resuming a session needs both sessionId and password");
   }
-  if (options.sessionId !== undefined && typeof options.sessionId !== "bigint") {
-    throw new ZkError("BADARGUMENTS", "sessionId must be a bigint");
+  if (options.sessionId !== undefined && (typeof options.sessionId !== "bigint" || BigInt.asIntN(64, options.sessionId) !== options.sessionId)) {
+    throw new ZkError("BADARGUMENTS", "sessionId must be a bigint of 64 bits, as a session's id is");
   }
   if (options.password !== undefined && !(options.password instanceof Uint8Array)) {
     throw new ZkError("BADARGUMENTS", "password must be a Uint8Array");

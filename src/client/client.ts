@@ -10,7 +10,6 @@ import { EventEmitter } from "node:events";
 import type * as grpc from "@grpc/grpc-js";
 import { ZkError, ZkErrorCode } from "../common/errors.js";
 import { validatePath } from "../common/paths.js";
-import type { RequestOp } from "../protocol/client-wire.js";
 import { configFrom, type ClientConfig } from "./client-config.js";
 import { prependChroot, stripChroot } from "./connect-string.js";
 import {
@@ -25,7 +24,7 @@ import {
   ttlToWire,
   watcherTypeNumber,
 } from "./convert.js";
-import type { DecodedResponse, DecodedWatchEvent } from "./codec.js";
+import type { DecodedResponse, DecodedWatchEvent, RequestOp } from "./codec.js";
 import { GrpcTransport } from "./grpc-transport.js";
 import { multiErrorFromWire, multiResultsFromWire, opsToWire, readOpsToWire, readResultsFromWire } from "./ops.js";
 import type { SessionEffect } from "./session-io.js";
@@ -195,7 +194,7 @@ export class Client extends EventEmitter<ClientEvents> {
     return this.send(Kind.exists, path, (p) => {
       p.serverPath = this.serverPath(path);
       p.watcher = checkWatcher(options.watch);
-      return { op: "exists", exists: { path: p.serverPath, watch: p.watcher !== undefined } };
+      return { $case: "exists", exists: { path: p.serverPath, watch: p.watcher !== undefined } };
     });
   }
 
@@ -203,21 +202,21 @@ export class Client extends EventEmitter<ClientEvents> {
     return this.send(Kind.getData, path, (p) => {
       p.serverPath = this.serverPath(path);
       p.watcher = checkWatcher(options.watch);
-      return { op: "getData", getData: { path: p.serverPath, watch: p.watcher !== undefined } };
+      return { $case: "getData", getData: { path: p.serverPath, watch: p.watcher !== undefined } };
     });
   }
 
   setData(path: string, data: Data, options: VersionOptions = {}): Promise<Stat> {
     return this.send(Kind.setData, path, (p) => {
       p.serverPath = this.serverPath(path);
-      return { op: "setData", setData: { path: p.serverPath, data: toBytes(data), version: checkVersion(options.version) } };
+      return { $case: "setData", setData: { path: p.serverPath, data: toBytes(data), version: checkVersion(options.version) } };
     });
   }
 
   delete(path: string, options: VersionOptions = {}): Promise<void> {
     return this.send(Kind.delete, path, (p) => {
       p.serverPath = this.serverPath(path);
-      return { op: "delete", delete: { path: p.serverPath, version: checkVersion(options.version) } };
+      return { $case: "delete", delete: { path: p.serverPath, version: checkVersion(options.version) } };
     });
   }
 
@@ -237,7 +236,7 @@ export class Client extends EventEmitter<ClientEvents> {
   getACL(path: string): Promise<{ acl: Acl[]; stat: Stat }> {
     return this.send(Kind.getAcl, path, (p) => {
       p.serverPath = this.serverPath(path);
-      return { op: "getAcl", getAcl: { path: p.serverPath } };
+      return { $case: "getAcl", getAcl: { path: p.serverPath } };
     });
   }
 
@@ -249,7 +248,7 @@ export class Client extends EventEmitter<ClientEvents> {
     return this.send(Kind.setAcl, path, (p) => {
       p.serverPath = this.serverPath(path);
       const version = checkVersion(options.version);
-      return { op: "setAcl", setAcl: { path: p.serverPath, acl: aclToWire(acl ?? []), version } };
+      return { $case: "setAcl", setAcl: { path: p.serverPath, acl: aclToWire(acl ?? []), version } };
     });
   }
 
@@ -273,13 +272,13 @@ export class Client extends EventEmitter<ClientEvents> {
     // Once accepted, the session machine keeps the credential and sends it on every new connection.
     return this.send(Kind.addAuth, undefined, () => {
       if (typeof scheme !== "string") throw new ZkError("BADARGUMENTS", "scheme must be a string");
-      return { op: "addAuth", addAuth: { scheme, auth: toBytes(auth) } };
+      return { $case: "addAuth", addAuth: { scheme, auth: toBytes(auth) } };
     });
   }
 
   /** The ids this session's connection is authenticated as, its `ip` first (ZooKeeper's whoAmI). */
   whoAmI(): Promise<ClientInfo[]> {
-    return this.send(Kind.whoAmI, undefined, () => ({ op: "whoAmI", whoAmI: {} }));
+    return this.send(Kind.whoAmI, undefined, () => ({ $case: "whoAmI", whoAmI: {} }));
   }
 
   /**
@@ -295,7 +294,7 @@ export class Client extends EventEmitter<ClientEvents> {
       p.serverPath = this.serverPath(basePath);
       requireWatcher(watcher);
       p.watcher = watcher;
-      return { op: "addWatch", addWatch: { path: p.serverPath, mode: addWatchModeNumber(mode) } };
+      return { $case: "addWatch", addWatch: { path: p.serverPath, mode: addWatchModeNumber(mode) } };
     });
   }
 
@@ -318,7 +317,7 @@ export class Client extends EventEmitter<ClientEvents> {
         p.watcher = watcher;
         const type = watcherTypeNumber(watcherType);
         checkLocal(local);
-        return { op: "checkWatches", checkWatches: { path: p.serverPath, type } };
+        return { $case: "checkWatches", checkWatches: { path: p.serverPath, type } };
       },
       watcherType,
       local,
@@ -338,7 +337,7 @@ export class Client extends EventEmitter<ClientEvents> {
         p.serverPath = this.serverPath(path);
         const type = watcherTypeNumber(watcherType);
         checkLocal(local);
-        return { op: "removeWatches", removeWatches: { path: p.serverPath, type } };
+        return { $case: "removeWatches", removeWatches: { path: p.serverPath, type } };
       },
       watcherType,
       local,
@@ -353,7 +352,7 @@ export class Client extends EventEmitter<ClientEvents> {
     return this.send(Kind.multi, undefined, (p) => {
       const wireOps = opsToWire(ops, this.config.chroot);
       p.ops = ops.slice();
-      return { op: "multi", multi: { ops: wireOps } };
+      return { $case: "multi", multi: { ops: wireOps } };
     });
   }
 
@@ -367,7 +366,7 @@ export class Client extends EventEmitter<ClientEvents> {
       const chroot = this.config.chroot;
       // Under a chroot, "/" means the chroot's subtree, not every path that starts with its name.
       p.serverPath = chroot !== undefined && prefixPath === "/" ? chroot + "/" : prependChroot(chroot, prefixPath);
-      return { op: "getEphemerals", getEphemerals: { prefixPath: p.serverPath } };
+      return { $case: "getEphemerals", getEphemerals: { prefixPath: p.serverPath } };
     });
   }
 
@@ -375,7 +374,7 @@ export class Client extends EventEmitter<ClientEvents> {
   getAllChildrenNumber(path: string): Promise<number> {
     return this.send(Kind.getAllChildrenNumber, path, (p) => {
       p.serverPath = this.serverPath(path);
-      return { op: "getAllChildrenNumber", getAllChildrenNumber: { path: p.serverPath } };
+      return { $case: "getAllChildrenNumber", getAllChildrenNumber: { path: p.serverPath } };
     });
   }
 
@@ -388,7 +387,7 @@ export class Client extends EventEmitter<ClientEvents> {
     return this.send(Kind.multiRead, undefined, (p) => {
       const wireOps = readOpsToWire(ops, this.config.chroot);
       p.ops = ops.slice();
-      return { op: "multiRead", multiRead: { ops: wireOps } };
+      return { $case: "multiRead", multiRead: { ops: wireOps } };
     });
   }
 
@@ -396,7 +395,7 @@ export class Client extends EventEmitter<ClientEvents> {
   sync(path: string): Promise<void> {
     return this.send(Kind.sync, path, (p) => {
       p.serverPath = this.serverPath(path);
-      return { op: "sync", sync: { path: p.serverPath } };
+      return { $case: "sync", sync: { path: p.serverPath } };
     });
   }
 
@@ -428,7 +427,7 @@ export class Client extends EventEmitter<ClientEvents> {
       const flag = modeFlag(mode);
       p.serverPath = this.serverPath(path, isSequentialMode(mode));
       return {
-        op: "create",
+        $case: "create",
         create: {
           path: p.serverPath,
           data: toBytes(data),
@@ -444,7 +443,7 @@ export class Client extends EventEmitter<ClientEvents> {
     return this.send(kind, path, (p) => {
       p.serverPath = this.serverPath(path);
       p.watcher = checkWatcher(options.watch);
-      return { op: "getChildren", getChildren: { path: p.serverPath, watch: p.watcher !== undefined } };
+      return { $case: "getChildren", getChildren: { path: p.serverPath, watch: p.watcher !== undefined } };
     });
   }
 

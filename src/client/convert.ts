@@ -1,9 +1,9 @@
-/** Conversions between the SDK's types and the decoded wire shapes of proto/client.proto. */
+/** Conversions between the SDK's types and the messages of proto/client.proto (gen/client.ts). */
 import { ZkError } from "../common/errors.js";
 import { limits } from "../common/constants.js";
 import { TTL_MS_MAX } from "../common/znode.js";
 import { ADD_WATCH_MODE_NUMBERS, WATCHER_TYPE_NUMBERS, type AddWatchMode, type WatcherType } from "../common/watch-modes.js";
-import type { WireAcl, WireStat } from "../protocol/client-wire.js";
+import type { Acl as WireAcl, Stat as WireStat } from "../../gen/client.js";
 import type { Acl, CreateMode, Data, NodeEventType, Stat } from "./types.js";
 import { CREATE_MODE_FLAGS, isTtlMode } from "./types.js";
 
@@ -23,28 +23,15 @@ export function toBytes(data: Data | undefined | null): Uint8Array {
   return bytes;
 }
 
-/** A Stat the answer must carry (the codec decodes stats straight into the SDK's Stat). */
+/** A Stat the answer must carry (the codec decodes stats into the SDK's Stat). */
 export function requireStat(stat: Stat | null | undefined): Stat {
   if (!stat) throw new ZkError("MARSHALLINGERROR", "response is missing its stat");
   return stat;
 }
 
-/** A Stat in proto-loader's decoded shape (int64 as decimal strings) → the SDK's Stat. */
-export function statFromWire(wire: WireStat | null | undefined): Stat {
-  if (!wire) throw new ZkError("MARSHALLINGERROR", "response is missing its stat");
-  return {
-    czxid: BigInt(wire.czxid),
-    mzxid: BigInt(wire.mzxid),
-    pzxid: BigInt(wire.pzxid),
-    ctime: Number(wire.ctime),
-    mtime: Number(wire.mtime),
-    version: wire.version,
-    cversion: wire.cversion,
-    aversion: wire.aversion,
-    ephemeralOwner: BigInt(wire.ephemeralOwner),
-    dataLength: wire.dataLength,
-    numChildren: wire.numChildren,
-  };
+/** A decoded Stat → the SDK's Stat: the same fields, times as numbers (ms: exact far beyond any real date). */
+export function statFromWire(wire: WireStat): Stat {
+  return { ...wire, ctime: Number(wire.ctime), mtime: Number(wire.mtime) };
 }
 
 export function aclFromWire(wire: readonly WireAcl[]): Acl[] {
@@ -61,6 +48,8 @@ export function aclToWire(acl: readonly Acl[] | undefined): WireAcl[] {
     if (!a || typeof a.perms !== "number" || !a.id || typeof a.id.scheme !== "string" || typeof a.id.id !== "string") {
       throw new ZkError("INVALIDACL", "an ACL entry needs perms and id { scheme, id }");
     }
+    // perms is a uint32 on the wire; which bits mean something is the server's to judge.
+    if (!Number.isInteger(a.perms) || a.perms < 0 || a.perms > 0xffffffff) throw new ZkError("INVALIDACL", `bad permissions ${a.perms}`);
     return { perms: a.perms, id: { scheme: a.id.scheme, id: a.id.id } };
   });
 }
@@ -73,16 +62,16 @@ export function modeFlag(mode: CreateMode): number {
 
 export { TTL_MS_MAX };
 
-/** Validates the TTL against the mode; returns the wire value ("0" when the mode has none). */
-export function ttlToWire(mode: CreateMode, ttlMs: number | undefined): string {
+/** Validates the TTL against the mode; returns the wire value (0n when the mode has none). */
+export function ttlToWire(mode: CreateMode, ttlMs: number | undefined): bigint {
   if (isTtlMode(mode)) {
     if (ttlMs === undefined || !Number.isInteger(ttlMs) || ttlMs <= 0 || ttlMs > TTL_MS_MAX) {
       throw new ZkError("BADARGUMENTS", `mode ${mode} needs ttlMs, an integer in 1..${TTL_MS_MAX}`);
     }
-    return String(ttlMs);
+    return BigInt(ttlMs);
   }
   if (ttlMs !== undefined) throw new ZkError("BADARGUMENTS", `ttlMs is only valid with a TTL mode, not ${mode}`);
-  return "0";
+  return 0n;
 }
 
 export function checkVersion(version: number | undefined): number {

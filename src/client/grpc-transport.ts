@@ -8,7 +8,7 @@
 import * as grpc from "@grpc/grpc-js";
 import { ZkError } from "../common/errors.js";
 import { GRPC_CLIENT_CHANNEL_OPTIONS, corralServiceDefinition } from "../protocol/client-wire.js";
-import type { ClientFrame } from "../protocol/client-wire.js";
+import type { ClientFrame } from "../../gen/client.js";
 import { FrameOutbox } from "../protocol/frame-outbox.js";
 import { decodeServerFrame, encodeClientFrame, encodeClientFrameBatch } from "./codec.js";
 import type { DecodedServerFrame } from "./codec.js";

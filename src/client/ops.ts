@@ -3,7 +3,7 @@ import { ZkError, ZkErrorCode, zkErrorName } from "../common/errors.js";
 import type { ZkErrorName } from "../common/errors.js";
 import { limits } from "../common/constants.js";
 import { validatePath } from "../common/paths.js";
-import type { MultiOp, MultiReadOp } from "../protocol/client-wire.js";
+import type { MultiOp, MultiReadOp } from "../../gen/client.js";
 import type { DecodedOpResult } from "./codec.js";
 import { prependChroot, stripChroot } from "./connect-string.js";
 import { aclToWire, checkVersion, modeFlag, requireStat, toBytes, ttlToWire } from "./convert.js";
@@ -53,7 +53,7 @@ export function readOpsToWire(ops: readonly ReadOp[], chroot: string | undefined
     if (o?.type !== "getData" && o?.type !== "getChildren") throw new ZkError("BADARGUMENTS", "multiRead takes op.getData and op.getChildren only");
     validatePath(o.path);
     const read = { path: prependChroot(chroot, o.path), watch: false };
-    return o.type === "getData" ? { op: "getData", getData: read } : { op: "getChildren", getChildren: read };
+    return { op: o.type === "getData" ? { $case: "getData", getData: read } : { $case: "getChildren", getChildren: read } };
   });
 }
 
@@ -67,9 +67,11 @@ export function readResultsFromWire(ops: readonly ReadOp[], results: readonly De
   });
 }
 
+type WireOp = NonNullable<MultiOp["op"]>;
+
 /** Rough encoded size of one op, to keep a multi inside the message limit. */
-function approxBytes(wire: MultiOp): number {
-  switch (wire.op) {
+function approxBytes(wire: WireOp): number {
+  switch (wire.$case) {
     case "create":
       return 32 + wire.create.path.length * 3 + wire.create.data.length + wire.create.acl.length * 64;
     case "setData":
@@ -92,9 +94,9 @@ export function opsToWire(ops: readonly Op[], chroot: string | undefined): Multi
   const out: MultiOp[] = [];
   let bytes = 0;
   for (const o of writes) {
-    const wire = opToWire(o, chroot);
-    bytes += approxBytes(wire);
-    out.push(wire);
+    const op = opToWire(o, chroot);
+    bytes += approxBytes(op);
+    out.push({ op });
   }
   if (bytes > limits.messageBytesMax - 1024) {
     throw new ZkError("BADARGUMENTS", `a multi of about ${bytes} bytes exceeds the ${limits.messageBytesMax}-byte message limit`);
@@ -102,13 +104,13 @@ export function opsToWire(ops: readonly Op[], chroot: string | undefined): Multi
   return out;
 }
 
-export function opToWire(o: Op, chroot: string | undefined): MultiOp {
+function opToWire(o: Op, chroot: string | undefined): WireOp {
   if (!o || typeof o !== "object") throw new ZkError("BADARGUMENTS", "not an op; build ops with op.create/delete/setData/check");
   switch (o.type) {
     case "create": {
       validatePath(o.path, isSequentialMode(o.mode));
       return {
-        op: "create",
+        $case: "create",
         create: {
           path: prependChroot(chroot, o.path),
           data: o.data,
@@ -120,16 +122,16 @@ export function opToWire(o: Op, chroot: string | undefined): MultiOp {
     }
     case "delete":
       validatePath(o.path);
-      return { op: "delete", delete: { path: prependChroot(chroot, o.path), version: checkVersion(o.version) } };
+      return { $case: "delete", delete: { path: prependChroot(chroot, o.path), version: checkVersion(o.version) } };
     case "setData":
       validatePath(o.path);
       return {
-        op: "setData",
+        $case: "setData",
         setData: { path: prependChroot(chroot, o.path), data: o.data, version: checkVersion(o.version) },
       };
     case "check":
       validatePath(o.path);
-      return { op: "check", check: { path: prependChroot(chroot, o.path), version: checkVersion(o.version) } };
+      return { $case: "check", check: { path: prependChroot(chroot, o.path), version: checkVersion(o.version) } };
     default:
       throw new ZkError("BADARGUMENTS", `unknown op type ${JSON.stringify((o as { type?: unknown }).type)}`);
   }

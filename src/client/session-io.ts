@@ -12,7 +12,7 @@
  * is still plain data, so a simulator can record, replay or reorder them.
  */
 import type { ZkError, ZkErrorName } from "../common/errors.js";
-import type { ClientFrame } from "../protocol/client-wire.js";
+import type { ClientFrame } from "../../gen/client.js";
 import type { DecodedResponse, DecodedServerFrame, DecodedWatchEvent } from "./codec.js";
 import type { HostPort } from "./connect-string.js";
 import type { ClientLogger, ClientState } from "./types.js";

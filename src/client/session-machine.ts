@@ -17,8 +17,8 @@ import { CLIENT_PROTOCOL_BATCHES_SINCE, CLIENT_PROTOCOL_VERSION } from "../commo
 import { assert } from "../common/assert.js";
 import { ZkError, ZkErrorCode } from "../common/errors.js";
 import type { ZkErrorName } from "../common/errors.js";
-import type { ClientFrame, RequestOp } from "../protocol/client-wire.js";
-import type { DecodedConnectResponse, DecodedResponse, DecodedServerFrame, DecodedWatchEvent } from "./codec.js";
+import type { ClientFrame } from "../../gen/client.js";
+import type { DecodedConnectResponse, DecodedResponse, DecodedServerFrame, DecodedWatchEvent, RequestOp } from "./codec.js";
 import { hostAddress, type HostPort } from "./connect-string.js";
 import { Fifo } from "./fifo.js";
 import type { ConnectionLoss, SessionEffect, SessionInputs, SessionLifecycle, SessionTimer } from "./session-io.js";
@@ -157,7 +157,7 @@ export class SessionMachine<T> implements SessionInputs {
   submit(request: RequestOp, token: T): number {
     const conn = this.conn;
     assert(this.lifecycleValue === "active" && conn !== null && conn.phase === "open", "submit only while connected");
-    const credential = request.op === "addAuth" ? { scheme: request.addAuth.scheme, auth: request.addAuth.auth } : undefined;
+    const credential = request.$case === "addAuth" ? { scheme: request.addAuth.scheme, auth: request.addAuth.auth } : undefined;
     const xid = this.nextRequestXid();
     this.write(conn, { xid, purpose: "request", token, credential }, request);
     return xid;
@@ -176,7 +176,7 @@ export class SessionMachine<T> implements SessionInputs {
     this.cancel("reconnect");
     const conn = this.conn;
     if (conn && conn.phase === "open") {
-      this.write(conn, { xid: this.nextRequestXid(), purpose: "close" }, { op: "close", close: {} });
+      this.write(conn, { xid: this.nextRequestXid(), purpose: "close" }, { $case: "close", close: {} });
       this.arm("close", this.timeoutMs);
     } else {
       this.finishClose();
@@ -245,13 +245,15 @@ export class SessionMachine<T> implements SessionInputs {
     this.log("debug", { address: hostAddress(host), sessionId: hex(this.sessionIdValue), lastZxidSeen: this.lastZxid.toString() }, "connecting");
     this.arm("attempt", this.attemptTimeoutMs());
     this.send(conn, {
-      frame: "connect",
-      connect: {
-        protocolVersion: CLIENT_PROTOCOL_VERSION,
-        lastZxidSeen: this.lastZxid.toString(),
-        timeoutMs: this.options.sessionTimeoutMs,
-        sessionId: this.sessionIdValue.toString(),
-        password: this.passwordValue,
+      frame: {
+        $case: "connect",
+        connect: {
+          protocolVersion: CLIENT_PROTOCOL_VERSION,
+          lastZxidSeen: this.lastZxid,
+          timeoutMs: this.options.sessionTimeoutMs,
+          sessionId: this.sessionIdValue,
+          password: this.passwordValue,
+        },
       },
     });
   }
@@ -294,8 +296,8 @@ export class SessionMachine<T> implements SessionInputs {
         // Each frame as if it had come alone; onFrame stops at once if one of them ends the connection.
         for (const inner of frame.frames) this.onFrame(conn, inner);
         return;
-      default:
-        this.protocolError(conn, `unknown frame ${JSON.stringify((frame as { frame?: unknown }).frame)}`);
+      case undefined:
+        this.protocolError(conn, "a frame of no kind this client knows");
     }
   }
 
@@ -344,17 +346,17 @@ export class SessionMachine<T> implements SessionInputs {
   /** Sends every credential accepted before, in order, ahead of any other request on a new stream. */
   private sendCredentials(conn: Connection<T>): void {
     for (const credential of this.credentials) {
-      const request: RequestOp = { op: "addAuth", addAuth: { scheme: credential.scheme, auth: credential.auth } };
+      const request: RequestOp = { $case: "addAuth", addAuth: { scheme: credential.scheme, auth: credential.auth } };
       this.write(conn, { xid: this.nextRequestXid(), purpose: "authReplay", credential }, request);
     }
   }
 
   /** Re-registers every watch the caller holds, before any other request on a new stream. */
   private sendSetWatches(conn: Connection<T>): void {
-    const relativeZxid = this.lastZxid.toString();
+    const relativeZxid = this.lastZxid;
     for (const chunk of chunkWatchPaths(this.options.watchedPaths(), SET_WATCHES_BYTES_MAX)) {
       conn.setWatchesUnanswered += 1;
-      this.write(conn, { xid: this.nextRequestXid(), purpose: "setWatches" }, { op: "setWatches", setWatches: { relativeZxid, ...chunk } });
+      this.write(conn, { xid: this.nextRequestXid(), purpose: "setWatches" }, { $case: "setWatches", setWatches: { relativeZxid, ...chunk } });
     }
   }
 
@@ -385,7 +387,7 @@ export class SessionMachine<T> implements SessionInputs {
   private write(conn: Connection<T>, request: InFlight<T>, op: RequestOp): void {
     conn.inFlight.push(request);
     conn.sentSinceTick = true;
-    this.send(conn, { frame: "request", request: { xid: request.xid, ...op } });
+    this.send(conn, { frame: { $case: "request", request: { xid: request.xid, op } } });
   }
 
   private send(conn: Connection<T>, frame: ClientFrame): void {
@@ -474,7 +476,7 @@ export class SessionMachine<T> implements SessionInputs {
       conn.sendIdleTicks = 0;
     } else if (++conn.sendIdleTicks >= PING_AFTER_IDLE_TICKS) {
       conn.sendIdleTicks = 0;
-      this.send(conn, { frame: "ping", ping: {} });
+      this.send(conn, { frame: { $case: "ping", ping: {} } });
     }
     this.arm("tick", this.tickMs());
   }

@@ -1,6 +1,7 @@
 /**
- * Varint sizes, for every binary format that sizes its buffer before writing it: the protobuf
- * codecs (src/protocol, src/client, src/server/peer) and the store's own records (src/store/bytes).
+ * Varint sizes, for every binary format that sizes its buffer before writing it: the client
+ * protocol's frame batches (src/protocol/frame-batch.ts), the peer codec (src/server/peer) and the
+ * store's own records (src/store/bytes).
  * Unrolled rather than looped: zxids are above 2^32, so the long branches are the common ones.
  */
 

@@ -37,9 +37,9 @@ export interface ClientServiceDeps {
 }
 
 /**
- * The Corral service definition with the server's own codec (src/server/client-frame-codec.ts):
- * requests decode straight into the server's records, garbage into MALFORMED instead of an
- * exception inside grpc-js, and answers reach the stream already encoded.
+ * The Corral service definition with the server's codec (src/server/client-frame-codec.ts, over the
+ * generated gen/client.ts): requests decode into the server's records, garbage into MALFORMED
+ * instead of an exception inside grpc-js, and answers reach the stream already encoded.
  */
 export function clientServiceDefinition(): grpc.ServiceDefinition {
   const base = corralServiceDefinition();

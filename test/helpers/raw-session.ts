@@ -4,16 +4,8 @@
  */
 import * as grpc from "@grpc/grpc-js";
 import { CLIENT_PROTOCOL_VERSION } from "../../src/common/constants.js";
-import {
-  corralClientConstructor,
-  corralServiceDefinition,
-  GRPC_CLIENT_CHANNEL_OPTIONS,
-  type ClientFrame,
-  type Encodable,
-  type Request,
-  type Response,
-  type ServerFrame,
-} from "../../src/protocol/client-wire.js";
+import { corralClientConstructor, corralServiceDefinition, GRPC_CLIENT_CHANNEL_OPTIONS } from "../../src/protocol/client-wire.js";
+import type { ClientFrame, Encodable, Request, Response, ServerFrame } from "./proto-loader-wire.js";
 
 type Call = grpc.ClientDuplexStream<unknown, unknown>;
 

@@ -17,7 +17,8 @@ import { Client, ZkError, ZkErrorCode, ZkMultiError, op, type ClientState } from
 import { CLIENT_PROTOCOL_VERSION } from "../../src/common/constants.js";
 import { generateDigest } from "../../src/common/digest.js";
 import { zookeeperIdOrder } from "../../src/replica/zookeeper-id-order.js";
-import { corralServiceDefinition, type ConnectResponse, type Encodable, type Request, type Response } from "../../src/protocol/client-wire.js";
+import { corralServiceDefinition } from "../../src/protocol/client-wire.js";
+import type { ConnectResponse, Encodable, Request, Response } from "../helpers/proto-loader-wire.js";
 import { RawStream } from "../helpers/raw-session.js";
 import { ServerProcess } from "../helpers/server-process.js";
 import { TcpProxy } from "../helpers/tcp-proxy.js";

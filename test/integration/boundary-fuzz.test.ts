@@ -19,7 +19,8 @@ import fc from "fast-check";
 import { limits } from "../../src/common/constants.js";
 import { ZkErrorCode } from "../../src/common/errors.js";
 import { Client } from "../../src/index.js";
-import { corralServiceDefinition, type Encodable, type Request, type Response } from "../../src/protocol/client-wire.js";
+import { corralServiceDefinition } from "../../src/protocol/client-wire.js";
+import type { Encodable, Request, Response } from "../helpers/proto-loader-wire.js";
 import { JUTE_MAX_BUFFER_BYTES, JuteWriter } from "../../src/server/zk-wire/jute.js";
 import {
   CreateRequest,

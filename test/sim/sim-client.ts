@@ -9,8 +9,8 @@
  * once).
  */
 import { ZkErrorCode } from "../../src/common/errors.js";
-import type { RequestOp, WireAcl } from "../../src/protocol/client-wire.js";
-import { decodeServerFrame, encodeClientFrame, type DecodedResponse, type DecodedWatchEvent } from "../../src/client/codec.js";
+import type { Acl as WireAcl } from "../../gen/client.js";
+import { decodeServerFrame, encodeClientFrame, type DecodedResponse, type DecodedWatchEvent, type RequestOp } from "../../src/client/codec.js";
 import type { HostPort } from "../../src/client/connect-string.js";
 import { SessionMachine } from "../../src/client/session-machine.js";
 import type { SessionEffect, SessionTimer } from "../../src/client/session-io.js";
@@ -158,7 +158,7 @@ export class SimClient {
       if (credentials === undefined) this.auth = "accepted";
       else if (this.auth === "none") {
         this.auth = "sent";
-        this.submit("auth", { op: "addAuth", addAuth: { scheme: "digest", auth: new TextEncoder().encode(credentials) } });
+        this.submit("auth", { $case: "addAuth", addAuth: { scheme: "digest", auth: new TextEncoder().encode(credentials) } });
       }
       if (this.auth !== "accepted") return;
     }
@@ -171,16 +171,16 @@ export class SimClient {
     } else if (roll < 0.85) {
       const path = `/${world.prng.pick(["k", "k", "k", "r", "q"])}${world.prng.int(3)}`;
       const watch = world.prng.chance(0.4);
-      this.submit("read", world.prng.chance(0.7) ? { op: "getData", getData: { path, watch } } : { op: "exists", exists: { path, watch } });
+      this.submit("read", world.prng.chance(0.7) ? { $case: "getData", getData: { path, watch } } : { $case: "exists", exists: { path, watch } });
     } else if (roll < 0.88) {
-      this.submit("read", { op: "getChildren", getChildren: { path: `/c${world.prng.int(3)}`, watch: world.prng.chance(0.5) } });
+      this.submit("read", { $case: "getChildren", getChildren: { path: `/c${world.prng.int(3)}`, watch: world.prng.chance(0.5) } });
     } else if (roll < 0.9) {
       // A persistent watch on a plain node, or a recursive one over a container and its members.
       const recursive = world.prng.chance(0.4);
       const path = recursive ? `/c${world.prng.int(3)}` : `/k${world.prng.int(5)}`;
       if (!this.persistent.has(path))
-        this.submit("watch", { op: "addWatch", addWatch: { path, mode: ADD_WATCH_MODE_NUMBERS[recursive ? "persistent-recursive" : "persistent"] } });
-    } else this.submit("sync", { op: "sync", sync: { path: "/" } });
+        this.submit("watch", { $case: "addWatch", addWatch: { path, mode: ADD_WATCH_MODE_NUMBERS[recursive ? "persistent-recursive" : "persistent"] } });
+    } else this.submit("sync", { $case: "sync", sync: { path: "/" } });
   }
 
   /** Set by the simulation from its configuration. */
@@ -264,8 +264,9 @@ export class SimClient {
         const link = this.link;
         if (link === undefined || link.connection !== effect.connection) return;
         const bytes = encodeClientFrame(effect.frame);
-        const frame = effect.frame;
-        const write = frame.frame === "request" && (frame.request.op === "create" || frame.request.op === "setData" || frame.request.op === "delete");
+        const frame = effect.frame.frame;
+        const op = frame?.$case === "request" ? frame.request.op?.$case : undefined;
+        const write = op === "create" || op === "setData" || op === "delete";
         return this.toServer(link, (door) => door.receive(decodeClientFrame(bytes)), write);
       }
       case "close": {
@@ -443,7 +444,7 @@ export class SimClient {
       }
     }
     if (token.kind === "auth") this.auth = response.err === 0 ? "accepted" : "none";
-    if (token.kind === "watch" && response.err === 0 && token.request.op === "addWatch") {
+    if (token.kind === "watch" && response.err === 0 && token.request.$case === "addWatch") {
       const { path, mode } = token.request.addWatch;
       this.persistent.set(path, { recursive: mode === ADD_WATCH_MODE_NUMBERS["persistent-recursive"], seen: undefined });
       world.log(`client ${this.id} set a ${mode === ADD_WATCH_MODE_NUMBERS["persistent-recursive"] ? "recursive" : "persistent"} watch on ${path}`);
@@ -455,15 +456,15 @@ export class SimClient {
   private readSeen(request: RequestOp, response: DecodedResponse): void {
     const checker = this.world.checker;
     const path =
-      request.op === "getData"
+      request.$case === "getData"
         ? request.getData.path
-        : request.op === "exists"
+        : request.$case === "exists"
           ? request.exists.path
-          : request.op === "getChildren"
+          : request.$case === "getChildren"
             ? request.getChildren.path
             : undefined;
     if (path === undefined) return;
-    if (request.op === "getData" && (response.err === 0 || response.err === ZkErrorCode.NOAUTH)) {
+    if (request.$case === "getData" && (response.err === 0 || response.err === ZkErrorCode.NOAUTH)) {
       if (response.err === ZkErrorCode.NOAUTH) this.world.count("aclRefusals");
       const identity = identityOf(this.id);
       if (readRefused(path, identity) !== (response.err === ZkErrorCode.NOAUTH)) {
@@ -478,7 +479,7 @@ export class SimClient {
     const stat = response.stat;
     // A change this session holds a watch for must have been told before it can be read (contract item 6).
     const before = "watch events arrive before the change can be read";
-    if (request.op === "getChildren") {
+    if (request.$case === "getChildren") {
       const held = this.watches.get(`child:${path}`);
       if (held && (gone || (stat !== null && stat.pzxid > held.seenZxid)))
         checker.fail(
@@ -507,11 +508,11 @@ export class SimClient {
       );
     const exist = this.watches.get(`exist:${path}`);
     if (exist && !gone) checker.fail(before, `client ${this.id} reads ${path} created with its exists watch not fired`);
-    const watch = request.op === "getData" ? request.getData.watch : request.op === "exists" ? request.exists.watch : false;
+    const watch = request.$case === "getData" ? request.getData.watch : request.$case === "exists" ? request.exists.watch : false;
     if (!watch) return;
     // getData on a missing node sets no watch; exists sets an exists watch there.
     if (!gone && stat !== null) this.watches.set(`data:${path}`, { kind: "data", path, seenZxid: stat.mzxid });
-    else if (request.op === "exists") this.watches.set(`exist:${path}`, { kind: "exist", path, seenZxid: 0n });
+    else if (request.$case === "exists") this.watches.set(`exist:${path}`, { kind: "exist", path, seenZxid: 0n });
     else return;
     this.world.log(`client ${this.id} set a ${gone ? "exist" : "data"} watch on ${path} (answer at ${formatZxid(Number(response.zxid))})`);
   }
@@ -609,13 +610,13 @@ function toRequestOp(write: WriteRequest): RequestOp {
   switch (write.op) {
     case "create":
       return {
-        op: "create",
-        create: { path: write.path, data: write.data, acl: acl(write.acl), mode: CREATE_MODE_FLAGS[write.mode], ttlMs: String(write.ttlMs) },
+        $case: "create",
+        create: { path: write.path, data: write.data, acl: acl(write.acl), mode: CREATE_MODE_FLAGS[write.mode], ttlMs: BigInt(write.ttlMs) },
       };
     case "setData":
-      return { op: "setData", setData: { path: write.path, data: write.data, version: write.version } };
+      return { $case: "setData", setData: { path: write.path, data: write.data, version: write.version } };
     case "delete":
-      return { op: "delete", delete: { path: write.path, version: write.version } };
+      return { $case: "delete", delete: { path: write.path, version: write.version } };
     default:
       throw new Error(`the workload sends no ${write.op}`);
   }

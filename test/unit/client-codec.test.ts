@@ -1,161 +1,212 @@
 /**
- * The SDK's hand-written protobuf codec must be interchangeable with @grpc/proto-loader (which the
- * server uses): whatever the SDK encodes, proto-loader decodes to the same object as its own
- * encoding; whatever proto-loader encodes, the SDK decodes to the object proto-loader would, with
- * int64s as bigint and Stats in the SDK's shape.
+ * The SDK's codec (src/client/codec.ts over gen/client.ts) against @grpc/proto-loader's reflective
+ * codec of the same .proto, an independent implementation: every ClientFrame the SDK encodes,
+ * proto-loader reads back exactly as sent; every ServerFrame proto-loader encodes, the SDK decodes
+ * to what proto-loader decodes, with int64s as bigint, Stats in the SDK's shape and bytes as
+ * Buffers. Then the strict policy on what servers send: a frame the generated decoder refuses is
+ * a malformed frame; unknown fields are skipped.
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import * as fc from "fast-check";
 import type * as grpc from "@grpc/grpc-js";
 
-import { decodeServerFrame, encodeClientFrame, type DecodedServerFrame } from "../../src/client/codec.js";
-import { statFromWire } from "../../src/client/convert.js";
-import { corralServiceDefinition, type ClientFrame, type ServerFrame } from "../../src/protocol/client-wire.js";
+import type { Acl, ClientFrame, MultiOp, MultiReadOp } from "../../gen/client.js";
+import { decodeServerFrame, encodeClientFrame, encodeClientFrameBatch, type DecodedServerFrame, type RequestOp } from "../../src/client/codec.js";
+import type { Stat } from "../../src/client/types.js";
+import { corralServiceDefinition } from "../../src/protocol/client-wire.js";
+import type * as loader from "../helpers/proto-loader-wire.js";
 
-const session = corralServiceDefinition()["Session"] as grpc.MethodDefinition<ClientFrame, ServerFrame> & {
-  requestDeserialize: (b: Buffer) => ClientFrame;
-  responseSerialize: (f: ServerFrame) => Buffer;
+const session = corralServiceDefinition()["Session"] as grpc.MethodDefinition<loader.ClientFrame, loader.ServerFrame> & {
+  requestSerialize: (f: loader.ClientFrame) => Buffer;
+  requestDeserialize: (b: Buffer) => loader.ClientFrame;
+  responseSerialize: (f: loader.Encodable<loader.ServerFrame>) => Buffer;
+  responseDeserialize: (b: Buffer) => loader.ServerFrame;
 };
 
-const int64 = fc.oneof(
-  fc.constantFrom("0", "1", "-1", "4294967295", "4294967296", "9007199254740993", "-9223372036854775808", "9223372036854775807"),
-  fc.nat().map(String),
-  fc.bigInt({ min: 0n, max: 2n ** 53n }).map(String),
-  fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }).map(String),
-);
+// -------------------------------------------------------------------------------------------------
+// Arbitraries
+
+/** int64 edges: sign, 32-bit halves, the last exact double and past it, the extremes. */
+const INT64_EDGES = [0n, 1n, -1n, 2n ** 31n - 1n, 2n ** 32n - 1n, 2n ** 32n, 2n ** 53n - 1n, 2n ** 53n, 2n ** 53n + 1n, -(2n ** 63n), 2n ** 63n - 1n];
+const int64 = fc.oneof(fc.constantFrom(...INT64_EDGES), fc.bigInt({ min: 0n, max: 2n ** 53n }), fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }));
 const int32 = fc.oneof(fc.constantFrom(0, -1, 1, 2 ** 31 - 1, -(2 ** 31)), fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }));
 const uint32 = fc.oneof(fc.constantFrom(0, 1, 127, 128, 2 ** 32 - 1), fc.integer({ min: 0, max: 2 ** 32 - 1 }));
 const str = fc.oneof(
-  fc.constantFrom("", "/", "/a/b", "/app/queue/q-0000000001"),
+  fc.constantFrom("", "/", "/a/b", "/app/queue/q-0000000001", "\uFEFFbom"),
   fc.string({ maxLength: 30 }),
   fc.string({ unit: "grapheme", maxLength: 12 }),
   fc.string({ minLength: 60, maxLength: 200 }),
   fc.string({ unit: "binary", maxLength: 12 }),
 );
-const bytes = fc.oneof(fc.constant(new Uint8Array(0)), fc.uint8Array({ maxLength: 64 }));
-const bool = fc.boolean();
+const bytes = fc.oneof(fc.constant(new Uint8Array(0)), fc.uint8Array({ maxLength: 64 }), fc.uint8Array({ minLength: 128, maxLength: 300 }));
+const paths = fc.array(str, { maxLength: 3 });
 const id = fc.record({ scheme: str, id: str });
-const acl = fc.record({ perms: uint32, id: fc.option(id, { nil: null }) });
-const acls = fc.array(acl, { maxLength: 3 });
 
+// The SDK's side: generated messages, complete, int64 as bigint.
+const acls: fc.Arbitrary<Acl[]> = fc.array(fc.record({ perms: uint32, id: fc.option(id, { nil: undefined }) }), { maxLength: 3 });
 const create = fc.record({ path: str, data: bytes, acl: acls, mode: uint32, ttlMs: int64 });
 const pathVersion = fc.record({ path: str, version: int32 });
-const pathWatch = fc.record({ path: str, watch: bool });
+const pathWatch = fc.record({ path: str, watch: fc.boolean() });
 const setData = fc.record({ path: str, data: bytes, version: int32 });
-const multiOp = fc.oneof(
-  create.map((c) => ({ op: "create" as const, create: c })),
-  pathVersion.map((d) => ({ op: "delete" as const, delete: d })),
-  setData.map((s) => ({ op: "setData" as const, setData: s })),
-  pathVersion.map((c) => ({ op: "check" as const, check: c })),
+const multiOp: fc.Arbitrary<MultiOp> = fc.oneof(
+  create.map((c) => ({ op: { $case: "create" as const, create: c } })),
+  pathVersion.map((d) => ({ op: { $case: "delete" as const, delete: d } })),
+  setData.map((s) => ({ op: { $case: "setData" as const, setData: s } })),
+  pathVersion.map((c) => ({ op: { $case: "check" as const, check: c } })),
 );
-const requestOp = fc.oneof(
-  create.map((create) => ({ op: "create" as const, create })),
-  pathVersion.map((d) => ({ op: "delete" as const, delete: d })),
-  pathWatch.map((exists) => ({ op: "exists" as const, exists })),
-  pathWatch.map((getData) => ({ op: "getData" as const, getData })),
-  setData.map((setData) => ({ op: "setData" as const, setData })),
-  pathWatch.map((getChildren) => ({ op: "getChildren" as const, getChildren })),
-  fc.array(multiOp, { maxLength: 4 }).map((ops) => ({ op: "multi" as const, multi: { ops } })),
-  str.map((path) => ({ op: "sync" as const, sync: { path } })),
+const multiReadOp: fc.Arbitrary<MultiReadOp> = fc.oneof(
+  pathWatch.map((getData) => ({ op: { $case: "getData" as const, getData } })),
+  pathWatch.map((getChildren) => ({ op: { $case: "getChildren" as const, getChildren } })),
+);
+const requestOp: fc.Arbitrary<RequestOp> = fc.oneof(
+  create.map((create) => ({ $case: "create" as const, create })),
+  pathVersion.map((d) => ({ $case: "delete" as const, delete: d })),
+  pathWatch.map((exists) => ({ $case: "exists" as const, exists })),
+  pathWatch.map((getData) => ({ $case: "getData" as const, getData })),
+  setData.map((setData) => ({ $case: "setData" as const, setData })),
+  pathWatch.map((getChildren) => ({ $case: "getChildren" as const, getChildren })),
+  fc.array(multiOp, { maxLength: 4 }).map((ops) => ({ $case: "multi" as const, multi: { ops } })),
+  str.map((path) => ({ $case: "sync" as const, sync: { path } })),
   fc
     .record({
       relativeZxid: int64,
-      dataWatches: fc.array(str, { maxLength: 3 }),
-      existWatches: fc.array(str, { maxLength: 3 }),
-      childWatches: fc.array(str, { maxLength: 3 }),
-      persistentWatches: fc.array(str, { maxLength: 3 }),
-      persistentRecursiveWatches: fc.array(str, { maxLength: 3 }),
+      dataWatches: paths,
+      existWatches: paths,
+      childWatches: paths,
+      persistentWatches: paths,
+      persistentRecursiveWatches: paths,
     })
-    .map((setWatches) => ({ op: "setWatches" as const, setWatches })),
-  fc.constant({ op: "close" as const, close: {} }),
-  str.map((path) => ({ op: "getAcl" as const, getAcl: { path } })),
-  str.map((prefixPath) => ({ op: "getEphemerals" as const, getEphemerals: { prefixPath } })),
-  str.map((path) => ({ op: "getAllChildrenNumber" as const, getAllChildrenNumber: { path } })),
-  fc
-    .array(
-      fc.oneof(
-        pathWatch.map((getData) => ({ op: "getData" as const, getData })),
-        pathWatch.map((getChildren) => ({ op: "getChildren" as const, getChildren })),
-      ),
-      { maxLength: 4 },
-    )
-    .map((ops) => ({ op: "multiRead" as const, multiRead: { ops } })),
-  fc.record({ path: str, acl: acls, version: int32 }).map((setAcl) => ({ op: "setAcl" as const, setAcl })),
-  fc.record({ scheme: str, auth: bytes }).map((addAuth) => ({ op: "addAuth" as const, addAuth })),
-  fc.constant({ op: "whoAmI" as const, whoAmI: {} }),
-  fc.record({ path: str, mode: int32 }).map((addWatch) => ({ op: "addWatch" as const, addWatch })),
-  fc.record({ path: str, type: int32 }).map((removeWatches) => ({ op: "removeWatches" as const, removeWatches })),
-  fc.record({ path: str, type: int32 }).map((checkWatches) => ({ op: "checkWatches" as const, checkWatches })),
+    .map((setWatches) => ({ $case: "setWatches" as const, setWatches })),
+  fc.constant({ $case: "close" as const, close: {} }),
+  str.map((path) => ({ $case: "getAcl" as const, getAcl: { path } })),
+  fc.record({ path: str, acl: acls, version: int32 }).map((setAcl) => ({ $case: "setAcl" as const, setAcl })),
+  fc.record({ path: str, mode: int32 }).map((addWatch) => ({ $case: "addWatch" as const, addWatch })),
+  fc.record({ path: str, type: int32 }).map((removeWatches) => ({ $case: "removeWatches" as const, removeWatches })),
+  fc.record({ path: str, type: int32 }).map((checkWatches) => ({ $case: "checkWatches" as const, checkWatches })),
+  fc.record({ scheme: str, auth: bytes }).map((addAuth) => ({ $case: "addAuth" as const, addAuth })),
+  fc.constant({ $case: "whoAmI" as const, whoAmI: {} }),
+  str.map((prefixPath) => ({ $case: "getEphemerals" as const, getEphemerals: { prefixPath } })),
+  str.map((path) => ({ $case: "getAllChildrenNumber" as const, getAllChildrenNumber: { path } })),
+  fc.array(multiReadOp, { maxLength: 4 }).map((ops) => ({ $case: "multiRead" as const, multiRead: { ops } })),
 );
 const singleClientFrame: fc.Arbitrary<ClientFrame> = fc.oneof(
   fc
     .record({ protocolVersion: uint32, lastZxidSeen: int64, timeoutMs: uint32, sessionId: int64, password: bytes })
-    .map((connect) => ({ frame: "connect" as const, connect })),
-  fc.tuple(int32, requestOp).map(([xid, op]) => ({ frame: "request" as const, request: { xid, ...op } })),
-  fc.constant({ frame: "ping" as const, ping: {} }),
+    .map((connect) => ({ frame: { $case: "connect" as const, connect } })),
+  fc.tuple(int32, requestOp).map(([xid, op]) => ({ frame: { $case: "request" as const, request: { xid, op } } })),
+  fc.constant({ frame: { $case: "ping" as const, ping: {} } }),
 );
+const clientFrames = fc.array(singleClientFrame, { maxLength: 5 });
 const clientFrame: fc.Arbitrary<ClientFrame> = fc.oneof(
   { weight: 4, arbitrary: singleClientFrame },
-  { weight: 1, arbitrary: fc.array(singleClientFrame, { maxLength: 5 }).map((frames) => ({ frame: "batch" as const, batch: { frames } })) },
+  { weight: 1, arbitrary: clientFrames.map((frames) => ({ frame: { $case: "batch" as const, batch: { frames } } })) },
 );
 
-const stat = fc.record({
-  czxid: int64,
-  mzxid: int64,
-  ctime: int64,
-  mtime: int64,
-  version: int32,
-  cversion: int32,
-  aversion: int32,
-  ephemeralOwner: int64,
-  dataLength: int32,
-  numChildren: int32,
-  pzxid: int64,
-});
-const singleServerFrame: fc.Arbitrary<ServerFrame> = fc.oneof(
+// The server's side, as proto-loader takes it: int64 as decimal strings, any field left out.
+const int64String = int64.map(String);
+const some = { requiredKeys: [] as [] };
+const loaderAcls = fc.array(fc.record({ perms: uint32, id: fc.option(id, { nil: null }) }, some), { maxLength: 3 });
+const loaderStat = fc.option(
+  fc.record(
+    {
+      czxid: int64String,
+      mzxid: int64String,
+      ctime: int64String,
+      mtime: int64String,
+      version: int32,
+      cversion: int32,
+      aversion: int32,
+      ephemeralOwner: int64String,
+      dataLength: int32,
+      numChildren: int32,
+      pzxid: int64String,
+    },
+    some,
+  ),
+  { nil: null },
+);
+type SentServerFrame = loader.Encodable<loader.ServerFrame>;
+const singleServerFrame: fc.Arbitrary<SentServerFrame> = fc.oneof(
   fc
-    .record({ protocolVersion: uint32, timeoutMs: uint32, sessionId: int64, password: bytes, err: int32, lastZxid: int64, serverId: uint32 })
+    .record({ protocolVersion: uint32, timeoutMs: uint32, sessionId: int64String, password: bytes, err: int32, lastZxid: int64String, serverId: uint32 }, some)
     .map((connect) => ({ frame: "connect" as const, connect })),
   fc
-    .record({
-      xid: int32,
-      zxid: int64,
-      err: int32,
-      path: str,
-      stat: fc.option(stat, { nil: null }),
-      data: bytes,
-      children: fc.array(str, { maxLength: 4 }),
-      results: fc.array(fc.record({ err: int32, path: str, stat: fc.option(stat, { nil: null }), data: bytes, children: fc.array(str, { maxLength: 3 }) }), {
-        maxLength: 3,
-      }),
-      acl: acls,
-      number: int32,
-      clientInfo: fc.array(fc.record({ authScheme: str, user: str }), { maxLength: 3 }),
-    })
+    .record(
+      {
+        xid: int32,
+        zxid: int64String,
+        err: int32,
+        path: str,
+        stat: loaderStat,
+        data: bytes,
+        children: paths,
+        results: fc.array(fc.record({ err: int32, path: str, stat: loaderStat, data: bytes, children: paths }, some), { maxLength: 3 }),
+        acl: loaderAcls,
+        number: int32,
+        clientInfo: fc.array(fc.record({ authScheme: str, user: str }, some), { maxLength: 3 }),
+      },
+      some,
+    )
     .map((response) => ({ frame: "response" as const, response })),
-  fc.record({ type: int32, path: str, zxid: int64 }).map((event) => ({ frame: "event" as const, event })),
-  int64.map((zxid) => ({ frame: "pong" as const, pong: { zxid } })),
+  fc.record({ type: int32, path: str, zxid: int64String }, some).map((event) => ({ frame: "event" as const, event })),
+  fc.record({ zxid: int64String }, some).map((pong) => ({ frame: "pong" as const, pong })),
 );
-const serverFrame: fc.Arbitrary<ServerFrame> = fc.oneof(
+const serverFrame: fc.Arbitrary<SentServerFrame> = fc.oneof(
   { weight: 4, arbitrary: singleServerFrame },
   { weight: 1, arbitrary: fc.array(singleServerFrame, { maxLength: 5 }).map((frames) => ({ frame: "batch" as const, batch: { frames } })) },
 );
 
-/** What the SDK's decoder should give for what proto-loader decodes. */
-function expectedDecoding(frame: ServerFrame): DecodedServerFrame {
-  const stat = (s: Parameters<typeof statFromWire>[0]) => (s ? statFromWire(s) : null);
+// -------------------------------------------------------------------------------------------------
+// The two shapes side by side
+
+/**
+ * A generated message in the shape proto-loader decodes it to: a oneof as its discriminator plus
+ * the member's field, int64 as a decimal string, bytes as a Buffer, an unset submessage as null.
+ */
+function toLoader(value: unknown): unknown {
+  if (typeof value === "bigint") return value.toString();
+  if (value === undefined) return null;
+  if (value instanceof Uint8Array) return Buffer.from(value);
+  if (Array.isArray(value)) return value.map(toLoader);
+  if (value === null || typeof value !== "object") return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, field] of Object.entries(value)) {
+    if (typeof field === "object" && field !== null && "$case" in field) {
+      const member = (field as { $case: string }).$case;
+      out[key] = member;
+      out[member] = toLoader((field as Record<string, unknown>)[member]);
+    } else {
+      out[key] = toLoader(field);
+    }
+  }
+  return out;
+}
+
+function statOf(s: loader.WireStat | null): Stat | null {
+  if (s === null) return null;
+  return {
+    czxid: BigInt(s.czxid),
+    mzxid: BigInt(s.mzxid),
+    pzxid: BigInt(s.pzxid),
+    ctime: Number(s.ctime),
+    mtime: Number(s.mtime),
+    version: s.version,
+    cversion: s.cversion,
+    aversion: s.aversion,
+    ephemeralOwner: BigInt(s.ephemeralOwner),
+    dataLength: s.dataLength,
+    numChildren: s.numChildren,
+  };
+}
+
+/** What the SDK should decode from bytes proto-loader decodes to `frame`. */
+function expectedDecoding(frame: loader.ServerFrame): DecodedServerFrame {
   switch (frame.frame) {
-    case "connect":
-      return {
-        frame: "connect",
-        connect: {
-          ...frame.connect,
-          sessionId: BigInt(frame.connect.sessionId),
-          lastZxid: BigInt(frame.connect.lastZxid),
-          password: Buffer.from(frame.connect.password),
-        },
-      };
+    case "connect": {
+      const c = frame.connect;
+      return { frame: "connect", connect: { ...c, sessionId: BigInt(c.sessionId), lastZxid: BigInt(c.lastZxid), password: Buffer.from(c.password) } };
+    }
     case "response": {
       const r = frame.response;
       return {
@@ -163,9 +214,10 @@ function expectedDecoding(frame: ServerFrame): DecodedServerFrame {
         response: {
           ...r,
           zxid: BigInt(r.zxid),
-          stat: stat(r.stat),
+          stat: statOf(r.stat),
           data: Buffer.from(r.data),
-          results: r.results.map((x) => ({ ...x, stat: stat(x.stat), data: Buffer.from(x.data) })),
+          results: r.results.map((x) => ({ ...x, stat: statOf(x.stat), data: Buffer.from(x.data) })),
+          acl: r.acl.map((a) => ({ perms: a.perms, id: a.id ?? undefined })),
         },
       };
     }
@@ -178,16 +230,57 @@ function expectedDecoding(frame: ServerFrame): DecodedServerFrame {
   }
 }
 
-test("every ClientFrame the SDK encodes decodes, with proto-loader, to what proto-loader's own encoding gives", () => {
+// -------------------------------------------------------------------------------------------------
+// Client → server
+
+test("every ClientFrame the SDK encodes, proto-loader decodes to exactly what was sent", () => {
   fc.assert(
     fc.property(clientFrame, (frame) => {
-      const ours = session.requestDeserialize(encodeClientFrame(frame));
-      const theirs = session.requestDeserialize(session.requestSerialize(frame));
-      assert.deepStrictEqual(ours, theirs);
+      assert.deepStrictEqual(session.requestDeserialize(encodeClientFrame(frame)), toLoader(frame));
     }),
     { numRuns: 3000 },
   );
 });
+
+test("the SDK's encoding of a typical request is byte for byte proto-loader's", () => {
+  const frame: ClientFrame = {
+    frame: { $case: "request", request: { xid: 300, op: { $case: "setData", setData: { path: "/bench/k1", data: new Uint8Array([1, 2, 3]), version: -1 } } } },
+  };
+  assert.deepStrictEqual(encodeClientFrame(frame), session.requestSerialize(toLoader(frame) as loader.ClientFrame));
+});
+
+test("a batch built from frames already encoded is the batch frame encoded whole", () => {
+  fc.assert(
+    fc.property(clientFrames, (frames) => {
+      assert.deepStrictEqual(encodeClientFrameBatch(frames.map(encodeClientFrame)), encodeClientFrame({ frame: { $case: "batch", batch: { frames } } }));
+    }),
+    { numRuns: 500 },
+  );
+});
+
+test("int64 fields the SDK sends keep every edge value exactly", () => {
+  for (const value of INT64_EDGES) {
+    const negated = BigInt.asIntN(64, -value);
+    const frame: ClientFrame = {
+      frame: { $case: "connect", connect: { protocolVersion: 2, lastZxidSeen: value, timeoutMs: 1, sessionId: negated, password: new Uint8Array(0) } },
+    };
+    const decoded = session.requestDeserialize(encodeClientFrame(frame));
+    assert.ok(decoded.frame === "connect");
+    assert.equal(decoded.connect.lastZxidSeen, String(value));
+    assert.equal(decoded.connect.sessionId, String(negated));
+  }
+});
+
+test("a value its field cannot hold is refused, and the frame after it encodes whole", () => {
+  const create = (ttlMs: bigint): ClientFrame => ({
+    frame: { $case: "request", request: { xid: 1, op: { $case: "create", create: { path: "/t", data: new Uint8Array([7]), acl: [], mode: 5, ttlMs } } } },
+  });
+  assert.throws(() => encodeClientFrame(create(2n ** 63n)), /too large/);
+  assert.deepStrictEqual(session.requestDeserialize(encodeClientFrame(create(60_000n))), toLoader(create(60_000n)));
+});
+
+// -------------------------------------------------------------------------------------------------
+// Server → client
 
 test("every ServerFrame proto-loader encodes decodes, with the SDK, to what proto-loader decodes", () => {
   fc.assert(
@@ -199,27 +292,121 @@ test("every ServerFrame proto-loader encodes decodes, with the SDK, to what prot
   );
 });
 
-test("the SDK's encoding of a typical request is byte-identical to proto-loader's", () => {
-  const frame: ClientFrame = {
-    frame: "request",
-    request: { xid: 300, op: "setData", setData: { path: "/bench/k1", data: new Uint8Array([1, 2, 3]), version: -1 } },
-  };
-  assert.deepStrictEqual(encodeClientFrame(frame), session.requestSerialize(frame));
-});
-
-test("unknown fields in a server frame are skipped", () => {
-  const known = session.responseSerialize({ frame: "pong", pong: { zxid: "42" } });
-  // Append field 15 (varint 7), field 16 (length-delimited "xyz"), field 17 (fixed64), field 18 (fixed32).
-  const extra = Buffer.from([15 << 3, 7, 0x82, 0x01, 3, 0x78, 0x79, 0x7a, 0x89, 0x01, 1, 2, 3, 4, 5, 6, 7, 8, 0x95, 0x01, 1, 2, 3, 4]);
-  assert.deepStrictEqual(decodeServerFrame(Buffer.concat([known, extra])), { frame: "pong", pong: { zxid: 42n } });
-});
-
-test("a truncated server frame is rejected, not misread", () => {
-  const encoded = session.responseSerialize({
-    frame: "response",
-    response: { xid: 7, zxid: "99", err: 0, path: "/a", stat: null, data: Buffer.from("hello"), children: [], results: [], acl: [], number: 0, clientInfo: [] },
-  });
-  for (let cut = 1; cut < encoded.length; cut++) {
-    assert.throws(() => decodeServerFrame(encoded.subarray(0, cut)), /malformed server frame/, `cut at ${cut}`);
+test("int64 fields a server sends decode to exact bigints at every edge, times to the nearest number", () => {
+  for (const value of INT64_EDGES) {
+    const zxid = String(value);
+    const stat = {
+      czxid: zxid,
+      mzxid: "0",
+      ctime: zxid,
+      mtime: "0",
+      version: 0,
+      cversion: 0,
+      aversion: 0,
+      ephemeralOwner: zxid,
+      dataLength: 0,
+      numChildren: 0,
+      pzxid: "0",
+    };
+    const decoded = decodeServerFrame(session.responseSerialize({ frame: "response", response: { xid: 1, zxid, stat } }));
+    assert.ok(decoded.frame === "response");
+    assert.equal(decoded.response.zxid, value);
+    assert.equal(decoded.response.stat?.czxid, value);
+    assert.equal(decoded.response.stat?.ephemeralOwner, value);
+    assert.equal(decoded.response.stat?.ctime, Number(value));
   }
+});
+
+const PONG_42 = session.responseSerialize({ frame: "pong", pong: { zxid: "42" } });
+const RESPONSE = session.responseSerialize({
+  frame: "response",
+  response: {
+    xid: 7,
+    zxid: "99",
+    err: 0,
+    path: "/a",
+    stat: {
+      czxid: "1",
+      mzxid: "2",
+      ctime: "3",
+      mtime: "4",
+      version: 5,
+      cversion: 6,
+      aversion: 7,
+      ephemeralOwner: "8",
+      dataLength: 9,
+      numChildren: 10,
+      pzxid: "11",
+    },
+    data: Buffer.from("hello"),
+    children: ["x", "y"],
+    results: [{ err: -101, path: "/b", stat: null, data: Buffer.from([1]), children: ["z"] }],
+    acl: [{ perms: 31, id: { scheme: "world", id: "anyone" } }],
+    number: 3,
+    clientInfo: [{ authScheme: "ip", user: "127.0.0.1" }],
+  },
+});
+
+function malformed(bytes: Uint8Array | number[], why: string, pattern = /malformed server frame/): void {
+  assert.throws(() => decodeServerFrame(Buffer.from(bytes)), pattern, why);
+}
+
+test("a truncated server frame is malformed, wherever it is cut", () => {
+  for (let cut = 1; cut < RESPONSE.length; cut++) malformed(RESPONSE.subarray(0, cut), `cut at ${cut} of ${RESPONSE.length}`);
+});
+
+test("a zero tag is malformed, at the top and inside a message", () => {
+  malformed([0x00], "a lone zero tag");
+  malformed([0x22, 0x01, 0x00], "a zero tag inside a pong");
+});
+
+test("a known field with the wrong wire type is malformed", () => {
+  malformed([0x10, 0x01], "ServerFrame.response (2) as a varint");
+  malformed([0x22, 0x03, 0x0a, 0x01, 0x07], "Pong.zxid (1) length-delimited");
+  malformed([0x12, 0x02, 0x20, 0x01], "Response.path (4) as a varint");
+  malformed([0x12, 0x05, 0x2d, 0x01, 0x02, 0x03, 0x04], "Response.stat (5) as fixed32");
+});
+
+test("a field running past its message's end is malformed, though the frame holds its bytes", () => {
+  malformed([0x22, 0x02, 0x08, 0x96, 0x01], "a pong of 2 bytes holding a tag and a 2-byte zxid");
+  malformed([0x12, 0x04, 0x22, 0x05, 0x61, 0x62, 0x63, 0x64, 0x65], "a response of 4 bytes holding a path of 5");
+});
+
+test("garbage after a well-formed frame is malformed", () => {
+  const garbage: [number[], string][] = [
+    [[0x00], "a zero tag"],
+    [[0xff], "a tag cut short"],
+    [[0x08], "a tag without its value"],
+    [[0x08, 0x80], "a varint cut short"],
+    [[0x1a, 0x05, 0x01], "a length beyond the end"],
+    [[0x7c], "a stray end-group tag"],
+    [[0x7b, 0x10, 0x01], "a group never closed"],
+  ];
+  for (const [tail, why] of garbage) malformed(Buffer.concat([PONG_42, Buffer.from(tail)]), why);
+});
+
+test("a batch inside a batch is malformed", () => {
+  const inner = session.responseSerialize({ frame: "batch", batch: { frames: [{ frame: "pong", pong: { zxid: "1" } }] } });
+  malformed([0x2a, inner.length + 2, 0x0a, inner.length, ...inner], "a nested batch", /malformed server frame: a batch inside a batch/);
+});
+
+test("unknown fields of every wire type are skipped, at the top and inside messages", () => {
+  // Field 15 varint, 16 length-delimited, 17 fixed64, 18 fixed32, 19 a group holding field 1.
+  const unknown = [15 << 3, 7, 0x82, 0x01, 3, 0x78, 0x79, 0x7a, 0x89, 0x01, 1, 2, 3, 4, 5, 6, 7, 8, 0x95, 0x01, 1, 2, 3, 4, 0x9b, 0x01, 0x08, 0x05, 0x9c, 0x01];
+  assert.deepStrictEqual(decodeServerFrame(Buffer.concat([PONG_42, Buffer.from(unknown)])), { frame: "pong", pong: { zxid: 42n } });
+  // Inside the pong: before and after its zxid.
+  const pong = [...unknown, 0x08, 42, ...unknown];
+  assert.deepStrictEqual(decodeServerFrame(Buffer.from([0x22, pong.length, ...pong])), { frame: "pong", pong: { zxid: 42n } });
+  // Inside a Stat inside a response.
+  const stat = [0x08, 0x05, ...unknown, 0x18, 0x02];
+  const response = [0x08, 0x01, 0x2a, stat.length, ...stat];
+  const decoded = decodeServerFrame(Buffer.from([0x12, response.length, ...response]));
+  assert.ok(decoded.frame === "response");
+  assert.equal(decoded.response.xid, 1);
+  assert.deepStrictEqual([decoded.response.stat?.czxid, decoded.response.stat?.ctime], [5n, 2]);
+});
+
+test("a frame with no member this client knows decodes as such, for the session to refuse", () => {
+  assert.deepStrictEqual(decodeServerFrame(Buffer.alloc(0)), { frame: undefined });
+  assert.deepStrictEqual(decodeServerFrame(Buffer.from([0x32, 0x00])), { frame: undefined }, "member 6, unknown here");
 });

@@ -19,7 +19,7 @@ import { nextXid, reconnectDelayMs } from "../../src/client/client.js";
 import { CREATE_MODE_FLAGS, type CreateMode, type Op } from "../../src/client/types.js";
 import { limits } from "../../src/common/constants.js";
 import { ZkError, ZkErrorCode } from "../../src/common/errors.js";
-import type { WireStat } from "../../src/protocol/client-wire.js";
+import type { MultiOp, Stat as WireStat } from "../../gen/client.js";
 
 const EMPTY = Buffer.alloc(0);
 import { CREATE_MODE_FLAGS as STORE_CREATE_MODE_FLAGS, WatchEventType } from "../../src/store/types.js";
@@ -31,20 +31,20 @@ function rejectsWith(code: string, fn: () => unknown): void {
 const bytes = (s: string): Uint8Array => new TextEncoder().encode(s);
 
 const WIRE_STAT: WireStat = {
-  czxid: "4294967297",
-  mzxid: "9007199254740993", // above 2^53: must survive exactly
-  ctime: "1700000000000",
-  mtime: "1700000000123",
+  czxid: 4294967297n,
+  mzxid: 9007199254740993n, // above 2^53: must survive exactly
+  ctime: 1700000000000n,
+  mtime: 1700000000123n,
   version: 3,
   cversion: 4,
   aversion: 5,
-  ephemeralOwner: "-72057594037927935",
+  ephemeralOwner: -72057594037927935n,
   dataLength: 6,
   numChildren: 7,
-  pzxid: "12",
+  pzxid: 12n,
 };
 
-test("a wire Stat converts zxids and ephemeralOwner to exact bigints and times to numbers", () => {
+test("a wire Stat keeps zxids and ephemeralOwner as exact bigints and turns times to numbers", () => {
   assert.deepEqual(statFromWire(WIRE_STAT), {
     czxid: 4294967297n,
     mzxid: 9007199254740993n,
@@ -61,8 +61,8 @@ test("a wire Stat converts zxids and ephemeralOwner to exact bigints and times t
 });
 
 test("a response without a Stat where one is due is a MARSHALLINGERROR", () => {
-  rejectsWith("MARSHALLINGERROR", () => statFromWire(null));
   rejectsWith("MARSHALLINGERROR", () => requireStat(null));
+  rejectsWith("MARSHALLINGERROR", () => requireStat(undefined));
   const stat = statFromWire(WIRE_STAT);
   assert.equal(requireStat(stat), stat);
   // A create result without its stat.
@@ -111,25 +111,31 @@ test("versions default to -1 and must be int32 integers ≥ -1", () => {
 });
 
 test("TTL modes need a positive ttlMs; other modes refuse one", () => {
-  assert.equal(ttlToWire("persistent-with-ttl", 5000), "5000");
-  assert.equal(ttlToWire("persistent-sequential-with-ttl", 1), "1");
-  assert.equal(ttlToWire("persistent", undefined), "0");
+  assert.equal(ttlToWire("persistent-with-ttl", 5000), 5000n);
+  assert.equal(ttlToWire("persistent-sequential-with-ttl", 1), 1n);
+  assert.equal(ttlToWire("persistent", undefined), 0n);
   rejectsWith("BADARGUMENTS", () => ttlToWire("persistent-with-ttl", undefined));
   rejectsWith("BADARGUMENTS", () => ttlToWire("persistent-with-ttl", 0));
   rejectsWith("BADARGUMENTS", () => ttlToWire("persistent-with-ttl", 2 ** 40));
   rejectsWith("BADARGUMENTS", () => ttlToWire("ephemeral", 1000));
 });
 
-test("ACLs: absent means the server default, an empty list is INVALIDACL, entries convert both ways", () => {
+test("ACLs: absent means the server default, an empty list or perms no uint32 holds is INVALIDACL, entries convert both ways", () => {
   assert.deepEqual(aclToWire(undefined), []);
   rejectsWith("INVALIDACL", () => aclToWire([]));
   rejectsWith("INVALIDACL", () => aclToWire([{ perms: 31 } as never]));
+  for (const perms of [-1, 1.5, 2 ** 32, Number.NaN]) rejectsWith("INVALIDACL", () => aclToWire([{ perms, id: { scheme: "world", id: "anyone" } }]));
+  assert.deepEqual(
+    aclToWire([{ perms: 2 ** 32 - 1, id: { scheme: "world", id: "anyone" } }])[0]?.perms,
+    2 ** 32 - 1,
+    "what the wire carries is the server's to judge",
+  );
   const acl = [{ perms: 31, id: { scheme: "world", id: "anyone" } }];
   assert.deepEqual(aclToWire(acl), acl);
   assert.deepEqual(
     aclFromWire([
       { perms: 1, id: { scheme: "digest", id: "u:h" } },
-      { perms: 2, id: null },
+      { perms: 2, id: undefined },
     ]),
     [
       { perms: 1, id: { scheme: "digest", id: "u:h" } },
@@ -162,17 +168,20 @@ test("ops become wire MultiOps with chrooted paths and ZooKeeper numbers", () =>
     op.setData("/c", "2", { version: 7 }),
     op.delete("/d"),
   ];
-  assert.deepEqual(opsToWire(ops, "/root"), [
-    { op: "create", create: { path: "/root/a", data: bytes("1"), acl: [], mode: 3, ttlMs: "0" } },
+  const expected: MultiOp[] = [
+    { op: { $case: "create", create: { path: "/root/a", data: bytes("1"), acl: [], mode: 3, ttlMs: 0n } } },
     {
-      op: "create",
-      create: { path: "/root/t", data: new Uint8Array(0), acl: [{ perms: 1, id: { scheme: "world", id: "anyone" } }], mode: 5, ttlMs: "100" },
+      op: {
+        $case: "create",
+        create: { path: "/root/t", data: new Uint8Array(0), acl: [{ perms: 1, id: { scheme: "world", id: "anyone" } }], mode: 5, ttlMs: 100n },
+      },
     },
-    { op: "check", check: { path: "/root/b", version: 3 } },
-    { op: "setData", setData: { path: "/root/c", data: bytes("2"), version: 7 } },
-    { op: "delete", delete: { path: "/root/d", version: -1 } },
-  ]);
-  assert.deepEqual(opsToWire([op.delete("/x")], undefined), [{ op: "delete", delete: { path: "/x", version: -1 } }]);
+    { op: { $case: "check", check: { path: "/root/b", version: 3 } } },
+    { op: { $case: "setData", setData: { path: "/root/c", data: bytes("2"), version: 7 } } },
+    { op: { $case: "delete", delete: { path: "/root/d", version: -1 } } },
+  ];
+  assert.deepEqual(opsToWire(ops, "/root"), expected);
+  assert.deepEqual(opsToWire([op.delete("/x")], undefined), [{ op: { $case: "delete", delete: { path: "/x", version: -1 } } }]);
 });
 
 test("a sequential create may end with / ; other ops may not", () => {

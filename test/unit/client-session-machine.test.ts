@@ -8,8 +8,8 @@ import { test } from "node:test";
 
 import { CLIENT_PROTOCOL_VERSION } from "../../src/common/constants.js";
 import { ZkErrorCode } from "../../src/common/errors.js";
-import type { ClientFrame, ConnectRequest, Request, RequestOp } from "../../src/protocol/client-wire.js";
-import type { DecodedConnectResponse, DecodedResponse, DecodedServerFrame } from "../../src/client/codec.js";
+import type { ClientFrame, ConnectRequest, Request } from "../../gen/client.js";
+import type { DecodedConnectResponse, DecodedResponse, DecodedServerFrame, RequestOp } from "../../src/client/codec.js";
 import type { SessionEffect, SessionTimer } from "../../src/client/session-io.js";
 import { SessionMachine, type SessionOptions } from "../../src/client/session-machine.js";
 import { emptyWatchPaths, type WatchPaths } from "../../src/client/watch-registry.js";
@@ -23,7 +23,7 @@ const HOSTS = [
 ];
 const TIMEOUT_MS = 12_000;
 const PASSWORD = Buffer.from([1, 2, 3, 4]);
-const SYNC: RequestOp = { op: "sync", sync: { path: "/" } };
+const SYNC: RequestOp = { $case: "sync", sync: { path: "/" } };
 
 /** A machine whose effects land in `effects`; `onEffect` may call back in, as a user's listener does. */
 function harness(options: Partial<SessionOptions> = {}, onEffect: (effect: Effect, machine: SessionMachine<string>) => void = () => {}) {
@@ -77,12 +77,12 @@ function frames(effects: Effect[]): ClientFrame[] {
 }
 
 function requests(effects: Effect[]): Request[] {
-  return frames(effects).flatMap((f) => (f.frame === "request" ? [f.request] : []));
+  return frames(effects).flatMap((f) => (f.frame?.$case === "request" ? [f.frame.request] : []));
 }
 
 function connectFrame(effects: Effect[]): ConnectRequest {
-  const frame = frames(effects).find((f) => f.frame === "connect");
-  assert.ok(frame?.frame === "connect", "a connect frame was sent");
+  const frame = frames(effects).find((f) => f.frame?.$case === "connect")?.frame;
+  assert.ok(frame?.$case === "connect", "a connect frame was sent");
   return frame.connect;
 }
 
@@ -128,9 +128,9 @@ test("start opens a connection to the first host and sends a connect frame for a
   assert.deepEqual(armed(effects, "attempt"), [4_000], "session timeout / hosts");
   assert.deepEqual(connectFrame(effects), {
     protocolVersion: CLIENT_PROTOCOL_VERSION,
-    lastZxidSeen: "0",
+    lastZxidSeen: 0n,
     timeoutMs: TIMEOUT_MS,
-    sessionId: "0",
+    sessionId: 0n,
     password: new Uint8Array(0),
   });
   assert.equal(machine.connected, false);
@@ -155,10 +155,10 @@ test("a connect answer opens the session: connected state, its id, password and 
 test("requests get xids counting up from 1 and answers are handed back in FIFO order, raising the last zxid seen", () => {
   const { machine, take } = openSession();
   machine.submit(SYNC, "a");
-  machine.submit({ op: "exists", exists: { path: "/x", watch: false } }, "b");
+  machine.submit({ $case: "exists", exists: { path: "/x", watch: false } }, "b");
   machine.submit(SYNC, "c");
   assert.deepEqual(
-    requests(take()).map((r) => [r.xid, r.op]),
+    requests(take()).map((r) => [r.xid, r.op?.$case]),
     [
       [1, "sync"],
       [2, "exists"],
@@ -191,6 +191,17 @@ test("a response whose xid is not the oldest in flight is a protocol error: ever
   assert.equal(machine.connected, false);
 });
 
+test("a frame of no kind this client knows is a protocol error: every request in flight fails CONNECTIONLOSS and the connection closes", () => {
+  const { machine, take } = openSession();
+  machine.submit(SYNC, "a");
+  take();
+  machine.receive(1, { frame: undefined });
+  const effects = take();
+  assert.deepEqual(outcomes(effects), ["failed a CONNECTIONLOSS"]);
+  assert.ok(effects.some((e) => e.type === "close" && e.connection === 1));
+  assert.deepEqual(states(effects), ["disconnected"]);
+});
+
 test("a response or event before the connect answer is a protocol error that drops the attempt", () => {
   const { machine, take } = harness();
   machine.start();
@@ -218,9 +229,9 @@ test("on connection loss every request in flight fails CONNECTIONLOSS, and the n
   const attempt = take();
   assert.deepEqual(opened(attempt), [{ connection: 2, host: "10.0.0.2" }]);
   const resume = connectFrame(attempt);
-  assert.equal(resume.sessionId, "77");
+  assert.equal(resume.sessionId, 77n);
   assert.deepEqual([...resume.password], [1, 2, 3, 4]);
-  assert.equal(resume.lastZxidSeen, "21");
+  assert.equal(resume.lastZxidSeen, 21n);
   machine.receive(2, connectAnswer());
   assert.deepEqual(states(take()), ["reconnected"]);
 });
@@ -231,7 +242,7 @@ test("on reconnect the accepted credentials go out first, then setWatches with t
     if (effect.type === "state" && effect.state === "reconnected") m.submit(SYNC, "after");
   });
   const addAuth = (scheme: string, auth: string, token: string, err = 0): void => {
-    machine.submit({ op: "addAuth", addAuth: { scheme, auth: Buffer.from(auth) } }, token);
+    machine.submit({ $case: "addAuth", addAuth: { scheme, auth: Buffer.from(auth) } }, token);
     const [request] = requests(take());
     machine.receive(1, response(request!.xid, 30n, err));
   };
@@ -243,12 +254,12 @@ test("on reconnect the accepted credentials go out first, then setWatches with t
   machine.lost(1, { serverBehind: false, message: undefined });
   machine.timerFired("reconnect");
   machine.receive(2, connectAnswer());
-  const sent = requests(take()).map((r) =>
-    r.op === "addAuth"
-      ? `addAuth ${r.addAuth.scheme} ${Buffer.from(r.addAuth.auth).toString()}`
-      : r.op === "setWatches"
-        ? `setWatches ${r.setWatches.relativeZxid} ${r.setWatches.dataWatches.join(",")} ${r.setWatches.persistentWatches.join(",")}`
-        : r.op,
+  const sent = requests(take()).map(({ op }) =>
+    op?.$case === "addAuth"
+      ? `addAuth ${op.addAuth.scheme} ${Buffer.from(op.addAuth.auth).toString()}`
+      : op?.$case === "setWatches"
+        ? `setWatches ${op.setWatches.relativeZxid} ${op.setWatches.dataWatches.join(",")} ${op.setWatches.persistentWatches.join(",")}`
+        : op?.$case,
   );
   assert.deepEqual(sent, ["addAuth digest bob:secret", "addAuth digest alice:pw", "setWatches 30 /d /p", "sync"]);
 });
@@ -256,7 +267,7 @@ test("on reconnect the accepted credentials go out first, then setWatches with t
 test("credentials and setWatches sent on reconnect are answered inside the machine, never handed to the caller", () => {
   const watches: WatchPaths = { ...emptyWatchPaths(), childWatches: ["/c"] };
   const { machine, take } = openSession({ watchedPaths: () => watches });
-  machine.submit({ op: "addAuth", addAuth: { scheme: "digest", auth: Buffer.from("bob:pw") } }, "auth");
+  machine.submit({ $case: "addAuth", addAuth: { scheme: "digest", auth: Buffer.from("bob:pw") } }, "auth");
   machine.receive(1, response(1, 1n));
   take();
   const [auth, setWatches] = reconnectFrom(machine, take, 1);
@@ -271,16 +282,16 @@ test("a replayed credential's answer does not raise the last zxid seen, so a set
   // before the setWatches' event arrived, and the next setWatches asked only for later changes.
   const watches: WatchPaths = { ...emptyWatchPaths(), dataWatches: ["/k"] };
   const { machine, take } = openSession({ watchedPaths: () => watches });
-  machine.submit({ op: "addAuth", addAuth: { scheme: "digest", auth: Buffer.from("bob:pw") } }, "auth");
+  machine.submit({ $case: "addAuth", addAuth: { scheme: "digest", auth: Buffer.from("bob:pw") } }, "auth");
   machine.receive(1, response(1, 30n));
   take();
   const reconnect = (connection: number): Request[] => reconnectFrom(machine, take, connection);
   const [auth, setWatches] = reconnect(1);
-  assert.equal(setWatches?.op === "setWatches" && setWatches.setWatches.relativeZxid, "30");
+  assert.equal(setWatches?.op?.$case === "setWatches" && setWatches.op.setWatches.relativeZxid, 30n);
   machine.receive(2, response(auth!.xid, 90n));
   assert.equal(machine.lastZxidSeen, 30n);
   const [, again] = reconnect(2);
-  assert.equal(again?.op === "setWatches" && again.setWatches.relativeZxid, "30");
+  assert.equal(again?.op?.$case === "setWatches" && again.op.setWatches.relativeZxid, 30n);
 });
 
 test("events fired by a setWatches do not raise the last zxid seen until its answer; then the highest of them does", () => {
@@ -296,7 +307,7 @@ test("events fired by a setWatches do not raise the last zxid seen until its ans
   machine.receive(2, event(80n));
   assert.equal(machine.lastZxidSeen, 30n, "held back while the setWatches is unanswered");
   const [again] = reconnectFrom(machine, take, 2);
-  assert.equal(first?.op === "setWatches" && again?.op === "setWatches" && again.setWatches.relativeZxid, "30");
+  assert.equal(first?.op?.$case === "setWatches" && again?.op?.$case === "setWatches" && again.op.setWatches.relativeZxid, 30n);
   machine.receive(3, event(80n));
   machine.receive(3, event(90n));
   machine.receive(3, response(again!.xid, 85n));
@@ -305,12 +316,12 @@ test("events fired by a setWatches do not raise the last zxid seen until its ans
 
 test("a credential the new server refuses is not sent on later connections", () => {
   const { machine, take } = openSession();
-  machine.submit({ op: "addAuth", addAuth: { scheme: "digest", auth: Buffer.from("bob:pw") } }, "auth");
+  machine.submit({ $case: "addAuth", addAuth: { scheme: "digest", auth: Buffer.from("bob:pw") } }, "auth");
   machine.receive(1, response(1, 1n));
   const reconnect = (connection: number): Request[] => reconnectFrom(machine, take, connection);
   take();
   const [replayed] = reconnect(1);
-  assert.equal(replayed?.op, "addAuth");
+  assert.equal(replayed?.op?.$case, "addAuth");
   machine.receive(2, response(replayed.xid, 1n, ZkErrorCode.AUTHFAILED));
   assert.deepEqual(reconnect(2), []);
 });
@@ -332,7 +343,7 @@ test("a SESSIONEXPIRED connect answer after a drop expires the session for good:
 test("resuming a session that is gone fails the connect with SESSIONEXPIRED and announces nothing", () => {
   const { machine, take } = harness({ sessionId: 1234n, password: new Uint8Array([9]) });
   machine.start();
-  assert.equal(connectFrame(take()).sessionId, "1234");
+  assert.equal(connectFrame(take()).sessionId, 1234n);
   machine.receive(1, connectAnswer({ err: ZkErrorCode.SESSIONEXPIRED }));
   const effects = take();
   const failed = effects.find((e) => e.type === "connectFailed");
@@ -382,7 +393,7 @@ test("an idle connection pings after 4 ticks without sending and is dropped afte
   const pingsPerTick: number[] = [];
   for (let tick = 1; tick <= 8; tick++) {
     machine.timerFired("tick");
-    pingsPerTick.push(frames(take()).filter((f) => f.frame === "ping").length);
+    pingsPerTick.push(frames(take()).filter((f) => f.frame?.$case === "ping").length);
   }
   // Tick 1 clears the "sent/received since" marks of the connect exchange; idleness counts from tick 2.
   assert.deepEqual(pingsPerTick, [0, 0, 0, 0, 1, 0, 0, 0]);
@@ -440,7 +451,7 @@ test("close sends the close request after those in flight and finishes on its an
   machine.close();
   const sent = take();
   assert.deepEqual(
-    requests(sent).map((r) => [r.xid, r.op]),
+    requests(sent).map((r) => [r.xid, r.op?.$case]),
     [
       [1, "sync"],
       [2, "close"],

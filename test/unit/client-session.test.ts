@@ -10,15 +10,8 @@ import * as grpc from "@grpc/grpc-js";
 
 import { Client, op, ZkError, ZkErrorCode, type ClientState, type WatchedEvent } from "../../src/index.js";
 import { ZkMultiError } from "../../src/client/ops.js";
-import {
-  corralServiceDefinition,
-  type ClientFrame,
-  type ConnectRequest,
-  type Encodable,
-  type Request,
-  type ServerFrame,
-  type WireStat,
-} from "../../src/protocol/client-wire.js";
+import { corralServiceDefinition } from "../../src/protocol/client-wire.js";
+import type { ClientFrame, ConnectRequest, Encodable, Request, ServerFrame, WireStat } from "../helpers/proto-loader-wire.js";
 
 const TIMEOUT = { timeout: 20_000 };
 /** Long enough that no ping is due during a test, unless the test asks for one. */
@@ -660,6 +653,27 @@ test("Client.connect resuming an unknown session rejects with SESSIONEXPIRED", T
   } finally {
     server.stop();
   }
+});
+
+test("Client.connect resumes a session whose id has the top bit set, sent as the same signed 64-bit id", TIMEOUT, async () => {
+  const server = await FakeServer.start();
+  try {
+    const sessionId = -(2n ** 63n) + 5n;
+    const attempt = later(Client.connect(server.address, { sessionId, password: new Uint8Array([9]), sessionTimeoutMs: QUIET_TIMEOUT_MS }));
+    const stream = await server.nextStream();
+    const connect = await stream.nextConnect();
+    assert.equal(connect.sessionId, "-9223372036854775803");
+    stream.send({ frame: "connect", connect: { err: ZkErrorCode.SESSIONEXPIRED } });
+    await rejectsWithCode(attempt, "SESSIONEXPIRED");
+  } finally {
+    server.stop();
+  }
+});
+
+test("Client.connect refuses a sessionId outside 64 bits with BADARGUMENTS", async () => {
+  const password = new Uint8Array([9]);
+  await rejectsWithCode(Client.connect("127.0.0.1:1", { sessionId: 2n ** 63n, password }), "BADARGUMENTS");
+  await rejectsWithCode(Client.connect("127.0.0.1:1", { sessionId: -(2n ** 63n) - 1n, password }), "BADARGUMENTS");
 });
 
 test("FAILED_PRECONDITION from a server behind the client moves on to the next host", TIMEOUT, async () => {

@@ -32,8 +32,10 @@ function imports(file: string): string[] {
   return [...text.matchAll(/(?:import|export)[^"']*?from\s*["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)/g)].map((m) => (m[1] ?? m[2])!);
 }
 
-/** The folder under src/ an import lands in ("store/disk" kept apart from "store"). */
+/** The folder under src/ an import lands in ("store/disk" kept apart from "store"), or "gen". */
 function layerOf(file: string): string {
+  // gen/ beside src/: the codec generated from proto/client.proto, a layer of its own.
+  if (!relative(join(ROOT, "gen"), file).startsWith("..")) return "gen";
   const rel = relative(SRC, file).split("/");
   if (rel[0] === "store" && rel[1] === "disk") return "store/disk";
   return rel.length === 1 ? "index" : rel[0]!;
@@ -41,17 +43,17 @@ function layerOf(file: string): string {
 
 const ALLOWED: Record<string, string[]> = {
   common: ["common"],
-  protocol: ["common", "protocol"],
+  protocol: ["common", "gen", "protocol"],
   store: ["common", "store"],
   "store/disk": ["common", "store", "store/disk"],
   election: ["common", "store", "election"],
   consensus: ["common", "store", "consensus"],
-  client: ["common", "protocol", "client"],
+  client: ["common", "gen", "protocol", "client"],
   recipes: ["common", "client", "recipes", "index"],
   // The whole server minus its I/O: what production and the simulator both run.
   replica: ["common", "store", "election", "consensus", "replica"],
   // The runtime: the replica's ports over gRPC, LevelDB, files and timers, and the process around it.
-  server: ["common", "protocol", "store", "store/disk", "election", "consensus", "replica", "server"],
+  server: ["common", "gen", "protocol", "store", "store/disk", "election", "consensus", "replica", "server"],
   // The web console is an application of the SDK that the admin port hosts: the CLI composes it
   // into the server (ServerHooks.adminExtension), so the server never depends on the client.
   console: ["common", "client", "server", "console"],
