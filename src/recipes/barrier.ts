@@ -3,7 +3,7 @@
  * removing it releases them all.
  */
 import type { Client } from "../client/client.js";
-import { Deadline, deleteIfExists, ensurePath, retryOnConnectionLoss, waitUntilGone, type WaitOptions } from "./common.js";
+import { deleteIfExists, ensurePath, retryOnConnectionLoss, waitUntilGone, withDeadline, type WaitOptions } from "./common.js";
 
 /**
  * A barrier at `path`: `set()` raises it (creates the node, idempotent), `remove()` lowers it,
@@ -21,42 +21,27 @@ export class Barrier {
 
   /** Raises the barrier (and any missing parents); a barrier already up is fine. */
   async set(options: WaitOptions = {}): Promise<void> {
-    const deadline = new Deadline(`barrier set ${this.path}`, options, this.client);
-    try {
-      // ensurePath treats NODEEXISTS as success, so a create retried after CONNECTIONLOSS is harmless.
-      await retryOnConnectionLoss(this.client, deadline, () => ensurePath(this.client, this.path));
-    } finally {
-      deadline.dispose();
-    }
+    // ensurePath treats NODEEXISTS as success, so a create retried after CONNECTIONLOSS is harmless.
+    await withDeadline(`barrier set ${this.path}`, options, this.client, (deadline) =>
+      retryOnConnectionLoss(this.client, deadline, () => ensurePath(this.client, this.path)),
+    );
   }
 
   /** Lowers the barrier, releasing every waiter; a barrier already down is fine. */
   async remove(options: WaitOptions = {}): Promise<void> {
-    const deadline = new Deadline(`barrier remove ${this.path}`, options, this.client);
-    try {
-      await deadline.race(deleteIfExists(this.client, this.path));
-    } finally {
-      deadline.dispose();
-    }
+    await withDeadline(`barrier remove ${this.path}`, options, this.client, (deadline) => deadline.race(deleteIfExists(this.client, this.path)));
   }
 
   /** Whether the barrier is up now. */
   async isSet(): Promise<boolean> {
-    const deadline = new Deadline(`barrier isSet ${this.path}`, {}, this.client);
-    try {
-      return (await retryOnConnectionLoss(this.client, deadline, () => this.client.exists(this.path))) !== null;
-    } finally {
-      deadline.dispose();
-    }
+    const stat = await withDeadline(`barrier isSet ${this.path}`, {}, this.client, (deadline) =>
+      retryOnConnectionLoss(this.client, deadline, () => this.client.exists(this.path)),
+    );
+    return stat !== null;
   }
 
   /** Resolves once the barrier is down (at once if it is not up). */
   async wait(options: WaitOptions = {}): Promise<void> {
-    const deadline = new Deadline(`barrier wait ${this.path}`, options, this.client);
-    try {
-      await waitUntilGone(this.client, this.path, deadline);
-    } finally {
-      deadline.dispose();
-    }
+    await withDeadline(`barrier wait ${this.path}`, options, this.client, (deadline) => waitUntilGone(this.client, this.path, deadline));
   }
 }

@@ -22,7 +22,7 @@ export interface WaitOptions {
  * The bound on one blocking call. `race` rejects with ZkError OPERATIONTIMEOUT as soon as the
  * deadline passes or the signal aborts, and with SESSIONEXPIRED as soon as `client`'s session is
  * gone (expired or closed): a waiter never waits on a session that can no longer be answered.
- * `dispose` must be called when the call ends.
+ * `dispose` must be called when the call ends (withDeadline does it).
  */
 export class Deadline {
   private timer: NodeJS.Timeout | undefined;
@@ -83,6 +83,19 @@ export class Deadline {
     this.reason = error;
     this.dispose();
     this.fail(error);
+  }
+}
+
+/**
+ * Runs `work` bounded by a new Deadline of `what`, `options` and `client`, and disposes the
+ * deadline once `work` has settled, whichever way.
+ */
+export async function withDeadline<T>(what: string, options: WaitOptions, client: Client, work: (deadline: Deadline) => Promise<T>): Promise<T> {
+  const deadline = new Deadline(what, options, client);
+  try {
+    return await work(deadline);
+  } finally {
+    deadline.dispose();
   }
 }
 
@@ -338,13 +351,13 @@ export function createProtectedOrCleanUp(
  * (which the caller disposes), else only by the session.
  */
 export async function deleteOwnEphemeral(client: Client, path: string, deadline?: Deadline): Promise<void> {
-  const bound = deadline ?? new Deadline(`delete ${path}`, {}, client);
+  if (deadline === undefined) return withDeadline(`delete ${path}`, {}, client, (bound) => deleteOwnEphemeral(client, path, bound));
   try {
     for (;;) {
-      const stat = await retryOnConnectionLoss(client, bound, () => client.exists(path));
+      const stat = await retryOnConnectionLoss(client, deadline, () => client.exists(path));
       if (stat === null || stat.ephemeralOwner !== client.sessionId) return;
       try {
-        await retryOnConnectionLoss(client, bound, () => orIfNoNode(client.delete(path, { version: stat.version }), undefined));
+        await retryOnConnectionLoss(client, deadline, () => orIfNoNode(client.delete(path, { version: stat.version }), undefined));
         return;
       } catch (error) {
         if (!isZkError(error, "BADVERSION")) throw error;
@@ -352,8 +365,6 @@ export async function deleteOwnEphemeral(client: Client, path: string, deadline?
     }
   } catch (error) {
     if (!isZkError(error, "SESSIONEXPIRED")) throw error;
-  } finally {
-    if (deadline === undefined) bound.dispose();
   }
 }
 
@@ -372,11 +383,9 @@ export class Waiters {
     let waiter!: { resolve: () => void; reject: (error: ZkError) => void };
     const released = new Promise<void>((resolve, reject) => (waiter = { resolve, reject }));
     this.waiting.add(waiter);
-    const deadline = new Deadline(what, options, client);
     try {
-      await deadline.race(released);
+      await withDeadline(what, options, client, (deadline) => deadline.race(released));
     } finally {
-      deadline.dispose();
       this.waiting.delete(waiter);
     }
   }

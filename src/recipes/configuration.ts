@@ -6,7 +6,7 @@ import { EventEmitter } from "node:events";
 import type { Client } from "../client/client.js";
 import type { Data, Stat } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
-import { Deadline, ensurePath, isZkError, orIfNoNode, parentOf, retryOnConnectionLoss, type WaitOptions } from "./common.js";
+import { type Deadline, ensurePath, isZkError, orIfNoNode, parentOf, retryOnConnectionLoss, withDeadline, type WaitOptions } from "./common.js";
 import { NodeCache } from "./node-cache.js";
 
 /** One published configuration: its bytes and the znode version that carries them. */
@@ -42,27 +42,22 @@ const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => Buffer.from(a.buffe
 export class ConfigPublisher {
   static async publish(client: Client, path: string, data: Data, options: PublishOptions = {}): Promise<Stat> {
     const bytes = toBytes(data);
-    const deadline = new Deadline(`publish ${path}`, options, client);
-    try {
-      if (options.expectedVersion === undefined) return await retryOnConnectionLoss(client, deadline, () => writeOrCreate(client, path, bytes));
-      return await compareAndSet(client, path, bytes, options.expectedVersion, deadline);
-    } finally {
-      deadline.dispose();
-    }
+    return withDeadline(`publish ${path}`, options, client, (deadline) =>
+      options.expectedVersion === undefined
+        ? retryOnConnectionLoss(client, deadline, () => writeOrCreate(client, path, bytes))
+        : compareAndSet(client, path, bytes, options.expectedVersion, deadline),
+    );
   }
 
   /** The configuration as the connected server has it (after a sync), or null if none. */
   static async read(client: Client, path: string, options: WaitOptions = {}): Promise<ConfigValue | null> {
-    const deadline = new Deadline(`read config ${path}`, options, client);
-    try {
-      return await retryOnConnectionLoss(client, deadline, async () => {
+    return withDeadline(`read config ${path}`, options, client, (deadline) =>
+      retryOnConnectionLoss(client, deadline, async () => {
         await client.sync(path);
         const node = await orIfNoNode(client.getData(path), null);
         return node && { data: node.data, version: node.stat.version };
-      });
-    } finally {
-      deadline.dispose();
-    }
+      }),
+    );
   }
 }
 

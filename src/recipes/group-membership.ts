@@ -8,7 +8,7 @@ import type { Client } from "../client/client.js";
 import type { ClientState, Data } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
 import { Deadline, deleteIfExists, ensurePath, retryOnConnectionLoss, sequenceOf, withoutProtectedPrefix, type WaitOptions } from "./common.js";
-import { createProtectedOrCleanUp, nameOf, orIfNoNode, SerialJob } from "./common.js";
+import { createProtectedOrCleanUp, nameOf, orIfNoNode, SerialJob, withDeadline } from "./common.js";
 
 export interface Member {
   /** The member's node name without its protected prefix ("member-0000000004"), unique in the group. */
@@ -82,13 +82,10 @@ export class GroupMembership extends EventEmitter<GroupMembershipEvents> {
   async join(data: Data = "", options: WaitOptions = {}): Promise<string> {
     this.checkOpen();
     if (this.node !== undefined) throw new ZkError("BADARGUMENTS", `group ${this.path}: already a member`);
-    const deadline = new Deadline(`group ${this.path}: join`, options, this.client);
-    try {
+    return withDeadline(`group ${this.path}: join`, options, this.client, async (deadline) => {
       this.node = await createProtectedOrCleanUp(this.client, this.path, "member-", data, "ephemeral-sequential", deadline);
       return this.memberId!;
-    } finally {
-      deadline.dispose();
-    }
+    });
   }
 
   /** Leaves the group (deletes this session's member node). */
@@ -102,12 +99,9 @@ export class GroupMembership extends EventEmitter<GroupMembershipEvents> {
   /** The current members, in join order (a member leaving while it is read is skipped). */
   async members(options: WaitOptions = {}): Promise<Member[]> {
     this.checkOpen();
-    const deadline = new Deadline(`group ${this.path}: members`, options, this.client);
-    try {
-      return await retryOnConnectionLoss(this.client, deadline, () => this.readMembers(false));
-    } finally {
-      deadline.dispose();
-    }
+    return withDeadline(`group ${this.path}: members`, options, this.client, (deadline) =>
+      retryOnConnectionLoss(this.client, deadline, () => this.readMembers(false)),
+    );
   }
 
   /**
@@ -116,19 +110,18 @@ export class GroupMembership extends EventEmitter<GroupMembershipEvents> {
    */
   async watch(options: WaitOptions = {}): Promise<Member[]> {
     this.checkOpen();
-    const deadline = new Deadline(`group ${this.path}: watch`, options, this.client);
-    try {
-      await retryOnConnectionLoss(this.client, deadline, () => ensurePath(this.client, this.path));
-      this.watching = true;
-      const members = await retryOnConnectionLoss(this.client, deadline, () => this.readMembers(true));
-      this.last = members;
-      return members;
-    } catch (error) {
-      this.watching = false;
-      throw error;
-    } finally {
-      deadline.dispose();
-    }
+    return withDeadline(`group ${this.path}: watch`, options, this.client, async (deadline) => {
+      try {
+        await retryOnConnectionLoss(this.client, deadline, () => ensurePath(this.client, this.path));
+        this.watching = true;
+        const members = await retryOnConnectionLoss(this.client, deadline, () => this.readMembers(true));
+        this.last = members;
+        return members;
+      } catch (error) {
+        this.watching = false;
+        throw error;
+      }
+    });
   }
 
   /** Stops `changed` events (the one pending watch fires once more, unheard). */

@@ -7,7 +7,17 @@ import { EventEmitter } from "node:events";
 import type { Client } from "../client/client.js";
 import type { Stat } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
-import { childPath, Deadline, deleteOwnEphemeral, isZkError, nameOf, retryOnConnectionLoss, type WaitOptions, waitUntilGone } from "./common.js";
+import {
+  childPath,
+  type Deadline,
+  deleteOwnEphemeral,
+  isZkError,
+  nameOf,
+  retryOnConnectionLoss,
+  type WaitOptions,
+  waitUntilGone,
+  withDeadline,
+} from "./common.js";
 import { bindNode, checkNodeName } from "./naming-service.js";
 import { TreeCache } from "./tree-cache.js";
 
@@ -96,34 +106,32 @@ export class Heartbeat extends EventEmitter<HeartbeatEvents> {
     if (this.phase !== "idle") throw new ZkError("BADARGUMENTS", `heartbeat ${this.node} already started`);
     const progress = options.progress ?? { percent: 0, message: "" };
     checkProgress(progress);
-    const deadline = new Deadline(`heartbeat ${this.node}`, options, this.client);
-    try {
-      for (;;) {
-        try {
-          await bindNode(this.client, this.node, encodeProgress(progress), "ephemeral", deadline);
-          break;
-        } catch (error) {
-          if (!isZkError(error, "NODEEXISTS")) throw error;
+    await withDeadline(`heartbeat ${this.node}`, options, this.client, async (deadline) => {
+      try {
+        for (;;) {
+          try {
+            await bindNode(this.client, this.node, encodeProgress(progress), "ephemeral", deadline);
+            break;
+          } catch (error) {
+            if (!isZkError(error, "NODEEXISTS")) throw error;
+          }
+          // Another session (an earlier incarnation of this worker?) holds the id: wait for it to go.
+          await waitUntilGone(this.client, this.node, deadline);
         }
-        // Another session (an earlier incarnation of this worker?) holds the id: wait for it to go.
-        await waitUntilGone(this.client, this.node, deadline);
+        this.phase = "alive";
+        this.client.on("state", this.onState);
+        if (this.client.state === "expired" || this.client.state === "closed") this.onState(this.client.state);
+      } catch (error) {
+        if (isZkError(error, "OPERATIONTIMEOUT")) this.removeOwnNode().catch(() => undefined);
+        throw error;
       }
-      this.phase = "alive";
-      this.client.on("state", this.onState);
-      if (this.client.state === "expired" || this.client.state === "closed") this.onState(this.client.state);
-    } catch (error) {
-      if (isZkError(error, "OPERATIONTIMEOUT")) this.removeOwnNode().catch(() => undefined);
-      throw error;
-    } finally {
-      deadline.dispose();
-    }
+    });
   }
 
   /** Writes `progress` to the status node; resolves with its Stat once it is committed. */
   report(progress: Progress, options: WaitOptions = {}): Promise<Stat> {
     checkProgress(progress);
-    const deadline = new Deadline(`report ${this.node}`, options, this.client);
-    const written = this.reporting.then(() => this.write(progress, deadline)).finally(() => deadline.dispose());
+    const written = withDeadline(`report ${this.node}`, options, this.client, (deadline) => this.reporting.then(() => this.write(progress, deadline)));
     this.reporting = written.catch(() => undefined);
     return written;
   }
@@ -137,12 +145,7 @@ export class Heartbeat extends EventEmitter<HeartbeatEvents> {
     this.phase = "stopped";
     this.client.off("state", this.onState);
     await this.reporting;
-    const deadline = new Deadline(`stop heartbeat ${this.node}`, options, this.client);
-    try {
-      await this.removeOwnNode(deadline);
-    } finally {
-      deadline.dispose();
-    }
+    await withDeadline(`stop heartbeat ${this.node}`, options, this.client, (deadline) => this.removeOwnNode(deadline));
   }
 
   private async write(progress: Progress, deadline: Deadline): Promise<Stat> {

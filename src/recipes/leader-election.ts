@@ -23,6 +23,7 @@ import {
   withoutProtectedPrefix,
   Waiters,
   type WaitOptions,
+  withDeadline,
 } from "./common.js";
 
 // ---------------------------------------------------------------------------------------------
@@ -154,24 +155,23 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
     const round = ++this.round;
     this.statusValue = "candidate";
     this.client.on("state", this.onState);
-    const deadline = new Deadline(`leader election ${this.path}: start`, options, this.client);
-    try {
-      await retryOnConnectionLoss(this.client, deadline, () => ensurePath(this.client, this.path));
-      const node = await createProtectedOrCleanUp(this.client, this.path, "n_", this.id, "ephemeral-sequential", deadline);
-      if (round !== this.round) {
-        // Resigned (or lost) while the create was in flight.
-        await deleteIfExists(this.client, node).catch(() => undefined);
-        throw new ZkError("OPERATIONTIMEOUT", `leader election ${this.path}: resigned during start`);
+    await withDeadline(`leader election ${this.path}: start`, options, this.client, async (deadline) => {
+      try {
+        await retryOnConnectionLoss(this.client, deadline, () => ensurePath(this.client, this.path));
+        const node = await createProtectedOrCleanUp(this.client, this.path, "n_", this.id, "ephemeral-sequential", deadline);
+        if (round !== this.round) {
+          // Resigned (or lost) while the create was in flight.
+          await deleteIfExists(this.client, node).catch(() => undefined);
+          throw new ZkError("OPERATIONTIMEOUT", `leader election ${this.path}: resigned during start`);
+        }
+        this.candidate = node;
+        await deadline.race(this.checks.request());
+      } catch (error) {
+        // Abandoned: leave the election entirely (a node already made is deleted).
+        if (round === this.round) await this.resign().catch(() => undefined);
+        throw error;
       }
-      this.candidate = node;
-      await deadline.race(this.checks.request());
-    } catch (error) {
-      // Abandoned: leave the election entirely (a node already made is deleted).
-      if (round === this.round) await this.resign().catch(() => undefined);
-      throw error;
-    } finally {
-      deadline.dispose();
-    }
+    });
   }
 
   /**
@@ -215,12 +215,9 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
 
   /** The id of the current leader (the lowest candidate's data), or undefined if there is none. */
   async leaderId(options: WaitOptions = {}): Promise<string | undefined> {
-    const deadline = new Deadline(`leader election ${this.path}: leader id`, options, this.client);
-    try {
-      return await retryOnConnectionLoss(this.client, deadline, () => readLeaderId(this.client, this.path));
-    } finally {
-      deadline.dispose();
-    }
+    return withDeadline(`leader election ${this.path}: leader id`, options, this.client, (deadline) =>
+      retryOnConnectionLoss(this.client, deadline, () => readLeaderId(this.client, this.path)),
+    );
   }
 
   /**
@@ -262,19 +259,17 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
   private async candidateDeleted(round: number): Promise<void> {
     if (this.statusValue === "leader") this.demote("deleted");
     this.candidate = undefined;
-    const deadline = new Deadline(`leader election ${this.path}: rejoin`, {}, this.client);
-    try {
+    const rejoined = await withDeadline(`leader election ${this.path}: rejoin`, {}, this.client, async (deadline) => {
       await retryOnConnectionLoss(this.client, deadline, () => ensurePath(this.client, this.path));
       const node = await createProtected(this.client, this.path, "n_", this.id, "ephemeral-sequential", deadline);
       if (round !== this.round) {
         await deleteIfExists(this.client, node).catch(() => undefined);
-        return;
+        return false;
       }
       this.candidate = node;
-    } finally {
-      deadline.dispose();
-    }
-    void this.checks.request();
+      return true;
+    });
+    if (rejoined) void this.checks.request();
   }
 
   private demote(reason: RevokedReason): void {

@@ -7,7 +7,7 @@ import { EventEmitter } from "node:events";
 import type { Client } from "../client/client.js";
 import type { Watcher } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
-import { Deadline, orIfNoNode, removeOwnedNode, retryOnConnectionLoss, type WaitOptions } from "./common.js";
+import { type Deadline, orIfNoNode, removeOwnedNode, retryOnConnectionLoss, type WaitOptions, withDeadline } from "./common.js";
 import { createOwnedNode, HeldNode, removeAbandonedNode } from "./lock-nodes.js";
 import { contendersOf, type LockPolicy } from "./lock-policy.js";
 
@@ -86,12 +86,7 @@ export class SequentialLock extends EventEmitter {
    * removed in each case. Resolves with the grant's fencing token (see `fencingToken`).
    */
   async acquire(options: WaitOptions = {}): Promise<bigint> {
-    const deadline = new Deadline(`acquire ${this.path}`, options, this.client);
-    try {
-      await this.enter(deadline, true);
-    } finally {
-      deadline.dispose();
-    }
+    await withDeadline(`acquire ${this.path}`, options, this.client, (deadline) => this.enter(deadline, true));
     const held = this.holding?.held;
     // enter() resolves only once the node is held; a loss reported since then rejects like one during the wait.
     if (held === undefined || !held.isActive) throw new ZkError("SESSIONEXPIRED", `acquire ${this.path}: the lock was lost as it was granted`);
@@ -100,12 +95,7 @@ export class SequentialLock extends EventEmitter {
 
   /** Takes the lock if it is free right now; never waits for another holder. */
   async tryAcquire(): Promise<boolean> {
-    const deadline = new Deadline(`tryAcquire ${this.path}`, {}, this.client);
-    try {
-      return await this.enter(deadline, false);
-    } finally {
-      deadline.dispose();
-    }
+    return withDeadline(`tryAcquire ${this.path}`, {}, this.client, (deadline) => this.enter(deadline, false));
   }
 
   /**

@@ -7,7 +7,7 @@
 import type { Client } from "../client/client.js";
 import type { ClientState, WatchedEvent, Watcher } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
-import { createProtectedOrCleanUp, Deadline, isZkError, removeOwnedNode, retryOnConnectionLoss } from "./common.js";
+import { createProtectedOrCleanUp, type Deadline, isZkError, removeOwnedNode, retryOnConnectionLoss, withDeadline } from "./common.js";
 
 /**
  * Creates the ephemeral-sequential node `<parent>/<protected prefix><name><sequence>` for a call
@@ -132,15 +132,14 @@ export class HeldNode {
    * tells the two apart, since only a live session gets an answer.
    */
   private async reportDeletion(): Promise<void> {
-    const deadline = new Deadline(`check ${this.node}`, {}, this.client);
     let error = new ZkError("NONODE", `${this.node} was deleted while held`, this.node);
-    try {
-      await retryOnConnectionLoss(this.client, deadline, () => this.client.exists(this.node));
-    } catch (failure) {
-      if (isZkError(failure, "SESSIONEXPIRED")) error = failure as ZkError;
-    } finally {
-      deadline.dispose();
-    }
+    await withDeadline(`check ${this.node}`, {}, this.client, async (deadline) => {
+      try {
+        await retryOnConnectionLoss(this.client, deadline, () => this.client.exists(this.node));
+      } catch (failure) {
+        if (isZkError(failure, "SESSIONEXPIRED")) error = failure as ZkError;
+      }
+    });
     try {
       this.handlers.lost(error);
     } catch {
@@ -150,20 +149,19 @@ export class HeldNode {
 
   /** After a data change: read the new data and set the watch again. */
   private async rewatch(): Promise<void> {
-    const deadline = new Deadline(`watch ${this.node}`, {}, this.client);
-    try {
-      const { data } = await retryOnConnectionLoss(this.client, deadline, () => this.client.getData(this.node, { watch: this.watcher }));
-      if (this.active) this.handlers.dataChanged?.(data);
-    } catch (error) {
-      // Deleted between the event and this read: no watch is left to report it, so report it here.
-      if (isZkError(error, "NONODE") && this.active) {
-        this.stop();
-        await this.reportDeletion();
+    await withDeadline(`watch ${this.node}`, {}, this.client, async (deadline) => {
+      try {
+        const { data } = await retryOnConnectionLoss(this.client, deadline, () => this.client.getData(this.node, { watch: this.watcher }));
+        if (this.active) this.handlers.dataChanged?.(data);
+      } catch (error) {
+        // Deleted between the event and this read: no watch is left to report it, so report it here.
+        if (isZkError(error, "NONODE") && this.active) {
+          this.stop();
+          await this.reportDeletion();
+        }
+        // SESSIONEXPIRED is reported by the session listener.
       }
-      // SESSIONEXPIRED is reported by the session listener.
-    } finally {
-      deadline.dispose();
-    }
+    });
   }
 
   private lose(error: ZkError): void {

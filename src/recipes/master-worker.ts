@@ -17,7 +17,7 @@ import type { Client } from "../client/client.js";
 import { op } from "../client/ops.js";
 import type { ClientState, Data, Op } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
-import { Deadline, ensurePath, retryOnConnectionLoss, sequenceOf, waitUntilGone, withoutProtectedPrefix, type WaitOptions } from "./common.js";
+import { type Deadline, ensurePath, retryOnConnectionLoss, sequenceOf, waitUntilGone, withoutProtectedPrefix, type WaitOptions } from "./common.js";
 import {
   createProtectedOrCleanUp,
   deleteOwnEphemeral,
@@ -29,6 +29,7 @@ import {
   settleOrUndo,
   textOf,
   Waiters,
+  withDeadline,
 } from "./common.js";
 
 export const DONE = "done";
@@ -194,18 +195,17 @@ export class Master extends EventEmitter<MasterEvents> {
     const round = ++this.round;
     this.statusValue = "backup";
     this.client.on("state", this.onState);
-    const deadline = new Deadline(`master ${this.path}: run for master`, options, this.client);
-    try {
-      await ensureLayout(this.client, this.path, deadline);
-      await deadline.race(this.checks.request());
-      deadline.check();
-      return this.isActive ? "active" : "backup";
-    } catch (error) {
-      if (round === this.round) await this.resign().catch(() => undefined);
-      throw error;
-    } finally {
-      deadline.dispose();
-    }
+    return withDeadline(`master ${this.path}: run for master`, options, this.client, async (deadline) => {
+      try {
+        await ensureLayout(this.client, this.path, deadline);
+        await deadline.race(this.checks.request());
+        deadline.check();
+        return this.isActive ? "active" : "backup";
+      } catch (error) {
+        if (round === this.round) await this.resign().catch(() => undefined);
+        throw error;
+      }
+    });
   }
 
   /** Resolves once this master is active; OPERATIONTIMEOUT on timeout/abort (it stays a backup), SESSIONEXPIRED if the session is gone. */
@@ -229,12 +229,7 @@ export class Master extends EventEmitter<MasterEvents> {
   }
 
   private async deleteMasterNodeIfOwn(options: WaitOptions = {}): Promise<void> {
-    const deadline = new Deadline(`master ${this.path}: step down`, options, this.client);
-    try {
-      await deleteOwnEphemeral(this.client, this.p.master, deadline);
-    } finally {
-      deadline.dispose();
-    }
+    await withDeadline(`master ${this.path}: step down`, options, this.client, (deadline) => deleteOwnEphemeral(this.client, this.p.master, deadline));
   }
 
   /** Reads `path/master` (watching it) and acts: take it if free, become active if it is ours, else back up. */
@@ -421,26 +416,25 @@ export class Worker extends EventEmitter<WorkerEvents> {
   async start(options: WaitOptions = {}): Promise<void> {
     if (this.statusValue === "running") throw new ZkError("BADARGUMENTS", `worker ${this.id}: already running`);
     if (this.statusValue === "lost") throw new ZkError("SESSIONEXPIRED", `worker ${this.id}: session lost`);
-    const deadline = new Deadline(`worker ${this.id}: start`, options, this.client);
     const round = ++this.round;
-    try {
-      await ensureLayout(this.client, this.path, deadline);
-      await retryOnConnectionLoss(this.client, deadline, () => ensurePath(this.client, this.mine));
-      const registration = `${this.p.workers}/${this.id}`;
-      while (!(await createOwnEphemeral(this.client, registration, this.id, deadline))) {
-        await waitUntilGone(this.client, registration, deadline);
+    await withDeadline(`worker ${this.id}: start`, options, this.client, async (deadline) => {
+      try {
+        await ensureLayout(this.client, this.path, deadline);
+        await retryOnConnectionLoss(this.client, deadline, () => ensurePath(this.client, this.mine));
+        const registration = `${this.p.workers}/${this.id}`;
+        while (!(await createOwnEphemeral(this.client, registration, this.id, deadline))) {
+          await waitUntilGone(this.client, registration, deadline);
+        }
+        if (round !== this.round) return;
+        this.statusValue = "running";
+        this.client.on("state", this.onState);
+        await deadline.race(this.scans.request());
+      } catch (error) {
+        // Abandoned after registering: unregister (the master moves anything assigned meanwhile).
+        if (round === this.round && this.statusValue === "running") await this.stop().catch(() => undefined);
+        throw error;
       }
-      if (round !== this.round) return;
-      this.statusValue = "running";
-      this.client.on("state", this.onState);
-      await deadline.race(this.scans.request());
-    } catch (error) {
-      // Abandoned after registering: unregister (the master moves anything assigned meanwhile).
-      if (round === this.round && this.statusValue === "running") await this.stop().catch(() => undefined);
-      throw error;
-    } finally {
-      deadline.dispose();
-    }
+    });
   }
 
   /**
@@ -453,13 +447,10 @@ export class Worker extends EventEmitter<WorkerEvents> {
     this.statusValue = "idle";
     this.client.off("state", this.onState);
     this.queue.length = 0;
-    const deadline = new Deadline(`worker ${this.id}: stop`, options, this.client);
-    try {
+    await withDeadline(`worker ${this.id}: stop`, options, this.client, async (deadline) => {
       if (this.running) await deadline.race(this.running).catch(() => undefined);
       await deleteOwnEphemeral(this.client, `${this.p.workers}/${this.id}`, deadline);
-    } finally {
-      deadline.dispose();
-    }
+    });
   }
 
   /** Reads this worker's assignment dir (watching it) and queues the tasks not seen yet. */
@@ -498,33 +489,32 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private async runTask(task: string, round: number): Promise<void> {
     const assignment = `${this.mine}/${task}`;
     const statusPath = `${this.p.status}/${task}`;
-    const sessionBound = new Deadline(`worker ${this.id}: task ${task}`, {}, this.client);
-    try {
-      const assigned = await retryOnConnectionLoss(this.client, sessionBound, () => orIfNoNode(this.client.getData(assignment), null));
-      if (assigned === null || round !== this.round) return; // no longer ours, or stopped
-      const { data } = assigned;
-      this.emit("started", task);
-      const progress = (text: string): Promise<void> =>
-        retryOnConnectionLoss(this.client, sessionBound, () => this.client.multi([op.check(assignment, -1), op.setData(statusPath, text)])).then(
-          () => undefined,
-        );
-      let outcome = DONE;
+    await withDeadline(`worker ${this.id}: task ${task}`, {}, this.client, async (sessionBound) => {
       try {
-        await this.execute({ name: task, data, progress });
-      } catch (error) {
-        if (this.statusValue === "lost" || isZkError(error, "SESSIONEXPIRED")) {
-          this.emit("abandoned", task, error);
-          return;
+        const assigned = await retryOnConnectionLoss(this.client, sessionBound, () => orIfNoNode(this.client.getData(assignment), null));
+        if (assigned === null || round !== this.round) return; // no longer ours, or stopped
+        const { data } = assigned;
+        this.emit("started", task);
+        const progress = (text: string): Promise<void> =>
+          retryOnConnectionLoss(this.client, sessionBound, () => this.client.multi([op.check(assignment, -1), op.setData(statusPath, text)])).then(
+            () => undefined,
+          );
+        let outcome = DONE;
+        try {
+          await this.execute({ name: task, data, progress });
+        } catch (error) {
+          if (this.statusValue === "lost" || isZkError(error, "SESSIONEXPIRED")) {
+            this.emit("abandoned", task, error);
+            return;
+          }
+          outcome = `failed: ${error instanceof Error ? error.message : String(error)}`;
         }
-        outcome = `failed: ${error instanceof Error ? error.message : String(error)}`;
+        if (await this.complete(task, outcome, sessionBound)) this.emit("completed", task, outcome);
+        else this.emit("abandoned", task, new ZkError("NONODE", `task ${task} is no longer assigned to worker ${this.id}`));
+      } catch (error) {
+        this.emit("abandoned", task, error);
       }
-      if (await this.complete(task, outcome, sessionBound)) this.emit("completed", task, outcome);
-      else this.emit("abandoned", task, new ZkError("NONODE", `task ${task} is no longer assigned to worker ${this.id}`));
-    } catch (error) {
-      this.emit("abandoned", task, error);
-    } finally {
-      sessionBound.dispose();
-    }
+    });
   }
 
   /**
@@ -588,31 +578,24 @@ export class MasterWorker {
    * with its name. Abandoned (timeout/abort), the task node is withdrawn.
    */
   static async submit(client: Client, path: string, data: Data, options: WaitOptions = {}): Promise<string> {
-    const deadline = new Deadline(`master-worker ${path}: submit`, options, client);
-    try {
-      const node = await createProtectedOrCleanUp(client, paths(path).tasks, "task-", data, "persistent-sequential", deadline);
-      return nameOf(node);
-    } finally {
-      deadline.dispose();
-    }
+    const node = await withDeadline(`master-worker ${path}: submit`, options, client, (deadline) =>
+      createProtectedOrCleanUp(client, paths(path).tasks, "task-", data, "persistent-sequential", deadline),
+    );
+    return nameOf(node);
   }
 
   /** The task's status text ("assigned w1", "running 40%", "done", …), or undefined before it is assigned. */
   static async status(client: Client, path: string, task: string, options: WaitOptions = {}): Promise<string | undefined> {
-    const deadline = new Deadline(`master-worker ${path}: status`, options, client);
-    try {
-      return await retryOnConnectionLoss(client, deadline, () => readText(client, `${paths(path).status}/${task}`));
-    } finally {
-      deadline.dispose();
-    }
+    return withDeadline(`master-worker ${path}: status`, options, client, (deadline) =>
+      retryOnConnectionLoss(client, deadline, () => readText(client, `${paths(path).status}/${task}`)),
+    );
   }
 
   /** Resolves with the task's status once `accept` holds for it (default: "done" or "failed: …"); one data watch at a time. */
   static async awaitStatus(client: Client, path: string, task: string, options: WaitOptions & { accept?: (status: string) => boolean } = {}): Promise<string> {
     const accept = options.accept ?? ((status: string) => status === DONE || status.startsWith("failed:"));
     const statusPath = `${paths(path).status}/${task}`;
-    const deadline = new Deadline(`master-worker ${path}: await status of ${task}`, options, client);
-    try {
+    return withDeadline(`master-worker ${path}: await status of ${task}`, options, client, async (deadline) => {
       for (;;) {
         deadline.check();
         let fired: () => void = () => undefined;
@@ -624,9 +607,7 @@ export class MasterWorker {
         if (status !== undefined && accept(status)) return status;
         await deadline.race(event);
       }
-    } finally {
-      deadline.dispose();
-    }
+    });
   }
 }
 

@@ -18,6 +18,7 @@ import {
   retryOnConnectionLoss,
   sequenceOf,
   type WaitOptions,
+  withDeadline,
 } from "./common.js";
 
 const ID_NODE_NAME = "id-";
@@ -33,17 +34,15 @@ const ID_NODE_NAME = "id-";
  * (timeout, abort): the node, if made, is deleted in the background. Session expiry: SESSIONEXPIRED.
  */
 export async function nextId(client: Client, path: string, options: WaitOptions = {}): Promise<number> {
-  const deadline = new Deadline(`nextId ${path}`, options, client);
   const prefix = protectedPrefix();
-  let created: string | undefined;
-  try {
-    created = await createSequentialOnce(client, path, prefix, deadline);
-  } catch (error) {
-    if (isZkError(error, "OPERATIONTIMEOUT")) void removeByPrefix(client, path, prefix);
-    throw error;
-  } finally {
-    deadline.dispose();
-  }
+  const created = await withDeadline(`nextId ${path}`, options, client, async (deadline) => {
+    try {
+      return await createSequentialOnce(client, path, prefix, deadline);
+    } catch (error) {
+      if (isZkError(error, "OPERATIONTIMEOUT")) void removeByPrefix(client, path, prefix);
+      throw error;
+    }
+  });
   const id = sequenceOf(created);
   // The id is ours whatever happens to the node now. Only the session's end stops the delete; a
   // node it leaves behind is harmless garbage that takes no id.
@@ -82,15 +81,14 @@ async function findByPrefix(client: Client, parent: string, prefix: string, dead
 
 /** Best effort, after an abandoned nextId: waits out a disconnection, gives up with the session. */
 async function removeByPrefix(client: Client, parent: string, prefix: string): Promise<void> {
-  const deadline = new Deadline(`nextId cleanup ${parent}`, {}, client);
-  try {
-    const mine = await findByPrefix(client, parent, prefix, deadline);
-    if (mine !== undefined) await deleteIfExists(client, mine, deadline);
-  } catch {
-    // the session is gone: nothing more can be done from here
-  } finally {
-    deadline.dispose();
-  }
+  await withDeadline(`nextId cleanup ${parent}`, {}, client, async (deadline) => {
+    try {
+      const mine = await findByPrefix(client, parent, prefix, deadline);
+      if (mine !== undefined) await deleteIfExists(client, mine, deadline);
+    } catch {
+      // the session is gone: nothing more can be done from here
+    }
+  });
 }
 
 /**
@@ -169,37 +167,33 @@ export class NamingService {
 
   async register(name: string, address: string, options: RegisterOptions = {}): Promise<void> {
     checkNodeName("name", name);
-    const deadline = new Deadline(`register ${name}`, options, this.client);
     const path = this.nameNode(name);
-    try {
-      await bindNode(this.client, path, address, options.ephemeral ? "ephemeral" : "persistent", deadline);
-      if (options.ephemeral) this.ephemeralNames.add(name);
-    } catch (error) {
-      // Abandoned: an ephemeral this call may have made is removed (a persistent binding is a
-      // plain registry write whose outcome the caller can read back with resolve).
-      if (options.ephemeral && isZkError(error, "OPERATIONTIMEOUT") && !this.ephemeralNames.has(name)) {
-        deleteOwnEphemeral(this.client, path).catch(() => undefined);
+    await withDeadline(`register ${name}`, options, this.client, async (deadline) => {
+      try {
+        await bindNode(this.client, path, address, options.ephemeral ? "ephemeral" : "persistent", deadline);
+        if (options.ephemeral) this.ephemeralNames.add(name);
+      } catch (error) {
+        // Abandoned: an ephemeral this call may have made is removed (a persistent binding is a
+        // plain registry write whose outcome the caller can read back with resolve).
+        if (options.ephemeral && isZkError(error, "OPERATIONTIMEOUT") && !this.ephemeralNames.has(name)) {
+          deleteOwnEphemeral(this.client, path).catch(() => undefined);
+        }
+        throw error;
       }
-      throw error;
-    } finally {
-      deadline.dispose();
-    }
+    });
   }
 
   /** The address bound to `name`, or null if none. */
   async resolve(name: string, options: WaitOptions = {}): Promise<string | null> {
     checkNodeName("name", name);
     const path = this.nameNode(name);
-    const deadline = new Deadline(`resolve ${name}`, options, this.client);
-    try {
-      return await retryOnConnectionLoss(this.client, deadline, async () => {
+    return withDeadline(`resolve ${name}`, options, this.client, (deadline) =>
+      retryOnConnectionLoss(this.client, deadline, async () => {
         await this.client.sync(path);
         const node = await orIfNoNode(this.client.getData(path), null);
         return node && Buffer.from(node.data).toString("utf8");
-      });
-    } finally {
-      deadline.dispose();
-    }
+      }),
+    );
   }
 
   /** Removes the binding of `name` (whoever made it); nothing to do if there is none. */

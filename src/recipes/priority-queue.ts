@@ -5,7 +5,7 @@
 import type { Client } from "../client/client.js";
 import type { Data } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
-import { Deadline, withoutProtectedPrefix, type WaitOptions } from "./common.js";
+import { type Deadline, withDeadline, withoutProtectedPrefix, type WaitOptions } from "./common.js";
 import { QueueNodes } from "./queue.js";
 
 /** Priorities are integers from 0 (served first) to this, written with 10 digits. */
@@ -79,8 +79,7 @@ export class DistributedPriorityQueue {
    * OPERATIONTIMEOUT when abandoned (nothing to clean up), SESSIONEXPIRED on session loss.
    */
   async take(options: WaitOptions = {}): Promise<Uint8Array> {
-    const deadline = new Deadline(`priority queue take ${this.path}`, options, this.client);
-    try {
+    return withDeadline(`priority queue take ${this.path}`, options, this.client, async (deadline) => {
       await this.nodes.prepare(deadline);
       for (;;) {
         let changed!: () => void;
@@ -95,9 +94,7 @@ export class DistributedPriorityQueue {
         if (data !== null) return data;
         // Lost the race: the freshest list may now hold a more urgent element, so read it again.
       }
-    } finally {
-      deadline.dispose();
-    }
+    });
   }
 
   /** The most urgent element's data without taking it, or null if the queue is empty. */
@@ -107,8 +104,7 @@ export class DistributedPriorityQueue {
 
   /** The head's data as `fetch` gets it (claimed or only read), or null if the queue is empty. */
   private async head(what: string, fetch: (name: string, deadline: Deadline) => Promise<Uint8Array | null>): Promise<Uint8Array | null> {
-    const deadline = new Deadline(`priority queue ${what} ${this.path}`, {}, this.client);
-    try {
+    return withDeadline(`priority queue ${what} ${this.path}`, {}, this.client, async (deadline) => {
       await this.nodes.prepare(deadline);
       for (;;) {
         const head = (await this.nodes.elements(deadline))[0];
@@ -117,19 +113,14 @@ export class DistributedPriorityQueue {
         if (data !== null) return data;
         // Gone before we got it: a more urgent element may have come meanwhile, so read the list again.
       }
-    } finally {
-      deadline.dispose();
-    }
+    });
   }
 
   /** How many elements are queued now. */
   async size(): Promise<number> {
-    const deadline = new Deadline(`priority queue size ${this.path}`, {}, this.client);
-    try {
+    return withDeadline(`priority queue size ${this.path}`, {}, this.client, async (deadline) => {
       await this.nodes.prepare(deadline);
       return (await this.nodes.elements(deadline)).length;
-    } finally {
-      deadline.dispose();
-    }
+    });
   }
 }

@@ -8,7 +8,7 @@ import type { Client } from "../client/client.js";
 import { op, ZkMultiError } from "../client/ops.js";
 import type { Data, Op, OpResult } from "../client/types.js";
 import {
-  Deadline,
+  type Deadline,
   deleteIfExists,
   ensurePath,
   isZkError,
@@ -17,6 +17,7 @@ import {
   retryOnConnectionLoss,
   sequenceOf,
   type WaitOptions,
+  withDeadline,
   withoutProtectedPrefix,
 } from "./common.js";
 
@@ -105,14 +106,11 @@ export async function commitOnce(
 
 /** After an abandoned commitOnce: once the session is back, learn the outcome and clean up. */
 function settleInBackground(client: Client, receipt: string, syncPath: string, onAppliedLate?: () => Promise<void>): void {
-  const session = new Deadline("settling an abandoned write", {}, client);
-  void (async () => {
+  void withDeadline("settling an abandoned write", {}, client, async (session) => {
     if (!(await wasApplied(client, receipt, syncPath, session))) return;
     await onAppliedLate?.();
     await removeReceipt(client, receipt);
-  })()
-    .catch(() => undefined)
-    .finally(() => session.dispose());
+  }).catch(() => undefined);
 }
 
 /**
@@ -136,13 +134,12 @@ export class QueueNodes {
   prepare(deadline: Deadline): Promise<void> {
     if (this.prepared === undefined) {
       // Shared by concurrent calls, so bounded by the session only, not by one caller's deadline.
-      const session = new Deadline(`queue prepare ${this.path}`, {}, this.client);
-      this.prepared = retryOnConnectionLoss(this.client, session, () => ensurePath(this.client, this.receiptsPath))
-        .catch((error: unknown) => {
+      this.prepared = withDeadline(`queue prepare ${this.path}`, {}, this.client, (session) =>
+        retryOnConnectionLoss(this.client, session, () => ensurePath(this.client, this.receiptsPath)).catch((error: unknown) => {
           this.prepared = undefined;
           throw error;
-        })
-        .finally(() => session.dispose());
+        }),
+      );
     }
     return deadline.race(this.prepared);
   }
@@ -153,15 +150,12 @@ export class QueueNodes {
    * withdrawn again once the session is back (unless a consumer took it first).
    */
   async offer(name: string, data: Data, options: WaitOptions): Promise<void> {
-    const deadline = new Deadline(`queue offer ${this.path}`, options, this.client);
-    try {
+    await withDeadline(`queue offer ${this.path}`, options, this.client, async (deadline) => {
       await this.prepare(deadline);
       const prefix = protectedPrefix();
       const create = op.create(`${this.path}/${prefix}${name}`, data, { mode: "persistent-sequential" });
       await commitOnce(this.client, [create], this.receiptsPath, deadline, () => this.withdraw(prefix));
-    } finally {
-      deadline.dispose();
-    }
+    });
   }
 
   /** Element names in delivery order. */
@@ -182,28 +176,22 @@ export class QueueNodes {
    * without being handed to someone); only the session's loss interrupts it (SESSIONEXPIRED).
    */
   async claim(name: string): Promise<Uint8Array | null> {
-    const session = new Deadline(`queue claim ${this.path}/${name}`, {}, this.client);
-    try {
+    return withDeadline(`queue claim ${this.path}/${name}`, {}, this.client, async (session) => {
       const data = await this.read(name, session);
       if (data === null) return null;
       const claimed = commitOnce(this.client, [op.delete(`${this.path}/${name}`)], this.receiptsPath, session).then(() => data);
       // NONODE: another consumer took it first.
-      return await orIfNoNode(claimed, null);
-    } finally {
-      session.dispose();
-    }
+      return orIfNoNode(claimed, null);
+    });
   }
 
   /** Deletes the element made with `prefix`, if it is still queued (the cleanup of an abandoned offer). */
   private async withdraw(prefix: string): Promise<void> {
-    const session = new Deadline(`queue withdraw ${this.path}`, {}, this.client);
-    try {
+    await withDeadline(`queue withdraw ${this.path}`, {}, this.client, async (session) => {
       const children = await retryOnConnectionLoss(this.client, session, () => this.client.getChildren(this.path));
       const mine = children.find((child) => child.startsWith(prefix));
       if (mine !== undefined) await this.claim(mine);
-    } finally {
-      session.dispose();
-    }
+    });
   }
 }
 
@@ -247,8 +235,7 @@ export class DistributedQueue {
    * arrives while a claim is in flight is honoured only if the claim fails, so no element is lost.
    */
   async take(options: WaitOptions = {}): Promise<Uint8Array> {
-    const deadline = new Deadline(`queue take ${this.path}`, options, this.client);
-    try {
+    return withDeadline(`queue take ${this.path}`, options, this.client, async (deadline) => {
       await this.nodes.prepare(deadline);
       for (;;) {
         let changed!: () => void;
@@ -260,9 +247,7 @@ export class DistributedQueue {
         }
         await deadline.race(childrenChanged);
       }
-    } finally {
-      deadline.dispose();
-    }
+    });
   }
 
   /** The head's data without taking it, or null if the queue is empty. */
@@ -272,8 +257,7 @@ export class DistributedQueue {
 
   /** The head's data as `fetch` gets it (claimed or only read), or null if the queue is empty. */
   private async head(what: string, fetch: (name: string, deadline: Deadline) => Promise<Uint8Array | null>): Promise<Uint8Array | null> {
-    const deadline = new Deadline(`queue ${what} ${this.path}`, {}, this.client);
-    try {
+    return withDeadline(`queue ${what} ${this.path}`, {}, this.client, async (deadline) => {
       await this.nodes.prepare(deadline);
       for (const name of await this.nodes.elements(deadline)) {
         const data = await fetch(name, deadline);
@@ -281,19 +265,14 @@ export class DistributedQueue {
         // Gone before we got it: the next element in line is the head now.
       }
       return null;
-    } finally {
-      deadline.dispose();
-    }
+    });
   }
 
   /** How many elements are queued now. */
   async size(): Promise<number> {
-    const deadline = new Deadline(`queue size ${this.path}`, {}, this.client);
-    try {
+    return withDeadline(`queue size ${this.path}`, {}, this.client, async (deadline) => {
       await this.nodes.prepare(deadline);
       return (await this.nodes.elements(deadline)).length;
-    } finally {
-      deadline.dispose();
-    }
+    });
   }
 }

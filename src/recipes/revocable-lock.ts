@@ -4,7 +4,7 @@
  */
 import type { Client } from "../client/client.js";
 import { ZkError } from "../common/errors.js";
-import { Deadline, deleteIfExists, isZkError, orIfNoNode, reportError, retryOnConnectionLoss, textOf, waitUntilGone } from "./common.js";
+import { Deadline, deleteIfExists, isZkError, orIfNoNode, reportError, retryOnConnectionLoss, textOf, waitUntilGone, withDeadline } from "./common.js";
 import { SequentialLock } from "./lock-core.js";
 import { contendersOf, EXCLUSIVE_POLICY } from "./lock-policy.js";
 
@@ -84,15 +84,12 @@ export class RevocableLock extends SequentialLock {
    * into its node. Resolves with the node's path, or undefined if there was no such node.
    */
   static async requestRevoke(client: Client, lockPath: string, holderNode?: string): Promise<string | undefined> {
-    const deadline = new Deadline(`requestRevoke ${lockPath}`, {}, client);
-    try {
+    return withDeadline(`requestRevoke ${lockPath}`, {}, client, async (deadline) => {
       const node = holderNode !== undefined ? nodePath(lockPath, holderNode) : await currentHolder(client, lockPath, deadline);
       if (node === undefined) return undefined;
       const written = await retryOnConnectionLoss(client, deadline, () => orIfNoNode(client.setData(node, REVOKE_REQUEST), null));
       return written === null ? undefined : node;
-    } finally {
-      deadline.dispose();
-    }
+    });
   }
 
   /**
@@ -102,14 +99,12 @@ export class RevocableLock extends SequentialLock {
   static async revoke(client: Client, lockPath: string, options: RevokeOptions): Promise<RevokeOutcome> {
     const node = await RevocableLock.requestRevoke(client, lockPath, options.holderNode);
     if (node === undefined) return "none";
-    const grace = new Deadline(`revoke ${node}`, { timeoutMs: options.graceMs, ...(options.signal ? { signal: options.signal } : {}) }, client);
+    const grace = { timeoutMs: options.graceMs, ...(options.signal ? { signal: options.signal } : {}) };
     try {
-      await waitUntilGone(client, node, grace);
+      await withDeadline(`revoke ${node}`, grace, client, (deadline) => waitUntilGone(client, node, deadline));
       return "released";
     } catch (error) {
       if (!isZkError(error, "OPERATIONTIMEOUT") || options.signal?.aborted) throw error;
-    } finally {
-      grace.dispose();
     }
     await deleteIfExists(client, node, new Deadline(`force revoke ${node}`, {}, client));
     return "forced";

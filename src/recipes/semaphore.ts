@@ -5,7 +5,7 @@
 import { EventEmitter } from "node:events";
 import type { Client } from "../client/client.js";
 import { ZkError } from "../common/errors.js";
-import { Deadline, removeOwnedNode, retryOnConnectionLoss, withoutProtectedPrefix, type WaitOptions } from "./common.js";
+import { type Deadline, removeOwnedNode, retryOnConnectionLoss, withDeadline, withoutProtectedPrefix, type WaitOptions } from "./common.js";
 import { Lock } from "./lock.js";
 import { createOwnedNode, HeldNode, removeAbandonedNode } from "./lock-nodes.js";
 
@@ -103,11 +103,10 @@ export class Semaphore {
 
   /** Waits for a lease. OPERATIONTIMEOUT on abort or timeout, SESSIONEXPIRED on session loss. */
   async acquire(options: WaitOptions = {}): Promise<Lease> {
-    const deadline = new Deadline(`acquire a lease of ${this.path}`, options, this.client);
-    // A Lock per call, so that concurrent acquires of one Semaphore queue like separate sessions
-    // (one shared instance would let them in together by reentrancy).
-    const lock = new Lock(this.client, this.locksPath);
-    try {
+    return withDeadline(`acquire a lease of ${this.path}`, options, this.client, async (deadline) => {
+      // A Lock per call, so that concurrent acquires of one Semaphore queue like separate sessions
+      // (one shared instance would let them in together by reentrancy).
+      const lock = new Lock(this.client, this.locksPath);
       await this.acquireLock(lock, deadline);
       try {
         const node = await createOwnedNode(this.client, this.leasesPath, LEASE_NAME, deadline);
@@ -121,9 +120,7 @@ export class Semaphore {
       } finally {
         await lock.release().catch(() => undefined);
       }
-    } finally {
-      deadline.dispose();
-    }
+    });
   }
 
   /** Takes the internal lock within this call's deadline (its own error, if it is the cause). */

@@ -6,7 +6,7 @@ import { EventEmitter } from "node:events";
 import type { Client } from "../client/client.js";
 import type { Stat } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
-import { childPath, Deadline, deleteOwnEphemeral, isZkError, orIfNoNode, retryOnConnectionLoss, type WaitOptions } from "./common.js";
+import { childPath, deleteOwnEphemeral, isZkError, orIfNoNode, retryOnConnectionLoss, withDeadline, type WaitOptions } from "./common.js";
 import { bindNode, checkNodeName } from "./naming-service.js";
 import { type CachedNode, TreeCache } from "./tree-cache.js";
 
@@ -89,20 +89,19 @@ export class ServiceDiscovery extends EventEmitter<ServiceDiscoveryEvents> {
   async register(service: string, instance: ServiceInstance, options: WaitOptions = {}): Promise<Stat> {
     checkNodeName("service", service);
     checkInstance(instance);
-    const deadline = new Deadline(`register ${service}/${instance.id}`, options, this.client);
     const key = `${service}/${instance.id}`;
     const path = this.instanceNode(service, instance.id);
-    try {
-      const stat = await bindNode(this.client, path, encodeInstance(instance), "ephemeral", deadline);
-      this.registered.set(key, { service, id: instance.id });
-      return stat;
-    } catch (error) {
-      // Abandoned mid-registration: remove the node if this call made it (not an earlier registration).
-      if (isZkError(error, "OPERATIONTIMEOUT") && !this.registered.has(key)) deleteOwnEphemeral(this.client, path).catch(() => undefined);
-      throw error;
-    } finally {
-      deadline.dispose();
-    }
+    return withDeadline(`register ${key}`, options, this.client, async (deadline) => {
+      try {
+        const stat = await bindNode(this.client, path, encodeInstance(instance), "ephemeral", deadline);
+        this.registered.set(key, { service, id: instance.id });
+        return stat;
+      } catch (error) {
+        // Abandoned mid-registration: remove the node if this call made it (not an earlier registration).
+        if (isZkError(error, "OPERATIONTIMEOUT") && !this.registered.has(key)) deleteOwnEphemeral(this.client, path).catch(() => undefined);
+        throw error;
+      }
+    });
   }
 
   /** Removes this session's registration of `service`/`id` (nothing to do if it is gone). */
@@ -110,14 +109,11 @@ export class ServiceDiscovery extends EventEmitter<ServiceDiscoveryEvents> {
     checkNodeName("service", service);
     checkNodeName("instance id", id);
     const path = this.instanceNode(service, id);
-    const deadline = new Deadline(`unregister ${service}/${id}`, options, this.client);
-    try {
+    await withDeadline(`unregister ${service}/${id}`, options, this.client, async (deadline) => {
       // Only our own node: an id re-registered by another session is not ours to remove.
       await deleteOwnEphemeral(this.client, path, deadline);
       this.registered.delete(`${service}/${id}`);
-    } finally {
-      deadline.dispose();
-    }
+    });
   }
 
   /**
@@ -129,8 +125,7 @@ export class ServiceDiscovery extends EventEmitter<ServiceDiscoveryEvents> {
     checkNodeName("instance id", id);
     if (typeof load !== "number" || !Number.isFinite(load)) throw new ZkError("BADARGUMENTS", `load must be a finite number, got ${load}`);
     const path = this.instanceNode(service, id);
-    const deadline = new Deadline(`updateLoad ${service}/${id}`, options, this.client);
-    try {
+    return withDeadline(`updateLoad ${service}/${id}`, options, this.client, async (deadline) => {
       for (;;) {
         const { data, stat } = await retryOnConnectionLoss(this.client, deadline, () => this.client.getData(path));
         const instance = decodeInstance(data);
@@ -145,18 +140,15 @@ export class ServiceDiscovery extends EventEmitter<ServiceDiscoveryEvents> {
           if (!isZkError(error, "BADVERSION")) throw error;
         }
       }
-    } finally {
-      deadline.dispose();
-    }
+    });
   }
 
   /** The registered instances of `service` now (after a sync), sorted by id. */
   async instances(service: string, options: WaitOptions = {}): Promise<ServiceInstance[]> {
     checkNodeName("service", service);
     const parent = childPath(this.path, service);
-    const deadline = new Deadline(`instances ${service}`, options, this.client);
-    try {
-      return await retryOnConnectionLoss(this.client, deadline, async () => {
+    return withDeadline(`instances ${service}`, options, this.client, (deadline) =>
+      retryOnConnectionLoss(this.client, deadline, async () => {
         await this.client.sync(parent);
         const children = await orIfNoNode(this.client.getChildren(parent), []);
         const reads = children.sort().map((child) =>
@@ -166,10 +158,8 @@ export class ServiceDiscovery extends EventEmitter<ServiceDiscoveryEvents> {
           ),
         );
         return (await Promise.all(reads)).filter((instance): instance is ServiceInstance => instance !== undefined);
-      });
-    } finally {
-      deadline.dispose();
-    }
+      }),
+    );
   }
 
   /** A ServiceCache of `service` on this session (call `start()` on it). */

@@ -6,7 +6,7 @@
 import type { Client } from "../client/client.js";
 import { op } from "../client/ops.js";
 import { ZkError } from "../common/errors.js";
-import { Deadline, ensurePath, isZkError, orIfNoNode, parentOf, retryOnConnectionLoss, type WaitOptions } from "./common.js";
+import { type Deadline, ensurePath, isZkError, orIfNoNode, parentOf, retryOnConnectionLoss, withDeadline, type WaitOptions } from "./common.js";
 import { commitOnce } from "./queue.js";
 
 /** The counter's value from its node's data: a decimal integer; empty data is `emptyValue`. */
@@ -51,13 +51,10 @@ export class SharedCounter {
 
   /** The current value (as of this session's server; `initialValue` if never written). */
   async get(options: WaitOptions = {}): Promise<number> {
-    const deadline = new Deadline(`counter get ${this.path}`, options, this.client);
-    try {
+    return withDeadline(`counter get ${this.path}`, options, this.client, async (deadline) => {
       const node = await retryOnConnectionLoss(this.client, deadline, () => orIfNoNode(this.client.getData(this.path), null));
       return node === null ? this.initialValue : parseCounterValue(node.data, this.initialValue);
-    } finally {
-      deadline.dispose();
-    }
+    });
   }
 
   /** Adds `delta` (may be negative) and resolves with the new value. */
@@ -86,8 +83,7 @@ export class SharedCounter {
    * fresh read.
    */
   private async update(what: string, options: WaitOptions, decide: (value: number) => number | undefined): Promise<{ value: number; written: boolean }> {
-    const deadline = new Deadline(what, options, this.client);
-    try {
+    return withDeadline(what, options, this.client, async (deadline) => {
       for (;;) {
         const { value, version } = await this.readForUpdate(deadline);
         const next = decide(value);
@@ -101,9 +97,7 @@ export class SharedCounter {
           if (!isZkError(error, "BADVERSION") && !isZkError(error, "NONODE")) throw error;
         }
       }
-    } finally {
-      deadline.dispose();
-    }
+    });
   }
 
   /** The value and version, creating the node (and its parents) with `initialValue` if missing. */

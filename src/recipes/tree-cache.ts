@@ -6,7 +6,7 @@ import { EventEmitter } from "node:events";
 import type { Client } from "../client/client.js";
 import type { ClientState, Stat, WatchedEvent } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
-import { childPath, Deadline, isZkError, nameOf, parentOf, type WaitOptions } from "./common.js";
+import { childPath, isZkError, nameOf, parentOf, withDeadline, type WaitOptions } from "./common.js";
 
 /** One mirrored znode: its data and the Stat that came with that data. */
 export interface CachedNode {
@@ -89,19 +89,18 @@ export class TreeCache extends EventEmitter<TreeCacheEvents> {
     this.phase = "running";
     const started = new Promise<void>((resolve, reject) => (this.settleStart = { resolve, reject }));
     started.catch(() => undefined);
-    const deadline = new Deadline(`tree cache ${this.root}`, options, this.client);
-    this.client.on("state", this.onState);
-    const state = this.client.state;
-    if (state === "expired" || state === "closed") this.onState(state);
-    else this.rebuild();
-    try {
-      await deadline.race(started);
-    } catch (error) {
-      this.close();
-      throw error;
-    } finally {
-      deadline.dispose();
-    }
+    await withDeadline(`tree cache ${this.root}`, options, this.client, async (deadline) => {
+      this.client.on("state", this.onState);
+      const state = this.client.state;
+      if (state === "expired" || state === "closed") this.onState(state);
+      else this.rebuild();
+      try {
+        await deadline.race(started);
+      } catch (error) {
+        this.close();
+        throw error;
+      }
+    });
   }
 
   /** Stops mirroring and clears the mirror. Watches already set fire once more into nothing. */

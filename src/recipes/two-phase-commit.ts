@@ -8,7 +8,7 @@ import type { Client } from "../client/client.js";
 import { op } from "../client/ops.js";
 import type { Watcher } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
-import { Deadline, ensurePath, retryOnConnectionLoss, type WaitOptions } from "./common.js";
+import { type Deadline, ensurePath, retryOnConnectionLoss, withDeadline, type WaitOptions } from "./common.js";
 import { deleteOwnEphemeral, isZkError, orIfNoNode, textOf } from "./common.js";
 
 export type TwoPhaseVote = "commit" | "abort";
@@ -94,17 +94,16 @@ export class TwoPhaseCommit {
     checkTxId(txId);
     checkSites(sites);
     const txPath = `${path}/${txId}`;
-    const deadline = new Deadline(`two-phase commit ${txPath}: coordinate`, options, client);
-    try {
-      await retryOnConnectionLoss(client, deadline, () => ensurePath(client, path));
-      await retryOnConnectionLoss(client, deadline, () => createTransaction(client, txPath, sites));
-      return await decide(client, txPath, sites, deadline);
-    } catch (error) {
-      if (isZkError(error, "OPERATIONTIMEOUT")) await decideAbortIfUndecided(client, txPath);
-      throw error;
-    } finally {
-      deadline.dispose();
-    }
+    return withDeadline(`two-phase commit ${txPath}: coordinate`, options, client, async (deadline) => {
+      try {
+        await retryOnConnectionLoss(client, deadline, () => ensurePath(client, path));
+        await retryOnConnectionLoss(client, deadline, () => createTransaction(client, txPath, sites));
+        return await decide(client, txPath, sites, deadline);
+      } catch (error) {
+        if (isZkError(error, "OPERATIONTIMEOUT")) await decideAbortIfUndecided(client, txPath);
+        throw error;
+      }
+    });
   }
 
   /**
@@ -118,43 +117,42 @@ export class TwoPhaseCommit {
     checkSite(site);
     const sitePath = `${path}/${txId}/${site}`;
     const alivePath = `${path}/${txId}/${ALIVE}${site}`;
-    const deadline = new Deadline(`two-phase commit ${sitePath}: join`, options, client);
-    let joining: Promise<unknown> | undefined;
-    try {
-      for (;;) {
-        deadline.check();
-        await waitUntilCreated(client, sitePath, deadline);
-        const read = await retryOnConnectionLoss(client, deadline, () => readIfExists(client, sitePath));
-        if (read === null) continue;
-        if (read.version > 0) {
-          // Joined already — by an earlier attempt of ours whose answer was lost, or by someone else.
-          const alive = await retryOnConnectionLoss(client, deadline, () => client.exists(alivePath));
-          if (alive !== null && alive.ephemeralOwner === client.sessionId) return;
-          throw new ZkError("NODEEXISTS", `two-phase commit ${sitePath}: site already joined (${read.text || "?"})`, sitePath);
-        }
-        joining = client.multi([op.setData(sitePath, JOINED, { version: 0 }), op.create(alivePath, "", { mode: "ephemeral" })]);
-        try {
-          await deadline.race(joining);
-          return;
-        } catch (error) {
-          if (isZkError(error, "CONNECTIONLOSS")) {
-            await retryOnConnectionLoss(client, deadline, () => client.exists(sitePath));
-          } else if (!isZkError(error, "BADVERSION") && !isZkError(error, "NODEEXISTS")) {
-            throw error;
+    await withDeadline(`two-phase commit ${sitePath}: join`, options, client, async (deadline) => {
+      let joining: Promise<unknown> | undefined;
+      try {
+        for (;;) {
+          deadline.check();
+          await waitUntilCreated(client, sitePath, deadline);
+          const read = await retryOnConnectionLoss(client, deadline, () => readIfExists(client, sitePath));
+          if (read === null) continue;
+          if (read.version > 0) {
+            // Joined already — by an earlier attempt of ours whose answer was lost, or by someone else.
+            const alive = await retryOnConnectionLoss(client, deadline, () => client.exists(alivePath));
+            if (alive !== null && alive.ephemeralOwner === client.sessionId) return;
+            throw new ZkError("NODEEXISTS", `two-phase commit ${sitePath}: site already joined (${read.text || "?"})`, sitePath);
+          }
+          joining = client.multi([op.setData(sitePath, JOINED, { version: 0 }), op.create(alivePath, "", { mode: "ephemeral" })]);
+          try {
+            await deadline.race(joining);
+            return;
+          } catch (error) {
+            if (isZkError(error, "CONNECTIONLOSS")) {
+              await retryOnConnectionLoss(client, deadline, () => client.exists(sitePath));
+            } else if (!isZkError(error, "BADVERSION") && !isZkError(error, "NODEEXISTS")) {
+              throw error;
+            }
           }
         }
+      } catch (error) {
+        if (isZkError(error, "OPERATIONTIMEOUT") && joining !== undefined) {
+          const landed = joining;
+          // A session that is gone took the ephemeral with it: nothing is left to remove then.
+          const removeAlive = (): Promise<void> => deleteOwnEphemeral(client, alivePath).catch(() => undefined);
+          void landed.then(removeAlive, removeAlive);
+        }
+        throw error;
       }
-    } catch (error) {
-      if (isZkError(error, "OPERATIONTIMEOUT") && joining !== undefined) {
-        const landed = joining;
-        // A session that is gone took the ephemeral with it: nothing is left to remove then.
-        const removeAlive = (): Promise<void> => deleteOwnEphemeral(client, alivePath).catch(() => undefined);
-        void landed.then(removeAlive, removeAlive);
-      }
-      throw error;
-    } finally {
-      deadline.dispose();
-    }
+    });
   }
 
   /**
@@ -166,10 +164,9 @@ export class TwoPhaseCommit {
     checkSite(site);
     if (vote !== "commit" && vote !== "abort") throw new ZkError("BADARGUMENTS", `a vote is "commit" or "abort", not ${JSON.stringify(vote)}`);
     const sitePath = `${path}/${txId}/${site}`;
-    const deadline = new Deadline(`two-phase commit ${sitePath}: vote`, options, client);
-    try {
-      // Compare-and-set on the site's version: repeating after a lost connection is safe.
-      await retryOnConnectionLoss(client, deadline, async () => {
+    // Compare-and-set on the site's version: repeating after a lost connection is safe.
+    await withDeadline(`two-phase commit ${sitePath}: vote`, options, client, (deadline) =>
+      retryOnConnectionLoss(client, deadline, async () => {
         for (;;) {
           const { data, stat } = await client.getData(sitePath);
           const current = textOf(data);
@@ -184,33 +181,26 @@ export class TwoPhaseCommit {
             if (!isZkError(error, "BADVERSION")) throw error;
           }
         }
-      });
-    } finally {
-      deadline.dispose();
-    }
+      }),
+    );
   }
 
   /** The outcome of `txId`, waiting (one watch on the outcome node) until it is decided. */
   static async outcome(client: Client, path: string, txId: string, options: WaitOptions = {}): Promise<TwoPhaseOutcome> {
     checkTxId(txId);
     const outcomePath = `${path}/${txId}/${OUTCOME}`;
-    const deadline = new Deadline(`two-phase commit ${outcomePath}: outcome`, options, client);
-    try {
+    return withDeadline(`two-phase commit ${outcomePath}: outcome`, options, client, async (deadline) => {
       await waitUntilCreated(client, outcomePath, deadline);
-      const read = await retryOnConnectionLoss(client, deadline, () => client.getData(outcomePath));
-      return asOutcome(textOf(read.data), outcomePath);
-    } finally {
-      deadline.dispose();
-    }
+      return readOutcome(client, outcomePath, deadline);
+    });
   }
 
   /** Deletes transaction `txId` and everything under it (once every participant has its outcome). */
   static async remove(client: Client, path: string, txId: string, options: WaitOptions = {}): Promise<void> {
     checkTxId(txId);
     const txPath = `${path}/${txId}`;
-    const deadline = new Deadline(`two-phase commit ${txPath}: remove`, options, client);
-    try {
-      await retryOnConnectionLoss(client, deadline, async () => {
+    await withDeadline(`two-phase commit ${txPath}: remove`, options, client, (deadline) =>
+      retryOnConnectionLoss(client, deadline, async () => {
         for (;;) {
           const children = await orIfNoNode(client.getChildren(txPath), null);
           if (children === null) return;
@@ -222,10 +212,8 @@ export class TwoPhaseCommit {
             if (!isZkError(error, "NONODE") && !isZkError(error, "NOTEMPTY")) throw error;
           }
         }
-      });
-    } finally {
-      deadline.dispose();
-    }
+      }),
+    );
   }
 }
 
@@ -303,14 +291,13 @@ async function readOutcome(client: Client, outcomePath: string, deadline: Deadli
 
 /** An abandoned coordinator aborts (bounded only by its session), unless an outcome exists. */
 async function decideAbortIfUndecided(client: Client, txPath: string): Promise<void> {
-  const deadline = new Deadline(`two-phase commit ${txPath}: abort on abandon`, {}, client);
-  try {
-    await retryOnConnectionLoss(client, deadline, () => createOutcome(client, `${txPath}/${OUTCOME}`, "abort"));
-  } catch {
-    // No transaction (NONODE) or no session: nothing to decide.
-  } finally {
-    deadline.dispose();
-  }
+  await withDeadline(`two-phase commit ${txPath}: abort on abandon`, {}, client, async (deadline) => {
+    try {
+      await retryOnConnectionLoss(client, deadline, () => createOutcome(client, `${txPath}/${OUTCOME}`, "abort"));
+    } catch {
+      // No transaction (NONODE) or no session: nothing to decide.
+    }
+  });
 }
 
 /** Resolves once `path` exists (one exists-watch per round, no polling). */
