@@ -5,34 +5,25 @@
  * The SDK builds the generated messages itself (`RequestOp` is a Request's op, int64s are bigint).
  * What comes in is handed on in the shapes the session machine and the client read: a batch's
  * frames in a flat list (never nested), Stats as the SDK's `Stat` (times as numbers), bytes as
- * Buffers. Whatever the generated decoder refuses — a truncated frame, a zero or stray end-group
- * tag, a known field with the wrong wire type, a field past its message's end — and a batch inside
- * a batch throw here; grpc-js then fails the call, which the session handles as a lost connection.
- * Unknown fields are skipped. test/unit/client-codec.test.ts checks both directions against
- * proto-loader's reflective codec.
+ * Buffers. Whatever the generated decoder refuses under corral's decoding policy (proto/generate.mjs:
+ * a truncated frame, a field number 0, a group or stray end-group tag, a field past its message's
+ * end, a oneof with two members) and a batch inside a batch throw here; grpc-js then fails the
+ * call, which the session handles as a lost connection. Fields it does not read are skipped.
+ * test/unit/client-codec.test.ts checks both directions against proto-loader's reflective codec.
  */
-import { BinaryWriter } from "@bufbuild/protobuf/wire";
 import { ClientFrame, ServerFrame } from "../../gen/client.js";
 import type { ConnectResponse, OpResult, Pong, Request, Response, WatchEvent } from "../../gen/client.js";
 import { encodeFrameBatch } from "../protocol/frame-batch.js";
+import { encodeFrame } from "../protocol/frame-encoder.js";
 import { statFromWire } from "./convert.js";
 import type { Stat } from "./types.js";
 
 /** A request's op, without its xid: what the client builds and the session machine numbers. */
 export type RequestOp = NonNullable<Request["op"]>;
 
-/** One writer for every frame, its buffer kept: half the cost of a fresh one per request. */
-const writer = new BinaryWriter();
-
-/** ClientFrame → protobuf bytes (a copy: finish() hands the bytes out and resets the writer). */
+/** ClientFrame → protobuf bytes. */
 export function encodeClientFrame(frame: ClientFrame): Buffer {
-  try {
-    return asBuffer(ClientFrame.encode(frame, writer).finish());
-  } catch (error) {
-    // A value its field cannot hold (the client's checks keep those out): drop the half-written frame.
-    writer.finish();
-    throw error;
-  }
+  return encodeFrame(ClientFrame, frame);
 }
 
 /** ClientFrame.batch (field 4) around frames already encoded by encodeClientFrame. */

@@ -4,13 +4,13 @@
  * bytes. The protobuf work is done by the code ts-proto generates from the .proto (gen/client.ts);
  * this module only converts between its messages and the server's records.
  *
- * Decoding is strict, as in every direction of corral's protocols: whatever the generated decoder
- * throws on — a truncated frame, a zero tag, a stray end-group tag, a known field with the wrong
- * wire type, a field running past its message — is MALFORMED, and so is a frame with no member, a
- * batch inside a batch, and a batch holding any frame that is MALFORMED. Unknown fields are skipped
- * (proto3 forward compatibility); a message field or oneof member sent more than once keeps the last
- * one on the wire (the generated code replaces, it does not merge). Nothing a client sends throws
- * out of `decodeClientFrame`.
+ * Decoding follows corral's one policy, the peer codec's too (proto/generate.mjs): whatever the
+ * generated decoder throws on — a truncated frame, a field number 0, a group or stray end-group tag,
+ * a field running past its message, a oneof given two members — is MALFORMED, and so is a frame
+ * with no member, a batch inside a batch, and a batch holding any frame that is MALFORMED. Fields
+ * it does not read are skipped: unknown numbers (proto3 forward compatibility) and a known number
+ * with another wire type, as protobuf's own generated code does. Nothing a client sends throws out
+ * of `decodeClientFrame`.
  *
  * A frame that decodes is then checked as a request (the checks every front door makes): a create
  * mode ZooKeeper does not define, a TTL or relative zxid outside 0 ≤ n < 2^53, an unknown addWatch
@@ -21,13 +21,13 @@
  * with that code in its place in the session's order. A connect keeps its 64-bit values exact and
  * signed: the session judges them.
  */
-import { BinaryWriter } from "@bufbuild/protobuf/wire";
 import * as wire from "../../gen/client.js";
 import { CREATE_MODES_BY_FLAG } from "../common/znode.js";
 import { ZkError } from "../common/errors.js";
 import { limits } from "../common/constants.js";
 import { addWatchModeOf, watcherTypeOf, type WatcherType } from "../common/watch-modes.js";
 import { encodeFrameBatch } from "../protocol/frame-batch.js";
+import { encodeFrame } from "../protocol/frame-encoder.js";
 import type { Acl, OpResult, Stat, WatchEvent } from "../store/types.js";
 import type { ClientRequest, CreateRequest, MultiOpRequest, MultiReadOpRequest, ReadOpResult, Reply } from "../replica/requests.js";
 
@@ -224,25 +224,9 @@ function safeNatural(value: bigint, what: string): number {
 // -------------------------------------------------------------------------------------------------
 // Encoding: the server's records as the generated messages, encoded by the generated code.
 
-/**
- * One writer for every frame: a new BinaryWriter allocates its buffer on each encode, which costs
- * more than the encoding. `finish()` copies the frame out and rewinds the writer; one that held a
- * large frame, or failed half-way, is replaced so it neither pins memory nor prefixes the next frame.
- */
-let writer = new BinaryWriter();
-const WRITER_KEPT_BYTES_MAX = 64 * 1024;
-
 /** A ServerFrame's encoding as a Buffer, as grpc-js writes it. */
 function encodeServerFrame(frame: wire.ServerFrame["frame"]): Buffer {
-  let bytes: Uint8Array;
-  try {
-    bytes = wire.ServerFrame.encode({ frame }, writer).finish();
-  } catch (error) {
-    writer = new BinaryWriter();
-    throw error;
-  }
-  if (bytes.byteLength > WRITER_KEPT_BYTES_MAX) writer = new BinaryWriter();
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return encodeFrame(wire.ServerFrame, { frame });
 }
 
 const NO_BYTES = new Uint8Array(0);

@@ -355,16 +355,32 @@ test("a truncated server frame is malformed, wherever it is cut", () => {
   for (let cut = 1; cut < RESPONSE.length; cut++) malformed(RESPONSE.subarray(0, cut), `cut at ${cut} of ${RESPONSE.length}`);
 });
 
-test("a zero tag is malformed, at the top and inside a message", () => {
+test("a field number 0 is malformed, at the top and inside a message, whatever its wire type", () => {
   malformed([0x00], "a lone zero tag");
   malformed([0x22, 0x01, 0x00], "a zero tag inside a pong");
+  malformed([0x02, 0x00], "field 0, length-delimited");
 });
 
-test("a known field with the wrong wire type is malformed", () => {
-  malformed([0x10, 0x01], "ServerFrame.response (2) as a varint");
-  malformed([0x22, 0x03, 0x0a, 0x01, 0x07], "Pong.zxid (1) length-delimited");
-  malformed([0x12, 0x02, 0x20, 0x01], "Response.path (4) as a varint");
-  malformed([0x12, 0x05, 0x2d, 0x01, 0x02, 0x03, 0x04], "Response.stat (5) as fixed32");
+test("a group is malformed, a known field's or an unknown one's", () => {
+  malformed([0x13, 0x14], "ServerFrame.response (2) as a group");
+  malformed([0x22, 0x04, 0x9b, 0x01, 0x9c, 0x01], "an empty group, field 19, inside a pong");
+});
+
+test("a oneof given two members is malformed, the same one twice included", () => {
+  malformed([...PONG_42, ...PONG_42], "two pongs");
+  malformed([0x22, 0x00, 0x12, 0x00], "a pong and a response");
+});
+
+test("a known field with another wire type is skipped, as an unknown field is", () => {
+  assert.deepStrictEqual(decodeServerFrame(Buffer.from([0x10, 0x01])), { frame: undefined }, "ServerFrame.response (2) as a varint");
+  assert.deepStrictEqual(
+    decodeServerFrame(Buffer.from([0x22, 0x03, 0x0a, 0x01, 0x07])),
+    { frame: "pong", pong: { zxid: 0n } },
+    "Pong.zxid (1) length-delimited",
+  );
+  const decoded = decodeServerFrame(Buffer.from([0x12, 0x09, 0x08, 0x07, 0x20, 0x01, 0x2d, 0x01, 0x02, 0x03, 0x04]));
+  assert.ok(decoded.frame === "response", "Response.path (4) as a varint, Response.stat (5) as fixed32");
+  assert.deepStrictEqual([decoded.response.xid, decoded.response.path, decoded.response.stat], [7, "", null]);
 });
 
 test("a field running past its message's end is malformed, though the frame holds its bytes", () => {
@@ -380,7 +396,8 @@ test("garbage after a well-formed frame is malformed", () => {
     [[0x08, 0x80], "a varint cut short"],
     [[0x1a, 0x05, 0x01], "a length beyond the end"],
     [[0x7c], "a stray end-group tag"],
-    [[0x7b, 0x10, 0x01], "a group never closed"],
+    [[0x7b, 0x10, 0x01, 0x7c], "a group"],
+    [[0x22, 0x00], "a second member"],
   ];
   for (const [tail, why] of garbage) malformed(Buffer.concat([PONG_42, Buffer.from(tail)]), why);
 });
@@ -390,9 +407,9 @@ test("a batch inside a batch is malformed", () => {
   malformed([0x2a, inner.length + 2, 0x0a, inner.length, ...inner], "a nested batch", /malformed server frame: a batch inside a batch/);
 });
 
-test("unknown fields of every wire type are skipped, at the top and inside messages", () => {
-  // Field 15 varint, 16 length-delimited, 17 fixed64, 18 fixed32, 19 a group holding field 1.
-  const unknown = [15 << 3, 7, 0x82, 0x01, 3, 0x78, 0x79, 0x7a, 0x89, 0x01, 1, 2, 3, 4, 5, 6, 7, 8, 0x95, 0x01, 1, 2, 3, 4, 0x9b, 0x01, 0x08, 0x05, 0x9c, 0x01];
+test("unknown fields of every wire type but groups are skipped, at the top and inside messages", () => {
+  // Field 15 varint, 16 length-delimited, 17 fixed64, 18 fixed32.
+  const unknown = [15 << 3, 7, 0x82, 0x01, 3, 0x78, 0x79, 0x7a, 0x89, 0x01, 1, 2, 3, 4, 5, 6, 7, 8, 0x95, 0x01, 1, 2, 3, 4];
   assert.deepStrictEqual(decodeServerFrame(Buffer.concat([PONG_42, Buffer.from(unknown)])), { frame: "pong", pong: { zxid: 42n } });
   // Inside the pong: before and after its zxid.
   const pong = [...unknown, 0x08, 42, ...unknown];

@@ -26,11 +26,14 @@ test("gen/client.ts is what npm run gen:proto makes of proto/client.proto", () =
   }
 });
 
-test("the generated decoders are the strict ones: every lenient exit of ts-proto's was rewritten", () => {
+test("the generated decoders carry corral's decoding policy: every lenient exit of ts-proto's was rewritten", () => {
   const text = readFileSync(join(ROOT, "gen", "client.ts"), "utf8");
   const messages = text.match(/^export const \w+: MessageFns<\w+> = \{$/gm)?.length ?? 0;
   assert.ok(messages >= 30, `expected the client protocol's messages, found ${messages}`);
   assert.equal(text.match(/throw new globalThis\.Error\("invalid tag"\)/g)?.length, messages);
   assert.equal(text.match(/throw new globalThis\.Error\("field runs past its message"\)/g)?.length, messages);
-  assert.doesNotMatch(text, /if \(tag !== \d+\) \{\n\s+break;/);
+  const oneofMembers = text.match(/^ +message\.\w+ = \{ \$case: /gm)?.length ?? 0;
+  assert.ok(oneofMembers >= 30, `expected the oneof members, found ${oneofMembers}`);
+  assert.equal(text.match(/throw new globalThis\.Error\("a oneof with two members"\)/g)?.length, oneofMembers);
+  assert.doesNotMatch(text, /tag === 0\) \{\n\s+break;/);
 });
