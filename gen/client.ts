@@ -7,6 +7,8 @@
 /* eslint-disable */
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
 
+const EMPTY_BYTES: Uint8Array = new Uint8Array(0);
+
 export const protobufPackage = "corral.client.v1";
 
 export const protobufFileName = "client.proto";
@@ -652,7 +654,7 @@ export const ServerFrameBatch: MessageFns<ServerFrameBatch> = {
 };
 
 function createBaseConnectRequest(): ConnectRequest {
-  return { protocolVersion: 0, lastZxidSeen: 0n, timeoutMs: 0, sessionId: 0n, password: new Uint8Array(0) };
+  return { protocolVersion: 0, lastZxidSeen: 0n, timeoutMs: 0, sessionId: 0n, password: EMPTY_BYTES };
 }
 
 export const ConnectRequest: MessageFns<ConnectRequest> = {
@@ -755,7 +757,7 @@ function createBaseConnectResponse(): ConnectResponse {
     protocolVersion: 0,
     timeoutMs: 0,
     sessionId: 0n,
-    password: new Uint8Array(0),
+    password: EMPTY_BYTES,
     err: 0,
     lastZxid: 0n,
     serverId: 0,
@@ -1610,7 +1612,7 @@ export const Request: MessageFns<Request> = {
 };
 
 function createBaseCreateRequest(): CreateRequest {
-  return { path: "", data: new Uint8Array(0), acl: [], mode: 0, ttlMs: 0n };
+  return { path: "", data: EMPTY_BYTES, acl: [], mode: 0, ttlMs: 0n };
 }
 
 export const CreateRequest: MessageFns<CreateRequest> = {
@@ -1886,7 +1888,7 @@ export const GetDataRequest: MessageFns<GetDataRequest> = {
 };
 
 function createBaseSetDataRequest(): SetDataRequest {
-  return { path: "", data: new Uint8Array(0), version: 0 };
+  return { path: "", data: EMPTY_BYTES, version: 0 };
 }
 
 export const SetDataRequest: MessageFns<SetDataRequest> = {
@@ -2938,7 +2940,7 @@ export const MultiReadRequest: MessageFns<MultiReadRequest> = {
 };
 
 function createBaseAddAuthRequest(): AddAuthRequest {
-  return { scheme: "", auth: new Uint8Array(0) };
+  return { scheme: "", auth: EMPTY_BYTES };
 }
 
 export const AddAuthRequest: MessageFns<AddAuthRequest> = {
@@ -3096,7 +3098,7 @@ export const ClientInfo: MessageFns<ClientInfo> = {
 };
 
 function createBaseOpResult(): OpResult {
-  return { err: 0, path: "", stat: undefined, data: new Uint8Array(0), children: [] };
+  return { err: 0, path: "", stat: undefined, data: EMPTY_BYTES, children: [] };
 }
 
 export const OpResult: MessageFns<OpResult> = {
@@ -3195,7 +3197,7 @@ function createBaseResponse(): Response {
     err: 0,
     path: "",
     stat: undefined,
-    data: new Uint8Array(0),
+    data: EMPTY_BYTES,
     children: [],
     results: [],
     acl: [],

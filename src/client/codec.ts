@@ -103,7 +103,10 @@ function opResultFromWire(result: OpResult): DecodedOpResult {
   return { ...result, stat: result.stat === undefined ? null : statFromWire(result.stat), data: asBuffer(result.data) };
 }
 
+const EMPTY_BUFFER = Buffer.alloc(0);
+
 /** Bytes decoded from a Buffer are Buffers already; the empty default and the encoder's output are not. */
 function asBuffer(bytes: Uint8Array): Buffer {
-  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (Buffer.isBuffer(bytes)) return bytes;
+  return bytes.byteLength === 0 ? EMPTY_BUFFER : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }

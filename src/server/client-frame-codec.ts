@@ -230,10 +230,12 @@ function encodeServerFrame(frame: wire.ServerFrame["frame"]): Buffer {
 }
 
 const NO_BYTES = new Uint8Array(0);
+/** The default of every repeated field a reply leaves empty: one array, never written to (the encoder only reads it). */
+const NONE = Object.freeze([]) as never[];
 
 /** An OpResult: proto3 defaults but for `fields`. */
 function opResult(fields: Partial<wire.OpResult>): wire.OpResult {
-  return { err: 0, path: "", stat: undefined, data: NO_BYTES, children: [], ...fields };
+  return { err: 0, path: "", stat: undefined, data: NO_BYTES, children: NONE, ...fields };
 }
 
 function statOf(s: Stat): wire.Stat {
@@ -288,10 +290,10 @@ export function encodeResponseFrame(xid: number, reply: Reply): Buffer {
     path: "",
     stat: undefined,
     data: NO_BYTES,
-    children: [],
-    results: [],
-    acl: [],
-    clientInfo: [],
+    children: NONE,
+    results: NONE,
+    acl: NONE,
+    clientInfo: NONE,
     number: 0,
   };
   const body = reply.body;
