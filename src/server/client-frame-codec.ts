@@ -2,7 +2,8 @@
  * The server's side of proto/client.proto: ClientFrame bytes → the server's own records
  * (src/replica/requests.ts), and its Reply / WatchEvent / Pong / connect answer → ServerFrame
  * bytes. The protobuf work is done by the code ts-proto generates from the .proto (gen/client.ts);
- * this module only converts between its messages and the server's records.
+ * this module only converts between its messages and the server's records — but for the common
+ * replies, which hot-reply-frame.ts writes by hand because a profile said they matter.
  *
  * Decoding follows corral's one policy, the peer codec's too (proto/generate.mjs): whatever the
  * generated decoder throws on — a truncated frame, a field number 0, a group or stray end-group tag,
@@ -28,6 +29,7 @@ import { limits } from "../common/constants.js";
 import { addWatchModeOf, watcherTypeOf, type WatcherType } from "../common/watch-modes.js";
 import { encodeFrameBatch } from "../protocol/frame-batch.js";
 import { encodeFrame } from "../protocol/frame-encoder.js";
+import { encodeHotReplyFrame } from "./hot-reply-frame.js";
 import type { Acl, OpResult, Stat, WatchEvent } from "../store/types.js";
 import type { ClientRequest, CreateRequest, MultiOpRequest, MultiReadOpRequest, ReadOpResult, Reply } from "../replica/requests.js";
 
@@ -222,7 +224,8 @@ function safeNatural(value: bigint, what: string): number {
 }
 
 // -------------------------------------------------------------------------------------------------
-// Encoding: the server's records as the generated messages, encoded by the generated code.
+// Encoding: the server's records as the generated messages, encoded by the generated code (the
+// common replies by hand, in hot-reply-frame.ts).
 
 /** A ServerFrame's encoding as a Buffer, as grpc-js writes it. */
 function encodeServerFrame(frame: wire.ServerFrame["frame"]): Buffer {
@@ -281,8 +284,13 @@ function readOpResultOf(result: ReadOpResult): wire.OpResult {
   }
 }
 
-/** A ServerFrame carrying the Response to request `xid`. */
+/** A ServerFrame carrying the Response to request `xid`: the common replies by hand (hot-reply-frame.ts), the rest generated. */
 export function encodeResponseFrame(xid: number, reply: Reply): Buffer {
+  return encodeHotReplyFrame(xid, reply) ?? encodeGeneratedResponseFrame(xid, reply);
+}
+
+/** The same frame by the generated encoder: every reply the hand path leaves, and its test's reference. */
+export function encodeGeneratedResponseFrame(xid: number, reply: Reply): Buffer {
   const response: wire.Response = {
     xid,
     zxid: BigInt(reply.zxid),
