@@ -3,7 +3,7 @@
  * are already encoded: `repeated <Frame> frames = 1` written from their bytes, with no decode and
  * re-encode of each frame through the generated code. Sized once, written into one buffer.
  */
-import { varint32Size } from "../common/varint.js";
+import { putVarint32, varint32Size } from "../common/varint.js";
 
 const WIRE_LEN = 2;
 
@@ -13,22 +13,13 @@ export function encodeFrameBatch(batchField: number, frames: readonly Uint8Array
   for (const frame of frames) inner += 1 + varint32Size(frame.length) + frame.length;
   const batchTag = (batchField << 3) | WIRE_LEN;
   const out = Buffer.allocUnsafe(varint32Size(batchTag) + varint32Size(inner) + inner);
-  let pos = writeVarint32(out, 0, batchTag);
-  pos = writeVarint32(out, pos, inner);
+  let pos = putVarint32(out, 0, batchTag);
+  pos = putVarint32(out, pos, inner);
   for (const frame of frames) {
     out[pos++] = (1 << 3) | WIRE_LEN;
-    pos = writeVarint32(out, pos, frame.length);
+    pos = putVarint32(out, pos, frame.length);
     out.set(frame, pos);
     pos += frame.length;
   }
   return out;
-}
-
-function writeVarint32(out: Buffer, pos: number, value: number): number {
-  while (value > 0x7f) {
-    out[pos++] = (value & 0x7f) | 0x80;
-    value >>>= 7;
-  }
-  out[pos++] = value;
-  return pos;
 }

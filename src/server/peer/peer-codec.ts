@@ -25,7 +25,7 @@
  * committed log for DIFF — should copy the ones it keeps.
  */
 import { assert, AssertionError } from "../../common/assert.js";
-import { varint32Size, varUintSize } from "../../common/varint.js";
+import { putVarint32, varint32Size, varUintSize } from "../../common/varint.js";
 import type { LearnerRole, LogRecord, QuorumMessage, SessionTouch } from "../../consensus/messages.js";
 import type { Notification, PeerState } from "../../election/types.js";
 
@@ -185,15 +185,6 @@ export function notificationEntrySize(n: Notification): number {
 // Writing. The `put*` primitives take the buffer and position and return the new position, so the
 // hot loops keep both in locals; the rarer messages go through the `write*` wrappers around one
 // module-level cursor (encoding is synchronous and never re-entered).
-
-function putVarint32(o: Uint8Array, p: number, value: number): number {
-  while (value > 0x7f) {
-    o[p++] = (value & 0x7f) | 0x80;
-    value >>>= 7;
-  }
-  o[p++] = value;
-  return p;
-}
 
 function putUint53(o: Uint8Array, p: number, value: number): number {
   if (value < 0x10000000) {
