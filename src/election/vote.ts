@@ -26,10 +26,6 @@ export function compareVotes(a: Vote, b: Vote): number {
   return 0;
 }
 
-export function sameVote(a: Vote, b: Vote): boolean {
-  return compareVotes(a, b) === 0;
-}
-
 /**
  * A server id as the election accepts it: a positive safe integer (the server config narrows it to
  * 1..254, ZooKeeper's myid); 0 is nobody, see NO_VOTE.

@@ -659,11 +659,6 @@ export function validateServers(servers: readonly ServerEntry[]): void {
   }
 }
 
-/** True when no servers are listed: the server runs alone, as before replication. */
-export function isStandalone(config: Pick<ServerConfig, "servers">): boolean {
-  return config.servers.length === 0;
-}
-
 /** This server's own entry in the servers list (undefined when standalone). */
 export function thisServer(config: Pick<ServerConfig, "servers" | "serverId">): ServerEntry | undefined {
   return config.servers.find((s) => s.id === config.serverId);

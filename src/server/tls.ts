@@ -96,11 +96,6 @@ function materialOf(contents: PemContents, files: PemFileSet): PemMaterial {
   };
 }
 
-/** Reads and checks the files; a ConfigError names the field of the file at fault. */
-export function readPemMaterial(files: PemFileSet): PemMaterial {
-  return materialOf(readContents(files), files);
-}
-
 /** The files of one TLS identity, watched for changes. */
 export class PemFiles {
   private material: PemMaterial;

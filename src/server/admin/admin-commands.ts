@@ -203,11 +203,6 @@ const BY_NAME: ReadonlyMap<string, AdminCommand> = new Map(COMMANDS.flatMap((com
 /** Every command's primary name, sorted (the index page at /commands lists them). */
 export const ADMIN_COMMAND_NAMES: readonly string[] = COMMANDS.map((c) => c.names[0]!).sort();
 
-/** Whether `name` (a primary name or an alias) is a command corral answers. */
-export function isAdminCommand(name: string): boolean {
-  return BY_NAME.has(name);
-}
-
 /** ZooKeeper's Commands.runCommand: the answer to `/commands/<name>`. */
 export function runAdminCommand(name: string, status: ServerStatus): AdminAnswer {
   const command = BY_NAME.get(name);

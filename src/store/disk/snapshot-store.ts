@@ -57,11 +57,6 @@ export interface SnapshotStoreOptions {
   faults?: DiskFaults;
 }
 
-/** Encodes a whole snapshot file. Exported for tests and tools. */
-export function encodeSnapshotFile(zxid: number, body: Uint8Array): Buffer {
-  return Buffer.concat([snapshotFileHeader(zxid, body.byteLength, crc32(body)), body]);
-}
-
 function snapshotFileHeader(zxid: number, bodyBytes: number, bodyCrc: number): Buffer {
   assertZxid(zxid, "snapshotFileHeader");
   const header = Buffer.alloc(SNAPSHOT_HEADER_BYTES);
