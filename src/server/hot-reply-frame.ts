@@ -10,7 +10,7 @@
  * test/unit/hot-reply-frame.test.ts holds these bytes to the generated encoder's on random replies.
  */
 import { varint32Size } from "../common/varint.js";
-import type { Reply } from "../replica/requests.js";
+import type { Reply, ReplyBody } from "../replica/requests.js";
 import type { Stat } from "../store/types.js";
 
 const TWO_32 = 4294967296;
@@ -26,35 +26,9 @@ const TAG_CHILD = (7 << 3) | 2;
 
 /** The ServerFrame answering request `xid` with `reply`, or undefined when the generated encoder is to write it. */
 export function encodeHotReplyFrame(xid: number, reply: Reply): Buffer | undefined {
-  const body = reply.body;
-  let path = "";
-  let stat: Stat | undefined;
-  let data: Uint8Array | undefined;
-  let children: readonly string[] | undefined;
-  switch (body.kind) {
-    case "empty":
-      break;
-    case "path":
-      path = body.path;
-      break;
-    case "create":
-      path = body.path;
-      stat = body.stat;
-      break;
-    case "stat":
-      stat = body.stat;
-      break;
-    case "data":
-      stat = body.stat;
-      data = body.data;
-      break;
-    case "children":
-      stat = body.stat;
-      children = body.children;
-      break;
-    default:
-      return undefined;
-  }
+  const hot = hotBody(reply.body);
+  if (hot === undefined) return undefined;
+  const { path = "", stat, data, children } = hot;
   if (!isInt32(xid) || !isInt32(reply.err) || !isSafeNatural(reply.zxid) || (stat !== undefined && !isPlainStat(stat))) return undefined;
 
   const pathBytes = path === "" ? 0 : Buffer.byteLength(path);
@@ -86,6 +60,29 @@ export function encodeHotReplyFrame(xid: number, reply: Reply): Buffer | undefin
     for (let i = 0; i < children.length; i++) pos = stringField(out, pos, TAG_CHILD, children[i]!, childBytes[i]!);
   }
   return out;
+}
+
+/** What a reply of the kinds written here may carry. */
+interface HotBody {
+  kind: ReplyBody["kind"];
+  path?: string;
+  stat?: Stat;
+  data?: Uint8Array;
+  children?: readonly string[];
+}
+
+function hotBody(body: ReplyBody): HotBody | undefined {
+  switch (body.kind) {
+    case "empty":
+    case "path":
+    case "create":
+    case "stat":
+    case "data":
+    case "children":
+      return body;
+    default:
+      return undefined;
+  }
 }
 
 function isInt32(v: number): boolean {
