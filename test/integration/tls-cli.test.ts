@@ -29,7 +29,11 @@ test(
     const server = await pki.trusted.issue({ subject: "/CN=corral server", name: "server" });
     const alice = await pki.trusted.issue({ subject: "/CN=alice", name: "alice", subjectAltNames: [] });
     const taken = new Set<number>();
-    const [base, quorum, election, secureZk] = [await freeRange(3, taken), await freeRange(3, taken), await freeRange(3, taken), await freeRange(3, taken)];
+    // Every port the cluster opens comes from a free range: the metrics and admin ports' defaults
+    // (base + 4819, base + 5899) were never checked, and once collided with another test's port.
+    const ranges: number[] = [];
+    for (let i = 0; i < 6; i++) ranges.push(await freeRange(3, taken));
+    const [base, quorum, election, secureZk, metrics, admin] = ranges as [number, number, number, number, number, number];
     const dataDir = join(dir.path, "data");
     const cluster = run(CLI, [
       "cluster",
@@ -47,6 +51,10 @@ test(
       String(election),
       "--secure-zk-base-port",
       String(secureZk),
+      "--metrics-base-port",
+      String(metrics),
+      "--admin-base-port",
+      String(admin),
       "--tls-cert-file",
       server.certFile,
       "--tls-key-file",
