@@ -51,7 +51,7 @@ import type {
   WatcherType,
 } from "./types.js";
 import { isSequentialMode } from "./types.js";
-import { WatchRegistry, type RemovedWatchers } from "./watch-registry.js";
+import { WatchRegistry, type RemovedWatchers, type WatchKind } from "./watch-registry.js";
 
 export { DEFAULT_SESSION_TIMEOUT_MS } from "./client-config.js";
 export { RECONNECT_BACKOFF_MS_MAX, RECONNECT_BACKOFF_MS_MIN, nextXid, reconnectDelayMs } from "./session-machine.js";
@@ -601,8 +601,7 @@ export class Client extends EventEmitter<ClientEvents> {
       switch (p.kind) {
         case Kind.exists:
           if (err === ZkErrorCode.NONODE) {
-            if (p.watcher) this.registry.add("exist", p.serverPath, p.watcher);
-            p.resolve(null);
+            this.resolveWatched(p, "exist", null);
             return;
           }
           break;
@@ -630,38 +629,27 @@ export class Client extends EventEmitter<ClientEvents> {
         return;
       case Kind.addWatchPersistent:
       case Kind.addWatchRecursive:
-        if (p.watcher) this.registry.add(p.kind === Kind.addWatchPersistent ? "persistent" : "persistent-recursive", p.serverPath, p.watcher);
-        p.resolve(undefined);
+        this.resolveWatched(p, p.kind === Kind.addWatchPersistent ? "persistent" : "persistent-recursive", undefined);
         return;
       case Kind.whoAmI:
         p.resolve(r.clientInfo.map((info) => ({ authScheme: info.authScheme, user: info.user })));
         return;
-      case Kind.exists: {
-        const stat = requireStat(r.stat);
-        if (p.watcher) this.registry.add("data", p.serverPath, p.watcher);
-        p.resolve(stat);
+      case Kind.exists:
+        this.resolveWatched(p, "data", requireStat(r.stat));
         return;
-      }
-      case Kind.getData: {
-        const stat = requireStat(r.stat);
-        if (p.watcher) this.registry.add("data", p.serverPath, p.watcher);
-        p.resolve({ data: r.data, stat });
+      case Kind.getData:
+        this.resolveWatched(p, "data", { data: r.data, stat: requireStat(r.stat) });
         return;
-      }
       case Kind.setData:
       case Kind.setAcl:
         p.resolve(requireStat(r.stat));
         return;
       case Kind.getChildren:
-        if (p.watcher) this.registry.add("child", p.serverPath, p.watcher);
-        p.resolve(r.children);
+        this.resolveWatched(p, "child", r.children);
         return;
-      case Kind.getChildrenWithStat: {
-        const stat = requireStat(r.stat);
-        if (p.watcher) this.registry.add("child", p.serverPath, p.watcher);
-        p.resolve({ children: r.children, stat });
+      case Kind.getChildrenWithStat:
+        this.resolveWatched(p, "child", { children: r.children, stat: requireStat(r.stat) });
         return;
-      }
       case Kind.getAcl:
         p.resolve({ acl: aclFromWire(r.acl), stat: requireStat(r.stat) });
         return;
@@ -680,6 +668,15 @@ export class Client extends EventEmitter<ClientEvents> {
         p.resolve(readResultsFromWire(p.ops as ReadOp[], r.results));
         return;
     }
+  }
+
+  /**
+   * Resolves a request that may set a watch. The registry holds only watches a whole answer
+   * confirmed: callers build `value` first, so an answer `requireStat` refuses adds none.
+   */
+  private resolveWatched(p: Pending, kind: WatchKind, value: unknown): void {
+    if (p.watcher) this.registry.add(kind, p.serverPath, p.watcher);
+    p.resolve(value);
   }
 
   private onEvent(event: DecodedWatchEvent): void {

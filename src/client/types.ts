@@ -3,26 +3,12 @@
  * ephemeralOwner — are `bigint`; everything else is a plain `number`.
  */
 import type { ZkErrorName } from "../common/errors.js";
+import type { StatFields } from "../common/znode.js";
 
 /** Znode metadata as ZooKeeper's Stat record. */
-export interface Stat {
-  /** zxid of the create. */
-  czxid: bigint;
-  /** zxid of the last data change. */
-  mzxid: bigint;
-  /** zxid of the last change to the children list. */
-  pzxid: bigint;
-  /** Creation time, ms since the Unix epoch. */
-  ctime: number;
-  /** Last data change time, ms since the Unix epoch. */
-  mtime: number;
-  version: number;
-  cversion: number;
-  aversion: number;
+export interface Stat extends StatFields<bigint> {
   /** Owning session id for ephemerals; 0n for every other node, containers and TTL nodes included (as ZooKeeper shows them). */
   ephemeralOwner: bigint;
-  dataLength: number;
-  numChildren: number;
 }
 
 export { CREATE_MODE_FLAGS, CREATOR_ALL_ACL, isSequentialMode, isTtlMode, OPEN_ACL_UNSAFE, Perms, READ_ACL_UNSAFE } from "../common/znode.js";

@@ -30,6 +30,9 @@ export interface RemovedWatchers {
 
 type Table = Map<string, Set<Watcher>>;
 
+/** The watcher types that name their own tables; "any" is all of them. */
+const SINGLE_WATCHER_TYPES: readonly Exclude<WatcherType, "any">[] = ["children", "data", "persistent", "persistent-recursive"];
+
 export class WatchRegistry {
   private readonly data: Table = new Map();
   private readonly exist: Table = new Map();
@@ -164,13 +167,7 @@ export class WatchRegistry {
       case "persistent-recursive":
         return [["persistent", this.recursive]];
       case "any":
-        return [
-          ["child", this.child],
-          ["data", this.data],
-          ["data", this.exist],
-          ["persistent", this.persistent],
-          ["persistent", this.recursive],
-        ];
+        return SINGLE_WATCHER_TYPES.flatMap((single) => this.tablesOf(single));
     }
   }
 }

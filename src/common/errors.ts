@@ -38,7 +38,6 @@ export const ZkErrorCode = {
 } as const;
 
 export type ZkErrorName = keyof typeof ZkErrorCode;
-export type ZkErrorCodeValue = (typeof ZkErrorCode)[ZkErrorName];
 
 const NAME_BY_CODE = new Map<number, ZkErrorName>((Object.entries(ZkErrorCode) as [ZkErrorName, number][]).map(([name, code]) => [code, name]));
 

@@ -1,7 +1,31 @@
 /**
- * The znode vocabulary shared by the server and the SDK: ACLs, permissions and create modes, with
- * ZooKeeper's own numbers. (Stat differs by side: the SDK hands out zxids as bigint.)
+ * The znode vocabulary shared by the server and the SDK: Stat, ACLs, permissions and create modes,
+ * with ZooKeeper's own numbers.
  */
+
+/**
+ * ZooKeeper's Stat record. Generic in the zxid only: the server keeps zxids as `number`s (exact, as
+ * store/zxid.ts asserts), while the SDK hands them out as the 64-bit `bigint`s the wire carries.
+ */
+export interface StatFields<Zxid> {
+  /** zxid of the create. */
+  czxid: Zxid;
+  /** zxid of the last data change. */
+  mzxid: Zxid;
+  /** zxid of the last change to the children list. */
+  pzxid: Zxid;
+  /** Creation time, ms since the Unix epoch. */
+  ctime: number;
+  /** Last data change time, ms since the Unix epoch. */
+  mtime: number;
+  version: number;
+  cversion: number;
+  aversion: number;
+  /** Owning session id for ephemerals, 0n for persistent nodes; what containers and TTL nodes show here differs by side. */
+  ephemeralOwner: bigint;
+  dataLength: number;
+  numChildren: number;
+}
 
 export interface Id {
   scheme: string;

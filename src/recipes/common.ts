@@ -7,7 +7,7 @@
 import { randomUUID } from "node:crypto";
 import type { EventEmitter } from "node:events";
 import type { Client } from "../client/client.js";
-import type { CreateMode, Data, WatchedEvent } from "../client/types.js";
+import type { ClientState, CreateMode, Data, WatchedEvent } from "../client/types.js";
 import { ZkError, type ZkErrorName } from "../common/errors.js";
 
 /** Every blocking recipe call takes these. */
@@ -398,6 +398,56 @@ export class Waiters {
   rejectAll(error: ZkError): void {
     for (const waiter of this.waiting) waiter.reject(error);
     this.waiting.clear();
+  }
+}
+
+/** How a session ends for good. */
+export type SessionEnd = "expired" | "closed";
+
+/** The events every recipe bound to its session emits, beside its own. */
+export interface SessionBoundEvents {
+  /** The session is gone: the recipe does nothing more, and a new one on a new session must be made. */
+  lost: [reason: SessionEnd];
+  /** A background job failed (its SerialJob reports it here). */
+  error: [error: unknown];
+}
+
+/** What a long-running recipe does as its session goes through disconnection, reconnection and its end. */
+export interface SessionStages {
+  disconnected?(): void;
+  reconnected(): void;
+  /** Called once; the follower has stopped by then. */
+  ended(reason: SessionEnd): void;
+}
+
+/** Feeds `client`'s state changes to `stages` between `start` and `stop` (or the session's end). */
+export class SessionFollower {
+  private following = false;
+  private readonly onState = (state: ClientState): void => {
+    if (state === "disconnected") {
+      this.stages.disconnected?.();
+    } else if (state === "reconnected") {
+      this.stages.reconnected();
+    } else if (state === "expired" || state === "closed") {
+      this.stop();
+      this.stages.ended(state);
+    }
+  };
+
+  constructor(
+    private readonly client: Client,
+    private readonly stages: SessionStages,
+  ) {}
+
+  start(): void {
+    if (this.following) return;
+    this.following = true;
+    this.client.on("state", this.onState);
+  }
+
+  stop(): void {
+    this.following = false;
+    this.client.off("state", this.onState);
   }
 }
 

@@ -5,10 +5,10 @@
  */
 import { EventEmitter } from "node:events";
 import type { Client } from "../client/client.js";
-import type { ClientState, Data } from "../client/types.js";
+import type { Data } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
 import { Deadline, deleteIfExists, ensurePath, retryOnConnectionLoss, sequenceOf, withoutProtectedPrefix, type WaitOptions } from "./common.js";
-import { createProtectedOrCleanUp, nameOf, orIfNoNode, SerialJob, withDeadline } from "./common.js";
+import { createProtectedOrCleanUp, nameOf, orIfNoNode, SerialJob, type SessionBoundEvents, type SessionEnd, SessionFollower, withDeadline } from "./common.js";
 
 export interface Member {
   /** The member's node name without its protected prefix ("member-0000000004"), unique in the group. */
@@ -33,10 +33,8 @@ export function sameMembers(a: readonly Member[], b: readonly Member[]): boolean
 }
 
 /** The events of a GroupMembership and their listeners' arguments. */
-export interface GroupMembershipEvents {
+export interface GroupMembershipEvents extends SessionBoundEvents {
   changed: [members: Member[]];
-  lost: [reason: "expired" | "closed"];
-  error: [error: unknown];
 }
 
 /**
@@ -54,8 +52,8 @@ export class GroupMembership extends EventEmitter<GroupMembershipEvents> {
   private watching = false;
   private last: Member[] | undefined;
   private readonly refreshes = new SerialJob(() => this.refresh(), this);
-  private ended: "expired" | "closed" | undefined;
-  private readonly onState = (state: ClientState): void => this.stateChanged(state);
+  private ended: SessionEnd | undefined;
+  private readonly session: SessionFollower;
   private readonly onChildEvent = (): void => void this.refreshes.request();
 
   constructor(
@@ -63,7 +61,11 @@ export class GroupMembership extends EventEmitter<GroupMembershipEvents> {
     readonly path: string,
   ) {
     super();
-    client.on("state", this.onState);
+    this.session = new SessionFollower(client, {
+      reconnected: () => void this.refreshes.request(),
+      ended: (reason) => this.lose(reason),
+    });
+    this.session.start();
   }
 
   /** This session's member id while it is a member. */
@@ -132,7 +134,7 @@ export class GroupMembership extends EventEmitter<GroupMembershipEvents> {
   /** Leaves the group if a member and stops watching; the client stays open. */
   async close(options: WaitOptions = {}): Promise<void> {
     this.unwatch();
-    this.client.off("state", this.onState);
+    this.session.stop();
     if (this.ended === undefined) await this.leave(options);
   }
 
@@ -161,15 +163,10 @@ export class GroupMembership extends EventEmitter<GroupMembershipEvents> {
     }
   }
 
-  private stateChanged(state: ClientState): void {
-    if (state === "reconnected") {
-      void this.refreshes.request();
-    } else if (state === "expired" || state === "closed") {
-      this.ended = state;
-      this.node = undefined;
-      this.watching = false;
-      this.client.off("state", this.onState);
-      this.emit("lost", state);
-    }
+  private lose(reason: SessionEnd): void {
+    this.ended = reason;
+    this.node = undefined;
+    this.watching = false;
+    this.emit("lost", reason);
   }
 }

@@ -5,7 +5,6 @@
  */
 import { EventEmitter } from "node:events";
 import type { Client } from "../client/client.js";
-import type { ClientState } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
 import {
   createProtected,
@@ -19,6 +18,9 @@ import {
   retryOnConnectionLoss,
   sequenceOf,
   SerialJob,
+  type SessionBoundEvents,
+  type SessionEnd,
+  SessionFollower,
   textOf,
   withoutProtectedPrefix,
   Waiters,
@@ -66,11 +68,9 @@ export type LeaderElectionStatus = "idle" | "candidate" | "leader" | "lost";
 export type RevokedReason = "resigned" | "disconnected" | "expired" | "closed" | "deleted";
 
 /** The events of a LeaderElection and their listeners' arguments. */
-export interface LeaderElectionEvents {
+export interface LeaderElectionEvents extends SessionBoundEvents {
   elected: [fencingToken: bigint];
   revoked: [reason: RevokedReason];
-  lost: [reason: "expired" | "closed"];
-  error: [error: unknown];
 }
 
 /**
@@ -105,7 +105,7 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
     });
   }, this);
   private readonly waiters = new Waiters();
-  private readonly onState = (state: ClientState): void => this.stateChanged(state);
+  private readonly session: SessionFollower;
   /** One function for every predecessor watch, so a watch set twice on one node fires once. */
   private readonly onPredecessorEvent = (): void => {
     this.watchEvents += 1;
@@ -118,6 +118,11 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
     options: LeaderElectionOptions = {},
   ) {
     super();
+    this.session = new SessionFollower(client, {
+      disconnected: () => this.demote("disconnected"),
+      reconnected: () => void this.checks.request(),
+      ended: (reason) => this.lose(reason),
+    });
     this.id = options.id ?? `session-0x${BigInt.asUintN(64, client.sessionId).toString(16)}`;
   }
 
@@ -154,7 +159,7 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
     }
     const round = ++this.round;
     this.statusValue = "candidate";
-    this.client.on("state", this.onState);
+    this.session.start();
     await withDeadline(`leader election ${this.path}: start`, options, this.client, async (deadline) => {
       try {
         await retryOnConnectionLoss(this.client, deadline, () => ensurePath(this.client, this.path));
@@ -206,7 +211,7 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
     this.statusValue = "idle";
     this.candidate = undefined;
     this.token = undefined;
-    this.client.off("state", this.onState);
+    this.session.stop();
     if (wasLeader) this.emit("revoked", "resigned");
     this.waiters.rejectAll(new ZkError("BADARGUMENTS", `leader election ${this.path}: resigned`));
     if (node === undefined) return;
@@ -236,7 +241,7 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
     }
     if (standing.kind === "follower") {
       // A lower node cannot appear after ours (sequence numbers only grow), but a foreign one could.
-      if (this.statusValue === "leader") this.demote("deleted");
+      this.demote("deleted");
       const stat = await this.client.exists(`${this.path}/${standing.predecessor}`, { watch: this.onPredecessorEvent });
       if (stat === null && round === this.round) void this.checks.request();
       return;
@@ -257,7 +262,7 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
 
   /** Our node vanished while the session lives (someone deleted it): rejoin with a new node. */
   private async candidateDeleted(round: number): Promise<void> {
-    if (this.statusValue === "leader") this.demote("deleted");
+    this.demote("deleted");
     this.candidate = undefined;
     const rejoined = await withDeadline(`leader election ${this.path}: rejoin`, {}, this.client, async (deadline) => {
       await retryOnConnectionLoss(this.client, deadline, () => ensurePath(this.client, this.path));
@@ -272,30 +277,21 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
     if (rejoined) void this.checks.request();
   }
 
+  /** A leader goes back to being a candidate; anyone else is left as it is. */
   private demote(reason: RevokedReason): void {
+    if (this.statusValue !== "leader") return;
     this.statusValue = "candidate";
     this.token = undefined;
     this.emit("revoked", reason);
   }
 
-  private stateChanged(state: ClientState): void {
-    if (state === "disconnected") {
-      if (this.statusValue === "leader") this.demote("disconnected");
-    } else if (state === "reconnected") {
-      void this.checks.request();
-    } else if (state === "expired" || state === "closed") {
-      this.lose(state);
-    }
-  }
-
-  private lose(reason: "expired" | "closed"): void {
+  private lose(reason: SessionEnd): void {
     if (this.statusValue !== "candidate" && this.statusValue !== "leader") return;
     const wasLeader = this.statusValue === "leader";
     this.round += 1;
     this.statusValue = "lost";
     this.candidate = undefined;
     this.token = undefined;
-    this.client.off("state", this.onState);
     if (wasLeader) this.emit("revoked", reason);
     this.emit("lost", reason);
     this.waiters.rejectAll(new ZkError("SESSIONEXPIRED", `leader election ${this.path}: session ${reason}`));

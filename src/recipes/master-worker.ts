@@ -15,7 +15,7 @@
 import { EventEmitter } from "node:events";
 import type { Client } from "../client/client.js";
 import { op } from "../client/ops.js";
-import type { ClientState, Data, Op } from "../client/types.js";
+import type { Data, Op } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
 import { type Deadline, ensurePath, retryOnConnectionLoss, sequenceOf, waitUntilGone, withoutProtectedPrefix, type WaitOptions } from "./common.js";
 import {
@@ -26,6 +26,9 @@ import {
   orIfNoNode,
   reportError,
   SerialJob,
+  type SessionBoundEvents,
+  type SessionEnd,
+  SessionFollower,
   settleOrUndo,
   textOf,
   Waiters,
@@ -130,11 +133,9 @@ export type MasterStatus = "idle" | "backup" | "active" | "lost";
 export type MasterRevokedReason = "resigned" | "disconnected" | "expired" | "closed" | "superseded";
 
 /** The events of a Master and their listeners' arguments. */
-export interface MasterEvents {
+export interface MasterEvents extends SessionBoundEvents {
   elected: [];
   revoked: [reason: MasterRevokedReason];
-  lost: [reason: "expired" | "closed"];
-  error: [error: unknown];
 }
 
 /**
@@ -158,7 +159,7 @@ export class Master extends EventEmitter<MasterEvents> {
   private readonly checks = new SerialJob(() => this.check(this.round), this);
   private readonly reconciles = new SerialJob(() => this.reconcile(this.round), this);
   private readonly waiters = new Waiters();
-  private readonly onState = (state: ClientState): void => this.stateChanged(state);
+  private readonly session: SessionFollower;
   private readonly onMasterEvent = (): void => void this.checks.request();
   private readonly onLayoutEvent = (): void => void this.reconciles.request();
   private actionsApplied = 0;
@@ -169,6 +170,11 @@ export class Master extends EventEmitter<MasterEvents> {
     readonly id: string,
   ) {
     super();
+    this.session = new SessionFollower(client, {
+      disconnected: () => this.deactivate("disconnected"),
+      reconnected: () => void this.checks.request(),
+      ended: (reason) => this.lose(reason),
+    });
     this.p = paths(path);
   }
 
@@ -194,7 +200,7 @@ export class Master extends EventEmitter<MasterEvents> {
     if (this.statusValue === "backup" || this.statusValue === "active") throw new ZkError("BADARGUMENTS", `master ${this.path}: already running`);
     const round = ++this.round;
     this.statusValue = "backup";
-    this.client.on("state", this.onState);
+    this.session.start();
     return withDeadline(`master ${this.path}: run for master`, options, this.client, async (deadline) => {
       try {
         await ensureLayout(this.client, this.path, deadline);
@@ -222,7 +228,7 @@ export class Master extends EventEmitter<MasterEvents> {
     const wasActive = this.statusValue === "active";
     this.round += 1;
     this.statusValue = "idle";
-    this.client.off("state", this.onState);
+    this.session.stop();
     if (wasActive) this.emit("revoked", "resigned");
     this.waiters.rejectAll(new ZkError("BADARGUMENTS", `master ${this.path}: resigned`));
     await this.deleteMasterNodeIfOwn(options);
@@ -258,7 +264,7 @@ export class Master extends EventEmitter<MasterEvents> {
       this.activate();
       return;
     }
-    if (this.statusValue === "active") this.deactivate("superseded");
+    this.deactivate("superseded");
   }
 
   private activate(): void {
@@ -270,7 +276,9 @@ export class Master extends EventEmitter<MasterEvents> {
     void this.reconciles.request();
   }
 
+  /** An active master goes back to being a backup; a backup is left as it is. */
   private deactivate(reason: MasterRevokedReason): void {
+    if (this.statusValue !== "active") return;
     this.statusValue = "backup";
     this.emit("revoked", reason);
   }
@@ -326,21 +334,14 @@ export class Master extends EventEmitter<MasterEvents> {
     await client.multi(ops);
   }
 
-  private stateChanged(state: ClientState): void {
-    if (state === "disconnected") {
-      if (this.statusValue === "active") this.deactivate("disconnected");
-    } else if (state === "reconnected") {
-      void this.checks.request();
-    } else if (state === "expired" || state === "closed") {
-      if (this.statusValue !== "backup" && this.statusValue !== "active") return;
-      const wasActive = this.statusValue === "active";
-      this.round += 1;
-      this.statusValue = "lost";
-      this.client.off("state", this.onState);
-      if (wasActive) this.emit("revoked", state);
-      this.emit("lost", state);
-      this.waiters.rejectAll(new ZkError("SESSIONEXPIRED", `master ${this.path}: session ${state}`));
-    }
+  private lose(reason: SessionEnd): void {
+    if (this.statusValue !== "backup" && this.statusValue !== "active") return;
+    const wasActive = this.statusValue === "active";
+    this.round += 1;
+    this.statusValue = "lost";
+    if (wasActive) this.emit("revoked", reason);
+    this.emit("lost", reason);
+    this.waiters.rejectAll(new ZkError("SESSIONEXPIRED", `master ${this.path}: session ${reason}`));
   }
 }
 
@@ -361,12 +362,10 @@ export type TaskExecutor = (task: TaskContext) => Promise<void>;
 export type WorkerStatus = "idle" | "running" | "lost";
 
 /** The events of a Worker and their listeners' arguments. */
-export interface WorkerEvents {
+export interface WorkerEvents extends SessionBoundEvents {
   started: [task: string];
   completed: [task: string, status: string];
   abandoned: [task: string, error: unknown];
-  lost: [reason: "expired" | "closed"];
-  error: [error: unknown];
 }
 
 /**
@@ -390,7 +389,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private readonly seen = new Set<string>();
   private running: Promise<void> | undefined;
   private readonly scans = new SerialJob(() => this.scan(this.round), this);
-  private readonly onState = (state: ClientState): void => this.stateChanged(state);
+  private readonly session: SessionFollower;
   private readonly onAssignEvent = (): void => void this.scans.request();
 
   constructor(
@@ -400,6 +399,10 @@ export class Worker extends EventEmitter<WorkerEvents> {
     private readonly execute: TaskExecutor,
   ) {
     super();
+    this.session = new SessionFollower(client, {
+      reconnected: () => void this.scans.request(),
+      ended: (reason) => this.lose(reason),
+    });
     if (id.length === 0 || id.includes("/")) throw new ZkError("BADARGUMENTS", `bad worker id: ${JSON.stringify(id)}`);
     this.p = paths(path);
     this.mine = `${this.p.assign}/${id}`;
@@ -427,7 +430,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
         }
         if (round !== this.round) return;
         this.statusValue = "running";
-        this.client.on("state", this.onState);
+        this.session.start();
         await deadline.race(this.scans.request());
       } catch (error) {
         // Abandoned after registering: unregister (the master moves anything assigned meanwhile).
@@ -445,7 +448,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     if (this.statusValue !== "running") return;
     this.round += 1;
     this.statusValue = "idle";
-    this.client.off("state", this.onState);
+    this.session.stop();
     this.queue.length = 0;
     await withDeadline(`worker ${this.id}: stop`, options, this.client, async (deadline) => {
       if (this.running) await deadline.race(this.running).catch(() => undefined);
@@ -554,16 +557,11 @@ export class Worker extends EventEmitter<WorkerEvents> {
     }
   }
 
-  private stateChanged(state: ClientState): void {
-    if (state === "reconnected") {
-      void this.scans.request();
-    } else if (state === "expired" || state === "closed") {
-      this.round += 1;
-      this.statusValue = "lost";
-      this.queue.length = 0;
-      this.client.off("state", this.onState);
-      this.emit("lost", state);
-    }
+  private lose(reason: SessionEnd): void {
+    this.round += 1;
+    this.statusValue = "lost";
+    this.queue.length = 0;
+    this.emit("lost", reason);
   }
 }
 

@@ -19,12 +19,23 @@ export interface SessionRequest {
   lastZxidSeen: bigint;
 }
 
-export type SessionOutcome =
+type SessionOutcome =
   | { kind: "established"; sessionId: bigint; timeoutMs: number; password: Uint8Array }
-  /** The session to resume is gone (expired, closed, unknown, wrong password): the client must start over. */
   | { kind: "expired" }
+  | { kind: "refused"; reason: SessionRefusal; detail: string };
+
+export type SessionRefusal = "not-serving" | "behind" | "not-created";
+
+/** A front door waiting on the handshake: each turns the outcome into its own protocol's answer. */
+export interface SessionDoor {
+  /** False once the connection has gone on without the answer (it closed): a late outcome is dropped. */
+  waiting(): boolean;
+  established(sessionId: bigint, timeoutMs: number, password: Uint8Array): void;
+  /** The session to resume is gone (expired, closed, unknown, wrong password): the client must start over. */
+  expired(): void;
   /** Not this server, not now (no quorum, behind the client, the session could not be made): try another. */
-  | { kind: "refused"; reason: "not-serving" | "behind" | "not-created"; detail: string };
+  refused(reason: SessionRefusal, detail: string): void;
+}
 
 export interface SessionOpenerDeps {
   /** Read through on every use: a learner's tree is replaced when it syncs by SNAP or TRUNC. */
@@ -58,8 +69,22 @@ export const SESSION_PASSWORD_BYTES = 16;
 export class SessionOpener {
   constructor(private readonly deps: SessionOpenerDeps) {}
 
-  /** Settles `done` exactly once (unless the server is reset first, when it is never called). */
-  open(request: SessionRequest, done: (outcome: SessionOutcome) => void): void {
+  /** Answers `door` once, if it is still waiting (and never if the server is reset first). */
+  open(request: SessionRequest, door: SessionDoor): void {
+    this.decide(request, (outcome) => {
+      if (!door.waiting()) return;
+      switch (outcome.kind) {
+        case "established":
+          return door.established(outcome.sessionId, outcome.timeoutMs, outcome.password);
+        case "expired":
+          return door.expired();
+        case "refused":
+          return door.refused(outcome.reason, outcome.detail);
+      }
+    });
+  }
+
+  private decide(request: SessionRequest, done: (outcome: SessionOutcome) => void): void {
     const { state, pipeline, broadcast } = this.deps;
     if (!broadcast.serving) return done({ kind: "refused", reason: "not-serving", detail: "server is not serving" });
     // Contract item 4: never let a client see an older state than it already saw.

@@ -181,16 +181,11 @@ export class ClientFrameSession implements ClientConnection {
     if (connect.lastZxidSeen < 0n) throw new ZkError("BADARGUMENTS", `bad zxid ${connect.lastZxidSeen}`);
     this.phase = "connecting";
     const request = { sessionId: connect.sessionId, password: connect.password, requestedTimeoutMs: connect.timeoutMs, lastZxidSeen: connect.lastZxidSeen };
-    this.deps.sessions.open(request, (outcome) => {
-      if (this.phase !== "connecting") return;
-      switch (outcome.kind) {
-        case "established":
-          return this.establish(outcome.sessionId, outcome.timeoutMs, outcome.password);
-        case "expired":
-          return this.refuseExpired();
-        case "refused":
-          return this.refuse(REFUSAL_OF_OUTCOME[outcome.reason], outcome.detail);
-      }
+    this.deps.sessions.open(request, {
+      waiting: () => this.phase === "connecting",
+      established: (sessionId, timeoutMs, password) => this.establish(sessionId, timeoutMs, password),
+      expired: () => this.refuseExpired(),
+      refused: (reason, detail) => this.refuse(REFUSAL_OF_OUTCOME[reason], detail),
     });
   }
 

@@ -14,9 +14,11 @@
  * Serving it over HTTP is the admin edge's business (src/server/admin/metrics-listener.ts).
  */
 import client from "prom-client";
+import type { LeaderStatus } from "../replica/quorum-peer.js";
 import type { QuotaExceeded } from "../replica/quota-guard.js";
 import type { ServerStatus } from "./server-status.js";
 import { WindowedSummary } from "./windowed-summary.js";
+import type { FourLetterWordContext } from "./zk-wire/four-letter-words.js";
 
 /** ZooKeeper's DetailLevel.ADVANCED summaries: median, p90, p99. BASIC ones: the median. */
 const ADVANCED = [0.5, 0.9, 0.99] as const;
@@ -28,83 +30,114 @@ export type SyncMode = "DIFF" | "TRUNC" | "SNAP";
 
 const SERVER_STATES = ["standalone", "looking", "leading", "following", "observing"] as const;
 
+// The tables below are in export order: a registry lists metrics in the order they were made.
+
+/** Event summaries by name, in ms unless named otherwise. */
+const SUMMARIES = {
+  readlatency: { help: "Read request latency in ms, from arrival to answer (ZooKeeper's READ_LATENCY; sync included, pings not)", percentiles: ADVANCED },
+  updatelatency: { help: "Write request latency in ms, from arrival to answer (ZooKeeper's UPDATE_LATENCY)", percentiles: ADVANCED },
+  fsynctime: { help: "Time in ms of one txn log group-commit batch write with fsync (ZooKeeper's FSYNC_TIME)", percentiles: BASIC },
+  sync_processor_batch_size: { help: "Txns made durable by one fsync: the group-commit batch size (ZooKeeper's BATCH_SIZE)", percentiles: BASIC },
+  snapshottime: { help: "Time in ms to serialise and write one snapshot (ZooKeeper's SNAPSHOT_TIME)", percentiles: BASIC },
+  dbinittime: { help: "Time in ms to load the database at start: snapshot and log replay (ZooKeeper's DB_INIT_TIME)", percentiles: BASIC },
+  election_time: { help: "Time in ms from entering LOOKING to a leader being decided (ZooKeeper's ELECTION_TIME)", percentiles: BASIC },
+  follower_sync_time: { help: "Time in ms a follower took to sync with a new leader (ZooKeeper's FOLLOWER_SYNC_TIME)", percentiles: BASIC },
+  observer_sync_time: { help: "Time in ms an observer took to sync with a new leader (ZooKeeper's OBSERVER_SYNC_TIME)", percentiles: BASIC },
+  unavailable_time: { help: "Time in ms from leaving service (LOOKING) to serving again (ZooKeeper's UNAVAILABLE_TIME)", percentiles: BASIC },
+  leader_unavailable_time: { help: "unavailable_time of the terms this server led (ZooKeeper's LEADER_UNAVAILABLE_TIME)", percentiles: BASIC },
+} satisfies Record<string, { help: string; percentiles: readonly number[] }>;
+
+/** Event counters by name: their help. */
+const COUNTERS = {
+  looking_count: "Times this server entered LOOKING (ZooKeeper's LOOKING_COUNT)",
+  diff_count: "Learners this leader synced by DIFF or TRUNC (ZooKeeper's DIFF_COUNT)",
+  snap_count: "Learners this leader synced by SNAP (ZooKeeper's SNAP_COUNT)",
+  proposal_count: "Txns this server proposed as leader (ZooKeeper's PROPOSAL_COUNT)",
+  commit_count: "Txns this server committed as leader (ZooKeeper's COMMIT_COUNT)",
+  learner_proposal_received_count: "Proposals this server received as a learner (ZooKeeper's LEARNER_PROPOSAL_RECEIVED_COUNT)",
+  learner_commit_received_count: "Committed txns this server applied as a learner (ZooKeeper's LEARNER_COMMIT_RECEIVED_COUNT)",
+} satisfies Record<string, string>;
+
+/** A gauge's help and what it reads at scrape time: ZooKeeper's registerGauge(name, supplier). */
+interface GaugeSpec<Figures, Source> {
+  readonly help: string;
+  readonly read: (figures: Figures, source: Source) => number;
+}
+type LeaderFigures = NonNullable<FourLetterWordContext["leader"]>;
+type ServerGauges = Record<string, GaugeSpec<FourLetterWordContext, ServerStatus>>;
+
+/** ZooKeeper's registerGauge names. */
+const ZOOKEEPER_GAUGES: ServerGauges = {
+  avg_latency: { help: "Average request latency in ms on the ZooKeeper port since start (mntr's zk_avg_latency)", read: (context) => context.latency.avgMs },
+  max_latency: { help: "Largest request latency in ms on the ZooKeeper port since start", read: (context) => context.latency.maxMs },
+  min_latency: { help: "Smallest request latency in ms on the ZooKeeper port since start", read: (context) => context.latency.minMs },
+  packets_received: { help: "Packets received on the ZooKeeper port since start", read: (context) => context.packetsReceived },
+  packets_sent: { help: "Packets sent on the ZooKeeper port since start", read: (context) => context.packetsSent },
+  num_alive_connections: { help: "Open connections on the ZooKeeper port (mntr's zk_num_alive_connections)", read: (context) => context.connections.length },
+  outstanding_requests: { help: "Requests received and not yet answered, over every session here", read: (context) => context.outstandingRequests },
+  uptime: { help: "Time in ms since this server started", read: (_context, status) => status.uptimeMs() },
+  znode_count: { help: "Znodes in the tree", read: (context) => context.nodeCount },
+  watch_count: { help: "Watches held by the sessions connected here", read: (context) => context.watches.total },
+  ephemerals_count: { help: "Ephemeral znodes in the tree", read: (context) => context.ephemeralsCount },
+  approximate_data_size: { help: "Bytes of znode paths and data in the tree", read: (context) => context.approximateDataSizeBytes },
+  global_sessions: { help: "Sessions alive in the cluster", read: (_context, status) => status.globalSessions() },
+};
+
+/** Exported only while this server leads and serves, as ZooKeeper registers them only then. */
+const LEADER_GAUGES: Record<string, GaugeSpec<LeaderFigures, LeaderStatus>> = {
+  learners: { help: "Learners connected to this leader", read: (figures) => figures.learners },
+  synced_followers: { help: "Followers in sync with this leader", read: (figures) => figures.syncedFollowers },
+  synced_non_voting_followers: {
+    help: "Non-voting followers in sync with this leader (always 0 in corral)",
+    read: (figures) => figures.syncedNonVotingFollowers,
+  },
+  synced_observers: { help: "Observers in sync with this leader", read: (figures) => figures.syncedObservers },
+  pending_syncs: { help: "Learners this leader is still syncing", read: (figures) => figures.pendingSyncs },
+  leader_uptime: { help: "Time in ms since this leader began serving", read: (_figures, leader) => leader.uptimeMs },
+  last_proposal_size: { help: "Bytes of this leader's last proposal (-1 before the first)", read: (figures) => figures.proposalSizeBytes.last },
+  max_proposal_size: { help: "Bytes of this leader's largest proposal this term (-1 before the first)", read: (figures) => figures.proposalSizeBytes.max },
+  min_proposal_size: { help: "Bytes of this leader's smallest proposal this term (-1 before the first)", read: (figures) => figures.proposalSizeBytes.min },
+  corral_proposals_in_flight: { help: "Proposals this leader sent and has not committed yet", read: (_figures, leader) => leader.proposalsInFlight },
+};
+
+/** corral's own; they follow corral_server_state in the export. */
+const CORRAL_GAUGES: ServerGauges = {
+  corral_serving: {
+    help: "1 while this server serves clients (standalone, or part of a quorum with an established leader): /readyz",
+    read: (_context, status) => (status.serving ? 1 : 0),
+  },
+  corral_last_processed_zxid: { help: "The zxid of the last txn applied to this server's tree", read: (context) => Number(context.zxid) },
+  corral_client_sessions: {
+    help: "Sessions with a live connection to this server, through either client port",
+    read: (_context, status) => status.clientSessions(),
+  },
+};
+
+/** One metric per entry of `table`, under the entry's key, made in the table's order. */
+function metricsOf<K extends string, Spec, Metric>(table: Record<K, Spec>, make: (name: K, spec: Spec) => Metric): Record<K, Metric> {
+  // Filled key by key below: complete once the loop ends.
+  const made = {} as Record<K, Metric>;
+  for (const name in table) made[name] = make(name, table[name]);
+  return made;
+}
+
 export class ServerMetrics {
   readonly registry = new client.Registry();
-  private readonly summaries: WindowedSummary[] = [];
   /** Every metric corral defines, exported now or only in some states (leader-only gauges). */
   private readonly names: string[] = [];
 
-  // ---- events: summaries (ms unless named otherwise)
-  private readonly readLatency = this.summary(
-    "readlatency",
-    "Read request latency in ms, from arrival to answer (ZooKeeper's READ_LATENCY; sync included, pings not)",
-    ADVANCED,
-  );
-  private readonly updateLatency = this.summary("updatelatency", "Write request latency in ms, from arrival to answer (ZooKeeper's UPDATE_LATENCY)", ADVANCED);
-  private readonly fsyncTime = this.summary("fsynctime", "Time in ms of one txn log group-commit batch write with fsync (ZooKeeper's FSYNC_TIME)", BASIC);
-  private readonly batchSize = this.summary(
-    "sync_processor_batch_size",
-    "Txns made durable by one fsync: the group-commit batch size (ZooKeeper's BATCH_SIZE)",
-    BASIC,
-  );
-  private readonly snapshotTime = this.summary("snapshottime", "Time in ms to serialise and write one snapshot (ZooKeeper's SNAPSHOT_TIME)", BASIC);
-  private readonly dbInitTime = this.summary(
-    "dbinittime",
-    "Time in ms to load the database at start: snapshot and log replay (ZooKeeper's DB_INIT_TIME)",
-    BASIC,
-  );
-  private readonly electionTime = this.summary(
-    "election_time",
-    "Time in ms from entering LOOKING to a leader being decided (ZooKeeper's ELECTION_TIME)",
-    BASIC,
-  );
-  private readonly followerSyncTime = this.summary(
-    "follower_sync_time",
-    "Time in ms a follower took to sync with a new leader (ZooKeeper's FOLLOWER_SYNC_TIME)",
-    BASIC,
-  );
-  private readonly observerSyncTime = this.summary(
-    "observer_sync_time",
-    "Time in ms an observer took to sync with a new leader (ZooKeeper's OBSERVER_SYNC_TIME)",
-    BASIC,
-  );
-  private readonly unavailableTime = this.summary(
-    "unavailable_time",
-    "Time in ms from leaving service (LOOKING) to serving again (ZooKeeper's UNAVAILABLE_TIME)",
-    BASIC,
-  );
-  private readonly leaderUnavailableTime = this.summary(
-    "leader_unavailable_time",
-    "unavailable_time of the terms this server led (ZooKeeper's LEADER_UNAVAILABLE_TIME)",
-    BASIC,
-  );
-
+  // ---- events
+  private readonly summaries = metricsOf(SUMMARIES, (name, { help, percentiles }) => this.summary(name, help, percentiles));
   /** Every request's latency over a short window, for the console's live chart (not exported). */
-  private readonly recentLatency = this.track(
-    new WindowedSummary({
-      name: "corral_console_recent_latency",
-      help: "console only",
-      percentiles: [0.5, 0.95, 0.99],
-      registers: [],
-      maxAgeSeconds: 10,
-      ageBuckets: 5,
-    }),
-  );
-
-  // ---- events: counters
-  private readonly lookingCount = this.counter("looking_count", "Times this server entered LOOKING (ZooKeeper's LOOKING_COUNT)");
-  private readonly diffCount = this.counter("diff_count", "Learners this leader synced by DIFF or TRUNC (ZooKeeper's DIFF_COUNT)");
-  private readonly snapCount = this.counter("snap_count", "Learners this leader synced by SNAP (ZooKeeper's SNAP_COUNT)");
-  private readonly proposalCount = this.counter("proposal_count", "Txns this server proposed as leader (ZooKeeper's PROPOSAL_COUNT)");
-  private readonly commitCount = this.counter("commit_count", "Txns this server committed as leader (ZooKeeper's COMMIT_COUNT)");
-  private readonly learnerProposalCount = this.counter(
-    "learner_proposal_received_count",
-    "Proposals this server received as a learner (ZooKeeper's LEARNER_PROPOSAL_RECEIVED_COUNT)",
-  );
-  private readonly learnerCommitCount = this.counter(
-    "learner_commit_received_count",
-    "Committed txns this server applied as a learner (ZooKeeper's LEARNER_COMMIT_RECEIVED_COUNT)",
-  );
+  private readonly recentLatency = new WindowedSummary({
+    name: "corral_console_recent_latency",
+    help: "console only",
+    percentiles: [0.5, 0.95, 0.99],
+    registers: [],
+    maxAgeSeconds: 10,
+    ageBuckets: 5,
+  });
+  private readonly counters = metricsOf(COUNTERS, (name, help) => this.counter(name, help));
   private readonly quotaErrors = new client.Counter({
     name: "quota_exceeded_error_per_namespace",
     help: "Writes refused with QUOTAEXCEEDED, by top-level namespace (ZooKeeper's QUOTA_EXCEEDED_ERROR_PER_NAMESPACE)",
@@ -118,35 +151,10 @@ export class ServerMetrics {
     registers: [this.registry],
   });
 
-  // ---- gauges, set from the live state at scrape time (ZooKeeper's registerGauge names)
-  private readonly gauges = {
-    avg_latency: this.gauge("avg_latency", "Average request latency in ms on the ZooKeeper port since start (mntr's zk_avg_latency)"),
-    max_latency: this.gauge("max_latency", "Largest request latency in ms on the ZooKeeper port since start"),
-    min_latency: this.gauge("min_latency", "Smallest request latency in ms on the ZooKeeper port since start"),
-    packets_received: this.gauge("packets_received", "Packets received on the ZooKeeper port since start"),
-    packets_sent: this.gauge("packets_sent", "Packets sent on the ZooKeeper port since start"),
-    num_alive_connections: this.gauge("num_alive_connections", "Open connections on the ZooKeeper port (mntr's zk_num_alive_connections)"),
-    outstanding_requests: this.gauge("outstanding_requests", "Requests received and not yet answered, over every session here"),
-    uptime: this.gauge("uptime", "Time in ms since this server started"),
-    znode_count: this.gauge("znode_count", "Znodes in the tree"),
-    watch_count: this.gauge("watch_count", "Watches held by the sessions connected here"),
-    ephemerals_count: this.gauge("ephemerals_count", "Ephemeral znodes in the tree"),
-    approximate_data_size: this.gauge("approximate_data_size", "Bytes of znode paths and data in the tree"),
-    global_sessions: this.gauge("global_sessions", "Sessions alive in the cluster"),
-  };
+  // ---- gauges, set from the live state at scrape time
+  private readonly zooKeeperGauges = this.gauges(ZOOKEEPER_GAUGES);
   private readonly quorumSize = this.gauge("quorum_size", "Voting members of the cluster (ZooKeeper's quorum_size; clustered servers only)", false);
-  private readonly leaderGauges = {
-    learners: this.gauge("learners", "Learners connected to this leader", false),
-    synced_followers: this.gauge("synced_followers", "Followers in sync with this leader", false),
-    synced_non_voting_followers: this.gauge("synced_non_voting_followers", "Non-voting followers in sync with this leader (always 0 in corral)", false),
-    synced_observers: this.gauge("synced_observers", "Observers in sync with this leader", false),
-    pending_syncs: this.gauge("pending_syncs", "Learners this leader is still syncing", false),
-    leader_uptime: this.gauge("leader_uptime", "Time in ms since this leader began serving", false),
-    last_proposal_size: this.gauge("last_proposal_size", "Bytes of this leader's last proposal (-1 before the first)", false),
-    max_proposal_size: this.gauge("max_proposal_size", "Bytes of this leader's largest proposal this term (-1 before the first)", false),
-    min_proposal_size: this.gauge("min_proposal_size", "Bytes of this leader's smallest proposal this term (-1 before the first)", false),
-    corral_proposals_in_flight: this.gauge("corral_proposals_in_flight", "Proposals this leader sent and has not committed yet", false),
-  };
+  private readonly leaderGauges = this.gauges(LEADER_GAUGES, false);
   private readonly learnerLag = new client.Gauge({
     name: "corral_learner_lag_zxids",
     help: "How many txns each follower is behind this leader's last proposal, from its acks (observers do not ack and are not listed)",
@@ -159,12 +167,7 @@ export class ServerMetrics {
     labelNames: ["state"],
     registers: [this.registry],
   });
-  private readonly serving = this.gauge(
-    "corral_serving",
-    "1 while this server serves clients (standalone, or part of a quorum with an established leader): /readyz",
-  );
-  private readonly lastZxid = this.gauge("corral_last_processed_zxid", "The zxid of the last txn applied to this server's tree");
-  private readonly clientSessions = this.gauge("corral_client_sessions", "Sessions with a live connection to this server, through either client port");
+  private readonly corralGauges = this.gauges(CORRAL_GAUGES);
 
   constructor() {
     this.names.push(
@@ -181,7 +184,7 @@ export class ServerMetrics {
   // ---- events
 
   requestAnswered(kind: RequestKind, latencyMs: number): void {
-    (kind === "read" ? this.readLatency : this.updateLatency).observe(latencyMs);
+    (kind === "read" ? this.summaries.readlatency : this.summaries.updatelatency).observe(latencyMs);
     this.recentLatency.observe(latencyMs);
   }
 
@@ -192,8 +195,8 @@ export class ServerMetrics {
   requestFigures(): { reads: number; updates: number; p50Ms: number; p95Ms: number; p99Ms: number } {
     const recent = this.recentLatency;
     return {
-      reads: this.readLatency.observations,
-      updates: this.updateLatency.observations,
+      reads: this.summaries.readlatency.observations,
+      updates: this.summaries.updatelatency.observations,
       p50Ms: recent.quantile(0.5),
       p95Ms: recent.quantile(0.95),
       p99Ms: recent.quantile(0.99),
@@ -201,53 +204,53 @@ export class ServerMetrics {
   }
 
   logBatchDurable(records: number, durationMs: number): void {
-    this.fsyncTime.observe(durationMs);
-    this.batchSize.observe(records);
+    this.summaries.fsynctime.observe(durationMs);
+    this.summaries.sync_processor_batch_size.observe(records);
   }
 
   snapshotTaken(durationMs: number): void {
-    this.snapshotTime.observe(durationMs);
+    this.summaries.snapshottime.observe(durationMs);
   }
 
   databaseLoaded(durationMs: number): void {
-    this.dbInitTime.observe(durationMs);
+    this.summaries.dbinittime.observe(durationMs);
   }
 
   lookingStarted(): void {
-    this.lookingCount.inc();
+    this.counters.looking_count.inc();
   }
 
   electionDecided(durationMs: number): void {
-    this.electionTime.observe(durationMs);
+    this.summaries.election_time.observe(durationMs);
   }
 
   learnerSynced(kind: LearnerKind, durationMs: number): void {
-    (kind === "follower" ? this.followerSyncTime : this.observerSyncTime).observe(durationMs);
+    (kind === "follower" ? this.summaries.follower_sync_time : this.summaries.observer_sync_time).observe(durationMs);
   }
 
   servingAgain(unavailableMs: number, leading: boolean): void {
-    this.unavailableTime.observe(unavailableMs);
-    if (leading) this.leaderUnavailableTime.observe(unavailableMs);
+    this.summaries.unavailable_time.observe(unavailableMs);
+    if (leading) this.summaries.leader_unavailable_time.observe(unavailableMs);
   }
 
   learnerSyncSent(mode: SyncMode): void {
-    (mode === "SNAP" ? this.snapCount : this.diffCount).inc();
+    (mode === "SNAP" ? this.counters.snap_count : this.counters.diff_count).inc();
   }
 
   proposed(): void {
-    this.proposalCount.inc();
+    this.counters.proposal_count.inc();
   }
 
   committed(count: number): void {
-    this.commitCount.inc(count);
+    this.counters.commit_count.inc(count);
   }
 
   learnerProposalsReceived(count: number): void {
-    this.learnerProposalCount.inc(count);
+    this.counters.learner_proposal_received_count.inc(count);
   }
 
   learnerCommitsReceived(count: number): void {
-    this.learnerCommitCount.inc(count);
+    this.counters.learner_commit_received_count.inc(count);
   }
 
   quotaLimitExceeded(event: QuotaExceeded): void {
@@ -281,53 +284,26 @@ export class ServerMetrics {
 
   /** Stops the summaries' window timers. */
   close(): void {
-    for (const summary of this.summaries) summary.close();
+    for (const summary of [...Object.values(this.summaries), this.recentLatency]) summary.close();
   }
 
   private sample(status: ServerStatus): void {
     const context = status.fourLetterWordContext();
-    const g = this.gauges;
-    g.avg_latency.set(context.latency.avgMs);
-    g.max_latency.set(context.latency.maxMs);
-    g.min_latency.set(context.latency.minMs);
-    g.packets_received.set(context.packetsReceived);
-    g.packets_sent.set(context.packetsSent);
-    g.num_alive_connections.set(context.connections.length);
-    g.outstanding_requests.set(context.outstandingRequests);
-    g.uptime.set(status.uptimeMs());
-    g.znode_count.set(context.nodeCount);
-    g.watch_count.set(context.watches.total);
-    g.ephemerals_count.set(context.ephemeralsCount);
-    g.approximate_data_size.set(context.approximateDataSizeBytes);
-    g.global_sessions.set(status.globalSessions());
-
+    for (const [gauge, { read }] of [...this.zooKeeperGauges, ...this.corralGauges]) gauge.set(read(context, status));
     const state = status.state();
     for (const name of SERVER_STATES) this.serverState.set({ state: name }, name === state ? 1 : 0);
-    this.serving.set(status.serving ? 1 : 0);
-    this.lastZxid.set(Number(context.zxid));
-    this.clientSessions.set(status.clientSessions());
 
     // As ZooKeeper registers these only while it has a quorum peer, or leads, corral lists them only then.
     const quorumSize = status.quorumSize();
     this.present(this.quorumSize, quorumSize !== undefined);
     if (quorumSize !== undefined) this.quorumSize.set(quorumSize);
     const leader = status.leaderStatus();
-    const leaderFigures = context.leader;
-    const leading = leader !== undefined && leaderFigures !== undefined && context.serving;
-    for (const gauge of Object.values(this.leaderGauges)) this.present(gauge, leading);
+    const figures = context.leader;
+    const leading = leader !== undefined && figures !== undefined && context.serving;
+    for (const [gauge] of this.leaderGauges) this.present(gauge, leading);
     this.present(this.learnerLag, leading);
     if (!leading) return;
-    const l = this.leaderGauges;
-    l.learners.set(leaderFigures.learners);
-    l.synced_followers.set(leaderFigures.syncedFollowers);
-    l.synced_non_voting_followers.set(leaderFigures.syncedNonVotingFollowers);
-    l.synced_observers.set(leaderFigures.syncedObservers);
-    l.pending_syncs.set(leaderFigures.pendingSyncs);
-    l.leader_uptime.set(leader.uptimeMs);
-    l.last_proposal_size.set(leaderFigures.proposalSizeBytes.last);
-    l.max_proposal_size.set(leaderFigures.proposalSizeBytes.max);
-    l.min_proposal_size.set(leaderFigures.proposalSizeBytes.min);
-    l.corral_proposals_in_flight.set(leader.proposalsInFlight);
+    for (const [gauge, { read }] of this.leaderGauges) gauge.set(read(figures, leader));
     this.learnerLag.reset();
     for (const learner of leader.learners) {
       if (learner.lagZxids !== undefined) this.learnerLag.set({ learner: String(learner.sid) }, learner.lagZxids);
@@ -344,14 +320,7 @@ export class ServerMetrics {
 
   private summary(name: string, help: string, percentiles: readonly number[]): WindowedSummary {
     this.names.push(`summary ${name}`);
-    const summary = new WindowedSummary({ name, help, percentiles, registers: [this.registry] });
-    this.summaries.push(summary);
-    return summary;
-  }
-
-  private track(summary: WindowedSummary): WindowedSummary {
-    this.summaries.push(summary);
-    return summary;
+    return new WindowedSummary({ name, help, percentiles, registers: [this.registry] });
   }
 
   private counter(name: string, help: string): client.Counter {
@@ -362,6 +331,11 @@ export class ServerMetrics {
   private gauge(name: string, help: string, register = true): client.Gauge {
     this.names.push(`gauge ${name}`);
     return new client.Gauge({ name, help, registers: register ? [this.registry] : [] });
+  }
+
+  /** The table's gauges, each with its spec, so that a scrape can read them in one loop. */
+  private gauges<Figures, Source>(table: Record<string, GaugeSpec<Figures, Source>>, register = true): [client.Gauge, GaugeSpec<Figures, Source>][] {
+    return Object.entries(table).map(([name, spec]) => [this.gauge(name, spec.help, register), spec]);
   }
 }
 

@@ -470,42 +470,34 @@ export class DataTree {
   }
 
   private indexOwner(path: string, owner: bigint): void {
+    this.ownerIndex(owner)?.add(path);
+  }
+
+  private unindexOwner(path: string, owner: bigint): void {
+    const index = this.ownerIndex(owner);
+    if (index === undefined) return;
+    const indexed = index.delete(path);
+    if (ownerKind(owner) !== "ephemeral") return;
+    assert(indexed, `ephemeral index misses ${path}`);
+    if (index.size === 0) this.ephemerals.delete(owner);
+  }
+
+  /** The index a node of `owner` is kept in, none for persistent nodes; an ephemeral's is its session's. */
+  private ownerIndex(owner: bigint): Set<string> | undefined {
     switch (ownerKind(owner)) {
       case "persistent":
-        return;
+        return undefined;
       case "container":
-        this.containers.add(path);
-        return;
+        return this.containers;
       case "ttl":
-        this.ttls.add(path);
-        return;
+        return this.ttls;
       case "ephemeral": {
         let paths = this.ephemerals.get(owner);
         if (paths === undefined) {
           paths = new Set();
           this.ephemerals.set(owner, paths);
         }
-        paths.add(path);
-        return;
-      }
-    }
-  }
-
-  private unindexOwner(path: string, owner: bigint): void {
-    switch (ownerKind(owner)) {
-      case "persistent":
-        return;
-      case "container":
-        this.containers.delete(path);
-        return;
-      case "ttl":
-        this.ttls.delete(path);
-        return;
-      case "ephemeral": {
-        const paths = this.ephemerals.get(owner);
-        if (!(paths !== undefined && paths.delete(path))) assert(false, `ephemeral index misses ${path}`);
-        if (paths.size === 0) this.ephemerals.delete(owner);
-        return;
+        return paths;
       }
     }
   }
@@ -726,19 +718,7 @@ export class DataTree {
 
 /** A plain copy of a stored stat. */
 export function copyStat(stat: Readonly<Stat>): Stat {
-  return {
-    czxid: stat.czxid,
-    mzxid: stat.mzxid,
-    ctime: stat.ctime,
-    mtime: stat.mtime,
-    version: stat.version,
-    cversion: stat.cversion,
-    aversion: stat.aversion,
-    ephemeralOwner: stat.ephemeralOwner,
-    dataLength: stat.dataLength,
-    numChildren: stat.numChildren,
-    pzxid: stat.pzxid,
-  };
+  return { ...stat };
 }
 
 /** The stat a client sees: a copy, with ephemeralOwner 0 for containers and TTL nodes (ZooKeeper's copyStat). */

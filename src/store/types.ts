@@ -9,24 +9,13 @@
  * - times: milliseconds since the Unix epoch, `number`, stamped by the leader in prep.
  */
 
-export interface Stat {
-  czxid: number;
-  mzxid: number;
-  ctime: number;
-  mtime: number;
-  version: number;
-  cversion: number;
-  aversion: number;
-  ephemeralOwner: bigint;
-  dataLength: number;
-  numChildren: number;
-  pzxid: number;
-}
+/** Zxids as exact numbers (see above); ephemeralOwner as PERSISTENT_OWNER below describes. */
+export type Stat = StatFields<number>;
 
 export { CREATE_MODE_FLAGS, OPEN_ACL_UNSAFE, Perms, TTL_MS_MAX } from "../common/znode.js";
 export type { Acl, CreateMode, Id } from "../common/znode.js";
 import { isSequentialMode, TTL_MS_MAX } from "../common/znode.js";
-import type { Acl } from "../common/znode.js";
+import type { Acl, StatFields } from "../common/znode.js";
 
 /** Whether a create in this mode gets a sequential suffix. */
 export const isSequential = isSequentialMode;

@@ -41,6 +41,15 @@ function showError(error, doing) {
   box.dataset.code = error.code ?? "ERROR";
   box.hidden = false;
 }
+/** `api`'s answer, or undefined once a failure is shown in the error box. */
+async function apiOrShowError(route, doing) {
+  try {
+    return await api(route);
+  } catch (error) {
+    showError(error, doing);
+    return undefined;
+  }
+}
 function clearError() {
   $("error").hidden = true;
   delete $("error").dataset.code;
@@ -378,15 +387,10 @@ function connectEvents() {
 
 // ---- cluster and sessions
 
-let clusterAnswer;
 async function loadCluster() {
-  try {
-    clusterAnswer = await api("cluster");
-  } catch (error) {
-    showError(error, "read the cluster");
-    return;
-  }
-  const members = clusterAnswer.members;
+  const answer = await apiOrShowError("cluster", "read the cluster");
+  if (answer === undefined) return;
+  const members = answer.members;
   const leader = members.find((m) => m.status?.state === "leading");
   $("cluster-leader").textContent = leader
     ? `leader: server ${leader.id} (epoch ${leader.status.epoch})`
@@ -404,21 +408,12 @@ async function loadCluster() {
     ),
     ...members.map((m) => {
       const s = m.status;
-      if (!s)
-        return el(
-          "tr",
-          { "data-member": m.id },
-          el("td", {}, m.id),
-          el("td", {}, m.host),
-          el("td", {}, m.role),
-          el("td", { colspan: 9, class: "state-looking" }, m.error),
-        );
+      const known = [el("td", {}, m.id), el("td", {}, m.host), el("td", {}, m.role)];
+      if (!s) return el("tr", { "data-member": m.id }, ...known, el("td", { colspan: 9, class: "state-looking" }, m.error));
       return el(
         "tr",
         { "data-member": m.id },
-        el("td", {}, m.id),
-        el("td", {}, m.host),
-        el("td", {}, m.role),
+        ...known,
         el("td", { class: `state-${s.state}`, "data-state": s.state }, s.state),
         el("td", {}, s.serving ? "yes" : "no"),
         el("td", {}, s.leaderId ?? "—"),
@@ -490,13 +485,8 @@ async function loadSelf() {
 // ---- charts
 
 async function loadCharts() {
-  let answer;
-  try {
-    answer = await api("metrics");
-  } catch (error) {
-    showError(error, "read the metrics");
-    return;
-  }
+  const answer = await apiOrShowError("metrics", "read the metrics");
+  if (answer === undefined) return;
   const samples = answer.samples;
   const rates = [];
   for (let i = 1; i < samples.length; i++) {

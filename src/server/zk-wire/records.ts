@@ -44,6 +44,7 @@ export function vector<T>(item: JuteCodec<T>): JuteCodec<T[] | null> {
   };
 }
 
+/** A record's value; exported under the record's own name only where other code names that type. */
 type ValueOf<C> = C extends JuteCodec<infer T> ? T : never;
 type Shape = Record<string, JuteCodec<unknown>>;
 export type RecordOf<S extends Shape> = { [K in keyof S]: ValueOf<S[K]> };
@@ -132,8 +133,6 @@ export const OpCode = {
   closeSession: -11,
   error: -1,
 } as const;
-export type OpCodeName = keyof typeof OpCode;
-export type OpCodeNumber = (typeof OpCode)[OpCodeName];
 
 /** The xids ZooKeeper reserves (ClientCnxn). */
 export const Xid = {
@@ -146,7 +145,6 @@ export const Xid = {
 // ---- org.apache.zookeeper.data --------------------------------------------------------------
 
 export const Id = struct({ scheme: ustring, id: ustring });
-export type Id = ValueOf<typeof Id>;
 
 export const ACL = struct({ perms: int, id: Id });
 export type ACL = ValueOf<typeof ACL>;
@@ -167,7 +165,6 @@ export const Stat = struct({
 export type Stat = ValueOf<typeof Stat>;
 
 export const ClientInfo = struct({ authScheme: ustring, user: ustring });
-export type ClientInfo = ValueOf<typeof ClientInfo>;
 
 const ustrings = vector(ustring);
 const acls = vector(ACL);
@@ -232,9 +229,7 @@ export type GetDataRequest = ValueOf<typeof GetDataRequest>;
 export const SetDataRequest = struct({ path: ustring, data: buffer, version: int });
 export type SetDataRequest = ValueOf<typeof SetDataRequest>;
 export const ReconfigRequest = struct({ joiningServers: ustring, leavingServers: ustring, newMembers: ustring, curConfigId: long });
-export type ReconfigRequest = ValueOf<typeof ReconfigRequest>;
 export const SetDataResponse = struct({ stat: Stat });
-export type SetDataResponse = ValueOf<typeof SetDataResponse>;
 export const CreateRequest = struct(CREATE_FIELDS);
 export type CreateRequest = ValueOf<typeof CreateRequest>;
 export const CreateTTLRequest = struct({ ...CREATE_FIELDS, ttl: long });
@@ -246,58 +241,40 @@ export type GetChildrenRequest = ValueOf<typeof GetChildrenRequest>;
 export const GetAllChildrenNumberRequest = struct({ path: ustring });
 export type GetAllChildrenNumberRequest = ValueOf<typeof GetAllChildrenNumberRequest>;
 export const GetChildren2Request = struct({ path: ustring, watch: bool });
-export type GetChildren2Request = ValueOf<typeof GetChildren2Request>;
 export const CheckVersionRequest = struct({ path: ustring, version: int });
-export type CheckVersionRequest = ValueOf<typeof CheckVersionRequest>;
 export const SyncRequest = struct({ path: ustring });
 export type SyncRequest = ValueOf<typeof SyncRequest>;
 export const SyncResponse = struct({ path: ustring });
-export type SyncResponse = ValueOf<typeof SyncResponse>;
 export const GetACLRequest = struct({ path: ustring });
 export type GetACLRequest = ValueOf<typeof GetACLRequest>;
 export const SetACLRequest = struct({ path: ustring, acl: acls, version: int });
 export type SetACLRequest = ValueOf<typeof SetACLRequest>;
 export const SetACLResponse = struct({ stat: Stat });
-export type SetACLResponse = ValueOf<typeof SetACLResponse>;
 export const AddWatchRequest = struct({ path: ustring, mode: int });
 export type AddWatchRequest = ValueOf<typeof AddWatchRequest>;
 export const WatcherEvent = struct({ type: int, state: int, path: ustring });
 export type WatcherEvent = ValueOf<typeof WatcherEvent>;
 export const ErrorResponse = struct({ err: int });
-export type ErrorResponse = ValueOf<typeof ErrorResponse>;
 export const CreateResponse = struct({ path: ustring });
-export type CreateResponse = ValueOf<typeof CreateResponse>;
 export const Create2Response = struct({ path: ustring, stat: Stat });
-export type Create2Response = ValueOf<typeof Create2Response>;
 export const ExistsRequest = struct({ path: ustring, watch: bool });
-export type ExistsRequest = ValueOf<typeof ExistsRequest>;
 export const ExistsResponse = struct({ stat: Stat });
-export type ExistsResponse = ValueOf<typeof ExistsResponse>;
 export const GetDataResponse = struct({ data: buffer, stat: Stat });
-export type GetDataResponse = ValueOf<typeof GetDataResponse>;
 export const GetChildrenResponse = struct({ children: ustrings });
-export type GetChildrenResponse = ValueOf<typeof GetChildrenResponse>;
 export const GetAllChildrenNumberResponse = struct({ totalNumber: int });
-export type GetAllChildrenNumberResponse = ValueOf<typeof GetAllChildrenNumberResponse>;
 export const GetChildren2Response = struct({ children: ustrings, stat: Stat });
-export type GetChildren2Response = ValueOf<typeof GetChildren2Response>;
 export const GetACLResponse = struct({ acl: acls, stat: Stat });
-export type GetACLResponse = ValueOf<typeof GetACLResponse>;
 export const CheckWatchesRequest = struct({ path: ustring, type: int });
 export type CheckWatchesRequest = ValueOf<typeof CheckWatchesRequest>;
 export const RemoveWatchesRequest = struct({ path: ustring, type: int });
-export type RemoveWatchesRequest = ValueOf<typeof RemoveWatchesRequest>;
 export const GetEphemeralsRequest = struct({ prefixPath: ustring });
 export type GetEphemeralsRequest = ValueOf<typeof GetEphemeralsRequest>;
 export const GetEphemeralsResponse = struct({ ephemerals: ustrings });
-export type GetEphemeralsResponse = ValueOf<typeof GetEphemeralsResponse>;
 export const WhoAmIResponse = struct({ clientInfo: vector(ClientInfo) });
-export type WhoAmIResponse = ValueOf<typeof WhoAmIResponse>;
 /** SASL (opcode sasl = 102), sent by clients configured for SASL; not in issue 7's list. */
 export const GetSASLRequest = struct({ token: buffer });
 export type GetSASLRequest = ValueOf<typeof GetSASLRequest>;
 export const SetSASLResponse = struct({ token: buffer });
-export type SetSASLResponse = ValueOf<typeof SetSASLResponse>;
 
 /**
  * deleteContainer has no jute record: ZooKeeper 3.8's PrepRequestProcessor reads the whole body
@@ -310,7 +287,6 @@ export const DeleteContainerRequest: JuteCodec<{ path: string }> = {
   read: (r) => ({ path: UTF8_DECODER.decode(r.readRest()) }),
   minBytes: 0,
 };
-export type DeleteContainerRequest = ValueOf<typeof DeleteContainerRequest>;
 
 // ---- multi ----------------------------------------------------------------------------------
 
@@ -417,7 +393,6 @@ export const MultiResponse = struct({
     (reader, type) => ({ type, ...codecOf(MULTI_RESULT_CODECS, type, "multi result").read(reader) }) as MultiResult,
   ),
 });
-export type MultiResponse = ValueOf<typeof MultiResponse>;
 
 // ---- which record follows which header ------------------------------------------------------
 

@@ -460,20 +460,17 @@ class ZkWireConnection implements ClientConnection {
     const lastZxidSeen = connect.lastZxidSeen < 0n ? 0n : connect.lastZxidSeen;
     this.phase = "connecting";
     const request = { sessionId: connect.sessionId, password: connect.passwd ?? new Uint8Array(0), requestedTimeoutMs: connect.timeOut, lastZxidSeen };
-    this.deps.sessions.open(request, (outcome) => {
-      if (this.phase !== "connecting") return;
-      switch (outcome.kind) {
-        case "established":
-          return this.establish(outcome.sessionId, outcome.timeoutMs, outcome.password);
-        case "expired":
-          // ZooKeeper's answer to a dead session: timeout 0, which the client reports as expiry.
-          this.logger.info({ session: hex(connect.sessionId) }, "resume refused: session expired, unknown or wrong password");
-          this.writeConnectResponse(0, 0n, new Uint8Array(SESSION_PASSWORD_BYTES));
-          return this.end("expired");
-        case "refused":
-          // ZooKeeper closes without an answer; the client tries its next server.
-          return this.close(`connect refused: ${outcome.detail}`);
-      }
+    this.deps.sessions.open(request, {
+      waiting: () => this.phase === "connecting",
+      established: (sessionId, timeoutMs, password) => this.establish(sessionId, timeoutMs, password),
+      expired: () => {
+        // ZooKeeper's answer to a dead session: timeout 0, which the client reports as expiry.
+        this.logger.info({ session: hex(connect.sessionId) }, "resume refused: session expired, unknown or wrong password");
+        this.writeConnectResponse(0, 0n, new Uint8Array(SESSION_PASSWORD_BYTES));
+        this.end("expired");
+      },
+      // ZooKeeper closes without an answer; the client tries its next server.
+      refused: (_reason, detail) => this.close(`connect refused: ${detail}`),
     });
   }
 
