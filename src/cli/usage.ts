@@ -22,6 +22,7 @@ const FIELD_HELP: Record<keyof ServerConfig, readonly [string, string]> = {
   snapshotEveryTxns: ["N", "take a snapshot after a random count of txns in (N/2, N]"],
   snapshotRetainCount: ["N", "snapshots kept; older log records are purged"],
   ttlNodesEnabled: ["true|false", "allow TTL nodes; when off a TTL create is UNIMPLEMENTED"],
+  readOnlyModeEnabled: ["true|false", "a member cut off from its quorum serves reads to clients that allow read-only (ZooKeeper's readonlymode.enabled)"],
   enforceQuota: ["true|false", "refuse writes past a quota's hard limit with QUOTAEXCEEDED"],
   containerCheckIntervalMs: ["MS", "how often the leader deletes empty containers and expired TTL nodes"],
   containerMaxPerMinute: ["N", "at most this many of those deletions a minute"],

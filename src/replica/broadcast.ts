@@ -31,6 +31,11 @@ export interface WriteBroadcast {
   revalidateSession(sessionId: bigint, timeoutMs: number, done: (outcome: RevalidationOutcome) => void): void;
   /** Whether this server may accept client sessions now (a cluster member that lost its leader may not). */
   readonly serving: boolean;
+  /**
+   * Whether it serves read-only sessions instead (read-only mode, cut off from a quorum): reads from
+   * its tree as it stands; writes and syncs are NOTREADONLY, and nothing reaches the broadcast.
+   */
+  readonly readOnly: boolean;
 }
 
 /** The verdict on a resumed session; "unavailable" when there is no leader to ask. */

@@ -112,6 +112,8 @@ export class RequestPipeline {
   private readonly sessions = new Map<bigint, SessionState>();
   private readonly syncWaiters = new Set<SessionState>();
   private readonly pendingCreates = new Map<bigint, (accepted: boolean) => void>();
+  /** Sessions a read-only server opened: no txn made them, and they end when read-only mode does. */
+  private readonly localSessions = new Map<bigint, { timeoutMs: number; password: Uint8Array }>();
 
   constructor(
     /** Read through on every use: a learner's tree is replaced when it syncs by SNAP or TRUNC. */
@@ -132,12 +134,23 @@ export class RequestPipeline {
     this.broadcast.submitCreateSession(sessionId, timeoutMs, password);
   }
 
+  /** Open a session read-only mode serves alone (no quorum is there to create it). */
+  openLocalSession(sessionId: bigint, timeoutMs: number, password: Uint8Array): void {
+    this.localSessions.set(sessionId, { timeoutMs, password });
+  }
+
+  /** A read-only session that timed out: ended here, as no txn can end it. */
+  endLocally(sessionId: bigint): void {
+    this.localSessions.delete(sessionId);
+    this.closeSession(sessionId, false);
+  }
+
   /**
    * Bind a known session to a connection (new or resumed). A previous connection of the session is
    * ended, and the watches it registered are dropped: the client re-registers them with setWatches.
    */
   attach(sessionId: bigint, connection: ClientConnection): void {
-    const record = this.tree.sessions.get(sessionId);
+    const record = this.tree.sessions.get(sessionId) ?? this.localSessions.get(sessionId);
     if (!record) assert(false, `attach of unknown session ${sessionId}`);
     let session = this.sessions.get(sessionId);
     if (!session) {
@@ -163,10 +176,17 @@ export class RequestPipeline {
 
   /** Whether `password` opens `sessionId` here. */
   checkSession(sessionId: bigint, password: Uint8Array): boolean {
-    const record = this.tree.sessions.get(sessionId);
+    const record = this.tree.sessions.get(sessionId) ?? this.localSessions.get(sessionId);
     if (!record) return false;
     if (this.sessions.get(sessionId)?.closing) return false;
     return equalBytes(record.password, password);
+  }
+
+  /** The timeout of a session `checkSession` accepts. */
+  sessionTimeoutMs(sessionId: bigint): number {
+    const record = this.tree.sessions.get(sessionId) ?? this.localSessions.get(sessionId);
+    if (!record) assert(false, `timeout of unknown session ${sessionId}`);
+    return record.timeoutMs;
   }
 
   touch(sessionId: bigint): void {
@@ -223,10 +243,17 @@ export class RequestPipeline {
       receivedMs: this.observer?.nowMs() ?? 0,
     };
     session.queue.push(entry);
+    let closedHere = false;
     if (session.closing || session.connection !== connection) {
       entry.reply = this.errorReply(session.closing ? ZkErrorCode.SESSIONEXPIRED : ZkErrorCode.SESSIONMOVED);
     } else if (session.queued() > limits.sessionRequestsQueuedMax) {
       entry.reply = this.errorReply(ZkErrorCode.THROTTLEDOP);
+    } else if (entry.kind !== "read" && this.broadcast.readOnly) {
+      // A read-only server orders nothing: a write or a sync would need the quorum it has lost.
+      // A close is answered here, since no txn will answer it.
+      this.activity.touch(sessionId, session.timeoutMs);
+      closedHere = request.op === "close";
+      entry.reply = closedHere ? { err: 0, zxid: this.tree.lastProcessedZxid, body: EMPTY_BODY } : this.errorReply(ZkErrorCode.NOTREADONLY);
     } else {
       this.activity.touch(sessionId, session.timeoutMs);
       if (entry.kind === "write") {
@@ -248,6 +275,10 @@ export class RequestPipeline {
       }
     }
     this.drain(session);
+    if (closedHere) {
+      this.localSessions.delete(sessionId);
+      this.closeSession(sessionId, true);
+    }
   }
 
   /** A request that could not even be decoded: answered with `err`, in its place in the session's order. */
@@ -311,6 +342,7 @@ export class RequestPipeline {
     for (const done of creates) done(false);
     const sessions = [...this.sessions.values()];
     this.sessions.clear();
+    this.localSessions.clear();
     this.syncWaiters.clear();
     for (const session of sessions) {
       this.tree.watches.removeWatcher(session.id);

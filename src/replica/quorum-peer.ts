@@ -30,7 +30,7 @@ import { Prep, type PrepOptions } from "./prep.js";
 import { RecentLog } from "./recent-log.js";
 import { decodeForwardedRequest, encodeForwardedRequest } from "./request-codec.js";
 import type { WriteRequest } from "./requests.js";
-import type { SessionTracker } from "./session-tracker.js";
+import { SessionTracker } from "./session-tracker.js";
 
 export type PeerRoleState = "looking" | "leading" | "following" | "observing";
 
@@ -54,7 +54,16 @@ export interface QuorumPeerConfig {
   commitLogCount: number;
   containerCheckIntervalMs: number;
   containerMaxPerMinute: number;
+  /** ZooKeeper's readonlymode.enabled: see READ_ONLY_AFTER_MS_MIN. */
+  readOnlyModeEnabled: boolean;
 }
+
+/**
+ * A member looking for a leader this long (or a tick, if longer) starts serving read-only sessions
+ * when read-only mode is on, as ZooKeeper's QuorumPeer starts its ReadOnlyZooKeeperServer: long
+ * enough that an ordinary re-election does not drop every client into read-only mode and back.
+ */
+export const READ_ONLY_AFTER_MS_MIN = 2_000;
 
 export interface QuorumPeerDeps {
   config: QuorumPeerConfig;
@@ -153,6 +162,11 @@ export class QuorumPeer {
   private servingWaiters: (() => void)[] = [];
   /** The last ELECTIONS_SEEN_MAX elections this server took part in, oldest first. */
   private readonly elections: ElectionSeen[] = [];
+  /**
+   * While read-only: the liveness of the sessions served here, which no leader tracks now. A session
+   * silent for its timeout is ended here (ZooKeeper's read-only server runs its own tracker too).
+   */
+  private readOnlySessions: SessionTracker | undefined;
 
   constructor(private readonly deps: QuorumPeerDeps) {
     const { config } = deps;
@@ -192,6 +206,11 @@ export class QuorumPeer {
 
   get serving(): boolean {
     return this.zab?.serving ?? false;
+  }
+
+  /** Serving read-only sessions: cut off from a quorum, with read-only mode on. */
+  get readOnly(): boolean {
+    return this.readOnlySessions !== undefined;
   }
 
   /** The leader of the current term, once decided (undefined while looking). */
@@ -258,6 +277,7 @@ export class QuorumPeer {
 
   /** Stops at once; `stopped` once every durable write already asked for has landed. */
   stop(stopped: () => void): void {
+    this.leaveReadOnly("stopping");
     this.stopped = true;
     this.stopTicking?.();
     this.releaseServingWaiters();
@@ -340,11 +360,13 @@ export class QuorumPeer {
   touchSession(sessionId: bigint, timeoutMs: number): void {
     const zab = this.zab;
     if (zab instanceof Leader) this.deps.tracker.touch(sessionId, timeoutMs);
-    else zab?.touch(sessionId, timeoutMs);
+    else if (zab) zab.touch(sessionId, timeoutMs);
+    else this.readOnlySessions?.touch(sessionId, timeoutMs);
   }
 
   forgetSession(sessionId: bigint): void {
     this.deps.tracker.forget(sessionId);
+    this.readOnlySessions?.forget(sessionId);
   }
 
   // ---- election
@@ -390,6 +412,7 @@ export class QuorumPeer {
 
   private buildCore(decision: Decision, generation: number): void {
     const { config, database, transport } = this.deps;
+    this.leaveReadOnly("a leader is decided");
     const state = decision.state === "leading" ? "leading" : decision.state === "following" ? "following" : "observing";
     this.leaderId = decision.leader;
     this.termStartedMs = this.deps.clock.nowMs();
@@ -462,7 +485,37 @@ export class QuorumPeer {
       }
     } else if (this.roleState === "looking") {
       this.handleElection(this.election.tick(nowMs));
+      if (this.zab === undefined) this.tickReadOnly(nowMs);
     }
+  }
+
+  // ---- read-only mode (ZooKeeper's ReadOnlyZooKeeperServer)
+
+  private tickReadOnly(nowMs: number): void {
+    const { config, pipeline, logger } = this.deps;
+    if (!config.readOnlyModeEnabled || this.stopped) return;
+    if (this.readOnlySessions === undefined) {
+      // A lone voter is its own quorum: it has nothing to be cut off from.
+      const alone = this.quorum.voters.size === 1 && this.quorum.isVoter(config.serverId);
+      if (alone || nowMs - this.lookingSinceMs < Math.max(READ_ONLY_AFTER_MS_MIN, config.tickMs)) return;
+      this.readOnlySessions = new SessionTracker(config.tickMs, () => this.deps.clock.nowMs());
+      this.deps.broadcast.readOnlyFlag = true;
+      logger.info({ lookingForMs: nowMs - this.lookingSinceMs }, "serving read-only sessions");
+      return;
+    }
+    for (const sessionId of this.readOnlySessions.collectExpired()) {
+      logger.info({ session: "0x" + BigInt.asUintN(64, sessionId).toString(16) }, "read-only session expired");
+      pipeline.endLocally(sessionId);
+    }
+  }
+
+  /** Ends every read-only session's connection: their clients go and find the quorum. */
+  private leaveReadOnly(reason: string): void {
+    if (this.readOnlySessions === undefined) return;
+    this.readOnlySessions = undefined;
+    this.deps.broadcast.readOnlyFlag = false;
+    this.deps.pipeline.reset();
+    this.deps.logger.info({ reason }, "read-only mode ended");
   }
 
   private step(input: ZabInput): void {
@@ -735,6 +788,8 @@ export class ClusterBroadcast implements WriteBroadcast {
   private peer: QuorumPeer | undefined;
   /** Mirrors the current core's `serving`; clients are accepted only while it is true. */
   servingFlag = false;
+  /** Mirrors the peer's read-only mode: read-only clients are accepted while it is true. */
+  readOnlyFlag = false;
 
   bind(peer: QuorumPeer): void {
     this.peer = peer;
@@ -742,6 +797,10 @@ export class ClusterBroadcast implements WriteBroadcast {
 
   get serving(): boolean {
     return this.servingFlag;
+  }
+
+  get readOnly(): boolean {
+    return this.readOnlyFlag;
   }
 
   submitWrite(sessionId: bigint, cxid: number, request: WriteRequest, authInfo: readonly Id[]): void {

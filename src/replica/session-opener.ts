@@ -17,10 +17,12 @@ export interface SessionRequest {
   requestedTimeoutMs: number;
   /** The newest zxid the client has seen; a server behind it must not serve the client. */
   lastZxidSeen: bigint;
+  /** The client takes a read-only session (ZooKeeper's canBeReadOnly) when no quorum is to be had. */
+  readOnlyAllowed: boolean;
 }
 
 type SessionOutcome =
-  | { kind: "established"; sessionId: bigint; timeoutMs: number; password: Uint8Array }
+  | { kind: "established"; sessionId: bigint; timeoutMs: number; password: Uint8Array; readOnly: boolean }
   | { kind: "expired" }
   | { kind: "refused"; reason: SessionRefusal; detail: string };
 
@@ -30,7 +32,8 @@ export type SessionRefusal = "not-serving" | "behind" | "not-created";
 export interface SessionDoor {
   /** False once the connection has gone on without the answer (it closed): a late outcome is dropped. */
   waiting(): boolean;
-  established(sessionId: bigint, timeoutMs: number, password: Uint8Array): void;
+  /** `readOnly`: the session is served read-only here (read-only mode); its writes will be NOTREADONLY. */
+  established(sessionId: bigint, timeoutMs: number, password: Uint8Array, readOnly: boolean): void;
   /** The session to resume is gone (expired, closed, unknown, wrong password): the client must start over. */
   expired(): void;
   /** Not this server, not now (no quorum, behind the client, the session could not be made): try another. */
@@ -75,7 +78,7 @@ export class SessionOpener {
       if (!door.waiting()) return;
       switch (outcome.kind) {
         case "established":
-          return door.established(outcome.sessionId, outcome.timeoutMs, outcome.password);
+          return door.established(outcome.sessionId, outcome.timeoutMs, outcome.password, outcome.readOnly);
         case "expired":
           return door.expired();
         case "refused":
@@ -86,7 +89,11 @@ export class SessionOpener {
 
   private decide(request: SessionRequest, done: (outcome: SessionOutcome) => void): void {
     const { state, pipeline, broadcast } = this.deps;
-    if (!broadcast.serving) return done({ kind: "refused", reason: "not-serving", detail: "server is not serving" });
+    const readOnly = !broadcast.serving && broadcast.readOnly && request.readOnlyAllowed;
+    if (!broadcast.serving && !readOnly) {
+      const detail = broadcast.readOnly ? "server is read-only and the client does not accept that" : "server is not serving";
+      return done({ kind: "refused", reason: "not-serving", detail });
+    }
     // Contract item 4: never let a client see an older state than it already saw.
     const here = state.tree.lastProcessedZxid;
     if (request.lastZxidSeen > BigInt(here)) {
@@ -100,23 +107,31 @@ export class SessionOpener {
       const sessionId = this.deps.sessionIds.take();
       const password = this.deps.entropy.bytes(SESSION_PASSWORD_BYTES);
       const timeoutMs = this.deps.negotiateTimeoutMs(request.requestedTimeoutMs);
+      if (readOnly) {
+        // No quorum to create it: the session lives here alone, until read-only mode ends.
+        pipeline.openLocalSession(sessionId, timeoutMs, password);
+        return done({ kind: "established", sessionId, timeoutMs, password, readOnly });
+      }
       pipeline.createSession(sessionId, timeoutMs, password, (accepted) =>
         done(
           accepted
-            ? { kind: "established", sessionId, timeoutMs, password }
+            ? { kind: "established", sessionId, timeoutMs, password, readOnly: false }
             : { kind: "refused", reason: "not-created", detail: "session could not be created" },
         ),
       );
       return;
     }
     const sessionId = request.sessionId;
+    if (!pipeline.checkSession(sessionId, request.password)) return done({ kind: "expired" });
+    // Read-only: the session is known here (in the tree, or opened read-only), and no leader can be asked.
+    if (readOnly) return done({ kind: "established", sessionId, timeoutMs: pipeline.sessionTimeoutMs(sessionId), password: request.password, readOnly });
     const record = state.tree.sessions.get(sessionId);
-    if (!record || !pipeline.checkSession(sessionId, request.password)) return done({ kind: "expired" });
+    if (!record) return done({ kind: "expired" });
     broadcast.revalidateSession(sessionId, record.timeoutMs, (outcome) => {
       if (outcome === "unavailable") return done({ kind: "refused", reason: "not-serving", detail: "server is not serving" });
       // The leader has seen the session expire (its closeSession may not have reached us yet).
       if (outcome === "expired") return done({ kind: "expired" });
-      done({ kind: "established", sessionId, timeoutMs: record.timeoutMs, password: record.password });
+      done({ kind: "established", sessionId, timeoutMs: record.timeoutMs, password: record.password, readOnly: false });
     });
   }
 }

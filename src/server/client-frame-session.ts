@@ -180,7 +180,13 @@ export class ClientFrameSession implements ClientConnection {
     // Any 64-bit zxid is well-formed (one beyond this server means it is behind); a negative one is not.
     if (connect.lastZxidSeen < 0n) throw new ZkError("BADARGUMENTS", `bad zxid ${connect.lastZxidSeen}`);
     this.phase = "connecting";
-    const request = { sessionId: connect.sessionId, password: connect.password, requestedTimeoutMs: connect.timeoutMs, lastZxidSeen: connect.lastZxidSeen };
+    const request = {
+      sessionId: connect.sessionId,
+      password: connect.password,
+      requestedTimeoutMs: connect.timeoutMs,
+      lastZxidSeen: connect.lastZxidSeen,
+      readOnlyAllowed: false,
+    };
     this.deps.sessions.open(request, {
       waiting: () => this.phase === "connecting",
       established: (sessionId, timeoutMs, password) => this.establish(sessionId, timeoutMs, password),

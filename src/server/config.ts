@@ -69,6 +69,12 @@ export interface ServerConfig {
   /** Snapshots kept on disk; log records older than the oldest kept one are purged. */
   snapshotRetainCount: number;
   ttlNodesEnabled: boolean;
+  /**
+   * ZooKeeper's readonlymode.enabled: a cluster member cut off from its quorum for a while serves
+   * reads to the clients that allow it (their connect request's read-only flag) and refuses
+   * their writes with NOTREADONLY, until it joins a quorum again.
+   */
+  readOnlyModeEnabled: boolean;
   /** Refuse writes past a hard quota limit (QUOTAEXCEEDED); soft limits are only logged. */
   enforceQuota: boolean;
   /**
@@ -190,6 +196,7 @@ export const FIELDS: Readonly<Record<keyof ServerConfig, FieldKind>> = {
   snapshotEveryTxns: "int",
   snapshotRetainCount: "int",
   ttlNodesEnabled: "bool",
+  readOnlyModeEnabled: "bool",
   enforceQuota: "bool",
   containerCheckIntervalMs: "int",
   containerMaxPerMinute: "int",
@@ -251,6 +258,7 @@ export function defaultConfig(): Omit<ServerConfig, "minSessionTimeoutMs" | "max
     snapshotEveryTxns: 100_000,
     snapshotRetainCount: 3,
     ttlNodesEnabled: false,
+    readOnlyModeEnabled: false,
     enforceQuota: false,
     containerCheckIntervalMs: 60_000,
     containerMaxPerMinute: 10_000,

@@ -158,6 +158,7 @@ export class ServerStatus {
       startedAt: this.deps.startedAt,
       tree: this.tree,
       mode: this.mode(),
+      readOnly: this.deps.broadcast.readOnly,
       connections: zkServices.flatMap((service) => service.stats()),
       totals: this.deps.zkTotals,
       outstandingRequests: pipeline.outstandingRequests(),

@@ -205,7 +205,7 @@ export class CorralServer {
           state: database,
           pipeline,
           sessions,
-          fourLetterWords: parseFourLetterWordWhitelist(config.fourLetterWordWhitelist),
+          fourLetterWords: parseFourLetterWordWhitelist(config.fourLetterWordWhitelist, { readOnlyModeEnabled: config.readOnlyModeEnabled }),
           fourLetterWordContext: () => status.fourLetterWordContext(),
           nowMs: now,
           logger,

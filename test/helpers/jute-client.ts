@@ -21,6 +21,14 @@ import {
 } from "../../src/server/zk-wire/records.js";
 import { JuteWriter } from "../../src/server/zk-wire/jute.js";
 
+export interface HandshakeOptions {
+  timeoutMs?: number;
+  resume?: { sessionId: bigint; password: Uint8Array };
+  lastZxidSeen?: bigint;
+  /** The ConnectRequest's readOnly flag: the client accepts a read-only server (ZooKeeper's canBeReadOnly). */
+  readOnly?: boolean;
+}
+
 export interface JuteReply {
   header: ReplyHeader;
   /** The bytes after the header. */
@@ -73,16 +81,13 @@ export class JuteClient {
   }
 
   /** Opens a session (new, or `resume`d) and waits for the ConnectResponse; over TLS with `tls`. */
-  static async connect(
-    address: string,
-    options: { timeoutMs?: number; resume?: { sessionId: bigint; password: Uint8Array }; lastZxidSeen?: bigint; tls?: ConnectionOptions } = {},
-  ): Promise<JuteClient> {
+  static async connect(address: string, options: HandshakeOptions & { tls?: ConnectionOptions } = {}): Promise<JuteClient> {
     const client = options.tls === undefined ? await JuteClient.open(address) : await JuteClient.openTls(address, options.tls);
     await client.handshake(options);
     return client;
   }
 
-  async handshake(options: { timeoutMs?: number; resume?: { sessionId: bigint; password: Uint8Array }; lastZxidSeen?: bigint } = {}): Promise<ConnectResponse> {
+  async handshake(options: HandshakeOptions = {}): Promise<ConnectResponse> {
     const answered = new Promise<ConnectResponse>((resolve) => (this.connectAnswer = resolve));
     this.sendRaw(
       encodeFrame(
@@ -92,7 +97,7 @@ export class JuteClient {
           timeOut: options.timeoutMs ?? 10_000,
           sessionId: options.resume?.sessionId ?? 0n,
           passwd: options.resume?.password ?? new Uint8Array(16),
-          readOnly: false,
+          readOnly: options.readOnly ?? false,
         }),
       ),
     );

@@ -10,8 +10,8 @@ kazoo's tests stop and restart servers of the ensemble (ManagedZooKeeper.stop / 
 ask the runner to do it to its corral processes (CORRAL_KAZOO_CONTROL).
 
 SKIPS is the one list of kazoo tests not run against corral, each with its reason: only tests
-that need what corral does not serve (reconfig, SASL, read-only mode), or a second server when
-the target is a standalone one. Their skip reasons start with SKIP_PREFIX so that the runner
+that need what corral does not serve (reconfig, SASL), or more servers than a standalone target
+has. Their skip reasons start with SKIP_PREFIX so that the runner
 (test/kazoo/kazoo.test.ts) can tell them from the skips kazoo decides itself.
 """
 import os
@@ -48,9 +48,10 @@ SKIPS = {
     "kazoo/tests/test_sasl.py::TestSASLDigestAuthentication::test_connect_sasl_auth": _SASL,
     "kazoo/tests/test_sasl.py::TestSASLDigestAuthentication::test_invalid_sasl_auth": _SASL,
     # Read-only mode: stops two of three servers and expects the third to serve reads read-only.
-    "kazoo/tests/test_connection.py::TestReadOnlyMode::test_read_only":
-        "read-only mode (ZooKeeper's readonlymode.enabled) is not served by corral, and the test "
-        "stops two ensemble members from inside itself",
+    "kazoo/tests/test_connection.py::TestReadOnlyMode::test_read_only": OnlyStandalone(
+        "stops servers 1 and 2 of the ensemble and expects server 0 to serve read-only: a standalone "
+        "target has no other server (run against the three-voter cluster)"
+    ),
     # Fail-over to another server of the ensemble, once per handler that runs TestClient.
     "kazoo/tests/test_client.py::TestClient::test_update_host_list": _NEEDS_A_SECOND_SERVER,
     "kazoo/tests/test_gevent_handler.py::TestGeventClient::test_update_host_list": _NEEDS_A_SECOND_SERVER,

@@ -5,7 +5,8 @@
  * test/kazoo/corral_kazoo_plugin.py (test/helpers/kazoo-suite.ts). A run passes when nothing
  * failed or errored and every skip is the plugin's named list or one kazoo decides for its
  * environment. The servers get what kazoo's own harness gives its ZooKeeper: tickTime 2000
- * (initLimit 4, syncLimit 2), every four-letter word, and the super digest of "super:test".
+ * (initLimit 4, syncLimit 2), read-only mode on, every four-letter word, and the super digest of
+ * "super:test".
  *
  * `npm run test:kazoo` runs this file alone; KAZOO_SELECT="test_lock.py test_client.py::TestClient"
  * narrows a local run to some of kazoo's files or tests (the stale-skip-list check is then off);
@@ -96,7 +97,7 @@ describe("kazoo's test suite against corral's ZooKeeper port", { concurrency: 1 
         dataDir: dir.path,
         zkPort: await freePort(),
         tickMs: TICK_MS,
-        extraArgs: ["--four-letter-word-whitelist", "*", "--super-digest", SUPER_DIGEST],
+        extraArgs: ["--four-letter-word-whitelist", "*", "--super-digest", SUPER_DIGEST, "--read-only-mode-enabled", "true"],
       });
       await servesSessions(server.connectString);
       await gate(t, "a standalone server", "standalone", [server]);
@@ -113,7 +114,7 @@ describe("kazoo's test suite against corral's ZooKeeper port", { concurrency: 1 
       initLimitTicks: 4,
       syncLimitTicks: 2,
       superDigest: SUPER_DIGEST,
-      config: { fourLetterWordWhitelist: "*" },
+      config: { fourLetterWordWhitelist: "*", readOnlyModeEnabled: true },
     });
     try {
       await waitFor("a leader every server agrees on", () => cluster.agreedLeader(), 60_000);

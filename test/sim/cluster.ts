@@ -243,6 +243,7 @@ export class Simulation implements Scheduler, ClientWorld {
       snapshotEveryTxns: this.config.snapshotEveryTxns,
       superDigest: SUPER_DIGEST,
       ttlNodesEnabled: true,
+      readOnlyModeEnabled: false,
       enforceQuota: false,
       minSessionTimeoutMs: SESSION_TIMEOUT_MS,
       maxSessionTimeoutMs: SESSION_TIMEOUT_MS,

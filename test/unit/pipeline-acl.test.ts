@@ -25,6 +25,7 @@ const ANYONE = (perms: number): Acl => ({ perms, id: { scheme: "world", id: "any
 /** Preps with the ids it is given and applies when `flush` is called (writes stay queued until then). */
 class HeldBroadcast implements WriteBroadcast {
   readonly serving = true;
+  readonly readOnly = false;
   readonly submitted: { request: WriteRequest; authInfo: readonly Id[] }[] = [];
   private readonly held: { sessionId: bigint; cxid: number; body: TxnBody }[] = [];
   private zxid = 0;

@@ -21,6 +21,8 @@ export interface FourLetterWordSource {
   tree: DataTree;
   /** undefined while the server is not serving (electing, syncing). */
   mode: FourLetterWordServerMode | undefined;
+  /** Serving read-only sessions (read-only mode, cut off from a quorum). */
+  readOnly: boolean;
   connections: readonly ZkConnectionStats[];
   totals: PortStats;
   outstandingRequests: number;
@@ -45,8 +47,8 @@ export function fourLetterWordContext(source: FourLetterWordSource): FourLetterW
   return {
     version: zookeeperFullVersion(source.corralVersion, source.startedAt),
     mode: source.mode ?? (config.servers.length === 0 ? "standalone" : "follower"),
-    readOnly: false,
-    serving: source.mode !== undefined,
+    readOnly: source.readOnly,
+    serving: source.mode !== undefined || source.readOnly,
     zxid: BigInt(tree.lastProcessedZxid),
     nodeCount: tree.nodeCount(),
     watches: { connections: watches.watcherCount(), paths: watches.watchedPathCount(), total: watches.watchCount() },

@@ -459,14 +459,20 @@ class ZkWireConnection implements ClientConnection {
     // A negative zxid is not one; ZooKeeper takes it as "seen nothing", and so do we.
     const lastZxidSeen = connect.lastZxidSeen < 0n ? 0n : connect.lastZxidSeen;
     this.phase = "connecting";
-    const request = { sessionId: connect.sessionId, password: connect.passwd ?? new Uint8Array(0), requestedTimeoutMs: connect.timeOut, lastZxidSeen };
+    const request = {
+      sessionId: connect.sessionId,
+      password: connect.passwd ?? new Uint8Array(0),
+      requestedTimeoutMs: connect.timeOut,
+      lastZxidSeen,
+      readOnlyAllowed: connect.readOnly === true,
+    };
     this.deps.sessions.open(request, {
       waiting: () => this.phase === "connecting",
-      established: (sessionId, timeoutMs, password) => this.establish(sessionId, timeoutMs, password),
+      established: (sessionId, timeoutMs, password, readOnly) => this.establish(sessionId, timeoutMs, password, readOnly),
       expired: () => {
         // ZooKeeper's answer to a dead session: timeout 0, which the client reports as expiry.
         this.logger.info({ session: hex(connect.sessionId) }, "resume refused: session expired, unknown or wrong password");
-        this.writeConnectResponse(0, 0n, new Uint8Array(SESSION_PASSWORD_BYTES));
+        this.writeConnectResponse(0, 0n, new Uint8Array(SESSION_PASSWORD_BYTES), false);
         this.end("expired");
       },
       // ZooKeeper closes without an answer; the client tries its next server.
@@ -474,13 +480,13 @@ class ZkWireConnection implements ClientConnection {
     });
   }
 
-  private establish(sessionId: bigint, timeoutMs: number, password: Uint8Array): void {
+  private establish(sessionId: bigint, timeoutMs: number, password: Uint8Array, readOnly: boolean): void {
     this.sessionId = sessionId;
     this.timeoutMs = timeoutMs;
     this.phase = "connected";
     this.establishedMs = this.deps.nowMs();
     this.deps.pipeline.attach(sessionId, this);
-    this.writeConnectResponse(timeoutMs, sessionId, password);
+    this.writeConnectResponse(timeoutMs, sessionId, password, readOnly);
     const held = this.held;
     this.held = [];
     for (const frame of held) {
@@ -509,13 +515,14 @@ class ZkWireConnection implements ClientConnection {
     }
   }
 
-  private writeConnectResponse(timeoutMs: number, sessionId: bigint, password: Uint8Array): void {
+  /** `readOnly`: the server serves this session read-only (told only to a client that sent the flag: only it can be). */
+  private writeConnectResponse(timeoutMs: number, sessionId: bigint, password: Uint8Array, readOnly: boolean): void {
     const response: ConnectResponse = {
       protocolVersion: 0,
       timeOut: timeoutMs,
       sessionId,
       passwd: password,
-      readOnly: this.answerReadOnly ? false : undefined,
+      readOnly: this.answerReadOnly ? readOnly : undefined,
     };
     this.send(() => encodeRecord(ConnectResponse, response), { record: "ConnectResponse" });
   }
