@@ -62,6 +62,11 @@ export interface ConnectRequest {
   /** 0 asks for a new session; otherwise resume this one with its password. */
   sessionId: bigint;
   password: Uint8Array;
+  /**
+   * The client accepts a read-only session (ZooKeeper's canBeReadOnly): a server cut off from its
+   * quorum with read-only mode on serves it reads only. Without it such a server refuses the stream.
+   */
+  readOnlyAllowed: boolean;
 }
 
 export interface ConnectResponse {
@@ -75,6 +80,12 @@ export interface ConnectResponse {
   /** The server's last applied zxid when it accepted the session. */
   lastZxid: bigint;
   serverId: number;
+  /**
+   * The session is served read-only (only ever to a client that allowed it): reads answer from the
+   * server's tree as it stands; writes and syncs fail NOTREADONLY. A session first opened read-only
+   * is known to that server alone.
+   */
+  readOnly: boolean;
 }
 
 export interface Ping {
@@ -654,7 +665,14 @@ export const ServerFrameBatch: MessageFns<ServerFrameBatch> = {
 };
 
 function createBaseConnectRequest(): ConnectRequest {
-  return { protocolVersion: 0, lastZxidSeen: 0n, timeoutMs: 0, sessionId: 0n, password: EMPTY_BYTES };
+  return {
+    protocolVersion: 0,
+    lastZxidSeen: 0n,
+    timeoutMs: 0,
+    sessionId: 0n,
+    password: EMPTY_BYTES,
+    readOnlyAllowed: false,
+  };
 }
 
 export const ConnectRequest: MessageFns<ConnectRequest> = {
@@ -679,6 +697,9 @@ export const ConnectRequest: MessageFns<ConnectRequest> = {
     }
     if (message.password.length !== 0) {
       writer.uint32(42).bytes(message.password);
+    }
+    if (message.readOnlyAllowed !== false) {
+      writer.uint32(48).bool(message.readOnlyAllowed);
     }
     return writer;
   },
@@ -736,6 +757,14 @@ export const ConnectRequest: MessageFns<ConnectRequest> = {
             message.password = reader.bytes();
             continue;
           }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.readOnlyAllowed = reader.bool();
+            continue;
+          }
         }
         if (tag >>> 3 === 0 || (tag & 7) === 3 || (tag & 7) === 4) {
           throw new globalThis.Error("invalid tag");
@@ -761,6 +790,7 @@ function createBaseConnectResponse(): ConnectResponse {
     err: 0,
     lastZxid: 0n,
     serverId: 0,
+    readOnly: false,
   };
 }
 
@@ -792,6 +822,9 @@ export const ConnectResponse: MessageFns<ConnectResponse> = {
     }
     if (message.serverId !== 0) {
       writer.uint32(56).uint32(message.serverId);
+    }
+    if (message.readOnly !== false) {
+      writer.uint32(64).bool(message.readOnly);
     }
     return writer;
   },
@@ -863,6 +896,14 @@ export const ConnectResponse: MessageFns<ConnectResponse> = {
             }
 
             message.serverId = reader.uint32();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.readOnly = reader.bool();
             continue;
           }
         }

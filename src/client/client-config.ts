@@ -17,6 +17,7 @@ export interface ClientConfig {
   connectTimeoutMs: number;
   sessionId: bigint;
   password: Uint8Array;
+  canBeReadOnly: boolean;
   logger: ClientLogger | undefined;
   channel: GrpcChannelSettings;
 }
@@ -43,6 +44,7 @@ export function configFrom(connectString: string, options: ConnectOptions & { cr
   if (options.password !== undefined && !(options.password instanceof Uint8Array)) {
     throw new ZkError("BADARGUMENTS", "password must be a Uint8Array");
   }
+  if (options.canBeReadOnly !== undefined && typeof options.canBeReadOnly !== "boolean") throw new ZkError("BADARGUMENTS", "canBeReadOnly must be a boolean");
   if (options.tls !== undefined && options.credentials !== undefined) throw new ZkError("BADARGUMENTS", "give tls or credentials, not both");
   return {
     // The one random draw of the SDK, made here so that the session machine stays deterministic.
@@ -52,6 +54,7 @@ export function configFrom(connectString: string, options: ConnectOptions & { cr
     connectTimeoutMs,
     sessionId: options.sessionId ?? 0n,
     password: options.password ?? EMPTY_BYTES,
+    canBeReadOnly: options.canBeReadOnly ?? false,
     logger: options.logger,
     channel: grpcChannelSettings(options.tls, options.credentials),
   };

@@ -108,6 +108,7 @@ export class Client extends EventEmitter<ClientEvents> {
    * Connects to one of the hosts of `connectString` ("h1:p1,h2:p2/optional/chroot") and resolves
    * once a server accepted the session. Rejects with ZkError CONNECTIONLOSS if none did within
    * connectTimeoutMs, SESSIONEXPIRED if the session to resume is gone, BADARGUMENTS for bad options.
+   * With `canBeReadOnly`, a session a read-only server accepted counts: see `readOnly`.
    */
   static connect(connectString: string, options: ConnectOptions & { credentials?: grpc.ChannelCredentials } = {}): Promise<Client> {
     let config: ClientConfig;
@@ -138,6 +139,7 @@ export class Client extends EventEmitter<ClientEvents> {
         connectTimeoutMs: config.connectTimeoutMs,
         sessionId: config.sessionId,
         password: config.password,
+        canBeReadOnly: config.canBeReadOnly,
         watchedPaths: () => this.registry.paths(),
       },
       (effect) => this.onSessionEffect(effect),
@@ -153,6 +155,15 @@ export class Client extends EventEmitter<ClientEvents> {
   /** True while a server holds this session on an open stream. */
   get connected(): boolean {
     return this.session.connected;
+  }
+
+  /**
+   * True while connected read-only (only with the connect option `canBeReadOnly`): the server has
+   * lost its quorum, and it answers writes and syncs with ZkError NOTREADONLY. Changes only along
+   * with a "connected" or "reconnected" state.
+   */
+  get readOnly(): boolean {
+    return this.session.readOnly;
   }
 
   get sessionId(): bigint {

@@ -147,8 +147,8 @@ export class GrpcTransport {
       this.timers.delete(timer);
       this.session.timerFired(timer);
     }, delayMs);
-    // The liveness tick alone never keeps the process alive; a connect or close in progress does.
-    if (timer === "tick") handle.unref();
+    // The liveness tick and the read-write probes never keep the process alive; a connect or close in progress does.
+    if (timer === "tick" || timer === "probe") handle.unref();
     this.timers.set(timer, handle);
   }
 

@@ -22,9 +22,10 @@ import type { ClientLogger, ClientState } from "./types.js";
  * counts delays, so a host arms real or simulated timers and says when one fired.
  * connect: give up on a first connection · attempt: one connection attempt · reconnect: the
  * back-off before the next attempt · tick: the liveness tick (ping, dead server) · close: stop
- * waiting for the close answer.
+ * waiting for the close answer · probe: while read-only, the pause before the next probe for a
+ * read-write server, or the wait for the answer of the probe out.
  */
-export type SessionTimer = "connect" | "attempt" | "reconnect" | "tick" | "close";
+export type SessionTimer = "connect" | "attempt" | "reconnect" | "tick" | "close" | "probe";
 
 /** Why a stream ended, as the session needs to know it. */
 export interface ConnectionLoss {
@@ -42,7 +43,10 @@ export interface SessionInputs {
 
 /** Effects for the transport: connections, frames on them, timers. */
 export type TransportEffect =
-  /** Open connection number `connection` to `host`; nothing else is open then. */
+  /**
+   * Open connection number `connection` to `host`. Nothing else is open then, but for a read-only
+   * session, whose connection stays open beside the one probing for a read-write server.
+   */
   | { type: "open"; connection: number; host: HostPort }
   /** Send on that connection, in order. `batchable`: it may share one message with the frames that follow it in this turn. */
   | { type: "send"; connection: number; frame: ClientFrame; batchable: boolean }

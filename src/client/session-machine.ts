@@ -12,6 +12,15 @@
  * ZooKeeper's client re-sends them), then re-register the watches the caller still holds
  * (setWatches). Requests are written in submit order and answered in that order, so in-flight
  * requests wait in a FIFO and each response must match its head. The server alone decides expiry.
+ *
+ * Read-only sessions (ZooKeeper's canBeReadOnly): a client that allows it may be served read-only
+ * by a server cut off from its quorum. A session that has only ever been served read-only is known
+ * to that server alone, so a new connection asks for a new session rather than resuming it (no
+ * expiry: nothing was lost that a quorum knew of); once a server with a quorum has held the
+ * session it is resumed as always. While read-only, the machine probes the other hosts, one at a
+ * time and backing off, with a connect that does not accept read-only (ZooKeeper's pingRwServer):
+ * the first that answers carries the session from then on, and the read-only connection is let go
+ * — "disconnected" then "reconnected", as for any move to another server.
  */
 import { CLIENT_PROTOCOL_BATCHES_SINCE, CLIENT_PROTOCOL_VERSION } from "../common/constants.js";
 import { assert } from "../common/assert.js";
@@ -27,6 +36,18 @@ import { chunkWatchPaths, type WatchPaths } from "./watch-registry.js";
 /** Back-off between connection attempts: first retry at once, then 50 ms doubling up to 1 s. */
 export const RECONNECT_BACKOFF_MS_MIN = 50;
 export const RECONNECT_BACKOFF_MS_MAX = 1_000;
+/**
+ * While read-only, the pause before each probe for a read-write server: ZooKeeper's
+ * minPingRwTimeout and maxPingRwTimeout, doubling from one to the other. A partition that heals at
+ * once is noticed at once; a long one costs a probe a minute.
+ */
+export const RW_PROBE_DELAY_MS_MIN = 100;
+export const RW_PROBE_DELAY_MS_MAX = 60_000;
+/**
+ * A probe waits this long at most for its answer (or the attempt timeout, if shorter): it looks
+ * for a server that can take the session now, and one too slow to say so is asked again later.
+ */
+const RW_PROBE_TIMEOUT_MS_MAX = 4_000;
 /** The liveness timer ticks 12 times per negotiated timeout. */
 const TICKS_PER_TIMEOUT = 12;
 /** Idle sending for 4 ticks (≈ timeout/3) → ping. */
@@ -48,14 +69,21 @@ export function reconnectDelayMs(attempt: number): number {
   return Math.min(RECONNECT_BACKOFF_MS_MAX, RECONNECT_BACKOFF_MS_MIN * 2 ** Math.min(attempt - 1, 20));
 }
 
+/** Delay before read-write probe number `probe` (0-based, counted since the read-only connection opened). */
+export function rwProbeDelayMs(probe: number): number {
+  return Math.min(RW_PROBE_DELAY_MS_MAX, RW_PROBE_DELAY_MS_MIN * 2 ** Math.min(Math.max(probe, 0), 20));
+}
+
 export interface SessionOptions {
   /** In the order to try them: the caller shuffles, so that the machine stays deterministic. */
   hosts: readonly HostPort[];
   sessionTimeoutMs: number;
   connectTimeoutMs: number;
-  /** 0n (and an empty password) for a new session. */
+  /** 0n (and an empty password) for a new session. A session given here counts as one a quorum holds. */
   sessionId: bigint;
   password: Uint8Array;
+  /** Accept being served read-only by a server cut off from its quorum (ZooKeeper's canBeReadOnly). Default false. */
+  canBeReadOnly?: boolean;
   /** The watches the caller still holds, read when a new connection must set them again. */
   watchedPaths: () => WatchPaths;
 }
@@ -77,6 +105,8 @@ type ConnectionPhase = "connecting" | "open" | "dead";
 interface Connection<T> {
   readonly id: number;
   readonly host: HostPort;
+  /** The session its connect frame asked to resume; 0n asked for a new one. */
+  readonly askedSessionId: bigint;
   phase: ConnectionPhase;
   /** Set by the connect answer (protocol 2): frames of one event-loop turn may share a message. */
   batching: boolean;
@@ -95,6 +125,19 @@ export class SessionMachine<T> implements SessionInputs {
   private lifecycleValue: SessionLifecycle = "active";
   private everConnected = false;
   private conn: Connection<T> | null = null;
+  /** The open connection serves the session read-only. */
+  private readOnlyValue = false;
+  /**
+   * A server with a quorum has held this session (ZooKeeper's seenRwServerBefore): only then does
+   * a new connection resume it. One opened read-only lives on its server alone.
+   */
+  private seenReadWrite: boolean;
+  /** While read-only: a connection asking a host to take the session read-write. */
+  private probe: Connection<T> | null = null;
+  /** The probes made since the read-only connection opened (their back-off). */
+  private probeCount = 0;
+  /** Where the next probe looks: hosts are probed round-robin from the one after the read-only server. */
+  private probeHostIndex = 0;
   private connectionCount = 0;
   private xid = 0;
   private hostIndex = 0;
@@ -115,6 +158,8 @@ export class SessionMachine<T> implements SessionInputs {
     this.sessionIdValue = options.sessionId;
     this.passwordValue = options.password;
     this.timeoutMs = options.sessionTimeoutMs;
+    // ZooKeeper's client does the same for a session given to its constructor: the caller had it from a quorum.
+    this.seenReadWrite = options.sessionId !== 0n;
   }
 
   get lifecycle(): SessionLifecycle {
@@ -124,6 +169,11 @@ export class SessionMachine<T> implements SessionInputs {
   /** True while a server holds this session on an open stream: only then does `submit` take requests. */
   get connected(): boolean {
     return this.conn !== null && this.conn.phase === "open";
+  }
+
+  /** True while connected to a server that serves the session read-only (its writes and syncs fail NOTREADONLY). */
+  get readOnly(): boolean {
+    return this.connected && this.readOnlyValue;
   }
 
   get sessionId(): bigint {
@@ -174,6 +224,8 @@ export class SessionMachine<T> implements SessionInputs {
     }
     this.lifecycleValue = "closing";
     this.cancel("reconnect");
+    // A session on its way out goes nowhere else.
+    if (this.probe !== null) this.endProbe(this.probe);
     const conn = this.conn;
     if (conn && conn.phase === "open") {
       this.write(conn, { xid: this.nextRequestXid(), purpose: "close" }, { $case: "close", close: {} });
@@ -189,11 +241,13 @@ export class SessionMachine<T> implements SessionInputs {
   receive(connection: number, frame: DecodedServerFrame): void {
     const conn = this.conn;
     if (conn !== null && conn.id === connection) this.onFrame(conn, frame);
+    else if (this.probe !== null && this.probe.id === connection) this.onProbeFrame(this.probe, frame);
   }
 
   lost(connection: number, cause: ConnectionLoss): void {
     const conn = this.conn;
     if (conn !== null && conn.id === connection) this.onStreamGone(conn, cause);
+    else if (this.probe !== null && this.probe.id === connection) this.probeFailed(this.probe, `stream ended: ${cause.message ?? "closed"}`);
   }
 
   timerFired(timer: SessionTimer): void {
@@ -215,6 +269,10 @@ export class SessionMachine<T> implements SessionInputs {
       case "close":
         this.finishClose();
         return;
+      case "probe":
+        if (this.probe !== null) this.probeFailed(this.probe, "no answer in time");
+        else this.startProbe();
+        return;
     }
   }
 
@@ -227,9 +285,19 @@ export class SessionMachine<T> implements SessionInputs {
     const hosts = this.options.hosts;
     const host = hosts[this.hostIndex] as HostPort;
     this.hostIndex = (this.hostIndex + 1) % hosts.length;
+    this.conn = this.openConnection(host, this.options.canBeReadOnly === true, "attempt", this.attemptTimeoutMs());
+  }
+
+  /**
+   * Opens a connection to `host` and sends its connect frame, the timer `timer` armed for its
+   * answer. It resumes the session only if a quorum has held it (see seenReadWrite).
+   */
+  private openConnection(host: HostPort, readOnlyAllowed: boolean, timer: "attempt" | "probe", timeoutMs: number): Connection<T> {
+    const resume = this.seenReadWrite ? this.sessionIdValue : 0n;
     const conn: Connection<T> = {
       id: ++this.connectionCount,
       host,
+      askedSessionId: resume,
       phase: "connecting",
       batching: false,
       inFlight: new Fifo<InFlight<T>>(),
@@ -240,10 +308,10 @@ export class SessionMachine<T> implements SessionInputs {
       setWatchesUnanswered: 0,
       zxidHeldBack: 0n,
     };
-    this.conn = conn;
     this.emit({ type: "open", connection: conn.id, host });
-    this.log("debug", { address: hostAddress(host), sessionId: hex(this.sessionIdValue), lastZxidSeen: this.lastZxid.toString() }, "connecting");
-    this.arm("attempt", this.attemptTimeoutMs());
+    const fields = { address: hostAddress(host), sessionId: hex(resume), lastZxidSeen: this.lastZxid.toString(), readOnlyAllowed };
+    this.log("debug", fields, timer === "probe" ? "probing for a read-write server" : "connecting");
+    this.arm(timer, timeoutMs);
     this.send(conn, {
       frame: {
         $case: "connect",
@@ -251,11 +319,13 @@ export class SessionMachine<T> implements SessionInputs {
           protocolVersion: CLIENT_PROTOCOL_VERSION,
           lastZxidSeen: this.lastZxid,
           timeoutMs: this.options.sessionTimeoutMs,
-          sessionId: this.sessionIdValue,
-          password: this.passwordValue,
+          sessionId: resume,
+          password: resume === 0n ? EMPTY_BYTES : this.passwordValue,
+          readOnlyAllowed,
         },
       },
     });
+    return conn;
   }
 
   /** The per-attempt connect timeout: ZooKeeper's sessionTimeout / hosts, but not absurdly small. */
@@ -307,7 +377,6 @@ export class SessionMachine<T> implements SessionInputs {
       return;
     }
     this.cancel("attempt");
-    const resuming = this.sessionIdValue !== 0n;
     if (answer.err === ZkErrorCode.SESSIONEXPIRED || (answer.err === 0 && answer.timeoutMs <= 0)) {
       this.log("info", { sessionId: hex(this.sessionIdValue) }, "session expired");
       this.expire(conn);
@@ -318,19 +387,34 @@ export class SessionMachine<T> implements SessionInputs {
       this.dropConnection(conn, "CONNECTIONLOSS");
       return;
     }
-    if (resuming && answer.sessionId !== this.sessionIdValue) {
-      this.log("error", { asked: hex(this.sessionIdValue), got: hex(answer.sessionId) }, "server answered another session; treating ours as expired");
+    if (conn.askedSessionId !== 0n && answer.sessionId !== conn.askedSessionId) {
+      this.log("error", { asked: hex(conn.askedSessionId), got: hex(answer.sessionId) }, "server answered another session; treating ours as expired");
       this.expire(conn);
       return;
     }
+    this.opened(conn, answer);
+  }
+
+  /** `conn` now carries the session the server answered with: announce it, and probe if read-only. */
+  private opened(conn: Connection<T>, answer: DecodedConnectResponse): void {
     this.sessionIdValue = answer.sessionId;
     this.passwordValue = answer.password;
     this.timeoutMs = answer.timeoutMs;
     this.attempt = 0;
     conn.phase = "open";
     conn.batching = answer.protocolVersion >= CLIENT_PROTOCOL_BATCHES_SINCE;
+    this.readOnlyValue = answer.readOnly;
+    if (!answer.readOnly) this.seenReadWrite = true;
+    else if (this.options.canBeReadOnly !== true) this.log("error", { host: conn.host }, "a server served us read-only though we did not allow it");
     this.arm("tick", this.tickMs());
-    this.log("debug", { host: conn.host, sessionId: hex(this.sessionIdValue), timeoutMs: this.timeoutMs, serverId: answer.serverId }, "connected");
+    const fields = { host: conn.host, sessionId: hex(this.sessionIdValue), timeoutMs: this.timeoutMs, serverId: answer.serverId, readOnly: answer.readOnly };
+    this.log("debug", fields, "connected");
+    if (answer.readOnly) {
+      // Armed before the state is announced: a listener may close the session, which cancels it.
+      this.probeCount = 0;
+      this.probeHostIndex = this.hostIndex;
+      this.scheduleProbe();
+    }
     if (!this.everConnected) {
       this.everConnected = true;
       this.cancel("connect");
@@ -341,6 +425,101 @@ export class SessionMachine<T> implements SessionInputs {
       this.sendSetWatches(conn);
       this.emit({ type: "state", state: "reconnected" });
     }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Looking for a read-write server while read-only
+
+  private scheduleProbe(): void {
+    const conn = this.conn;
+    if (this.lifecycleValue !== "active" || conn === null || conn.phase !== "open" || !this.readOnlyValue) return;
+    if (this.probe !== null || this.armed.has("probe")) return;
+    this.arm("probe", rwProbeDelayMs(this.probeCount));
+    this.probeCount++;
+  }
+
+  /** Asks the next host to take the session read-write. */
+  private startProbe(): void {
+    const conn = this.conn;
+    if (this.lifecycleValue !== "active" || conn === null || conn.phase !== "open" || !this.readOnlyValue || this.probe !== null) return;
+    const hosts = this.options.hosts;
+    let host = hosts[this.probeHostIndex] as HostPort;
+    this.probeHostIndex = (this.probeHostIndex + 1) % hosts.length;
+    // Our read-only server ends our connection itself once it has a quorum again; a lone host is
+    // still asked (a name behind which other servers may answer), as ZooKeeper's client does.
+    if (host === conn.host && hosts.length > 1) {
+      host = hosts[this.probeHostIndex] as HostPort;
+      this.probeHostIndex = (this.probeHostIndex + 1) % hosts.length;
+    }
+    this.probe = this.openConnection(host, false, "probe", Math.min(this.attemptTimeoutMs(), RW_PROBE_TIMEOUT_MS_MAX));
+  }
+
+  private onProbeFrame(probe: Connection<T>, frame: DecodedServerFrame): void {
+    switch (frame.frame) {
+      case "connect":
+        this.onProbeAnswer(probe, frame.connect);
+        return;
+      case "batch":
+        // Once the connect answer has made the probe the session's connection, the rest of its batch is the session's.
+        for (const inner of frame.frames) this.receive(probe.id, inner);
+        return;
+      default:
+        this.probeFailed(probe, "a frame before the connect answer");
+    }
+  }
+
+  private onProbeAnswer(probe: Connection<T>, answer: DecodedConnectResponse): void {
+    if (answer.err === ZkErrorCode.SESSIONEXPIRED || (answer.err === 0 && answer.timeoutMs <= 0)) {
+      // A server that may resume sessions has found ours gone: the quorum expired it while we were read-only.
+      this.log("info", { sessionId: hex(this.sessionIdValue), host: probe.host }, "session expired");
+      this.endProbe(probe);
+      if (this.conn !== null) this.expire(this.conn);
+      return;
+    }
+    if (answer.err !== 0 || answer.readOnly || (probe.askedSessionId !== 0n && answer.sessionId !== probe.askedSessionId)) {
+      this.probeFailed(probe, `answered err ${answer.err}, read-only ${answer.readOnly}, session ${hex(answer.sessionId)}`);
+      return;
+    }
+    this.moveTo(probe, answer);
+  }
+
+  /**
+   * The probed server holds the session read-write: the read-only connection goes (its requests in
+   * flight fail CONNECTIONLOSS, "disconnected"), the probe becomes the session's connection
+   * ("reconnected", credentials and watches sent again first).
+   */
+  private moveTo(probe: Connection<T>, answer: DecodedConnectResponse): void {
+    this.cancel("probe");
+    this.probe = null;
+    const old = this.conn;
+    assert(old !== null && old.phase === "open", "a probe runs only beside an open read-only connection");
+    this.log("info", { from: old.host, to: probe.host }, "a read-write server took the session; leaving the read-only server");
+    this.teardown(old, "CONNECTIONLOSS");
+    this.emit({ type: "state", state: "disconnected" });
+    // A "disconnected" listener may have closed the session.
+    if (this.lifecycleValue !== "active") {
+      probe.phase = "dead";
+      this.emit({ type: "close", connection: probe.id });
+      return;
+    }
+    this.conn = probe;
+    this.hostIndex = (this.options.hosts.indexOf(probe.host) + 1) % this.options.hosts.length;
+    this.opened(probe, answer);
+  }
+
+  /** The probe found no read-write server: close it and look again later. */
+  private probeFailed(probe: Connection<T>, why: string): void {
+    this.log("debug", { host: probe.host, why }, "no read-write server there");
+    this.endProbe(probe);
+    this.scheduleProbe();
+  }
+
+  private endProbe(probe: Connection<T>): void {
+    if (this.probe !== probe) return;
+    this.probe = null;
+    probe.phase = "dead";
+    this.cancel("probe");
+    this.emit({ type: "close", connection: probe.id });
   }
 
   /** Sends every credential accepted before, in order, ahead of any other request on a new stream. */
@@ -517,6 +696,9 @@ export class SessionMachine<T> implements SessionInputs {
     this.conn = null;
     this.cancel("attempt");
     this.cancel("tick");
+    // A probe only looks for a better home for the connection that is going.
+    if (this.probe !== null) this.endProbe(this.probe);
+    this.cancel("probe");
     this.emit({ type: "close", connection: conn.id });
     const message = `${code}: ${code === "CONNECTIONLOSS" ? "connection lost" : "session expired"}`;
     for (const request of conn.inFlight.drain()) this.fail(request, code, message);
@@ -571,6 +753,8 @@ export class SessionMachine<T> implements SessionInputs {
     this.emit({ type: "log", level, fields, message });
   }
 }
+
+const EMPTY_BYTES = new Uint8Array(0);
 
 function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
   return a.byteLength === b.byteLength && a.every((byte, i) => byte === b[i]);

@@ -56,6 +56,8 @@ export type Watcher = (event: WatchedEvent) => void;
 /**
  * Connection state as the "state" event reports it.
  * "connecting" is only ever seen before `Client.connect` resolves.
+ * A client with `canBeReadOnly` may be "connected" or "reconnected" read-only: `client.readOnly`
+ * tells, and it changes only along with one of these two states (see ConnectOptions.canBeReadOnly).
  */
 export type ClientState = "connecting" | "connected" | "disconnected" | "reconnected" | "expired" | "closed";
 
@@ -77,6 +79,18 @@ export interface ConnectOptions {
   /** Resume an existing session (with its password) instead of creating one. */
   sessionId?: bigint;
   password?: Uint8Array;
+  /**
+   * Accept a read-only session (ZooKeeper's canBeReadOnly), from a server with readOnlyModeEnabled
+   * that is cut off from its quorum; default false, and such a server is then passed over. While
+   * `client.readOnly` is true, reads answer from that server's tree as it stands (possibly stale),
+   * and writes and syncs fail with ZkError NOTREADONLY. The client keeps looking for a server with
+   * a quorum among its other hosts and moves there as soon as one takes the session ("disconnected",
+   * then "reconnected" with `readOnly` false). A session first opened read-only is known to its
+   * server alone: the move (or any reconnect) gets a new session, with a new `sessionId` — no
+   * "expired" is reported, as it owned nothing (no ephemerals) — and watches are set again on it.
+   * A session that a quorum has held is resumed as always.
+   */
+  canBeReadOnly?: boolean;
   logger?: ClientLogger;
   /** Connect over TLS (a server with clientPortTls); absent = plain text. */
   tls?: ClientTlsOptions;

@@ -39,7 +39,10 @@ import type { ClientRequest, CreateRequest, MultiOpRequest, MultiReadOpRequest, 
 /** A frame the generated decoder refused, or one that is not a frame (no member, nested batches). */
 export const MALFORMED = Symbol("malformed frame");
 
-/** A ConnectRequest as sent: `lastZxidSeen` and `sessionId` signed, a negative zxid the session's BADARGUMENTS. */
+/**
+ * A ConnectRequest as sent: `lastZxidSeen` and `sessionId` signed, a negative zxid the session's
+ * BADARGUMENTS; `readOnlyAllowed` false from a client that predates it, as proto3 defaults it.
+ */
 export interface ConnectFrame extends wire.ConnectRequest {
   frame: "connect";
 }

@@ -185,11 +185,12 @@ export class ClientFrameSession implements ClientConnection {
       password: connect.password,
       requestedTimeoutMs: connect.timeoutMs,
       lastZxidSeen: connect.lastZxidSeen,
-      readOnlyAllowed: false,
+      // An old client never sends the field: it reads false, and such a client is never served read-only.
+      readOnlyAllowed: connect.readOnlyAllowed,
     };
     this.deps.sessions.open(request, {
       waiting: () => this.phase === "connecting",
-      established: (sessionId, timeoutMs, password) => this.establish(sessionId, timeoutMs, password),
+      established: (sessionId, timeoutMs, password, readOnly) => this.establish(sessionId, timeoutMs, password, readOnly),
       expired: () => this.refuseExpired(),
       refused: (reason, detail) => this.refuse(REFUSAL_OF_OUTCOME[reason], detail),
     });
@@ -206,12 +207,13 @@ export class ClientFrameSession implements ClientConnection {
         err: ZkErrorCode.SESSIONEXPIRED,
         lastZxid: 0,
         serverId: this.deps.serverId,
+        readOnly: false,
       }),
     );
     this.end("expired");
   }
 
-  private establish(sessionId: bigint, timeoutMs: number, password: Uint8Array): void {
+  private establish(sessionId: bigint, timeoutMs: number, password: Uint8Array, readOnly: boolean): void {
     this.sessionIdValue = sessionId;
     this.phase = "connected";
     this.deps.pipeline.attach(sessionId, this);
@@ -224,6 +226,7 @@ export class ClientFrameSession implements ClientConnection {
         err: 0,
         lastZxid: this.deps.state.tree.lastProcessedZxid,
         serverId: this.deps.serverId,
+        readOnly,
       }),
     );
     const held = this.heldFrames;

@@ -37,6 +37,7 @@ export interface ConnectRequest {
   timeoutMs: number;
   sessionId: Int64;
   password: Uint8Array;
+  readOnlyAllowed: boolean;
 }
 export interface ConnectResponse {
   protocolVersion: number;
@@ -46,6 +47,7 @@ export interface ConnectResponse {
   err: number;
   lastZxid: Int64;
   serverId: number;
+  readOnly: boolean;
 }
 
 export interface CreateRequest {

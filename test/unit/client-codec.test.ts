@@ -92,7 +92,7 @@ const requestOp: fc.Arbitrary<RequestOp> = fc.oneof(
 );
 const singleClientFrame: fc.Arbitrary<ClientFrame> = fc.oneof(
   fc
-    .record({ protocolVersion: uint32, lastZxidSeen: int64, timeoutMs: uint32, sessionId: int64, password: bytes })
+    .record({ protocolVersion: uint32, lastZxidSeen: int64, timeoutMs: uint32, sessionId: int64, password: bytes, readOnlyAllowed: fc.boolean() })
     .map((connect) => ({ frame: { $case: "connect" as const, connect } })),
   fc.tuple(int32, requestOp).map(([xid, op]) => ({ frame: { $case: "request" as const, request: { xid, op } } })),
   fc.constant({ frame: { $case: "ping" as const, ping: {} } }),
@@ -129,7 +129,19 @@ const loaderStat = fc.option(
 type SentServerFrame = loader.Encodable<loader.ServerFrame>;
 const singleServerFrame: fc.Arbitrary<SentServerFrame> = fc.oneof(
   fc
-    .record({ protocolVersion: uint32, timeoutMs: uint32, sessionId: int64String, password: bytes, err: int32, lastZxid: int64String, serverId: uint32 }, some)
+    .record(
+      {
+        protocolVersion: uint32,
+        timeoutMs: uint32,
+        sessionId: int64String,
+        password: bytes,
+        err: int32,
+        lastZxid: int64String,
+        serverId: uint32,
+        readOnly: fc.boolean(),
+      },
+      some,
+    )
     .map((connect) => ({ frame: "connect" as const, connect })),
   fc
     .record(
@@ -262,7 +274,10 @@ test("int64 fields the SDK sends keep every edge value exactly", () => {
   for (const value of INT64_EDGES) {
     const negated = BigInt.asIntN(64, -value);
     const frame: ClientFrame = {
-      frame: { $case: "connect", connect: { protocolVersion: 2, lastZxidSeen: value, timeoutMs: 1, sessionId: negated, password: new Uint8Array(0) } },
+      frame: {
+        $case: "connect",
+        connect: { protocolVersion: 2, lastZxidSeen: value, timeoutMs: 1, sessionId: negated, password: new Uint8Array(0), readOnlyAllowed: false },
+      },
     };
     const decoded = session.requestDeserialize(encodeClientFrame(frame));
     assert.ok(decoded.frame === "connect");

@@ -197,6 +197,7 @@ test("a connect keeps its 64-bit values exact and signed (the session judges the
       timeoutMs: 4000,
       sessionId: value,
       password,
+      readOnlyAllowed: false,
     });
   }
 });
@@ -301,7 +302,7 @@ function loaderOp(r: ClientRequest | MultiOpRequest): object {
 const singleFrame: fc.Arbitrary<[DecodedClientFrame, object]> = fc.oneof(
   fc.tuple(int32, clientRequest).map(([xid, r]): [DecodedClientFrame, object] => [{ frame: "request", xid, request: r }, { request: { xid, ...loaderOp(r) } }]),
   fc
-    .record({ protocolVersion: uint32, lastZxidSeen: int64, timeoutMs: uint32, sessionId: int64, password: bytes })
+    .record({ protocolVersion: uint32, lastZxidSeen: int64, timeoutMs: uint32, sessionId: int64, password: bytes, readOnlyAllowed: fc.boolean() })
     .map((c): [DecodedClientFrame, object] => [
       { frame: "connect", ...c },
       { connect: { ...c, lastZxidSeen: c.lastZxidSeen.toString(), sessionId: c.sessionId.toString() } },
@@ -521,6 +522,7 @@ const connectAnswer: fc.Arbitrary<ConnectAnswer> = fc.record({
   err: int32,
   lastZxid: safeNat,
   serverId: uint32,
+  readOnly: fc.boolean(),
 });
 
 /** proto-loader's object for a Stat: int64s as decimal strings. */

@@ -1,7 +1,8 @@
 /**
  * The SDK's session machine driven purely: inputs in, effects recorded, no socket, no timer, no
  * clock. Each test is one behaviour of a session's life (connect, FIFO answers, loss and resume,
- * credentials and watches first on a new connection, expiry, pings, back-off, close).
+ * credentials and watches first on a new connection, expiry, pings, back-off, close, read-only
+ * sessions and the probes for a read-write server).
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
@@ -51,7 +52,7 @@ function harness(options: Partial<SessionOptions> = {}, onEffect: (effect: Effec
 function connectAnswer(fields: Partial<DecodedConnectResponse> = {}): DecodedServerFrame {
   return {
     frame: "connect",
-    connect: { protocolVersion: 1, timeoutMs: TIMEOUT_MS, sessionId: 77n, password: PASSWORD, err: 0, lastZxid: 0n, serverId: 1, ...fields },
+    connect: { protocolVersion: 1, timeoutMs: TIMEOUT_MS, sessionId: 77n, password: PASSWORD, err: 0, lastZxid: 0n, serverId: 1, readOnly: false, ...fields },
   };
 }
 
@@ -132,6 +133,7 @@ test("start opens a connection to the first host and sends a connect frame for a
     timeoutMs: TIMEOUT_MS,
     sessionId: 0n,
     password: new Uint8Array(0),
+    readOnlyAllowed: false,
   });
   assert.equal(machine.connected, false);
 });
@@ -528,4 +530,266 @@ test("the same inputs give the same effects", () => {
     return effects;
   };
   assert.deepEqual(run(), run());
+});
+
+// ---- read-only sessions (canBeReadOnly)
+
+/** The connect frames sent on `connection`, as [connection, frame]. */
+function connectFramesOn(effects: Effect[]): { connection: number; connect: ConnectRequest }[] {
+  return effects.flatMap((e) =>
+    e.type === "send" && e.frame.frame?.$case === "connect" ? [{ connection: e.connection, connect: e.frame.frame.connect }] : [],
+  );
+}
+
+function closed(effects: Effect[]): number[] {
+  return effects.flatMap((e) => (e.type === "close" ? [e.connection] : []));
+}
+
+/** A canBeReadOnly session the first host served read-only as session 77; effects so far discarded. */
+function readOnlySession(options: Partial<SessionOptions> = {}, onEffect?: (effect: Effect, machine: SessionMachine<string>) => void) {
+  const h = harness({ canBeReadOnly: true, ...options }, onEffect);
+  h.machine.start();
+  h.machine.receive(1, connectAnswer({ readOnly: true }));
+  h.take();
+  return h;
+}
+
+test("a client that allows read-only says so in its connect frame, and one that does not never does", () => {
+  const allowing = harness({ canBeReadOnly: true });
+  allowing.machine.start();
+  assert.equal(connectFrame(allowing.take()).readOnlyAllowed, true);
+  const plain = harness();
+  plain.machine.start();
+  assert.equal(connectFrame(plain.take()).readOnlyAllowed, false);
+});
+
+test("a read-only answer connects the session read-only: connected state, requests taken, a probe for a read-write server armed", () => {
+  const { machine, take } = harness({ canBeReadOnly: true });
+  machine.start();
+  take();
+  machine.receive(1, connectAnswer({ readOnly: true }));
+  const effects = take();
+  assert.deepEqual(states(effects), ["connected"]);
+  assert.equal(machine.connected, true);
+  assert.equal(machine.readOnly, true);
+  assert.equal(machine.sessionId, 77n);
+  assert.deepEqual(armed(effects, "probe"), [100]);
+  assert.equal(machine.submit(SYNC, "a"), 1, "the server, not the client, refuses what read-only mode cannot do");
+});
+
+test("a read-write answer arms no probe", () => {
+  const { machine, take } = harness({ canBeReadOnly: true });
+  machine.start();
+  machine.receive(1, connectAnswer());
+  assert.equal(machine.readOnly, false);
+  assert.deepEqual(armed(take(), "probe"), []);
+});
+
+test("a session only ever served read-only asks for a new session on its next connection, and takes the new id without expiry", () => {
+  const { machine, take } = readOnlySession();
+  machine.lost(1, { serverBehind: false, message: undefined });
+  machine.timerFired("reconnect");
+  const attempt = take();
+  assert.deepEqual(opened(attempt), [{ connection: 2, host: "10.0.0.2" }]);
+  const connect = connectFrame(attempt);
+  assert.equal(connect.sessionId, 0n, "the read-only server alone knew session 77");
+  assert.deepEqual([...connect.password], []);
+  assert.equal(connect.readOnlyAllowed, true);
+  machine.receive(2, connectAnswer({ sessionId: 90n }));
+  const effects = take();
+  assert.deepEqual(states(effects), ["reconnected"]);
+  assert.equal(machine.lifecycle, "active");
+  assert.equal(machine.sessionId, 90n);
+  assert.equal(machine.readOnly, false);
+});
+
+test("a session that has been read-write is resumed after a read-only spell, with its id and password", () => {
+  const { machine, take } = openSession({ canBeReadOnly: true });
+  machine.lost(1, { serverBehind: false, message: undefined });
+  machine.timerFired("reconnect");
+  machine.receive(2, connectAnswer({ readOnly: true }));
+  assert.equal(machine.readOnly, true);
+  take();
+  machine.lost(2, { serverBehind: false, message: undefined });
+  machine.timerFired("reconnect");
+  const connect = connectFrame(take());
+  assert.equal(connect.sessionId, 77n);
+  assert.deepEqual([...connect.password], [1, 2, 3, 4]);
+});
+
+test("a session given to connect is resumed even before any server has answered for it", () => {
+  const { machine, take } = harness({ canBeReadOnly: true, sessionId: 1234n, password: new Uint8Array([9]) });
+  machine.start();
+  machine.receive(1, connectAnswer({ sessionId: 1234n, readOnly: true }));
+  machine.lost(1, { serverBehind: false, message: undefined });
+  machine.timerFired("reconnect");
+  assert.equal(connectFramesOn(take()).at(-1)?.connect.sessionId, 1234n);
+});
+
+test("a probe asks the next host, without accepting read-only, for the session; a refusal closes it and the next probe backs off to another host", () => {
+  const { machine, take } = readOnlySession();
+  machine.timerFired("probe");
+  const first = take();
+  assert.deepEqual(opened(first), [{ connection: 2, host: "10.0.0.2" }]);
+  const probe = connectFramesOn(first);
+  assert.deepEqual(
+    probe.map((p) => [p.connection, p.connect.sessionId, p.connect.readOnlyAllowed]),
+    [[2, 0n, false]],
+  );
+  assert.deepEqual(armed(first, "probe"), [4_000], "the wait for its answer");
+  assert.equal(machine.readOnly, true, "the read-only connection serves on meanwhile");
+
+  machine.lost(2, { serverBehind: false, message: "server is read-only and the client does not accept that" });
+  const refused = take();
+  assert.deepEqual(closed(refused), [2]);
+  assert.deepEqual(armed(refused, "probe"), [200]);
+  assert.deepEqual(states(refused), []);
+  machine.timerFired("probe");
+  assert.deepEqual(opened(take()), [{ connection: 3, host: "10.0.0.3" }]);
+  machine.timerFired("probe");
+  assert.deepEqual(armed(take(), "probe"), [400], "a probe that gets no answer in time counts as a refusal");
+  machine.timerFired("probe");
+  assert.deepEqual(opened(take()), [{ connection: 4, host: "10.0.0.2" }], "the read-only server itself is skipped");
+});
+
+test("probe delays double from 100 ms up to a minute", () => {
+  const { machine, take } = readOnlySession();
+  const delays: number[] = [100];
+  for (let connection = 2; connection <= 13; connection++) {
+    machine.timerFired("probe");
+    take();
+    machine.lost(connection, { serverBehind: false, message: undefined });
+    delays.push(...armed(take(), "probe"));
+  }
+  assert.deepEqual(delays, [100, 200, 400, 800, 1_600, 3_200, 6_400, 12_800, 25_600, 51_200, 60_000, 60_000, 60_000]);
+});
+
+test("a probe answered read-write moves the session there: the read-only connection closes, its reads fail CONNECTIONLOSS, and the session goes on read-write", () => {
+  const watches: WatchPaths = { ...emptyWatchPaths(), dataWatches: ["/d"] };
+  const { machine, take } = readOnlySession({ watchedPaths: () => watches });
+  machine.submit({ $case: "getData", getData: { path: "/d", watch: false } }, "read");
+  machine.timerFired("probe");
+  take();
+  machine.receive(2, connectAnswer({ sessionId: 90n, protocolVersion: 2 }));
+  const effects = take();
+  assert.deepEqual(closed(effects), [1]);
+  assert.deepEqual(outcomes(effects), ["failed read CONNECTIONLOSS"]);
+  assert.deepEqual(states(effects), ["disconnected", "reconnected"]);
+  assert.deepEqual(
+    requests(effects).map((r) => r.op?.$case),
+    ["setWatches"],
+    "watches are set again on the new connection",
+  );
+  assert.ok(effects.every((e) => e.type !== "send" || e.connection === 2));
+  assert.deepEqual(armed(effects, "probe"), []);
+  assert.equal(machine.readOnly, false);
+  assert.equal(machine.sessionId, 90n);
+  assert.equal(machine.submit(SYNC, "after"), 3);
+  assert.ok(
+    take().every((e) => e.type !== "send" || e.connection === 2),
+    "requests go to the read-write server",
+  );
+  // Later connections resume the session a quorum now holds.
+  machine.lost(2, { serverBehind: false, message: undefined });
+  machine.timerFired("reconnect");
+  const next = take();
+  assert.deepEqual(opened(next), [{ connection: 3, host: "10.0.0.3" }], "reconnects go on from the host after the one that took the session");
+  assert.equal(connectFrame(next).sessionId, 90n);
+});
+
+test("after a move the frames batched behind the probe's connect answer are the session's", () => {
+  const { machine, take } = readOnlySession();
+  machine.timerFired("probe");
+  take();
+  machine.receive(2, { frame: "batch", frames: [connectAnswer({ sessionId: 90n }), { frame: "event", event: { type: 1, path: "/x", zxid: 40n } }] });
+  const effects = take();
+  assert.deepEqual(states(effects), ["disconnected", "reconnected"]);
+  assert.ok(effects.some((e) => e.type === "event"));
+  assert.equal(machine.lastZxidSeen, 40n);
+});
+
+test("a probe of a session a quorum held resumes it, and its expiry there expires the session", () => {
+  const { machine, take } = openSession({ canBeReadOnly: true });
+  machine.lost(1, { serverBehind: false, message: undefined });
+  machine.timerFired("reconnect");
+  machine.receive(2, connectAnswer({ readOnly: true }));
+  machine.timerFired("probe");
+  const probe = take();
+  assert.deepEqual(
+    connectFramesOn(probe).map((p) => [p.connection, p.connect.sessionId, p.connect.readOnlyAllowed]),
+    [
+      [2, 77n, true],
+      [3, 77n, false],
+    ],
+  );
+  machine.receive(3, connectAnswer({ err: ZkErrorCode.SESSIONEXPIRED, timeoutMs: 0 }));
+  const effects = take();
+  assert.deepEqual(states(effects), ["expired"]);
+  assert.deepEqual(closed(effects).sort(), [2, 3]);
+  assert.equal(machine.lifecycle, "expired");
+});
+
+test("a probe answered read-only, or for another session, is no move", () => {
+  const { machine, take } = openSession({ canBeReadOnly: true });
+  machine.lost(1, { serverBehind: false, message: undefined });
+  machine.timerFired("reconnect");
+  machine.receive(2, connectAnswer({ readOnly: true }));
+  machine.timerFired("probe");
+  take();
+  machine.receive(3, connectAnswer({ readOnly: true }));
+  machine.timerFired("probe");
+  machine.receive(4, connectAnswer({ sessionId: 78n }));
+  const effects = take();
+  assert.deepEqual(states(effects), []);
+  assert.deepEqual(closed(effects), [3, 4]);
+  assert.equal(machine.readOnly, true);
+  assert.equal(machine.sessionId, 77n);
+});
+
+test("losing the read-only connection ends its probe and reconnects as usual, read-only allowed", () => {
+  const { machine, take } = readOnlySession();
+  machine.timerFired("probe");
+  take();
+  machine.lost(1, { serverBehind: false, message: undefined });
+  const lost = take();
+  assert.deepEqual(closed(lost).sort(), [1, 2]);
+  assert.deepEqual(states(lost), ["disconnected"]);
+  machine.receive(2, connectAnswer());
+  assert.deepEqual(states(take()), [], "a late answer to the ended probe is ignored");
+  machine.timerFired("reconnect");
+  assert.equal(connectFrame(take()).readOnlyAllowed, true);
+});
+
+test("closing a read-only session ends its probe and arms no more", () => {
+  const { machine, take } = readOnlySession();
+  machine.timerFired("probe");
+  take();
+  machine.close();
+  const effects = take();
+  assert.deepEqual(closed(effects), [2]);
+  assert.deepEqual(
+    requests(effects).map((r) => r.op?.$case),
+    ["close"],
+  );
+  machine.timerFired("probe");
+  assert.deepEqual(opened(take()), []);
+});
+
+test("a disconnected listener that closes the session during a move stops it there", () => {
+  const { machine, take } = readOnlySession({}, (effect, m) => {
+    if (effect.type === "state" && effect.state === "disconnected") m.close();
+  });
+  machine.timerFired("probe");
+  take();
+  machine.receive(2, connectAnswer({ sessionId: 90n }));
+  const effects = take();
+  assert.deepEqual(states(effects), ["disconnected"]);
+  assert.deepEqual(closed(effects).sort(), [1, 2]);
+  assert.equal(machine.lifecycle, "closed");
+});
+
+test("a lone host is probed itself", () => {
+  const { machine, take } = readOnlySession({ hosts: HOSTS.slice(0, 1) });
+  machine.timerFired("probe");
+  assert.deepEqual(opened(take()), [{ connection: 2, host: "10.0.0.1" }]);
 });

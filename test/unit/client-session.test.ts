@@ -98,7 +98,9 @@ class FakeStream {
   }
 
   /** Reads the connect frame and accepts it. */
-  async accept(session: { sessionId?: string; password?: Uint8Array; timeoutMs?: number; protocolVersion?: number } = {}): Promise<ConnectRequest> {
+  async accept(
+    session: { sessionId?: string; password?: Uint8Array; timeoutMs?: number; protocolVersion?: number; readOnly?: boolean } = {},
+  ): Promise<ConnectRequest> {
     const connect = await this.nextConnect();
     this.send({
       frame: "connect",
@@ -110,6 +112,7 @@ class FakeStream {
         err: 0,
         lastZxid: "0",
         serverId: 1,
+        readOnly: session.readOnly ?? false,
       },
     });
     return connect;
@@ -1139,4 +1142,66 @@ test("after a drop the accepted credentials are sent again, in order, before set
   } finally {
     await shutdown(client, server);
   }
+});
+
+test(
+  "canBeReadOnly: a read-only server's session reads, its writes fail with the server's NOTREADONLY, and a read-write server found by a probe takes over with a new session",
+  TIMEOUT,
+  async () => {
+    const readOnly = await FakeServer.start();
+    const readWrite = await FakeServer.start();
+    let client: Client | undefined;
+    try {
+      const attempt = Client.connect(`${readOnly.address},${readWrite.address}`, {
+        shuffleHosts: false,
+        sessionTimeoutMs: QUIET_TIMEOUT_MS,
+        canBeReadOnly: true,
+      });
+      const stream = await readOnly.nextStream();
+      const connect = await stream.accept({ sessionId: "77", readOnly: true });
+      assert.equal(connect.readOnlyAllowed, true);
+      client = await attempt;
+      assert.equal(client.state, "connected");
+      assert.equal(client.readOnly, true);
+      const states: ClientState[] = [];
+      client.on("state", (s) => states.push(s));
+      const watched: WatchedEvent[] = [];
+
+      const read = client.getData("/a", { watch: (e) => watched.push(e) });
+      stream.reply((await stream.nextRequest()).xid, { data: bytes("x"), stat: STAT });
+      assert.equal(text((await read).data), "x");
+      const create = client.create("/b", "y");
+      const request = await stream.nextRequest();
+      assert.equal(request.op, "create", "the client sends the write: only the server knows it is read-only");
+      stream.reply(request.xid, { err: ZkErrorCode.NOTREADONLY });
+      await rejectsWithCode(create, "NOTREADONLY");
+
+      // The probe: a connect to the other host that does not accept read-only, for a new session.
+      const reconnected = nextState(client, "reconnected");
+      const probe = await readWrite.nextStream();
+      const probeConnect = await probe.accept({ sessionId: "90", readOnly: false });
+      assert.equal(probeConnect.readOnlyAllowed, false);
+      assert.equal(probeConnect.sessionId, "0", "a session only a read-only server knew is not resumed");
+      await reconnected;
+      await stream.gone;
+      assert.deepEqual(states, ["disconnected", "reconnected"]);
+      assert.equal(client.readOnly, false);
+      assert.equal(client.sessionId, 90n);
+      const setWatches = await probe.nextRequest();
+      assert.equal(setWatches.op, "setWatches");
+      assert.ok(setWatches.op === "setWatches" && setWatches.setWatches.dataWatches.includes("/a"));
+      probe.reply(setWatches.xid);
+      const write = client.create("/b", "y");
+      const sent = await probe.nextRequest();
+      assert.equal(sent.op, "create");
+      probe.reply(sent.xid, { path: "/b" });
+      assert.equal(await write, "/b");
+    } finally {
+      await shutdown(client, readOnly, readWrite);
+    }
+  },
+);
+
+test("Client.connect refuses a canBeReadOnly that is not a boolean with BADARGUMENTS", async () => {
+  await rejectsWithCode(Client.connect("127.0.0.1:1", { canBeReadOnly: "yes" as unknown as boolean }), "BADARGUMENTS");
 });
