@@ -15,7 +15,9 @@ has. Their skip reasons start with SKIP_PREFIX so that the runner
 (test/kazoo/kazoo.test.ts) can tell them from the skips kazoo decides itself.
 """
 import os
+import socket
 import sys
+import time
 import urllib.request
 
 import pytest
@@ -64,8 +66,8 @@ class ExternalServer(object):
 
     stop() and run() ask the runner (CORRAL_KAZOO_CONTROL, an http://127.0.0.1:port URL) to stop
     the server process or start it again; both return once that is done, run() once the server
-    listens again. Without CORRAL_KAZOO_CONTROL the servers cannot be stopped and a test that
-    tries fails.
+    serves in its quorum again (srvr; at most 30 s). Without CORRAL_KAZOO_CONTROL the servers
+    cannot be stopped and a test that tries fails.
     """
 
     def __init__(self, index, address):
@@ -89,10 +91,37 @@ class ExternalServer(object):
     def run(self):
         if not self.running:
             self._control("run")
+            # A restarted member has the tree of its last snapshot until it has synced with the
+            # leader (ZooKeeper's replays its log): a test that stops the others at once must find
+            # it synced (TestReadOnlyMode), as ZooKeeper's harness gives its servers a moment.
+            # Rejoining can take a few seconds at tickTime 2000: the others' election links back
+            # off while it is down.
+            self.wait_serving()
 
     def stop(self):
         if self.running:
             self._control("stop")
+
+    def wait_serving(self, limit_s=30.0):
+        """Until srvr shows the server in a quorum again (not read-only), or `limit_s` passes."""
+        deadline = time.monotonic() + limit_s
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection((self.host, self.client_port), timeout=2) as sock:
+                    sock.sendall(b"srvr")
+                    answer = b""
+                    while True:
+                        chunk = sock.recv(4096)
+                        if not chunk:
+                            break
+                        answer += chunk
+                # Read-only is not joined: a restarted server that has not reached its quorum yet
+                # turns read-only after 2 s, serving the tree of its last snapshot.
+                if b"Mode: " in answer and b"Mode: read-only" not in answer:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.05)
 
     def _not_ours(self, *args, **kwargs):
         raise RuntimeError("%s is an external server: kazoo's tests cannot reset or destroy its data" % self.address)
@@ -118,7 +147,9 @@ class ExternalCluster(object):
         return len(self._servers)
 
     def start(self):
-        for server in self._servers:
+        # In reverse order, as kazoo's ZookeeperCluster.start (its 2 s "moment to start" is each
+        # run()'s wait here).
+        for server in reversed(self._servers):
             server.run()
 
     def stop(self):

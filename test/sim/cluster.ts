@@ -24,7 +24,7 @@ import { identityOf, SUPER_DIGEST, writeRefused } from "./acl-workload.js";
 import { Checker } from "./checker.js";
 import { OracleElection } from "./oracle-election.js";
 import { Prng } from "./prng.js";
-import { SimClient, type ClientWorld, type ServerProcess } from "./sim-client.js";
+import { SimClient, type ClientStat, type ClientWorld, type ServerProcess } from "./sim-client.js";
 import { MemoryStorage } from "./twins/memory-storage.js";
 import { EventQueue, type Scheduler } from "./twins/scheduler.js";
 import { SimNetwork } from "./twins/sim-network.js";
@@ -58,6 +58,8 @@ export interface SimConfig {
   election: "fle" | "oracle";
   /** The leader's container and TTL cleanup scan interval. */
   containerCheckIntervalMs: number;
+  /** Servers serve read-only sessions when cut off from their quorum; half the clients accept that. */
+  readOnlyMode: boolean;
 }
 
 export function defaultConfig(prng: Prng): SimConfig {
@@ -81,6 +83,7 @@ export function defaultConfig(prng: Prng): SimConfig {
     clientThinkMsMax: prng.pick([40, 150, 500]),
     election: prng.chance(0.25) ? "oracle" : "fle",
     containerCheckIntervalMs: prng.pick([50, 200, 600]),
+    readOnlyMode: prng.chance(0.3),
   };
 }
 
@@ -204,6 +207,8 @@ export class Simulation implements Scheduler, ClientWorld {
     watchEvents: 0,
     /** Sessions a client resumed on another connection. */
     sessionMoves: 0,
+    /** Connections a server took read-only (read-only mode). */
+    readOnlyConnects: 0,
     /** Writes the leader refused because their session had moved to another server (SESSIONMOVED). */
     movedRefusals: 0,
     /** Writes the leader refused because their session was closed or closing (SESSIONEXPIRED). */
@@ -243,7 +248,7 @@ export class Simulation implements Scheduler, ClientWorld {
       snapshotEveryTxns: this.config.snapshotEveryTxns,
       superDigest: SUPER_DIGEST,
       ttlNodesEnabled: true,
-      readOnlyModeEnabled: false,
+      readOnlyModeEnabled: this.config.readOnlyMode,
       enforceQuota: false,
       minSessionTimeoutMs: SESSION_TIMEOUT_MS,
       maxSessionTimeoutMs: SESSION_TIMEOUT_MS,
@@ -515,6 +520,10 @@ export class Simulation implements Scheduler, ClientWorld {
     return SESSION_TIMEOUT_MS;
   }
 
+  get readOnlyMode(): boolean {
+    return this.config.readOnlyMode;
+  }
+
   serverProcess(id: number): ServerProcess | undefined {
     const server = this.server(id);
     const replica = server.replica;
@@ -536,7 +545,7 @@ export class Simulation implements Scheduler, ClientWorld {
     return true;
   }
 
-  count(stat: "ackedWrites" | "aclRefusals" | "clientDeaths" | "watchEvents" | "sessionMoves"): void {
+  count(stat: ClientStat): void {
     this.stats[stat] += 1;
   }
 

@@ -41,11 +41,13 @@ export interface ClientWorld extends Scheduler {
   readonly clientsActive: boolean;
   readonly serverIds: readonly number[];
   readonly sessionTimeoutMs: number;
+  /** Servers run read-only mode: a client may accept read-only sessions. */
+  readonly readOnlyMode: boolean;
   /** The running process of server `id`, if it is up: its identity for this connection and its door's needs. */
   serverProcess(id: number): ServerProcess | undefined;
   log(line: string): void;
   netDelay(): number;
-  count(stat: "ackedWrites" | "aclRefusals" | "clientDeaths" | "watchEvents" | "sessionMoves"): void;
+  count(stat: ClientStat): void;
   /** A write is leaving on a connection to `serverId`: the checks at its first apply need to know who sent it, and from where. */
   writeSent(sessionId: bigint, xid: number, write: WriteRequest, clientId: number, serverId: number): void;
   /** A client write is about to be read by server `serverId`: true if the server just paused instead (pauseOnNextWrite). */
@@ -53,6 +55,8 @@ export interface ClientWorld extends Scheduler {
   /** `sessionId` was (re)established at `serverId`. */
   sessionEstablished(sessionId: bigint, serverId: number): void;
 }
+
+export type ClientStat = "ackedWrites" | "aclRefusals" | "clientDeaths" | "watchEvents" | "sessionMoves" | "readOnlyConnects";
 
 export interface ServerProcess {
   incarnation: number;
@@ -103,7 +107,7 @@ export class SimClient {
    */
   private readonly persistent = new Map<string, { recursive: boolean; seen: bigint | "absent" | undefined }>();
   private lastEventZxid = 0n;
-  /** What this client has seen, across connections and sessions: reads never go back (single system image). */
+  /** What this client has seen, across connections and sessions: reads never go back (single system image; see the read-only exception). */
   private lastZxidSeen = 0n;
   private lastWriteZxid = 0n;
   /** The write-ack high-water mark when the last completed sync was sent: reads after it must reach it. */
@@ -216,6 +220,7 @@ export class SimClient {
         connectTimeoutMs: 2 * world.sessionTimeoutMs,
         sessionId: 0n,
         password: new Uint8Array(0),
+        canBeReadOnly: world.readOnlyMode && world.prng.chance(0.5),
         watchedPaths: () => this.watchedPaths(),
       },
       (effect) => this.carryOut(machine, effect),
@@ -301,7 +306,15 @@ export class SimClient {
       case "state":
         if (effect.state === "connected" || effect.state === "reconnected") {
           const link = this.link;
-          world.log(`client ${this.id} ${effect.state} to ${link?.serverId} with session ${machine.sessionId}`);
+          world.log(`client ${this.id} ${effect.state} to ${link?.serverId} with session ${machine.sessionId}${machine.readOnly ? " read-only" : ""}`);
+          if (machine.readOnly) world.count("readOnlyConnects");
+          // A new session taken read-only may be served by a member cut off for any length of time:
+          // from here the order it sees is its own (ZooKeeper promises it per session; across a
+          // client's sessions the checks hold corral to it only where a quorum serves).
+          if (effect.state === "connected" && machine.readOnly) {
+            this.lastZxidSeen = 0n;
+            this.syncFloor = 0;
+          }
           if (link) world.sessionEstablished(machine.sessionId, link.serverId);
           if (effect.state === "reconnected") {
             world.count("sessionMoves");
