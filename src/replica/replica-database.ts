@@ -36,9 +36,16 @@ export class ReplicaDatabase {
     private readonly snapshotEveryTxns: number,
     private readonly entropy: Entropy,
     private readonly logger: LogSink,
+    /** What /zookeeper/config says on this server ("" for a standalone one, as ZooKeeper's). */
+    private readonly membershipText: string,
     private readonly observer?: TreeObserver,
   ) {
     this.txnsBeforeSnapshot = this.drawSnapshotThreshold();
+    this.writeMembership();
+  }
+
+  private writeMembership(): void {
+    if (this.membershipText !== "") this.currentTree.setMembershipText(this.membershipText);
   }
 
   /** A count in (snapshotEveryTxns / 2, snapshotEveryTxns]. */
@@ -96,6 +103,7 @@ export class ReplicaDatabase {
     const tree = decodeSnapshot(bytes);
     assert(tree.lastProcessedZxid === zxid, `snapshot says ${formatZxid(tree.lastProcessedZxid)}, SNAP says ${formatZxid(zxid)}`);
     this.currentTree = tree;
+    this.writeMembership();
     this.txnsSinceSnapshot = 0;
     this.observer?.replaced(tree);
     this.logger.info({ zxid: formatZxid(zxid), nodes: tree.nodeCount() }, "tree replaced by the leader's snapshot");

@@ -29,6 +29,8 @@ export interface ReplicaConfig extends QuorumPeerConfig {
   enforceQuota: boolean;
   minSessionTimeoutMs: number;
   maxSessionTimeoutMs: number;
+  /** /zookeeper/config's text: the membership in ZooKeeper's dynamic-config form ("" when standalone). */
+  membershipText: string;
 }
 
 export interface ReplicaPorts {
@@ -103,7 +105,15 @@ export class Replica {
  */
 export function buildReplica(config: ReplicaConfig, ports: ReplicaPorts): Replica {
   const { clock, logger, metrics } = ports;
-  const database = new ReplicaDatabase(ports.recovered.tree, ports.storage, config.snapshotEveryTxns, ports.entropy, logger, ports.treeObserver);
+  const database = new ReplicaDatabase(
+    ports.recovered.tree,
+    ports.storage,
+    config.snapshotEveryTxns,
+    ports.entropy,
+    logger,
+    config.membershipText,
+    ports.treeObserver,
+  );
   const tracker = new SessionTracker(config.tickMs, () => clock.nowMs());
   const broadcast = new ClusterBroadcast();
   const activity = new ClusterSessionActivity();

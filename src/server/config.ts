@@ -10,6 +10,7 @@
  */
 import { readFileSync } from "node:fs";
 import { limits } from "../common/constants.js";
+import type { MemberAddress } from "../common/membership.js";
 import { zabLimits } from "../consensus/constants.js";
 import { isValidDistinguishedName } from "../replica/x509-name.js";
 
@@ -406,6 +407,18 @@ export function formatHostPort(host: string, port: number): string {
 }
 
 /** The compact form parseServers reads back (CORRAL_SERVERS). */
+/** The members as ZooKeeper's dynamic configuration lists them: the client address is the ZooKeeper-protocol port's. */
+export function memberAddresses(servers: readonly ServerEntry[]): MemberAddress[] {
+  return servers.map((s) => ({
+    serverId: s.id,
+    host: s.host,
+    quorumPort: s.quorumPort,
+    electionPort: s.electionPort,
+    type: s.role,
+    ...(s.zkClientPort === undefined ? {} : { clientHost: s.host, clientPort: s.zkClientPort }),
+  }));
+}
+
 export function formatServers(servers: readonly ServerEntry[]): string {
   return servers
     .map((s) => {

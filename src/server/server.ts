@@ -6,7 +6,8 @@ import * as grpc from "@grpc/grpc-js";
 import { mkdirSync } from "node:fs";
 import { GRPC_SERVER_CHANNEL_OPTIONS } from "../protocol/client-wire.js";
 import { checkServerIdentity } from "node:tls";
-import { clientTlsFiles, quorumTlsFiles, type ServerConfig } from "./config.js";
+import { clientTlsFiles, memberAddresses, quorumTlsFiles, type ServerConfig } from "./config.js";
+import { formatMembership } from "../common/membership.js";
 import { channelCredentials, PemFiles, selfConnectionTls, serverCredentials } from "./tls.js";
 import { DiskStorage } from "./disk-storage.js";
 import { noPeers, systemClock, systemEntropy } from "./runtime-ports.js";
@@ -141,7 +142,8 @@ export class CorralServer {
     // A standalone server is a cluster of one voter: the same replica, with nobody to talk to.
     const members = clustered ? config.servers : [{ id: config.serverId, role: "participant" as const }];
     replica = buildReplica(
-      { ...config, servers: members },
+      // A static configuration's version is 0, as ZooKeeper's.
+      { ...config, servers: members, membershipText: clustered ? formatMembership(memberAddresses(config.servers), 0n) : "" },
       {
         storage,
         recovered,

@@ -126,7 +126,7 @@ export class DataTree {
   /**
    * A fresh tree: "/", "/zookeeper", "/zookeeper/quota" and "/zookeeper/config", every stat zero
    * (as ZooKeeper's, see the file note for cversion), the config node readable by all and with
-   * aversion -1, as ZooKeeper 3.8 makes it (empty: corral has no dynamic reconfiguration).
+   * aversion -1, as ZooKeeper 3.8 makes it (empty until a cluster member writes its membership in).
    */
   constructor() {
     this.nodes.set(ROOT, newNode(zeroStat(), new Set(["zookeeper"])));
@@ -138,6 +138,19 @@ export class DataTree {
       node.stat.numChildren = node.children.size;
       node.stat.cversion = -node.children.size;
     }
+  }
+
+  /**
+   * Puts this server's membership into /zookeeper/config, as ZooKeeper's initConfigInZKDatabase
+   * does at start and after a snapshot: local state, not a txn. Version -1 as there; no time, so
+   * that every member of one configuration holds the same node.
+   */
+  setMembershipText(text: string): void {
+    const node = this.nodes.get(CONFIG);
+    assert(node !== undefined, "every tree has /zookeeper/config");
+    node.data = UTF8.encode(text);
+    node.stat.dataLength = node.data.length;
+    node.stat.version = -1;
   }
 
   /**

@@ -249,6 +249,7 @@ export class Simulation implements Scheduler, ClientWorld {
       superDigest: SUPER_DIGEST,
       ttlNodesEnabled: true,
       readOnlyModeEnabled: this.config.readOnlyMode,
+      membershipText: "",
       enforceQuota: false,
       minSessionTimeoutMs: SESSION_TIMEOUT_MS,
       maxSessionTimeoutMs: SESSION_TIMEOUT_MS,

@@ -38,7 +38,7 @@ function gaps(snapshotEveryTxns: number, entropy: Entropy, txns: number): number
       },
     },
   } as unknown as ReplicaStorage;
-  const database = new ReplicaDatabase(new DataTree(), storage, snapshotEveryTxns, entropy, silent);
+  const database = new ReplicaDatabase(new DataTree(), storage, snapshotEveryTxns, entropy, silent, "");
   for (let n = 1; n <= txns; n++) {
     applied = n;
     database.apply(createTxn(n));
@@ -66,7 +66,7 @@ test("servers drawing differently snapshot at different moments, and every count
 test("the largest N allowed draws over its whole range", () => {
   // 0xffffffff % 50,000,000 = 44,967,295: a draw wider than 2^24 reaches the top of (50 M, 100 M].
   // (Applying ninety million txns to watch it would take minutes: the drawn count is read directly.)
-  const database = new ReplicaDatabase(new DataTree(), {} as ReplicaStorage, 100_000_000, entropyOf([0xff, 0xff, 0xff, 0xff]), silent);
+  const database = new ReplicaDatabase(new DataTree(), {} as ReplicaStorage, 100_000_000, entropyOf([0xff, 0xff, 0xff, 0xff]), silent, "");
   assert.equal((database as unknown as { txnsBeforeSnapshot: number }).txnsBeforeSnapshot, 50_000_001 + 44_967_295);
 });
 

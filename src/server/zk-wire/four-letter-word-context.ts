@@ -5,7 +5,7 @@
  */
 import { homedir, hostname, release, tmpdir, userInfo } from "node:os";
 import { freemem, totalmem } from "node:os";
-import type { ServerConfig } from "../config.js";
+import { memberAddresses, type ServerConfig } from "../config.js";
 import type { DataTree } from "../../store/data-tree.js";
 import type { LearnerStage } from "../../consensus/leader.js";
 import { zookeeperFullVersion, type FourLetterWordConnection, type FourLetterWordContext, type FourLetterWordServerMode } from "./four-letter-words.js";
@@ -91,14 +91,7 @@ export function fourLetterWordContext(source: FourLetterWordSource): FourLetterW
               initLimitTicks: config.initLimitTicks,
               syncLimitTicks: config.syncLimitTicks,
               electionAlgorithm: 3,
-              members: config.servers.map((s) => ({
-                serverId: s.id,
-                host: s.host,
-                quorumPort: s.quorumPort,
-                electionPort: s.electionPort,
-                type: s.role,
-                ...(s.zkClientPort === undefined ? {} : { clientHost: s.host, clientPort: s.zkClientPort }),
-              })),
+              members: memberAddresses(config.servers),
               configVersion: 0n,
             },
           }),

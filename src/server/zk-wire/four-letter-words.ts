@@ -17,6 +17,7 @@
  * Pure: no sockets, no clock, no process state.
  */
 import { assert } from "../../common/assert.js";
+import { formatMembership, type MemberAddress } from "../../common/membership.js";
 
 // ---- words ----------------------------------------------------------------------------------
 
@@ -143,17 +144,6 @@ export interface FourLetterWordConnection {
   session?: FourLetterWordSession;
 }
 
-export interface FourLetterWordQuorumMember {
-  serverId: number;
-  host: string;
-  quorumPort: number;
-  electionPort: number;
-  type: "participant" | "observer";
-  /** The client address as in a dynamic config "server.N=...;host:port", when known. */
-  clientHost?: string;
-  clientPort?: number;
-}
-
 export interface FourLetterWordConfig {
   clientPort: number;
   /** -1 when no secure port, as ZooKeeper prints. */
@@ -175,7 +165,7 @@ export interface FourLetterWordConfig {
     syncLimitTicks: number;
     /** ZooKeeper's electionAlg: 3 is FastLeaderElection. */
     electionAlgorithm: number;
-    members: readonly FourLetterWordQuorumMember[];
+    members: readonly MemberAddress[];
     /** The quorum verifier version (printed in hex). */
     configVersion: bigint;
   };
@@ -459,18 +449,7 @@ function renderConf(config: FourLetterWordConfig): string {
     ["quorumPort", self.quorumPort],
     ["peerType", self.type === "participant" ? 0 : 1],
   );
-  let text = `${keyValueLines(entries)}membership: \n`;
-  // QuorumMaj.toString: one "server.N=..." line per member, then "version=<hex>" with no newline.
-  for (const member of quorum.members) {
-    const host = member.host.includes(":") ? `[${member.host}]` : member.host;
-    text += `server.${member.serverId}=${host}:${member.quorumPort}:${member.electionPort}:${member.type}`;
-    if (member.clientHost !== undefined && member.clientPort !== undefined) {
-      const clientHost = member.clientHost.includes(":") ? `[${member.clientHost}]` : member.clientHost;
-      text += `;${clientHost}:${member.clientPort}`;
-    }
-    text += "\n";
-  }
-  return `${text}version=${javaLongHex(quorum.configVersion)}`;
+  return `${keyValueLines(entries)}membership: \n${formatMembership(quorum.members, quorum.configVersion)}`;
 }
 
 function renderConnections(context: FourLetterWordContext): string {
