@@ -188,6 +188,28 @@ test("the latest notification for a voter that is down is delivered once it is b
   await Promise.all([restarted, two, three].map(stopNode));
 });
 
+test("a voter that comes back and calls is answered at once, not a back-off later", async () => {
+  // A back-off far longer than the wait below: only the call of the returning voter can end it.
+  const slow = { reconnectBackoffMsMin: 60_000, reconnectBackoffMsMax: 60_000 };
+  const { members, nodes } = await startCluster(["participant", "participant", "participant"], slow);
+  const [one, two, three] = nodes as [Node, Node, Node];
+  await stopNode(one);
+  two.transport.sendNotification(1, vote(2, 7));
+  await waitFor("the attempt toward the stopped voter to fail", () => (two.transport.counters.electionLinkFailures >= 1 ? true : undefined), WAIT_MS);
+  const restarted = await startNode(1, members, slow);
+  restarted.transport.sendNotification(2, vote(1, 1));
+  await waitFor(
+    "the kept notification to reach the voter that called",
+    () => (notificationsOf(restarted).some((n) => n.from === 2) ? true : undefined),
+    WAIT_MS,
+  );
+  assert.deepStrictEqual(
+    notificationsOf(restarted).filter((n) => n.from === 2),
+    [vote(2, 7)],
+  );
+  await Promise.all([restarted, two, three].map(stopNode));
+});
+
 test("an observer's notifications reach voters and their answers come back on its own stream", async () => {
   const { nodes } = await startCluster(["participant", "participant", "observer"]);
   const [voter, , observer] = nodes as [Node, Node, Node];

@@ -128,6 +128,8 @@ export interface PeerTransportCounters {
   malformedFrames: number;
   /** Incoming calls refused (unknown or missing server id, wrong protocol version). */
   refusedCalls: number;
+  /** Outgoing election streams that failed or ended (each is retried after a back-off). */
+  electionLinkFailures: number;
 }
 
 type ClientCall = grpc.ClientDuplexStream<Buffer, Buffer>;
@@ -518,6 +520,7 @@ export class PeerTransport {
     notificationsDropped: 0,
     malformedFrames: 0,
     refusedCalls: 0,
+    electionLinkFailures: 0,
   };
 
   private readonly me: PeerMember;
@@ -709,6 +712,24 @@ export class PeerTransport {
     if (!outbox.send(link.latest!)) this.counters.notificationsDropped++;
   }
 
+  /**
+   * `peer` has just called us, so it is up whatever our last attempt toward it saw: a link of ours
+   * waiting out its back-off is tried now, on a fresh channel (the old one's own reconnect back-off
+   * may still run). Otherwise a restarted voter would hear our answer only a back-off later (up
+   * to reconnectBackoffMsMax, twice over), and rejoin that much later.
+   */
+  private retryElectionLinkNow(peer: number): void {
+    const link = this.electionLinks.get(peer);
+    if (link === undefined || link.outbox !== undefined || !link.latestUnsure) return;
+    clearTimeout(link.retryTimer);
+    link.retryTimer = undefined;
+    link.retryAtMs = 0;
+    link.backoffMs = this.limits.reconnectBackoffMsMin;
+    this.electionClients.get(peer)?.close();
+    this.electionClients.delete(peer);
+    this.retryElectionLink(link);
+  }
+
   /** A new stream to voter `link.peer`; its outbox holds notifications until the callee answers. */
   private openElectionLink(link: ElectionLink): NotificationOutbox {
     const member = this.members.get(link.peer)!;
@@ -750,6 +771,7 @@ export class PeerTransport {
 
   private electionLinkFailed(link: ElectionLink, call: ClientCall): void {
     if (link.call !== call) return;
+    this.counters.electionLinkFailures++;
     if (link.confirmed) {
       link.retryAtMs = Date.now() + this.limits.reconnectBackoffMsMin;
     } else {
@@ -783,6 +805,7 @@ export class PeerTransport {
     if (previous) this.closeElectionInbound(previous, { code: grpc.status.CANCELLED, details: "replaced by a newer stream" });
     const inbound: ElectionInbound = { peer, call, outbox: new NotificationOutbox(this, call, true), closed: false };
     this.electionInbound.set(peer, inbound);
+    this.retryElectionLinkNow(peer);
     call.sendMetadata(this.callMetadata());
     const waiting = this.observerLatest.get(peer);
     if (waiting) {
