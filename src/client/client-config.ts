@@ -18,6 +18,8 @@ export interface ClientConfig {
   sessionId: bigint;
   password: Uint8Array;
   canBeReadOnly: boolean;
+  /** Shuffle the hosts of a connect string (this one's, and updateServerList's). */
+  shuffleHosts: boolean;
   logger: ClientLogger | undefined;
   channel: GrpcChannelSettings;
 }
@@ -47,7 +49,7 @@ export function configFrom(connectString: string, options: ConnectOptions & { cr
   if (options.canBeReadOnly !== undefined && typeof options.canBeReadOnly !== "boolean") throw new ZkError("BADARGUMENTS", "canBeReadOnly must be a boolean");
   if (options.tls !== undefined && options.credentials !== undefined) throw new ZkError("BADARGUMENTS", "give tls or credentials, not both");
   return {
-    // The one random draw of the SDK, made here so that the session machine stays deterministic.
+    // Drawn here, as updateServerList's draws are in Client, so that the session machine stays deterministic.
     hosts: options.shuffleHosts === false ? parsed.hosts : shuffled(parsed.hosts, Math.random),
     chroot: parsed.chroot,
     sessionTimeoutMs,
@@ -55,6 +57,7 @@ export function configFrom(connectString: string, options: ConnectOptions & { cr
     sessionId: options.sessionId ?? 0n,
     password: options.password ?? EMPTY_BYTES,
     canBeReadOnly: options.canBeReadOnly ?? false,
+    shuffleHosts: options.shuffleHosts !== false,
     logger: options.logger,
     channel: grpcChannelSettings(options.tls, options.credentials),
   };

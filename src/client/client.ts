@@ -11,7 +11,7 @@ import type * as grpc from "@grpc/grpc-js";
 import { ZkError, ZkErrorCode } from "../common/errors.js";
 import { validatePath } from "../common/paths.js";
 import { configFrom, type ClientConfig } from "./client-config.js";
-import { prependChroot, stripChroot } from "./connect-string.js";
+import { hostAddress, parseConnectString, prependChroot, shuffled, stripChroot, type HostPort } from "./connect-string.js";
 import {
   aclFromWire,
   aclToWire,
@@ -141,6 +141,7 @@ export class Client extends EventEmitter<ClientEvents> {
         password: config.password,
         canBeReadOnly: config.canBeReadOnly,
         watchedPaths: () => this.registry.paths(),
+        random: Math.random,
       },
       (effect) => this.onSessionEffect(effect),
     );
@@ -186,6 +187,44 @@ export class Client extends EventEmitter<ClientEvents> {
   /** The chroot of the connect string, if any. */
   get chroot(): string | undefined {
     return this.config.chroot;
+  }
+
+  /** The server this session is connected to, as "host:port" ("[ipv6]:port"); undefined while not connected. */
+  get connectedHost(): string | undefined {
+    const host = this.session.connectedHost;
+    return host === undefined ? undefined : hostAddress(host);
+  }
+
+  /**
+   * Replaces the servers this client connects to (ZooKeeper's updateServerList), for instance after
+   * the ensemble's membership changed. The client keeps its server if it is still listed, or moves
+   * to another one with the probability that spreads all clients evenly over the new list
+   * (ZooKeeper's probabilistic load balancing, ZOOKEEPER-1355); if its server left, it always
+   * moves. A move is a reconnect with the same session: "disconnected", then "reconnected", the
+   * requests in flight failing CONNECTIONLOSS, watches and credentials sent again. Resolves once
+   * the choice is made, not once moved. Rejects with BADARGUMENTS for an empty or malformed
+   * connect string or a chroot other than this client's, and SESSIONEXPIRED once the session is
+   * closed or expired.
+   */
+  updateServerList(connectString: string): Promise<void> {
+    let hosts: HostPort[];
+    try {
+      const parsed = parseConnectString(connectString);
+      if (parsed.chroot !== this.config.chroot) {
+        const want = this.config.chroot ?? "none";
+        throw new ZkError("BADARGUMENTS", `the chroot of ${JSON.stringify(connectString)} is ${parsed.chroot ?? "none"}, this client's is ${want}`);
+      }
+      hosts = this.config.shuffleHosts ? shuffled(parsed.hosts, Math.random) : parsed.hosts;
+    } catch (err) {
+      return refused(err);
+    }
+    const lifecycle = this.session.lifecycle;
+    if (lifecycle !== "active") {
+      const why = lifecycle === "expired" ? "session expired" : "client closed";
+      return Promise.reject(new ZkError("SESSIONEXPIRED", `SESSIONEXPIRED: ${why}`));
+    }
+    this.session.updateServerList(hosts);
+    return Promise.resolve();
   }
 
   // ---------------------------------------------------------------------------------------------

@@ -3,7 +3,8 @@
  * everything the SDK decides about its connections, and nothing it does. Inputs come from the
  * user side (start, submit, close) and from a host (frames, ended streams, fired timers — see
  * session-io.ts); effects go out through one callback. It reads no clock, sets no timer, draws no
- * random number and touches no socket, so test/sim can run the SDK's real session logic.
+ * random number of its own (updateServerList's come from the caller) and touches no socket, so
+ * test/sim can run the SDK's real session logic.
  *
  * Connection life: connect frame → connect answer → requests/events/pings; on loss every in-flight
  * request fails CONNECTIONLOSS, hosts are retried round-robin with a capped back-off, resuming the
@@ -21,6 +22,12 @@
  * time and backing off, with a connect that does not accept read-only (ZooKeeper's pingRwServer):
  * the first that answers carries the session from then on, and the read-only connection is let go
  * — "disconnected" then "reconnected", as for any move to another server.
+ *
+ * The server list can change under a running session (ZooKeeper's updateServerList, ZOOKEEPER-1355):
+ * when servers join or leave, each client decides on its own whether to move, with probabilities
+ * chosen so that the clients end up spread evenly over the new list without any of them talking to
+ * another. The draws come from the caller's `random`, as the hosts' order does, so that the
+ * decisions replay exactly in test/sim and in tests.
  */
 import { CLIENT_PROTOCOL_BATCHES_SINCE, CLIENT_PROTOCOL_VERSION } from "../common/constants.js";
 import { assert } from "../common/assert.js";
@@ -86,6 +93,12 @@ export interface SessionOptions {
   canBeReadOnly?: boolean;
   /** The watches the caller still holds, read when a new connection must set them again. */
   watchedPaths: () => WatchPaths;
+  /**
+   * Uniform draws in [0, 1) for updateServerList's load balancing (Math.random in Client, the
+   * simulator's PRNG in test/sim). Only updateServerList needs it; a host that never changes the
+   * server list may leave it out.
+   */
+  random?: () => number;
 }
 
 interface Credential {
@@ -101,6 +114,20 @@ type InFlight<T> =
   | { xid: number; purpose: "authReplay"; credential: Credential };
 
 type ConnectionPhase = "connecting" | "open" | "dead";
+
+/**
+ * After updateServerList decided to move (ZooKeeper's reconfigMode): the next attempts take a
+ * server of the new list that was not in the previous one with probability `probNew`, else one
+ * that was, each set in the new list's order and each server once; then round robin as always.
+ */
+interface Reconfig {
+  readonly newHosts: readonly HostPort[];
+  readonly oldHosts: readonly HostPort[];
+  readonly probNew: number;
+  readonly random: () => number;
+  nextNew: number;
+  nextOld: number;
+}
 
 interface Connection<T> {
   readonly id: number;
@@ -140,7 +167,14 @@ export class SessionMachine<T> implements SessionInputs {
   private probeHostIndex = 0;
   private connectionCount = 0;
   private xid = 0;
+  /** The servers, in the order to try them: the options' hosts until updateServerList replaces them. */
+  private hosts: readonly HostPort[];
+  /** Where the next attempt looks when not in reconfig mode: hosts are tried round-robin. */
   private hostIndex = 0;
+  /** The server of the last connection the session had or tried (before any, the first to try): "its server" while it has none. */
+  private lastHost: HostPort;
+  /** Set while moving after updateServerList, until a connection opens or every server was tried. */
+  private reconfig: Reconfig | null = null;
   private attempt = 0;
   private sessionIdValue: bigint;
   private passwordValue: Uint8Array;
@@ -155,6 +189,8 @@ export class SessionMachine<T> implements SessionInputs {
     private readonly emit: (effect: SessionEffect<T>) => void,
   ) {
     assert(options.hosts.length > 0, "a session needs a host");
+    this.hosts = options.hosts.slice();
+    this.lastHost = this.hosts[0] as HostPort;
     this.sessionIdValue = options.sessionId;
     this.passwordValue = options.password;
     this.timeoutMs = options.sessionTimeoutMs;
@@ -178,6 +214,11 @@ export class SessionMachine<T> implements SessionInputs {
 
   get sessionId(): bigint {
     return this.sessionIdValue;
+  }
+
+  /** The server of the open connection; undefined while not connected. */
+  get connectedHost(): HostPort | undefined {
+    return this.connected ? this.conn?.host : undefined;
   }
 
   get password(): Uint8Array {
@@ -235,6 +276,58 @@ export class SessionMachine<T> implements SessionInputs {
     }
   }
 
+  /**
+   * Replaces the server list (ZooKeeper's updateServerList, with StaticHostProvider's load
+   * balancing): `hosts` is the new list in the order to try them, shuffled by the caller. Returns
+   * whether the session moves. A session whose server stays in the list keeps its connection unless
+   * the list grew, when it moves with probability 1 − old size / new size, so that each server keeps
+   * its share; one whose server left always moves. Moving ends the connection as a lost one does
+   * (its requests fail CONNECTIONLOSS, "disconnected") and the session is resumed on the server
+   * that reconfig mode picks (see Reconfig and nextHost).
+   */
+  updateServerList(hosts: readonly HostPort[]): boolean {
+    assert(this.lifecycleValue === "active", "only an active session changes its servers");
+    assert(hosts.length > 0, "a session needs a host");
+    const random = this.options.random;
+    assert(random !== undefined, "updateServerList draws from SessionOptions.random");
+    const previous = this.hosts;
+    // ZooKeeper's client asks its socket; between attempts, the server tried last is the one round robin goes on from.
+    const current = this.conn?.host ?? this.lastHost;
+    const kept = indexOfHost(hosts, current) >= 0;
+    const oldHosts = hosts.filter((host) => indexOfHost(previous, host) >= 0);
+    const newHosts = hosts.filter((host) => indexOfHost(previous, host) < 0);
+    const sizeBefore = previous.length;
+    const size = hosts.length;
+    let probNew: number | undefined;
+    if (size > sizeBefore) {
+      // Each server should end with size⁻¹ of the clients, and each held sizeBefore⁻¹ of them: the
+      // share that leaves every old server goes to the new ones.
+      if (!kept || random() < 1 - sizeBefore / size) probNew = 1;
+    } else if (!kept) {
+      probNew = 1 - oldServerProbability(sizeBefore, oldHosts.length, size);
+    }
+    this.hosts = hosts.slice();
+    const fields = { from: current, servers: size, before: sizeBefore, newServers: newHosts.length, kept };
+    if (probNew === undefined) {
+      this.log("info", fields, "server list updated; staying on our server");
+      // A move still under way from an earlier update is called off, as ZooKeeper's is.
+      this.reconfig = null;
+      this.hostIndex = (indexOfHost(this.hosts, current) + 1) % size;
+      this.probeHostIndex = this.hostIndex;
+      // A probe of a server that left would take the session out of the list.
+      const probe = this.probe;
+      if (probe !== null && indexOfHost(this.hosts, probe.host) < 0) this.probeFailed(probe, "it left the server list");
+      return false;
+    }
+    this.log("info", { ...fields, probNew }, "server list updated; moving to rebalance the servers' load");
+    this.reconfig = { newHosts, oldHosts, probNew, random, nextNew: 0, nextOld: 0 };
+    this.hostIndex = 0;
+    const conn = this.conn;
+    // Without a connection the back-off already armed leads to the next attempt, which nextHost picks.
+    if (conn !== null) this.dropConnection(conn, "CONNECTIONLOSS");
+    return true;
+  }
+
   // ---------------------------------------------------------------------------------------------
   // Inputs from the host
 
@@ -282,10 +375,42 @@ export class SessionMachine<T> implements SessionInputs {
   private startAttempt(): void {
     if (this.lifecycleValue !== "active") return;
     assert(this.conn === null, "one connection at a time");
-    const hosts = this.options.hosts;
+    const host = this.nextHost();
+    this.lastHost = host;
+    this.conn = this.openConnection(host, this.options.canBeReadOnly === true, "attempt", this.attemptTimeoutMs());
+  }
+
+  /** The server of the next attempt: reconfig mode's pick while it lasts, else the next in round robin. */
+  private nextHost(): HostPort {
+    const hosts = this.hosts;
+    const reconfig = this.reconfig;
+    if (reconfig !== null) {
+      const host = this.nextReconfigHost(reconfig);
+      if (host !== undefined) {
+        // Round robin goes on from there once reconfig mode ends.
+        this.hostIndex = (indexOfHost(hosts, host) + 1) % hosts.length;
+        return host;
+      }
+      // Every server of the new list was tried once and none took the session.
+      this.reconfig = null;
+    }
     const host = hosts[this.hostIndex] as HostPort;
     this.hostIndex = (this.hostIndex + 1) % hosts.length;
-    this.conn = this.openConnection(host, this.options.canBeReadOnly === true, "attempt", this.attemptTimeoutMs());
+    return host;
+  }
+
+  /**
+   * A new server with probability probNew, else an old one; the other set once one is used up.
+   * It draws only when both sets have a server left and the odds are not certain, so that a
+   * scripted random source says exactly which choices were left to chance.
+   */
+  private nextReconfigHost(reconfig: Reconfig): HostPort | undefined {
+    const newLeft = reconfig.nextNew < reconfig.newHosts.length;
+    const oldLeft = reconfig.nextOld < reconfig.oldHosts.length;
+    if (!newLeft && !oldLeft) return undefined;
+    let takeNew = newLeft;
+    if (newLeft && oldLeft && reconfig.probNew < 1) takeNew = reconfig.probNew > 0 && reconfig.random() < reconfig.probNew;
+    return takeNew ? reconfig.newHosts[reconfig.nextNew++] : reconfig.oldHosts[reconfig.nextOld++];
   }
 
   /**
@@ -330,7 +455,7 @@ export class SessionMachine<T> implements SessionInputs {
 
   /** The per-attempt connect timeout: ZooKeeper's sessionTimeout / hosts, but not absurdly small. */
   private attemptTimeoutMs(): number {
-    const perHost = Math.floor(this.timeoutMs / this.options.hosts.length);
+    const perHost = Math.floor(this.timeoutMs / this.hosts.length);
     return Math.max(perHost, Math.min(this.timeoutMs, 1_000));
   }
 
@@ -343,7 +468,7 @@ export class SessionMachine<T> implements SessionInputs {
 
   private onConnectTimeout(): void {
     if (this.everConnected || this.lifecycleValue !== "active") return;
-    this.log("warn", { hosts: this.options.hosts }, "no server accepted the session in time");
+    this.log("warn", { hosts: this.hosts }, "no server accepted the session in time");
     this.abandon(new ZkError("CONNECTIONLOSS", `CONNECTIONLOSS: could not connect within ${this.options.connectTimeoutMs} ms`));
   }
 
@@ -401,6 +526,8 @@ export class SessionMachine<T> implements SessionInputs {
     this.passwordValue = answer.password;
     this.timeoutMs = answer.timeoutMs;
     this.attempt = 0;
+    // ZooKeeper's onConnected: a move after updateServerList is over once a server holds the session.
+    this.reconfig = null;
     conn.phase = "open";
     conn.batching = answer.protocolVersion >= CLIENT_PROTOCOL_BATCHES_SINCE;
     this.readOnlyValue = answer.readOnly;
@@ -442,12 +569,14 @@ export class SessionMachine<T> implements SessionInputs {
   private startProbe(): void {
     const conn = this.conn;
     if (this.lifecycleValue !== "active" || conn === null || conn.phase !== "open" || !this.readOnlyValue || this.probe !== null) return;
-    const hosts = this.options.hosts;
+    const hosts = this.hosts;
+    // A list that updateServerList shrank may end before the index.
+    this.probeHostIndex %= hosts.length;
     let host = hosts[this.probeHostIndex] as HostPort;
     this.probeHostIndex = (this.probeHostIndex + 1) % hosts.length;
     // Our read-only server ends our connection itself once it has a quorum again; a lone host is
     // still asked (a name behind which other servers may answer), as ZooKeeper's client does.
-    if (host === conn.host && hosts.length > 1) {
+    if (sameHost(host, conn.host) && hosts.length > 1) {
       host = hosts[this.probeHostIndex] as HostPort;
       this.probeHostIndex = (this.probeHostIndex + 1) % hosts.length;
     }
@@ -503,7 +632,8 @@ export class SessionMachine<T> implements SessionInputs {
       return;
     }
     this.conn = probe;
-    this.hostIndex = (this.options.hosts.indexOf(probe.host) + 1) % this.options.hosts.length;
+    this.lastHost = probe.host;
+    this.hostIndex = (indexOfHost(this.hosts, probe.host) + 1) % this.hosts.length;
     this.opened(probe, answer);
   }
 
@@ -755,6 +885,28 @@ export class SessionMachine<T> implements SessionInputs {
 }
 
 const EMPTY_BYTES = new Uint8Array(0);
+
+/**
+ * When the list did not grow and our server left it: the chance of moving to a server that was in
+ * the previous list (StaticHostProvider's pOld). The old servers that stay must each end with
+ * 1/size of the clients; they hold 1/sizeBefore each already, so the clients that must move give
+ * them only the difference, and the new servers the rest.
+ */
+function oldServerProbability(sizeBefore: number, oldCount: number, size: number): number {
+  const denominator = size * (sizeBefore - oldCount);
+  // Every previous server is in the list (so ours was not one of them): there is only the old set.
+  if (denominator <= 0) return 1;
+  return Math.min(1, Math.max(0, (oldCount * (sizeBefore - size)) / denominator));
+}
+
+/** Hosts are the same server when their names and ports are (the list holds fresh objects after an update). */
+function sameHost(a: HostPort, b: HostPort): boolean {
+  return a.host === b.host && a.port === b.port;
+}
+
+function indexOfHost(hosts: readonly HostPort[], host: HostPort): number {
+  return hosts.findIndex((candidate) => sameHost(candidate, host));
+}
 
 function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
   return a.byteLength === b.byteLength && a.every((byte, i) => byte === b[i]);
