@@ -8,11 +8,11 @@
  */
 import { assert } from "../common/assert.js";
 import type { LogRecord } from "./messages.js";
+import { RecordWindow } from "./record-window.js";
 import { largestBelowIn, searchZxid, type HistoryIndex } from "./sync-plan.js";
 
 export class History implements HistoryIndex {
-  private records: LogRecord[] = [];
-  private head = 0;
+  private readonly window: RecordWindow;
   private base: number;
   private applied: number;
   private committed: number;
@@ -21,12 +21,8 @@ export class History implements HistoryIndex {
    * @param treeZxid the zxid the host's tree is at (everything up to it is committed and applied)
    * @param log the host's log tail: every record after `treeZxid`, optionally preceded by earlier ones
    */
-  constructor(
-    treeZxid: number,
-    log: readonly LogRecord[],
-    private readonly committedRecordsMax: number,
-  ) {
-    assert(committedRecordsMax >= 1, "the window holds at least one record");
+  constructor(treeZxid: number, log: readonly LogRecord[], committedRecordsMax: number) {
+    this.window = new RecordWindow(committedRecordsMax);
     this.base = treeZxid;
     this.applied = treeZxid;
     this.committed = treeZxid;
@@ -43,9 +39,9 @@ export class History implements HistoryIndex {
         "a log that reaches back past the tree contains the tree's zxid",
       );
       this.base = first.zxid;
-      this.records = log.slice(1);
+      for (const record of log.slice(1)) this.window.push(record);
     } else {
-      this.records = log.slice();
+      for (const record of log) this.window.push(record);
     }
     this.trim();
   }
@@ -55,7 +51,7 @@ export class History implements HistoryIndex {
   }
 
   get lastZxid(): number {
-    return this.count > 0 ? this.records[this.records.length - 1]!.zxid : this.base;
+    return this.window.last?.zxid ?? this.base;
   }
 
   /** Everything up to here is committed (for a leader still establishing its epoch: nothing beyond the tree). */
@@ -69,7 +65,7 @@ export class History implements HistoryIndex {
   }
 
   get count(): number {
-    return this.records.length - this.head;
+    return this.window.count;
   }
 
   /** Outstanding records: logged, not yet committed. */
@@ -93,7 +89,7 @@ export class History implements HistoryIndex {
 
   append(record: LogRecord): void {
     if (!(record.zxid > this.lastZxid)) assert(false, `history appends ascend: ${record.zxid} after ${this.lastZxid}`);
-    this.records.push(record);
+    this.window.push(record);
   }
 
   /** Records with fromZxid < zxid ≤ toZxid; fromZxid must be the base or later. */
@@ -123,21 +119,12 @@ export class History implements HistoryIndex {
   }
 
   private at(i: number): LogRecord {
-    return this.records[this.head + i]!;
+    return this.window.at(i);
   }
 
-  /** Drops the oldest applied records beyond the bound; compacts the array now and then. */
+  /** Drops the oldest applied records beyond the bound: the newest dropped one becomes the base. */
   private trim(): void {
-    const appliedInWindow = this.indexAfter(this.applied);
-    let drop = appliedInWindow - this.committedRecordsMax;
-    while (drop > 0) {
-      this.base = this.at(0).zxid;
-      this.head += 1;
-      drop -= 1;
-    }
-    if (this.head > 1024 && this.head * 2 > this.records.length) {
-      this.records = this.records.slice(this.head);
-      this.head = 0;
-    }
+    const newestDropped = this.window.trimApplied(this.indexAfter(this.applied));
+    if (newestDropped !== undefined) this.base = newestDropped.zxid;
   }
 }
