@@ -139,6 +139,11 @@ export class RequestPipeline {
     this.localSessions.set(sessionId, { timeoutMs, password });
   }
 
+  /** A session's record: in the replicated tree, or opened here by read-only mode. */
+  private sessionRecord(sessionId: bigint): { timeoutMs: number; password: Uint8Array } | undefined {
+    return this.tree.sessions.get(sessionId) ?? this.localSessions.get(sessionId);
+  }
+
   /** A read-only session that timed out: ended here, as no txn can end it. */
   endLocally(sessionId: bigint): void {
     this.localSessions.delete(sessionId);
@@ -150,7 +155,7 @@ export class RequestPipeline {
    * ended, and the watches it registered are dropped: the client re-registers them with setWatches.
    */
   attach(sessionId: bigint, connection: ClientConnection): void {
-    const record = this.tree.sessions.get(sessionId) ?? this.localSessions.get(sessionId);
+    const record = this.sessionRecord(sessionId);
     if (!record) assert(false, `attach of unknown session ${sessionId}`);
     let session = this.sessions.get(sessionId);
     if (!session) {
@@ -176,7 +181,7 @@ export class RequestPipeline {
 
   /** Whether `password` opens `sessionId` here. */
   checkSession(sessionId: bigint, password: Uint8Array): boolean {
-    const record = this.tree.sessions.get(sessionId) ?? this.localSessions.get(sessionId);
+    const record = this.sessionRecord(sessionId);
     if (!record) return false;
     if (this.sessions.get(sessionId)?.closing) return false;
     return equalBytes(record.password, password);
@@ -184,7 +189,7 @@ export class RequestPipeline {
 
   /** The timeout of a session `checkSession` accepts. */
   sessionTimeoutMs(sessionId: bigint): number {
-    const record = this.tree.sessions.get(sessionId) ?? this.localSessions.get(sessionId);
+    const record = this.sessionRecord(sessionId);
     if (!record) assert(false, `timeout of unknown session ${sessionId}`);
     return record.timeoutMs;
   }

@@ -499,7 +499,6 @@ export class QuorumPeer {
       const alone = this.quorum.voters.size === 1 && this.quorum.isVoter(config.serverId);
       if (alone || nowMs - this.lookingSinceMs < Math.max(READ_ONLY_AFTER_MS_MIN, config.tickMs)) return;
       this.readOnlySessions = new SessionTracker(config.tickMs, () => this.deps.clock.nowMs());
-      this.deps.broadcast.readOnlyFlag = true;
       logger.info({ lookingForMs: nowMs - this.lookingSinceMs }, "serving read-only sessions");
       return;
     }
@@ -513,7 +512,6 @@ export class QuorumPeer {
   private leaveReadOnly(reason: string): void {
     if (this.readOnlySessions === undefined) return;
     this.readOnlySessions = undefined;
-    this.deps.broadcast.readOnlyFlag = false;
     this.deps.pipeline.reset();
     this.deps.logger.info({ reason }, "read-only mode ended");
   }
@@ -788,8 +786,6 @@ export class ClusterBroadcast implements WriteBroadcast {
   private peer: QuorumPeer | undefined;
   /** Mirrors the current core's `serving`; clients are accepted only while it is true. */
   servingFlag = false;
-  /** Mirrors the peer's read-only mode: read-only clients are accepted while it is true. */
-  readOnlyFlag = false;
 
   bind(peer: QuorumPeer): void {
     this.peer = peer;
@@ -800,7 +796,7 @@ export class ClusterBroadcast implements WriteBroadcast {
   }
 
   get readOnly(): boolean {
-    return this.readOnlyFlag;
+    return this.peer?.readOnly ?? false;
   }
 
   submitWrite(sessionId: bigint, cxid: number, request: WriteRequest, authInfo: readonly Id[]): void {
