@@ -59,8 +59,9 @@ export interface QuorumPeerConfig {
 }
 
 /**
- * A member looking for a leader this long (or a tick, if longer) starts serving read-only sessions
- * when read-only mode is on, as ZooKeeper's QuorumPeer starts its ReadOnlyZooKeeperServer: long
+ * A member out of service this long (or a tick, if longer), still looking for a leader or waiting
+ * in discovery for its quorum, starts serving read-only sessions when read-only mode is on, as
+ * ZooKeeper's QuorumPeer starts its ReadOnlyZooKeeperServer after looking this long: long
  * enough that an ordinary re-election does not drop every client into read-only mode and back.
  */
 export const READ_ONLY_AFTER_MS_MIN = 2_000;
@@ -359,9 +360,9 @@ export class QuorumPeer {
 
   touchSession(sessionId: bigint, timeoutMs: number): void {
     const zab = this.zab;
-    if (zab instanceof Leader) this.deps.tracker.touch(sessionId, timeoutMs);
+    if (this.readOnlySessions) this.readOnlySessions.touch(sessionId, timeoutMs);
+    else if (zab instanceof Leader) this.deps.tracker.touch(sessionId, timeoutMs);
     else if (zab) zab.touch(sessionId, timeoutMs);
-    else this.readOnlySessions?.touch(sessionId, timeoutMs);
   }
 
   forgetSession(sessionId: bigint): void {
@@ -412,7 +413,6 @@ export class QuorumPeer {
 
   private buildCore(decision: Decision, generation: number): void {
     const { config, database, transport } = this.deps;
-    this.leaveReadOnly("a leader is decided");
     const state = decision.state === "leading" ? "leading" : decision.state === "following" ? "following" : "observing";
     this.leaderId = decision.leader;
     this.termStartedMs = this.deps.clock.nowMs();
@@ -474,6 +474,7 @@ export class QuorumPeer {
     const nowMs = this.deps.clock.nowMs();
     if (this.zab) {
       this.step({ type: "tick", nowMs });
+      if (this.zab?.phase === "discovery") this.tickReadOnly(nowMs);
       if (this.zab instanceof Leader && this.zab.serving) {
         for (const sessionId of this.deps.tracker.collectExpired()) {
           this.deps.logger.info({ session: "0x" + BigInt.asUintN(64, sessionId).toString(16) }, "session expired");
@@ -491,15 +492,25 @@ export class QuorumPeer {
 
   // ---- read-only mode (ZooKeeper's ReadOnlyZooKeeperServer)
 
+  /**
+   * Called while looking, and while a decided term is still in discovery: a would-be leader whose
+   * voters went away after voting for it waits there up to initLimit, as cut off as a looking
+   * member (ZooKeeper serves read-only only while looking, and leaves such clients without service
+   * for initLimit). Discovery leaves the tree alone; read-only mode ends when synchronization begins.
+   * It starts once the member has been out of service max(2 s, a tick).
+   */
   private tickReadOnly(nowMs: number): void {
     const { config, pipeline, logger } = this.deps;
     if (!config.readOnlyModeEnabled || this.stopped) return;
     if (this.readOnlySessions === undefined) {
       // A lone voter is its own quorum: it has nothing to be cut off from.
       const alone = this.quorum.voters.size === 1 && this.quorum.isVoter(config.serverId);
-      if (alone || nowMs - this.lookingSinceMs < Math.max(READ_ONLY_AFTER_MS_MIN, config.tickMs)) return;
+      // Since it last served, not since this election: a term that failed in discovery (its voters
+      // gone) and the election after it are one outage to the clients.
+      const outOfServiceMs = nowMs - (this.unavailableSinceMs ?? this.lookingSinceMs);
+      if (alone || outOfServiceMs < Math.max(READ_ONLY_AFTER_MS_MIN, config.tickMs)) return;
       this.readOnlySessions = new SessionTracker(config.tickMs, () => this.deps.clock.nowMs());
-      logger.info({ lookingForMs: nowMs - this.lookingSinceMs }, "serving read-only sessions");
+      logger.info({ outOfServiceMs, role: this.roleState }, "serving read-only sessions");
       return;
     }
     for (const sessionId of this.readOnlySessions.collectExpired()) {
@@ -532,6 +543,8 @@ export class QuorumPeer {
     if (generation !== this.generation) return;
     const zab = this.zab;
     assert(zab, "a Ready without a core");
+    // Before any of this Ready's persists: synchronization may replace or truncate the tree.
+    if (zab.phase !== "discovery") this.leaveReadOnly("a quorum is syncing");
     const wasServing = this.deps.broadcast.servingFlag;
     const metrics = this.deps.metrics;
     if (metrics && ready.apply.length > 0) {
