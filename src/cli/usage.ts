@@ -23,6 +23,7 @@ const FIELD_HELP: Record<keyof ServerConfig, readonly [string, string]> = {
   snapshotRetainCount: ["N", "snapshots kept; older log records are purged"],
   ttlNodesEnabled: ["true|false", "allow TTL nodes; when off a TTL create is UNIMPLEMENTED"],
   readOnlyModeEnabled: ["true|false", "a member cut off from its quorum serves reads to clients that allow read-only (ZooKeeper's readonlymode.enabled)"],
+  reconfigEnabled: ["true|false", "allow the reconfig operation: membership changes without restarts, by the super user (ZooKeeper's reconfigEnabled)"],
   enforceQuota: ["true|false", "refuse writes past a quota's hard limit with QUOTAEXCEEDED"],
   containerCheckIntervalMs: ["MS", "how often the leader deletes empty containers and expired TTL nodes"],
   containerMaxPerMinute: ["N", "at most this many of those deletions a minute"],

@@ -3,6 +3,8 @@
  * /zookeeper/config holds, zkCli's `config` prints and the `conf` four-letter word ends with.
  */
 
+import { ZkError } from "./errors.js";
+
 export interface MemberAddress {
   serverId: number;
   host: string;
@@ -31,4 +33,95 @@ export function formatMembership(members: readonly MemberAddress[], version: big
 /** An IPv6 address in brackets, as Java's formatInetAddr writes one before a port. */
 function bracketed(host: string): string {
   return host.includes(":") ? `[${host}]` : host;
+}
+
+/**
+ * One member from ZooKeeper's dynamic-configuration form: `key` is "server.N", `value`
+ * "host:quorumPort:electionPort[:participant|observer][;[clientHost:]clientPort]". Throws ZkError
+ * BADARGUMENTS on anything else. `clientRequired`: reconfig's joiners must name a client port.
+ */
+export function parseMember(key: string, value: string, clientRequired = false): MemberAddress {
+  const idText = /^server\.(\d{1,9})$/.exec(key.trim())?.[1];
+  if (idText === undefined || Number(idText) < 1) throw badMember(`"${key}" is not server.<id>`);
+  const serverId = Number(idText);
+  const [serverPart = "", clientPart, ...rest] = value.trim().split(";");
+  if (rest.length > 0) throw badMember(`server.${serverId}: more than one ';'`);
+  const fields = splitHostPorts(serverPart);
+  if (fields === undefined || fields.ports.length < 2 || fields.ports.length > 3) {
+    throw badMember(`server.${serverId}: expected host:quorumPort:electionPort[:role], got "${serverPart}"`);
+  }
+  const [quorumText, electionText, roleText] = fields.ports;
+  const type = roleText === undefined || roleText === "participant" ? "participant" : roleText === "observer" ? "observer" : undefined;
+  if (type === undefined) throw badMember(`server.${serverId}: unknown role "${roleText}"`);
+  const member: MemberAddress = { serverId, host: fields.host, quorumPort: port(quorumText!, serverId), electionPort: port(electionText!, serverId), type };
+  if (clientPart === undefined || clientPart.trim() === "") {
+    if (clientRequired) throw badMember(`server.${serverId}: no client port`);
+    return member;
+  }
+  const client = clientPart.includes(":") ? splitHostPorts(clientPart.trim()) : { host: "0.0.0.0", ports: [clientPart.trim()] };
+  if (client === undefined || client.ports.length !== 1) throw badMember(`server.${serverId}: bad client address "${clientPart}"`);
+  return { ...member, clientHost: client.host, clientPort: port(client.ports[0]!, serverId) };
+}
+
+/**
+ * A membership in ZooKeeper's dynamic-configuration text: "server.N=…" lines (newlines or commas
+ * between them, as reconfig's new-members list) and an optional "version=<hex>". Throws ZkError
+ * BADARGUMENTS on a malformed line, a repeated id or address, or no member at all.
+ */
+export function parseMembership(text: string, clientRequired = false): { members: MemberAddress[]; version: bigint | undefined } {
+  const members: MemberAddress[] = [];
+  let version: bigint | undefined;
+  for (const raw of text.split(/[\n,]/)) {
+    const line = raw.trim();
+    if (line === "" || line.startsWith("#")) continue;
+    const eq = line.indexOf("=");
+    if (eq < 0) throw badMember(`"${line}" is not key=value`);
+    const key = line.slice(0, eq).trim();
+    const value = line.slice(eq + 1);
+    if (key === "version") {
+      if (!/^[0-9a-fA-F]{1,16}$/.test(value.trim())) throw badMember(`bad version "${value}"`);
+      version = BigInt("0x" + value.trim());
+      continue;
+    }
+    members.push(parseMember(key, value, clientRequired));
+  }
+  if (members.length === 0) throw badMember("no server.<id> line");
+  checkDistinct(members);
+  return { members, version };
+}
+
+/** No id twice, and no two members on one quorum or election address (ZooKeeper's checkAddressDuplicate). */
+export function checkDistinct(members: readonly MemberAddress[]): void {
+  const ids = new Set<number>();
+  const addresses = new Set<string>();
+  for (const m of members) {
+    if (ids.has(m.serverId)) throw badMember(`server.${m.serverId} is listed twice`);
+    ids.add(m.serverId);
+    for (const address of [`${m.host}:${m.quorumPort}`, `${m.host}:${m.electionPort}`]) {
+      if (addresses.has(address)) throw badMember(`server.${m.serverId}: ${address} is already in use by another member`);
+      addresses.add(address);
+    }
+  }
+}
+
+/** "host:p1:p2…" with the host optionally in brackets (IPv6). */
+function splitHostPorts(text: string): { host: string; ports: string[] } | undefined {
+  if (text.startsWith("[")) {
+    const close = text.indexOf("]");
+    if (close < 0 || text[close + 1] !== ":") return undefined;
+    return { host: text.slice(1, close), ports: text.slice(close + 2).split(":") };
+  }
+  const [host, ...ports] = text.split(":");
+  if (host === undefined || host === "" || ports.length === 0) return undefined;
+  return { host, ports };
+}
+
+function port(text: string, serverId: number): number {
+  const value = /^\d{1,5}$/.test(text.trim()) ? Number(text.trim()) : NaN;
+  if (!(value >= 1 && value <= 65_535)) throw badMember(`server.${serverId}: bad port "${text}"`);
+  return value;
+}
+
+function badMember(detail: string): ZkError {
+  return new ZkError("BADARGUMENTS", `bad server specification: ${detail}`);
 }

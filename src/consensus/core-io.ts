@@ -42,7 +42,9 @@ export type ZabEvent =
   | { event: "syncMode"; learner: number; mode: "DIFF" | "TRUNC" | "SNAP"; reason: string; fromZxid: number; toZxid: number }
   | { event: "learnerJoined"; learner: number; role: "participant" | "observer" }
   | { event: "learnerDropped"; learner: number; reason: string }
-  | { event: "stepDown"; reason: string };
+  | { event: "stepDown"; reason: string }
+  /** Leader only: the reconfiguration at `zxid` committed; its configuration is the one in force now. */
+  | { event: "configActivated"; zxid: number };
 
 export type ZabPhase = "discovery" | "synchronization" | "broadcast";
 

@@ -29,6 +29,7 @@ import type { ZabReady } from "./core-io.js";
 import { History } from "./history.js";
 import type { LearnerRole, LogRecord, QuorumMessage } from "./messages.js";
 import { chunkRecords, lastLoggedZxidOf, type ZabOptions } from "./options.js";
+import { JointQuorum, type PendingConfig, type QuorumVerifier } from "./quorum.js";
 import { planLearnerSync, type HistoryIndex } from "./sync-plan.js";
 
 /**
@@ -93,10 +94,19 @@ export class Leader extends ZabCoreBase {
   private readonly pendingSyncs: PendingSync[] = [];
   /** Set when this input already sent a ping round that later syncs of the same input can share. */
   private syncPingSent = false;
+  /** The configuration in force: the last reconfiguration this term knows committed. */
+  private committedConfig: QuorumVerifier;
+  /** Reconfigurations in our history not committed yet, ascending zxid (at most one once we serve). */
+  private pendingConfigs: PendingConfig[];
+  /** Every decision's quorum: of the committed configuration and of each pending one. */
+  private quorum: JointQuorum;
 
   constructor(options: ZabOptions) {
     super(options);
-    assert(options.quorum.isVoter(this.myId), `leader ${this.myId} is a voter`);
+    this.committedConfig = options.quorum;
+    this.pendingConfigs = [...(options.pendingConfigs ?? [])];
+    this.quorum = this.jointQuorum();
+    assert(this.quorum.isVoter(this.myId), `leader ${this.myId} is a voter`);
     const treeZxid = options.state.lastZxid();
     this.history = new History(treeZxid, options.durable.log, this.options.committedLogRecordsMax);
     this.startCurrentEpoch = this.currentEpoch;
@@ -132,6 +142,11 @@ export class Leader extends ZabCoreBase {
     return this.history.outstandingCount;
   }
 
+  /** A reconfiguration is proposed and not committed: another must wait (ZooKeeper's RECONFIGINPROGRESS). */
+  get reconfigInFlight(): boolean {
+    return this.pendingConfigs.length > 0;
+  }
+
   /** Whether `allocateZxid` may be called now (serving, and the in-flight bound not reached). */
   get canPropose(): boolean {
     return this.serving && this.history.outstandingCount + (this.lastAllocatedZxid - this.history.lastZxid) < this.options.proposalsInFlightMax;
@@ -158,12 +173,21 @@ export class Leader extends ZabCoreBase {
     return this.lastAllocatedZxid;
   }
 
-  /** Proposes the txn prepped for `zxid` (allocated zxids are proposed in order, none skipped). */
-  propose(zxid: number, record: Uint8Array): ZabReady {
+  /**
+   * Proposes the txn prepped for `zxid` (allocated zxids are proposed in order, none skipped).
+   * `config`: the txn is a reconfiguration installing it. From here until it commits, every
+   * commit needs a quorum of it as well as of the configuration in force (only one at a time).
+   */
+  propose(zxid: number, record: Uint8Array, config?: QuorumVerifier): ZabReady {
     this.begin();
     assert(this.serving, "propose while not serving");
     const expected = nextZxidInEpoch(this.newEpoch!, this.history.lastZxid);
     if (!(zxid === expected && zxid <= this.lastAllocatedZxid)) assert(false, `proposed ${zxid}, expected the allocated ${expected}`);
+    if (config !== undefined) {
+      assert(!this.reconfigInFlight, "one reconfiguration in flight at a time");
+      this.pendingConfigs.push({ zxid, quorum: config });
+      this.quorum = this.jointQuorum();
+    }
     const logRecord: LogRecord = { zxid, record };
     this.history.append(logRecord);
     this.out.persist.push({ kind: "appendLog", zxid, record });
@@ -273,7 +297,9 @@ export class Leader extends ZabCoreBase {
 
   private onLearnerInfo(from: number, message: Extract<QuorumMessage, { type: "learnerInfo" }>): void {
     const { sid, role, acceptedEpoch, lastZxid } = message;
-    const roleFits = role === "participant" ? this.options.quorum.isVoter(sid) : this.options.quorum.observers.has(sid);
+    // Any server may learn from us (ZooKeeper's non-voting followers: a server about to be added
+    // syncs first): only a voter's acks count, and each count asks its configuration who votes.
+    const roleFits = role === "participant" || role === "observer";
     const wellFormed = sid === from && sid !== this.myId && roleFits && Number.isSafeInteger(acceptedEpoch) && acceptedEpoch >= 0 && isZxid(lastZxid);
     if (this.peers.has(from)) this.dropLearner(from, "reconnected", false); // its old stream is gone
     // Not among our peers by now, so dropping it only reports it and closes its stream.
@@ -315,7 +341,9 @@ export class Leader extends ZabCoreBase {
     if (this.phaseNow === "discovery") {
       // Our history must be the most recent of the quorum we establish with (Zab's discovery step).
       const ahead =
-        peer.role === "participant" && (currentEpoch > this.startCurrentEpoch || (currentEpoch === this.startCurrentEpoch && lastZxid > this.startLastZxid));
+        peer.role === "participant" &&
+        this.quorum.isVoter(peer.sid) &&
+        (currentEpoch > this.startCurrentEpoch || (currentEpoch === this.startCurrentEpoch && lastZxid > this.startLastZxid));
       if (ahead) {
         this.stepDown(`learner ${peer.sid} is ahead of us: epoch ${currentEpoch}, zxid ${lastZxid}`);
         return;
@@ -391,7 +419,7 @@ export class Leader extends ZabCoreBase {
     for (const peer of this.peers.values()) {
       if (peer.role === "participant" && (peer.stage === "synced" || peer.stage === "upToDate")) alive.push(peer.sid);
     }
-    if (!this.options.quorum.containsQuorum(alive)) this.stepDown("lost the quorum of synced followers");
+    if (!this.quorum.containsQuorum(alive)) this.stepDown("lost the quorum of synced followers");
   }
 
   // ---- discovery
@@ -399,7 +427,7 @@ export class Leader extends ZabCoreBase {
   private maybeDecideEpoch(): void {
     if (this.newEpoch !== undefined) return;
     const participants = [...this.peers.values()].filter((p) => p.role === "participant");
-    if (!this.options.quorum.containsQuorum([this.myId, ...participants.map((p) => p.sid)])) return;
+    if (!this.quorum.containsQuorum([this.myId, ...participants.map((p) => p.sid)])) return;
     const newEpoch = Math.max(this.acceptedEpoch, ...participants.map((p) => p.acceptedEpoch)) + 1;
     this.newEpoch = newEpoch;
     this.acceptEpoch(newEpoch);
@@ -508,6 +536,7 @@ export class Leader extends ZabCoreBase {
         this.send(peer.sid, { type: "upToDate" });
       }
     }
+    this.activateCommittedConfigs();
   }
 
   // ---- broadcast
@@ -515,20 +544,15 @@ export class Leader extends ZabCoreBase {
   /** Commits, in zxid order, every outstanding proposal a quorum has durable. */
   private tryCommit(): void {
     if (this.phaseNow !== "broadcast" || this.history.committedZxid === this.history.lastZxid) return;
-    // The commit point: the highest zxid a quorum of voters has durably logged, i.e. the
-    // quorumSize-th largest of the voters' acked zxids (the leader's own durable point included).
-    // Runs on every ack, so it sorts one small reused array rather than building sets.
-    const acked = this.ackedScratch;
-    acked.length = 0;
-    acked.push(this.durableZxid);
-    for (const peer of this.peers.values()) {
-      if (peer.role === "participant" && this.options.quorum.isVoter(peer.sid) && (peer.stage === "synced" || peer.stage === "upToDate"))
-        acked.push(peer.ackedZxid);
+    // Up to a reconfiguration a quorum of the configuration in force commits; from it on, until it
+    // commits, a quorum of the configuration it installs must hold the record too.
+    let point = this.durablePointOf(this.committedConfig);
+    for (const pending of this.pendingConfigs) {
+      if (point < pending.zxid) break;
+      const ofPending = this.durablePointOf(pending.quorum);
+      point = ofPending >= pending.zxid ? Math.min(point, ofPending) : pending.zxid - 1;
     }
-    const quorumSize = this.options.unsafeCommitOnOwnAck === true ? 1 : this.options.quorum.quorumSize;
-    if (acked.length < quorumSize) return;
-    acked.sort((a, b) => b - a);
-    const commitZxid = Math.max(this.history.committedZxid, acked[quorumSize - 1]!);
+    const commitZxid = Math.max(this.history.committedZxid, point);
     if (commitZxid === this.history.committedZxid) return;
     const newly = this.history.commitThrough(commitZxid);
     for (const record of newly) this.out.apply.push(record);
@@ -537,6 +561,47 @@ export class Leader extends ZabCoreBase {
       if (peer.role === "participant") this.send(peer.sid, { type: "commit", zxid: commitZxid });
       else for (const record of newly) this.send(peer.sid, { type: "inform", zxid: record.zxid, record: record.record });
     }
+    this.activateCommittedConfigs();
+  }
+
+  /**
+   * The highest zxid a quorum of `config`'s voters has durably logged (-1 if no quorum is synced):
+   * the quorumSize-th largest of their acked zxids, ours included if we vote in it. Runs on every
+   * ack, so it sorts one small reused array rather than building sets.
+   */
+  private durablePointOf(config: QuorumVerifier): number {
+    const acked = this.ackedScratch;
+    acked.length = 0;
+    if (config.isVoter(this.myId)) acked.push(this.durableZxid);
+    for (const peer of this.peers.values()) {
+      if (peer.role === "participant" && config.isVoter(peer.sid) && (peer.stage === "synced" || peer.stage === "upToDate")) acked.push(peer.ackedZxid);
+    }
+    const quorumSize = this.options.unsafeCommitOnOwnAck === true ? 1 : config.quorumSize;
+    if (acked.length < quorumSize) return -1;
+    acked.sort((a, b) => b - a);
+    return acked[quorumSize - 1]!;
+  }
+
+  /**
+   * Every pending reconfiguration at or below the commit point is in force now. A leader that is
+   * no voter of the configuration in force steps down (ZooKeeper's removed leader does too): the
+   * commits it just sent go first, and the configuration's own voters elect the next leader.
+   */
+  private activateCommittedConfigs(): void {
+    let activated = false;
+    while (this.pendingConfigs.length > 0 && this.pendingConfigs[0]!.zxid <= this.history.committedZxid) {
+      const { zxid, quorum } = this.pendingConfigs.shift()!;
+      this.committedConfig = quorum;
+      this.out.events.push({ event: "configActivated", zxid });
+      activated = true;
+    }
+    if (!activated) return;
+    this.quorum = this.jointQuorum();
+    if (!this.committedConfig.isVoter(this.myId)) this.stepDown("not a voter of the configuration in force");
+  }
+
+  private jointQuorum(): JointQuorum {
+    return new JointQuorum([this.committedConfig, ...this.pendingConfigs.map((p) => p.quorum)]);
   }
 
   // ---- syncs
@@ -562,7 +627,7 @@ export class Leader extends ZabCoreBase {
         const peer = this.peers.get(sid);
         if (peer !== undefined && peer.pingsAnswered >= needed) confirmed.push(sid);
       }
-      if (!this.options.quorum.containsQuorum(confirmed)) return;
+      if (!this.quorum.containsQuorum(confirmed)) return;
       this.pendingSyncs.shift();
       if (sync.learner === undefined) this.out.syncsDone.push({ syncId: sync.syncId, zxid: sync.zxid });
       // Everything we proposed up to sync.zxid precedes this answer on the learner's stream.
@@ -581,7 +646,7 @@ export class Leader extends ZabCoreBase {
   private quorumAtStage(stage: LearnerStage): boolean {
     const sids = [this.myId];
     for (const peer of this.peers.values()) if (peer.role === "participant" && peer.stage === stage) sids.push(peer.sid);
-    return this.options.quorum.containsQuorum(sids);
+    return this.quorum.containsQuorum(sids);
   }
 
   private dropLearner(sid: number, reason: string, disconnect: boolean): void {

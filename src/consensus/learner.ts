@@ -69,10 +69,9 @@ export class Learner extends ZabCoreBase {
     this.leaderId = options.leaderId;
     this.role = options.role;
     this.kind = options.role === "participant" ? "follower" : "observer";
+    // Whom to follow and as what is the host's choice: a server about to be added follows as a
+    // participant the leader does not count yet, and a leader's configuration may be newer than ours.
     assert(options.leaderId !== options.myId, "a learner follows another server");
-    assert(options.quorum.isVoter(options.leaderId), `leader ${options.leaderId} is a voter`);
-    if (options.role === "participant") assert(options.quorum.isVoter(options.myId), `follower ${options.myId} is a voter`);
-    else assert(options.quorum.observers.has(options.myId), `observer ${options.myId} is listed as one`);
     const treeZxid = options.state.lastZxid();
     this.appliedZxid = treeZxid;
     this.commitZxid = treeZxid;

@@ -7,7 +7,7 @@ import { assert } from "../common/assert.js";
 import { isZxid } from "../store/zxid.js";
 import { zabLimits } from "./constants.js";
 import type { LogRecord } from "./messages.js";
-import type { QuorumVerifier } from "./quorum.js";
+import type { PendingConfig, QuorumVerifier } from "./quorum.js";
 
 /** The host's tree, as the core sees it (an injected port: the real DataTree or the simulator's). */
 export interface ZabStatePort {
@@ -33,7 +33,13 @@ export interface ZabDurableState {
 
 export interface ZabOptions {
   myId: number;
+  /** The last configuration known committed here. */
   quorum: QuorumVerifier;
+  /**
+   * Reconfigurations in the durable log after the tree, ascending zxid: not known committed, so
+   * until this term commits them every quorum is a quorum of each of them too (a leader's).
+   */
+  pendingConfigs?: readonly PendingConfig[];
   /** ZooKeeper's tickTime. */
   tickMs: number;
   /** Ticks allowed for discovery and synchronisation (ZooKeeper's initLimit). */

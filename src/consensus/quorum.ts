@@ -26,4 +26,46 @@ export class QuorumVerifier {
   isVoter(id: number): boolean {
     return this.voters.has(id);
   }
+
+  /** Whether `other` has the same voters and observers. */
+  sameMembers(other: QuorumVerifier): boolean {
+    return sameSet(this.voters, other.voters) && sameSet(this.observers, other.observers);
+  }
+}
+
+function sameSet(a: ReadonlySet<number>, b: ReadonlySet<number>): boolean {
+  return a.size === b.size && [...a].every((id) => b.has(id));
+}
+
+/** A reconfiguration logged at `zxid` and not known to be committed: `quorum` is the configuration it installs. */
+export interface PendingConfig {
+  zxid: number;
+  quorum: QuorumVerifier;
+}
+
+/**
+ * The voters a decision needs while reconfigurations are in play (ZooKeeper's pair of last
+ * committed and last proposed verifiers): a quorum of every configuration at once. Until a
+ * reconfiguration commits, either of its configurations may be the one the next leader runs with,
+ * so every election, epoch and establishment must stand in both.
+ */
+export class JointQuorum {
+  readonly voters: ReadonlySet<number>;
+  readonly observers: ReadonlySet<number>;
+
+  constructor(readonly configs: readonly QuorumVerifier[]) {
+    assert(configs.length > 0, "a joint quorum of at least one configuration");
+    this.voters = new Set(configs.flatMap((c) => [...c.voters]));
+    this.observers = new Set(configs.flatMap((c) => [...c.observers]).filter((id) => !this.voters.has(id)));
+  }
+
+  containsQuorum(ids: Iterable<number>): boolean {
+    const present = [...ids];
+    return this.configs.every((config) => config.containsQuorum(present));
+  }
+
+  /** A voter of any of the configurations (its vote and acks count where it votes). */
+  isVoter(id: number): boolean {
+    return this.voters.has(id);
+  }
 }

@@ -130,14 +130,14 @@ type Phase = { kind: "idle" } | LookingPhase | { kind: "settled"; decision: Deci
 
 export class FastLeaderElection {
   readonly myId: number;
-  readonly role: PeerRole;
   readonly finalizeWaitMs: number;
   readonly notificationTimeoutMs: number;
   readonly maxNotificationIntervalMs: number;
-  private readonly quorum: ElectionQuorum;
+  private roleNow: PeerRole;
+  private quorum: ElectionQuorum;
   /** Voters other than us, ascending: where our vote goes. */
-  private readonly peersToNotify: readonly number[];
-  private readonly membersCount: number;
+  private peersToNotify: readonly number[];
+  private membersCount: number;
   /** ZooKeeper's logicalclock: the election round; bumped by startLooking, raised by peers. */
   private logicalClock = 0;
   /** The latest time any input carried; deadlines are judged against it (time never goes back). */
@@ -147,16 +147,13 @@ export class FastLeaderElection {
   constructor(options: FastLeaderElectionOptions) {
     const { myId, role, quorum } = options;
     this.myId = myId;
-    this.role = role;
+    this.roleNow = role;
     this.quorum = quorum;
     this.finalizeWaitMs = options.finalizeWaitMs ?? ELECTION_DEFAULTS.finalizeWaitMs;
     this.notificationTimeoutMs = options.notificationTimeoutMs ?? ELECTION_DEFAULTS.notificationTimeoutMs;
     this.maxNotificationIntervalMs = options.maxNotificationIntervalMs ?? ELECTION_DEFAULTS.maxNotificationIntervalMs;
 
     assert(isServerId(myId), `server id must be a positive safe integer: ${myId}`);
-    for (const id of [...quorum.voters, ...quorum.observers]) assert(isServerId(id), `member id must be a positive safe integer: ${id}`);
-    if (role === "participant") assert(quorum.isVoter(myId), `participant ${myId} is not a voter`);
-    else assert(quorum.observers.has(myId), `observer ${myId} is not listed as an observer`);
     assert(Number.isSafeInteger(this.finalizeWaitMs) && this.finalizeWaitMs >= 0, "finalizeWaitMs is a non-negative integer");
     assert(Number.isSafeInteger(this.notificationTimeoutMs) && this.notificationTimeoutMs > 0, "notificationTimeoutMs is a positive integer");
     assert(
@@ -164,6 +161,31 @@ export class FastLeaderElection {
       "maxNotificationIntervalMs is an integer no smaller than notificationTimeoutMs",
     );
 
+    this.peersToNotify = [];
+    this.membersCount = 0;
+    this.useView(role, quorum);
+  }
+
+  get role(): PeerRole {
+    return this.roleNow;
+  }
+
+  /**
+   * A new membership view (a reconfiguration came into force, or one is pending: the host hands a
+   * joint view), used from the next `startLooking` on; never while looking.
+   */
+  reconfigure(role: PeerRole, quorum: ElectionQuorum): void {
+    assert(this.phase.kind !== "looking", "the membership view changes between elections");
+    this.useView(role, quorum);
+  }
+
+  private useView(role: PeerRole, quorum: ElectionQuorum): void {
+    const myId = this.myId;
+    for (const id of [...quorum.voters, ...quorum.observers]) assert(isServerId(id), `member id must be a positive safe integer: ${id}`);
+    if (role === "participant") assert(quorum.isVoter(myId), `participant ${myId} is not a voter`);
+    else assert(quorum.observers.has(myId), `observer ${myId} is not listed as an observer`);
+    this.roleNow = role;
+    this.quorum = quorum;
     this.peersToNotify = [...quorum.voters].filter((id) => id !== myId).sort((a, b) => a - b);
     this.membersCount = quorum.voters.size + quorum.observers.size;
   }

@@ -573,6 +573,9 @@ function replyFor(result: TxnResult, zxid: number): Reply {
     case "setData":
     case "setAcl":
       return { err: 0, zxid, body: { kind: "stat", stat: result.stat } };
+    // ZooKeeper answers a reconfig with the new configuration, as a getData of /zookeeper/config.
+    case "reconfig":
+      return { err: 0, zxid, body: { kind: "data", data: result.data, stat: result.stat } };
     case "multi": {
       const failed = result.results.find((r) => r.type === "error" && r.err !== 0);
       return { err: failed && failed.type === "error" ? failed.err : 0, zxid, body: { kind: "multi", results: result.results } };

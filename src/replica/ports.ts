@@ -8,6 +8,7 @@
  * synchronously, event by event, decides exactly when each write completes. A `Done` called with an
  * error means the write failed: the replica then stops for good (fail-stop).
  */
+import type { MemberAddress } from "../common/membership.js";
 import type { LogRecord, QuorumMessage } from "../consensus/messages.js";
 import type { Notification } from "../election/types.js";
 import type { DataTree } from "../store/data-tree.js";
@@ -60,6 +61,11 @@ export interface RecoveredState {
 /** The election and quorum links to the other members. Inbound traffic calls the Replica's `on*` methods. */
 export interface PeerPort {
   sendNotification(to: number, notification: Notification): void;
+  /**
+   * A reconfiguration came into force: these are the members now (with their quorum and election
+   * addresses). Links to servers that left may close; new members become reachable.
+   */
+  updateMembers?(members: readonly MemberAddress[]): void;
   /** Open (and keep open) the quorum stream to `leaderId`. */
   followLeader(leaderId: number): void;
   stopFollowing(): void;

@@ -57,6 +57,8 @@ interface ChangeRecord {
 export interface PrepOptions {
   /** TTL nodes are off unless enabled, as in ZooKeeper (zookeeper.extendedTypesEnabled). */
   ttlNodesEnabled: boolean;
+  /** ZooKeeper's reconfigEnabled: off, a reconfig is RECONFIGDISABLED before anything else is checked. */
+  reconfigEnabled?: boolean;
   /** Refuse writes past a hard quota limit with QUOTAEXCEEDED (ZooKeeper's zookeeper.enforceQuota). */
   enforceQuota?: boolean;
   /** Every write past a quota limit, refused or not (the server logs and counts them). */
@@ -64,6 +66,7 @@ export interface PrepOptions {
 }
 
 const RESERVED_ROOT = "/zookeeper";
+const CONFIG_NODE = "/zookeeper/config";
 
 export class Prep {
   /** Latest in-flight change per path. */
@@ -88,6 +91,9 @@ export class Prep {
    */
   prepare(request: WriteRequest, sessionId: bigint, zxid: number, authInfo: readonly Id[]): TxnBody {
     if (request.op === "close") return this.prepareCloseSession(sessionId, zxid);
+    // A cluster's leader plans reconfigurations itself (it knows the membership); a standalone
+    // server cannot reconfigure, as ZooKeeper's answers once reconfiguration is enabled.
+    if (request.op === "reconfig") return { type: "error", err: this.options.reconfigEnabled === true ? ZkErrorCode.UNIMPLEMENTED : ZkErrorCode.RECONFIGDISABLED };
     const zooKeeperChecks = "zooKeeperChecks" in request && request.zooKeeperChecks === true;
     if (request.op === "multi") return this.prepareMulti(request.ops, sessionId, zxid, authInfo, zooKeeperChecks);
     const overlay = new Map<string, ChangeRecord>();
@@ -99,6 +105,21 @@ export class Prep {
       this.quota.discard();
       return errorTxn(error);
     }
+  }
+
+  /**
+   * A reconfiguration the leader has planned (replica/cluster-config.ts): ZooKeeper's last check is
+   * WRITE on /zookeeper/config (open to the super user only, unless an admin changed its ACL).
+   */
+  prepareReconfig(data: Uint8Array, authInfo: readonly Id[]): TxnBody {
+    const node = this.tree.getNode(CONFIG_NODE);
+    assert(node !== undefined, "every tree has /zookeeper/config");
+    try {
+      checkAcl(node.acl, Perms.WRITE, authInfo, CONFIG_NODE);
+    } catch (error) {
+      return errorTxn(error);
+    }
+    return { type: "reconfig", data };
   }
 
   /** A closeSession decided by the server (expiry), not asked for by a client. */
@@ -203,7 +224,7 @@ export class Prep {
   }
 
   private prepareOne(
-    request: Exclude<WriteRequest, { op: "multi" | "close" }> | MultiOpRequest,
+    request: Exclude<WriteRequest, { op: "multi" | "close" | "reconfig" }> | MultiOpRequest,
     sessionId: bigint,
     zxid: number,
     authInfo: readonly Id[],

@@ -10,7 +10,8 @@ import { assert } from "../common/assert.js";
 import { ZkError, ZkErrorCode } from "../common/errors.js";
 import type { PersistAction, ZabInput, ZabReady } from "../consensus/core-io.js";
 import type { QuorumMessage } from "../consensus/messages.js";
-import { QuorumVerifier } from "../consensus/quorum.js";
+import { JointQuorum, type PendingConfig } from "../consensus/quorum.js";
+import { parseMembership } from "../common/membership.js";
 import { createZab, Leader, type ZabCore } from "../consensus/zab.js";
 import type { LearnerStage } from "../consensus/leader.js";
 import type { ZabPhase } from "../consensus/core-io.js";
@@ -31,6 +32,7 @@ import { RecentLog } from "./recent-log.js";
 import { decodeForwardedRequest, encodeForwardedRequest } from "./request-codec.js";
 import type { WriteRequest } from "./requests.js";
 import { SessionTracker } from "./session-tracker.js";
+import { configOfTree, configOfTxnData, configText, planReconfig, quorumOf, reconfigsIn, reconfigTxnData, roleOf, type ClusterConfig, type MemberRole } from "./cluster-config.js";
 
 export type PeerRoleState = "looking" | "leading" | "following" | "observing";
 
@@ -41,7 +43,7 @@ const HELD_LEARNER_MESSAGES_MAX = 64;
 const TICK_INTERVAL_MS_MAX = 50;
 
 /** What the peer asks of its election: FastLeaderElection's surface. */
-export type LeaderElection = Pick<FastLeaderElection, "startLooking" | "receive" | "tick" | "settle" | "decision">;
+export type LeaderElection = Pick<FastLeaderElection, "startLooking" | "receive" | "tick" | "settle" | "decision" | "reconfigure">;
 
 /** The membership and timing a member runs with (a subset of the server's configuration). */
 export interface QuorumPeerConfig {
@@ -56,6 +58,14 @@ export interface QuorumPeerConfig {
   containerMaxPerMinute: number;
   /** ZooKeeper's readonlymode.enabled: see READ_ONLY_AFTER_MS_MIN. */
   readOnlyModeEnabled: boolean;
+  /**
+   * The membership this server starts with, in ZooKeeper's dynamic-configuration text (what
+   * /zookeeper/config shows until a reconfiguration); "" for a standalone server, which cannot
+   * be reconfigured. `servers` must list the same members.
+   */
+  membershipText: string;
+  /** ZooKeeper's reconfigEnabled: whether the reconfig operation is allowed. */
+  reconfigEnabled: boolean;
 }
 
 /**
@@ -130,9 +140,19 @@ export interface ElectionSeen {
 /** Elections kept for the console; older ones drop off. */
 const ELECTIONS_SEEN_MAX = 20;
 
+/** A reconfiguration logged here and not known committed, with the configuration it installs. */
+interface PendingReconfig {
+  zxid: number;
+  config: ClusterConfig;
+}
+
 export class QuorumPeer {
-  private readonly election: LeaderElection;
-  private readonly quorum: QuorumVerifier;
+  /** Undefined until this server is a member of some configuration it knows (and elects). */
+  private election: LeaderElection | undefined;
+  /** The configuration in force here: the last reconfiguration applied, or the one it started with. */
+  private committedConfig: ClusterConfig;
+  /** Set when a configuration came into force while handling a Ready: a learner whose place changed re-elects. */
+  private configChanged = false;
   private readonly persist: PersistQueue;
   private readonly recentLog: RecentLog;
   private zab: ZabCore | undefined;
@@ -171,23 +191,11 @@ export class QuorumPeer {
 
   constructor(private readonly deps: QuorumPeerDeps) {
     const { config } = deps;
-    const voters = config.servers.filter((s) => s.role === "participant").map((s) => s.id);
-    const observers = config.servers.filter((s) => s.role === "observer").map((s) => s.id);
-    this.quorum = new QuorumVerifier(voters, observers);
-    const me = config.servers.find((s) => s.id === config.serverId);
-    assert(me, `server ${config.serverId} is in its own config`);
-    // A lost notification is re-sent by the transport when its link comes back (as ZooKeeper does), so
-    // a short cap on the resend interval only bounds how long a partitioned voter stays unheard.
-    // A lone voter has nobody whose better vote it could wait for: it decides at once.
-    const alone = voters.length === 1 && observers.length === 0;
-    const electionOptions: FastLeaderElectionOptions = {
-      myId: config.serverId,
-      role: me.role,
-      quorum: this.quorum,
-      maxNotificationIntervalMs: 4 * config.tickMs + 1_000,
-      ...(alone ? { finalizeWaitMs: 0 } : {}),
-    };
-    this.election = deps.election?.(electionOptions) ?? new FastLeaderElection(electionOptions);
+    assert(
+      config.servers.some((s) => s.id === config.serverId),
+      `server ${config.serverId} is in its own config`,
+    );
+    this.committedConfig = configOfTree(deps.database.tree) ?? staticConfig(config);
     this.persist = new PersistQueue((error) => this.fatal(error));
     this.recentLog = new RecentLog(deps.database.tree.lastProcessedZxid, deps.recovered.unappliedTail, config.commitLogCount);
     this.epochs = { acceptedEpoch: deps.recovered.acceptedEpoch, currentEpoch: deps.recovered.currentEpoch };
@@ -227,6 +235,21 @@ export class QuorumPeer {
   /** The epoch this server last persisted as current (ZooKeeper's currentEpoch file). */
   get currentEpoch(): number {
     return this.epochs.currentEpoch;
+  }
+
+  /** The configuration in force here (ZooKeeper's getQuorumVerifier, with the members' addresses). */
+  get configInForce(): ClusterConfig {
+    return this.committedConfig;
+  }
+
+  /** /zookeeper/config's text for the configuration in force ("" for a standalone server). */
+  get configTextInForce(): string {
+    return this.deps.config.membershipText === "" ? "" : configText(this.committedConfig);
+  }
+
+  /** Whether this server votes in some configuration it knows of (the one in force, or one logged and pending). */
+  get votesInOwnView(): boolean {
+    return this.electionView()?.role === "participant";
   }
 
   /** The elections this server saw decided, oldest first (the console's cluster view). */
@@ -292,7 +315,7 @@ export class QuorumPeer {
   onNotification(notification: Notification): void {
     if (this.stopped) return;
     this.deps.logger.debug({ notification: { ...notification, vote: { ...notification.vote } } }, "notification received");
-    this.handleElection(this.election.receive(notification, this.deps.clock.nowMs()));
+    if (this.election) this.handleElection(this.election.receive(notification, this.deps.clock.nowMs()));
   }
 
   onQuorumMessage(from: number, message: QuorumMessage): void {
@@ -390,8 +413,52 @@ export class QuorumPeer {
     this.unavailableSinceMs ??= this.lookingSinceMs;
     this.deps.metrics?.lookingStarted();
     this.setRole("looking", { reason });
+    const view = this.electionView();
+    if (view === undefined) {
+      // Removed by a reconfiguration (or never added): nothing to vote in, no clients to serve.
+      this.deps.logger.warn({ version: hex(this.committedConfig.version) }, "not a member of the configuration in force: not electing");
+      return;
+    }
+    const election = this.electionFor(view.role, view.quorum);
     const self = { lastZxid: this.deps.database.lastLoggedZxid(), currentEpoch: this.epochs.currentEpoch };
-    this.handleElection(this.election.startLooking(self, this.deps.clock.nowMs()));
+    this.handleElection(election.startLooking(self, this.deps.clock.nowMs()));
+  }
+
+  /**
+   * Our place in every configuration in play: the one in force and each logged reconfiguration
+   * not known committed (either may be the next leader's); undefined when we are in none of them.
+   */
+  private electionView(): { role: MemberRole; quorum: JointQuorum; pending: PendingReconfig[] } | undefined {
+    const pending = this.pendingReconfigs();
+    const quorum = new JointQuorum([this.committedConfig, ...pending.map((p) => p.config)].map(quorumOf));
+    const me = this.deps.config.serverId;
+    const role = quorum.isVoter(me) ? "participant" : quorum.observers.has(me) ? "observer" : undefined;
+    return role === undefined ? undefined : { role, quorum, pending };
+  }
+
+  private pendingReconfigs(): PendingReconfig[] {
+    return reconfigsIn(this.recentLog.unapplied(), this.committedConfig.version).map((config) => ({ zxid: config.version, config }));
+  }
+
+  private electionFor(role: MemberRole, quorum: JointQuorum): LeaderElection {
+    if (this.election) {
+      this.election.reconfigure(role, quorum);
+      return this.election;
+    }
+    const { config } = this.deps;
+    // A lost notification is re-sent by the transport when its link comes back (as ZooKeeper does), so
+    // a short cap on the resend interval only bounds how long a partitioned voter stays unheard.
+    // A lone voter has nobody whose better vote it could wait for: it decides at once.
+    const alone = quorum.voters.size === 1 && quorum.observers.size === 0;
+    const options: FastLeaderElectionOptions = {
+      myId: config.serverId,
+      role,
+      quorum,
+      maxNotificationIntervalMs: 4 * config.tickMs + 1_000,
+      ...(alone ? { finalizeWaitMs: 0 } : {}),
+    };
+    this.election = this.deps.election?.(options) ?? new FastLeaderElection(options);
+    return this.election;
   }
 
   private handleElection(output: ElectionOutput): void {
@@ -430,7 +497,8 @@ export class QuorumPeer {
     if (this.elections.length > ELECTIONS_SEEN_MAX) this.elections.shift();
     const options = {
       myId: config.serverId,
-      quorum: this.quorum,
+      quorum: quorumOf(this.committedConfig),
+      pendingConfigs: this.pendingReconfigs().map((p): PendingConfig => ({ zxid: p.zxid, quorum: quorumOf(p.config) })),
       tickMs: config.tickMs,
       initLimitTicks: config.initLimitTicks,
       syncLimitTicks: config.syncLimitTicks,
@@ -485,7 +553,7 @@ export class QuorumPeer {
         if (zab instanceof Leader && zab.serving) this.cleanUp(zab, nowMs);
       }
     } else if (this.roleState === "looking") {
-      this.handleElection(this.election.tick(nowMs));
+      if (this.election) this.handleElection(this.election.tick(nowMs));
       if (this.zab === undefined) this.tickReadOnly(nowMs);
     }
   }
@@ -504,7 +572,10 @@ export class QuorumPeer {
     if (!config.readOnlyModeEnabled || this.stopped) return;
     if (this.readOnlySessions === undefined) {
       // A lone voter is its own quorum: it has nothing to be cut off from.
-      const alone = this.quorum.voters.size === 1 && this.quorum.isVoter(config.serverId);
+      const inForce = quorumOf(this.committedConfig);
+      // Not a member (removed): nothing of ours to serve, read-only or not.
+      if (roleOf(this.committedConfig, config.serverId) === undefined) return;
+      const alone = inForce.voters.size === 1 && inForce.isVoter(config.serverId);
       // Since it last served, not since this election: a term that failed in discovery (its voters
       // gone) and the election after it are one outage to the clients.
       const outOfServiceMs = nowMs - (this.unavailableSinceMs ?? this.lookingSinceMs);
@@ -567,6 +638,7 @@ export class QuorumPeer {
       this.deps.database.apply(txn);
       this.prep?.applied(record.zxid);
       this.recentLog.applied(record.zxid);
+      if (txn.body.type === "reconfig") this.activate(configOfTxnData(txn.body.data, record.zxid));
       // The leader owns expiry: a session is tracked from the moment it exists, wherever it was opened.
       if (zab instanceof Leader && txn.body.type === "createSession") this.deps.tracker.touch(txn.header.sessionId, txn.body.timeoutMs);
     }
@@ -574,10 +646,10 @@ export class QuorumPeer {
       this.deps.logger.info(event, `zab ${event.event}`);
       if (event.event === "syncMode") this.deps.metrics?.learnerSyncSent(event.mode);
       // Latecomers learn the leader from our answers: they should carry the epoch it established.
-      const decision = this.election.decision;
+      const decision = this.election?.decision;
       // Every member must answer with the same vote, or a joiner never sees a quorum agree on one.
       const established = event.event === "newEpoch" || (event.event === "phase" && event.phase === "broadcast");
-      if (established && decision) this.election.settle({ ...decision, vote: { ...decision.vote, peerEpoch: event.epoch } });
+      if (established && decision) this.election!.settle({ ...decision, vote: { ...decision.vote, peerEpoch: event.epoch } });
     }
     for (const id of ready.disconnect) this.deps.transport.closeLearner(id);
     for (const touch of ready.touches) this.deps.tracker.touch(touch.sessionId, touch.timeoutMs);
@@ -621,7 +693,37 @@ export class QuorumPeer {
     if (ready.stepDown && generation === this.generation) {
       this.deps.logger.warn({ reason: ready.stepDown.reason, role: this.roleState }, "zab stepped down");
       this.startLooking(ready.stepDown.reason);
+      return;
     }
+    if (this.configChanged && generation === this.generation) {
+      this.configChanged = false;
+      const changed = this.placeChangedFor(zab);
+      if (changed !== undefined) this.startLooking(changed);
+    }
+  }
+
+  /** A configuration came into force: the new one is in force here from now on (each server keeps it in its tree). */
+  private activate(config: ClusterConfig): void {
+    if (config.version <= this.committedConfig.version) return;
+    this.committedConfig = config;
+    this.configChanged = true;
+    this.deps.transport.updateMembers?.(config.members);
+    const members = config.members.map((m) => `${m.serverId}:${m.type}`).join(",");
+    this.deps.logger.info({ version: hex(config.version), members }, "configuration in force");
+  }
+
+  /**
+   * A learner whose role the configuration in force changed, or whose leader no longer votes in
+   * it, re-elects (ZooKeeper's learner restarts when a reconfiguration changes its role). A leader
+   * that no longer votes steps down inside its core.
+   */
+  private placeChangedFor(zab: ZabCore): string | undefined {
+    if (zab instanceof Leader) return undefined;
+    const me = roleOf(this.committedConfig, this.deps.config.serverId);
+    const termRole = zab.kind === "observer" ? "observer" : "participant";
+    if (me !== termRole) return me === undefined ? "removed from the configuration" : `now ${me === "participant" ? "a participant" : "an observer"}`;
+    if (this.leaderId !== undefined && !quorumOf(this.committedConfig).isVoter(this.leaderId)) return "the leader is no voter of the configuration in force";
+    return undefined;
   }
 
   private beginServing(zab: ZabCore): void {
@@ -678,6 +780,10 @@ export class QuorumPeer {
       case "installSnapshot":
         // The tree is replaced now so that what the leader sends next applies on top of it.
         database.replaceTree(action.zxid, action.snapshot);
+        {
+          const inTree = configOfTree(database.tree);
+          if (inTree !== undefined) this.activate(inTree);
+        }
         this.recentLog.reset(action.zxid);
         this.persist.exclusive(
           (done) => storage.snapshots.install(action.zxid, action.snapshot, done),
@@ -849,4 +955,16 @@ export class ClusterSessionActivity implements SessionActivity {
   forget(sessionId: bigint): void {
     this.peer?.forgetSession(sessionId);
   }
+}
+
+/**
+ * The configuration a server starts with: its membership text (version 0 unless the text names one),
+ * or, for a standalone server (no text), its one member with no addresses.
+ */
+function staticConfig(config: QuorumPeerConfig): ClusterConfig {
+  if (config.membershipText === "") {
+    return { version: 0, members: config.servers.map((s) => ({ serverId: s.id, host: "", quorumPort: 0, electionPort: 0, type: s.role })) };
+  }
+  const { members, version } = parseMembership(config.membershipText);
+  return { version: Number(version ?? 0n), members };
 }

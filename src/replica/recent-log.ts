@@ -49,6 +49,11 @@ export class RecentLog {
     this.appliedZxid = zxid;
   }
 
+  /** The logged records the tree has not applied (not known committed here), oldest first. */
+  unapplied(): LogRecord[] {
+    return this.window.from(this.appliedCount);
+  }
+
   /** Oldest first: at most `windowMax` applied records, then every unapplied one. */
   snapshot(): LogRecord[] {
     return this.window.from(Math.max(0, this.appliedCount - this.window.appliedMax));

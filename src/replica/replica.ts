@@ -29,8 +29,6 @@ export interface ReplicaConfig extends QuorumPeerConfig {
   enforceQuota: boolean;
   minSessionTimeoutMs: number;
   maxSessionTimeoutMs: number;
-  /** /zookeeper/config's text: the membership in ZooKeeper's dynamic-config form ("" when standalone). */
-  membershipText: string;
 }
 
 export interface ReplicaPorts {
@@ -119,6 +117,7 @@ export function buildReplica(config: ReplicaConfig, ports: ReplicaPorts): Replic
   const activity = new ClusterSessionActivity();
   const pipeline = new RequestPipeline(database, broadcast, activity, { superDigest: config.superDigest }, ports.requestObserver);
   const prepOptions: PrepOptions = {
+    reconfigEnabled: config.reconfigEnabled,
     ttlNodesEnabled: config.ttlNodesEnabled,
     enforceQuota: config.enforceQuota,
     onQuotaExceeded: (event) => {

@@ -18,7 +18,7 @@ const FORMAT_VERSION = 1;
  * `authInfo` is a prefix before the request's own tag, left out when there are no ids; then
  * `zooKeeperChecks`, a tag alone, only on a request that sets it (ZooKeeper-door writes).
  */
-const TAG = { create: 1, delete: 2, setData: 3, setAcl: 4, check: 5, multi: 6, close: 7, createSession: 8, authInfo: 9, zooKeeperChecks: 10 } as const;
+const TAG = { create: 1, delete: 2, setData: 3, setAcl: 4, check: 5, multi: 6, close: 7, createSession: 8, authInfo: 9, zooKeeperChecks: 10, reconfig: 11 } as const;
 const NO_IDS: readonly Id[] = Object.freeze([]);
 
 export function encodeForwardedRequest(request: ForwardedRequest, authInfo: readonly Id[]): Uint8Array {
@@ -90,6 +90,10 @@ function writeRequest(w: ByteWriter, request: ForwardedRequest | MultiOpRequest)
       return;
     case "close":
       return;
+    case "reconfig":
+      for (const text of [request.joining, request.leaving, request.newMembers]) writeNullableString(w, text);
+      w.writeInt64(request.fromConfig);
+      return;
     case "createSession":
       w.writeVarUint(request.timeoutMs);
       w.writeBytes(request.password);
@@ -135,10 +139,26 @@ function readTaggedRequest(r: ByteReader, tag: number, topLevel: boolean): Forwa
     case TAG.close:
       if (!topLevel) throw r.malformed("close inside a multi");
       return { op: "close" };
+    case TAG.reconfig: {
+      if (!topLevel) throw r.malformed("reconfig inside a multi");
+      const [joining, leaving, newMembers] = [readNullableString(r), readNullableString(r), readNullableString(r)];
+      return { op: "reconfig", joining, leaving, newMembers, fromConfig: r.readInt64() };
+    }
     case TAG.createSession:
       if (!topLevel) throw r.malformed("createSession inside a multi");
       return { op: "createSession", timeoutMs: r.readVarUint(), password: r.readBytes() };
     default:
       throw r.malformed(`unknown request tag ${tag}`);
   }
+}
+
+function writeNullableString(w: ByteWriter, text: string | null): void {
+  w.writeUint8(text === null ? 0 : 1);
+  if (text !== null) w.writeString(text);
+}
+
+function readNullableString(r: ByteReader): string | null {
+  const present = r.readUint8();
+  if (present > 1) throw r.malformed("bad presence byte");
+  return present === 1 ? r.readString() : null;
 }

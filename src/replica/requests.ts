@@ -64,9 +64,21 @@ export interface MultiRequest extends ZooKeeperChecks {
 export interface CloseRequest {
   op: "close";
 }
+/** ZooKeeper's reconfig (ReconfigRequest): incremental (joining / leaving) or a whole new member list. */
+export interface ReconfigRequest {
+  op: "reconfig";
+  /** "server.N=host:quorum:election[:role];[clientHost:]clientPort", comma-separated. */
+  joining: string | null;
+  /** Server ids, comma-separated. */
+  leaving: string | null;
+  /** Every member, as "server.N=…" separated by commas or newlines. */
+  newMembers: string | null;
+  /** The configuration version the change is meant for; -1 for whatever is in force. */
+  fromConfig: bigint;
+}
 
 /** Requests that become a txn (through prep on the leader). */
-export type WriteRequest = CreateRequest | DeleteRequest | SetDataRequest | SetAclRequest | MultiRequest | CloseRequest;
+export type WriteRequest = CreateRequest | DeleteRequest | SetDataRequest | SetAclRequest | MultiRequest | CloseRequest | ReconfigRequest;
 
 export interface ExistsRequest extends ZooKeeperChecks {
   op: "exists";
@@ -170,6 +182,7 @@ export function isWriteRequest(request: ClientRequest): request is WriteRequest 
     case "setAcl":
     case "multi":
     case "close":
+    case "reconfig":
       return true;
     default:
       return false;

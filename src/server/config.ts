@@ -76,6 +76,11 @@ export interface ServerConfig {
    * their writes with NOTREADONLY, until it joins a quorum again.
    */
   readOnlyModeEnabled: boolean;
+  /**
+   * ZooKeeper's reconfigEnabled: the reconfig operation (dynamic membership changes) is allowed,
+   * to the super user or whoever /zookeeper/config's ACL lets write; off, it is RECONFIGDISABLED.
+   */
+  reconfigEnabled: boolean;
   /** Refuse writes past a hard quota limit (QUOTAEXCEEDED); soft limits are only logged. */
   enforceQuota: boolean;
   /**
@@ -198,6 +203,7 @@ export const FIELDS: Readonly<Record<keyof ServerConfig, FieldKind>> = {
   snapshotRetainCount: "int",
   ttlNodesEnabled: "bool",
   readOnlyModeEnabled: "bool",
+  reconfigEnabled: "bool",
   enforceQuota: "bool",
   containerCheckIntervalMs: "int",
   containerMaxPerMinute: "int",
@@ -260,6 +266,7 @@ export function defaultConfig(): Omit<ServerConfig, "minSessionTimeoutMs" | "max
     snapshotRetainCount: 3,
     ttlNodesEnabled: false,
     readOnlyModeEnabled: false,
+    reconfigEnabled: false,
     enforceQuota: false,
     containerCheckIntervalMs: 60_000,
     containerMaxPerMinute: 10_000,

@@ -24,7 +24,7 @@ import { assert } from "../common/assert.js";
 import { ZkError, ZkErrorCode } from "../common/errors.js";
 import type { AddWatchMode } from "../common/watch-modes.js";
 import { Hasher } from "./hasher.js";
-import type { Acl, CreateTxn, MultiTxn, OpResult, SetAclTxn, SetDataTxn, Stat, Txn, TxnHeader, TxnResult, WatchDelivery, WatchEvent } from "./types.js";
+import type { Acl, CreateTxn, MultiTxn, OpResult, ReconfigTxn, SetAclTxn, SetDataTxn, Stat, Txn, TxnHeader, TxnResult, WatchDelivery, WatchEvent } from "./types.js";
 import { OPEN_ACL_UNSAFE, ownerKind, PERSISTENT_OWNER, WatchEventType } from "./types.js";
 import { READ_ACL_UNSAFE } from "../common/znode.js";
 import { WatchManager } from "./watch-manager.js";
@@ -148,6 +148,8 @@ export class DataTree {
   setMembershipText(text: string): void {
     const node = this.nodes.get(CONFIG);
     assert(node !== undefined, "every tree has /zookeeper/config");
+    // A reconfiguration wrote it: replicated from then on, and what the server runs with.
+    if (node.stat.mzxid !== 0) return;
     node.data = UTF8.encode(text);
     node.stat.dataLength = node.data.length;
     node.stat.version = -1;
@@ -252,6 +254,9 @@ export class DataTree {
         break;
       case "setData":
         result = { type: "setData", stat: clientStat(this.setData(body, header, deliveries)) };
+        break;
+      case "reconfig":
+        result = { type: "reconfig", data: body.data, stat: clientStat(this.reconfig(body, header, deliveries)) };
         break;
       case "setAcl":
         result = { type: "setAcl", stat: clientStat(this.setAcl(body)) };
@@ -421,6 +426,19 @@ export class DataTree {
     stat.dataLength = txn.data.length;
     this.watches.triggerData(txn.path, WatchEventType.NodeDataChanged, header.zxid, deliveries);
     return stat;
+  }
+
+  /** ZooKeeper writes the new configuration with version -1 (its reconfig's setData): the version stays -1. */
+  private reconfig(txn: ReconfigTxn, header: TxnHeader, deliveries: WatchDelivery[]): Stat {
+    const node = this.nodes.get(CONFIG);
+    assert(node !== undefined, "every tree has /zookeeper/config");
+    this.preserve(CONFIG, node);
+    node.data = txn.data;
+    node.stat.mzxid = header.zxid;
+    node.stat.mtime = header.timeMs;
+    node.stat.dataLength = txn.data.length;
+    this.watches.triggerData(CONFIG, WatchEventType.NodeDataChanged, header.zxid, deliveries);
+    return node.stat;
   }
 
   private setAcl(txn: SetAclTxn): Stat {
@@ -695,12 +713,15 @@ export class DataTree {
   /**
    * A deterministic hash of everything replicated: every node (path, data, ACL, raw stat), the
    * session records, and lastProcessedZxid. Two servers at the same zxid must agree on it.
+   * /zookeeper/config is each server's own view until a reconfiguration writes it (a server about
+   * to be added lists itself), as in ZooKeeper: only then is it replicated and hashed.
    */
   digest(): string {
     const hasher = new Hasher();
     hasher.number(this.lastZxid).number(this.nodes.size);
     this.walk((path, node) => {
       const stat = node.stat;
+      if (path === CONFIG && stat.mzxid === 0) return;
       hasher.string(path).bytes(node.data).uint32(node.acl.length);
       for (const acl of node.acl) hasher.uint32(acl.perms).string(acl.id.scheme).string(acl.id.id);
       hasher

@@ -13,6 +13,7 @@
  *     createSession (-10) varint timeoutMs, bytes password
  *     closeSession (-11)  nothing
  *     error (-1)          zvarint err
+ *     reconfig (16)       bytes data (the new configuration's text)
  *   string/bytes = varint length + bytes; acl list = varint 0 for OPEN_ACL_UNSAFE (the common case,
  *   decoded as that shared frozen array), else varint (count + 1) then per entry zvarint perms,
  *   string scheme, string id; owner = u8 0 for persistent, or u8 1 + int64 (fixed).
@@ -39,6 +40,7 @@ export const TxnOpCode = {
   createSession: -10,
   closeSession: -11,
   error: -1,
+  reconfig: 16,
 } as const satisfies Record<TxnBody["type"], number>;
 
 type MultiOp = MultiTxn["ops"][number];
@@ -139,6 +141,9 @@ export function readTxn(r: ByteReader, shareInput = false): Txn {
     case TxnOpCode.closeSession:
       body = { type: "closeSession" };
       break;
+    case TxnOpCode.reconfig:
+      body = { type: "reconfig", data: shareInput ? r.readBytesView() : r.readBytes() };
+      break;
     default:
       body = readOp(r, type, shareInput);
   }
@@ -186,6 +191,9 @@ function writeBody(w: ByteWriter, body: TxnBody): void {
       w.writeBytes(body.password);
       return;
     case "closeSession":
+      return;
+    case "reconfig":
+      w.writeBytes(body.data);
       return;
     case "error":
       w.writeVarInt32(body.err);

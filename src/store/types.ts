@@ -57,7 +57,7 @@ export interface TxnHeader {
 }
 
 /** A state change decided by prep: already validated, fully resolved (sequential names, versions). */
-export type TxnBody = CreateTxn | DeleteTxn | SetDataTxn | SetAclTxn | CheckTxn | MultiTxn | CreateSessionTxn | CloseSessionTxn | ErrorTxn;
+export type TxnBody = CreateTxn | DeleteTxn | SetDataTxn | SetAclTxn | CheckTxn | MultiTxn | CreateSessionTxn | CloseSessionTxn | ErrorTxn | ReconfigTxn;
 
 export interface CreateTxn {
   type: "create";
@@ -80,6 +80,15 @@ export interface SetDataTxn {
   data: Uint8Array;
   /** The node's version after this write. */
   version: number;
+}
+/**
+ * A reconfiguration (ZooKeeper's reconfig, a setData of /zookeeper/config): `data` is the new
+ * configuration's text, "server.N=…" lines and "version=<this txn's zxid in hex>". Applied, its
+ * configuration is the one in force.
+ */
+export interface ReconfigTxn {
+  type: "reconfig";
+  data: Uint8Array;
 }
 export interface SetAclTxn {
   type: "setAcl";
@@ -125,6 +134,7 @@ export type TxnResult =
   | { type: "create"; path: string; stat: Stat }
   | { type: "delete" }
   | { type: "setData"; stat: Stat }
+  | { type: "reconfig"; data: Uint8Array; stat: Stat }
   | { type: "setAcl"; stat: Stat }
   | { type: "check" }
   | { type: "multi"; results: OpResult[] }

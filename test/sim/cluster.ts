@@ -250,6 +250,7 @@ export class Simulation implements Scheduler, ClientWorld {
       ttlNodesEnabled: true,
       readOnlyModeEnabled: this.config.readOnlyMode,
       membershipText: "",
+      reconfigEnabled: false,
       enforceQuota: false,
       minSessionTimeoutMs: SESSION_TIMEOUT_MS,
       maxSessionTimeoutMs: SESSION_TIMEOUT_MS,

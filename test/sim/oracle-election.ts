@@ -14,7 +14,7 @@ export class OracleElection implements LeaderElection {
 
   constructor(
     private readonly myId: number,
-    private readonly observer: boolean,
+    private observer: boolean,
     private readonly pick: () => number | undefined,
     private readonly pauseMs: () => number,
   ) {}
@@ -45,6 +45,10 @@ export class OracleElection implements LeaderElection {
     const state = leader === this.myId ? "leading" : this.observer ? "observing" : "following";
     this.decided = { leader, state, vote: { leader, zxid: 0, peerEpoch: 0 }, round: this.round };
     return { send: [], decided: this.decided };
+  }
+
+  reconfigure(role: "participant" | "observer"): void {
+    this.observer = role === "observer";
   }
 
   settle(decision: Decision): void {

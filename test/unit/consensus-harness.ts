@@ -282,6 +282,8 @@ export function describeEvent(e: ZabEvent): string {
       return `dropped ${e.learner}: ${e.reason}`;
     case "stepDown":
       return `stepDown: ${e.reason}`;
+    case "configActivated":
+      return `configActivated ${formatZxid(e.zxid)}`;
   }
 }
 

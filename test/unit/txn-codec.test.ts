@@ -75,6 +75,7 @@ const bodies: { [K in TxnBody["type"]]: fc.Arbitrary<TxnBody & { type: K }> } = 
   check,
   error,
   setAcl: record({ type: fc.constant("setAcl" as const), path: text, acl, aversion: int32 }),
+  reconfig: record({ type: fc.constant("reconfig" as const), data: fc.uint8Array({ maxLength: 300 }) }),
   multi: record({ type: fc.constant("multi" as const), ops: fc.array(fc.oneof(create, del, setData, check, error), { maxLength: 6 }) }),
   createSession: record({
     type: fc.constant("createSession" as const),
