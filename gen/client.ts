@@ -142,6 +142,7 @@ export interface Request {
     | { $case: "getEphemerals"; getEphemerals: GetEphemeralsRequest }
     | { $case: "getAllChildrenNumber"; getAllChildrenNumber: GetAllChildrenNumberRequest }
     | { $case: "multiRead"; multiRead: MultiReadRequest }
+    | { $case: "reconfig"; reconfig: ReconfigRequest }
     | undefined;
 }
 
@@ -297,6 +298,29 @@ export interface MultiReadRequest {
 export interface AddAuthRequest {
   scheme: string;
   auth: Uint8Array;
+}
+
+/**
+ * ZooKeeper's reconfig: change the cluster's membership (incremental with joining / leaving, or a
+ * whole new member list). Needs reconfigEnabled on the servers and the super user (or WRITE on
+ * /zookeeper/config). Answered with the new configuration's text in `data` ("server.N=…" lines,
+ * then "version=<hex>") and /zookeeper/config's stat.
+ */
+export interface ReconfigRequest {
+  /** "server.N=host:quorumPort:electionPort[:participant|observer];[clientHost:]clientPort", comma-separated. */
+  joining?:
+    | string
+    | undefined;
+  /** Server ids, comma-separated. */
+  leaving?:
+    | string
+    | undefined;
+  /** Every member as "server.N=…", separated by commas or newlines (instead of joining / leaving). */
+  newMembers?:
+    | string
+    | undefined;
+  /** The configuration version the change is meant for; -1 for whatever is in force (BADVERSION otherwise). */
+  fromConfig: bigint;
 }
 
 /** The ids this connection is authenticated as, its ip first (ZooKeeper's whoAmI). */
@@ -1391,6 +1415,9 @@ export const Request: MessageFns<Request> = {
       case "multiRead":
         MultiReadRequest.encode(message.op.multiRead, writer.uint32(170).fork()).join();
         break;
+      case "reconfig":
+        ReconfigRequest.encode(message.op.reconfig, writer.uint32(178).fork()).join();
+        break;
     }
     return writer;
   },
@@ -1634,6 +1661,17 @@ export const Request: MessageFns<Request> = {
               throw new globalThis.Error("a oneof with two members");
             }
             message.op = { $case: "multiRead", multiRead: MultiReadRequest.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 22: {
+            if (tag !== 178) {
+              break;
+            }
+
+            if (message.op !== undefined) {
+              throw new globalThis.Error("a oneof with two members");
+            }
+            message.op = { $case: "reconfig", reconfig: ReconfigRequest.decode(reader, reader.uint32()) };
             continue;
           }
         }
@@ -3022,6 +3060,91 @@ export const AddAuthRequest: MessageFns<AddAuthRequest> = {
             }
 
             message.auth = reader.bytes();
+            continue;
+          }
+        }
+        if (tag >>> 3 === 0 || (tag & 7) === 3 || (tag & 7) === 4) {
+          throw new globalThis.Error("invalid tag");
+        }
+        reader.skip(tag & 7);
+      }
+      if (reader.pos !== end) {
+        throw new globalThis.Error("field runs past its message");
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
+function createBaseReconfigRequest(): ReconfigRequest {
+  return { joining: undefined, leaving: undefined, newMembers: undefined, fromConfig: 0n };
+}
+
+export const ReconfigRequest: MessageFns<ReconfigRequest> = {
+  encode(message: ReconfigRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.joining !== undefined) {
+      writer.uint32(10).string(message.joining);
+    }
+    if (message.leaving !== undefined) {
+      writer.uint32(18).string(message.leaving);
+    }
+    if (message.newMembers !== undefined) {
+      writer.uint32(26).string(message.newMembers);
+    }
+    if (message.fromConfig !== 0n) {
+      if (BigInt.asIntN(64, message.fromConfig) !== message.fromConfig) {
+        throw new globalThis.Error("value provided for field message.fromConfig of type int64 too large");
+      }
+      writer.uint32(32).int64(message.fromConfig);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReconfigRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReconfigRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.joining = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.leaving = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.newMembers = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.fromConfig = reader.int64() as bigint;
             continue;
           }
         }

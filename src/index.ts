@@ -9,6 +9,8 @@ export type {
   Acl,
   AddWatchMode,
   ClientInfo,
+  ClusterConfiguration,
+  ReconfigChange,
   ClientLogger,
   ClientState,
   ClientTlsOptions,

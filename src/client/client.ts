@@ -32,6 +32,8 @@ import { SessionMachine } from "./session-machine.js";
 import type {
   Acl,
   ClientInfo,
+  ClusterConfiguration,
+  ReconfigChange,
   AddWatchMode,
   ClientLogger,
   ClientState,
@@ -79,6 +81,8 @@ const Kind = {
   getEphemerals: 18,
   getAllChildrenNumber: 19,
   multiRead: 20,
+  reconfig: 21,
+  getConfig: 22,
 } as const;
 type KindValue = (typeof Kind)[keyof typeof Kind];
 
@@ -441,6 +445,35 @@ export class Client extends EventEmitter<ClientEvents> {
     });
   }
 
+  /**
+   * Changes the cluster's membership (ZooKeeper's reconfig; the servers need reconfigEnabled, and
+   * this session the super user's id or WRITE on /zookeeper/config). Resolves with the new
+   * configuration once it is in force. RECONFIGINPROGRESS while another is, BADVERSION if
+   * `fromConfig` is not the one in force, NEWCONFIGNOQUORUM unless a quorum of the new members is
+   * connected to the leader and synced, BADARGUMENTS for a malformed member or fewer than two voters.
+   */
+  reconfig(change: ReconfigChange): Promise<ClusterConfiguration> {
+    return this.send(Kind.reconfig, undefined, () => {
+      const list = (items: readonly (string | number)[] | undefined) => (items === undefined ? undefined : items.join(","));
+      if (change.newMembers !== undefined && (change.joining !== undefined || change.leaving !== undefined)) {
+        throw new ZkError("BADARGUMENTS", "reconfig takes newMembers or joining/leaving, not both");
+      }
+      return {
+        $case: "reconfig",
+        reconfig: { joining: list(change.joining), leaving: list(change.leaving), newMembers: list(change.newMembers), fromConfig: change.fromConfig ?? -1n },
+      };
+    });
+  }
+
+  /** The configuration in force, from /zookeeper/config (whatever this client's chroot). */
+  getConfig(options: WatchOptions = {}): Promise<ClusterConfiguration> {
+    return this.send(Kind.getConfig, CONFIG_NODE, (p) => {
+      p.serverPath = CONFIG_NODE;
+      p.watcher = checkWatcher(options.watch);
+      return { $case: "getData", getData: { path: CONFIG_NODE, watch: p.watcher !== undefined } };
+    });
+  }
+
   /** Resolves once this server has applied everything the leader had committed when the sync began. */
   sync(path: string): Promise<void> {
     return this.send(Kind.sync, path, (p) => {
@@ -690,6 +723,12 @@ export class Client extends EventEmitter<ClientEvents> {
       case Kind.getData:
         this.resolveWatched(p, "data", { data: r.data, stat: requireStat(r.stat) });
         return;
+      case Kind.getConfig:
+        this.resolveWatched(p, "data", configurationOf(r.data, requireStat(r.stat)));
+        return;
+      case Kind.reconfig:
+        p.resolve(configurationOf(r.data, requireStat(r.stat)));
+        return;
       case Kind.setData:
       case Kind.setAcl:
         p.resolve(requireStat(r.stat));
@@ -807,4 +846,13 @@ function checkWatcher(watch: Watcher | undefined): Watcher | undefined {
   if (watch === undefined || watch === null) return undefined;
   if (typeof watch !== "function") throw new ZkError("BADARGUMENTS", "watch must be a function");
   return watch;
+}
+
+const CONFIG_NODE = "/zookeeper/config";
+
+/** The configuration text's "version=<hex>" line (0 when it has none, as a standalone server's empty node). */
+function configurationOf(data: Uint8Array, stat: Stat): ClusterConfiguration {
+  const text = new TextDecoder().decode(data);
+  const version = /(?:^|\n)version=([0-9a-fA-F]{1,16})\s*$/.exec(text)?.[1];
+  return { text, version: version === undefined ? 0n : BigInt("0x" + version), stat };
 }

@@ -132,6 +132,28 @@ export interface WatchOptions {
   watch?: Watcher;
 }
 
+/**
+ * A membership change (ZooKeeper's reconfig): either incremental — `joining` members
+ * ("server.N=host:quorumPort:electionPort[:participant|observer];[clientHost:]clientPort") and
+ * `leaving` server ids — or `newMembers`, the whole new list in the same form.
+ */
+export interface ReconfigChange {
+  joining?: readonly string[];
+  leaving?: readonly number[];
+  newMembers?: readonly string[];
+  /** The configuration version the change is meant for (BADVERSION if another is in force); any by default. */
+  fromConfig?: bigint;
+}
+
+/** A cluster configuration as /zookeeper/config holds it: its text, its members and its version. */
+export interface ClusterConfiguration {
+  /** "server.N=…" lines, then "version=<hex>". */
+  text: string;
+  /** The zxid of the reconfiguration that made it (0 for the configuration the servers started with). */
+  version: bigint;
+  stat: Stat;
+}
+
 export interface VersionOptions {
   /** -1 (the default) matches any version. */
   version?: number;

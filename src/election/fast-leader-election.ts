@@ -75,6 +75,9 @@ export const ELECTION_DEFAULTS = {
   maxNotificationIntervalMs: 60_000,
 } as const;
 
+/** Non-voters whose last answer is remembered (for the answer rate limit). */
+const NON_VOTERS_REMEMBERED_MAX = 256;
+
 export type DecidedState = "leading" | "following" | "observing";
 
 /** The outcome of an election: who leads, what we do, and the vote and round we answer with. */
@@ -138,6 +141,8 @@ export class FastLeaderElection {
   /** Voters other than us, ascending: where our vote goes. */
   private peersToNotify: readonly number[];
   private membersCount: number;
+  /** When each non-voter was last answered (see receive), oldest first. */
+  private readonly nonVoterAnsweredAtMs = new Map<number, number>();
   /** ZooKeeper's logicalclock: the election round; bumped by startLooking, raised by peers. */
   private logicalClock = 0;
   /** The latest time any input carried; deadlines are judged against it (time never goes back). */
@@ -172,10 +177,10 @@ export class FastLeaderElection {
 
   /**
    * A new membership view (a reconfiguration came into force, or one is pending: the host hands a
-   * joint view), used from the next `startLooking` on; never while looking.
+   * joint view). The host calls `startLooking` right after: votes counted under the old view are
+   * dropped with the round.
    */
   reconfigure(role: PeerRole, quorum: ElectionQuorum): void {
-    assert(this.phase.kind !== "looking", "the membership view changes between elections");
     this.useView(role, quorum);
   }
 
@@ -264,19 +269,25 @@ export class FastLeaderElection {
     return output;
   }
 
-  /** A notification from peer `n.from`. Malformed ones and ones from non-members are ignored. */
+  /**
+   * A notification from peer `n.from`. Malformed ones are ignored; a non-voter's is answered,
+   * never counted — an observer's, and a server outside our view's (ZooKeeper answers those too:
+   * a server about to be added finds the leader this way).
+   */
   receive(n: Notification, nowMs: number): ElectionOutput {
     this.advanceTo(nowMs);
     const output = emptyOutput();
     if (!isWellFormedNotification(n)) return output;
-    if (n.from === this.myId || !this.isMember(n.from)) return output;
+    if (n.from === this.myId) return output;
 
     const phase = this.phase;
     if (phase.kind === "idle") return output;
 
     if (!this.quorum.isVoter(n.from)) {
-      // An observer asking: answer at once, never count it.
-      if (n.state === "looking" && this.role === "participant") this.answer(n.from, output);
+      // An observer (or a server we do not know) asking: answer, never count it. At most once per
+      // notification interval each: two servers outside each other's view (one removed, one not
+      // yet added) would otherwise answer each other's answers without end.
+      if (n.state === "looking" && this.role === "participant" && this.mayAnswerNonVoter(n.from)) this.answer(n.from, output);
       return output;
     }
     if (phase.kind === "settled") this.stepSettled(n, output);
@@ -451,8 +462,14 @@ export class FastLeaderElection {
     return this.quorum.isVoter(candidate.leader) && compareVotes(candidate, current) > 0;
   }
 
-  private isMember(id: number): boolean {
-    return this.quorum.isVoter(id) || this.quorum.observers.has(id);
+  private mayAnswerNonVoter(id: number): boolean {
+    const last = this.nonVoterAnsweredAtMs.get(id);
+    if (last !== undefined && this.nowMs - last < this.notificationTimeoutMs) return false;
+    this.nonVoterAnsweredAtMs.delete(id);
+    this.nonVoterAnsweredAtMs.set(id, this.nowMs);
+    // Bounded: the oldest answered drops out first (it may then be answered a little early).
+    if (this.nonVoterAnsweredAtMs.size > NON_VOTERS_REMEMBERED_MAX) this.nonVoterAnsweredAtMs.delete(this.nonVoterAnsweredAtMs.keys().next().value!);
+    return true;
   }
 
   private broadcast(phase: LookingPhase, output: ElectionOutput): void {

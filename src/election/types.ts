@@ -29,4 +29,11 @@ export interface Notification {
   vote: Vote;
   /** The sender's logical clock (ZooKeeper's electionEpoch): the election round it votes in. */
   round: number;
+  /**
+   * The configuration in force at the sender (ZooKeeper's notifications carry it too): a server
+   * that missed a reconfiguration learns it here. The election itself ignores it; the host adopts
+   * a newer one. `version` is the zxid of the reconfiguration (0: the one the servers started
+   * with); `text` is /zookeeper/config's.
+   */
+  config?: { version: number; text: string };
 }

@@ -93,7 +93,8 @@ export class Prep {
     if (request.op === "close") return this.prepareCloseSession(sessionId, zxid);
     // A cluster's leader plans reconfigurations itself (it knows the membership); a standalone
     // server cannot reconfigure, as ZooKeeper's answers once reconfiguration is enabled.
-    if (request.op === "reconfig") return { type: "error", err: this.options.reconfigEnabled === true ? ZkErrorCode.UNIMPLEMENTED : ZkErrorCode.RECONFIGDISABLED };
+    if (request.op === "reconfig")
+      return { type: "error", err: this.options.reconfigEnabled === true ? ZkErrorCode.UNIMPLEMENTED : ZkErrorCode.RECONFIGDISABLED };
     const zooKeeperChecks = "zooKeeperChecks" in request && request.zooKeeperChecks === true;
     if (request.op === "multi") return this.prepareMulti(request.ops, sessionId, zxid, authInfo, zooKeeperChecks);
     const overlay = new Map<string, ChangeRecord>();

@@ -10,7 +10,7 @@ import { assert } from "../common/assert.js";
 import { ZkError, ZkErrorCode } from "../common/errors.js";
 import type { PersistAction, ZabInput, ZabReady } from "../consensus/core-io.js";
 import type { QuorumMessage } from "../consensus/messages.js";
-import { JointQuorum, type PendingConfig } from "../consensus/quorum.js";
+import { JointQuorum, QuorumVerifier, type PendingConfig } from "../consensus/quorum.js";
 import { parseMembership } from "../common/membership.js";
 import { createZab, Leader, type ZabCore } from "../consensus/zab.js";
 import type { LearnerStage } from "../consensus/leader.js";
@@ -30,9 +30,20 @@ import type { RequestPipeline, SessionActivity } from "./pipeline.js";
 import { Prep, type PrepOptions } from "./prep.js";
 import { RecentLog } from "./recent-log.js";
 import { decodeForwardedRequest, encodeForwardedRequest } from "./request-codec.js";
-import type { WriteRequest } from "./requests.js";
+import type { ReconfigRequest, WriteRequest } from "./requests.js";
 import { SessionTracker } from "./session-tracker.js";
-import { configOfTree, configOfTxnData, configText, planReconfig, quorumOf, reconfigsIn, reconfigTxnData, roleOf, type ClusterConfig, type MemberRole } from "./cluster-config.js";
+import {
+  configOfTree,
+  configOfTxnData,
+  configText,
+  planReconfig,
+  quorumOf,
+  reconfigsIn,
+  reconfigTxnData,
+  roleOf,
+  type ClusterConfig,
+  type MemberRole,
+} from "./cluster-config.js";
 
 export type PeerRoleState = "looking" | "leading" | "following" | "observing";
 
@@ -153,6 +164,8 @@ export class QuorumPeer {
   private committedConfig: ClusterConfig;
   /** Set when a configuration came into force while handling a Ready: a learner whose place changed re-elects. */
   private configChanged = false;
+  /** The version of the configuration that left this server out, once said (logged once per version). */
+  private outsideSince: number | undefined;
   private readonly persist: PersistQueue;
   private readonly recentLog: RecentLog;
   private zab: ZabCore | undefined;
@@ -247,6 +260,11 @@ export class QuorumPeer {
     return this.deps.config.membershipText === "" ? "" : configText(this.committedConfig);
   }
 
+  /** The configuration in force and every logged reconfiguration not known committed: a quorum of each elects. */
+  get configsInPlay(): ClusterConfig[] {
+    return [this.committedConfig, ...this.pendingReconfigs().map((p) => p.config)];
+  }
+
   /** Whether this server votes in some configuration it knows of (the one in force, or one logged and pending). */
   get votesInOwnView(): boolean {
     return this.electionView()?.role === "participant";
@@ -315,7 +333,38 @@ export class QuorumPeer {
   onNotification(notification: Notification): void {
     if (this.stopped) return;
     this.deps.logger.debug({ notification: { ...notification, vote: { ...notification.vote } } }, "notification received");
+    const offered = notification.config;
+    if (offered !== undefined && offered.version > this.committedConfig.version) this.adopt(notification.from, offered);
     if (this.election) this.handleElection(this.election.receive(notification, this.deps.clock.nowMs()));
+  }
+
+  /**
+   * A peer says a newer configuration than ours is in force (ZooKeeper adopts it from a
+   * notification too): only a committed configuration is ever in force, so it is safe to run with.
+   * Peers are trusted here as everywhere in the quorum protocol (mutual TLS keeps strangers out).
+   * A server that was down, or cut off, while the membership changed learns it here — that it was
+   * removed, or whom to vote with now.
+   */
+  private adopt(from: number, offered: { version: number; text: string }): void {
+    let config: ClusterConfig;
+    try {
+      config = { version: offered.version, members: parseMembership(offered.text).members };
+    } catch (error) {
+      if (!(error instanceof ZkError)) throw error;
+      this.deps.logger.warn({ from, version: hex(offered.version) }, "a peer sent a malformed configuration: ignored");
+      return;
+    }
+    if (!Number.isSafeInteger(config.version)) return;
+    this.deps.logger.info({ from, version: hex(config.version) }, "adopting a newer configuration from a peer");
+    this.activate(config);
+    this.configChanged = false;
+    const zab = this.zab;
+    if (zab === undefined) this.startLooking("a newer configuration is in force");
+    else if (zab instanceof Leader) this.startLooking("a newer configuration is in force elsewhere");
+    else {
+      const changed = this.placeChangedFor(zab);
+      if (changed !== undefined) this.startLooking(changed);
+    }
   }
 
   onQuorumMessage(from: number, message: QuorumMessage): void {
@@ -413,11 +462,21 @@ export class QuorumPeer {
     this.unavailableSinceMs ??= this.lookingSinceMs;
     this.deps.metrics?.lookingStarted();
     this.setRole("looking", { reason });
-    const view = this.electionView();
+    let view = this.electionView();
     if (view === undefined) {
-      // Removed by a reconfiguration (or never added): nothing to vote in, no clients to serve.
-      this.deps.logger.warn({ version: hex(this.committedConfig.version) }, "not a member of the configuration in force: not electing");
-      return;
+      // Removed by a reconfiguration (or never added): no vote, no term, no clients. It still
+      // talks as an observer would, never following anyone: the others hear the configuration it
+      // knows, and it hears theirs (it learns if it is added again).
+      if (this.outsideSince !== this.committedConfig.version) {
+        this.outsideSince = this.committedConfig.version;
+        this.deps.logger.warn({ version: hex(this.committedConfig.version) }, "not a member of the configuration in force: not serving");
+      }
+      const inForce = quorumOf(this.committedConfig);
+      view = {
+        role: "observer",
+        quorum: new JointQuorum([new QuorumVerifier(inForce.voters, [...inForce.observers, this.deps.config.serverId])]),
+        pending: [],
+      };
     }
     const election = this.electionFor(view.role, view.quorum);
     const self = { lastZxid: this.deps.database.lastLoggedZxid(), currentEpoch: this.epochs.currentEpoch };
@@ -462,11 +521,14 @@ export class QuorumPeer {
   }
 
   private handleElection(output: ElectionOutput): void {
+    // Every notification carries our configuration in force, for a server that missed it.
+    const config = this.deps.config.membershipText === "" ? undefined : { version: this.committedConfig.version, text: configText(this.committedConfig) };
     for (const { to, notification } of output.send) {
       this.deps.logger.debug({ to, notification: { ...notification, vote: { ...notification.vote } } }, "notification sent");
-      this.deps.transport.sendNotification(to, notification);
+      this.deps.transport.sendNotification(to, config === undefined ? notification : { ...notification, config });
     }
-    if (output.decided) this.startTerm(output.decided);
+    // A server outside the configuration in force never takes part in a term.
+    if (output.decided && roleOf(this.committedConfig, this.deps.config.serverId) !== undefined) this.startTerm(output.decided);
   }
 
   private startTerm(decision: Decision): void {
@@ -555,6 +617,12 @@ export class QuorumPeer {
     } else if (this.roleState === "looking") {
       if (this.election) this.handleElection(this.election.tick(nowMs));
       if (this.zab === undefined) this.tickReadOnly(nowMs);
+      // A server outside the configuration settles on whoever leads and then hears nothing more:
+      // it asks again now and then, so that a reconfiguration adding it back reaches it.
+      const outside = this.zab === undefined && roleOf(this.committedConfig, this.deps.config.serverId) === undefined;
+      if (outside && this.election?.decision !== undefined && nowMs - this.lookingSinceMs >= 4 * this.deps.config.tickMs + 1_000) {
+        this.startLooking("outside the configuration: asking the others again");
+      }
     }
   }
 
@@ -847,10 +915,43 @@ export class QuorumPeer {
     } else if (!this.deps.tracker.claim(sessionId, origin)) {
       // Sent on a connection its client has left: the error txn answers it, in order, where it came from.
       body = { type: "error", err: ZkErrorCode.SESSIONMOVED };
+    } else if (request.op === "reconfig" && this.deps.config.membershipText !== "") {
+      const planned = this.planReconfig(leader, request, zxid, authInfo);
+      body = planned.body;
+      if (planned.config !== undefined) {
+        this.proposeTxn(leader, { sessionId, cxid, zxid, timeMs: this.deps.clock.nowMs() }, body, planned.config);
+        return;
+      }
     } else {
       body = this.prep!.prepare(request, sessionId, zxid, authInfo);
     }
     this.proposeTxn(leader, { sessionId, cxid, zxid, timeMs: this.deps.clock.nowMs() }, body);
+  }
+
+  /** The reconfig txn (or the error ZooKeeper answers) and, if it is one, the configuration it installs. */
+  private planReconfig(leader: Leader, request: ReconfigRequest, zxid: number, authInfo: readonly Id[]): { body: TxnBody; config?: ClusterConfig } {
+    // ZooKeeper's isQuorumSynced: the leader and its synced followers — participants, as those log
+    // the proposal; an observer about to be promoted does not, and could not vote for it.
+    const synced = [
+      this.deps.config.serverId,
+      ...leader
+        .learners()
+        .filter((l) => l.role === "participant" && (l.stage === "synced" || l.stage === "upToDate"))
+        .map((l) => l.sid),
+    ];
+    let config: ClusterConfig;
+    try {
+      config = planReconfig(
+        request,
+        { enabled: this.deps.config.reconfigEnabled, current: this.committedConfig, inFlight: leader.reconfigInFlight, synced },
+        zxid,
+      );
+    } catch (error) {
+      if (!(error instanceof ZkError)) throw error;
+      return { body: { type: "error", err: error.errno } };
+    }
+    const body = this.prep!.prepareReconfig(reconfigTxnData(config), authInfo);
+    return body.type === "reconfig" ? { body, config } : { body };
   }
 
   /**
@@ -875,13 +976,13 @@ export class QuorumPeer {
     if (deleted.length > 0) this.deps.logger.info({ count: deleted.length, first: deleted[0] }, "deleting empty containers and expired TTL nodes");
   }
 
-  private proposeTxn(leader: Leader, header: Txn["header"], body: TxnBody): void {
+  private proposeTxn(leader: Leader, header: Txn["header"], body: TxnBody, config?: ClusterConfig): void {
     const record = encodeTxn({ header, body });
     const sizes = this.proposalSizeBytes;
     const bytes = record.byteLength;
     this.proposalSizeBytes = { last: bytes, min: sizes.min < 0 ? bytes : Math.min(sizes.min, bytes), max: Math.max(sizes.max, bytes) };
     this.deps.metrics?.proposed();
-    this.handle(leader.propose(header.zxid, record), this.generation);
+    this.handle(leader.propose(header.zxid, record, config === undefined ? undefined : quorumOf(config)), this.generation);
   }
 
   private fatal(error: unknown): void {

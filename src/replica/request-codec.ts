@@ -18,7 +18,19 @@ const FORMAT_VERSION = 1;
  * `authInfo` is a prefix before the request's own tag, left out when there are no ids; then
  * `zooKeeperChecks`, a tag alone, only on a request that sets it (ZooKeeper-door writes).
  */
-const TAG = { create: 1, delete: 2, setData: 3, setAcl: 4, check: 5, multi: 6, close: 7, createSession: 8, authInfo: 9, zooKeeperChecks: 10, reconfig: 11 } as const;
+const TAG = {
+  create: 1,
+  delete: 2,
+  setData: 3,
+  setAcl: 4,
+  check: 5,
+  multi: 6,
+  close: 7,
+  createSession: 8,
+  authInfo: 9,
+  zooKeeperChecks: 10,
+  reconfig: 11,
+} as const;
 const NO_IDS: readonly Id[] = Object.freeze([]);
 
 export function encodeForwardedRequest(request: ForwardedRequest, authInfo: readonly Id[]): Uint8Array {

@@ -174,6 +174,10 @@ function requestOf(op: wire.Request["op"]): ClientRequest {
     case "multiRead":
       if (op.multiRead.ops.length > limits.multiOpsMax) throw new ZkError("BADARGUMENTS", "too many multiRead ops");
       return { op: "multiRead", ops: op.multiRead.ops.map(multiReadOpOf) };
+    case "reconfig": {
+      const { joining, leaving, newMembers, fromConfig } = op.reconfig;
+      return { op: "reconfig", joining: joining ?? null, leaving: leaving ?? null, newMembers: newMembers ?? null, fromConfig };
+    }
   }
 }
 

@@ -24,7 +24,21 @@ import { assert } from "../common/assert.js";
 import { ZkError, ZkErrorCode } from "../common/errors.js";
 import type { AddWatchMode } from "../common/watch-modes.js";
 import { Hasher } from "./hasher.js";
-import type { Acl, CreateTxn, MultiTxn, OpResult, ReconfigTxn, SetAclTxn, SetDataTxn, Stat, Txn, TxnHeader, TxnResult, WatchDelivery, WatchEvent } from "./types.js";
+import type {
+  Acl,
+  CreateTxn,
+  MultiTxn,
+  OpResult,
+  ReconfigTxn,
+  SetAclTxn,
+  SetDataTxn,
+  Stat,
+  Txn,
+  TxnHeader,
+  TxnResult,
+  WatchDelivery,
+  WatchEvent,
+} from "./types.js";
 import { OPEN_ACL_UNSAFE, ownerKind, PERSISTENT_OWNER, WatchEventType } from "./types.js";
 import { READ_ACL_UNSAFE } from "../common/znode.js";
 import { WatchManager } from "./watch-manager.js";

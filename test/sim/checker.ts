@@ -23,6 +23,8 @@ export const PROPERTIES = [
   "a one-time watch fires at most once",
   "no write from a server the session has left is applied",
   "no write of a session that is gone is applied",
+  "configurations form one chain",
+  "an acknowledged reconfiguration is in force after healing",
 ] as const;
 export type Property = (typeof PROPERTIES)[number];
 

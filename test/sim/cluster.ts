@@ -11,10 +11,12 @@
  */
 import { ZkErrorCode } from "../../src/common/errors.js";
 import type { QuorumMessage } from "../../src/consensus/messages.js";
-import { QuorumVerifier } from "../../src/consensus/quorum.js";
+import type { QuorumVerifier } from "../../src/consensus/quorum.js";
+import { formatMembership, type MemberAddress } from "../../src/common/membership.js";
+import { quorumOf, type ClusterConfig } from "../../src/replica/cluster-config.js";
 import type { Clock, Entropy, LogSink, PeerPort } from "../../src/replica/ports.js";
 import { buildReplica, type Replica, type ReplicaConfig } from "../../src/replica/replica.js";
-import type { WriteRequest } from "../../src/replica/requests.js";
+import type { ReconfigRequest, WriteRequest } from "../../src/replica/requests.js";
 import { cleanupKind } from "../../src/store/cleanup-scan.js";
 import type { DataTree } from "../../src/store/data-tree.js";
 import { decodeTxn, encodeTxn } from "../../src/store/txn-codec.js";
@@ -60,6 +62,13 @@ export interface SimConfig {
   containerCheckIntervalMs: number;
   /** Servers serve read-only sessions when cut off from their quorum; half the clients accept that. */
   readOnlyMode: boolean;
+  /** Reconfigurations in the fault schedule (the servers have reconfigEnabled). */
+  reconfig: boolean;
+  /**
+   * Servers outside the starting configuration, running from the start as a server about to be
+   * added does (their own view lists them as participants); reconfigurations add them.
+   */
+  spares: number;
 }
 
 export function defaultConfig(prng: Prng): SimConfig {
@@ -84,6 +93,8 @@ export function defaultConfig(prng: Prng): SimConfig {
     election: prng.chance(0.25) ? "oracle" : "fle",
     containerCheckIntervalMs: prng.pick([50, 200, 600]),
     readOnlyMode: prng.chance(0.3),
+    reconfig: prng.chance(0.4),
+    spares: prng.pick([0, 1, 2]),
   };
 }
 
@@ -119,8 +130,11 @@ export class SimServer {
 
   constructor(
     readonly id: number,
+    /** An observer in the starting configuration (the oracle election's first view of it). */
     readonly observer: boolean,
     readonly storage: MemoryStorage,
+    /** The membership it starts with: the starting configuration, and itself if it is a spare. */
+    readonly view: readonly MemberAddress[],
   ) {}
 
   get tree(): DataTree {
@@ -170,14 +184,28 @@ export type Fault =
    * write waits in the paused process. With `cutClients`, that server's clients also lose their
    * network for as long, so their sessions may expire first.
    */
-  | { kind: "pauseOnNextWrite"; durationMs: number; cutClients: boolean };
+  | { kind: "pauseOnNextWrite"; durationMs: number; cutClients: boolean }
+  /**
+   * A client (any: only the super user's may pass the ACL) asks for a membership change: add or
+   * re-role members, remove some, or a whole new list. `fromCurrent`: it names the version in force
+   * as it last saw it (else -1). The servers refuse what ZooKeeper refuses (too few voters, no
+   * synced quorum of the new members, one in flight).
+   */
+  | { kind: "reconfig"; joining: SimMember[]; leaving: number[]; newMembers: SimMember[] | undefined; fromCurrent: boolean };
+
+export interface SimMember {
+  id: number;
+  role: "participant" | "observer";
+}
 
 export class Simulation implements Scheduler, ClientWorld {
   readonly prng: Prng;
   readonly config: SimConfig;
   readonly checker = new Checker();
-  readonly quorum: QuorumVerifier;
   readonly servers: SimServer[] = [];
+  /** Every configuration any server brought into force, by version: one chain, one membership per version. */
+  private readonly configs = new Map<number, string>();
+  private latestVersion = 0;
   readonly clients: SimClient[] = [];
   readonly network: SimNetwork;
   private readonly queue = new EventQueue();
@@ -213,6 +241,11 @@ export class Simulation implements Scheduler, ClientWorld {
     movedRefusals: 0,
     /** Writes the leader refused because their session was closed or closing (SESSIONEXPIRED). */
     expiredRefusals: 0,
+    /** Configurations that came into force (the chain's length beyond the first). */
+    reconfigs: 0,
+    /** Reconfig requests sent, and those acknowledged to their client. */
+    reconfigsAsked: 0,
+    reconfigsAcked: 0,
   };
   /** Armed by pauseOnNextWrite: what to do to the next follower a client write reaches. */
   private writeTrap: { durationMs: number; cutClients: boolean } | undefined;
@@ -223,17 +256,23 @@ export class Simulation implements Scheduler, ClientWorld {
    * a txn of the session proposed after that in the same epoch came from that server, or was refused.
    */
   private readonly establishments = new Map<bigint, { serverId: number; proposedZxid: number }[]>();
+  /** Versions of the reconfigurations acknowledged to their clients. */
+  private readonly reconfigsAcked: number[] = [];
   /** The highest zxid whose ACL verdict was checked: each committed txn is checked once, at its first apply. */
   private aclCheckedZxid = 0;
 
   constructor(seed: number, config: Partial<SimConfig> = {}) {
     this.prng = new Prng(seed);
-    this.config = { ...defaultConfig(this.prng.fork()), ...config };
+    const drawn = { ...defaultConfig(this.prng.fork()), ...config };
+    // Client 3 is the super user (acl-workload.ts): a run with reconfigurations has one to send them.
+    this.config = drawn.reconfig ? { ...drawn, clients: Math.max(3, drawn.clients) } : drawn;
     const voters = Array.from({ length: this.config.voters }, (_, i) => i + 1);
     const observers = Array.from({ length: this.config.observers }, (_, i) => this.config.voters + i + 1);
-    this.quorum = new QuorumVerifier(voters, observers);
+    const spares = this.config.reconfig ? Array.from({ length: this.config.spares }, (_, i) => this.config.voters + this.config.observers + i + 1) : [];
+    const initial = [...voters.map((id) => simMember(id, "participant")), ...observers.map((id) => simMember(id, "observer"))];
+    this.configs.set(0, membersText(initial));
     this.checker.onViolation = (line) => this.log(line);
-    this.network = new SimNetwork(this, this.prng, this.config, (line) => this.log(line), [...voters, ...observers]);
+    this.network = new SimNetwork(this, this.prng, this.config, (line) => this.log(line), [...voters, ...observers, ...spares]);
     this.network.onQuorumSend = (from, to, message, leaderTerm) => this.checkAck(from, to, message, leaderTerm);
     this.network.termOf = (id) => this.server(id).term;
     this.replicaConfig = {
@@ -249,16 +288,17 @@ export class Simulation implements Scheduler, ClientWorld {
       superDigest: SUPER_DIGEST,
       ttlNodesEnabled: true,
       readOnlyModeEnabled: this.config.readOnlyMode,
-      membershipText: "",
-      reconfigEnabled: false,
+      membershipText: formatMembership(initial, 0n),
+      reconfigEnabled: this.config.reconfig,
       enforceQuota: false,
       minSessionTimeoutMs: SESSION_TIMEOUT_MS,
       maxSessionTimeoutMs: SESSION_TIMEOUT_MS,
     };
-    for (const id of [...voters, ...observers]) {
+    for (const id of [...voters, ...observers, ...spares]) {
       const fsyncMsMax = id === this.config.slowDiskServer ? 10 * this.config.fsyncMsMax : this.config.fsyncMsMax;
       const storage = new MemoryStorage(this, id, () => 1 + this.prng.int(fsyncMsMax));
-      this.servers.push(new SimServer(id, id > this.config.voters, storage));
+      const view = spares.includes(id) ? [...initial, simMember(id, "participant")] : initial;
+      this.servers.push(new SimServer(id, observers.includes(id), storage, view));
     }
     for (let i = 0; i < this.config.clients; i++) {
       const client = new SimClient(i + 1, this);
@@ -349,7 +389,12 @@ export class Simulation implements Scheduler, ClientWorld {
       },
     };
     replica = buildReplica(
-      { ...this.replicaConfig, serverId: server.id },
+      {
+        ...this.replicaConfig,
+        serverId: server.id,
+        servers: server.view.map((m) => ({ id: m.serverId, role: m.type })),
+        membershipText: formatMembership(server.view, 0n),
+      },
       {
         storage: server.storage,
         recovered,
@@ -364,12 +409,13 @@ export class Simulation implements Scheduler, ClientWorld {
         },
         ...(this.config.election === "oracle"
           ? {
-              election: () =>
+              election: (options) =>
                 new OracleElection(
                   server.id,
-                  server.observer,
+                  options.role === "observer",
                   () => this.pickLeader(),
                   () => 50 + this.prng.int(400),
+                  () => (this.config.reconfig ? this.servers.map((s) => s.id).filter((id) => id !== server.id) : []),
                 ),
             }
           : {}),
@@ -409,6 +455,9 @@ export class Simulation implements Scheduler, ClientWorld {
           break;
         case "session expired":
           this.stats.sessionsExpired += 1;
+          break;
+        case "configuration in force":
+          this.configInForce(server.id, Number.parseInt(String(f["version"]).slice(2), 16), String(f["members"]));
           break;
       }
     };
@@ -502,7 +551,9 @@ export class Simulation implements Scheduler, ClientWorld {
     // A write of a session already gone, or sent on a connection its client left, is refused before prep looks at any ACL.
     if (err === ZkErrorCode.SESSIONEXPIRED || err === ZkErrorCode.SESSIONMOVED) return;
     const identity = identityOf(sent.clientId);
-    const expected = writeRefused(sent.write, identity, (path) => tree.getNode(path) !== undefined);
+    // A reconfig's ACL check comes last: a request refused before it says nothing about the ACL.
+    if (sent.write.op === "reconfig" && RECONFIG_REFUSALS_BEFORE_ACL.has(err)) return;
+    const expected = sent.write.op === "reconfig" ? identity !== "super" : writeRefused(sent.write, identity, (path) => tree.getNode(path) !== undefined);
     if (err === ZkErrorCode.NOAUTH) this.stats.aclRefusals += 1;
     if (expected !== (err === ZkErrorCode.NOAUTH)) {
       this.checker.fail(
@@ -551,6 +602,25 @@ export class Simulation implements Scheduler, ClientWorld {
     this.stats[stat] += 1;
   }
 
+  reconfigAcked(version: number): void {
+    this.reconfigsAcked.push(version);
+  }
+
+  /**
+   * "An acknowledged reconfiguration is in force after healing": once everything has converged, the
+   * chain's head is at or past every acknowledged reconfiguration, and every member of it that is
+   * up runs with it. Returns the failure, or undefined.
+   */
+  checkConfigInForce(): string | undefined {
+    const latest = this.latestVersion;
+    const lost = this.reconfigsAcked.filter((version) => version > latest);
+    if (lost.length > 0) return `acknowledged reconfigurations ${lost.map(formatZxid).join(",")} are past the configuration in force ${formatZxid(latest)}`;
+    const behind = this.configMembers().filter((s) => s.up && s.replica !== undefined && s.replica.peer.configInForce.version !== latest);
+    if (behind.length > 0)
+      return `members ${behind.map((s) => `${s.id}@${formatZxid(s.replica!.peer.configInForce.version)}`).join(",")} do not run with ${formatZxid(latest)}`;
+    return undefined;
+  }
+
   writeSent(sessionId: bigint, xid: number, write: WriteRequest, clientId: number, serverId: number): void {
     this.sentWrites.set(`${sessionId}:${xid}`, { write, clientId, serverId });
   }
@@ -577,7 +647,12 @@ export class Simulation implements Scheduler, ClientWorld {
   /** The oracle's choice: the most up-to-date running voter, or (while faults run) sometimes any. */
   private pickLeader(): number | undefined {
     // Once faults stop, only a minority can still be cut off (convergeWithout): never pick one of them.
-    const candidates = this.servers.filter((s) => s.up && !s.observer && (!this.healing || this.reachesQuorum(s)));
+    // Voters of the configuration in force that count themselves voters (FastLeaderElection's
+    // voters vote only for whom their view counts: never a server about to be added).
+    const inForce = this.quorum;
+    const candidates = this.servers.filter(
+      (s) => s.up && inForce.isVoter(s.id) && s.replica?.peer.votesInOwnView === true && (!this.healing || this.reachesQuorum(s)),
+    );
     if (candidates.length === 0) return undefined;
     // An established leader is joined, as FastLeaderElection's out-of-election path does.
     const established = candidates.find((s) => s.leading && s.serving);
@@ -598,6 +673,47 @@ export class Simulation implements Scheduler, ClientWorld {
       (o) => o.up && (o.id === server.id || (!this.network.isBlocked(server.id, o.id) && !this.network.isBlocked(o.id, server.id))),
     );
     return this.quorum.containsQuorum(reachable.map((o) => o.id));
+  }
+
+  /** The latest configuration any server brought into force (the chain's head). */
+  get latestConfig(): ClusterConfig {
+    const members = this.configs
+      .get(this.latestVersion)!
+      .split(",")
+      .map((entry) => {
+        const [id, role] = entry.split(":");
+        return simMember(Number(id), role === "observer" ? "observer" : "participant");
+      });
+    return { version: this.latestVersion, members };
+  }
+
+  get quorum(): QuorumVerifier {
+    return quorumOf(this.latestConfig);
+  }
+
+  /** Members of the latest configuration: the servers convergence is asked of (a removed one stays out of service). */
+  private configMembers(): SimServer[] {
+    const ids = new Set(this.latestConfig.members.map((m) => m.serverId));
+    return this.servers.filter((s) => ids.has(s.id));
+  }
+
+  /**
+   * "Configurations form one chain": every server that brings version v into force brings in the
+   * same membership, and a server's versions only grow (the replica refuses older ones itself).
+   */
+  private configInForce(serverId: number, version: number, members: string): void {
+    const known = this.configs.get(version);
+    if (known === undefined) this.configs.set(version, members);
+    else if (known !== members) {
+      this.checker.fail(
+        "configurations form one chain",
+        `server ${serverId} brought version ${formatZxid(version)} into force as ${members}, another as ${known}`,
+      );
+    }
+    if (version > this.latestVersion) {
+      this.latestVersion = version;
+      this.stats.reconfigs += 1;
+    }
   }
 
   // ---- faults
@@ -656,6 +772,21 @@ export class Simulation implements Scheduler, ClientWorld {
       case "pauseOnNextWrite":
         this.writeTrap = { durationMs: fault.durationMs, cutClients: fault.cutClients };
         break;
+      case "reconfig": {
+        const text = (members: readonly SimMember[]) => members.map((m) => formatMembership([simMember(m.id, m.role)], 0n).split("\n")[0]!).join(",");
+        const request: ReconfigRequest = {
+          op: "reconfig",
+          joining: fault.newMembers === undefined && fault.joining.length > 0 ? text(fault.joining) : null,
+          leaving: fault.newMembers === undefined && fault.leaving.length > 0 ? fault.leaving.join(",") : null,
+          newMembers: fault.newMembers === undefined ? null : text(fault.newMembers),
+          fromConfig: fault.fromCurrent ? BigInt(this.latestVersion) : -1n,
+        };
+        // Mostly the super user's client (the one whose reconfig may pass), sometimes any other first.
+        const senders = this.prng.shuffle([...this.clients]);
+        if (this.prng.chance(0.8)) senders.sort((a, b) => Number(identityOf(b.id) === "super") - Number(identityOf(a.id) === "super"));
+        if (!senders.some((client) => client.reconfig(request))) this.log("no client could send the reconfig");
+        break;
+      }
     }
   }
 
@@ -719,7 +850,7 @@ export class Simulation implements Scheduler, ClientWorld {
   converge(budgetMs: number): string | undefined {
     this.healAll();
     this.stopFaults();
-    return this.awaitConvergence(this.servers, budgetMs);
+    return this.awaitConvergence(() => this.configMembers(), budgetMs);
   }
 
   /**
@@ -733,7 +864,7 @@ export class Simulation implements Scheduler, ClientWorld {
     this.stopFaults();
     this.clientsActive = false;
     try {
-      return this.awaitConvergence(this.servers, budgetMs, false);
+      return this.awaitConvergence(() => this.configMembers(), budgetMs, false);
     } finally {
       this.clientsActive = true;
     }
@@ -745,16 +876,50 @@ export class Simulation implements Scheduler, ClientWorld {
    * observer too, each either crashed or cut off with the others of the minority.
    */
   randomMinority(prng: Prng): Minority {
-    const voters = this.servers.filter((s) => !s.observer).map((s) => s.id);
-    const size = prng.between(1, Math.floor((voters.length - 1) / 2));
+    // With reconfigurations, a minority of the configuration in force may still hold back a
+    // reconfiguration logged and not committed (both must elect): try a few, else keep nobody out.
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const minority = this.drawMinority(prng);
+      if (this.leavesQuorumsInPlay(minority)) return minority;
+    }
+    this.log("no minority leaves a quorum of every configuration in play: none stays out");
+    return { crashed: [], isolated: [] };
+  }
+
+  /**
+   * Whether the servers outside `minority` hold a quorum of every configuration in play: the latest
+   * in force (every voter of it learns it from the others' notifications) and each reconfiguration
+   * some server has logged and not seen committed — of which only servers that know it can vote
+   * (an observer promoted by it has not logged it: ZooKeeper's observers do not see proposals).
+   */
+  private leavesQuorumsInPlay(minority: Minority): boolean {
+    const out = new Set([...minority.crashed, ...minority.isolated]);
+    const rest = this.servers.filter((s) => !out.has(s.id));
+    if (!this.quorum.containsQuorum(rest.map((s) => s.id))) return false;
+    const pending = new Map<number, ClusterConfig>();
+    for (const s of this.servers)
+      for (const config of s.replica?.peer.configsInPlay ?? []) if (config.version > this.latestVersion) pending.set(config.version, config);
+    for (const config of pending.values()) {
+      const able = rest.filter((s) => s.replica?.peer.configsInPlay.some((c) => c.version === config.version) === true).map((s) => s.id);
+      if (!quorumOf(config).containsQuorum(able)) return false;
+    }
+    return true;
+  }
+
+  private drawMinority(prng: Prng): Minority {
+    const quorum = this.quorum;
+    const voters = [...quorum.voters].sort((a, b) => a - b);
+    // A configuration of two voters has no minority of voters to keep out: only non-voters then.
+    const largest = Math.floor((voters.length - 1) / 2);
+    const size = largest === 0 ? 0 : prng.between(1, largest);
     const chosen: number[] = [];
     const leader = this.currentLeader();
-    if (leader !== undefined && !leader.observer && prng.chance(0.5)) chosen.push(leader.id);
+    if (size > 0 && leader !== undefined && quorum.isVoter(leader.id) && prng.chance(0.5)) chosen.push(leader.id);
     while (chosen.length < size) {
       const id = prng.pick(voters.filter((v) => !chosen.includes(v)));
       chosen.push(id);
     }
-    for (const s of this.servers) if (s.observer && prng.chance(0.3)) chosen.push(s.id);
+    for (const s of this.servers) if (!quorum.isVoter(s.id) && prng.chance(0.3)) chosen.push(s.id);
     const minority: Minority = { crashed: [], isolated: [] };
     for (const id of chosen) (prng.chance(0.5) ? minority.crashed : minority.isolated).push(id);
     return minority;
@@ -769,9 +934,10 @@ export class Simulation implements Scheduler, ClientWorld {
    */
   convergeWithout(minority: Minority, budgetMs: number): string | undefined {
     const out = new Set([...minority.crashed, ...minority.isolated]);
-    const outVoters = [...out].filter((id) => !this.server(id).observer);
-    const inVoters = this.servers.filter((s) => !s.observer && !out.has(s.id)).map((s) => s.id);
-    if (this.quorum.containsQuorum(outVoters) || !this.quorum.containsQuorum(inVoters)) throw new Error(`not a minority: ${JSON.stringify(minority)}`);
+    const quorum = this.quorum;
+    const outVoters = [...out].filter((id) => quorum.isVoter(id));
+    const inVoters = [...quorum.voters].filter((id) => !out.has(id));
+    if (quorum.containsQuorum(outVoters) || !quorum.containsQuorum(inVoters)) throw new Error(`not a minority: ${JSON.stringify(minority)}`);
     this.log(`MINORITY stays out: ${JSON.stringify(minority)}`);
     this.stats.minorityPhases += 1;
     this.applyFault({ kind: "heal" });
@@ -779,10 +945,7 @@ export class Simulation implements Scheduler, ClientWorld {
     for (const id of minority.crashed) this.applyFault({ kind: "crash", server: id });
     this.cutOff(new Set(minority.isolated));
     this.stopFaults();
-    return this.awaitConvergence(
-      this.servers.filter((s) => !out.has(s.id)),
-      budgetMs,
-    );
+    return this.awaitConvergence(() => this.configMembers().filter((s) => !out.has(s.id)), budgetMs);
   }
 
   /** The faults stop: no more lost, duplicated or broken messages; the oracle election picks well. */
@@ -792,14 +955,17 @@ export class Simulation implements Scheduler, ClientWorld {
   }
 
   /**
-   * Within `budgetMs`, a leader among `members` serves, all of them serve at one tree, and a fresh
+   * Within `budgetMs`, a leader among the members (`membersNow`, asked again as reconfigurations commit) serves, all of them serve at one tree, and a fresh
    * write reaches them (or, without `freshWrite`, the leader's last proposal reaches them unaided).
    */
-  private awaitConvergence(members: SimServer[], budgetMs: number, freshWrite = true): string | undefined {
+  private awaitConvergence(membersNow: () => SimServer[], budgetMs: number, freshWrite = true): string | undefined {
     const deadline = this.nowMs + budgetMs;
     let marker: number | undefined;
+    // The members of the latest configuration: a reconfiguration logged earlier may commit meanwhile.
+    let members = membersNow();
     while (this.nowMs < deadline) {
       this.runFor(200);
+      members = membersNow();
       const leader = members.find((s) => s.leading && s.serving);
       if (leader === undefined || !members.every((s) => s.serving)) continue;
       if (!freshWrite) marker = leader.replica!.peer.leaderStatus()?.lastProposedZxid;
@@ -844,10 +1010,12 @@ export class Simulation implements Scheduler, ClientWorld {
     const deadline = this.nowMs + budgetMs;
     const held = (): Set<bigint> => new Set(this.clients.flatMap((c) => (c.sessionId !== undefined ? [c.sessionId] : [])));
     const heldAtStart = held();
-    const abandoned = new Set([...this.servers.flatMap((s) => [...s.tree.sessions.keys()])].filter((id) => !heldAtStart.has(id)));
+    // Removed servers are out of service: their trees stopped where they left.
+    const members = this.configMembers();
+    const abandoned = new Set([...members.flatMap((s) => [...s.tree.sessions.keys()])].filter((id) => !heldAtStart.has(id)));
     const lingering = (): string[] => {
       const heldNow = held();
-      return this.servers.flatMap((server) =>
+      return members.flatMap((server) =>
         [...abandoned]
           .filter((sessionId) => !heldNow.has(sessionId) && (server.tree.sessions.has(sessionId) || server.tree.ephemeralsOf(sessionId).size > 0))
           .map((sessionId) => `server ${server.id} still has session ${sessionId}`),
@@ -856,7 +1024,7 @@ export class Simulation implements Scheduler, ClientWorld {
     while (lingering().length > 0 && this.nowMs < deadline) this.runFor(200);
     const left = lingering();
     if (left.length > 0) return `${left.slice(0, 3).join("; ")} ${budgetMs} ms after healing`;
-    for (const server of this.servers) {
+    for (const server of members) {
       for (const owner of server.tree.sessionsWithEphemerals()) {
         if (!server.tree.sessions.has(owner)) return `server ${server.id} keeps ephemerals of closed session ${owner}`;
       }
@@ -917,4 +1085,26 @@ export class Simulation implements Scheduler, ClientWorld {
     const { sessionId, cxid } = decodeTxn(record).header;
     return { sessionId, cxid };
   }
+}
+
+/** What the leader refuses a reconfig with before it looks at the ACL (ZooKeeper's order). */
+const RECONFIG_REFUSALS_BEFORE_ACL = new Set<number>([
+  ZkErrorCode.RECONFIGINPROGRESS,
+  ZkErrorCode.BADVERSION,
+  ZkErrorCode.BADARGUMENTS,
+  ZkErrorCode.NEWCONFIGNOQUORUM,
+  ZkErrorCode.RECONFIGDISABLED,
+]);
+
+/** A simulated member's entry: its addresses are never dialled (the network routes by id), only written into configurations. */
+function simMember(id: number, type: "participant" | "observer"): MemberAddress {
+  return { serverId: id, host: "127.0.0.1", quorumPort: 20_000 + id, electionPort: 30_000 + id, type, clientHost: "127.0.0.1", clientPort: 40_000 + id };
+}
+
+/** A membership as the replica logs it when it comes into force ("id:role,…", ascending ids). */
+function membersText(members: readonly MemberAddress[]): string {
+  return [...members]
+    .sort((a, b) => a.serverId - b.serverId)
+    .map((m) => `${m.serverId}:${m.type}`)
+    .join(",");
 }

@@ -71,8 +71,12 @@ test("no write sent through a server a session has since left is applied (SESSIO
 test("no write of a closed or expired session is applied, and so no ephemeral outlives its session", () =>
   holds("no write of a session that is gone is applied"));
 
-test("the runs exercise what they claim to: elections, DIFF, TRUNC and SNAP syncs, acked writes, cleanup deletes, ACL refusals, minority-out convergences", () => {
-  assert.equal(PROPERTIES.length, 17);
+test("every server brings in the same membership for each configuration version (one chain of configurations)", () => holds("configurations form one chain"));
+test("after healing, every acknowledged reconfiguration is in force (or a later one is) at every member", () =>
+  holds("an acknowledged reconfiguration is in force after healing"));
+
+test("the runs exercise what they claim to: elections, DIFF, TRUNC and SNAP syncs, acked writes, cleanup deletes, ACL refusals, minority-out convergences, reconfigurations", () => {
+  assert.equal(PROPERTIES.length, 19);
   const total = (key: keyof SimOutcome["stats"]) => outcomes.reduce((n, o) => n + o.stats[key], 0);
   assert.ok(outcomes.length === SEEDS);
   assert.ok(total("ackedWrites") > SEEDS * 10, "clients got writes acknowledged");
@@ -85,4 +89,5 @@ test("the runs exercise what they claim to: elections, DIFF, TRUNC and SNAP sync
   assert.ok(total("minorityPhases") > SEEDS / 4, "runs kept a minority out while the rest converged");
   assert.ok(total("watchEvents") > SEEDS, "clients set watches and got their events");
   assert.ok(total("sessionMoves") > SEEDS / 4, "clients resumed their sessions on other connections");
+  if (SEEDS >= 100) assert.ok(total("reconfigs") > SEEDS / 10 && total("reconfigsAcked") > 0, "reconfigurations came into force and were acknowledged");
 });

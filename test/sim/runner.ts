@@ -23,7 +23,7 @@ export interface RunOptions {
 export function runSeed(seed: number, options: RunOptions = {}): SimOutcome {
   const sim = new Simulation(seed, options.election === undefined ? {} : { election: options.election });
   const scheduleRng = sim.prng.fork();
-  const schedule = options.schedule ?? randomSchedule(scheduleRng, sim.servers.length, sim.config.voters, options.steps ?? 12);
+  const schedule = options.schedule ?? randomSchedule(scheduleRng, sim.servers.length, sim.config.voters, options.steps ?? 12, sim.config.reconfig);
   try {
     sim.runFor(1_000);
     for (const { afterMs, fault } of schedule) {
@@ -46,6 +46,8 @@ export function runSeed(seed: number, options: RunOptions = {}): SimOutcome {
       if (sessions !== undefined) sim.checker.fail("ephemerals of an expired session disappear on every server", sessions);
       const cleanup = sim.checkCleanup();
       if (cleanup !== undefined) sim.checker.fail("empty containers and expired TTL nodes are deleted", cleanup);
+      const config = sim.checkConfigInForce();
+      if (config !== undefined) sim.checker.fail("an acknowledged reconfiguration is in force after healing", config);
     }
     const finalZxid = Math.max(...sim.servers.map((s) => s.tree.lastProcessedZxid));
     sim.checker.checkAckedWrites((zxid) => sim.headerAt(zxid), finalZxid);

@@ -2,7 +2,7 @@
  * Fault schedules: a random one drawn from the seed (run.ts, and the CI seeds), and the
  * fast-check command model (model.test.ts) that shrinks a failing schedule.
  */
-import type { Fault, Simulation } from "./cluster.js";
+import type { Fault, SimMember, Simulation } from "./cluster.js";
 import type { Prng } from "./prng.js";
 
 export interface ScheduledFault {
@@ -10,8 +10,12 @@ export interface ScheduledFault {
   fault: Fault;
 }
 
-/** A random schedule: `count` faults spread over the fault phase, keeping crashes recoverable. */
-export function randomSchedule(prng: Prng, members: number, voters: number, count: number): ScheduledFault[] {
+/**
+ * A random schedule: `count` faults spread over the fault phase, keeping crashes recoverable. With
+ * `reconfig`, about 30 % of them are reconfigurations instead (the draws for the other faults
+ * are made all the same, so a seed without reconfigurations replays as it always did).
+ */
+export function randomSchedule(prng: Prng, members: number, voters: number, count: number, reconfig = false): ScheduledFault[] {
   const schedule: ScheduledFault[] = [];
   const down = new Set<number>();
   for (let i = 0; i < count; i++) {
@@ -38,6 +42,7 @@ export function randomSchedule(prng: Prng, members: number, voters: number, coun
         : { kind: "pause", server, durationMs: prng.pick([300, 1_500, 4_000]) };
     else if (roll < 0.985) fault = { kind: "pauseOnNextWrite", durationMs: prng.pick([1_500, 1_800, 3_000, 4_000]), cutClients: prng.chance(0.5) };
     else fault = { kind: "crashLeader" };
+    if (reconfig && prng.chance(0.3)) fault = randomReconfig(prng, members);
     if (fault.kind === "crash") down.add(fault.server);
     if (fault.kind === "restart") down.delete(fault.server);
     if (fault.kind === "restartAll") down.clear();
@@ -45,6 +50,24 @@ export function randomSchedule(prng: Prng, members: number, voters: number, coun
     schedule.push({ afterMs, fault });
   }
   return schedule;
+}
+
+/** A membership change over the servers 1..members: grow, shrink, re-role, or a whole new list. */
+function randomReconfig(prng: Prng, members: number): Fault {
+  const member = (): SimMember => ({ id: prng.between(1, members), role: prng.chance(0.75) ? "participant" : "observer" });
+  const fromCurrent = prng.chance(0.3);
+  const roll = prng.float();
+  if (roll < 0.35) return { kind: "reconfig", joining: [member()], leaving: [], newMembers: undefined, fromCurrent };
+  if (roll < 0.6) return { kind: "reconfig", joining: [], leaving: [prng.between(1, members)], newMembers: undefined, fromCurrent };
+  if (roll < 0.75) return { kind: "reconfig", joining: [member()], leaving: [prng.between(1, members)], newMembers: undefined, fromCurrent };
+  const ids = prng.shuffle(Array.from({ length: members }, (_, i) => i + 1)).slice(0, prng.between(2, members));
+  return {
+    kind: "reconfig",
+    joining: [],
+    leaving: [],
+    newMembers: ids.map((id) => ({ id, role: prng.chance(0.75) ? "participant" : "observer" })),
+    fromCurrent,
+  };
 }
 
 export interface SimOutcome {

@@ -16,7 +16,7 @@ import { SessionMachine } from "../../src/client/session-machine.js";
 import type { SessionEffect, SessionTimer } from "../../src/client/session-io.js";
 import type { WatchPaths } from "../../src/client/watch-registry.js";
 import { initialAuthInfo } from "../../src/replica/auth.js";
-import type { CreateRequest, WriteRequest } from "../../src/replica/requests.js";
+import type { CreateRequest, ReconfigRequest, WriteRequest } from "../../src/replica/requests.js";
 import { ClientFrameSession, type FrameRefusal } from "../../src/server/client-frame-session.js";
 import { decodeClientFrame } from "../../src/server/client-frame-codec.js";
 import { CREATE_MODE_FLAGS, WatchEventType } from "../../src/store/types.js";
@@ -50,13 +50,16 @@ export interface ClientWorld extends Scheduler {
   count(stat: ClientStat): void;
   /** A write is leaving on a connection to `serverId`: the checks at its first apply need to know who sent it, and from where. */
   writeSent(sessionId: bigint, xid: number, write: WriteRequest, clientId: number, serverId: number): void;
+  /** A reconfig was acknowledged: the configuration of `version` must be in force once everything heals. */
+  reconfigAcked(version: number): void;
   /** A client write is about to be read by server `serverId`: true if the server just paused instead (pauseOnNextWrite). */
   trapWrite(serverId: number): boolean;
   /** `sessionId` was (re)established at `serverId`. */
   sessionEstablished(sessionId: bigint, serverId: number): void;
 }
 
-export type ClientStat = "ackedWrites" | "aclRefusals" | "clientDeaths" | "watchEvents" | "sessionMoves" | "readOnlyConnects";
+export type ClientStat =
+  "ackedWrites" | "aclRefusals" | "clientDeaths" | "watchEvents" | "sessionMoves" | "readOnlyConnects" | "reconfigsAsked" | "reconfigsAcked";
 
 export interface ServerProcess {
   incarnation: number;
@@ -64,7 +67,7 @@ export interface ServerProcess {
 }
 
 interface Token {
-  kind: "write" | "read" | "sync" | "auth" | "watch";
+  kind: "write" | "read" | "sync" | "auth" | "watch" | "reconfig";
   request: RequestOp;
   xid: number;
   sentAtMs: number;
@@ -189,6 +192,26 @@ export class SimClient {
 
   /** Set by the simulation from its configuration. */
   thinkMsMax = 150;
+
+  /**
+   * Sends a reconfig on this client's session, if it has one ready (connected, authenticated,
+   * room for a request): whether it went out. Every client may try; only the super user's passes
+   * the ACL, the others' must be refused NOAUTH (if nothing is refused before the ACL check).
+   */
+  reconfig(request: ReconfigRequest): boolean {
+    const machine = this.machine;
+    if (!this.alive || machine === undefined || !machine.connected || this.auth !== "accepted" || this.pending.length >= IN_FLIGHT_MAX) return false;
+    const { joining, leaving, newMembers, fromConfig } = request;
+    const op: RequestOp = {
+      $case: "reconfig",
+      reconfig: { joining: joining ?? undefined, leaving: leaving ?? undefined, newMembers: newMembers ?? undefined, fromConfig },
+    };
+    const xid = this.submit("reconfig", op);
+    this.world.writeSent(machine.sessionId, xid, request, this.id, this.link!.serverId);
+    this.world.count("reconfigsAsked");
+    this.world.log(`client ${this.id} asks reconfig ${JSON.stringify({ joining, leaving, newMembers, fromConfig: String(fromConfig) })}`);
+    return true;
+  }
 
   /** The server of `serverId` crashed: a connection to it breaks. */
   serverCrashed(serverId: number): void {
@@ -430,7 +453,17 @@ export class SimClient {
       return;
     }
     const zxid = response.zxid;
-    if (token.kind === "write" && response.err === 0) {
+    if (token.kind === "reconfig")
+      world.log(`client ${this.id}'s reconfig answered ${response.err}${response.err === 0 ? ` at ${formatZxid(Number(zxid))}` : ""}`);
+    if (token.kind === "reconfig" && response.err === 0) {
+      // The answer is the new configuration, written by the reconfig's own txn.
+      const version = Number(response.stat?.mzxid ?? -1n);
+      if (version !== Number(zxid))
+        checker.fail(order, `client ${this.id}'s reconfig answered at ${formatZxid(Number(zxid))} with a configuration of version ${formatZxid(version)}`);
+      world.reconfigAcked(version);
+      world.count("reconfigsAcked");
+    }
+    if ((token.kind === "write" || token.kind === "reconfig") && response.err === 0) {
       // A write answers with its own txn's zxid, which may precede what an earlier read or sync on
       // the same session reflected; reads and syncs reflect the whole tree and never go back.
       if (zxid <= this.lastWriteZxid)

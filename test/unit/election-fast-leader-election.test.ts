@@ -250,13 +250,25 @@ test("an observer learns the leader from following and leading answers and obser
   assert.deepEqual(out.decided, { leader: 3, state: "observing", vote: vote(3, 1, 5), round: 3 });
 });
 
-test("notifications from non-members are ignored", () => {
+test("a server outside the view is answered, never counted, and at most once per notification interval", () => {
   const m = machine(1, quorum(3, [4]));
   m.startLooking(SELF, 0);
+  // Server 9 (about to be added, say) asks: it gets our vote, and neither our round nor our vote moves.
   const out = m.receive(note(9, "looking", 7, vote(9, 9, 9)), 0);
-  assert.deepEqual(out, { send: [], decided: undefined });
+  assert.deepEqual(
+    out.send.map((s) => [s.to, s.notification.state, formatVote(s.notification.vote)]),
+    [[9, "looking", "1(e1 z1:5)"]],
+  );
+  assert.equal(out.decided, undefined);
   assert.equal(m.round, 1);
   assert.equal(formatVote(m.currentVote), "1(e1 z1:5)");
+  // Asked again at once (its answer to our answer, in a loop of two servers outside each other's view): silence.
+  assert.deepEqual(m.receive(note(9, "looking", 7, vote(9, 9, 9)), 100).send, []);
+  // A notification interval later it is answered again.
+  assert.deepEqual(
+    m.receive(note(9, "looking", 7, vote(9, 9, 9)), 200).send.map((s) => s.to),
+    [9],
+  );
 });
 
 test("votes for a non-voter are ignored", () => {

@@ -20,6 +20,7 @@ import {
   quorumBodySize,
   quorumEntrySize,
 } from "../../src/server/peer/peer-codec.js";
+import { NOTIFICATION_BYTES_MAX, NOTIFICATION_CONFIG_BYTES_MAX } from "../../src/server/peer/peer-limits.js";
 import { referenceMethods } from "../../src/server/peer/peer-wire.js";
 
 const { notify, follow } = referenceMethods();
@@ -89,10 +90,31 @@ const quorumMessage: fc.Arbitrary<QuorumMessage> = fc.oneof(
 const quorumBatch = fc.array(quorumMessage, { maxLength: 12 });
 
 const peerState = fc.constantFrom<PeerState>("looking", "following", "leading", "observing");
+/** ZooKeeper's dynamic-configuration text, as a sender's configuration in force reads. */
+const membershipText = fc
+  .tuple(
+    fc.uniqueArray(fc.integer({ min: 1, max: 254 }), { minLength: 1, maxLength: 7 }),
+    fc.constantFrom("127.0.0.1", "zk-3.corral.internal", "::1"),
+    fc.constantFrom("participant", "observer"),
+    zxid,
+  )
+  .map(
+    ([ids, host, role, version]) =>
+      ids.map((id) => `server.${id}=${host.includes(":") ? `[${host}]` : host}:${2000 + id}:${3000 + id}:${role};0.0.0.0:${4000 + id}\n`).join("") +
+      `version=${version.toString(16)}`,
+  );
+/** Non-empty texts: an empty one is not sent (proto3), so it could not round-trip. Any code point but half surrogates. */
+const configText = fc.oneof(membershipText, fc.string({ unit: "binary", minLength: 1, maxLength: 200 }), fc.constant("\ufeffstarts with a BOM"));
 const notificationFrom = (from: number): fc.Arbitrary<Notification> =>
   fc.record(
-    { from: fc.constant(from), state: peerState, vote: fc.record({ leader: uint32, zxid, peerEpoch: uint53 }, { noNullPrototype: true }), round: uint53 },
-    { noNullPrototype: true },
+    {
+      from: fc.constant(from),
+      state: peerState,
+      vote: fc.record({ leader: uint32, zxid, peerEpoch: uint53 }, { noNullPrototype: true }),
+      round: uint53,
+      config: fc.record({ version: zxid, text: configText }, { noNullPrototype: true }),
+    },
+    { noNullPrototype: true, requiredKeys: ["from", "state", "vote", "round"] },
   );
 const notificationBatch = fc.array(notificationFrom(7), { maxLength: 8 });
 
@@ -100,7 +122,7 @@ const notificationBatch = fc.array(notificationFrom(7), { maxLength: 8 });
 
 type LoaderQuorumBatch = { messages: ({ message: string } & Record<string, unknown>)[] };
 type LoaderNotificationBatch = {
-  notifications: { state: string; vote: { leader: number; zxid: string; peerEpoch: string } | null; round: string }[];
+  notifications: { state: string; vote: { leader: number; zxid: string; peerEpoch: string } | null; round: string; configVersion: string; config: string }[];
 };
 
 const STATE_NAMES: Record<PeerState, string> = { looking: "LOOKING", following: "FOLLOWING", leading: "LEADING", observing: "OBSERVING" };
@@ -229,7 +251,7 @@ function withoutDefaults(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(withoutDefaults);
   if (value === null || typeof value !== "object" || Buffer.isBuffer(value)) return value;
   const isDefault = (v: unknown): boolean =>
-    v === 0 || v === "0" || v === false || v === "PARTICIPANT" || v === "LOOKING" || (Buffer.isBuffer(v) && v.length === 0);
+    v === 0 || v === "0" || v === "" || v === false || v === "PARTICIPANT" || v === "LOOKING" || (Buffer.isBuffer(v) && v.length === 0);
   return Object.fromEntries(
     Object.entries(value)
       .filter(([, v]) => !isDefault(v))
@@ -438,6 +460,8 @@ test("notification frames cross-check with proto-loader both ways and byte for b
     state: STATE_NAMES[n.state],
     vote: { leader: n.vote.leader, zxid: String(n.vote.zxid), peerEpoch: String(n.vote.peerEpoch) },
     round: String(n.round),
+    configVersion: String(n.config?.version ?? 0),
+    config: n.config?.text ?? "",
   });
   fc.assert(
     fc.property(notificationBatch, (notifications) => {
@@ -447,6 +471,7 @@ test("notification frames cross-check with proto-loader both ways and byte for b
         state: (Object.keys(STATE_NAMES) as PeerState[]).find((s) => STATE_NAMES[s] === n.state),
         vote: { leader: n.vote!.leader, zxid: Number(n.vote!.zxid), peerEpoch: Number(n.vote!.peerEpoch) },
         round: Number(n.round),
+        ...(n.config === "" ? {} : { config: { version: Number(n.configVersion), text: n.config } }),
       }));
       assert.deepStrictEqual(decoded, notifications);
       const theirs = loaderEncodeNotifications({ notifications: notifications.map(toLoaderNotification) });
@@ -462,4 +487,99 @@ test("a notification without a vote decodes with the default vote; an unknown st
     { from: 3, state: "leading", vote: { leader: 0, zxid: 0, peerEpoch: 0 }, round: 0 },
   ]);
   assert.throws(() => decodeNotificationBatch(Uint8Array.from([0x0a, 2, 0x08, 9]), 3), PeerCodecError);
+});
+
+// ---- the sender's configuration on a notification
+
+const CONFIG_TEXT = "server.1=10.0.0.1:2888:3888:participant;0.0.0.0:2181\nserver.2=10.0.0.2:2888:3888:participant;0.0.0.0:2181\nversion=300000002";
+
+test("a notification carries its sender's configuration; one without it decodes without it", () => {
+  const withConfig: Notification = {
+    from: 4,
+    state: "following",
+    vote: { leader: 2, zxid: 2 ** 32 * 3 + 2, peerEpoch: 3 },
+    round: 9,
+    config: { version: 2 ** 32 * 3 + 2, text: CONFIG_TEXT },
+  };
+  const staticConfig: Notification = {
+    from: 4,
+    state: "looking",
+    vote: { leader: 4, zxid: 0, peerEpoch: 0 },
+    round: 1,
+    config: { version: 0, text: CONFIG_TEXT },
+  };
+  const without: Notification = { from: 4, state: "looking", vote: { leader: 4, zxid: 7, peerEpoch: 0 }, round: 2 };
+  const decoded = decodeNotificationBatch(encodeNotificationBatch([withConfig, staticConfig, without]), 4);
+  assert.deepStrictEqual(decoded, [withConfig, staticConfig, without]);
+  assert.ok(!("config" in decoded[2]!), "no config key at all on a notification that carried none");
+});
+
+test("notificationEntrySize is exactly what each notification adds to its frame", () => {
+  fc.assert(
+    fc.property(notificationBatch, (notifications) => {
+      for (const n of notifications) assert.equal(encodeNotificationBatch([n]).length, notificationEntrySize(n));
+      const total = notifications.reduce((sum, n) => sum + notificationEntrySize(n), 0);
+      assert.equal(encodeNotificationBatch(notifications).length, total);
+    }),
+    { numRuns: 1000 },
+  );
+});
+
+test("an empty configuration text is not sent, and a version without a text decodes as no configuration", () => {
+  const base: Notification = { from: 3, state: "leading", vote: { leader: 3, zxid: 5, peerEpoch: 1 }, round: 2 };
+  assert.deepStrictEqual(encodeNotificationBatch([{ ...base, config: { version: 9, text: "" } }]), encodeNotificationBatch([base]));
+  // Field 4 alone; then field 4 with an empty field 5, as protobufjs writes a "" it is handed.
+  assert.deepStrictEqual(decodeNotificationBatch(Uint8Array.from([0x0a, 4, 0x08, 2, 0x20, 9]), 3), [
+    { ...base, vote: { leader: 0, zxid: 0, peerEpoch: 0 }, round: 0 },
+  ]);
+  assert.deepStrictEqual(decodeNotificationBatch(Uint8Array.from([0x0a, 6, 0x08, 2, 0x20, 9, 0x2a, 0]), 3), [
+    { ...base, vote: { leader: 0, zxid: 0, peerEpoch: 0 }, round: 0 },
+  ]);
+  // A text without a version: version 0.
+  assert.deepStrictEqual(decodeNotificationBatch(Uint8Array.from([0x0a, 3, 0x2a, 1, 0x41]), 3), [
+    { from: 3, state: "looking", vote: { leader: 0, zxid: 0, peerEpoch: 0 }, round: 0, config: { version: 0, text: "A" } },
+  ]);
+});
+
+test("configuration text is bounded: refused when decoding, asserted when encoding, and the largest fits a notification frame", () => {
+  const base: Notification = { from: 2, state: "observing", vote: { leader: 2 ** 32 - 1, zxid: 2 ** 53 - 1, peerEpoch: 2 ** 53 - 1 }, round: 2 ** 53 - 1 };
+  const largest: Notification = { ...base, config: { version: 2 ** 53 - 1, text: "x".repeat(NOTIFICATION_CONFIG_BYTES_MAX) } };
+  assert.deepStrictEqual(decodeNotificationBatch(encodeNotificationBatch([largest]), 2), [largest]);
+  assert.ok(notificationEntrySize(largest) <= NOTIFICATION_BYTES_MAX, `${notificationEntrySize(largest)} bytes`);
+
+  // The bound is on UTF-8 bytes, not UTF-16 code units.
+  const overBytes = "\u00e9".repeat(NOTIFICATION_CONFIG_BYTES_MAX / 2 + 1);
+  for (const text of ["x".repeat(NOTIFICATION_CONFIG_BYTES_MAX + 1), overBytes]) {
+    assert.throws(() => notificationEntrySize({ ...base, config: { version: 1, text } }), AssertionError);
+    assert.throws(() => encodeNotificationBatch([{ ...base, config: { version: 1, text } }]), AssertionError);
+    // What some other encoder would send.
+    const frame = loaderEncodeNotifications({ notifications: [{ state: "LOOKING", round: "1", config: text }] });
+    assert.throws(
+      () => decodeNotificationBatch(frame, 2),
+      (e: unknown) => e instanceof PeerCodecError && /configuration text/.test(e.message),
+    );
+  }
+  assert.throws(() => notificationEntrySize({ ...base, config: { version: -1, text: "a" } }), AssertionError);
+  assert.throws(() => notificationEntrySize({ ...base, config: { version: 2 ** 53, text: "a" } }), AssertionError);
+});
+
+test("malformed UTF-8 in a configuration text decodes to replacement characters, never an exception", () => {
+  // 0xff (never valid), 0xc0 (overlong lead), "A", 0xe2 (truncated three-byte sequence).
+  assert.deepStrictEqual(decodeNotificationBatch(Uint8Array.from([0x0a, 6, 0x2a, 4, 0xff, 0xc0, 0x41, 0xe2]), 5), [
+    { from: 5, state: "looking", vote: { leader: 0, zxid: 0, peerEpoch: 0 }, round: 0, config: { version: 0, text: "\ufffd\ufffdA\ufffd" } },
+  ]);
+  // Flipped bytes in frames with configurations: decoded or PeerCodecError, nothing else.
+  fc.assert(
+    fc.property(notificationBatch, fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 4 }), (notifications, flips) => {
+      const frame = Buffer.from(encodeNotificationBatch(notifications));
+      if (frame.length === 0) return;
+      for (const [at, value] of flips) frame[at % frame.length] = value;
+      try {
+        decodeNotificationBatch(frame, 7);
+      } catch (error) {
+        assert.ok(error instanceof PeerCodecError, `${String(error)} for ${frame.toString("hex")}`);
+      }
+    }),
+    { numRuns: 2000 },
+  );
 });

@@ -16,6 +16,14 @@
  * known member or with two, an unknown enum value, a 64-bit number above 2^53 - 1, a truncated
  * field or an impossible wire type all throw `PeerCodecError` — never a RangeError.
  *
+ * A notification's configuration text (proto field `config`) is the one string on these wires. It
+ * is bounded on both sides (NOTIFICATION_CONFIG_BYTES_MAX: refused when decoding, asserted when
+ * encoding) because any server that reaches the election port may send one, and its UTF-8 is
+ * decoded leniently (bad bytes become U+FFFD): the host parses the text and refuses what is not a
+ * configuration, so a stricter decoder here would only turn a bad text into a dropped stream.
+ * Proto3 again: an empty text is not sent, and a notification decodes with `config` only when it
+ * carried a non-empty text (its version defaulting to 0).
+ *
  * Zero copy: decoded `record`, `request` and `snapshot` bytes are views into the frame's memory,
  * which grpc-js hands over per message and never reuses (a slice of one socket read, or a fresh
  * concatenation when a frame spans reads). Copying would cost more than decoding: V8 allocates a
@@ -28,6 +36,7 @@ import { assert, AssertionError } from "../../common/assert.js";
 import { putVarint32, varint32Size, varUintSize } from "../../common/varint.js";
 import type { LearnerRole, LogRecord, QuorumMessage, SessionTouch } from "../../consensus/messages.js";
 import type { Notification, PeerState } from "../../election/types.js";
+import { NOTIFICATION_CONFIG_BYTES_MAX } from "./peer-limits.js";
 
 export class PeerCodecError extends Error {
   readonly code = "MALFORMED_PEER_FRAME";
@@ -41,6 +50,8 @@ const TWO_32 = 4294967296;
 /** hi * 2^32 + lo is a safe integer exactly when hi is below this. */
 const SAFE_HI = 0x200000;
 const EMPTY: Uint8Array = new Uint8Array(0);
+/** Non-fatal (malformed bytes become U+FFFD, never an exception) and keeps a leading U+FEFF. */
+const UTF8 = new TextDecoder("utf-8", { ignoreBOM: true });
 
 // Field numbers of QuorumMessage's oneof members (proto/peer.proto).
 const FIELD = {
@@ -173,12 +184,29 @@ function voteSize(n: Notification): number {
   return uint32Field(n.vote.leader) + uint53Field(n.vote.zxid) + uint53Field(n.vote.peerEpoch);
 }
 
-/** Bytes `n` adds to a NotificationBatch frame (asserts its numbers fit). */
+/** UTF-8 bytes of `n`'s configuration text, 0 when it has none (asserts the text's bound and the version). */
+function configTextBytes(n: Notification): number {
+  const config = n.config;
+  if (config === undefined) return 0;
+  uint53Field(config.version);
+  if (config.text.length === 0) return 0;
+  const bytes = Buffer.byteLength(config.text, "utf8");
+  if (bytes > NOTIFICATION_CONFIG_BYTES_MAX) assert(false, `configuration text of ${bytes} bytes, over ${NOTIFICATION_CONFIG_BYTES_MAX}`);
+  return bytes;
+}
+
+/** Size of `n`'s Notification body, its configuration text taking `textBytes` (0: not sent). */
+function notificationBodySize(n: Notification, state: number, textBytes: number): number {
+  let size = (state === 0 ? 0 : 2) + nested(voteSize(n)) + uint53Field(n.round);
+  if (textBytes !== 0) size += uint53Field(n.config!.version) + 1 + varint32Size(textBytes) + textBytes;
+  return size;
+}
+
+/** Bytes `n` adds to a NotificationBatch frame (asserts its numbers fit, and its configuration text's bound). */
 export function notificationEntrySize(n: Notification): number {
   const state = PEER_STATE_NUMBER[n.state];
   if (state === undefined) assert(false, `peer state ${String(n.state)}`);
-  const body = (state === 0 ? 0 : 2) + nested(voteSize(n)) + uint53Field(n.round);
-  return nested(body);
+  return nested(notificationBodySize(n, state, configTextBytes(n)));
 }
 
 // -------------------------------------------------------------------------------------------------
@@ -444,15 +472,21 @@ export function encodeNotificationBatch(notifications: readonly Notification[], 
   for (let i = start; i < end; i++) {
     const n = notifications[i]!;
     const state = PEER_STATE_NUMBER[n.state];
-    const vote = voteSize(n);
-    const body = (state === 0 ? 0 : 2) + nested(vote) + uint53Field(n.round);
-    writeHeader(0x0a, body); // NotificationBatch.notifications = 1
+    const textBytes = configTextBytes(n);
+    writeHeader(0x0a, notificationBodySize(n, state, textBytes)); // NotificationBatch.notifications = 1
     writeUint32Field(0x08, state);
-    writeHeader(0x12, vote);
+    writeHeader(0x12, voteSize(n));
     writeUint32Field(0x08, n.vote.leader);
     writeUint53Field(0x10, n.vote.zxid);
     writeUint53Field(0x18, n.vote.peerEpoch);
     writeUint53Field(0x18, n.round);
+    if (textBytes !== 0) {
+      writeUint53Field(0x20, n.config!.version);
+      writeHeader(0x2a, textBytes);
+      const written = frame.write(n.config!.text, pos, textBytes, "utf8");
+      if (written !== textBytes) assert(false, `configuration text sized ${textBytes} but wrote ${written}`);
+      pos += written;
+    }
   }
   if (pos !== total) assert(false, `notification batch sized ${total} but wrote ${pos}`);
   out = EMPTY;
@@ -853,6 +887,8 @@ function readNotification(from: number, end: number): Notification {
   let zxid = 0;
   let peerEpoch = 0;
   let round = 0;
+  let configVersion = 0;
+  let configText = "";
   while (rp < end) {
     const tag = readTag(end);
     if (tag === 0x08) {
@@ -870,9 +906,17 @@ function readNotification(from: number, end: number): Notification {
         else skipField(t, to);
       }
     } else if (tag === 0x18) round = readUint53(end);
-    else skipField(tag, end);
+    else if (tag === 0x20) configVersion = readUint53(end);
+    else if (tag === 0x2a) {
+      const to = readDelimited(end);
+      // Checked before anything is allocated for it.
+      if (to - rp > NOTIFICATION_CONFIG_BYTES_MAX) throw new PeerCodecError(`configuration text of ${to - rp} bytes, over ${NOTIFICATION_CONFIG_BYTES_MAX}`);
+      configText = to === rp ? "" : UTF8.decode(inp.subarray(rp, to));
+      rp = to;
+    } else skipField(tag, end);
   }
-  return { from, state, vote: { leader, zxid, peerEpoch }, round };
+  const vote = { leader, zxid, peerEpoch };
+  return configText === "" ? { from, state, vote, round } : { from, state, vote, round, config: { version: configVersion, text: configText } };
 }
 
 /**

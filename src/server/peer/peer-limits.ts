@@ -10,7 +10,10 @@ const MiB = 1024 * 1024;
 export interface PeerLimits {
   /** Largest gRPC message on the quorum service, either way: a SNAP of a big tree must fit. */
   quorumMessageBytesMax: number;
-  /** Largest gRPC message on the election service: notifications are a few dozen bytes each. */
+  /**
+   * Largest gRPC message on the election service: a notification is a few dozen bytes, plus the
+   * sender's configuration text (a few hundred bytes, at most NOTIFICATION_CONFIG_BYTES_MAX).
+   */
   electionMessageBytesMax: number;
   /** A quorum frame is closed once it holds this many bytes (a larger single message goes alone). */
   quorumBatchBytesMax: number;
@@ -33,11 +36,30 @@ export interface PeerLimits {
   keepaliveTimeoutMs: number;
   /** stop(): how long open calls get to finish before the servers are shut down by force. */
   stopGraceMs: number;
+  /**
+   * Servers outside the member list (about to be added, or just removed) with an election or
+   * quorum stream to this server at once; a call from one more is refused with RESOURCE_EXHAUSTED.
+   */
+  unlistedCallersMax: number;
 }
+
+/**
+ * Bytes of configuration text (UTF-8) one notification may carry. ZooKeeper's dynamic
+ * configuration is a line of well under a hundred bytes per server, so even the largest cluster
+ * fits; the decoder refuses anything longer, so that a peer cannot make this server allocate at
+ * will, and the encoder asserts it (the host must not put a larger configuration in force).
+ */
+export const NOTIFICATION_CONFIG_BYTES_MAX = 64 * 1024;
+
+/**
+ * Upper bound on one notification's bytes in a NotificationBatch with the largest configuration
+ * text: the fixed fields take under 64 bytes, the text's tag and length 4.
+ */
+export const NOTIFICATION_BYTES_MAX = NOTIFICATION_CONFIG_BYTES_MAX + 128;
 
 export const DEFAULT_PEER_LIMITS: Readonly<PeerLimits> = Object.freeze({
   quorumMessageBytesMax: 512 * MiB,
-  electionMessageBytesMax: 64 * 1024,
+  electionMessageBytesMax: 128 * 1024,
   quorumBatchBytesMax: 256 * 1024,
   electionBatchBytesMax: 16 * 1024,
   quorumQueueMessagesMax: 250_000,
@@ -48,6 +70,7 @@ export const DEFAULT_PEER_LIMITS: Readonly<PeerLimits> = Object.freeze({
   keepaliveTimeMs: 5_000,
   keepaliveTimeoutMs: 5_000,
   stopGraceMs: 1_000,
+  unlistedCallersMax: 64,
 });
 
 /** `overrides` applied over the defaults, with every relation between the bounds asserted. */
@@ -58,8 +81,10 @@ export function peerLimits(overrides: Partial<PeerLimits> = {}): PeerLimits {
   }
   assert(limits.quorumBatchBytesMax <= limits.quorumMessageBytesMax, "a quorum batch fits one gRPC message");
   assert(limits.electionBatchBytesMax <= limits.electionMessageBytesMax, "a notification batch fits one gRPC message");
-  // A notification frame of one entry is < 64 bytes; the election service must take a full batch of them.
+  // A notification without configuration text is < 64 bytes; the election service must take a full batch of them.
   assert(limits.electionBatchBytesMax >= 64, "a notification fits a batch");
+  // A larger notification goes alone in its frame, which must still fit one gRPC message.
+  assert(limits.electionMessageBytesMax >= NOTIFICATION_BYTES_MAX, "a notification with the largest configuration fits one gRPC message");
   assert(limits.quorumMessageBytesMax <= 2 ** 31 - 1, "gRPC message lengths are 31-bit");
   assert(limits.reconnectBackoffMsMin <= limits.reconnectBackoffMsMax, "back-off bounds ordered");
   return limits;

@@ -18,7 +18,29 @@
  * nothing is carried over from one stream to the next (a learner's messages sent while it has no
  * stream are dropped: the core restarts its handshake on `quorumStreamOpened`).
  *
- * Identity. Calls carry `corral-server-id` metadata; unknown ids (and one's own) are refused with
+ * Membership changes (dynamic reconfiguration). `updateMembers` replaces the member table when a
+ * configuration comes into force. A server that left is no longer dialled: its election link,
+ * whatever waits for it and its clients are dropped at once, so no back-off timer keeps calling a
+ * server that may be gone for good; one that joined is dialled on the first send, like any member;
+ * one whose address or role changed gets a new link, carrying the last notification sent to it
+ * (ZooKeeper re-sends its lastMessageSent on every new connection). This server's own entry stays
+ * even when the list leaves it out: a removed server keeps running, and keeps its ports, until the
+ * host stops it. The quorum stream to a leader that left is left alone: the core, not the
+ * transport, decides to stop following it.
+ *
+ * Servers outside the member list. ZooKeeper lets a server that is not (yet) in a peer's view talk
+ * to it: a joiner must hear the election and sync from the leader before the reconfiguration that
+ * adds it commits, and a server just removed (or one whose peers missed the change) must learn
+ * who leads and which configuration is in force, from the notifications it is answered with. So a
+ * call from an id outside the member list is accepted: on the election port it is treated as an
+ * observer's (its notifications go to the handler and it is answered on the response direction of
+ * its own stream, since there is no address to dial), on the quorum port as any learner's (the
+ * leader's core decides whether to keep it). A notification for such a server with no stream to
+ * this one is dropped: it is the caller, and it calls again. The number of them with a stream at
+ * once is bounded (`unlistedCallersMax`), so a flood of made-up ids cannot grow this server's
+ * memory.
+ *
+ * Identity. Calls carry `corral-server-id` metadata; one's own id is refused with
  * PERMISSION_DENIED, and the answering server names itself in its response headers, which the
  * caller checks against the member it dialled.
  *
@@ -26,7 +48,11 @@
  * and verify the caller's certificate, every call verifies the callee's, so a server whose
  * certificate the others' CAs do not verify cannot vote, lead or learn — and cannot hear them
  * either. `verifyCaller` can also bind a certificate to the member it claims to be (hostname
- * verification). A link that fails its TLS handshake is logged once (warn) until it works.
+ * verification). A caller outside the member list has no member record to bind its certificate to:
+ * it is accepted on the strength of the certificate the TLS layer verified (a call without one is
+ * refused) and `verifyCaller` is not asked — the same trust mutual TLS gives any holder of a
+ * certificate from the quorum CA. A link that fails its TLS handshake is logged once (warn) until
+ * it works.
  *
  * Batching. A message sent to an idle stream leaves at the end of the current microtask run (with
  * whatever else the same run sent: the answers to one received frame travel together), not a turn
@@ -50,6 +76,7 @@ import * as grpc from "@grpc/grpc-js";
 import type { PeerCertificate } from "node:tls";
 import type { Logger } from "pino";
 import { assert } from "../../common/assert.js";
+import type { MemberAddress } from "../../common/membership.js";
 import type { QuorumMessage } from "../../consensus/messages.js";
 import type { Notification, PeerRole } from "../../election/types.js";
 import {
@@ -126,7 +153,7 @@ export interface PeerTransportCounters {
   notificationsDropped: number;
   /** Frames that did not decode; each closed its stream. */
   malformedFrames: number;
-  /** Incoming calls refused (unknown or missing server id, wrong protocol version). */
+  /** Incoming calls refused (own or missing server id, wrong protocol version, too many servers outside the member list). */
   refusedCalls: number;
   /** Outgoing election streams that failed or ended (each is retried after a back-off). */
   electionLinkFailures: number;
@@ -384,6 +411,8 @@ class LeaderLink {
   failures = 0;
   constructor(
     readonly leaderId: number,
+    /** Where the leader is: kept here so that it stays reachable if a reconfiguration removes it. */
+    public member: PeerMember,
     backoffMs: number,
   ) {
     this.backoffMs = backoffMs;
@@ -523,7 +552,9 @@ export class PeerTransport {
     electionLinkFailures: 0,
   };
 
+  /** This server as it was started: the addresses its services are bound to. */
   private readonly me: PeerMember;
+  /** The member table: replaced by updateMembers, always holding this server. */
   private readonly members = new Map<number, PeerMember>();
   private readonly logger: Logger;
   private readonly handlers: PeerTransportHandlers;
@@ -536,11 +567,12 @@ export class PeerTransport {
   private readonly quorumClients = new Map<number, grpc.Client>();
 
   private readonly electionLinks = new Map<number, ElectionLink>();
+  /** Election streams other servers opened to this one, members or not. */
   private readonly electionInbound = new Map<number, ElectionInbound>();
-  /** The latest notification for each observer that has no election stream to this server. */
+  /** The latest notification for each observer member that has no election stream to this server. */
   private readonly observerLatest = new Map<number, Notification>();
   private leaderLink: LeaderLink | undefined;
-  /** Leader side: the current stream from each learner. */
+  /** Leader side: the current stream from each learner, member or not. */
   private readonly learnerStreams = new Map<number, QuorumStream>();
   /** Every quorum stream not yet ended (both sides), for stop(). */
   private readonly liveStreams = new Set<QuorumStream>();
@@ -647,17 +679,17 @@ export class PeerTransport {
 
   /**
    * Sends `n` to server `to`: over this server's stream to `to` when `to` votes, over `to`'s
-   * stream to this server when `to` is an observer. A notification to oneself is looped back.
+   * stream to this server when `to` is an observer or not a member. A notification to oneself is
+   * looped back.
    *
    * Nothing piles up for an unreachable server: only the latest notification for it is kept (an
    * older one not yet sent is dropped and counted), the link is retried with back-off, and that
    * latest notification is sent when a stream is up again — also when it was written to a stream
    * that then failed, so a lost notification is re-sent once the link comes back, as ZooKeeper
-   * does. For an observer without a stream to this server the latest one waits for its stream.
+   * does. For an observer without a stream to this server the latest one waits for its stream;
+   * for a server outside the member list without one it is dropped (and counted).
    */
   sendNotification(to: number, n: Notification): void {
-    const member = this.members.get(to);
-    assert(member !== undefined, `notification to unknown server ${to}`);
     notificationEntrySize(n);
     if (!this.running) {
       this.counters.notificationsDropped++;
@@ -667,14 +699,107 @@ export class PeerTransport {
       this.dispatch({ kind: "notifications", notifications: [{ ...n, from: this.myId }] });
       return;
     }
-    if (member.role === "participant") return this.sendToVoter(member, n);
+    const member = this.members.get(to);
+    if (member?.role === "participant") return this.sendToVoter(member, n);
     const inbound = this.electionInbound.get(to);
     if (inbound && !inbound.closed) {
       if (!inbound.outbox.send(n)) this.counters.notificationsDropped++;
-    } else {
+    } else if (member !== undefined) {
       if (this.observerLatest.has(to)) this.counters.notificationsDropped++;
       this.observerLatest.set(to, n);
+    } else {
+      this.counters.notificationsDropped++;
     }
+  }
+
+  /**
+   * A reconfiguration came into force (PeerPort.updateMembers): `members` are the member table
+   * from now on, with this server's own entry kept if they leave it out. Links to servers that
+   * left are closed and not retried; servers that joined are dialled on the first send; a server
+   * whose address or role changed is dialled afresh, its last notification re-sent there. Streams
+   * other servers opened to this one are left alone (one from a server that left goes on as one
+   * from outside the member list), and so is the stream to the leader this server follows.
+   */
+  updateMembers(members: readonly MemberAddress[]): void {
+    const next = new Map<number, PeerMember>();
+    for (const m of members) {
+      assert(Number.isSafeInteger(m.serverId) && m.serverId > 0 && m.serverId <= 0xffffffff, `server id ${m.serverId}`);
+      assert(!next.has(m.serverId), `server id ${m.serverId} listed twice`);
+      assert(m.type === "participant" || m.type === "observer", `role of server ${m.serverId}`);
+      next.set(m.serverId, { id: m.serverId, host: m.host, quorumPort: m.quorumPort, electionPort: m.electionPort, role: m.type });
+    }
+    const mine = next.get(this.myId);
+    if (mine === undefined) {
+      next.set(this.myId, this.members.get(this.myId)!);
+    } else if (!samePeer(mine, this.me)) {
+      // Its services stay bound where they are: the host restarts the transport to move them.
+      this.logger.warn(
+        { listed: describePeer(mine), bound: describePeer(this.me) },
+        "this server's own peer address or role changed: its ports stay as they are until the transport restarts",
+      );
+    }
+    const removed: number[] = [];
+    const changed: number[] = [];
+    for (const [id, old] of this.members) {
+      if (id === this.myId) continue;
+      const now = next.get(id);
+      if (now === undefined) removed.push(id);
+      else if (!samePeer(now, old)) changed.push(id);
+    }
+    const added = [...next.keys()].filter((id) => !this.members.has(id));
+    this.members.clear();
+    for (const [id, member] of next) this.members.set(id, member);
+
+    for (const id of removed) {
+      if (this.forgetPeer(id).undelivered) this.counters.notificationsDropped++;
+    }
+    for (const id of changed) {
+      const { latest } = this.forgetPeer(id);
+      if (latest !== undefined) this.sendNotification(id, latest);
+    }
+    const link = this.leaderLink;
+    const leader = link && this.members.get(link.leaderId);
+    if (link && leader) link.member = leader;
+    this.logger.info({ members: [...this.members.keys()].sort((a, b) => a - b), added: added.sort((a, b) => a - b), removed, changed }, "peer members updated");
+  }
+
+  /**
+   * Drops everything this server keeps for calling `id` (its election link and retry timer, a
+   * notification waiting for it, its clients). Returns the last notification handed over for it,
+   * if any, so that it can be sent to a new address, and whether that one may not have arrived.
+   */
+  private forgetPeer(id: number): { latest: Notification | undefined; undelivered: boolean } {
+    let latest: Notification | undefined;
+    let undelivered = false;
+    const link = this.electionLinks.get(id);
+    if (link) {
+      this.electionLinks.delete(id);
+      clearTimeout(link.retryTimer);
+      link.retryTimer = undefined;
+      const queued = this.dropElectionLink(link);
+      latest = link.latest;
+      undelivered = link.latestUnsure || queued > 0;
+    }
+    const waiting = this.observerLatest.get(id);
+    if (waiting) {
+      this.observerLatest.delete(id);
+      latest = waiting;
+      undelivered = true;
+    }
+    this.electionClients.get(id)?.close();
+    this.electionClients.delete(id);
+    // Closing a channel leaves its started calls running: the stream to a leader that moved goes
+    // on, and the next one is dialled at the new address.
+    this.quorumClients.get(id)?.close();
+    this.quorumClients.delete(id);
+    this.tlsFailuresLogged.delete(`election ${id}`);
+    this.tlsFailuresLogged.delete(`quorum ${id}`);
+    return { latest, undelivered };
+  }
+
+  /** Voters this server keeps an election link to (up, connecting or waiting out a back-off), in id order. */
+  electionLinkPeers(): number[] {
+    return [...this.electionLinks.keys()].sort((a, b) => a - b);
   }
 
   private sendToVoter(member: PeerMember, n: Notification): void {
@@ -732,7 +857,9 @@ export class PeerTransport {
 
   /** A new stream to voter `link.peer`; its outbox holds notifications until the callee answers. */
   private openElectionLink(link: ElectionLink): NotificationOutbox {
-    const member = this.members.get(link.peer)!;
+    const member = this.members.get(link.peer);
+    // updateMembers forgets the link of a server that left or stopped voting.
+    assert(member?.role === "participant", `election link to server ${link.peer}, which is no voting member`);
     const call = this.openCall(member, "election");
     const outbox = new NotificationOutbox(this, call, false);
     link.call = call;
@@ -786,7 +913,8 @@ export class PeerTransport {
     }
   }
 
-  private dropElectionLink(link: ElectionLink): void {
+  /** Ends `link`'s stream; returns how many notifications were still queued on it (the last of them, `latest`, is kept). */
+  private dropElectionLink(link: ElectionLink): number {
     const call = link.call;
     const outbox = link.outbox;
     link.call = undefined;
@@ -796,6 +924,7 @@ export class PeerTransport {
     const discarded = outbox?.discard() ?? 0;
     if (discarded > 1) this.counters.notificationsDropped += discarded - 1;
     call?.cancel();
+    return discarded;
   }
 
   private acceptElection(call: ServerCall): void {
@@ -870,7 +999,7 @@ export class PeerTransport {
     assert(leaderId !== this.myId, "a server cannot follow itself");
     if (!this.running) return;
     this.stopFollowing();
-    this.leaderLink = new LeaderLink(leaderId, this.limits.reconnectBackoffMsMin);
+    this.leaderLink = new LeaderLink(leaderId, member, this.limits.reconnectBackoffMsMin);
     this.connectLeader(this.leaderLink);
   }
 
@@ -881,6 +1010,11 @@ export class PeerTransport {
     this.leaderLink = undefined;
     clearTimeout(link.timer);
     link.stream?.close();
+    // A leader that left the member list is not dialled again: its client goes too.
+    if (!this.members.has(link.leaderId)) {
+      this.quorumClients.get(link.leaderId)?.close();
+      this.quorumClients.delete(link.leaderId);
+    }
   }
 
   /** The leader this server follows (its link may be between streams), if any. */
@@ -902,7 +1036,7 @@ export class PeerTransport {
   private connectLeader(link: LeaderLink): void {
     link.timer = undefined;
     if (this.leaderLink !== link || !this.running) return;
-    const member = this.members.get(link.leaderId)!;
+    const member = link.member;
     const call = this.openCall(member, "quorum");
     const logger = this.logger.child({ peer: link.leaderId, stream: "quorum-learner" });
     const stream = new QuorumStream(this, link.leaderId, "learner", call, logger);
@@ -995,7 +1129,10 @@ export class PeerTransport {
   // ---------------------------------------------------------------------------------------------
   // Shared plumbing.
 
-  /** Checks an incoming call's identity; refuses it (and returns undefined) unless it is another member speaking our protocol. */
+  /**
+   * Checks an incoming call's identity; refuses it (and returns undefined) unless it is another
+   * server speaking our protocol — a member, or one outside the member list while there is room.
+   */
   private admit(call: ServerCall, service: "election" | "quorum"): number | undefined {
     const refuse = (code: grpc.status, details: string): undefined => {
       this.counters.refusedCalls++;
@@ -1007,13 +1144,35 @@ export class PeerTransport {
     if (!this.running) return refuse(grpc.status.UNAVAILABLE, "server not running");
     const id = callerId(call.metadata);
     if (id === undefined) return refuse(grpc.status.PERMISSION_DENIED, `missing or malformed ${SERVER_ID_METADATA}`);
-    if (id === this.myId || !this.members.has(id)) return refuse(grpc.status.PERMISSION_DENIED, `server ${id} is not a member`);
+    if (id === this.myId) return refuse(grpc.status.PERMISSION_DENIED, `server ${id} is this server`);
     const version = call.metadata.get(PEER_PROTOCOL_METADATA)[0];
     if (version !== String(PEER_PROTOCOL_VERSION))
       return refuse(grpc.status.FAILED_PRECONDITION, `peer protocol ${String(version)}, expected ${PEER_PROTOCOL_VERSION}`);
-    const refusal = this.security?.verifyCaller?.(this.members.get(id)!, call.getAuthContext().sslPeerCertificate);
-    if (refusal !== undefined) return refuse(grpc.status.PERMISSION_DENIED, `server ${id}: ${refusal}`);
+    const member = this.members.get(id);
+    if (member !== undefined) {
+      const refusal = this.security?.verifyCaller?.(member, call.getAuthContext().sslPeerCertificate);
+      if (refusal !== undefined) return refuse(grpc.status.PERMISSION_DENIED, `server ${id}: ${refusal}`);
+      return id;
+    }
+    // Outside the member list: no record to bind a certificate to, so the TLS layer's verification
+    // of it is all there is (and mutual TLS already demands one; this only makes sure).
+    if (this.security !== undefined && call.getAuthContext().sslPeerCertificate === undefined) {
+      return refuse(grpc.status.PERMISSION_DENIED, `server ${id} is not a member and has no verified certificate`);
+    }
+    const unlisted = this.unlistedCallers();
+    if (!unlisted.has(id) && unlisted.size >= this.limits.unlistedCallersMax) {
+      return refuse(grpc.status.RESOURCE_EXHAUSTED, `server ${id} is not a member, and ${unlisted.size} such servers are connected already`);
+    }
+    this.logger.info({ peer: id, service, peerAddress: call.getPeer() }, "call from a server outside the member list accepted");
     return id;
+  }
+
+  /** Servers outside the member list with an election or quorum stream to this server. */
+  private unlistedCallers(): Set<number> {
+    const ids = new Set<number>();
+    for (const id of this.electionInbound.keys()) if (!this.members.has(id)) ids.add(id);
+    for (const id of this.learnerStreams.keys()) if (!this.members.has(id)) ids.add(id);
+    return ids;
   }
 
   private serverCredentials(): grpc.ServerCredentials {
@@ -1160,6 +1319,15 @@ export class PeerTransport {
         return;
     }
   }
+}
+
+/** Whether two member records name the same addresses and role. */
+function samePeer(a: PeerMember, b: PeerMember): boolean {
+  return a.host === b.host && a.quorumPort === b.quorumPort && a.electionPort === b.electionPort && a.role === b.role;
+}
+
+function describePeer(m: PeerMember): string {
+  return `${formatAddress(m.host, m.quorumPort)}:${m.electionPort}:${m.role}`;
 }
 
 function bind(server: grpc.Server, address: string, credentials: grpc.ServerCredentials): Promise<number> {

@@ -1,0 +1,298 @@
+/**
+ * PeerTransport and membership changes, over real gRPC on 127.0.0.1: servers outside a member
+ * table are heard and answered, and `updateMembers` makes new members reachable and forgets the
+ * ones that left. Helpers as in test/integration/peer-transport.test.ts. No timing assertions;
+ * every wait is bounded.
+ */
+import assert from "node:assert/strict";
+import { createServer } from "node:net";
+import { after, test } from "node:test";
+import * as grpc from "@grpc/grpc-js";
+import { pino } from "pino";
+
+import type { MemberAddress } from "../../src/common/membership.js";
+import type { QuorumMessage } from "../../src/consensus/messages.js";
+import type { Notification, PeerRole } from "../../src/election/types.js";
+import type { PeerLimits } from "../../src/server/peer/peer-limits.js";
+import { PeerTransport, type PeerMember, type PeerTransportSecurity } from "../../src/server/peer/peer-transport.js";
+import { electionServiceDefinition } from "../../src/server/peer/peer-wire.js";
+import { makeTestPki } from "../helpers/certificates.js";
+import { waitFor } from "../helpers/wait.js";
+
+const WAIT_MS = 15_000;
+const logger = pino({ level: process.env["PEER_TEST_LOG"] ?? "silent" });
+
+type Event =
+  | { kind: "opened"; peer: number }
+  | { kind: "closed"; peer: number }
+  | { kind: "message"; from: number; m: QuorumMessage }
+  | { kind: "notification"; n: Notification };
+
+interface Node {
+  id: number;
+  transport: PeerTransport;
+  events: Event[];
+}
+
+const running = new Set<PeerTransport>();
+after(async () => {
+  await Promise.all([...running].map((t) => t.stop()));
+});
+
+/** Free ports below Linux's ephemeral range (32768+), so that no outgoing connection can take one between the check and the bind. */
+async function distinctFreePorts(count: number): Promise<number[]> {
+  const ports = new Set<number>();
+  while (ports.size < count) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (!ports.has(port) && (await portIsFree(port))) ports.add(port);
+  }
+  return [...ports];
+}
+
+function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
+  });
+}
+
+async function membersOf(roles: PeerRole[]): Promise<PeerMember[]> {
+  const ports = await distinctFreePorts(roles.length * 2);
+  return roles.map((role, i) => ({ id: i + 1, host: "127.0.0.1", quorumPort: ports[2 * i]!, electionPort: ports[2 * i + 1]!, role }));
+}
+
+/** A member table entry as a reconfiguration hands it over (PeerPort.updateMembers). */
+function address(m: PeerMember): MemberAddress {
+  return { serverId: m.id, host: m.host, quorumPort: m.quorumPort, electionPort: m.electionPort, type: m.role };
+}
+
+async function startNode(id: number, members: PeerMember[], options: { limits?: Partial<PeerLimits>; security?: PeerTransportSecurity } = {}): Promise<Node> {
+  const events: Event[] = [];
+  const transport = new PeerTransport({
+    myId: id,
+    members,
+    logger,
+    ...options,
+    handlers: {
+      notification: (n) => events.push({ kind: "notification", n }),
+      quorumMessage: (from, m) => events.push({ kind: "message", from, m }),
+      quorumStreamOpened: (peer) => events.push({ kind: "opened", peer }),
+      quorumStreamClosed: (peer) => events.push({ kind: "closed", peer }),
+    },
+  });
+  await transport.start();
+  running.add(transport);
+  return { id, transport, events };
+}
+
+async function stopNode(node: Node): Promise<void> {
+  await node.transport.stop();
+  running.delete(node.transport);
+}
+
+const notificationsFrom = (node: Node, from: number): Notification[] =>
+  node.events.flatMap((e) => (e.kind === "notification" && e.n.from === from ? [e.n] : []));
+const messagesFrom = (node: Node, from: number): QuorumMessage[] => node.events.flatMap((e) => (e.kind === "message" && e.from === from ? [e.m] : []));
+const opened = (node: Node, peer: number): number => node.events.filter((e) => e.kind === "opened" && e.peer === peer).length;
+
+function vote(from: number, round: number): Notification {
+  return { from, state: "looking", vote: { leader: from, zxid: 2 ** 32 * 3 + from, peerEpoch: 3 }, round };
+}
+
+/** A raw election call naming itself `id`; resolves `accepted` when the callee answers with its headers. */
+function rawElectionCall(port: number, id: number) {
+  const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+  const md = new grpc.Metadata();
+  md.set("corral-server-id", String(id));
+  md.set("corral-peer-protocol", "1");
+  const call = client.makeBidiStreamRequest(
+    electionServiceDefinition()["Notify"]!.path,
+    (b: Buffer) => b,
+    (b: Buffer) => b,
+    md,
+  );
+  call.on("error", () => {});
+  call.on("data", () => {});
+  const status = new Promise<grpc.StatusObject>((resolve) => call.on("status", resolve));
+  const accepted = new Promise<boolean>((resolve) => {
+    call.on("metadata", (metadata: grpc.Metadata) => resolve(metadata.get("corral-server-id").length === 1));
+    void status.then(() => resolve(false));
+  });
+  return { client, call, status, accepted };
+}
+
+test("a server outside the member table is heard, and answered on its own stream", async () => {
+  const members = await membersOf(["participant", "participant", "participant"]);
+  const [m1, m2] = members as [PeerMember, PeerMember, PeerMember];
+  const one = await startNode(1, [m1, m2]);
+  const three = await startNode(3, members);
+
+  // Before 3 has called, 1 has nowhere to send to 3: dropped, not thrown.
+  one.transport.sendNotification(3, vote(1, 1));
+  assert.equal(one.transport.counters.notificationsDropped, 1);
+
+  three.transport.sendNotification(1, vote(3, 1));
+  await waitFor("1 to hear 3", () => (notificationsFrom(one, 3).length > 0 ? true : undefined), WAIT_MS);
+  assert.deepStrictEqual(notificationsFrom(one, 3), [vote(3, 1)]);
+
+  const answer: Notification = { from: 1, state: "leading", vote: { leader: 1, zxid: 2 ** 32 * 3 + 9, peerEpoch: 3 }, round: 1 };
+  one.transport.sendNotification(3, answer);
+  await waitFor("3 to hear the answer", () => (notificationsFrom(three, 1).length > 0 ? true : undefined), WAIT_MS);
+  assert.deepStrictEqual(notificationsFrom(three, 1), [answer]);
+  // Over 3's own stream: 1 has no link to a server it has no address for.
+  assert.deepStrictEqual(one.transport.electionLinkPeers(), []);
+  assert.equal(one.transport.counters.refusedCalls, 0);
+  await Promise.all([one, three].map(stopNode));
+});
+
+test("a server added by updateMembers is dialled over this server's own link", async () => {
+  const members = await membersOf(["participant", "participant", "participant"]);
+  const [m1, m2] = members as [PeerMember, PeerMember, PeerMember];
+  const one = await startNode(1, [m1, m2]);
+  // 3 never calls 1, so whatever 3 hears from 1 came over a link 1 opened.
+  const three = await startNode(3, members);
+  one.transport.sendNotification(3, vote(1, 1));
+  assert.equal(one.transport.counters.notificationsDropped, 1);
+
+  one.transport.updateMembers(members.map(address));
+  one.transport.sendNotification(3, vote(1, 2));
+  await waitFor("3 to hear 1", () => (notificationsFrom(three, 1).length > 0 ? true : undefined), WAIT_MS);
+  assert.deepStrictEqual(notificationsFrom(three, 1), [vote(1, 2)]);
+  assert.deepStrictEqual(one.transport.electionLinkPeers(), [3]);
+  await Promise.all([one, three].map(stopNode));
+});
+
+test("a server removed by updateMembers is no longer dialled: its link goes, and sends to it are dropped", async () => {
+  const members = await membersOf(["participant", "participant", "participant"]);
+  const [m1, , m3] = members as [PeerMember, PeerMember, PeerMember];
+  const one = await startNode(1, members);
+  let two = await startNode(2, members);
+  const three = await startNode(3, members);
+  one.transport.sendNotification(2, vote(1, 1));
+  await waitFor("2 to hear 1", () => (notificationsFrom(two, 1).length > 0 ? true : undefined), WAIT_MS);
+
+  // 2 goes away: 1's link to it fails and keeps retrying the notification it may have lost.
+  await stopNode(two);
+  const failures = one.transport.counters.electionLinkFailures;
+  one.transport.sendNotification(2, vote(1, 2));
+  await waitFor("the link to 2 to fail", () => (one.transport.counters.electionLinkFailures > failures ? true : undefined), WAIT_MS);
+  assert.deepStrictEqual(one.transport.electionLinkPeers(), [2]);
+
+  one.transport.updateMembers([m1, m3].map(address));
+  assert.deepStrictEqual(one.transport.electionLinkPeers(), []);
+  // Something new listening at 2's old election port would hear any call 1 still made there.
+  two = await startNode(2, members);
+  const dropped = one.transport.counters.notificationsDropped;
+  one.transport.sendNotification(2, vote(1, 3));
+  one.transport.sendNotification(3, vote(1, 3));
+  assert.equal(one.transport.counters.notificationsDropped, dropped + 1);
+  await waitFor("3 to hear 1", () => (notificationsFrom(three, 1).length > 0 ? true : undefined), WAIT_MS);
+  assert.deepStrictEqual(notificationsFrom(two, 1), []);
+  assert.deepStrictEqual(one.transport.electionLinkPeers(), [3]);
+  await Promise.all([one, two, three].map(stopNode));
+});
+
+test("a member whose address changed is dialled at the new one, and hears the last notification again", async () => {
+  const members = await membersOf(["participant", "participant"]);
+  const [m1, m2] = members as [PeerMember, PeerMember];
+  const one = await startNode(1, members);
+  const oldTwo = await startNode(2, members);
+  one.transport.sendNotification(2, vote(1, 4));
+  await waitFor("2 to hear 1", () => (notificationsFrom(oldTwo, 1).length > 0 ? true : undefined), WAIT_MS);
+  await stopNode(oldTwo);
+
+  const [quorumPort, electionPort] = await distinctFreePorts(2);
+  const moved: PeerMember = { ...m2, quorumPort: quorumPort!, electionPort: electionPort! };
+  const newTwo = await startNode(2, [m1, moved]);
+  one.transport.updateMembers([m1, moved].map(address));
+  await waitFor(
+    "the moved server to hear 1's last notification, with no new send",
+    () => (notificationsFrom(newTwo, 1).length > 0 ? true : undefined),
+    WAIT_MS,
+  );
+  assert.deepStrictEqual(notificationsFrom(newTwo, 1), [vote(1, 4)]);
+  await Promise.all([one, newTwo].map(stopNode));
+});
+
+test("a quorum stream from a server outside the member table reaches the leader, both ways", async () => {
+  const members = await membersOf(["participant", "participant", "participant"]);
+  const [m1, m2] = members as [PeerMember, PeerMember, PeerMember];
+  const leader = await startNode(1, [m1, m2]);
+  const joiner = await startNode(3, members);
+  joiner.transport.followLeader(1);
+  await waitFor("the stream to open on both sides", () => (opened(joiner, 1) === 1 && opened(leader, 3) === 1 ? true : undefined), WAIT_MS);
+  const info: QuorumMessage = { type: "learnerInfo", sid: 3, role: "participant", acceptedEpoch: 3, lastZxid: 2 ** 32 * 3 + 9, protocolVersion: 1 };
+  joiner.transport.sendToLeader(info);
+  await waitFor("the leader to hear the joiner", () => (messagesFrom(leader, 3).length > 0 ? true : undefined), WAIT_MS);
+  assert.deepStrictEqual(messagesFrom(leader, 3), [info]);
+  assert.deepStrictEqual(leader.transport.connectedLearners(), [3]);
+  leader.transport.sendToLearner(3, { type: "leaderInfo", newEpoch: 4, protocolVersion: 1 });
+  await waitFor("the joiner to hear the leader", () => (messagesFrom(joiner, 1).length > 0 ? true : undefined), WAIT_MS);
+  assert.deepStrictEqual(messagesFrom(joiner, 1), [{ type: "leaderInfo", newEpoch: 4, protocolVersion: 1 }]);
+  await Promise.all([leader, joiner].map(stopNode));
+});
+
+test("servers outside the member table are accepted up to a bound; one's own id never", async () => {
+  const members = await membersOf(["participant", "participant"]);
+  const node = await startNode(1, members, { limits: { unlistedCallersMax: 2 } });
+  const port = members[0]!.electionPort;
+  const a = rawElectionCall(port, 50);
+  const b = rawElectionCall(port, 51);
+  assert.equal(await a.accepted, true);
+  assert.equal(await b.accepted, true);
+  const c = rawElectionCall(port, 52);
+  assert.equal((await c.status).code, grpc.status.RESOURCE_EXHAUSTED);
+  // One already held may call again (its new stream replaces the old).
+  const again = rawElectionCall(port, 50);
+  assert.equal(await again.accepted, true);
+  const self = rawElectionCall(port, 1);
+  assert.equal((await self.status).code, grpc.status.PERMISSION_DENIED);
+  // A member is not counted against the bound.
+  const member = rawElectionCall(port, 2);
+  assert.equal(await member.accepted, true);
+
+  // Once one of them hangs up, there is room again.
+  b.call.end();
+  const calls = [a, b, c, again, self, member];
+  const retry = async (): Promise<boolean | undefined> => {
+    const d = rawElectionCall(port, 52);
+    calls.push(d);
+    return (await d.accepted) ? true : undefined;
+  };
+  await waitFor("room for another server outside the member table", retry, WAIT_MS);
+  assert.ok(node.transport.counters.refusedCalls >= 2);
+  for (const call of calls) {
+    call.call.cancel();
+    call.client.close();
+  }
+  await stopNode(node);
+});
+
+test("with mutual TLS, a server outside the member table is accepted on its verified certificate, without verifyCaller", async () => {
+  const pki = await makeTestPki();
+  try {
+    const cert = await pki.trusted.issue({ subject: "/CN=corral peer", name: "peer" });
+    const asked: number[] = [];
+    const security: PeerTransportSecurity = {
+      serverCredentials: () => grpc.ServerCredentials.createSsl(pki.trusted.ca, [{ private_key: cert.key, cert_chain: cert.cert }], true),
+      channelCredentials: () => grpc.credentials.createSsl(pki.trusted.ca, cert.key, cert.cert),
+      verifyCaller: (member) => {
+        asked.push(member.id);
+        return undefined;
+      },
+    };
+    const members = await membersOf(["participant", "participant", "participant"]);
+    const [m1, m2] = members as [PeerMember, PeerMember, PeerMember];
+    const one = await startNode(1, [m1, m2], { security });
+    const three = await startNode(3, members, { security });
+    three.transport.sendNotification(1, vote(3, 1));
+    await waitFor("1 to hear 3 over TLS", () => (notificationsFrom(one, 3).length > 0 ? true : undefined), WAIT_MS);
+    one.transport.sendNotification(3, vote(1, 1));
+    await waitFor("3 to hear 1's answer", () => (notificationsFrom(three, 1).length > 0 ? true : undefined), WAIT_MS);
+    assert.deepStrictEqual(asked, []);
+    await Promise.all([one, three].map(stopNode));
+  } finally {
+    await pki.remove();
+  }
+});
