@@ -13,7 +13,7 @@ import { ZkErrorCode } from "../../src/common/errors.js";
 import type { QuorumMessage } from "../../src/consensus/messages.js";
 import type { QuorumVerifier } from "../../src/consensus/quorum.js";
 import { formatMembership, type MemberAddress } from "../../src/common/membership.js";
-import { quorumOf, type ClusterConfig } from "../../src/replica/cluster-config.js";
+import { configOfTxnData, quorumOf, type ClusterConfig } from "../../src/replica/cluster-config.js";
 import type { Clock, Entropy, LogSink, PeerPort } from "../../src/replica/ports.js";
 import { buildReplica, type Replica, type ReplicaConfig } from "../../src/replica/replica.js";
 import type { ReconfigRequest, WriteRequest } from "../../src/replica/requests.js";
@@ -256,6 +256,8 @@ export class Simulation implements Scheduler, ClientWorld {
    * a txn of the session proposed after that in the same epoch came from that server, or was refused.
    */
   private readonly establishments = new Map<bigint, { serverId: number; proposedZxid: number }[]>();
+  /** Every reconfiguration some server applied (so committed), by zxid: the membership it installs. */
+  private readonly committedReconfigs = new Map<number, string>();
   /** Versions of the reconfigurations acknowledged to their clients. */
   private readonly reconfigsAcked: number[] = [];
   /** The highest zxid whose ACL verdict was checked: each committed txn is checked once, at its first apply. */
@@ -467,6 +469,7 @@ export class Simulation implements Scheduler, ClientWorld {
   /** Every txn, just before a server applies it: the checkers' view of the committed sequence. */
   private applying(server: SimServer, txn: Txn, tree: DataTree): void {
     const zxid = txn.header.zxid;
+    if (txn.body.type === "reconfig") this.committedReconfigs.set(zxid, membersText(configOfTxnData(txn.body.data, zxid).members));
     const cleanup = this.checkCleanupDelete(server, txn, tree);
     if (zxid > this.aclCheckedZxid) {
       this.aclCheckedZxid = zxid;
@@ -604,6 +607,24 @@ export class Simulation implements Scheduler, ClientWorld {
 
   reconfigAcked(version: number): void {
     this.reconfigsAcked.push(version);
+  }
+
+  /**
+   * "Configurations form one chain", at the end of a run: every configuration that came into force
+   * anywhere (applied, installed by a snapshot, or adopted from a peer's notification) is one a
+   * reconfiguration committed, with that membership — never one only proposed.
+   */
+  checkConfigChain(): void {
+    for (const [version, members] of this.configs) {
+      if (version === 0) continue;
+      const committed = this.committedReconfigs.get(version);
+      if (committed !== members) {
+        this.checker.fail(
+          "configurations form one chain",
+          `version ${formatZxid(version)} came into force as ${members}, ${committed === undefined ? "but no reconfiguration committed at that zxid" : `but the one committed there installs ${committed}`}`,
+        );
+      }
+    }
   }
 
   /**

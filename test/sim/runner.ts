@@ -51,6 +51,7 @@ export function runSeed(seed: number, options: RunOptions = {}): SimOutcome {
     }
     const finalZxid = Math.max(...sim.servers.map((s) => s.tree.lastProcessedZxid));
     sim.checker.checkAckedWrites((zxid) => sim.headerAt(zxid), finalZxid);
+    sim.checkConfigChain();
   } catch (error) {
     // An assertion inside the core or the store is a bug like any other: report it with the seed.
     sim.checker.fail("committed prefixes agree", `crashed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);

@@ -19,7 +19,9 @@ export function randomSchedule(prng: Prng, members: number, voters: number, coun
   const schedule: ScheduledFault[] = [];
   const down = new Set<number>();
   for (let i = 0; i < count; i++) {
-    const afterMs = prng.between(50, 1_500);
+    // Right after a reconfiguration, half the time: the fault lands while it is still in flight.
+    const previous = schedule[schedule.length - 1]?.fault;
+    const afterMs = previous?.kind === "reconfig" && prng.chance(0.5) ? prng.between(1, 30) : prng.between(50, 1_500);
     const server = prng.between(1, members);
     const roll = prng.float();
     let fault: Fault;
