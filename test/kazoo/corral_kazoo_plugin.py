@@ -35,7 +35,10 @@ _NEEDS_A_SECOND_SERVER = OnlyStandalone(
     "stops the client's server and expects it connected to another of the ensemble within 5 s: "
     "a standalone target has no other server (run against the three-voter cluster)"
 )
-_RECONFIG = "reconfig: corral has no dynamic reconfiguration (the opcode answers UNIMPLEMENTED)"
+_RECONFIG = OnlyStandalone(
+    "reconfig: a standalone server cannot be reconfigured (ZooKeeper's answers UNIMPLEMENTED too); "
+    "run against the three-voter cluster"
+)
 _SASL = "SASL: corral's ZooKeeper port has no SASL authentication (no JAAS DIGEST-MD5 login)"
 
 # Node ids as "kazoo/tests/<file>::<class>::<test>", whatever pytest's rootdir.

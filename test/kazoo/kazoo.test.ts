@@ -5,7 +5,7 @@
  * test/kazoo/corral_kazoo_plugin.py (test/helpers/kazoo-suite.ts). A run passes when nothing
  * failed or errored and every skip is the plugin's named list or one kazoo decides for its
  * environment. The servers get what kazoo's own harness gives its ZooKeeper: tickTime 2000
- * (initLimit 4, syncLimit 2), read-only mode on, every four-letter word, and the super digest of
+ * (initLimit 4, syncLimit 2), read-only mode and reconfiguration on, every four-letter word, and the super digest of
  * "super:test".
  *
  * `npm run test:kazoo` runs this file alone; KAZOO_SELECT="test_lock.py test_client.py::TestClient"
@@ -97,7 +97,7 @@ describe("kazoo's test suite against corral's ZooKeeper port", { concurrency: 1 
         dataDir: dir.path,
         zkPort: await freePort(),
         tickMs: TICK_MS,
-        extraArgs: ["--four-letter-word-whitelist", "*", "--super-digest", SUPER_DIGEST, "--read-only-mode-enabled", "true"],
+        extraArgs: ["--four-letter-word-whitelist", "*", "--super-digest", SUPER_DIGEST, "--read-only-mode-enabled", "true", "--reconfig-enabled", "true"],
       });
       await servesSessions(server.connectString);
       await gate(t, "a standalone server", "standalone", [server]);
@@ -114,7 +114,7 @@ describe("kazoo's test suite against corral's ZooKeeper port", { concurrency: 1 
       initLimitTicks: 4,
       syncLimitTicks: 2,
       superDigest: SUPER_DIGEST,
-      config: { fourLetterWordWhitelist: "*", readOnlyModeEnabled: true },
+      config: { fourLetterWordWhitelist: "*", readOnlyModeEnabled: true, reconfigEnabled: true },
     });
     try {
       await waitFor("a leader every server agrees on", () => cluster.agreedLeader(), 60_000);

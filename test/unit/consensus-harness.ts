@@ -9,7 +9,7 @@
 import { createZab, type ZabCore } from "../../src/consensus/zab.js";
 import type { PersistAction, ZabEvent, ZabInput, ZabReady } from "../../src/consensus/core-io.js";
 import type { LogRecord, QuorumMessage } from "../../src/consensus/messages.js";
-import { QuorumVerifier } from "../../src/consensus/quorum.js";
+import { QuorumVerifier, type PendingConfig } from "../../src/consensus/quorum.js";
 import type { PeerPort } from "../../src/replica/ports.js";
 import { formatZxid } from "../../src/store/zxid.js";
 import { Prng } from "../sim/prng.js";
@@ -84,9 +84,10 @@ export class Harness {
   /** Which delivered messages reach their server (see `deliver`). */
   private admit: (m: WireMessage) => boolean = () => true;
 
-  constructor(voters: number[], observers: number[] = []) {
+  /** `spares`: servers outside the configuration, which learn as participants the leader does not count. */
+  constructor(voters: number[], observers: number[] = [], spares: number[] = []) {
     this.quorum = new QuorumVerifier(voters, observers);
-    const ids = [...voters, ...observers];
+    const ids = [...voters, ...observers, ...spares];
     const faults = { netDelayMsMax: 0, electionLoss: 0, electionDuplicate: 0, streamBreak: 0 };
     const network = new SimNetwork(this.net, new Prng(1), faults, (line) => this.trace.push(line), ids);
     for (const id of ids) {
@@ -116,20 +117,21 @@ export class Harness {
   }
 
   /** Starts server `id` as leader (leaderId undefined) or as a learner of `leaderId`, from what is durable. */
-  start(id: number, leaderId?: number): ZabCore {
+  start(id: number, leaderId?: number, pendingConfigs: readonly PendingConfig[] = []): ZabCore {
     const s = this.server(id);
     const role =
       leaderId === undefined
         ? { kind: "leader" as const }
-        : this.quorum.isVoter(id)
-          ? { kind: "follower" as const, leaderId }
-          : { kind: "observer" as const, leaderId };
+        : this.quorum.observers.has(id)
+          ? { kind: "observer" as const, leaderId }
+          : { kind: "follower" as const, leaderId };
     s.generation += 1;
     if (leaderId === undefined) s.port.stopFollowing();
     else s.port.followLeader(leaderId);
     s.zab = createZab(role, {
       myId: id,
       quorum: this.quorum,
+      pendingConfigs,
       tickMs: 100,
       initLimitTicks: 10,
       syncLimitTicks: 5,
@@ -149,11 +151,12 @@ export class Harness {
     this.handle(s, s.zab.step(input));
   }
 
-  propose(record: string): number {
+  /** `config`: the record is a reconfiguration installing it. */
+  propose(record: string, config?: QuorumVerifier): number {
     const leader = [...this.servers.values()].find((s) => s.zab?.kind === "leader" && s.zab.serving);
     if (leader === undefined || leader.zab?.kind !== "leader") throw new Error("no serving leader");
     const zxid = leader.zab.allocateZxid();
-    this.handle(leader, leader.zab.propose(zxid, new TextEncoder().encode(record)));
+    this.handle(leader, leader.zab.propose(zxid, new TextEncoder().encode(record), config));
     return zxid;
   }
 

@@ -7,6 +7,7 @@ import { test } from "node:test";
 import { Harness } from "./consensus-harness.js";
 import { makeZxid } from "../../src/store/zxid.js";
 import type { Leader } from "../../src/consensus/leader.js";
+import { QuorumVerifier } from "../../src/consensus/quorum.js";
 
 const z = makeZxid;
 const enc = (s: string) => new TextEncoder().encode(s);
@@ -356,4 +357,60 @@ test("an observer in sync with the leader applies the logged records it had not 
   h.deliver();
   assert.ok(h.server(5).serving);
   assert.deepEqual(h.server(5).applied, [z(1, 1), z(1, 2)], "an observer joining later");
+});
+
+test("a reconfiguration commits only on a quorum of the new configuration too; then the new one alone commits", () => {
+  // {1,2,3} → {1,4,5}: 4 and 5 learn from the start as participants the leader does not count yet.
+  const h = new Harness([1, 2, 3], [], [4, 5]);
+  establish(h, 1, [2, 3, 4, 5]);
+  h.server(4).autoDurable = false;
+  h.server(5).autoDurable = false;
+  const p = h.propose("reconfig", new QuorumVerifier([1, 4, 5]));
+  h.deliver();
+  assert.deepEqual(h.server(1).applied, [], "1, 2 and 3 are a quorum of the old configuration only");
+  h.flush(4);
+  h.deliver();
+  assert.deepEqual(h.server(1).applied, [p], "1 and 4 are a quorum of the new one as well");
+  assert.ok(h.events().includes(`# 1 configActivated 0x${p.toString(16)}`));
+  // In force now: 2 and 3 no longer count, 4 or 5 must.
+  const q = h.propose("after");
+  h.deliver();
+  assert.deepEqual(h.server(1).applied, [p], "2 and 3 acked, but they left the configuration");
+  h.flush(5);
+  h.deliver();
+  assert.deepEqual(h.server(1).applied, [p, q]);
+  assert.equal(h.server(1).stepDown, undefined);
+});
+
+test("a leader that is no voter of the configuration it commits steps down once it has committed it", () => {
+  const h = new Harness([1, 2, 3], [], [4]);
+  establish(h, 1, [2, 3, 4]);
+  const p = h.propose("reconfig", new QuorumVerifier([2, 3, 4]));
+  h.deliver();
+  assert.deepEqual(h.server(1).applied, [p]);
+  assert.equal(h.server(1).stepDown, "not a voter of the configuration in force");
+  // The commit goes out before the streams close; whether it lands or not, the new configuration's
+  // servers hold the record, and their next leader (elected by both configurations) commits it.
+  for (const id of [2, 3, 4])
+    assert.ok(
+      h.server(id).log.some((r) => r.zxid === p),
+      `server ${id} logged the reconfiguration`,
+    );
+});
+
+test("a new term with a reconfiguration in its history establishes only on a quorum of both configurations", () => {
+  const h = new Harness([1, 2, 3], [], [4, 5]);
+  // Server 1 logged a reconfiguration to {1,4,5} in epoch 1 that nobody saw committed; it leads the next term.
+  h.server(1).log = [{ zxid: z(1, 1), record: enc("reconfig") }];
+  h.server(1).acceptedEpoch = 1;
+  h.server(1).currentEpoch = 1;
+  const leader = h.start(1, undefined, [{ zxid: z(1, 1), quorum: new QuorumVerifier([1, 4, 5]) }]);
+  h.start(2, 1);
+  h.start(3, 1);
+  h.deliver();
+  assert.equal(leader.serving, false, "a quorum of {1,2,3} is not one of {1,4,5}");
+  h.start(4, 1);
+  h.deliver();
+  assert.equal(leader.serving, true, "1 and 4 make the new configuration's quorum as well");
+  assert.ok(h.events().includes(`# 1 configActivated 0x${z(1, 1).toString(16)}`), "established, its whole history commits: the reconfiguration is in force");
 });

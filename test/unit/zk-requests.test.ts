@@ -108,11 +108,11 @@ describe("jute requests → corral requests", () => {
       assert.ok("reject" in mapped);
       return [mapped.reject, mapped.shape.closeAfter === true];
     };
-    assert.deepEqual(
-      shapeOf(OpCode.reconfig, { joiningServers: null, leavingServers: null, newMembers: null, curConfigId: -1n }),
-      [-123, false],
-      "reconfig: RECONFIGDISABLED",
-    );
+    // reconfig runs: the leader decides (RECONFIGDISABLED unless reconfigEnabled), its nulls kept as nulls.
+    assert.deepEqual(toClientRequest(OpCode.reconfig, { joiningServers: null, leavingServers: "3", newMembers: null, curConfigId: -1n }), {
+      request: { op: "reconfig", joining: null, leaving: "3", newMembers: null, fromConfig: -1n },
+      shape: { type: OpCode.reconfig },
+    });
     assert.deepEqual(shapeOf(OpCode.deleteContainer, { path: "/c" }), [-8, false], "deleteContainer: BADARGUMENTS");
     assert.deepEqual(shapeOf(OpCode.sasl, { token: new Uint8Array([1]) }), [0, false], "sasl: OK, as a server without SASL answers it");
     assert.deepEqual(toClientRequest(OpCode.sasl, { token: null }), { close: "a sasl packet without a token" });

@@ -229,6 +229,7 @@ export type GetDataRequest = ValueOf<typeof GetDataRequest>;
 export const SetDataRequest = struct({ path: ustring, data: buffer, version: int });
 export type SetDataRequest = ValueOf<typeof SetDataRequest>;
 export const ReconfigRequest = struct({ joiningServers: ustring, leavingServers: ustring, newMembers: ustring, curConfigId: long });
+export type ReconfigRequest = ValueOf<typeof ReconfigRequest>;
 export const SetDataResponse = struct({ stat: Stat });
 export const CreateRequest = struct(CREATE_FIELDS);
 export type CreateRequest = ValueOf<typeof CreateRequest>;

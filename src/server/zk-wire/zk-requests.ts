@@ -159,9 +159,14 @@ export function toClientRequest(type: number, body: unknown): ZkRequestMapping {
         return { request: { op: "whoAmI" }, shape };
       case OpCode.closeSession:
         return { request: { op: "close" }, shape };
-      case OpCode.reconfig:
-        // Dynamic reconfiguration is off in ZooKeeper 3.8 unless reconfigEnabled; corral has none.
-        return { reject: ZkErrorCode.RECONFIGDISABLED, shape };
+      case OpCode.reconfig: {
+        // The leader checks it (reconfigEnabled first, as ZooKeeper's prep does); nulls stay nulls.
+        const r = body as jute.ReconfigRequest;
+        return {
+          request: { op: "reconfig", joining: r.joiningServers, leaving: r.leavingServers, newMembers: r.newMembers, fromConfig: r.curConfigId },
+          shape,
+        };
+      }
       case OpCode.deleteContainer:
         // Sent by ZooKeeper's own ContainerManager, never a client: its prep reads the whole frame,
         // header included, as the path, whose NUL bytes getParentPathAndValidate refuses.
@@ -333,6 +338,8 @@ export function encodeZkReply(xid: number, shape: ReplyShape, reply: Reply): Uin
     case OpCode.setACL:
       return jute.encodeReply(header, { codec: jute.SetACLResponse, value: { stat: statOf(body) } });
     case OpCode.getData:
+    case OpCode.reconfig:
+      // ZooKeeper answers a reconfig with the new configuration, as a getData of /zookeeper/config.
       if (body.kind !== "data") break;
       return jute.encodeReply(header, { codec: jute.GetDataResponse, value: { data: nullable(body.data), stat: juteStat(body.stat) } });
     case OpCode.getChildren:
