@@ -28,6 +28,23 @@ export interface ClusterOptions {
   secureZkClientPorts?: boolean;
   /** Flags for one server only (they beat the shared file), e.g. another certificate. */
   serverArgs?: (id: number) => string[];
+  /**
+   * Servers outside the configuration, started as ZooKeeper's procedure for adding one says: with
+   * the configuration's members and themselves (as participants) in their own config file. They
+   * learn from the leader until a reconfig adds them. Ids after the voters and observers.
+   */
+  spares?: number;
+}
+
+/** One server's entry in the config file: the addresses a reconfig's member line names. */
+export interface ServerEntry {
+  id: number;
+  host: string;
+  clientPort: number;
+  quorumPort: number;
+  electionPort: number;
+  role: "participant" | "observer";
+  zkClientPort: number;
 }
 
 export interface RoleLine {
@@ -41,12 +58,21 @@ export class ClusterProcess {
     readonly servers: Map<number, ServerProcess>,
     readonly configFile: string,
     private readonly removeDir: () => Promise<void>,
+    readonly entries: readonly ServerEntry[] = [],
   ) {}
+
+  /** ZooKeeper's member line for server `id` ("server.N=host:quorum:election:role;host:zkPort"), as reconfig takes it. */
+  memberLine(id: number, role: "participant" | "observer" = "participant"): string {
+    const e = this.entries.find((entry) => entry.id === id);
+    if (e === undefined) throw new Error(`no server ${id}`);
+    return `server.${id}=${e.host}:${e.quorumPort}:${e.electionPort}:${role};${e.host}:${e.zkClientPort}`;
+  }
 
   static async start(options: ClusterOptions): Promise<ClusterProcess> {
     const dir = await makeTempDir("corral-cluster-");
-    const count = options.voters + (options.observers ?? 0);
-    const entries = [];
+    const members = options.voters + (options.observers ?? 0);
+    const count = members + (options.spares ?? 0);
+    const entries: (ServerEntry & { metricsPort?: number; adminPort?: number; secureZkClientPort?: number })[] = [];
     for (let id = 1; id <= count; id++) {
       entries.push({
         id,
@@ -54,7 +80,7 @@ export class ClusterProcess {
         clientPort: await freePort(),
         quorumPort: await freePort(),
         electionPort: await freePort(),
-        role: id <= options.voters ? "participant" : "observer",
+        role: id <= options.voters || id > members ? ("participant" as const) : ("observer" as const),
         zkClientPort: await freePort(),
         ...(options.httpPorts ? { metricsPort: await freePort(), adminPort: await freePort() } : {}),
         ...(options.secureZkClientPorts ? { secureZkClientPort: await freePort() } : {}),
@@ -62,24 +88,28 @@ export class ClusterProcess {
     }
     const tickMs = options.tickMs ?? 100;
     const configFile = join(dir.path, "cluster.json");
-    await writeFile(
-      configFile,
-      JSON.stringify(
-        {
-          tickMs,
-          initLimitTicks: options.initLimitTicks ?? 20,
-          syncLimitTicks: options.syncLimitTicks ?? 10,
-          ...(options.commitLogCount === undefined ? {} : { commitLogCount: options.commitLogCount }),
-          ...options.config,
-          ...(options.superDigest === undefined ? {} : { superDigest: options.superDigest }),
-          servers: entries,
-        },
-        null,
-        2,
-      ),
-    );
+    const fileFor = async (path: string, servers: typeof entries) =>
+      writeFile(
+        path,
+        JSON.stringify(
+          {
+            tickMs,
+            initLimitTicks: options.initLimitTicks ?? 20,
+            syncLimitTicks: options.syncLimitTicks ?? 10,
+            ...(options.commitLogCount === undefined ? {} : { commitLogCount: options.commitLogCount }),
+            ...options.config,
+            ...(options.superDigest === undefined ? {} : { superDigest: options.superDigest }),
+            servers,
+          },
+          null,
+          2,
+        ),
+      );
+    await fileFor(configFile, entries.slice(0, members));
+    // A spare's own file: the members and itself.
+    for (const spare of entries.slice(members)) await fileFor(join(dir.path, `spare-${spare.id}.json`), [...entries.slice(0, members), spare]);
     const servers = new Map<number, ServerProcess>();
-    const cluster = new ClusterProcess(servers, configFile, dir.remove);
+    const cluster = new ClusterProcess(servers, configFile, dir.remove, entries);
     try {
       await Promise.all(
         entries.map(async (entry) => {
@@ -95,7 +125,7 @@ export class ClusterProcess {
             logLevel: "info",
             ...(options.snapshotEveryTxns === undefined ? {} : { snapshotEveryTxns: options.snapshotEveryTxns }),
             ...(options.snapshotRetainCount === undefined ? {} : { snapshotRetainCount: options.snapshotRetainCount }),
-            extraArgs: ["--config", configFile, ...(options.serverArgs?.(entry.id) ?? [])],
+            extraArgs: ["--config", entry.id > members ? join(dir.path, `spare-${entry.id}.json`) : configFile, ...(options.serverArgs?.(entry.id) ?? [])],
           });
           servers.set(entry.id, server);
         }),
