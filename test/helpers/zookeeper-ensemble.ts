@@ -37,6 +37,10 @@ export interface ZooKeeperEnsembleOptions {
   jvmArgs?: string[];
   /** Bound on each server's start (until `srvr` shows it leading or following). */
   startLimitMs?: number;
+  /** reconfigEnabled=true; the server lines then name each client address, as a dynamic configuration does. */
+  reconfigEnabled?: boolean;
+  /** The super user ("super:<base64 sha1>"), through ZooKeeper's system property. */
+  superDigest?: string;
 }
 
 interface ZooKeeperMember {
@@ -75,7 +79,10 @@ export class ZooKeeperEnsemble {
       {
         logLevel: options.logLevel ?? "INFO",
         startLimitMs: options.startLimitMs ?? 60_000,
-        jvmArgs: options.jvmArgs ?? ["-Xmx1000m"],
+        jvmArgs: [
+          ...(options.jvmArgs ?? ["-Xmx1000m"]),
+          ...(options.superDigest === undefined ? [] : [`-Dzookeeper.DigestAuthenticationProvider.superDigest=${options.superDigest}`]),
+        ],
       },
       dir.remove,
     );
@@ -103,7 +110,10 @@ export class ZooKeeperEnsemble {
             "forceSync=yes",
             "admin.enableServer=false",
             "4lw.commands.whitelist=*",
-            ...ports.map((p) => `server.${p.id}=127.0.0.1:${p.quorum}:${p.election}`),
+            ...(options.reconfigEnabled === true ? ["reconfigEnabled=true"] : []),
+            ...ports.map(
+              (p) => `server.${p.id}=127.0.0.1:${p.quorum}:${p.election}${options.reconfigEnabled === true ? `:participant;127.0.0.1:${p.client}` : ""}`,
+            ),
             "",
           ].join("\n"),
         );
