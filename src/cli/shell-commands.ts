@@ -6,6 +6,7 @@
 import { Perms } from "../index.js";
 import type { Acl, AddWatchMode, CreateMode, QuotaLimits, WatcherType } from "../index.js";
 import { assert } from "../common/assert.js";
+import { parseMembership } from "../common/membership.js";
 import { ConfigError } from "../server/config.js";
 import { isTlsFlag, setTlsFlag, type TlsFileOptions } from "./tls-options.js";
 
@@ -114,12 +115,21 @@ export type ShellCommand =
   | { name: "setquota"; path: string; limit: QuotaLimit; value: number }
   | { name: "listquota"; path: string }
   | { name: "delquota"; path: string; limit: QuotaLimit | undefined }
+  | { name: "config"; clientAddresses: boolean; stat: boolean; watch: boolean }
+  | { name: "reconfig"; membership: ReconfigMembership; stat: boolean; fromConfig: bigint }
   | { name: "close" }
   | { name: "connect"; connectString: string | undefined }
   | { name: "printwatches"; enabled: boolean | undefined }
   | { name: "history" }
   | { name: "help" }
   | { name: "quit" };
+
+/**
+ * What a `reconfig` asks for: servers to add and ids to remove (incremental), or the whole new
+ * membership, listed (-members) or in a file of server.N=… lines (-file, read when it runs).
+ */
+export type ReconfigMembership =
+  { mode: "incremental"; joining: string[]; leaving: number[] } | { mode: "members"; members: string[] } | { mode: "file"; file: string };
 
 interface CommandSpec {
   name: ShellCommand["name"];
@@ -129,6 +139,8 @@ interface CommandSpec {
   flags: string;
   /** Option letters followed by a value. */
   valued: string;
+  /** Options spelled as a word after one dash (-add), each followed by a value; every occurrence is kept. */
+  words?: readonly string[];
   positionalMin: number;
   positionalMax: number;
 }
@@ -160,6 +172,18 @@ const SPECS: readonly CommandSpec[] = [
   { name: "setquota", args: "-n|-b|-N|-B val path", flags: "", valued: "nbNB", positionalMin: 1, positionalMax: 1 },
   { name: "listquota", args: "path", flags: "", valued: "", positionalMin: 1, positionalMax: 1 },
   { name: "delquota", args: "[-n|-b|-N|-B] path", flags: "nbNB", valued: "", positionalMin: 1, positionalMax: 1 },
+  { name: "config", args: "[-c] [-w] [-s]", flags: "cws", valued: "", positionalMin: 0, positionalMax: 0 },
+  {
+    name: "reconfig",
+    args:
+      "[-s] [-v version] [[-file path] | [-members serverID=host:port1:port2;port3[,...]*]] | " +
+      "[-add serverId=host:port1:port2;port3[,...]]* [-remove serverId[,...]*]",
+    flags: "s",
+    valued: "v",
+    words: ["file", "members", "add", "remove"],
+    positionalMin: 0,
+    positionalMax: 0,
+  },
   { name: "close", args: "", flags: "", valued: "", positionalMin: 0, positionalMax: 0 },
   { name: "connect", args: "[host:port[,host:port...][/chroot]]", flags: "", valued: "", positionalMin: 0, positionalMax: 1 },
   { name: "printwatches", args: "on|off", flags: "", valued: "", positionalMin: 0, positionalMax: 1 },
@@ -192,16 +216,20 @@ export function helpText(): string {
 
 interface ParsedOptions {
   flags: Set<string>;
+  /** A valued letter's last value. */
   values: Map<string, string>;
+  /** A word option's values, in the order given. */
+  words: Map<string, string[]>;
   positionals: string[];
 }
 
 /**
  * Options as commons-cli's parser reads them for zkCli: anywhere among the arguments, bundled
- * (-sw), a value separate or attached (-v 3, -v3); "--" ends them; "-" alone and "-5" are arguments.
+ * (-sw), a value separate or attached (-v 3, -v3), a word option's value separate (-add x); "--"
+ * ends them; "-" alone and "-5" are arguments.
  */
 function parseOptions(args: readonly string[], spec: CommandSpec): ParsedOptions {
-  const parsed: ParsedOptions = { flags: new Set(), values: new Map(), positionals: [] };
+  const parsed: ParsedOptions = { flags: new Set(), values: new Map(), words: new Map(), positionals: [] };
   let optionsEnded = false;
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!;
@@ -211,6 +239,13 @@ function parseOptions(args: readonly string[], spec: CommandSpec): ParsedOptions
     }
     if (optionsEnded || !/^-[A-Za-z]/.test(arg)) {
       parsed.positionals.push(arg);
+      continue;
+    }
+    const word = arg.slice(1);
+    if (spec.words?.includes(word) === true) {
+      const value = args[++i];
+      if (value === undefined) throw usageError(spec, `Missing argument for option: ${word}`);
+      parsed.words.set(word, [...(parsed.words.get(word) ?? []), value]);
       continue;
     }
     for (let j = 1; j < arg.length; j++) {
@@ -339,6 +374,122 @@ function quotaValue(spec: CommandSpec, letter: string, text: string): number {
   return value;
 }
 
+/** The largest configuration version: reconfig's -v is a Java long. */
+const CONFIG_VERSION_MAX = (1n << 63n) - 1n;
+
+/** reconfig's -v: the version in hex as `config` prints it (zkCli's Long.parseLong(v, 16)); -1 (the default) is any. */
+function configVersion(spec: CommandSpec, text: string | undefined): bigint {
+  if (text === undefined) return -1n;
+  const match = /^([+-]?)([0-9a-fA-F]{1,16})$/.exec(text);
+  const magnitude = match === null ? undefined : BigInt(`0x${match[2]}`);
+  const version = magnitude === undefined ? undefined : match![1] === "-" ? -magnitude : magnitude;
+  if (version === undefined || version > CONFIG_VERSION_MAX || version < -CONFIG_VERSION_MAX - 1n) {
+    throw usageError(spec, `-v must be followed by a long (configuration version) in hex, not ${JSON.stringify(text)}`);
+  }
+  return version;
+}
+
+/** A list option's entries: every occurrence split on commas, trimmed, empties dropped, in lower case (as zkCli sends them). */
+function listEntries(spec: CommandSpec, word: string, values: readonly string[], synopsis: string): string[] {
+  const entries = values
+    .flatMap((value) => value.split(","))
+    .map((entry) => entry.trim().toLowerCase())
+    .filter((entry) => entry !== "");
+  if (entries.length === 0) throw usageError(spec, `-${word} needs ${synopsis}`);
+  return entries;
+}
+
+/**
+ * `reconfig`, checked in zkCli's order: some membership option, a valid -v, then no mixing of the
+ * incremental (-add, -remove) and whole-membership (-members, -file) forms. -add and -remove may
+ * each be given more than once (zkCli keeps only the first).
+ */
+function reconfigCommand(spec: CommandSpec, o: ParsedOptions): Extract<ShellCommand, { name: "reconfig" }> {
+  const [file, members, add, remove] = (["file", "members", "add", "remove"] as const).map((word) => o.words.get(word));
+  if (file === undefined && members === undefined && add === undefined && remove === undefined) {
+    throw usageError(spec, "Missing required option: one of -add, -remove, -members, -file");
+  }
+  const fromConfig = configVersion(spec, o.values.get("v"));
+  if ((file !== undefined || members !== undefined) && (add !== undefined || remove !== undefined)) {
+    throw usageError(spec, "Can't use -file or -members together with -add or -remove (mixing incremental and non-incremental modes is not allowed)");
+  }
+  if (file !== undefined && members !== undefined) throw usageError(spec, "Can't use -file and -members together (conflicting non-incremental modes)");
+  const stat = o.flags.has("s");
+  if (file !== undefined) {
+    if (file.length > 1) throw usageError(spec, "Can't use -file more than once");
+    return { name: "reconfig", membership: { mode: "file", file: file[0]! }, stat, fromConfig };
+  }
+  if (members !== undefined) {
+    return {
+      name: "reconfig",
+      membership: { mode: "members", members: listEntries(spec, "members", members, "serverID=host:port1:port2;port3[,...]") },
+      stat,
+      fromConfig,
+    };
+  }
+  const joining = add === undefined ? [] : listEntries(spec, "add", add, "serverId=host:port1:port2;port3[,...]");
+  const leaving = (remove === undefined ? [] : listEntries(spec, "remove", remove, "serverId[,...]")).map((id) => {
+    if (!/^[0-9]{1,9}$/.test(id)) throw usageError(spec, `-remove takes server ids, not ${JSON.stringify(id)}`);
+    return Number(id);
+  });
+  return { name: "reconfig", membership: { mode: "incremental", joining, leaving }, stat, fromConfig };
+}
+
+/**
+ * Java's Properties.load, as zkCli reads reconfig's -file: key=value, key:value or "key value"
+ * lines, # and ! comment lines, a line ending in an odd number of backslashes goes on in the next,
+ * backslash escapes (\t \n \r \f \uXXXX, any other character as itself). A later key wins.
+ */
+export function parseJavaProperties(text: string): Map<string, string> {
+  const properties = new Map<string, string>();
+  const lines = text.split(/\r\n|\r|\n/);
+  const blank = /^[ \t\f]*/;
+  const continued = (line: string) => (/\\+$/.exec(line)?.[0].length ?? 0) % 2 === 1;
+  for (let i = 0; i < lines.length; i++) {
+    let line = lines[i]!.replace(blank, "");
+    if (line === "" || line.startsWith("#") || line.startsWith("!")) continue;
+    while (continued(line)) {
+      line = line.slice(0, -1);
+      if (++i >= lines.length) break;
+      line += lines[i]!.replace(blank, "");
+    }
+    let keyEnd = 0;
+    while (keyEnd < line.length && !"=: \t\f".includes(line[keyEnd]!)) keyEnd += line[keyEnd] === "\\" ? 2 : 1;
+    keyEnd = Math.min(keyEnd, line.length);
+    let valueStart = keyEnd;
+    while (valueStart < line.length && " \t\f".includes(line[valueStart]!)) valueStart++;
+    if (line[valueStart] === "=" || line[valueStart] === ":") valueStart++;
+    while (valueStart < line.length && " \t\f".includes(line[valueStart]!)) valueStart++;
+    properties.set(unescapeProperty(line.slice(0, keyEnd)), unescapeProperty(line.slice(valueStart)));
+  }
+  return properties;
+}
+
+const PROPERTY_ESCAPES: Readonly<Record<string, string>> = { t: "\t", n: "\n", r: "\r", f: "\f" };
+
+function unescapeProperty(text: string): string {
+  return text.replace(/\\(u[0-9a-fA-F]{4}|.?)/g, (_match, escaped: string) =>
+    escaped.startsWith("u") && escaped.length === 5 ? String.fromCharCode(parseInt(escaped.slice(1), 16)) : (PROPERTY_ESCAPES[escaped] ?? escaped),
+  );
+}
+
+/**
+ * The members a `reconfig -file` file names, as zkCli reads it (QuorumPeerConfig.parseDynamicConfig):
+ * server.N=… entries; version=… is ignored; any other key is an error, as is a malformed member or
+ * none at all. Throws Error (ZkError BADARGUMENTS for a malformed member) with the reason.
+ */
+export function membersFromFile(text: string): string[] {
+  const members: string[] = [];
+  for (const [key, value] of parseJavaProperties(text)) {
+    const name = key.trim();
+    if (name === "version") continue;
+    if (!name.startsWith("server.")) throw new Error(`Unrecognised parameter: ${name}`);
+    members.push(`${name}=${value.trim()}`);
+  }
+  parseMembership(members.join("\n"));
+  return members;
+}
+
 /**
  * Turns a split command line into a command. Throws ShellUsageError for an unknown command (with
  * the whole help) or bad arguments (with that command's usage). Command names are matched
@@ -413,6 +564,10 @@ export function parseCommand(args: readonly string[]): ShellCommand {
       const letter = onlyQuotaLetter(spec, [...o.flags]);
       return { name: "delquota", path, limit: letter === undefined ? undefined : QUOTA_LIMIT_BY_LETTER[letter] };
     }
+    case "config":
+      return { name: "config", clientAddresses: o.flags.has("c"), stat: s, watch: w };
+    case "reconfig":
+      return reconfigCommand(spec, o);
     case "connect":
       return { name: "connect", connectString: o.positionals[0] };
     case "printwatches": {

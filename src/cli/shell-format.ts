@@ -4,8 +4,9 @@
  */
 import { Perms, ZkError } from "../index.js";
 import type { Acl, ClientInfo, ClientState, QuotaReport, Stat, WatchedEvent } from "../index.js";
+import { parseMember } from "../common/membership.js";
 import { formatQuotaFigures, limitsPathOf, unsetFigures } from "../common/quota.js";
-import { ShellError } from "./shell-commands.js";
+import { ShellError, parseJavaProperties } from "./shell-commands.js";
 
 /** Java's Long.toHexString with zkCli's 0x: 64-bit two's complement, lower case, no padding. */
 export function hex64(value: bigint): string {
@@ -97,6 +98,30 @@ export function quotaWarnings(report: QuotaReport): string[] {
   return warnings;
 }
 
+/**
+ * `config -c`: ZooKeeper's ConfigUtils.getClientConfigStr — the configuration's version, a blank,
+ * then each member's client address (host:port, 0.0.0.0 for a bare port, nothing for a member
+ * without one) joined by commas. Members come in the configuration's order (id order), not in the
+ * hash order of the Java Properties zkCli reads them into; a member line that does not parse is left out.
+ */
+export function formatClientConfig(text: string): string {
+  let version = "";
+  const addresses: string[] = [];
+  for (const [rawKey, rawValue] of parseJavaProperties(text)) {
+    const key = rawKey.trim();
+    if (key === "version") version = rawValue.trim();
+    if (!key.startsWith("server.")) continue;
+    try {
+      const member = parseMember(key, rawValue);
+      const host = member.clientHost?.includes(":") === true ? `[${member.clientHost}]` : member.clientHost;
+      addresses.push(member.clientPort === undefined ? "" : `${host}:${member.clientPort}`);
+    } catch (error) {
+      if (!(error instanceof ZkError)) throw error;
+    }
+  }
+  return `${version} ${addresses.join(",")}`;
+}
+
 /** zkCli's getPermString: c d r w a. */
 export function permString(perms: number): string {
   return (
@@ -157,6 +182,15 @@ export function formatData(data: Uint8Array): string {
 export function describeError(err: unknown): string {
   if (err instanceof ShellError) return err.message;
   if (!(err instanceof ZkError)) return err instanceof Error ? `error: ${err.message}` : `error: ${String(err)}`;
+  // zkCli's words for the reconfig refusals, which name no node.
+  switch (err.code) {
+    case "RECONFIGINPROGRESS":
+      return "Another reconfiguration is in progress -- concurrent reconfigs not supported (yet)";
+    case "NEWCONFIGNOQUORUM":
+      return "No quorum of new config is connected and up-to-date with the leader of last committed config - try invoking reconfiguration after new servers are connected and synced";
+    case "RECONFIGDISABLED":
+      return "KeeperErrorCode = Reconfig is disabled";
+  }
   const path = err.path;
   const generic = err.message === err.code || (path !== undefined && err.message === `${err.code}: ${path}`);
   if (path !== undefined) {

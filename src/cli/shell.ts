@@ -6,20 +6,23 @@
  * Answers go to stdout, failures to stderr, in zkCli's words; parsing lives in
  * src/cli/shell-commands.ts, formatting in src/cli/shell-format.ts.
  */
+import { readFile, stat as statFile } from "node:fs/promises";
 import { createInterface, clearLine, cursorTo, type Interface } from "node:readline";
 import { Client, deleteQuota, listQuota, setQuota, ZkError } from "../index.js";
 import { formatQuotaFigures, limitsPathOf } from "../common/quota.js";
-import type { Acl, ClientState, ClientTlsOptions, Watcher } from "../index.js";
+import type { Acl, ClientState, ClientTlsOptions, ReconfigChange, Watcher } from "../index.js";
 import { readClientTls } from "./tls-options.js";
 import {
   ShellError,
   childPath,
   completeCommandName,
   helpText,
+  membersFromFile,
   parseCommand,
   pathCompletionTarget,
   splitArgs,
   type QuotaLimit,
+  type ReconfigMembership,
   type ShellArgs,
   type ShellCommand,
 } from "./shell-commands.js";
@@ -28,6 +31,7 @@ import {
   describeError,
   formatAcl,
   formatChildren,
+  formatClientConfig,
   formatData,
   formatJavaList,
   formatPrompt,
@@ -50,6 +54,10 @@ const HISTORY_SIZE = 1_000;
 const HISTORY_PRINTED = 11;
 /** Script lines read ahead of the command running; stdin is paused beyond this. */
 const PENDING_LINES_MAX = 1_000;
+/** `reconfig -file`: a membership file larger than this is refused unread. */
+const MEMBERSHIP_FILE_BYTES_MAX = 1 << 20;
+/** Where the configuration lives; a reconfig's refusals name it. */
+const CONFIG_NODE = "/zookeeper/config";
 
 /** Where the shell writes. Every text is one or more lines without the final newline. */
 interface ShellOutput {
@@ -261,6 +269,28 @@ class ShellSession {
       }
       case "delquota":
         return this.deleteQuota(zk, command.path, command.limit);
+      case "config": {
+        const config = await zk.getConfig(watch(command.watch));
+        out(command.clientAddresses ? formatClientConfig(config.text) : config.text);
+        if (command.stat) out(formatStat(config.stat));
+        return;
+      }
+      case "reconfig": {
+        const change = await reconfigChange(command.membership);
+        let config;
+        try {
+          config = await zk.reconfig({ ...change, fromConfig: command.fromConfig });
+        } catch (error) {
+          // The server's refusal names no node; zkCli's words for it (Insufficient permission : …) need one.
+          if (error instanceof ZkError && error.path === undefined) {
+            throw new ZkError(error.code, error.message === error.code ? undefined : error.message, CONFIG_NODE);
+          }
+          throw error;
+        }
+        out(`Committed new configuration:\n${config.text}`);
+        if (command.stat) out(formatStat(config.stat));
+        return;
+      }
     }
   }
 
@@ -350,6 +380,27 @@ class ShellSession {
         throw error;
       }
     }
+  }
+}
+
+/** The SDK's reconfig arguments for a parsed `reconfig`; reads -file's file. Throws ShellError. */
+async function reconfigChange(membership: ReconfigMembership): Promise<ReconfigChange> {
+  switch (membership.mode) {
+    case "incremental":
+      return {
+        ...(membership.joining.length === 0 ? {} : { joining: membership.joining }),
+        ...(membership.leaving.length === 0 ? {} : { leaving: membership.leaving }),
+      };
+    case "members":
+      return { newMembers: membership.members };
+    case "file":
+      try {
+        const { size } = await statFile(membership.file);
+        if (size > MEMBERSHIP_FILE_BYTES_MAX) throw new Error(`larger than ${MEMBERSHIP_FILE_BYTES_MAX} bytes`);
+        return { newMembers: membersFromFile(await readFile(membership.file, "utf8")) };
+      } catch (error) {
+        throw new ShellError(`Error processing ${membership.file}: ${error instanceof Error ? error.message : String(error)}`);
+      }
   }
 }
 

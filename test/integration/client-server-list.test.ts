@@ -93,6 +93,8 @@ test("a chrooted client keeps its chroot: a list with another chroot, or none, i
     await client.updateServerList(`${others}/app`);
     await waitFor("the client on server 2 or 3", () => (client.connected && client.connectedHost !== cluster.server(1).connectString ? true : undefined));
     await client.create("/inside", "");
+    // Another session may be on a server that has not applied it yet: sync first.
+    await setup.sync("/app");
     assert.notEqual(await setup.exists("/app/inside"), null, "still under its chroot");
   } finally {
     await Promise.allSettled(clients.map((c) => c.close()));

@@ -5,11 +5,15 @@
  */
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { after, before, test } from "node:test";
+import { after, before, describe, test } from "node:test";
 import { Client, generateDigest, Perms } from "../../src/index.js";
 import { helpText } from "../../src/cli/shell-commands.js";
 import { formatStat } from "../../src/cli/shell-format.js";
+import { waitForLeader } from "../helpers/cluster-client.js";
+import { ClusterProcess } from "../helpers/cluster-process.js";
 import { ServerProcess, freePort } from "../helpers/server-process.js";
 import { withCode } from "../helpers/zk-error.js";
 import { makeTempDir } from "../helpers/temp-dir.js";
@@ -412,4 +416,127 @@ test("setquota, listquota and delquota keep ZooKeeper's quota nodes and print zk
   );
   // delquota took the quota nodes away, down to /zookeeper/quota itself.
   assert.deepEqual(await withClient((zk) => zk.getChildren("/zookeeper/quota")), []);
+});
+
+describe("config and reconfig against a three-voter cluster", () => {
+  const SUPER = "super:test";
+  let cluster: ClusterProcess | undefined;
+  let files: Awaited<ReturnType<typeof makeTempDir>> | undefined;
+
+  before(async () => {
+    files = await makeTempDir();
+    cluster = await ClusterProcess.start({ voters: 3, superDigest: generateDigest(SUPER), config: { reconfigEnabled: true } });
+    await waitForLeader(cluster);
+  });
+  after(async () => {
+    await cluster?.stop();
+    await files?.remove();
+  });
+
+  function started(): ClusterProcess {
+    assert.ok(cluster, "the cluster started");
+    return cluster;
+  }
+
+  /** The configuration in force, read through the SDK after the shell is done. */
+  async function configuration() {
+    const zk = await Client.connect(started().connectString);
+    try {
+      await zk.sync("/");
+      return await zk.getConfig();
+    } finally {
+      await zk.close();
+    }
+  }
+
+  /** An observer's member line on ports nothing listens on: an observer need not be up to join. */
+  async function observerLine(): Promise<{ line: string; clientAddress: string }> {
+    const [quorumPort, electionPort, clientPort] = [await freePort(), await freePort(), await freePort()];
+    return {
+      line: `server.100=127.0.0.1:${quorumPort}:${electionPort}:observer;127.0.0.1:${clientPort}`,
+      clientAddress: `127.0.0.1:${clientPort}`,
+    };
+  }
+
+  /** The versions of the configurations `reconfig` committed, in the order it printed them. */
+  function committedVersions(stdout: string): string[] {
+    return [...stdout.matchAll(/Committed new configuration:\n(?:server\.[^\n]*\n)+version=([0-9a-f]+)\n/g)].map((m) => m[1]!);
+  }
+
+  test("config prints the configuration; reconfig -add and -remove an observer print the new one; refusals print zkCli's words", async () => {
+    const voters = [1, 2, 3].map((id) => started().memberLine(id));
+    const initial = await configuration();
+    assert.equal(initial.text, [...voters, `version=${initial.version.toString(16)}`].join("\n"));
+    const observer = await observerLine();
+    const run = await shell(
+      ["--connect", started().connectString],
+      [
+        "config",
+        `reconfig -add ${observer.line}`,
+        `addauth digest ${SUPER}`,
+        "config -w",
+        `reconfig -add ${observer.line}`,
+        "config -c",
+        "reconfig -remove 100 -v 1",
+        "reconfig -s -remove 100",
+        "config -s",
+      ].join("\n"),
+    );
+    const final = await configuration();
+    assert.equal(run.stderr, "Insufficient permission : /zookeeper/config\nversion No is not valid : /zookeeper/config\n");
+    assert.equal(run.code, 1);
+    const [added, removed] = committedVersions(run.stdout);
+    assert.ok(added !== undefined && removed !== undefined, run.stdout);
+    assert.equal(removed, final.version.toString(16));
+    const clientAddresses = [1, 2, 3].map((id) => started().server(id).zkConnectString);
+    const finalText = [...voters, `version=${removed}`].join("\n");
+    assert.equal(
+      run.stdout,
+      [
+        initial.text,
+        initial.text,
+        "",
+        "WATCHER::",
+        "",
+        "WatchedEvent state:SyncConnected type:NodeDataChanged path:/zookeeper/config",
+        "Committed new configuration:",
+        [...voters, observer.line, `version=${added}`].join("\n"),
+        `${added} ${[...clientAddresses, observer.clientAddress].join(",")}`,
+        "Committed new configuration:",
+        finalText,
+        formatStat(final.stat, "UTC"),
+        finalText,
+        formatStat(final.stat, "UTC"),
+        "",
+      ].join("\n"),
+    );
+  });
+
+  test("reconfig -file and -members replace the whole membership", async () => {
+    const voters = [1, 2, 3].map((id) => started().memberLine(id));
+    const observer = await observerLine();
+    const file = join(files!.path, "members.cfg");
+    await writeFile(file, ["# the voters and an observer", ...voters, observer.line, "version=1", ""].join("\n"));
+    const run = await shell(
+      ["--connect", started().connectString],
+      [`addauth digest ${SUPER}`, `reconfig -file ${file}`, `reconfig -members ${voters.join(",")}`, `reconfig -file ${join(files!.path, "none.cfg")}`].join(
+        "\n",
+      ),
+    );
+    const final = await configuration();
+    const [withObserver, withoutObserver] = committedVersions(run.stdout);
+    assert.equal(withoutObserver, final.version.toString(16));
+    assert.equal(
+      run.stdout,
+      [
+        "Committed new configuration:",
+        [...voters, observer.line, `version=${withObserver}`].join("\n"),
+        "Committed new configuration:",
+        [...voters, `version=${withoutObserver}`].join("\n"),
+        "",
+      ].join("\n"),
+    );
+    assert.match(run.stderr, /^Error processing \S+none\.cfg: ENOENT: no such file or directory/);
+    assert.equal(run.code, 1);
+  });
 });

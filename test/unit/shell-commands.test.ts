@@ -7,7 +7,10 @@ import {
   ShellUsageError,
   childPath,
   completeCommandName,
+  helpText,
+  membersFromFile,
   parseCommand,
+  parseJavaProperties,
   parseShellArgs,
   pathCompletionTarget,
   splitArgs,
@@ -18,6 +21,7 @@ import {
   describeError,
   formatAcl,
   formatChildren,
+  formatClientConfig,
   formatData,
   formatJavaDate,
   formatJavaList,
@@ -233,6 +237,253 @@ test("an unknown command prints every command's usage", () => {
       err.message.includes("\n\tget [-s] [-w] path\n") &&
       err.message.includes("\n\tcreate [-e] [-s] [-c] [-t ttl] path [data]\n"),
   );
+});
+
+const RECONFIG_USAGE =
+  "usage: reconfig [-s] [-v version] [[-file path] | [-members serverID=host:port1:port2;port3[,...]*]] | " +
+  "[-add serverId=host:port1:port2;port3[,...]]* [-remove serverId[,...]*]";
+
+test("config reads zkCli's -c, -w and -s, bundled or apart", () => {
+  const rows: [string, ShellCommand][] = [
+    ["config", { name: "config", clientAddresses: false, stat: false, watch: false }],
+    ["config -c", { name: "config", clientAddresses: true, stat: false, watch: false }],
+    ["config -w", { name: "config", clientAddresses: false, stat: false, watch: true }],
+    ["config -s", { name: "config", clientAddresses: false, stat: true, watch: false }],
+    ["config -c -w -s", { name: "config", clientAddresses: true, stat: true, watch: true }],
+    ["config -csw", { name: "config", clientAddresses: true, stat: true, watch: true }],
+    ["CONFIG -ws", { name: "config", clientAddresses: false, stat: true, watch: true }],
+  ];
+  for (const [line, command] of rows) assert.deepEqual(parseCommand(splitArgs(line)), command, line);
+});
+
+test("reconfig reads -add and -remove as comma-separated lists, alone, together or repeated, in lower case", () => {
+  const observer = "server.100=127.0.0.1:2890:3890:observer;127.0.0.1:2184";
+  const rows: [string, ShellCommand][] = [
+    [`reconfig -add ${observer}`, { name: "reconfig", membership: { mode: "incremental", joining: [observer], leaving: [] }, stat: false, fromConfig: -1n }],
+    ["reconfig -remove 100", { name: "reconfig", membership: { mode: "incremental", joining: [], leaving: [100] }, stat: false, fromConfig: -1n }],
+    ["reconfig -remove 3,4,5", { name: "reconfig", membership: { mode: "incremental", joining: [], leaving: [3, 4, 5] }, stat: false, fromConfig: -1n }],
+    [
+      "reconfig -add server.4=H4:1:2;3,server.5=h5:1:2:OBSERVER;4 -remove 1",
+      {
+        name: "reconfig",
+        membership: { mode: "incremental", joining: ["server.4=h4:1:2;3", "server.5=h5:1:2:observer;4"], leaving: [1] },
+        stat: false,
+        fromConfig: -1n,
+      },
+    ],
+    [
+      "reconfig -remove 1 -add server.4=h:1:2;3 -add server.5=h:1:2;4 -remove 2,",
+      {
+        name: "reconfig",
+        membership: { mode: "incremental", joining: ["server.4=h:1:2;3", "server.5=h:1:2;4"], leaving: [1, 2] },
+        stat: false,
+        fromConfig: -1n,
+      },
+    ],
+    ["reconfig -remove ' 1 , 2 '", { name: "reconfig", membership: { mode: "incremental", joining: [], leaving: [1, 2] }, stat: false, fromConfig: -1n }],
+  ];
+  for (const [line, command] of rows) assert.deepEqual(parseCommand(splitArgs(line)), command, line);
+});
+
+test("reconfig reads -members as the whole new membership and -file as a file to read", () => {
+  const rows: [string, ShellCommand][] = [
+    [
+      "reconfig -members server.1=h:1:2;3,server.2=h:4:5;6,server.3=h:7:8;9",
+      {
+        name: "reconfig",
+        membership: { mode: "members", members: ["server.1=h:1:2;3", "server.2=h:4:5;6", "server.3=h:7:8;9"] },
+        stat: false,
+        fromConfig: -1n,
+      },
+    ],
+    [
+      "reconfig -members server.1=h:1:2;3 -members server.2=H:4:5;6",
+      { name: "reconfig", membership: { mode: "members", members: ["server.1=h:1:2;3", "server.2=h:4:5;6"] }, stat: false, fromConfig: -1n },
+    ],
+    ["reconfig -file /etc/zoo.cfg.dynamic", { name: "reconfig", membership: { mode: "file", file: "/etc/zoo.cfg.dynamic" }, stat: false, fromConfig: -1n }],
+    ["reconfig -file Members.CFG -s", { name: "reconfig", membership: { mode: "file", file: "Members.CFG" }, stat: true, fromConfig: -1n }],
+  ];
+  for (const [line, command] of rows) assert.deepEqual(parseCommand(splitArgs(line)), command, line);
+});
+
+test("reconfig's -v is the configuration version in hex, as config prints it, and -s asks for the Stat", () => {
+  const rows: [string, bigint, boolean][] = [
+    ["reconfig -remove 4", -1n, false],
+    ["reconfig -v 100000000 -remove 4", 0x100000000n, false],
+    ["reconfig -remove 4 -v 1A2b", 0x1a2bn, false],
+    ["reconfig -v -1 -remove 4", -1n, false],
+    ["reconfig -v +10 -remove 4", 0x10n, false],
+    ["reconfig -v7fffffffffffffff -remove 4", (1n << 63n) - 1n, false],
+    ["reconfig -v -8000000000000000 -remove 4", -(1n << 63n), false],
+    ["reconfig -s -remove 4", -1n, true],
+    ["reconfig -sv 200000003 -remove 4", 0x200000003n, true],
+    ["reconfig -remove 4 -s -v 0", 0n, true],
+  ];
+  for (const [line, fromConfig, stat] of rows) {
+    assert.deepEqual(
+      parseCommand(splitArgs(line)),
+      { name: "reconfig", membership: { mode: "incremental", joining: [], leaving: [4] }, stat, fromConfig },
+      line,
+    );
+  }
+});
+
+test("reconfig's usage errors print zkCli's reason and the usage", () => {
+  const rows: [string, string][] = [
+    ["reconfig", "Missing required option: one of -add, -remove, -members, -file"],
+    ["reconfig -s -v 1", "Missing required option: one of -add, -remove, -members, -file"],
+    ["reconfig -add", "Missing argument for option: add"],
+    ["reconfig -remove", "Missing argument for option: remove"],
+    ["reconfig -members", "Missing argument for option: members"],
+    ["reconfig -file", "Missing argument for option: file"],
+    ["reconfig -remove 1 -v", "Missing argument for option: v"],
+    ["reconfig -x -remove 1", "Unrecognized option: -x"],
+    ["reconfig -a 1", "Unrecognized option: -a"],
+    ["reconfig -remove 1 extra", "too many arguments"],
+    ["reconfig -v 0x100000000 -remove 1", '-v must be followed by a long (configuration version) in hex, not "0x100000000"'],
+    ["reconfig -v ten -remove 1", '-v must be followed by a long (configuration version) in hex, not "ten"'],
+    ["reconfig -v 8000000000000000 -remove 1", '-v must be followed by a long (configuration version) in hex, not "8000000000000000"'],
+    ["reconfig -v 0x1 -members server.1=h:1:2;3 -add server.2=h:1:2;3", '-v must be followed by a long (configuration version) in hex, not "0x1"'],
+    [
+      "reconfig -members server.1=h:1:2;3 -add server.2=h:4:5;6",
+      "Can't use -file or -members together with -add or -remove (mixing incremental and non-incremental modes is not allowed)",
+    ],
+    ["reconfig -remove 1 -file f", "Can't use -file or -members together with -add or -remove (mixing incremental and non-incremental modes is not allowed)"],
+    ["reconfig -file f -members server.1=h:1:2;3", "Can't use -file and -members together (conflicting non-incremental modes)"],
+    ["reconfig -file f -file g", "Can't use -file more than once"],
+    ["reconfig -add ''", "-add needs serverId=host:port1:port2;port3[,...]"],
+    ["reconfig -add , -remove 1", "-add needs serverId=host:port1:port2;port3[,...]"],
+    ["reconfig -remove ,", "-remove needs serverId[,...]"],
+    ["reconfig -members ''", "-members needs serverID=host:port1:port2;port3[,...]"],
+    ["reconfig -remove server.1", '-remove takes server ids, not "server.1"'],
+    ["reconfig -remove 1,-2", '-remove takes server ids, not "-2"'],
+  ];
+  for (const [line, reason] of rows) {
+    assert.throws(
+      () => parseCommand(splitArgs(line)),
+      (err: unknown) => err instanceof ShellUsageError && err.message === `${reason}\n${RECONFIG_USAGE}`,
+      line,
+    );
+  }
+  assert.throws(
+    () => parseCommand(splitArgs("config /zookeeper/config")),
+    (err: unknown) => err instanceof ShellUsageError && err.message === "too many arguments\nusage: config [-c] [-w] [-s]",
+  );
+  assert.throws(
+    () => parseCommand(splitArgs("config -v 1")),
+    (err: unknown) => err instanceof ShellUsageError && err.message === "Unrecognized option: -v\nusage: config [-c] [-w] [-s]",
+  );
+});
+
+test("help lists config and reconfig with zkCli's synopsis, and tab completion knows them", () => {
+  const lines = helpText().split("\n");
+  assert.ok(lines.includes("\tconfig [-c] [-w] [-s]"), helpText());
+  assert.ok(lines.includes(`\t${RECONFIG_USAGE.slice("usage: ".length)}`), helpText());
+  assert.deepEqual(completeCommandName("co"), ["config", "connect"]);
+  assert.deepEqual(completeCommandName("rec"), ["reconfig"]);
+});
+
+test("a reconfig -file is read as Java properties: server.N entries are the members, version is ignored", () => {
+  const file = [
+    "# written by ZooKeeper",
+    "server.2=127.0.0.1:2889:3889:participant;127.0.0.1:2182",
+    "  ! another comment",
+    "",
+    "server.1 = 127.0.0.1:2888:3888:participant;2181",
+    "server.3:127.0.0.1:2890:3890:observer;127.0.0.1:2183",
+    "version=100000000",
+  ].join("\r\n");
+  assert.deepEqual(membersFromFile(file), [
+    "server.2=127.0.0.1:2889:3889:participant;127.0.0.1:2182",
+    "server.1=127.0.0.1:2888:3888:participant;2181",
+    "server.3=127.0.0.1:2890:3890:observer;127.0.0.1:2183",
+  ]);
+  // A later line for the same server wins, as in Java's Properties.
+  assert.deepEqual(membersFromFile("server.1=a:1:2;3\nserver.2=b:1:2;3\nserver.1=c:1:2;3\n"), ["server.1=c:1:2;3", "server.2=b:1:2;3"]);
+});
+
+test("a reconfig -file with another key, a malformed member or no member is refused with the reason", () => {
+  const rows: [string, string][] = [
+    ["tickTime=2000\nserver.1=h:1:2;3", "Unrecognised parameter: tickTime"],
+    ["server.1=h:1:2;3\ngroup.1=1", "Unrecognised parameter: group.1"],
+    ["", "bad server specification: no server.<id> line"],
+    ["version=1\n# nothing else", "bad server specification: no server.<id> line"],
+    ["server.1=h:1", 'bad server specification: server.1: expected host:quorumPort:electionPort[:role], got "h:1"'],
+    ["server.1=h:1:2:voter;3", 'bad server specification: server.1: unknown role "voter"'],
+  ];
+  for (const [text, message] of rows) {
+    assert.throws(
+      () => membersFromFile(text),
+      (err: unknown) => err instanceof Error && err.message === message,
+      JSON.stringify(text),
+    );
+  }
+});
+
+test("Java properties: separators, comments, continued lines and escapes as Properties.load reads them", () => {
+  const text = [
+    "a=1",
+    "b : 2",
+    "c 3",
+    "d\t=\t4 with blanks ",
+    "# e=comment",
+    "!f=comment",
+    "g=first \\",
+    "   second",
+    "h=ends in an escaped backslash\\\\",
+    "i=x",
+    "key\\ with\\=odd\\:chars=v\\tal\\u0041\\q",
+    "empty",
+    "j=later",
+    "j=last",
+  ].join("\n");
+  assert.deepEqual(
+    [...parseJavaProperties(text)],
+    [
+      ["a", "1"],
+      ["b", "2"],
+      ["c", "3"],
+      ["d", "4 with blanks "],
+      ["g", "first second"],
+      ["h", "ends in an escaped backslash\\"],
+      ["i", "x"],
+      ["key with=odd:chars", "v\talAq"],
+      ["empty", ""],
+      ["j", "last"],
+    ],
+  );
+});
+
+test("config -c prints the version and each member's client address, as ConfigUtils.getClientConfigStr does", () => {
+  const config = [
+    "server.1=127.0.0.1:2888:3888:participant;127.0.0.1:2181",
+    "server.2=127.0.0.1:2889:3889:participant;127.0.0.1:2182",
+    "server.3=127.0.0.1:2890:3890:participant;127.0.0.1:2183",
+    "server.100=127.0.0.1:2891:3891:observer;127.0.0.1:2184",
+    "version=200000003",
+  ].join("\n");
+  assert.equal(formatClientConfig(config), "200000003 127.0.0.1:2181,127.0.0.1:2182,127.0.0.1:2183,127.0.0.1:2184");
+  // A bare client port is on every address; a member without one adds nothing between its commas.
+  assert.equal(formatClientConfig("server.1=h:1:2;2181\nserver.2=h:3:4\nserver.3=h:5:6;[::1]:2183\nversion=0"), "0 0.0.0.0:2181,,[::1]:2183");
+  // A member line that does not parse is left out; no version line leaves the version empty.
+  assert.equal(formatClientConfig("server.1=h:1:2;h:2181\nserver.2=h;h:2182"), " h:2181");
+  assert.equal(formatClientConfig(""), " ");
+});
+
+test("reconfig's refusals print in zkCli's words", () => {
+  const rows: [ZkError, string][] = [
+    [new ZkError("NOAUTH", undefined, "/zookeeper/config"), "Insufficient permission : /zookeeper/config"],
+    [new ZkError("BADVERSION", undefined, "/zookeeper/config"), "version No is not valid : /zookeeper/config"],
+    [new ZkError("BADARGUMENTS", undefined, "/zookeeper/config"), "Argument error : /zookeeper/config"],
+    [new ZkError("RECONFIGINPROGRESS"), "Another reconfiguration is in progress -- concurrent reconfigs not supported (yet)"],
+    [new ZkError("RECONFIGINPROGRESS", undefined, "/zookeeper/config"), "Another reconfiguration is in progress -- concurrent reconfigs not supported (yet)"],
+    [
+      new ZkError("NEWCONFIGNOQUORUM", undefined, "/zookeeper/config"),
+      "No quorum of new config is connected and up-to-date with the leader of last committed config - try invoking reconfiguration after new servers are connected and synced",
+    ],
+    [new ZkError("RECONFIGDISABLED", undefined, "/zookeeper/config"), "KeeperErrorCode = Reconfig is disabled"],
+  ];
+  for (const [err, text] of rows) assert.equal(describeError(err), text, err.code);
 });
 
 test("zxids and session ids print as Java's Long.toHexString", () => {
