@@ -64,6 +64,11 @@ export class JointQuorum {
     return this.configs.every((config) => config.containsQuorum(present));
   }
 
+  containsQuorumOfAny(ids: Iterable<number>): boolean {
+    const present = [...ids];
+    return this.configs.some((config) => config.containsQuorum(present));
+  }
+
   /** A voter of any of the configurations (its vote and acks count where it votes). */
   isVoter(id: number): boolean {
     return this.voters.has(id);

@@ -55,6 +55,13 @@ export interface ElectionQuorum {
   isVoter(id: number): boolean;
   /** Whether `ids` (non-voters ignored) form a quorum of the voters. */
   containsQuorum(ids: Iterable<number>): boolean;
+  /**
+   * With several configurations in play (a reconfiguration logged, not known committed): whether
+   * `ids` form a quorum of any one of them. Enough to join a leader that others already follow —
+   * following grants nothing, the leader's own establishment is what needs every quorum — and a
+   * reconfiguration that leader's term abandoned must not keep us from ever joining it.
+   */
+  containsQuorumOfAny?(ids: Iterable<number>): boolean;
 }
 
 export interface FastLeaderElectionOptions {
@@ -401,13 +408,13 @@ export class FastLeaderElection {
     const entry = entryOf(n);
     if (n.round === this.logicalClock) {
       this.setBounded(phase.received, n.from, entry);
-      if (this.hasQuorum(phase.received, entry) && this.checkLeader(phase.received, n.vote.leader, n.round)) {
+      if (this.hasQuorum(phase.received, entry, true) && this.checkLeader(phase.received, n.vote.leader, n.round)) {
         this.decide(n.vote, n.round, output);
         return;
       }
     }
     this.setBounded(phase.outOfElection, n.from, entry);
-    if (this.hasQuorum(phase.outOfElection, entry) && this.checkLeader(phase.outOfElection, n.vote.leader, n.round)) {
+    if (this.hasQuorum(phase.outOfElection, entry, true) && this.checkLeader(phase.outOfElection, n.vote.leader, n.round)) {
       this.logicalClock = n.round;
       this.decide(n.vote, n.round, output);
     }
@@ -438,10 +445,11 @@ export class FastLeaderElection {
     return this.logicalClock === round;
   }
 
-  private hasQuorum(table: ReadonlyMap<number, TableEntry>, target: TableEntry): boolean {
+  /** `toJoin`: backers of a leader already decided by others (see ElectionQuorum.containsQuorumOfAny). */
+  private hasQuorum(table: ReadonlyMap<number, TableEntry>, target: TableEntry, toJoin = false): boolean {
     const backers: number[] = [];
     for (const [sid, entry] of table) if (entriesAgree(entry, target)) backers.push(sid);
-    return this.quorum.containsQuorum(backers);
+    return toJoin && this.quorum.containsQuorumOfAny !== undefined ? this.quorum.containsQuorumOfAny(backers) : this.quorum.containsQuorum(backers);
   }
 
   private checkProposalQuorum(phase: LookingPhase): void {

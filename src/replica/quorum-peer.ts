@@ -495,6 +495,11 @@ export class QuorumPeer {
     return role === undefined ? undefined : { role, quorum, pending };
   }
 
+  /** Neither in the configuration in force nor in one logged and pending (which may yet come into force). */
+  private outsideEveryConfig(): boolean {
+    return roleOf(this.committedConfig, this.deps.config.serverId) === undefined && this.electionView() === undefined;
+  }
+
   private pendingReconfigs(): PendingReconfig[] {
     return reconfigsIn(this.recentLog.unapplied(), this.committedConfig.version).map((config) => ({ zxid: config.version, config }));
   }
@@ -527,8 +532,8 @@ export class QuorumPeer {
       this.deps.logger.debug({ to, notification: { ...notification, vote: { ...notification.vote } } }, "notification sent");
       this.deps.transport.sendNotification(to, config === undefined ? notification : { ...notification, config });
     }
-    // A server outside the configuration in force never takes part in a term.
-    if (output.decided && roleOf(this.committedConfig, this.deps.config.serverId) !== undefined) this.startTerm(output.decided);
+    // A server outside every configuration in play never takes part in a term.
+    if (output.decided && !this.outsideEveryConfig()) this.startTerm(output.decided);
   }
 
   private startTerm(decision: Decision): void {
@@ -619,8 +624,8 @@ export class QuorumPeer {
       if (this.zab === undefined) this.tickReadOnly(nowMs);
       // A server outside the configuration settles on whoever leads and then hears nothing more:
       // it asks again now and then, so that a reconfiguration adding it back reaches it.
-      const outside = this.zab === undefined && roleOf(this.committedConfig, this.deps.config.serverId) === undefined;
-      if (outside && this.election?.decision !== undefined && nowMs - this.lookingSinceMs >= 4 * this.deps.config.tickMs + 1_000) {
+      const asking = this.zab === undefined && this.election?.decision !== undefined && nowMs - this.lookingSinceMs >= 4 * this.deps.config.tickMs + 1_000;
+      if (asking && this.outsideEveryConfig()) {
         this.startLooking("outside the configuration: asking the others again");
       }
     }

@@ -6,6 +6,7 @@
  */
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import type { ServerEntry as ConfigServerEntry } from "../../src/server/config.js";
 import { freePort, ServerProcess } from "./server-process.js";
 import { makeTempDir } from "./temp-dir.js";
 
@@ -36,16 +37,8 @@ export interface ClusterOptions {
   spares?: number;
 }
 
-/** One server's entry in the config file: the addresses a reconfig's member line names. */
-export interface ServerEntry {
-  id: number;
-  host: string;
-  clientPort: number;
-  quorumPort: number;
-  electionPort: number;
-  role: "participant" | "observer";
-  zkClientPort: number;
-}
+/** One server's entry in the config file (with its ZooKeeper port): the addresses a reconfig's member line names. */
+export type ServerEntry = Pick<ConfigServerEntry, "id" | "host" | "clientPort" | "quorumPort" | "electionPort" | "role"> & { zkClientPort: number };
 
 export interface RoleLine {
   role: "looking" | "leading" | "following" | "observing";

@@ -3,7 +3,6 @@
  * ports, connections and handlers. No timing assertions; every wait is bounded.
  */
 import assert from "node:assert/strict";
-import { createServer } from "node:net";
 import { after, test } from "node:test";
 import * as grpc from "@grpc/grpc-js";
 import { pino } from "pino";
@@ -14,53 +13,16 @@ import { encodeQuorumBatch } from "../../src/server/peer/peer-codec.js";
 import type { PeerLimits } from "../../src/server/peer/peer-limits.js";
 import { PeerTransport, type PeerMember } from "../../src/server/peer/peer-transport.js";
 import { electionServiceDefinition, quorumServiceDefinition } from "../../src/server/peer/peer-wire.js";
+import { membersOf, type Event, type Node } from "../helpers/peer-nodes.js";
 import { waitFor } from "../helpers/wait.js";
 
 const WAIT_MS = 15_000;
 const logger = pino({ level: process.env["PEER_TEST_LOG"] ?? "silent" });
 
-type Event =
-  | { kind: "opened"; peer: number }
-  | { kind: "closed"; peer: number }
-  | { kind: "message"; from: number; m: QuorumMessage }
-  | { kind: "notification"; n: Notification };
-
-interface Node {
-  id: number;
-  transport: PeerTransport;
-  events: Event[];
-}
-
 const running = new Set<PeerTransport>();
 after(async () => {
   await Promise.all([...running].map((t) => t.stop()));
 });
-
-/**
- * Free ports below Linux's ephemeral range (32768+), so that no outgoing connection — these tests
- * make many — can take one between the check and the bind, as it can with port-0 picks.
- */
-async function distinctFreePorts(count: number): Promise<number[]> {
-  const ports = new Set<number>();
-  while (ports.size < count) {
-    const port = 20_000 + Math.floor(Math.random() * 12_000);
-    if (!ports.has(port) && (await portIsFree(port))) ports.add(port);
-  }
-  return [...ports];
-}
-
-function portIsFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once("error", () => resolve(false));
-    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
-  });
-}
-
-async function membersOf(roles: PeerRole[]): Promise<PeerMember[]> {
-  const ports = await distinctFreePorts(roles.length * 2);
-  return roles.map((role, i) => ({ id: i + 1, host: "127.0.0.1", quorumPort: ports[2 * i]!, electionPort: ports[2 * i + 1]!, role }));
-}
 
 /** Starts every member; if another process took one of the ports meanwhile, starts over on fresh ones. */
 async function startCluster(roles: PeerRole[], limits?: Partial<PeerLimits>): Promise<{ members: PeerMember[]; nodes: Node[] }> {

@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { QuorumVerifier } from "../../src/consensus/quorum.js";
+import { JointQuorum, QuorumVerifier } from "../../src/consensus/quorum.js";
 import { FastLeaderElection, type ElectionOutput, type FastLeaderElectionOptions } from "../../src/election/fast-leader-election.js";
 import type { Notification, PeerState, Vote } from "../../src/election/types.js";
 import { NO_VOTE } from "../../src/election/vote.js";
@@ -248,6 +248,27 @@ test("an observer learns the leader from following and leading answers and obser
   o.receive(note(1, "following", 3, vote(3, 1, 5)), 0);
   const out = o.receive(note(3, "leading", 3, vote(3, 1, 5)), 0);
   assert.deepEqual(out.decided, { leader: 3, state: "observing", vote: vote(3, 1, 5), round: 3 });
+});
+
+test("with a reconfiguration in play, a vote needs a quorum of both; joining an established leader, a quorum of either", () => {
+  // In force {1,2,3}; logged and not committed: {1,4,5}.
+  const joint = new JointQuorum([new QuorumVerifier([1, 2, 3]), new QuorumVerifier([1, 4, 5])]);
+  const m = new FastLeaderElection({ myId: 1, role: "participant", quorum: joint });
+  m.startLooking(SELF, 0);
+  // 2 and 3 back our own vote: a quorum of {1,2,3} only, so no finalize window opens.
+  m.receive(note(2, "looking", 1, vote(1, 1, 5)), 0);
+  m.receive(note(3, "looking", 1, vote(1, 1, 5)), 0);
+  assert.equal(m.tick(1_000).decided, undefined, "no quorum of {1,4,5}");
+  m.receive(note(4, "looking", 1, vote(1, 1, 5)), 1_000);
+  assert.equal(m.tick(2_000).decided?.leader, 1, "1 and 4 make it");
+
+  // A leader that others already follow (elected under {1,2,3} alone, its term abandoning the
+  // reconfiguration) is joined on a quorum of {1,2,3}: following grants nothing.
+  const j = new FastLeaderElection({ myId: 4, role: "participant", quorum: joint });
+  j.startLooking(SELF, 0);
+  j.receive(note(2, "following", 7, vote(3, 2, 1)), 0);
+  const out = j.receive(note(3, "leading", 7, vote(3, 2, 1)), 0);
+  assert.deepEqual(out.decided, { leader: 3, state: "following", vote: vote(3, 2, 1), round: 7 });
 });
 
 test("a server outside the view is answered, never counted, and at most once per notification interval", () => {

@@ -1,66 +1,31 @@
 /**
  * PeerTransport and membership changes, over real gRPC on 127.0.0.1: servers outside a member
  * table are heard and answered, and `updateMembers` makes new members reachable and forgets the
- * ones that left. Helpers as in test/integration/peer-transport.test.ts. No timing assertions;
+ * ones that left. Helpers shared with test/integration/peer-transport.test.ts (test/helpers/peer-nodes.ts). No timing assertions;
  * every wait is bounded.
  */
 import assert from "node:assert/strict";
-import { createServer } from "node:net";
 import { after, test } from "node:test";
 import * as grpc from "@grpc/grpc-js";
 import { pino } from "pino";
 
 import type { MemberAddress } from "../../src/common/membership.js";
 import type { QuorumMessage } from "../../src/consensus/messages.js";
-import type { Notification, PeerRole } from "../../src/election/types.js";
+import type { Notification } from "../../src/election/types.js";
 import type { PeerLimits } from "../../src/server/peer/peer-limits.js";
 import { PeerTransport, type PeerMember, type PeerTransportSecurity } from "../../src/server/peer/peer-transport.js";
 import { electionServiceDefinition } from "../../src/server/peer/peer-wire.js";
 import { makeTestPki } from "../helpers/certificates.js";
+import { distinctFreePorts, membersOf, type Event, type Node } from "../helpers/peer-nodes.js";
 import { waitFor } from "../helpers/wait.js";
 
 const WAIT_MS = 15_000;
 const logger = pino({ level: process.env["PEER_TEST_LOG"] ?? "silent" });
 
-type Event =
-  | { kind: "opened"; peer: number }
-  | { kind: "closed"; peer: number }
-  | { kind: "message"; from: number; m: QuorumMessage }
-  | { kind: "notification"; n: Notification };
-
-interface Node {
-  id: number;
-  transport: PeerTransport;
-  events: Event[];
-}
-
 const running = new Set<PeerTransport>();
 after(async () => {
   await Promise.all([...running].map((t) => t.stop()));
 });
-
-/** Free ports below Linux's ephemeral range (32768+), so that no outgoing connection can take one between the check and the bind. */
-async function distinctFreePorts(count: number): Promise<number[]> {
-  const ports = new Set<number>();
-  while (ports.size < count) {
-    const port = 20_000 + Math.floor(Math.random() * 12_000);
-    if (!ports.has(port) && (await portIsFree(port))) ports.add(port);
-  }
-  return [...ports];
-}
-
-function portIsFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once("error", () => resolve(false));
-    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
-  });
-}
-
-async function membersOf(roles: PeerRole[]): Promise<PeerMember[]> {
-  const ports = await distinctFreePorts(roles.length * 2);
-  return roles.map((role, i) => ({ id: i + 1, host: "127.0.0.1", quorumPort: ports[2 * i]!, electionPort: ports[2 * i + 1]!, role }));
-}
 
 /** A member table entry as a reconfiguration hands it over (PeerPort.updateMembers). */
 function address(m: PeerMember): MemberAddress {

@@ -1,0 +1,44 @@
+/** What the PeerTransport tests share: the events a node's handlers record, and member tables on free ports. */
+import { createServer } from "node:net";
+import type { QuorumMessage } from "../../src/consensus/messages.js";
+import type { Notification, PeerRole } from "../../src/election/types.js";
+import type { PeerMember, PeerTransport } from "../../src/server/peer/peer-transport.js";
+
+export type Event =
+  | { kind: "opened"; peer: number }
+  | { kind: "closed"; peer: number }
+  | { kind: "message"; from: number; m: QuorumMessage }
+  | { kind: "notification"; n: Notification };
+
+export interface Node {
+  id: number;
+  transport: PeerTransport;
+  events: Event[];
+}
+
+/**
+ * Free ports below Linux's ephemeral range (32768+), so that no outgoing connection — these tests
+ * make many — can take one between the check and the bind, as it can with port-0 picks.
+ */
+export async function distinctFreePorts(count: number): Promise<number[]> {
+  const ports = new Set<number>();
+  while (ports.size < count) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (!ports.has(port) && (await portIsFree(port))) ports.add(port);
+  }
+  return [...ports];
+}
+
+function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
+  });
+}
+
+/** Members 1..n with these roles on 127.0.0.1, each on two free ports. */
+export async function membersOf(roles: PeerRole[]): Promise<PeerMember[]> {
+  const ports = await distinctFreePorts(roles.length * 2);
+  return roles.map((role, i) => ({ id: i + 1, host: "127.0.0.1", quorumPort: ports[2 * i]!, electionPort: ports[2 * i + 1]!, role }));
+}
