@@ -145,6 +145,10 @@ interface CommandSpec {
   positionalMax: number;
 }
 
+/** zkCli 3.8's reconfig synopsis, word for word. */
+const RECONFIG_ARGS =
+  "[-s] [-v version] [[-file path] | [-members serverID=host:port1:port2;port3[,...]*]] | [-add serverId=host:port1:port2;port3[,...]]* [-remove serverId[,...]*]";
+
 const SPECS: readonly CommandSpec[] = [
   { name: "ls", args: "[-s] [-w] [-R] path", flags: "swR", valued: "", positionalMin: 1, positionalMax: 1 },
   { name: "get", args: "[-s] [-w] path", flags: "sw", valued: "", positionalMin: 1, positionalMax: 1 },
@@ -173,17 +177,7 @@ const SPECS: readonly CommandSpec[] = [
   { name: "listquota", args: "path", flags: "", valued: "", positionalMin: 1, positionalMax: 1 },
   { name: "delquota", args: "[-n|-b|-N|-B] path", flags: "nbNB", valued: "", positionalMin: 1, positionalMax: 1 },
   { name: "config", args: "[-c] [-w] [-s]", flags: "cws", valued: "", positionalMin: 0, positionalMax: 0 },
-  {
-    name: "reconfig",
-    args:
-      "[-s] [-v version] [[-file path] | [-members serverID=host:port1:port2;port3[,...]*]] | " +
-      "[-add serverId=host:port1:port2;port3[,...]]* [-remove serverId[,...]*]",
-    flags: "s",
-    valued: "v",
-    words: ["file", "members", "add", "remove"],
-    positionalMin: 0,
-    positionalMax: 0,
-  },
+  { name: "reconfig", args: RECONFIG_ARGS, flags: "s", valued: "v", words: ["file", "members", "add", "remove"], positionalMin: 0, positionalMax: 0 },
   { name: "close", args: "", flags: "", valued: "", positionalMin: 0, positionalMax: 0 },
   { name: "connect", args: "[host:port[,host:port...][/chroot]]", flags: "", valued: "", positionalMin: 0, positionalMax: 1 },
   { name: "printwatches", args: "on|off", flags: "", valued: "", positionalMin: 0, positionalMax: 1 },
