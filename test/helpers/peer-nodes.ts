@@ -2,7 +2,7 @@
 import { createServer } from "node:net";
 import type { QuorumMessage } from "../../src/consensus/messages.js";
 import type { Notification, PeerRole } from "../../src/election/types.js";
-import type { PeerMember, PeerTransport } from "../../src/server/peer/peer-transport.js";
+import type { PeerMember, PeerTransport, PeerTransportHandlers } from "../../src/server/peer/peer-transport.js";
 
 export type Event =
   | { kind: "opened"; peer: number }
@@ -41,4 +41,14 @@ function portIsFree(port: number): Promise<boolean> {
 export async function membersOf(roles: PeerRole[]): Promise<PeerMember[]> {
   const ports = await distinctFreePorts(roles.length * 2);
   return roles.map((role, i) => ({ id: i + 1, host: "127.0.0.1", quorumPort: ports[2 * i]!, electionPort: ports[2 * i + 1]!, role }));
+}
+
+/** Handlers that record what a node hears, in order. */
+export function recordingHandlers(events: Event[]): PeerTransportHandlers {
+  return {
+    notification: (n) => events.push({ kind: "notification", n }),
+    quorumMessage: (from, m) => events.push({ kind: "message", from, m }),
+    quorumStreamOpened: (peer) => events.push({ kind: "opened", peer }),
+    quorumStreamClosed: (peer) => events.push({ kind: "closed", peer }),
+  };
 }

@@ -13,7 +13,7 @@ import { encodeQuorumBatch } from "../../src/server/peer/peer-codec.js";
 import type { PeerLimits } from "../../src/server/peer/peer-limits.js";
 import { PeerTransport, type PeerMember } from "../../src/server/peer/peer-transport.js";
 import { electionServiceDefinition, quorumServiceDefinition } from "../../src/server/peer/peer-wire.js";
-import { membersOf, type Event, type Node } from "../helpers/peer-nodes.js";
+import { membersOf, recordingHandlers, type Event, type Node } from "../helpers/peer-nodes.js";
 import { waitFor } from "../helpers/wait.js";
 
 const WAIT_MS = 15_000;
@@ -44,12 +44,7 @@ async function startNode(id: number, members: PeerMember[], limits?: Partial<Pee
     members,
     logger,
     limits,
-    handlers: {
-      notification: (n) => events.push({ kind: "notification", n }),
-      quorumMessage: (from, m) => events.push({ kind: "message", from, m }),
-      quorumStreamOpened: (peer) => events.push({ kind: "opened", peer }),
-      quorumStreamClosed: (peer) => events.push({ kind: "closed", peer }),
-    },
+    handlers: recordingHandlers(events),
   });
   await transport.start();
   running.add(transport);

@@ -16,7 +16,7 @@ import type { PeerLimits } from "../../src/server/peer/peer-limits.js";
 import { PeerTransport, type PeerMember, type PeerTransportSecurity } from "../../src/server/peer/peer-transport.js";
 import { electionServiceDefinition } from "../../src/server/peer/peer-wire.js";
 import { makeTestPki } from "../helpers/certificates.js";
-import { distinctFreePorts, membersOf, type Event, type Node } from "../helpers/peer-nodes.js";
+import { distinctFreePorts, membersOf, recordingHandlers, type Event, type Node } from "../helpers/peer-nodes.js";
 import { waitFor } from "../helpers/wait.js";
 
 const WAIT_MS = 15_000;
@@ -39,12 +39,7 @@ async function startNode(id: number, members: PeerMember[], options: { limits?: 
     members,
     logger,
     ...options,
-    handlers: {
-      notification: (n) => events.push({ kind: "notification", n }),
-      quorumMessage: (from, m) => events.push({ kind: "message", from, m }),
-      quorumStreamOpened: (peer) => events.push({ kind: "opened", peer }),
-      quorumStreamClosed: (peer) => events.push({ kind: "closed", peer }),
-    },
+    handlers: recordingHandlers(events),
   });
   await transport.start();
   running.add(transport);
