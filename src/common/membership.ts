@@ -17,6 +17,12 @@ export interface MemberAddress {
 }
 
 /**
+ * The longest configuration text a cluster may run with: every election notification carries it
+ * (the peer codec refuses longer ones), so a reconfig asking for more is refused up front.
+ */
+export const MEMBERSHIP_TEXT_BYTES_MAX = 64 * 1024;
+
+/**
  * One "server.N=host:quorum:election:type[;clientHost:clientPort]" line per member in id order (as
  * ZooKeeper's map of them iterates), then "version=<hex>", no newline after it.
  */

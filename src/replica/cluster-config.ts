@@ -5,7 +5,7 @@
  * host supplies what it knows (the synced learners, whether one is in flight).
  */
 import { ZkError } from "../common/errors.js";
-import { checkDistinct, formatMembership, parseMember, parseMembership, type MemberAddress } from "../common/membership.js";
+import { checkDistinct, formatMembership, MEMBERSHIP_TEXT_BYTES_MAX, parseMember, parseMembership, type MemberAddress } from "../common/membership.js";
 import { QuorumVerifier } from "../consensus/quorum.js";
 import { decodeTxn } from "../store/txn-codec.js";
 import type { DataTree } from "../store/data-tree.js";
@@ -114,6 +114,10 @@ export function planReconfig(request: ReconfigRequestFields, context: ReconfigCo
   const config: ClusterConfig = { version: zxid, members };
   if (members.filter((m) => m.type === "participant").length < 2) {
     throw new ZkError("BADARGUMENTS", "Reconfig failed - new configuration must include at least 2 followers");
+  }
+  // Every election notification carries the configuration: one too long for them would stop every server's elections.
+  if (UTF8.encode(configText(config)).byteLength > MEMBERSHIP_TEXT_BYTES_MAX) {
+    throw new ZkError("BADARGUMENTS", `Reconfig failed - the new configuration's text is over ${MEMBERSHIP_TEXT_BYTES_MAX} bytes`);
   }
   if (!quorumOf(config).containsQuorum(context.synced)) {
     throw new ZkError("NEWCONFIGNOQUORUM", "Reconfig failed - there must be a connected and synced quorum in new configuration");

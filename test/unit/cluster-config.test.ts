@@ -77,4 +77,8 @@ test("what a client may send wrong is BADARGUMENTS: a joiner without a client po
   assert.equal(refusal({ joining: "server.4=a=b" }), "BADARGUMENTS");
   assert.equal(refusal({ newMembers: "server.1=127.0.0.1:2001:3001;4001,server.1=127.0.0.1:2002:3002;4002" }), "BADARGUMENTS");
   assert.equal(refusal({ newMembers: "server.1=127.0.0.1:2001:3001:observer;4001" }), "BADARGUMENTS", "no voter at all");
+  // Thousands of observers (no quorum needed for them) would make a text no notification can carry.
+  const observers = Array.from({ length: 1_500 }, (_, i) => `server.${100 + i}=observer-host-${i}.example:${2000 + i}:${3000 + i}:observer;${4000 + i}`);
+  assert.equal(refusal({ joining: observers.join(",") }), "BADARGUMENTS", "a configuration text over 64 KiB");
+  assert.equal(refusal({ joining: observers.slice(0, 100).join(",") }), "planned", "a hundred observers fit");
 });

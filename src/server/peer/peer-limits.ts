@@ -4,6 +4,7 @@
  * (`limits`), and the overrides are checked the same way.
  */
 import { assert } from "../../common/assert.js";
+import { MEMBERSHIP_TEXT_BYTES_MAX } from "../../common/membership.js";
 
 const MiB = 1024 * 1024;
 
@@ -49,7 +50,7 @@ export interface PeerLimits {
  * fits; the decoder refuses anything longer, so that a peer cannot make this server allocate at
  * will, and the encoder asserts it (the host must not put a larger configuration in force).
  */
-export const NOTIFICATION_CONFIG_BYTES_MAX = 64 * 1024;
+export const NOTIFICATION_CONFIG_BYTES_MAX = MEMBERSHIP_TEXT_BYTES_MAX;
 
 /**
  * Upper bound on one notification's bytes in a NotificationBatch with the largest configuration
