@@ -2,7 +2,9 @@
 import { createServer } from "node:net";
 import type { QuorumMessage } from "../../src/consensus/messages.js";
 import type { Notification, PeerRole } from "../../src/election/types.js";
-import type { PeerMember, PeerTransport, PeerTransportHandlers } from "../../src/server/peer/peer-transport.js";
+import { pino } from "pino";
+import type { PeerLimits } from "../../src/server/peer/peer-limits.js";
+import { PeerTransport, type PeerMember, type PeerTransportHandlers, type PeerTransportSecurity } from "../../src/server/peer/peer-transport.js";
 
 export type Event =
   | { kind: "opened"; peer: number }
@@ -51,4 +53,31 @@ export function recordingHandlers(events: Event[]): PeerTransportHandlers {
     quorumStreamOpened: (peer) => events.push({ kind: "opened", peer }),
     quorumStreamClosed: (peer) => events.push({ kind: "closed", peer }),
   };
+}
+
+const logger = pino({ level: process.env["PEER_TEST_LOG"] ?? "silent" });
+/** Every transport started and not stopped yet: a test file's after() stops them (stopAllNodes). */
+const running = new Set<PeerTransport>();
+
+/** Server `id` with this member table, its handlers recording what it hears. */
+export async function startNode(
+  id: number,
+  members: PeerMember[],
+  options: { limits?: Partial<PeerLimits>; security?: PeerTransportSecurity } = {},
+): Promise<Node> {
+  const events: Event[] = [];
+  const transport = new PeerTransport({ myId: id, members, logger, ...options, handlers: recordingHandlers(events) });
+  await transport.start();
+  running.add(transport);
+  return { id, transport, events };
+}
+
+export async function stopNode(node: Node): Promise<void> {
+  await node.transport.stop();
+  running.delete(node.transport);
+}
+
+export async function stopAllNodes(): Promise<void> {
+  await Promise.all([...running].map((t) => t.stop()));
+  running.clear();
 }

@@ -5,55 +5,31 @@
 import assert from "node:assert/strict";
 import { after, test } from "node:test";
 import * as grpc from "@grpc/grpc-js";
-import { pino } from "pino";
 
 import type { QuorumMessage } from "../../src/consensus/messages.js";
 import type { Notification, PeerRole } from "../../src/election/types.js";
 import { encodeQuorumBatch } from "../../src/server/peer/peer-codec.js";
 import type { PeerLimits } from "../../src/server/peer/peer-limits.js";
-import { PeerTransport, type PeerMember } from "../../src/server/peer/peer-transport.js";
+import type { PeerMember } from "../../src/server/peer/peer-transport.js";
 import { electionServiceDefinition, quorumServiceDefinition } from "../../src/server/peer/peer-wire.js";
-import { membersOf, recordingHandlers, type Event, type Node } from "../helpers/peer-nodes.js";
+import { membersOf, startNode, stopAllNodes, stopNode, type Node } from "../helpers/peer-nodes.js";
 import { waitFor } from "../helpers/wait.js";
 
 const WAIT_MS = 15_000;
-const logger = pino({ level: process.env["PEER_TEST_LOG"] ?? "silent" });
 
-const running = new Set<PeerTransport>();
-after(async () => {
-  await Promise.all([...running].map((t) => t.stop()));
-});
+after(stopAllNodes);
 
 /** Starts every member; if another process took one of the ports meanwhile, starts over on fresh ones. */
 async function startCluster(roles: PeerRole[], limits?: Partial<PeerLimits>): Promise<{ members: PeerMember[]; nodes: Node[] }> {
   for (let attempt = 1; ; attempt++) {
     const members = await membersOf(roles);
-    const started = await Promise.allSettled(members.map((m) => startNode(m.id, members, limits)));
+    const started = await Promise.allSettled(members.map((m) => startNode(m.id, members, limits === undefined ? {} : { limits })));
     const nodes = started.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
     if (nodes.length === members.length) return { members, nodes };
     await Promise.all(nodes.map(stopNode));
     const failure = started.find((r) => r.status === "rejected") as PromiseRejectedResult;
     if (attempt === 5 || !/EADDRINUSE/.test(String(failure.reason))) throw failure.reason;
   }
-}
-
-async function startNode(id: number, members: PeerMember[], limits?: Partial<PeerLimits>): Promise<Node> {
-  const events: Event[] = [];
-  const transport = new PeerTransport({
-    myId: id,
-    members,
-    logger,
-    limits,
-    handlers: recordingHandlers(events),
-  });
-  await transport.start();
-  running.add(transport);
-  return { id, transport, events };
-}
-
-async function stopNode(node: Node): Promise<void> {
-  await node.transport.stop();
-  running.delete(node.transport);
 }
 
 const notificationsOf = (node: Node): Notification[] => node.events.flatMap((e) => (e.kind === "notification" ? [e.n] : []));
@@ -153,7 +129,7 @@ test("a voter that comes back and calls is answered at once, not a back-off late
   await stopNode(one);
   two.transport.sendNotification(1, vote(2, 7));
   await waitFor("the attempt toward the stopped voter to fail", () => (two.transport.counters.electionLinkFailures >= 1 ? true : undefined), WAIT_MS);
-  const restarted = await startNode(1, members, slow);
+  const restarted = await startNode(1, members, { limits: slow });
   restarted.transport.sendNotification(2, vote(1, 1));
   await waitFor(
     "the kept notification to reach the voter that called",
@@ -444,7 +420,7 @@ test("a garbage frame closes only the stream that carried it", async () => {
 
 test("a learner that stops reading is cut off once its queue passes the bound", async () => {
   const members = await membersOf(["participant", "participant", "participant"]);
-  const leader = await startNode(1, members, { quorumBatchBytesMax: 4096, quorumQueueBytesMax: 256 * 1024, quorumQueueMessagesMax: 5_000 });
+  const leader = await startNode(1, members, { limits: { quorumBatchBytesMax: 4096, quorumQueueBytesMax: 256 * 1024, quorumQueueMessagesMax: 5_000 } });
   // A learner (server 3's id) that opens its stream and then never reads from it.
   const stalled = rawCall(members[0]!.quorumPort, "quorum", { "corral-server-id": "3", "corral-peer-protocol": "1" });
   await waitFor("the stalled learner's stream to open", () => (count(leader, "opened", 3) === 1 ? true : undefined), WAIT_MS);

@@ -7,48 +7,23 @@
 import assert from "node:assert/strict";
 import { after, test } from "node:test";
 import * as grpc from "@grpc/grpc-js";
-import { pino } from "pino";
 
 import type { MemberAddress } from "../../src/common/membership.js";
 import type { QuorumMessage } from "../../src/consensus/messages.js";
 import type { Notification } from "../../src/election/types.js";
-import type { PeerLimits } from "../../src/server/peer/peer-limits.js";
-import { PeerTransport, type PeerMember, type PeerTransportSecurity } from "../../src/server/peer/peer-transport.js";
+import type { PeerMember, PeerTransportSecurity } from "../../src/server/peer/peer-transport.js";
 import { electionServiceDefinition } from "../../src/server/peer/peer-wire.js";
 import { makeTestPki } from "../helpers/certificates.js";
-import { distinctFreePorts, membersOf, recordingHandlers, type Event, type Node } from "../helpers/peer-nodes.js";
+import { distinctFreePorts, membersOf, startNode, stopAllNodes, stopNode, type Node } from "../helpers/peer-nodes.js";
 import { waitFor } from "../helpers/wait.js";
 
 const WAIT_MS = 15_000;
-const logger = pino({ level: process.env["PEER_TEST_LOG"] ?? "silent" });
 
-const running = new Set<PeerTransport>();
-after(async () => {
-  await Promise.all([...running].map((t) => t.stop()));
-});
+after(stopAllNodes);
 
 /** A member table entry as a reconfiguration hands it over (PeerPort.updateMembers). */
 function address(m: PeerMember): MemberAddress {
   return { serverId: m.id, host: m.host, quorumPort: m.quorumPort, electionPort: m.electionPort, type: m.role };
-}
-
-async function startNode(id: number, members: PeerMember[], options: { limits?: Partial<PeerLimits>; security?: PeerTransportSecurity } = {}): Promise<Node> {
-  const events: Event[] = [];
-  const transport = new PeerTransport({
-    myId: id,
-    members,
-    logger,
-    ...options,
-    handlers: recordingHandlers(events),
-  });
-  await transport.start();
-  running.add(transport);
-  return { id, transport, events };
-}
-
-async function stopNode(node: Node): Promise<void> {
-  await node.transport.stop();
-  running.delete(node.transport);
 }
 
 const notificationsFrom = (node: Node, from: number): Notification[] =>
