@@ -73,4 +73,16 @@ export class JointQuorum {
   isVoter(id: number): boolean {
     return this.voters.has(id);
   }
+
+  /** The same configurations, in the same order, with the same voters and observers. */
+  sameMembership(other: JointQuorum): boolean {
+    return (
+      this.configs.length === other.configs.length &&
+      this.configs.every((config, i) => sameIds(config.voters, other.configs[i]!.voters) && sameIds(config.observers, other.configs[i]!.observers))
+    );
+  }
+}
+
+function sameIds(a: ReadonlySet<number>, b: ReadonlySet<number>): boolean {
+  return a.size === b.size && [...a].every((id) => b.has(id));
 }

@@ -36,4 +36,10 @@ export interface Notification {
    * with); `text` is /zookeeper/config's.
    */
   config?: { version: number; text: string };
+  /**
+   * The latest reconfiguration the sender has logged and not seen committed (ZooKeeper's
+   * notifications do not carry it): a server that it makes a voter, and that never logged it,
+   * learns that it must vote. Same form as `config`; never in force because of this.
+   */
+  pending?: { version: number; text: string };
 }

@@ -151,6 +151,12 @@ export interface ElectionSeen {
 /** Elections kept for the console; older ones drop off. */
 const ELECTIONS_SEEN_MAX = 20;
 
+/**
+ * Reconfigurations heard of from peers' notifications and not logged here, kept for elections (a
+ * handful at most: one is normally in flight; older ones drop first).
+ */
+const HEARD_RECONFIGS_MAX = 4;
+
 /** A reconfiguration logged here and not known committed, with the configuration it installs. */
 interface PendingReconfig {
   zxid: number;
@@ -164,6 +170,12 @@ export class QuorumPeer {
   private committedConfig: ClusterConfig;
   /** Set when a configuration came into force while handling a Ready: a learner whose place changed re-elects. */
   private configChanged = false;
+  /**
+   * Reconfigurations a peer has logged and not seen committed, by version, that this server has
+   * not logged: elections count them as in play (see hearPending). Forgotten once this server
+   * serves (its log is then its leader's) or a configuration at least as new comes into force.
+   */
+  private readonly heardReconfigs = new Map<number, ClusterConfig>();
   /** The version of the configuration that left this server out, once said (logged once per version). */
   private outsideSince: number | undefined;
   private readonly persist: PersistQueue;
@@ -260,9 +272,17 @@ export class QuorumPeer {
     return this.deps.config.membershipText === "" ? "" : configText(this.committedConfig);
   }
 
-  /** The configuration in force and every logged reconfiguration not known committed: a quorum of each elects. */
+  /**
+   * The configuration in force and every reconfiguration not known committed, logged here or heard
+   * of from a peer that logged it: a quorum of each elects.
+   */
   get configsInPlay(): ClusterConfig[] {
-    return [this.committedConfig, ...this.pendingReconfigs().map((p) => p.config)];
+    return [this.committedConfig, ...this.reconfigsInPlay()];
+  }
+
+  /** The reconfigurations logged here and not known committed, oldest first (heard ones left out). */
+  get reconfigsLogged(): ClusterConfig[] {
+    return this.pendingReconfigs().map((p) => p.config);
   }
 
   /** Whether this server votes in some configuration it knows of (the one in force, or one logged and pending). */
@@ -335,7 +355,31 @@ export class QuorumPeer {
     this.deps.logger.debug({ notification: { ...notification, vote: { ...notification.vote } } }, "notification received");
     const offered = notification.config;
     if (offered !== undefined && offered.version > this.committedConfig.version) this.adopt(notification.from, offered);
+    const pending = notification.pending;
+    if (pending !== undefined && pending.version > this.committedConfig.version) this.hearPending(notification.from, pending);
     if (this.election) this.handleElection(this.election.receive(notification, this.deps.clock.nowMs()));
+  }
+
+  /**
+   * A peer has logged a reconfiguration and not seen it committed. The next leader may be one that
+   * logged it, and its term needs a quorum of that configuration too (it may have committed): a
+   * server it makes a voter must vote, even one that never logged it — an observer it promotes
+   * never saw the proposal, a server it adds may have been cut off, one it brings back was
+   * removed. Elections here count it as in play until this server serves (its log is then its
+   * leader's, the reconfiguration in it or truncated away) or a newer configuration is in force.
+   * Voting grants nothing by itself: the leader's establishment still needs every quorum, and
+   * the logs of whoever backs it are what Zab syncs from.
+   */
+  private hearPending(from: number, offered: { version: number; text: string }): void {
+    if (this.heardReconfigs.has(offered.version) || this.pendingReconfigs().some((p) => p.zxid === offered.version)) return;
+    const config = this.parseOffered(from, offered);
+    if (config === undefined) return;
+    const before = this.electionView();
+    this.heardReconfigs.set(config.version, config);
+    while (this.heardReconfigs.size > HEARD_RECONFIGS_MAX) this.heardReconfigs.delete(Math.min(...this.heardReconfigs.keys()));
+    this.deps.logger.info({ from, version: hex(config.version) }, "heard of a pending reconfiguration");
+    // Only an election under way changes: a term in progress goes on (it may be the one that commits it).
+    if (this.zab === undefined && !sameView(before, this.electionView())) this.startLooking("heard of a pending reconfiguration");
   }
 
   /**
@@ -346,15 +390,8 @@ export class QuorumPeer {
    * removed, or whom to vote with now.
    */
   private adopt(from: number, offered: { version: number; text: string }): void {
-    let config: ClusterConfig;
-    try {
-      config = { version: offered.version, members: parseMembership(offered.text).members };
-    } catch (error) {
-      if (!(error instanceof ZkError)) throw error;
-      this.deps.logger.warn({ from, version: hex(offered.version) }, "a peer sent a malformed configuration: ignored");
-      return;
-    }
-    if (!Number.isSafeInteger(config.version)) return;
+    const config = this.parseOffered(from, offered);
+    if (config === undefined) return;
     this.deps.logger.info({ from, version: hex(config.version) }, "adopting a newer configuration from a peer");
     this.activate(config);
     this.configChanged = false;
@@ -364,6 +401,18 @@ export class QuorumPeer {
     else {
       const changed = this.placeChangedFor(zab);
       if (changed !== undefined) this.startLooking(changed);
+    }
+  }
+
+  /** A configuration a peer's notification carries, or undefined (and a warning) if malformed. */
+  private parseOffered(from: number, offered: { version: number; text: string }): ClusterConfig | undefined {
+    if (!Number.isSafeInteger(offered.version)) return undefined;
+    try {
+      return { version: offered.version, members: parseMembership(offered.text).members };
+    } catch (error) {
+      if (!(error instanceof ZkError)) throw error;
+      this.deps.logger.warn({ from, version: hex(offered.version) }, "a peer sent a malformed configuration: ignored");
+      return undefined;
     }
   }
 
@@ -475,7 +524,6 @@ export class QuorumPeer {
       view = {
         role: "observer",
         quorum: new JointQuorum([new QuorumVerifier(inForce.voters, [...inForce.observers, this.deps.config.serverId])]),
-        pending: [],
       };
     }
     const election = this.electionFor(view.role, view.quorum);
@@ -487,12 +535,11 @@ export class QuorumPeer {
    * Our place in every configuration in play: the one in force and each logged reconfiguration
    * not known committed (either may be the next leader's); undefined when we are in none of them.
    */
-  private electionView(): { role: MemberRole; quorum: JointQuorum; pending: PendingReconfig[] } | undefined {
-    const pending = this.pendingReconfigs();
-    const quorum = new JointQuorum([this.committedConfig, ...pending.map((p) => p.config)].map(quorumOf));
+  private electionView(): { role: MemberRole; quorum: JointQuorum } | undefined {
+    const quorum = new JointQuorum(this.configsInPlay.map(quorumOf));
     const me = this.deps.config.serverId;
     const role = quorum.isVoter(me) ? "participant" : quorum.observers.has(me) ? "observer" : undefined;
-    return role === undefined ? undefined : { role, quorum, pending };
+    return role === undefined ? undefined : { role, quorum };
   }
 
   /** Neither in the configuration in force nor in one logged and pending (which may yet come into force). */
@@ -502,6 +549,14 @@ export class QuorumPeer {
 
   private pendingReconfigs(): PendingReconfig[] {
     return reconfigsIn(this.recentLog.unapplied(), this.committedConfig.version).map((config) => ({ zxid: config.version, config }));
+  }
+
+  /** Logged pending reconfigurations and those heard of, by version, each once. */
+  private reconfigsInPlay(): ClusterConfig[] {
+    const byVersion = new Map<number, ClusterConfig>();
+    for (const [version, config] of this.heardReconfigs) if (version > this.committedConfig.version) byVersion.set(version, config);
+    for (const { config } of this.pendingReconfigs()) byVersion.set(config.version, config);
+    return [...byVersion.values()].sort((a, b) => a.version - b.version);
   }
 
   private electionFor(role: MemberRole, quorum: JointQuorum): LeaderElection {
@@ -526,11 +581,19 @@ export class QuorumPeer {
   }
 
   private handleElection(output: ElectionOutput): void {
-    // Every notification carries our configuration in force, for a server that missed it.
-    const config = this.deps.config.membershipText === "" ? undefined : { version: this.committedConfig.version, text: configText(this.committedConfig) };
+    // Every notification carries our configuration in force, for a server that missed it, and the
+    // latest reconfiguration we logged and have not seen committed, for a server it makes a voter.
+    let views: Pick<Notification, "config" | "pending"> = {};
+    if (this.deps.config.membershipText !== "" && output.send.length > 0) {
+      const latestLogged = this.pendingReconfigs().at(-1)?.config;
+      views = {
+        config: { version: this.committedConfig.version, text: configText(this.committedConfig) },
+        ...(latestLogged === undefined ? {} : { pending: { version: latestLogged.version, text: configText(latestLogged) } }),
+      };
+    }
     for (const { to, notification } of output.send) {
       this.deps.logger.debug({ to, notification: { ...notification, vote: { ...notification.vote } } }, "notification sent");
-      this.deps.transport.sendNotification(to, config === undefined ? notification : { ...notification, config });
+      this.deps.transport.sendNotification(to, { ...notification, ...views });
     }
     // A server outside every configuration in play never takes part in a term.
     if (output.decided && !this.outsideEveryConfig()) this.startTerm(output.decided);
@@ -779,6 +842,7 @@ export class QuorumPeer {
   private activate(config: ClusterConfig): void {
     if (config.version <= this.committedConfig.version) return;
     this.committedConfig = config;
+    for (const version of this.heardReconfigs.keys()) if (version <= config.version) this.heardReconfigs.delete(version);
     this.configChanged = true;
     this.deps.transport.updateMembers?.(config.members);
     const members = config.members.map((m) => `${m.serverId}:${m.type}`).join(",");
@@ -816,6 +880,7 @@ export class QuorumPeer {
       if (this.unavailableSinceMs !== undefined) metrics.servingAgain(now - this.unavailableSinceMs, zab instanceof Leader);
     }
     this.unavailableSinceMs = undefined;
+    this.heardReconfigs.clear();
     logger.info({ role: this.roleState, epoch: zab.epoch, lastZxid: hex(database.tree.lastProcessedZxid) }, "serving clients");
     this.releaseServingWaiters();
   }
@@ -1073,4 +1138,10 @@ function staticConfig(config: QuorumPeerConfig): ClusterConfig {
   }
   const { members, version } = parseMembership(config.membershipText);
   return { version: Number(version ?? 0n), members };
+}
+
+/** Whether two election views give this server the same role among the same voters and observers. */
+function sameView(a: { role: MemberRole; quorum: JointQuorum } | undefined, b: { role: MemberRole; quorum: JointQuorum } | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  return a.role === b.role && a.quorum.sameMembership(b.quorum);
 }

@@ -669,10 +669,18 @@ export class Simulation implements Scheduler, ClientWorld {
   private pickLeader(): number | undefined {
     // Once faults stop, only a minority can still be cut off (convergeWithout): never pick one of them.
     // Voters of the configuration in force that count themselves voters (FastLeaderElection's
-    // voters vote only for whom their view counts: never a server about to be added).
-    const inForce = this.quorum;
+    // voters vote only for whom their view counts: never a server about to be added). In force: the
+    // latest committed, or the newest a running server knows — the others adopt that one, and a
+    // server a committed reconfiguration removed may be the one whose log is longest: it leads,
+    // commits its removal and steps down, as with FastLeaderElection.
+    const latest = this.quorum;
+    const newest = this.servers
+      .flatMap((s) => (s.up && s.replica !== undefined ? [s.replica.peer.configInForce] : []))
+      .reduce<ClusterConfig | undefined>((a, b) => (a === undefined || b.version > a.version ? b : a), undefined);
+    const known = newest === undefined ? undefined : quorumOf(newest);
     const candidates = this.servers.filter(
-      (s) => s.up && inForce.isVoter(s.id) && s.replica?.peer.votesInOwnView === true && (!this.healing || this.reachesQuorum(s)),
+      (s) =>
+        s.up && (latest.isVoter(s.id) || known?.isVoter(s.id) === true) && s.replica?.peer.votesInOwnView === true && (!this.healing || this.reachesQuorum(s)),
     );
     if (candidates.length === 0) return undefined;
     // An established leader is joined, as FastLeaderElection's out-of-election path does.
@@ -908,23 +916,23 @@ export class Simulation implements Scheduler, ClientWorld {
   }
 
   /**
-   * Whether the servers outside `minority` hold a quorum of every configuration in play: the latest
-   * in force (every voter of it learns it from the others' notifications) and each reconfiguration
-   * some server has logged and not seen committed — of which only servers that know it can vote
-   * (an observer promoted by it has not logged it: ZooKeeper's observers do not see proposals).
+   * Whether the servers outside `minority` hold a quorum of every configuration in play among them:
+   * the latest committed, the newest any of them knows in force (each adopts it from the others'
+   * notifications; a server that missed a commit still holds an older one) and each reconfiguration
+   * one of them has logged above that (whoever logged it tells its voters, and a leader that logged
+   * it needs a quorum of it). One logged by servers kept out only never reaches the others' elections.
    */
   private leavesQuorumsInPlay(minority: Minority): boolean {
     const out = new Set([...minority.crashed, ...minority.isolated]);
-    const rest = this.servers.filter((s) => !out.has(s.id));
-    if (!this.quorum.containsQuorum(rest.map((s) => s.id))) return false;
-    const pending = new Map<number, ClusterConfig>();
-    for (const s of this.servers)
-      for (const config of s.replica?.peer.configsInPlay ?? []) if (config.version > this.latestVersion) pending.set(config.version, config);
-    for (const config of pending.values()) {
-      const able = rest.filter((s) => s.replica?.peer.configsInPlay.some((c) => c.version === config.version) === true).map((s) => s.id);
-      if (!quorumOf(config).containsQuorum(able)) return false;
-    }
-    return true;
+    const peers = this.servers.filter((s) => !out.has(s.id)).flatMap((s) => (s.replica === undefined ? [] : [s.replica.peer]));
+    const restIds = this.servers.filter((s) => !out.has(s.id)).map((s) => s.id);
+    if (!this.quorum.containsQuorum(restIds)) return false;
+    const inForce = peers
+      .map((p) => p.configInForce)
+      .reduce<ClusterConfig | undefined>((a, b) => (a === undefined || b.version > a.version ? b : a), undefined);
+    if (inForce === undefined) return true;
+    const inPlay = [inForce, ...peers.flatMap((p) => p.reconfigsLogged).filter((config) => config.version > inForce.version)];
+    return inPlay.every((config) => quorumOf(config).containsQuorum(restIds));
   }
 
   private drawMinority(prng: Prng): Minority {
@@ -963,6 +971,13 @@ export class Simulation implements Scheduler, ClientWorld {
     this.stats.minorityPhases += 1;
     this.applyFault({ kind: "heal" });
     for (const server of this.servers) if (!server.up && !minority.crashed.includes(server.id)) this.applyFault({ kind: "restart", server: server.id });
+    // A server down when the minority was drawn may come back with a reconfiguration in its log that
+    // needs the minority: then nobody stays out (the property holds only with every quorum in reach).
+    if (!this.leavesQuorumsInPlay(minority)) {
+      this.log("a restarted server logged a reconfiguration that needs the minority: none stays out");
+      minority = { crashed: [], isolated: [] };
+      out.clear();
+    }
     for (const id of minority.crashed) this.applyFault({ kind: "crash", server: id });
     this.cutOff(new Set(minority.isolated));
     this.stopFaults();
@@ -1068,7 +1083,10 @@ export class Simulation implements Scheduler, ClientWorld {
     const deadline = start + CLEANUP_BUDGET_MS;
     // The deletion is a write: its commit may wait for a proposal's round trip and a quorum's fsync,
     // and with another voter paused that quorum can need the member with the slow disk.
-    const slackMs = CLEANUP_SLACK_MS + 2 * this.config.netDelayMsMax + (this.config.slowDiskServer === 0 ? 1 : 10) * this.config.fsyncMsMax;
+    // A voter paused now, or by a write trap still armed, can hold every commit back for as long
+    // (with two voters, either one is needed).
+    const pausesMs = Math.max(0, ...this.servers.map((s) => s.pausedUntilMs - this.nowMs)) + (this.writeTrap?.durationMs ?? 0);
+    const slackMs = CLEANUP_SLACK_MS + 2 * this.config.netDelayMsMax + (this.config.slowDiskServer === 0 ? 1 : 10) * this.config.fsyncMsMax + pausesMs;
     const watched: { path: string; czxid: number; dueAtMs: number }[] = [];
     for (const path of leader.tree.containerPaths()) {
       const stat = leader.tree.getNode(path)!.stat;

@@ -271,6 +271,15 @@ test("with a reconfiguration in play, a vote needs a quorum of both; joining an 
   assert.deepEqual(out.decided, { leader: 3, state: "following", vote: vote(3, 2, 1), round: 7 });
 });
 
+test("joint views compare by their configurations' voters and observers, in order", () => {
+  const view = (...configs: [number[], number[]][]) => new JointQuorum(configs.map(([voters, observers]) => new QuorumVerifier(voters, observers)));
+  assert.ok(view([[1, 2, 3], [4]]).sameMembership(view([[3, 2, 1], [4]])));
+  assert.ok(!view([[1, 2, 3], [4]]).sameMembership(view([[1, 2, 3], []])), "an observer fewer");
+  assert.ok(!view([[1, 2, 3], [4]]).sameMembership(view([[1, 2, 3, 4], []])), "the observer promoted");
+  assert.ok(!view([[1, 2, 3], [4]]).sameMembership(view([[1, 2, 3], [4]], [[1, 2, 3, 4], []])), "a pending configuration more");
+  assert.ok(!view([[1, 2], []], [[1, 2, 3], []]).sameMembership(view([[1, 2, 3], []], [[1, 2], []])), "the same configurations in another order");
+});
+
 test("a server outside the view is answered, never counted, and at most once per notification interval", () => {
   const m = machine(1, quorum(3, [4]));
   m.startLooking(SELF, 0);

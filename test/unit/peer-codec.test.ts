@@ -113,6 +113,7 @@ const notificationFrom = (from: number): fc.Arbitrary<Notification> =>
       vote: fc.record({ leader: uint32, zxid, peerEpoch: uint53 }, { noNullPrototype: true }),
       round: uint53,
       config: fc.record({ version: zxid, text: configText }, { noNullPrototype: true }),
+      pending: fc.record({ version: zxid, text: configText }, { noNullPrototype: true }),
     },
     { noNullPrototype: true, requiredKeys: ["from", "state", "vote", "round"] },
   );
@@ -122,7 +123,15 @@ const notificationBatch = fc.array(notificationFrom(7), { maxLength: 8 });
 
 type LoaderQuorumBatch = { messages: ({ message: string } & Record<string, unknown>)[] };
 type LoaderNotificationBatch = {
-  notifications: { state: string; vote: { leader: number; zxid: string; peerEpoch: string } | null; round: string; configVersion: string; config: string }[];
+  notifications: {
+    state: string;
+    vote: { leader: number; zxid: string; peerEpoch: string } | null;
+    round: string;
+    configVersion: string;
+    config: string;
+    pendingConfigVersion: string;
+    pendingConfig: string;
+  }[];
 };
 
 const STATE_NAMES: Record<PeerState, string> = { looking: "LOOKING", following: "FOLLOWING", leading: "LEADING", observing: "OBSERVING" };
@@ -462,6 +471,8 @@ test("notification frames cross-check with proto-loader both ways and byte for b
     round: String(n.round),
     configVersion: String(n.config?.version ?? 0),
     config: n.config?.text ?? "",
+    pendingConfigVersion: String(n.pending?.version ?? 0),
+    pendingConfig: n.pending?.text ?? "",
   });
   fc.assert(
     fc.property(notificationBatch, (notifications) => {
@@ -472,6 +483,7 @@ test("notification frames cross-check with proto-loader both ways and byte for b
         vote: { leader: n.vote!.leader, zxid: Number(n.vote!.zxid), peerEpoch: Number(n.vote!.peerEpoch) },
         round: Number(n.round),
         ...(n.config === "" ? {} : { config: { version: Number(n.configVersion), text: n.config } }),
+        ...(n.pendingConfig === "" ? {} : { pending: { version: Number(n.pendingConfigVersion), text: n.pendingConfig } }),
       }));
       assert.deepStrictEqual(decoded, notifications);
       const theirs = loaderEncodeNotifications({ notifications: notifications.map(toLoaderNotification) });
@@ -509,9 +521,11 @@ test("a notification carries its sender's configuration; one without it decodes 
     config: { version: 0, text: CONFIG_TEXT },
   };
   const without: Notification = { from: 4, state: "looking", vote: { leader: 4, zxid: 7, peerEpoch: 0 }, round: 2 };
-  const decoded = decodeNotificationBatch(encodeNotificationBatch([withConfig, staticConfig, without]), 4);
-  assert.deepStrictEqual(decoded, [withConfig, staticConfig, without]);
+  const withPending: Notification = { ...staticConfig, pending: { version: 2 ** 32 * 3 + 7, text: CONFIG_TEXT.replace("300000002", "300000007") } };
+  const decoded = decodeNotificationBatch(encodeNotificationBatch([withConfig, staticConfig, without, withPending]), 4);
+  assert.deepStrictEqual(decoded, [withConfig, staticConfig, without, withPending]);
   assert.ok(!("config" in decoded[2]!), "no config key at all on a notification that carried none");
+  assert.ok(!("pending" in decoded[0]!), "no pending key at all on a notification that carried none");
 });
 
 test("notificationEntrySize is exactly what each notification adds to its frame", () => {
@@ -543,7 +557,8 @@ test("an empty configuration text is not sent, and a version without a text deco
 
 test("configuration text is bounded: refused when decoding, asserted when encoding, and the largest fits a notification frame", () => {
   const base: Notification = { from: 2, state: "observing", vote: { leader: 2 ** 32 - 1, zxid: 2 ** 53 - 1, peerEpoch: 2 ** 53 - 1 }, round: 2 ** 53 - 1 };
-  const largest: Notification = { ...base, config: { version: 2 ** 53 - 1, text: "x".repeat(NOTIFICATION_CONFIG_BYTES_MAX) } };
+  const largestText = "x".repeat(NOTIFICATION_CONFIG_BYTES_MAX);
+  const largest: Notification = { ...base, config: { version: 2 ** 53 - 1, text: largestText }, pending: { version: 2 ** 53 - 1, text: largestText } };
   assert.deepStrictEqual(decodeNotificationBatch(encodeNotificationBatch([largest]), 2), [largest]);
   assert.ok(notificationEntrySize(largest) <= NOTIFICATION_BYTES_MAX, `${notificationEntrySize(largest)} bytes`);
 
@@ -552,12 +567,17 @@ test("configuration text is bounded: refused when decoding, asserted when encodi
   for (const text of ["x".repeat(NOTIFICATION_CONFIG_BYTES_MAX + 1), overBytes]) {
     assert.throws(() => notificationEntrySize({ ...base, config: { version: 1, text } }), AssertionError);
     assert.throws(() => encodeNotificationBatch([{ ...base, config: { version: 1, text } }]), AssertionError);
+    assert.throws(() => encodeNotificationBatch([{ ...base, pending: { version: 1, text } }]), AssertionError);
     // What some other encoder would send.
-    const frame = loaderEncodeNotifications({ notifications: [{ state: "LOOKING", round: "1", config: text }] });
-    assert.throws(
-      () => decodeNotificationBatch(frame, 2),
-      (e: unknown) => e instanceof PeerCodecError && /configuration text/.test(e.message),
-    );
+    for (const notification of [
+      { state: "LOOKING", round: "1", config: text },
+      { state: "LOOKING", round: "1", pendingConfig: text },
+    ]) {
+      assert.throws(
+        () => decodeNotificationBatch(loaderEncodeNotifications({ notifications: [notification] }), 2),
+        (e: unknown) => e instanceof PeerCodecError && /configuration text/.test(e.message),
+      );
+    }
   }
   assert.throws(() => notificationEntrySize({ ...base, config: { version: -1, text: "a" } }), AssertionError);
   assert.throws(() => notificationEntrySize({ ...base, config: { version: 2 ** 53, text: "a" } }), AssertionError);

@@ -16,8 +16,8 @@
  * known member or with two, an unknown enum value, a 64-bit number above 2^53 - 1, a truncated
  * field or an impossible wire type all throw `PeerCodecError` — never a RangeError.
  *
- * A notification's configuration text (proto field `config`) is the one string on these wires. It
- * is bounded on both sides (NOTIFICATION_CONFIG_BYTES_MAX: refused when decoding, asserted when
+ * A notification's configuration texts (proto fields `config` and `pending_config`) are the only
+ * strings on these wires. Each is bounded on both sides (NOTIFICATION_CONFIG_BYTES_MAX: refused when decoding, asserted when
  * encoding) because any server that reaches the election port may send one, and its UTF-8 is
  * decoded leniently (bad bytes become U+FFFD): the host parses the text and refuses what is not a
  * configuration, so a stricter decoder here would only turn a bad text into a dropped stream.
@@ -184,9 +184,11 @@ function voteSize(n: Notification): number {
   return uint32Field(n.vote.leader) + uint53Field(n.vote.zxid) + uint53Field(n.vote.peerEpoch);
 }
 
-/** UTF-8 bytes of `n`'s configuration text, 0 when it has none (asserts the text's bound and the version). */
-function configTextBytes(n: Notification): number {
-  const config = n.config;
+/** A notification's configuration texts: the one in force (fields 4, 5) and the pending one (6, 7). */
+type CarriedConfig = { version: number; text: string } | undefined;
+
+/** UTF-8 bytes of a configuration's text, 0 when there is none (asserts the text's bound and the version). */
+function configTextBytes(config: CarriedConfig): number {
   if (config === undefined) return 0;
   uint53Field(config.version);
   if (config.text.length === 0) return 0;
@@ -195,18 +197,23 @@ function configTextBytes(n: Notification): number {
   return bytes;
 }
 
-/** Size of `n`'s Notification body, its configuration text taking `textBytes` (0: not sent). */
-function notificationBodySize(n: Notification, state: number, textBytes: number): number {
-  let size = (state === 0 ? 0 : 2) + nested(voteSize(n)) + uint53Field(n.round);
-  if (textBytes !== 0) size += uint53Field(n.config!.version) + 1 + varint32Size(textBytes) + textBytes;
-  return size;
+/** Bytes of a configuration's version and text fields, its text taking `textBytes` (0: not sent). */
+function configFieldsSize(config: CarriedConfig, textBytes: number): number {
+  return textBytes === 0 ? 0 : uint53Field(config!.version) + 1 + varint32Size(textBytes) + textBytes;
 }
 
-/** Bytes `n` adds to a NotificationBatch frame (asserts its numbers fit, and its configuration text's bound). */
+/** Size of `n`'s Notification body, its configuration texts taking `configBytes` and `pendingBytes`. */
+function notificationBodySize(n: Notification, state: number, configBytes: number, pendingBytes: number): number {
+  return (
+    (state === 0 ? 0 : 2) + nested(voteSize(n)) + uint53Field(n.round) + configFieldsSize(n.config, configBytes) + configFieldsSize(n.pending, pendingBytes)
+  );
+}
+
+/** Bytes `n` adds to a NotificationBatch frame (asserts its numbers fit, and its configuration texts' bound). */
 export function notificationEntrySize(n: Notification): number {
   const state = PEER_STATE_NUMBER[n.state];
   if (state === undefined) assert(false, `peer state ${String(n.state)}`);
-  return nested(notificationBodySize(n, state, configTextBytes(n)));
+  return nested(notificationBodySize(n, state, configTextBytes(n.config), configTextBytes(n.pending)));
 }
 
 // -------------------------------------------------------------------------------------------------
@@ -462,6 +469,16 @@ export function encodeQuorumBatch(messages: readonly QuorumMessage[], bodySizes?
   return o;
 }
 
+/** A configuration's version and text fields into `frame` at `pos`, when its text takes `textBytes` > 0. */
+function writeConfigFields(frame: Buffer, versionTag: number, textTag: number, config: CarriedConfig, textBytes: number): void {
+  if (textBytes === 0) return;
+  writeUint53Field(versionTag, config!.version);
+  writeHeader(textTag, textBytes);
+  const written = frame.write(config!.text, pos, textBytes, "utf8");
+  if (written !== textBytes) assert(false, `configuration text sized ${textBytes} but wrote ${written}`);
+  pos += written;
+}
+
 /** notifications[start, end) → one NotificationBatch frame. The sender is not on the wire. */
 export function encodeNotificationBatch(notifications: readonly Notification[], start = 0, end = notifications.length): Buffer {
   let total = 0;
@@ -472,21 +489,17 @@ export function encodeNotificationBatch(notifications: readonly Notification[], 
   for (let i = start; i < end; i++) {
     const n = notifications[i]!;
     const state = PEER_STATE_NUMBER[n.state];
-    const textBytes = configTextBytes(n);
-    writeHeader(0x0a, notificationBodySize(n, state, textBytes)); // NotificationBatch.notifications = 1
+    const configBytes = configTextBytes(n.config);
+    const pendingBytes = configTextBytes(n.pending);
+    writeHeader(0x0a, notificationBodySize(n, state, configBytes, pendingBytes)); // NotificationBatch.notifications = 1
     writeUint32Field(0x08, state);
     writeHeader(0x12, voteSize(n));
     writeUint32Field(0x08, n.vote.leader);
     writeUint53Field(0x10, n.vote.zxid);
     writeUint53Field(0x18, n.vote.peerEpoch);
     writeUint53Field(0x18, n.round);
-    if (textBytes !== 0) {
-      writeUint53Field(0x20, n.config!.version);
-      writeHeader(0x2a, textBytes);
-      const written = frame.write(n.config!.text, pos, textBytes, "utf8");
-      if (written !== textBytes) assert(false, `configuration text sized ${textBytes} but wrote ${written}`);
-      pos += written;
-    }
+    writeConfigFields(frame, 0x20, 0x2a, n.config, configBytes);
+    writeConfigFields(frame, 0x30, 0x3a, n.pending, pendingBytes);
   }
   if (pos !== total) assert(false, `notification batch sized ${total} but wrote ${pos}`);
   out = EMPTY;
@@ -889,6 +902,8 @@ function readNotification(from: number, end: number): Notification {
   let round = 0;
   let configVersion = 0;
   let configText = "";
+  let pendingVersion = 0;
+  let pendingText = "";
   while (rp < end) {
     const tag = readTag(end);
     if (tag === 0x08) {
@@ -907,16 +922,25 @@ function readNotification(from: number, end: number): Notification {
       }
     } else if (tag === 0x18) round = readUint53(end);
     else if (tag === 0x20) configVersion = readUint53(end);
-    else if (tag === 0x2a) {
-      const to = readDelimited(end);
-      // Checked before anything is allocated for it.
-      if (to - rp > NOTIFICATION_CONFIG_BYTES_MAX) throw new PeerCodecError(`configuration text of ${to - rp} bytes, over ${NOTIFICATION_CONFIG_BYTES_MAX}`);
-      configText = to === rp ? "" : UTF8.decode(inp.subarray(rp, to));
-      rp = to;
-    } else skipField(tag, end);
+    else if (tag === 0x2a) configText = readConfigText(end);
+    else if (tag === 0x30) pendingVersion = readUint53(end);
+    else if (tag === 0x3a) pendingText = readConfigText(end);
+    else skipField(tag, end);
   }
-  const vote = { leader, zxid, peerEpoch };
-  return configText === "" ? { from, state, vote, round } : { from, state, vote, round, config: { version: configVersion, text: configText } };
+  const n: Notification = { from, state, vote: { leader, zxid, peerEpoch }, round };
+  if (configText !== "") n.config = { version: configVersion, text: configText };
+  if (pendingText !== "") n.pending = { version: pendingVersion, text: pendingText };
+  return n;
+}
+
+/** A configuration text field, refused when over NOTIFICATION_CONFIG_BYTES_MAX. */
+function readConfigText(end: number): string {
+  const to = readDelimited(end);
+  // Checked before anything is allocated for it.
+  if (to - rp > NOTIFICATION_CONFIG_BYTES_MAX) throw new PeerCodecError(`configuration text of ${to - rp} bytes, over ${NOTIFICATION_CONFIG_BYTES_MAX}`);
+  const text = to === rp ? "" : UTF8.decode(inp.subarray(rp, to));
+  rp = to;
+  return text;
 }
 
 /**

@@ -54,13 +54,14 @@ export const NOTIFICATION_CONFIG_BYTES_MAX = MEMBERSHIP_TEXT_BYTES_MAX;
 
 /**
  * Upper bound on one notification's bytes in a NotificationBatch with the largest configuration
- * text: the fixed fields take under 64 bytes, the text's tag and length 4.
+ * texts (the one in force and a pending one): the fixed fields take under 64 bytes, each text's
+ * version, tag and length under 16.
  */
-export const NOTIFICATION_BYTES_MAX = NOTIFICATION_CONFIG_BYTES_MAX + 128;
+export const NOTIFICATION_BYTES_MAX = 2 * NOTIFICATION_CONFIG_BYTES_MAX + 128;
 
 export const DEFAULT_PEER_LIMITS: Readonly<PeerLimits> = Object.freeze({
   quorumMessageBytesMax: 512 * MiB,
-  electionMessageBytesMax: 128 * 1024,
+  electionMessageBytesMax: 192 * 1024,
   quorumBatchBytesMax: 256 * 1024,
   electionBatchBytesMax: 16 * 1024,
   quorumQueueMessagesMax: 250_000,
