@@ -143,6 +143,7 @@ export interface Request {
     | { $case: "getAllChildrenNumber"; getAllChildrenNumber: GetAllChildrenNumberRequest }
     | { $case: "multiRead"; multiRead: MultiReadRequest }
     | { $case: "reconfig"; reconfig: ReconfigRequest }
+    | { $case: "getMembers"; getMembers: GetMembersRequest }
     | undefined;
 }
 
@@ -327,6 +328,34 @@ export interface ReconfigRequest {
 export interface WhoAmIRequest {
 }
 
+/**
+ * The members of the configuration in force on the answering server, each with the address its
+ * corral client port is dialled at when that server knows it (/zookeeper/config names only the
+ * ZooKeeper-protocol ports). Answered by the server itself, read-only ones too, in its place in the
+ * session's order: an SDK follows a reconfiguration with it (updateServerList).
+ */
+export interface GetMembersRequest {
+}
+
+export interface Member {
+  serverId: number;
+  /** Observers serve clients too; they do not vote. */
+  observer: boolean;
+  /**
+   * Where clients dial its corral client port; empty (and port 0) when the answering server does
+   * not know it: a server added by a reconfiguration that has not called this one.
+   */
+  clientHost: string;
+  clientPort: number;
+}
+
+export interface Members {
+  /** The configuration's version, as /zookeeper/config's "version=" line (0: the one the servers started with). */
+  configVersion: bigint;
+  /** In server id order. */
+  members: Member[];
+}
+
 export interface ClientInfo {
   authScheme: string;
   /** digest: the user name; ip: the address; super: empty. */
@@ -375,6 +404,8 @@ export interface Response {
   clientInfo: ClientInfo[];
   /** getAllChildrenNumber. */
   number: number;
+  /** getMembers. */
+  members: Members | undefined;
 }
 
 export interface WatchEvent {
@@ -1418,6 +1449,9 @@ export const Request: MessageFns<Request> = {
       case "reconfig":
         ReconfigRequest.encode(message.op.reconfig, writer.uint32(178).fork()).join();
         break;
+      case "getMembers":
+        GetMembersRequest.encode(message.op.getMembers, writer.uint32(186).fork()).join();
+        break;
     }
     return writer;
   },
@@ -1672,6 +1706,17 @@ export const Request: MessageFns<Request> = {
               throw new globalThis.Error("a oneof with two members");
             }
             message.op = { $case: "reconfig", reconfig: ReconfigRequest.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 23: {
+            if (tag !== 186) {
+              break;
+            }
+
+            if (message.op !== undefined) {
+              throw new globalThis.Error("a oneof with two members");
+            }
+            message.op = { $case: "getMembers", getMembers: GetMembersRequest.decode(reader, reader.uint32()) };
             continue;
           }
         }
@@ -3201,6 +3246,189 @@ export const WhoAmIRequest: MessageFns<WhoAmIRequest> = {
   },
 };
 
+function createBaseGetMembersRequest(): GetMembersRequest {
+  return {};
+}
+
+export const GetMembersRequest: MessageFns<GetMembersRequest> = {
+  encode(_: GetMembersRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetMembersRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetMembersRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if (tag >>> 3 === 0 || (tag & 7) === 3 || (tag & 7) === 4) {
+          throw new globalThis.Error("invalid tag");
+        }
+        reader.skip(tag & 7);
+      }
+      if (reader.pos !== end) {
+        throw new globalThis.Error("field runs past its message");
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
+function createBaseMember(): Member {
+  return { serverId: 0, observer: false, clientHost: "", clientPort: 0 };
+}
+
+export const Member: MessageFns<Member> = {
+  encode(message: Member, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.serverId !== 0) {
+      writer.uint32(8).uint32(message.serverId);
+    }
+    if (message.observer !== false) {
+      writer.uint32(16).bool(message.observer);
+    }
+    if (message.clientHost !== "") {
+      writer.uint32(26).string(message.clientHost);
+    }
+    if (message.clientPort !== 0) {
+      writer.uint32(32).uint32(message.clientPort);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Member {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMember();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.serverId = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.observer = reader.bool();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.clientHost = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.clientPort = reader.uint32();
+            continue;
+          }
+        }
+        if (tag >>> 3 === 0 || (tag & 7) === 3 || (tag & 7) === 4) {
+          throw new globalThis.Error("invalid tag");
+        }
+        reader.skip(tag & 7);
+      }
+      if (reader.pos !== end) {
+        throw new globalThis.Error("field runs past its message");
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
+function createBaseMembers(): Members {
+  return { configVersion: 0n, members: [] };
+}
+
+export const Members: MessageFns<Members> = {
+  encode(message: Members, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.configVersion !== 0n) {
+      if (BigInt.asIntN(64, message.configVersion) !== message.configVersion) {
+        throw new globalThis.Error("value provided for field message.configVersion of type int64 too large");
+      }
+      writer.uint32(8).int64(message.configVersion);
+    }
+    for (const v of message.members) {
+      Member.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Members {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMembers();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.configVersion = reader.int64() as bigint;
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.members.push(Member.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if (tag >>> 3 === 0 || (tag & 7) === 3 || (tag & 7) === 4) {
+          throw new globalThis.Error("invalid tag");
+        }
+        reader.skip(tag & 7);
+      }
+      if (reader.pos !== end) {
+        throw new globalThis.Error("field runs past its message");
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
 function createBaseClientInfo(): ClientInfo {
   return { authScheme: "", user: "" };
 }
@@ -3367,6 +3595,7 @@ function createBaseResponse(): Response {
     acl: [],
     clientInfo: [],
     number: 0,
+    members: undefined,
   };
 }
 
@@ -3407,6 +3636,9 @@ export const Response: MessageFns<Response> = {
     }
     if (message.number !== 0) {
       writer.uint32(88).int32(message.number);
+    }
+    if (message.members !== undefined) {
+      Members.encode(message.members, writer.uint32(98).fork()).join();
     }
     return writer;
   },
@@ -3510,6 +3742,14 @@ export const Response: MessageFns<Response> = {
             }
 
             message.number = reader.int32();
+            continue;
+          }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.members = Members.decode(reader, reader.uint32());
             continue;
           }
         }

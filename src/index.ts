@@ -10,6 +10,8 @@ export type {
   AddWatchMode,
   ClientInfo,
   ClusterConfiguration,
+  ClusterMember,
+  ClusterMembers,
   ReconfigChange,
   ClientLogger,
   ClientState,

@@ -22,6 +22,8 @@ export interface ClientConfig {
   shuffleHosts: boolean;
   logger: ClientLogger | undefined;
   channel: GrpcChannelSettings;
+  /** Make the members of the configuration in force the server list (ConnectOptions.followMembership). */
+  followMembership: boolean;
 }
 
 const EMPTY_BYTES = new Uint8Array(0);
@@ -47,6 +49,9 @@ export function configFrom(connectString: string, options: ConnectOptions & { cr
     throw new ZkError("BADARGUMENTS", "password must be a Uint8Array");
   }
   if (options.canBeReadOnly !== undefined && typeof options.canBeReadOnly !== "boolean") throw new ZkError("BADARGUMENTS", "canBeReadOnly must be a boolean");
+  if (options.followMembership !== undefined && typeof options.followMembership !== "boolean") {
+    throw new ZkError("BADARGUMENTS", "followMembership must be a boolean");
+  }
   if (options.tls !== undefined && options.credentials !== undefined) throw new ZkError("BADARGUMENTS", "give tls or credentials, not both");
   return {
     // Drawn here, as updateServerList's draws are in Client, so that the session machine stays deterministic.
@@ -60,5 +65,6 @@ export function configFrom(connectString: string, options: ConnectOptions & { cr
     shuffleHosts: options.shuffleHosts !== false,
     logger: options.logger,
     channel: grpcChannelSettings(options.tls, options.credentials),
+    followMembership: options.followMembership ?? false,
   };
 }

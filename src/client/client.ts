@@ -27,12 +27,15 @@ import {
 import type { DecodedResponse, DecodedWatchEvent, RequestOp } from "./codec.js";
 import { GrpcTransport } from "./grpc-transport.js";
 import { multiErrorFromWire, multiResultsFromWire, opsToWire, readOpsToWire, readResultsFromWire } from "./ops.js";
+import { membersFromWire } from "./membership-follow.js";
+import { MembershipFollower } from "./membership-follower.js";
 import type { SessionEffect } from "./session-io.js";
 import { SessionMachine } from "./session-machine.js";
 import type {
   Acl,
   ClientInfo,
   ClusterConfiguration,
+  ClusterMembers,
   ReconfigChange,
   AddWatchMode,
   ClientLogger,
@@ -83,6 +86,7 @@ const Kind = {
   multiRead: 20,
   reconfig: 21,
   getConfig: 22,
+  getMembers: 23,
 } as const;
 type KindValue = (typeof Kind)[keyof typeof Kind];
 
@@ -132,6 +136,8 @@ export class Client extends EventEmitter<ClientEvents> {
   private connectSettle: { resolve: (c: Client) => void; reject: (e: ZkError) => void } | undefined;
   private closePromise: Promise<void> | undefined;
   private closeResolve: (() => void) | undefined;
+  /** With ConnectOptions.followMembership: keeps the server list on the cluster's members. */
+  private readonly follower: MembershipFollower | undefined;
 
   private constructor(config: ClientConfig) {
     super();
@@ -150,6 +156,21 @@ export class Client extends EventEmitter<ClientEvents> {
       (effect) => this.onSessionEffect(effect),
     );
     this.transport = new GrpcTransport(config.channel, this.session);
+    this.follower = config.followMembership
+      ? new MembershipFollower({
+          getConfig: (options) => this.getConfig(options),
+          getMembers: () => this.getMembers(),
+          updateServerList: (connectString) => this.updateServerList(connectString),
+          servers: () => this.servers,
+          connected: () => {
+            const host = this.session.connectedHost;
+            const serverId = this.session.connectedServerId;
+            return host === undefined || serverId === undefined ? undefined : { serverId, address: hostAddress(host) };
+          },
+          chroot: config.chroot,
+          log: (level, fields, message) => this.log(level, fields, message),
+        })
+      : undefined;
   }
 
   /** The last state reported through the "state" event ("reconnected" means connected again). */
@@ -197,6 +218,15 @@ export class Client extends EventEmitter<ClientEvents> {
   get connectedHost(): string | undefined {
     const host = this.session.connectedHost;
     return host === undefined ? undefined : hostAddress(host);
+  }
+
+  /**
+   * The servers this client connects to, as "host:port" ("[ipv6]:port"), in the order it tries
+   * them: the connect string's (shuffled unless shuffleHosts is false) until `updateServerList`
+   * — yours, or followMembership's — replaces them. A copy: changing it changes nothing.
+   */
+  get servers(): string[] {
+    return this.session.servers.map(hostAddress);
   }
 
   /**
@@ -474,6 +504,17 @@ export class Client extends EventEmitter<ClientEvents> {
     });
   }
 
+  /**
+   * The members of the configuration in force on the server this session is connected to, each
+   * with the address its corral client port is dialled at when that server knows it — what
+   * /zookeeper/config cannot say, as it names the ZooKeeper-protocol ports. Answered by the server
+   * itself (read-only ones too), in order with this session's other requests; no ACL applies.
+   * UNIMPLEMENTED from a server that predates it. ConnectOptions.followMembership uses it.
+   */
+  getMembers(): Promise<ClusterMembers> {
+    return this.send(Kind.getMembers, undefined, () => ({ $case: "getMembers", getMembers: {} }));
+  }
+
   /** Resolves once this server has applied everything the leader had committed when the sync began. */
   sync(path: string): Promise<void> {
     return this.send(Kind.sync, path, (p) => {
@@ -488,6 +529,7 @@ export class Client extends EventEmitter<ClientEvents> {
    */
   close(): Promise<void> {
     if (this.closePromise) return this.closePromise;
+    this.follower?.stop();
     this.closePromise = new Promise<void>((resolve) => {
       this.closeResolve = resolve;
     });
@@ -641,14 +683,17 @@ export class Client extends EventEmitter<ClientEvents> {
       case "state":
         if (effect.state === "expired") this.registry.clear();
         this.setState(effect.state);
+        this.follower?.onState(effect.state);
         if (effect.state === "connected") this.settleConnect(undefined);
         return;
       case "connectFailed":
+        this.follower?.stop();
         this.registry.clear();
         this.stateValue = effect.state;
         this.settleConnect(effect.error);
         return;
       case "closed": {
+        this.follower?.stop();
         this.registry.clear();
         if (effect.announce) this.setState("closed");
         const resolve = this.closeResolve;
@@ -728,6 +773,9 @@ export class Client extends EventEmitter<ClientEvents> {
         return;
       case Kind.reconfig:
         p.resolve(configurationOf(r.data, requireStat(r.stat)));
+        return;
+      case Kind.getMembers:
+        p.resolve(membersFromWire(r.members));
         return;
       case Kind.setData:
       case Kind.setAcl:

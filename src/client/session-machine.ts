@@ -137,6 +137,8 @@ interface Connection<T> {
   phase: ConnectionPhase;
   /** Set by the connect answer (protocol 2): frames of one event-loop turn may share a message. */
   batching: boolean;
+  /** The id the server named in its connect answer; 0 until then. */
+  serverId: number;
   readonly inFlight: Fifo<InFlight<T>>;
   sentSinceTick: boolean;
   receivedSinceTick: boolean;
@@ -219,6 +221,16 @@ export class SessionMachine<T> implements SessionInputs {
   /** The server of the open connection; undefined while not connected. */
   get connectedHost(): HostPort | undefined {
     return this.connected ? this.conn?.host : undefined;
+  }
+
+  /** The id the server of the open connection gave in its connect answer; undefined while not connected. */
+  get connectedServerId(): number | undefined {
+    return this.connected ? this.conn?.serverId : undefined;
+  }
+
+  /** The servers, in the order they are tried: the options' hosts until updateServerList replaces them. */
+  get servers(): readonly HostPort[] {
+    return this.hosts;
   }
 
   get password(): Uint8Array {
@@ -425,6 +437,7 @@ export class SessionMachine<T> implements SessionInputs {
       askedSessionId: resume,
       phase: "connecting",
       batching: false,
+      serverId: 0,
       inFlight: new Fifo<InFlight<T>>(),
       sentSinceTick: true,
       receivedSinceTick: true,
@@ -530,6 +543,7 @@ export class SessionMachine<T> implements SessionInputs {
     this.reconfig = null;
     conn.phase = "open";
     conn.batching = answer.protocolVersion >= CLIENT_PROTOCOL_BATCHES_SINCE;
+    conn.serverId = answer.serverId;
     this.readOnlyValue = answer.readOnly;
     if (!answer.readOnly) this.seenReadWrite = true;
     else if (this.options.canBeReadOnly !== true) this.log("error", { host: conn.host }, "a server served us read-only though we did not allow it");

@@ -94,6 +94,23 @@ export interface ConnectOptions {
   logger?: ClientLogger;
   /** Connect over TLS (a server with clientPortTls); absent = plain text. */
   tls?: ClientTlsOptions;
+  /**
+   * Follow the cluster's membership (as Curator's EnsembleTracker does): once the session is
+   * established, and after every reconfiguration, the client reads the members in force
+   * (`getMembers`, prompted by a watch on /zookeeper/config) and makes their client addresses its
+   * server list with `updateServerList`, keeping its chroot — so a client started with servers
+   * 1..3 reaches a server 4 added later, and leaves a server that was removed. Default false, as
+   * ZooKeeper's own client (and etcd's, whose endpoint sync is off by default): it replaces the
+   * addresses you gave with the ones the servers advertise.
+   *
+   * It never throws into your code and never loops: it acts on a change of configuration version,
+   * re-reads after every reconnect, and stops on close or expiry. It leaves the list alone when the
+   * server it is connected to advertises another address than the one this client dialled (a
+   * load balancer, NAT or port mapping between them: those addresses may not be reachable from
+   * here), or when no member's address is known; a member whose address the answering server does
+   * not know (one added by reconfig that never called it) only adds the others, it removes nothing.
+   */
+  followMembership?: boolean;
 }
 
 /** PEM text or bytes, as node:tls takes them. */
@@ -152,6 +169,26 @@ export interface ClusterConfiguration {
   /** The zxid of the reconfiguration that made it (0 for the configuration the servers started with). */
   version: bigint;
   stat: Stat;
+}
+
+/** One member of the configuration in force, as `getMembers` reports it. */
+export interface ClusterMember {
+  serverId: number;
+  /** Observers serve clients but do not vote. */
+  role: "participant" | "observer";
+  /**
+   * Where clients dial its corral client port ("host:port", "[ipv6]:port"); absent when the
+   * answering server does not know it (a server added by reconfig that has not called that one).
+   */
+  clientAddress?: string;
+}
+
+/** The configuration in force on the server that answered, with the members' client addresses. */
+export interface ClusterMembers {
+  /** As ClusterConfiguration.version: the zxid of the reconfiguration that made it, 0 for the static one. */
+  version: bigint;
+  /** In server id order. */
+  members: ClusterMember[];
 }
 
 export interface VersionOptions {

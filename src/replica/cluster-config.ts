@@ -10,6 +10,7 @@ import { QuorumVerifier } from "../consensus/quorum.js";
 import { decodeTxn } from "../store/txn-codec.js";
 import type { DataTree } from "../store/data-tree.js";
 import type { LogRecord } from "../consensus/messages.js";
+import type { ClusterMembersReply, MemberReply } from "./requests.js";
 
 export interface ClusterConfig {
   /** The zxid of the reconfiguration that installed it; 0 for the configuration the servers started with. */
@@ -126,6 +127,17 @@ export function planReconfig(request: ReconfigRequestFields, context: ReconfigCo
 }
 
 /** The txn data of a reconfiguration: the new configuration's text. */
+/** getMembers' answer: `config`'s members in id order, each with its client address when `addressOf` knows it. */
+export function membersReply(config: ClusterConfig, addressOf?: (serverId: number) => { host: string; port: number } | undefined): ClusterMembersReply {
+  const members = [...config.members]
+    .sort((a, b) => a.serverId - b.serverId)
+    .map((member): MemberReply => {
+      const clientAddress = addressOf?.(member.serverId);
+      return { serverId: member.serverId, role: member.type, ...(clientAddress === undefined ? {} : { clientAddress }) };
+    });
+  return { version: config.version, members };
+}
+
 export function reconfigTxnData(config: ClusterConfig): Uint8Array {
   return UTF8.encode(configText(config));
 }

@@ -25,6 +25,7 @@ import { zookeeperIdOrder } from "./zookeeper-id-order.js";
 import type { WriteBroadcast } from "./broadcast.js";
 import {
   EMPTY_BODY,
+  type ClusterMembersReply,
   isWriteRequest,
   type AddAuthRequest,
   type ClientRequest,
@@ -122,6 +123,8 @@ export class RequestPipeline {
     private readonly activity: SessionActivity,
     private readonly authOptions: AuthOptions,
     private readonly observer?: RequestObserver,
+    /** getMembers' answer, read when its turn comes; absent: getMembers is UNIMPLEMENTED. */
+    private readonly members?: () => ClusterMembersReply,
   ) {}
 
   private get tree(): DataTree {
@@ -514,6 +517,9 @@ export class RequestPipeline {
           return { err: 0, zxid, body: { kind: "multiRead", results: request.ops.map((op) => this.executeReadOp(request, op, authInfo)) } };
         case "whoAmI":
           return { err: 0, zxid, body: { kind: "whoAmI", clientInfo: zookeeperIdOrder(authInfo).map(clientInfoOf) } };
+        case "getMembers":
+          if (this.members === undefined) return { err: ZkErrorCode.UNIMPLEMENTED, zxid, body: EMPTY_BODY };
+          return { err: 0, zxid, body: { kind: "members", ...this.members() } };
         case "setWatches": {
           for (const list of [request.dataWatches, request.existWatches, request.childWatches, request.persistentWatches, request.persistentRecursiveWatches]) {
             for (const path of list) checkReadPath(request, path);

@@ -12,11 +12,13 @@ import type { WriteBroadcast } from "./broadcast.js";
 import { RequestPipeline, type RequestObserver } from "./pipeline.js";
 import type { Clock, Entropy, LogSink, PeerPort, RecoveredState, ReplicaMetrics, ReplicaStorage } from "./ports.js";
 import type { PrepOptions } from "./prep.js";
+import type { ClusterMembersReply } from "./requests.js";
 import type { QuotaExceeded } from "./quota-guard.js";
 import { ClusterBroadcast, ClusterSessionActivity, QuorumPeer, type QuorumPeerConfig, type QuorumPeerDeps } from "./quorum-peer.js";
 import { ReplicaDatabase, type TreeObserver } from "./replica-database.js";
 import { SessionIdGenerator, SessionOpener } from "./session-opener.js";
 import { SessionTracker } from "./session-tracker.js";
+import { membersReply } from "./cluster-config.js";
 import type { Notification } from "../election/types.js";
 import type { QuorumMessage } from "../consensus/messages.js";
 
@@ -41,6 +43,8 @@ export interface ReplicaPorts {
   metrics?: ReplicaMetrics & { quotaLimitExceeded(event: QuotaExceeded): void };
   /** Told how long each client request took to answer (the server's latency metrics). */
   requestObserver?: RequestObserver;
+  /** Where clients dial a member's corral client port, if known (getMembers); absent: getMembers names no addresses. */
+  clientAddressOf?: (serverId: number) => { host: string; port: number } | undefined;
   /** A durable write failed: the replica has stopped and the process must not go on (fail-stop). */
   onFatal: (error: unknown) => void;
   /** TEST ONLY: a leader that commits on its own ack alone (the chaos checkers' broken build). */
@@ -115,7 +119,14 @@ export function buildReplica(config: ReplicaConfig, ports: ReplicaPorts): Replic
   const tracker = new SessionTracker(config.tickMs, () => clock.nowMs());
   const broadcast = new ClusterBroadcast();
   const activity = new ClusterSessionActivity();
-  const pipeline = new RequestPipeline(database, broadcast, activity, { superDigest: config.superDigest }, ports.requestObserver);
+  const pipeline: RequestPipeline = new RequestPipeline(
+    database,
+    broadcast,
+    activity,
+    { superDigest: config.superDigest },
+    ports.requestObserver,
+    (): ClusterMembersReply => membersReply(peer.configInForce, ports.clientAddressOf),
+  );
   const prepOptions: PrepOptions = {
     reconfigEnabled: config.reconfigEnabled,
     ttlNodesEnabled: config.ttlNodesEnabled,

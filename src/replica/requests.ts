@@ -145,6 +145,14 @@ export interface WhoAmIRequest {
   op: "whoAmI";
 }
 
+/**
+ * corral's getMembers (ZooKeeper has none): the configuration in force here with the members'
+ * corral client addresses, which /zookeeper/config does not name. The SDK follows membership with it.
+ */
+export interface GetMembersRequest {
+  op: "getMembers";
+}
+
 /** Requests answered from the local tree (or the connection's own state) when their turn comes. */
 export type ReadRequest =
   | ExistsRequest
@@ -156,6 +164,7 @@ export type ReadRequest =
   | GetAllChildrenNumberRequest
   | MultiReadRequest
   | WhoAmIRequest
+  | GetMembersRequest
   | AddWatchRequest
   | RemoveWatchesRequest
   | CheckWatchesRequest;
@@ -203,7 +212,22 @@ export type ReplyBody =
   | { kind: "paths"; paths: string[] }
   | { kind: "number"; number: number }
   | { kind: "multiRead"; results: ReadOpResult[] }
-  | { kind: "whoAmI"; clientInfo: ClientInfo[] };
+  | { kind: "whoAmI"; clientInfo: ClientInfo[] }
+  | ({ kind: "members" } & ClusterMembersReply);
+
+/** getMembers' answer: the configuration in force, its members in id order. */
+export interface ClusterMembersReply {
+  /** The zxid of the reconfiguration that made it; 0 for the static one. */
+  version: number;
+  members: MemberReply[];
+}
+
+export interface MemberReply {
+  serverId: number;
+  role: "participant" | "observer";
+  /** Where clients dial its corral client port; absent when this server has not learned it. */
+  clientAddress?: { host: string; port: number };
+}
 
 /** One multiRead op's own answer. */
 export type ReadOpResult = { type: "getData"; data: Uint8Array; stat: Stat } | { type: "getChildren"; children: string[] } | { type: "error"; err: number };

@@ -178,6 +178,8 @@ function requestOf(op: wire.Request["op"]): ClientRequest {
       const { joining, leaving, newMembers, fromConfig } = op.reconfig;
       return { op: "reconfig", joining: joining ?? null, leaving: leaving ?? null, newMembers: newMembers ?? null, fromConfig };
     }
+    case "getMembers":
+      return { op: "getMembers" };
   }
 }
 
@@ -310,6 +312,7 @@ export function encodeGeneratedResponseFrame(xid: number, reply: Reply): Buffer 
     acl: NONE,
     clientInfo: NONE,
     number: 0,
+    members: undefined,
   };
   const body = reply.body;
   switch (body.kind) {
@@ -345,6 +348,17 @@ export function encodeGeneratedResponseFrame(xid: number, reply: Reply): Buffer 
       break;
     case "number":
       response.number = body.number;
+      break;
+    case "members":
+      response.members = {
+        configVersion: BigInt(body.version),
+        members: body.members.map((m) => ({
+          serverId: m.serverId,
+          observer: m.role === "observer",
+          clientHost: m.clientAddress?.host ?? "",
+          clientPort: m.clientAddress?.port ?? 0,
+        })),
+      };
       break;
     case "multiRead":
       response.results = body.results.map(readOpResultOf);

@@ -23,6 +23,7 @@ import { readFileSync } from "node:fs";
 import type { Logger } from "./log.js";
 import { ServerMetrics } from "./metrics.js";
 import { PeerTransport, type PeerTransportSecurity } from "./peer/peer-transport.js";
+import { advertisedClientAddress, directoryFromConfig } from "./client-address-directory.js";
 import { DISK_FAULT_ENV, type DiskFaultPlan } from "./disk-faults.js";
 
 /** corral's own version (package.json), which the ZooKeeper port reports inside a 3.8.0 version string. */
@@ -123,11 +124,14 @@ export class CorralServer {
     const now = () => systemClock.nowMs();
     let replica: Replica | undefined;
     let transport: PeerTransport | undefined;
+    // Every server's client address, for getMembers: the peers tell theirs over the peer links.
+    const clientAddresses = directoryFromConfig(config);
     if (clustered) {
       transport = new PeerTransport({
         myId: config.serverId,
         members: config.servers,
         logger,
+        clientAddresses,
         ...(tls.peerSecurity === undefined ? {} : { security: tls.peerSecurity }),
         handlers: {
           notification: (n) => replica?.onNotification(n),
@@ -153,6 +157,7 @@ export class CorralServer {
         logger,
         metrics,
         requestObserver: { nowMs: () => performance.now(), answered: (kind, ms) => metrics.requestAnswered(kind, ms) },
+        clientAddressOf: (serverId) => clientAddresses.addressOf(serverId),
         onFatal,
         ...(unsafeCommitOnOwnAck ? { unsafeCommitOnOwnAck } : {}),
       },
@@ -252,6 +257,8 @@ export class CorralServer {
         grpcServer.bindAsync(`${config.clientHost}:${config.clientPort}`, clientCredentials, (error, port) => (error ? reject(error) : resolve(port)));
       });
       clientPortBound = clientPort;
+      // The port actually bound (a configured 0 becomes the one picked): what peers hear from now on.
+      clientAddresses.advertise(advertisedClientAddress(config, clientPort));
     } catch (error) {
       await adminExtension?.close();
       await adminListener?.close();

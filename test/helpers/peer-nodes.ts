@@ -5,6 +5,7 @@ import type { Notification, PeerRole } from "../../src/election/types.js";
 import { pino } from "pino";
 import type { PeerLimits } from "../../src/server/peer/peer-limits.js";
 import { PeerTransport, type PeerMember, type PeerTransportHandlers, type PeerTransportSecurity } from "../../src/server/peer/peer-transport.js";
+import type { ClientAddressDirectory } from "../../src/server/client-address-directory.js";
 
 export type Event =
   | { kind: "opened"; peer: number }
@@ -63,7 +64,7 @@ const running = new Set<PeerTransport>();
 export async function startNode(
   id: number,
   members: PeerMember[],
-  options: { limits?: Partial<PeerLimits>; security?: PeerTransportSecurity } = {},
+  options: { limits?: Partial<PeerLimits>; security?: PeerTransportSecurity; clientAddresses?: ClientAddressDirectory } = {},
 ): Promise<Node> {
   const events: Event[] = [];
   const transport = new PeerTransport({ myId: id, members, logger, ...options, handlers: recordingHandlers(events) });

@@ -162,7 +162,8 @@ export type RequestOp =
   | { op: "whoAmI"; whoAmI: WhoAmIRequest }
   | { op: "addWatch"; addWatch: AddWatchRequest }
   | { op: "removeWatches"; removeWatches: RemoveWatchesRequest }
-  | { op: "checkWatches"; checkWatches: CheckWatchesRequest };
+  | { op: "checkWatches"; checkWatches: CheckWatchesRequest }
+  | { op: "getMembers"; getMembers: Record<string, never> };
 
 export type Request = { xid: number } & RequestOp;
 
@@ -186,6 +187,18 @@ export interface Response {
   acl: WireAcl[];
   number: number;
   clientInfo: WireClientInfo[];
+  members: WireMembers | null;
+}
+
+export interface WireMember {
+  serverId: number;
+  observer: boolean;
+  clientHost: string;
+  clientPort: number;
+}
+export interface WireMembers {
+  configVersion: Int64;
+  members: WireMember[];
 }
 
 export interface WireWatchEvent {

@@ -89,6 +89,7 @@ const requestOp: fc.Arbitrary<RequestOp> = fc.oneof(
   str.map((prefixPath) => ({ $case: "getEphemerals" as const, getEphemerals: { prefixPath } })),
   str.map((path) => ({ $case: "getAllChildrenNumber" as const, getAllChildrenNumber: { path } })),
   fc.array(multiReadOp, { maxLength: 4 }).map((ops) => ({ $case: "multiRead" as const, multiRead: { ops } })),
+  fc.constant({ $case: "getMembers" as const, getMembers: {} }),
 );
 const singleClientFrame: fc.Arbitrary<ClientFrame> = fc.oneof(
   fc
@@ -157,6 +158,16 @@ const singleServerFrame: fc.Arbitrary<SentServerFrame> = fc.oneof(
         acl: loaderAcls,
         number: int32,
         clientInfo: fc.array(fc.record({ authScheme: str, user: str }, some), { maxLength: 3 }),
+        members: fc.option(
+          fc.record(
+            {
+              configVersion: int64String,
+              members: fc.array(fc.record({ serverId: uint32, observer: fc.boolean(), clientHost: str, clientPort: uint32 }, some), { maxLength: 3 }),
+            },
+            some,
+          ),
+          { nil: null },
+        ),
       },
       some,
     )
@@ -230,6 +241,7 @@ function expectedDecoding(frame: loader.ServerFrame): DecodedServerFrame {
           data: Buffer.from(r.data),
           results: r.results.map((x) => ({ ...x, stat: statOf(x.stat), data: Buffer.from(x.data) })),
           acl: r.acl.map((a) => ({ perms: a.perms, id: a.id ?? undefined })),
+          members: r.members === null ? undefined : { configVersion: BigInt(r.members.configVersion), members: r.members.members },
         },
       };
     }

@@ -511,6 +511,21 @@ const replyBody: fc.Arbitrary<ReplyBody> = fc.oneof(
   fc.record({ kind: fc.constant("number" as const), number: int32 }),
   fc.record({ kind: fc.constant("multiRead" as const), results: fc.array(readOpResult, { maxLength: 4 }) }),
   fc.record({ kind: fc.constant("whoAmI" as const), clientInfo: fc.array(fc.record({ authScheme: str, user: str }), { maxLength: 3 }) }),
+  fc.record({
+    kind: fc.constant("members" as const),
+    version: safeNat,
+    members: fc.array(
+      fc.record(
+        {
+          serverId: fc.integer({ min: 1, max: 254 }),
+          role: fc.constantFrom("participant" as const, "observer" as const),
+          clientAddress: fc.record({ host: fc.string({ minLength: 1 }), port: fc.integer({ min: 1, max: 65_535 }) }),
+        },
+        { requiredKeys: ["serverId", "role"] },
+      ),
+      { maxLength: 4 },
+    ),
+  }),
 );
 const reply: fc.Arbitrary<Reply> = fc.record({ err: int32, zxid: safeNat, body: replyBody });
 const event = fc.record({ type: int32, path: str, zxid: safeNat }) as fc.Arbitrary<WatchEvent>;
@@ -584,6 +599,19 @@ function loaderResponse(xid: number, r: Reply): object {
       return { ...base, number: body.number };
     case "whoAmI":
       return { ...base, clientInfo: body.clientInfo };
+    case "members":
+      return {
+        ...base,
+        members: {
+          configVersion: String(body.version),
+          members: body.members.map((m) => ({
+            serverId: m.serverId,
+            observer: m.role === "observer",
+            clientHost: m.clientAddress?.host ?? "",
+            clientPort: m.clientAddress?.port ?? 0,
+          })),
+        },
+      };
   }
 }
 

@@ -69,6 +69,7 @@ function response(xid: number, zxid: bigint, err = 0): DecodedServerFrame {
     acl: [],
     number: 0,
     clientInfo: [],
+    members: undefined,
   };
   return { frame: "response", response: answer };
 }

@@ -42,7 +42,10 @@
  *
  * Identity. Calls carry `corral-server-id` metadata; one's own id is refused with
  * PERMISSION_DENIED, and the answering server names itself in its response headers, which the
- * caller checks against the member it dialled.
+ * caller checks against the member it dialled. Both directions also carry the sender's corral
+ * client address (`corral-client-address`) when the host gave a `clientAddresses` directory: what
+ * an admitted caller or a confirmed callee says goes into it (a malformed value is ignored), so that
+ * a server added by a reconfiguration is known to the clients' getMembers (client-address-directory.ts).
  *
  * Security (ZooKeeper's sslQuorum). With `security`, every link is mutual TLS: both ports ask for
  * and verify the caller's certificate, every call verifies the callee's, so a server whose
@@ -90,7 +93,15 @@ import {
   quorumEntrySize,
 } from "./peer-codec.js";
 import { peerLimits, type PeerLimits } from "./peer-limits.js";
-import { electionServiceDefinition, PEER_PROTOCOL_METADATA, PEER_PROTOCOL_VERSION, quorumServiceDefinition, SERVER_ID_METADATA } from "./peer-wire.js";
+import {
+  CLIENT_ADDRESS_METADATA,
+  electionServiceDefinition,
+  PEER_PROTOCOL_METADATA,
+  PEER_PROTOCOL_VERSION,
+  quorumServiceDefinition,
+  SERVER_ID_METADATA,
+} from "./peer-wire.js";
+import type { ClientAddressDirectory } from "../client-address-directory.js";
 
 export interface PeerMember {
   id: number;
@@ -130,6 +141,12 @@ export interface PeerTransportOptions {
   handlers: PeerTransportHandlers;
   limits?: Partial<PeerLimits>;
   security?: PeerTransportSecurity;
+  /**
+   * Where each server's clients connect: this server's own address (`ownAddress`, read at every
+   * call, so it may be set after start) goes out with every call and answer, and what peers send
+   * is recorded in it. Absent: nothing is sent or recorded.
+   */
+  clientAddresses?: ClientAddressDirectory;
 }
 
 /** Running totals, for logs, metrics and tests. */
@@ -578,6 +595,7 @@ export class PeerTransport {
   private readonly liveStreams = new Set<QuorumStream>();
 
   private readonly security: PeerTransportSecurity | undefined;
+  private readonly clientAddresses: ClientAddressDirectory | undefined;
   private channelCredentials: grpc.ChannelCredentials | undefined;
   /** Links ("election 3", "quorum 1") whose TLS failure was logged, until they work again. */
   private readonly tlsFailuresLogged = new Set<string>();
@@ -593,6 +611,7 @@ export class PeerTransport {
     this.limits = peerLimits(options.limits);
     this.handlers = options.handlers;
     this.security = options.security;
+    this.clientAddresses = options.clientAddresses;
     for (const member of options.members) {
       assert(Number.isSafeInteger(member.id) && member.id > 0 && member.id <= 0xffffffff, `server id ${member.id}`);
       assert(!this.members.has(member.id), `server id ${member.id} listed twice`);
@@ -876,6 +895,7 @@ export class PeerTransport {
         return;
       }
       link.confirmed = true;
+      this.noteClientAddress(member.id, metadata);
       link.backoffMs = this.limits.reconnectBackoffMsMin;
       this.tlsFailuresLogged.delete(`election ${member.id}`);
       logger.debug("election stream up");
@@ -930,6 +950,7 @@ export class PeerTransport {
   private acceptElection(call: ServerCall): void {
     const peer = this.admit(call, "election");
     if (peer === undefined) return;
+    this.noteClientAddress(peer, call.metadata);
     const previous = this.electionInbound.get(peer);
     if (previous) this.closeElectionInbound(previous, { code: grpc.status.CANCELLED, details: "replaced by a newer stream" });
     const inbound: ElectionInbound = { peer, call, outbox: new NotificationOutbox(this, call, true), closed: false };
@@ -1052,6 +1073,7 @@ export class PeerTransport {
         stream.close();
         return;
       }
+      this.noteClientAddress(link.leaderId, metadata);
       link.backoffMs = this.limits.reconnectBackoffMsMin;
       link.failures = 0;
       this.tlsFailuresLogged.delete(`quorum ${link.leaderId}`);
@@ -1098,6 +1120,7 @@ export class PeerTransport {
   private acceptLearner(call: ServerCall): void {
     const peer = this.admit(call, "quorum");
     if (peer === undefined) return;
+    this.noteClientAddress(peer, call.metadata);
     const previous = this.learnerStreams.get(peer);
     if (previous) {
       this.logger.info({ peer }, "learner reconnected: replacing its previous quorum stream");
@@ -1201,7 +1224,24 @@ export class PeerTransport {
     const metadata = new grpc.Metadata();
     metadata.set(SERVER_ID_METADATA, String(this.myId));
     metadata.set(PEER_PROTOCOL_METADATA, String(PEER_PROTOCOL_VERSION));
+    const clientAddress = this.clientAddresses?.ownAddress;
+    if (clientAddress !== undefined) metadata.set(CLIENT_ADDRESS_METADATA, clientAddress);
     return metadata;
+  }
+
+  /**
+   * Records the client address server `peer` sent, once its identity is settled (an admitted
+   * caller, a callee that named the member dialled). None is fine (an older peer); a malformed one
+   * is ignored: it must not cost the link.
+   */
+  private noteClientAddress(peer: number, metadata: grpc.Metadata): void {
+    const directory = this.clientAddresses;
+    if (directory === undefined) return;
+    const values = metadata.get(CLIENT_ADDRESS_METADATA);
+    if (values.length === 0) return;
+    if (values.length !== 1 || !directory.record(peer, values[0])) {
+      this.logger.debug({ peer, values: values.length }, `ignoring a malformed ${CLIENT_ADDRESS_METADATA}`);
+    }
   }
 
   /**

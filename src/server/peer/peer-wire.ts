@@ -25,6 +25,11 @@ export const PEER_PROTOCOL_VERSION = 1;
 /** Metadata key carrying a server's id, in both directions. */
 export const SERVER_ID_METADATA = "corral-server-id";
 export const PEER_PROTOCOL_METADATA = "corral-peer-protocol";
+/**
+ * Metadata key carrying the sender's corral client address ("host:port", as clients dial it), in
+ * both directions; optional, so peers that predate it still speak protocol 1.
+ */
+export const CLIENT_ADDRESS_METADATA = "corral-client-address";
 
 const ELECTION_SERVICE = "corral.peer.v1.Election";
 const QUORUM_SERVICE = "corral.peer.v1.Quorum";
