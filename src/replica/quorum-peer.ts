@@ -11,7 +11,7 @@ import { ZkError, ZkErrorCode } from "../common/errors.js";
 import type { PersistAction, ZabInput, ZabReady } from "../consensus/core-io.js";
 import type { QuorumMessage } from "../consensus/messages.js";
 import { JointQuorum, QuorumVerifier, type PendingConfig } from "../consensus/quorum.js";
-import { parseMembership } from "../common/membership.js";
+import { parseMembership, type MemberAddress } from "../common/membership.js";
 import { createZab, Leader, type ZabCore } from "../consensus/zab.js";
 import type { LearnerStage } from "../consensus/leader.js";
 import type { ZabPhase } from "../consensus/core-io.js";
@@ -226,6 +226,11 @@ export class QuorumPeer {
     this.epochs = { acceptedEpoch: deps.recovered.acceptedEpoch, currentEpoch: deps.recovered.currentEpoch };
     deps.broadcast.bind(this);
     deps.activity.bind(this);
+    // Restarted: a reconfiguration logged before another is in force, though not applied yet; and
+    // the transport must dial the members of what is in play, not only those of the static file.
+    this.activateLoggedCommitted();
+    this.configChanged = false;
+    this.updateTransportMembers();
   }
 
   get role(): PeerRoleState {
@@ -509,6 +514,8 @@ export class QuorumPeer {
     this.deps.pipeline.reset();
     this.lookingSinceMs = this.deps.clock.nowMs();
     this.unavailableSinceMs ??= this.lookingSinceMs;
+    this.activateLoggedCommitted();
+    this.updateTransportMembers();
     this.deps.metrics?.lookingStarted();
     this.setRole("looking", { reason });
     let view = this.electionView();
@@ -547,8 +554,45 @@ export class QuorumPeer {
     return roleOf(this.committedConfig, this.deps.config.serverId) === undefined && this.electionView() === undefined;
   }
 
+  /**
+   * The reconfiguration logged here that may not be committed: the last one logged, if it is not in
+   * force. Only the last can be: a leader proposes one only once the one before it has committed,
+   * and commits its whole history before it serves (see activateLoggedCommitted).
+   */
   private pendingReconfigs(): PendingReconfig[] {
-    return reconfigsIn(this.recentLog.unapplied(), this.committedConfig.version).map((config) => ({ zxid: config.version, config }));
+    return reconfigsIn(this.recentLog.unapplied(), this.committedConfig.version)
+      .slice(-1)
+      .map((config) => ({ zxid: config.version, config }));
+  }
+
+  /**
+   * Brings into force a logged reconfiguration that another logged after it proves committed (the
+   * leader that proposed the later one had the earlier one committed). Without this a server
+   * restarted before it applied them — say after 3 → 5 → 3 voters and no snapshot since — would
+   * count every one of them as pending and need a quorum of each to elect, which may no longer
+   * exist.
+   */
+  private activateLoggedCommitted(): void {
+    const logged = reconfigsIn(this.recentLog.unapplied(), this.committedConfig.version);
+    if (logged.length >= 2) this.activate(logged[logged.length - 2]!);
+  }
+
+  /**
+   * The transport dials the members of every configuration in play: the one in force and those
+   * pending (a voter of a pending one must hear this server's notifications), each id once — as a
+   * participant if any of them makes it one, else as the configuration in force lists it. This
+   * server's own entry is left out: the transport keeps the one it bound.
+   */
+  private updateTransportMembers(): void {
+    const members = new Map<number, MemberAddress>();
+    for (const config of this.configsInPlay) {
+      for (const member of config.members) {
+        if (member.serverId === this.deps.config.serverId) continue;
+        const known = members.get(member.serverId);
+        if (known === undefined || (known.type === "observer" && member.type === "participant")) members.set(member.serverId, member);
+      }
+    }
+    this.deps.transport.updateMembers?.([...members.values()]);
   }
 
   /** Logged pending reconfigurations and those heard of, by version, each once. */
@@ -844,7 +888,7 @@ export class QuorumPeer {
     this.committedConfig = config;
     for (const version of this.heardReconfigs.keys()) if (version <= config.version) this.heardReconfigs.delete(version);
     this.configChanged = true;
-    this.deps.transport.updateMembers?.(config.members);
+    this.updateTransportMembers();
     const members = config.members.map((m) => `${m.serverId}:${m.type}`).join(",");
     this.deps.logger.info({ version: hex(config.version), members }, "configuration in force");
   }
