@@ -11,40 +11,45 @@
  * that dies on its own is reported and not restarted. Children also stop by themselves if the
  * launcher disappears (they watch their IPC channel to it).
  *
+ * With reconfigEnabled (--reconfig-enabled true) the cluster grows and shrinks live: `add` and
+ * `remove ID` typed on the launcher's stdin run ZooKeeper's dynamic reconfiguration as the super
+ * user (src/cli/cluster-reconfig.ts, whose password the launcher makes: src/cli/cluster-super.ts),
+ * and cluster.json follows the membership in force, so a restart comes back with it
+ * (src/cli/cluster-membership.ts).
+ *
  * Given certificate files (--tls-cert-file, --tls-key-file, --tls-ca-file) every port of the
  * cluster is TLS: the gRPC client ports (clientPortTls), the election and quorum links (sslQuorum)
  * and the ZooKeeper-protocol ports, which become secure ones (secureZkClientPort); a plain
  * ZooKeeper port is opened beside them only when --zk-base-port asks for it.
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { createWriteStream, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync, type WriteStream } from "node:fs";
-import { isAbsolute, join, relative, resolve } from "node:path";
-import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
+import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { isAbsolute, join, resolve } from "node:path";
 import { ANSWERED_FOUR_LETTER_WORDS } from "../server/zk-wire/four-letter-words.js";
 import {
   ConfigError,
   FIELDS,
-  clusterConnectString,
-  clusterSecureZkConnectString,
-  clusterZkConnectString,
   defaultConfig,
   fieldFromFlag,
   formatHostPort,
-  formatServers,
   readConfigSources,
   resolveConfig,
   validateServers,
   type ServerConfig,
   type ServerEntry,
+  type ServerRole,
   type TlsClientAuth,
 } from "../server/config.js";
 import type { ClientTlsOptions } from "../client/types.js";
-import { probe } from "./health.js";
-import { summarizeMemberLogLine } from "./member-log.js";
+import { MemberProcesses, describeExit, stoppedCleanly, waitServing, type ClusterIo, type Member } from "./cluster-children.js";
+import { ClusterCommandError, commandHelp, readCommands } from "./cluster-commands.js";
+import { CLUSTER_CONFIG_FILE, ensureLaunchRecord, membershipKey, readLaunchRecord, writeAtomically } from "./cluster-membership.js";
+import { ClusterReconfigurer } from "./cluster-reconfig.js";
+import { setUpSuperUser, type SuperCredential } from "./cluster-super.js";
+import { connectLines, connectStrings, display, memberTable, rolesAreLive } from "./cluster-table.js";
 import { readClientTls } from "./tls-options.js";
 
-const MAIN = fileURLToPath(new URL("./main.js", import.meta.url));
+export { CLUSTER_CONFIG_FILE } from "./cluster-membership.js";
+export type { ClusterIo } from "./cluster-children.js";
 
 export interface ClusterOptions {
   voters: number;
@@ -77,6 +82,8 @@ export interface ClusterOptions {
   startTimeoutMs: number;
   /** Every member's log lines on the terminal too, not just in DIR/<id>/server.log. */
   verbose: boolean;
+  /** The super user's "super:<password>" for a superDigest the user gave (absolute path); undefined: none. */
+  superAuthFile: string | undefined;
 }
 
 /** ZooKeeper's customary ports: 2181 for clients, 2888 quorum, 3888 election — same offsets from any base. */
@@ -107,6 +114,10 @@ export const CLUSTER_FLAGS: Readonly<Record<string, readonly [string, string]>> 
   "stop-grace-ms": ["MS", "after Ctrl-C, how long a server may take to stop before SIGKILL (default 10000)"],
   "start-timeout-ms": ["MS", "how long the servers may take to serve sessions (default 60000)"],
   verbose: ["", "every member's log lines here too (they always go to DIR/<id>/server.log); without it, one line per role change, warning or error"],
+  "super-auth-file": [
+    "FILE",
+    "with --reconfig-enabled true and your own --super-digest: a file (mode 0600) holding super:<password>, for add and remove (default: a password made in DIR/super-auth)",
+  ],
 };
 
 /**
@@ -189,6 +200,15 @@ function boolFlag(flags: Record<string, string>, name: string): boolean {
   if (raw === undefined || raw === "false") return false;
   if (raw === "true") return true;
   throw new ConfigError(name, `expected true or false, got ${JSON.stringify(raw)}`);
+}
+
+/** --super-auth-file, made absolute; it only serves reconfiguration. */
+function superAuthFile(flags: Record<string, string>, shared: Partial<ServerConfig>, cwd: string): string | undefined {
+  const file = flags["super-auth-file"];
+  if (file === undefined) return undefined;
+  if (file.trim() === "") throw new ConfigError("super-auth-file", "must not be empty");
+  if (shared.reconfigEnabled !== true) throw new ConfigError("super-auth-file", "is for add and remove, which need --reconfig-enabled true");
+  return isAbsolute(file) ? file : resolve(cwd, file);
 }
 
 /**
@@ -274,6 +294,7 @@ export function parseClusterOptions(flags: Record<string, string>, sources: Clus
     stopGraceMs: intFlag(flags, "stop-grace-ms", 10_000, 0, 600_000),
     startTimeoutMs: intFlag(flags, "start-timeout-ms", 60_000, 1, 3_600_000),
     verbose: boolFlag(flags, "verbose"),
+    superAuthFile: superAuthFile(flags, shared, sources.cwd ?? process.cwd()),
   };
   // Each member loads the file as itself: validate exactly that, with the server's own rules.
   const json = clusterConfigJson(options) as Partial<ServerConfig>;
@@ -281,29 +302,33 @@ export function parseClusterOptions(flags: Record<string, string>, sources: Clus
   return options;
 }
 
-/** The members: ids 1..voters are participants, the next `observers` ids observers. */
+/** Server `id`'s entry in the launcher's port layout: every port is its range's base + id - 1. */
+export function memberEntry(options: ClusterOptions, id: number, role: ServerRole): ServerEntry {
+  const i = id - 1;
+  return {
+    id,
+    host: options.host,
+    clientPort: options.basePort + i,
+    quorumPort: options.quorumBasePort + i,
+    electionPort: options.electionBasePort + i,
+    role,
+    ...(options.zkBasePort === 0 ? {} : { zkClientPort: options.zkBasePort + i }),
+    ...(options.secureZkBasePort === 0 ? {} : { secureZkClientPort: options.secureZkBasePort + i }),
+    ...(options.metricsBasePort === 0 ? {} : { metricsPort: options.metricsBasePort + i }),
+    ...(options.adminBasePort === 0 ? {} : { adminPort: options.adminBasePort + i }),
+  };
+}
+
+/** The members the flags lay out: ids 1..voters are participants, the next `observers` ids observers. */
 export function clusterServers(options: ClusterOptions): ServerEntry[] {
   const servers: ServerEntry[] = [];
-  for (let i = 0; i < options.voters + options.observers; i++) {
-    servers.push({
-      id: i + 1,
-      host: options.host,
-      clientPort: options.basePort + i,
-      quorumPort: options.quorumBasePort + i,
-      electionPort: options.electionBasePort + i,
-      role: i < options.voters ? "participant" : "observer",
-      ...(options.zkBasePort === 0 ? {} : { zkClientPort: options.zkBasePort + i }),
-      ...(options.secureZkBasePort === 0 ? {} : { secureZkClientPort: options.secureZkBasePort + i }),
-      ...(options.metricsBasePort === 0 ? {} : { metricsPort: options.metricsBasePort + i }),
-      ...(options.adminBasePort === 0 ? {} : { adminPort: options.adminBasePort + i }),
-    });
-  }
+  for (let id = 1; id <= options.voters + options.observers; id++) servers.push(memberEntry(options, id, id <= options.voters ? "participant" : "observer"));
   validateServers(servers);
   return servers;
 }
 
 /** The JSON every member reads (with its own --server-id); "{id}" gives each its own data dir. */
-export function clusterConfigJson(options: ClusterOptions): Record<string, unknown> {
+export function clusterConfigJson(options: ClusterOptions, servers: readonly ServerEntry[] = clusterServers(options)): Record<string, unknown> {
   const tls = options.tls;
   return {
     dataDir: join(options.dataDir, "{id}"),
@@ -313,303 +338,234 @@ export function clusterConfigJson(options: ClusterOptions): Record<string, unkno
     ...(tls === undefined
       ? {}
       : { clientPortTls: true, sslQuorum: true, tlsCertFile: tls.certFile, tlsKeyFile: tls.keyFile, tlsCaFile: tls.caFile, tlsClientAuth: tls.clientAuth }),
-    servers: clusterServers(options),
+    servers,
   };
 }
 
-export const CLUSTER_CONFIG_FILE = "cluster.json";
+export interface WrittenClusterConfig {
+  path: string;
+  /** The data dir held this cluster already. */
+  reused: boolean;
+  /** The members in force: the flags' layout, or what live changes made of it. */
+  servers: ServerEntry[];
+  /** The members differ from the flags' layout: they were changed live (add, remove). */
+  changedLive: boolean;
+}
 
 /**
  * Writes <dataDir>/cluster.json (atomically). A data dir that already holds a different cluster is
  * refused: reusing its servers' data under another membership is how a quorum loses writes. Only
- * the membership counts: other settings (the base config, CORRAL_*) may change between runs.
+ * the membership counts: other settings (the base config, CORRAL_*) may change between runs. One
+ * exception: a membership changed live from the one these flags lay out (DIR/launch.json says so)
+ * is the cluster's own, and is kept.
  */
-export function writeClusterConfig(options: ClusterOptions): { path: string; reused: boolean } {
+export function writeClusterConfig(options: ClusterOptions): WrittenClusterConfig {
   mkdirSync(options.dataDir, { recursive: true });
   const path = join(options.dataDir, CLUSTER_CONFIG_FILE);
-  const json = clusterConfigJson(options);
-  const servers = json["servers"] as ServerEntry[];
+  const layout = clusterServers(options);
+  let servers = layout;
   let reused = false;
   if (existsSync(path)) {
-    let previous: string;
+    let previous: ServerEntry[];
     try {
-      previous = membership((JSON.parse(readFileSync(path, "utf8")) as { servers: ServerEntry[] }).servers);
+      previous = (JSON.parse(readFileSync(path, "utf8")) as { servers: ServerEntry[] }).servers;
+      membershipKey(previous);
     } catch (error) {
       throw new ConfigError("data-dir", `${path} exists but is not a cluster config (${(error as Error).message}); remove it or pick another --data-dir`);
     }
-    if (previous !== membership(servers)) {
-      throw new ConfigError(
-        "data-dir",
-        `${path} describes another cluster (${previous}); its servers' data belongs to that membership: use another --data-dir or remove it`,
-      );
-    }
+    if (membershipKey(previous) !== membershipKey(layout)) servers = changedLive(options, path, previous, layout);
     reused = true;
   }
-  const temp = `${path}.${process.pid}.tmp`;
-  writeFileSync(temp, JSON.stringify(json, null, 2) + "\n");
-  renameSync(temp, path);
-  return { path, reused };
+  writeAtomically(path, JSON.stringify(clusterConfigJson(options, servers), null, 2) + "\n");
+  return { path, reused, servers, changedLive: servers !== layout };
 }
 
-/** Who the members are and how they reach each other; client ports may change between runs, membership not. */
-function membership(servers: readonly ServerEntry[]): string {
-  return formatServers(servers.map(({ zkClientPort: _client, secureZkClientPort: _secure, metricsPort: _metrics, adminPort: _admin, ...entry }) => entry));
-}
-
-/**
- * What a child inherits: everything but CORRAL_*. The launcher's CORRAL_* settings are in the
- * cluster file already, so a member restarted by hand with that file gets them too.
- */
-function childEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [key, value] of Object.entries(process.env)) {
-    if (!key.startsWith("CORRAL_")) env[key] = value;
+/** The members a live change left, laid out with today's flags; refused unless the flags are the ones they were changed from. */
+function changedLive(options: ClusterOptions, path: string, previous: readonly ServerEntry[], layout: readonly ServerEntry[]): ServerEntry[] {
+  const launch = readLaunchRecord(options.dataDir);
+  const relaid = previous.map((s) => memberEntry(options, s.id, s.role)).sort((a, b) => a.id - b.id);
+  if (launch === undefined || launch.initialMembership !== membershipKey(layout) || membershipKey(relaid) !== membershipKey(previous)) {
+    const live =
+      launch === undefined
+        ? ""
+        : `; it was changed live (add, remove) from a cluster launched as ${launch.initialMembership}, so run it with the flags it was launched with`;
+    throw new ConfigError(
+      "data-dir",
+      `${path} describes another cluster (${membershipKey(previous)})${live}; its servers' data belongs to that membership: use another --data-dir or remove it`,
+    );
   }
-  return env;
+  return relaid;
 }
 
-interface Member {
-  entry: ServerEntry;
-  child: ChildProcess;
-  /** Set once the process is gone and its output drained. */
-  exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
-  closed: Promise<void>;
-  unexpected: boolean;
-  /** What the server last logged of its own role ("leading", "following", …), when its log level shows it. */
-  liveRole: string | undefined;
+/** Records the members in force after a live change: cluster.json lists them, launch.json the flags' layout they came from. */
+export function recordMembership(options: ClusterOptions, servers: readonly ServerEntry[]): void {
+  ensureLaunchRecord(options.dataDir, clusterServers(options));
+  writeAtomically(join(options.dataDir, CLUSTER_CONFIG_FILE), JSON.stringify(clusterConfigJson(options, servers), null, 2) + "\n");
 }
 
-/** The role in a server's structured "role changed" log line, if `line` is one. */
-export function roleFromLogLine(line: string): string | undefined {
-  if (!line.includes('"role changed"')) return undefined;
-  try {
-    const parsed = JSON.parse(line) as { role?: unknown; leader?: unknown };
-    if (typeof parsed.role !== "string") return undefined;
-    return typeof parsed.leader === "number" && parsed.role !== "leading" ? `${parsed.role} ${parsed.leader}` : parsed.role;
-  } catch {
-    return undefined;
-  }
-}
-
-function describeExit(exit: { code: number | null; signal: NodeJS.Signals | null }): string {
-  return exit.signal ? `killed by ${exit.signal}` : `exit code ${exit.code}`;
-}
-
-function display(path: string): string {
-  const rel = relative(process.cwd(), path);
-  return rel !== "" && !rel.startsWith("..") && !isAbsolute(rel) ? rel : path;
-}
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-export interface ClusterIo {
-  out: (text: string) => void;
-  err: (text: string) => void;
+/** A joiner's own config, DIR/joining-<id>.json: the members and itself, the cluster's shared settings. */
+function writeJoinerConfig(options: ClusterOptions, servers: readonly ServerEntry[], id: number): string {
+  const path = join(options.dataDir, `joining-${id}.json`);
+  writeAtomically(path, JSON.stringify(clusterConfigJson(options, servers), null, 2) + "\n");
+  return path;
 }
 
 /** Runs the cluster until SIGINT/SIGTERM (or until every server is gone); answers the exit code. */
 export async function runCluster(
-  options: ClusterOptions,
+  launched: ClusterOptions,
   io: ClusterIo = { out: (t) => void process.stdout.write(t), err: (t) => void process.stderr.write(t) },
 ): Promise<number> {
-  const { path: configPath, reused } = writeClusterConfig(options);
-  const servers = clusterServers(options);
-  const connectString = clusterConnectString({ servers, clientHost: options.host, clientPort: options.basePort });
-  const zkConnectString = clusterZkConnectString({ servers, clientHost: options.host, zkClientPort: -1 });
-  const secureZkConnectString = clusterSecureZkConnectString({ servers, clientHost: options.host, secureZkClientPort: -1 });
+  const reconfigEnabled = launched.shared.reconfigEnabled === true;
+  // A cluster that may be reconfigured needs a super user, and the launcher its password.
+  const superUser = reconfigEnabled ? setUpSuperUser(launched.dataDir, launched.shared.superDigest ?? "", launched.superAuthFile) : undefined;
+  const options: ClusterOptions = superUser === undefined ? launched : { ...launched, shared: { ...launched.shared, superDigest: superUser.digest } };
+  const written = writeClusterConfig(options);
+  let servers: readonly ServerEntry[] = written.servers;
+  const configPath = written.path;
+  const strings = connectStrings(servers, options.host);
   // The launcher checks each server over TLS with the cluster's own certificate as its client's.
   const probeTls: ClientTlsOptions | undefined =
     options.tls === undefined ? undefined : readClientTls({ caFile: options.tls.caFile, certFile: options.tls.certFile, keyFile: options.tls.keyFile });
+  const voters = servers.filter((s) => s.role === "participant").length;
+  const observers = servers.length - voters;
   io.out(
-    `corral cluster: ${options.voters} voter${options.voters === 1 ? "" : "s"}, ${options.observers} observer${options.observers === 1 ? "" : "s"} ` +
-      `on ${options.host}; config ${display(configPath)}${reused ? " (reusing its data)" : ""}\n` +
-      `connect string: ${connectString}${options.tls === undefined ? "" : " (TLS)"}\n` +
-      (zkConnectString === undefined ? "" : `ZooKeeper-protocol connect string: ${zkConnectString}\n`) +
-      (secureZkConnectString === undefined ? "" : `ZooKeeper-protocol connect string over TLS: ${secureZkConnectString}\n`) +
+    `corral cluster: ${voters} voter${voters === 1 ? "" : "s"}, ${observers} observer${observers === 1 ? "" : "s"} ` +
+      `on ${options.host}; config ${display(configPath)}${written.reused ? " (reusing its data)" : ""}\n` +
+      (written.changedLive ? `note: the members are the ones add and remove left (${servers.map((s) => s.id).join(", ")}), not --voters/--observers\n` : "") +
+      `connect string: ${strings.grpc}${options.tls === undefined ? "" : " (TLS)"}\n` +
+      (strings.zk === undefined ? "" : `ZooKeeper-protocol connect string: ${strings.zk}\n`) +
+      (strings.secureZk === undefined ? "" : `ZooKeeper-protocol connect string over TLS: ${strings.secureZk}\n`) +
       `members' logs: ${display(join(options.dataDir, "<id>", "server.log"))}${options.verbose ? ", and here" : " (--verbose shows them here too)"}\n`,
   );
-  if (options.voters % 2 === 0) {
-    io.out(`note: ${options.voters} voters tolerate no more failures than ${options.voters - 1}; an odd number is usual\n`);
+  if (voters % 2 === 0) {
+    io.out(`note: ${voters} voters tolerate no more failures than ${voters - 1}; an odd number is usual\n`);
   }
 
-  let stopping = false;
   let forced = false;
   let finish!: (code: number) => void;
   const finished = new Promise<number>((resolve) => (finish = resolve));
-  const members: Member[] = [];
-  const logs: WriteStream[] = [];
-
-  const alive = () => members.filter((m) => m.exit === undefined);
+  const processes = new MemberProcesses(options.dataDir, io, options.verbose, (member: Member) => {
+    io.err(`corral cluster: server ${member.entry.id} (pid ${member.child.pid}) exited unexpectedly (${describeExit(member.exit!)}); it is not restarted\n`);
+    if (processes.alive().length === 0) {
+      io.err("corral cluster: every server has exited\n");
+      processes.stopping = true;
+      finish(1);
+    }
+  });
   const stopAll = async (reason: string): Promise<void> => {
-    if (stopping) {
+    if (processes.stopping) {
       // A second Ctrl-C: do not wait for the grace period.
       forced = true;
-      for (const m of alive()) m.child.kill("SIGKILL");
+      for (const m of processes.alive()) m.child.kill("SIGKILL");
       return;
     }
-    stopping = true;
-    const running = alive();
+    processes.stopping = true;
+    commands?.stop();
+    const running = processes.alive();
     io.out(`corral cluster: ${reason}: stopping ${running.length} server${running.length === 1 ? "" : "s"}\n`);
     for (const m of running) m.child.kill("SIGTERM");
     const grace = setTimeout(() => {
-      for (const m of alive()) {
+      for (const m of processes.alive()) {
         io.err(`corral cluster: server ${m.entry.id} (pid ${m.child.pid}) did not stop within ${options.stopGraceMs} ms: SIGKILL\n`);
         forced = true;
         m.child.kill("SIGKILL");
       }
     }, options.stopGraceMs);
-    await Promise.all(members.map((m) => m.closed));
+    await Promise.all(processes.members.map((m) => m.closed));
     clearTimeout(grace);
-    const unclean = running.filter((m) => {
-      const exit = m.exit!;
-      return !(exit.code === 0 || exit.signal === "SIGTERM" || exit.signal === "SIGINT");
-    });
+    const unclean = running.filter((m) => !stoppedCleanly(m.exit!));
     for (const m of unclean) io.err(`corral cluster: server ${m.entry.id} stopped uncleanly (${describeExit(m.exit!)})\n`);
-    const crashed = members.filter((m) => m.unexpected).length;
+    const crashed = processes.members.filter((m) => m.unexpected).length;
     io.out(
       `corral cluster: stopped${crashed > 0 ? ` (${crashed} server${crashed === 1 ? "" : "s"} had exited on ${crashed === 1 ? "its" : "their"} own)` : ""}\n`,
     );
     finish(forced || unclean.length > 0 || crashed > 0 ? 1 : 0);
   };
+  let commands: ReturnType<typeof readCommands> | undefined;
   const onSignal = (signal: NodeJS.Signals) => void stopAll(signal);
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
 
   try {
-    for (const entry of servers) {
-      const child = spawn(process.execPath, [MAIN, "server", "--config", configPath, "--server-id", String(entry.id)], {
-        stdio: ["ignore", "pipe", "pipe", "ipc"],
-        env: childEnv(),
-      });
-      const member: Member = { entry, child, exit: undefined, closed: Promise.resolve(), unexpected: false, liveRole: undefined };
-      member.closed = new Promise<void>((resolve) => {
-        child.once("close", (code, signal) => {
-          member.exit = { code, signal };
-          if (!stopping) {
-            member.unexpected = true;
-            io.err(`corral cluster: server ${entry.id} (pid ${child.pid}) exited unexpectedly (${describeExit(member.exit)}); it is not restarted\n`);
-            if (alive().length === 0) {
-              io.err("corral cluster: every server has exited\n");
-              stopping = true;
-              finish(1);
-            }
-          }
-          resolve();
-        });
-      });
-      child.once("error", (error) => io.err(`corral cluster: server ${entry.id}: ${error.message}\n`));
-      const prefix = `[${entry.id}] `;
-      const log = memberLog(options, entry.id);
-      logs.push(log);
-      const onLine = (line: string, stream: "stdout" | "stderr") => {
-        log.write(line + "\n");
-        member.liveRole = roleFromLogLine(line) ?? member.liveRole;
-        if (options.verbose) return (stream === "stdout" ? io.out : io.err)(prefix + line + "\n");
-        const summary = summarizeMemberLogLine(line);
-        if (summary) (summary.severe ? io.err : io.out)(prefix + summary.text + "\n");
-      };
-      createInterface({ input: child.stdout!, crlfDelay: Infinity }).on("line", (line) => onLine(line, "stdout"));
-      createInterface({ input: child.stderr!, crlfDelay: Infinity }).on("line", (line) => onLine(line, "stderr"));
-      members.push(member);
-    }
-
-    // Up = serving sessions (the same probe as `corral health`), not merely listening.
+    for (const entry of servers) processes.spawn(entry, configPath);
     const deadline = Date.now() + options.startTimeoutMs;
-    const waitServing = async (m: Member): Promise<string | undefined> => {
-      const address = formatHostPort(m.entry.host, m.entry.clientPort);
-      for (;;) {
-        if (stopping) return undefined;
-        if (m.exit !== undefined) return `server ${m.entry.id} exited while starting (${describeExit(m.exit)})`;
-        const left = deadline - Date.now();
-        if (left <= 0) return `server ${m.entry.id} did not serve ${address} within ${options.startTimeoutMs} ms`;
-        try {
-          await probe(address, Math.min(2_000, left), probeTls);
-          return undefined;
-        } catch {
-          await sleep(100);
-        }
-      }
-    };
-    const failures = (await Promise.all(members.map(waitServing))).filter((f): f is string => f !== undefined);
-    if (!stopping && failures.length > 0) {
-      for (const failure of failures) io.err(`corral cluster: ${failure}\n`);
+    const failures = (await Promise.all(processes.members.map((m) => waitServing(m, deadline, () => processes.stopping, probeTls)))).filter(
+      (f): f is string => f !== undefined,
+    );
+    if (!processes.stopping && failures.length > 0) {
+      for (const failure of failures) io.err(`corral cluster: ${failure} (${options.startTimeoutMs} ms)\n`);
       await stopAll("start-up failed");
       await finished;
       return 1;
     }
-    if (!stopping) {
-      const live = members.every((m) => m.liveRole !== undefined);
-      const rows = members.map((m) => [
-        String(m.entry.id),
-        live ? `${m.entry.role}, ${m.liveRole}` : m.entry.role,
-        formatHostPort(m.entry.host, m.entry.clientPort),
-        m.entry.zkClientPort === undefined ? "-" : formatHostPort(m.entry.host, m.entry.zkClientPort),
-        ...(secureZkConnectString === undefined
-          ? []
-          : [m.entry.secureZkClientPort === undefined ? "-" : formatHostPort(m.entry.host, m.entry.secureZkClientPort)]),
-        m.entry.metricsPort === undefined ? "-" : formatHostPort(m.entry.host, m.entry.metricsPort),
-        m.entry.adminPort === undefined ? "-" : formatHostPort(m.entry.host, m.entry.adminPort),
-        formatHostPort(m.entry.host, m.entry.quorumPort),
-        formatHostPort(m.entry.host, m.entry.electionPort),
-        display(join(options.dataDir, String(m.entry.id))),
-        String(m.child.pid),
-      ]);
-      const header = [
-        "id",
-        "role",
-        "client",
-        "zookeeper",
-        ...(secureZkConnectString === undefined ? [] : ["zookeeper-tls"]),
-        "metrics",
-        "admin",
-        "quorum",
-        "election",
-        "data",
-        "pid",
-      ];
-      const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-      const line = (cells: string[]) =>
-        "  " +
-        cells
-          .map((c, i) => c.padEnd(widths[i]!))
-          .join("  ")
-          .trimEnd() +
-        "\n";
+    if (!processes.stopping) {
+      const rows = processes.members.map((m) => ({ entry: m.entry, liveRole: m.liveRole, pid: m.child.pid }));
       io.out(
-        `corral cluster: ${members.length} server${members.length === 1 ? "" : "s"} serving${live ? "" : " (roles as configured; log level info shows who leads)"}\n` +
-          line(header) +
-          rows.map(line).join("") +
-          (options.tls === undefined
-            ? `connect with: Client.connect("${connectString}")\n`
-            : `connect with: Client.connect("${connectString}", { tls: { ca, cert, key } })  (ca: ${display(options.tls.caFile)}; a client certificate ${options.tls.clientAuth === "need" ? "is required" : options.tls.clientAuth === "want" ? "gives an x509 id" : "is not asked for"})\n` +
-              `or: corral shell --connect ${connectString} --tls-ca-file ${display(options.tls.caFile)} --tls-cert-file CERT --tls-key-file KEY\n`) +
-          (zkConnectString === undefined ? "" : `or any ZooKeeper client: zkCli.sh -server ${zkConnectString}\n`) +
-          (secureZkConnectString === undefined
-            ? ""
-            : `or any ZooKeeper client over TLS: zkCli.sh -server ${secureZkConnectString} with CLIENT_JVMFLAGS="-Dzookeeper.clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty -Dzookeeper.client.secure=true -Dzookeeper.ssl.trustStore.location=${display(options.tls!.caFile)} -Dzookeeper.ssl.trustStore.type=PEM -Dzookeeper.ssl.keyStore.location=KEY_AND_CERT.pem -Dzookeeper.ssl.keyStore.type=PEM"\n`) +
-          consoleLine(members[0]!.entry) +
+        `corral cluster: ${rows.length} server${rows.length === 1 ? "" : "s"} serving${rolesAreLive(rows) ? "" : " (roles as configured; log level info shows who leads)"}\n` +
+          memberTable(rows, options.dataDir) +
+          connectLines(strings, options.tls) +
+          consoleLine(servers[0]!, superUser?.credential) +
+          (reconfigEnabled ? reconfigLines(superUser!.credential, strings.grpc) : "") +
           "press Ctrl-C to stop\n",
       );
+      if (reconfigEnabled && io.input !== undefined) {
+        const reconfigurer = new ClusterReconfigurer({
+          io,
+          processes,
+          dataDir: options.dataDir,
+          host: options.host,
+          tls: options.tls,
+          probeTls,
+          reconfigEnabled,
+          credential: superUser?.credential,
+          stopGraceMs: options.stopGraceMs,
+          startTimeoutMs: options.startTimeoutMs,
+          layout: (id, role) => memberEntry(options, id, role),
+          servers: () => servers,
+          record: (next) => {
+            recordMembership(options, next);
+            servers = next;
+          },
+          writeJoinerConfig: (members, id) => writeJoinerConfig(options, members, id),
+          removeJoinerConfig: (path) => rmSync(path, { force: true }),
+          stopping: () => processes.stopping,
+        });
+        commands = readCommands(
+          io.input,
+          (command) => reconfigurer.run(command),
+          (error) => {
+            if (processes.stopping) return;
+            if (error instanceof ClusterCommandError) io.err(`corral cluster: ${error.command}: ${error.message}\n`);
+            else io.err(`corral cluster: ${(error as Error).message}\n`);
+          },
+          () => {
+            if (!processes.stopping) io.out("corral cluster: stdin ended: no more commands; the cluster keeps running (Ctrl-C or SIGTERM stops it)\n");
+          },
+        );
+      }
     }
     return await finished;
   } finally {
+    commands?.stop();
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
-    await Promise.all(logs.map((log) => new Promise<void>((resolve) => log.end(resolve))));
+    await processes.closeLogs();
   }
 }
 
 /** Where to open the web console: any member's admin port serves it, for the whole cluster. */
-function consoleLine(entry: ServerEntry): string {
-  return entry.adminPort === undefined ? "" : `web console: http://${formatHostPort(entry.host, entry.adminPort)}/console/\n`;
+function consoleLine(entry: ServerEntry, credential: SuperCredential | undefined): string {
+  if (entry.adminPort === undefined) return "";
+  const login = credential === undefined ? "" : ` (it asks for the super user: the password after "super:" in ${display(credential.file)})`;
+  return `web console: http://${formatHostPort(entry.host, entry.adminPort)}/console/${login}\n`;
 }
 
-/** A member's log file, DIR/<id>/server.log, appended to across runs. */
-function memberLog(options: ClusterOptions, id: number): WriteStream {
-  const dir = join(options.dataDir, String(id));
-  mkdirSync(dir, { recursive: true });
-  const log = createWriteStream(join(dir, "server.log"), { flags: "a" });
-  // A full disk must not take the launcher down: the terminal still shows what matters.
-  log.on("error", () => undefined);
-  return log;
+/** How to grow and shrink the cluster, and to sign in as the super user by hand. */
+function reconfigLines(credential: SuperCredential | undefined, connectString: string): string {
+  const who =
+    credential === undefined
+      ? "the super user is yours (superDigest): add and remove need its password, --super-auth-file FILE\n"
+      : `super user: ${display(credential.file)} holds its credential${credential.generated ? " (made now, mode 0600; keep it private)" : ""}; ` +
+        `by hand: corral shell --connect ${connectString}, then addauth digest <that file's line>\n`;
+  return `reconfiguration is on; type a command and Enter to change the membership live:\n${commandHelp()}${who}`;
 }

@@ -102,7 +102,11 @@ async function main(argv: string[]): Promise<void> {
       const { config, flags, help } = parseFlags(rest);
       if (help) return printUsage(command);
       const { parseClusterOptions, runCluster } = await import("./cluster.js");
-      return process.exit(await runCluster(parseClusterOptions(flags, { ...(config ? { file: config } : {}), env: process.env })));
+      const options = parseClusterOptions(flags, { ...(config ? { file: config } : {}), env: process.env });
+      // add/remove/members come on stdin; it is read only when reconfiguration is on, since a
+      // launcher reading a terminal while in the background is stopped by SIGTTIN.
+      const io = { out: (t: string) => void process.stdout.write(t), err: (t: string) => void process.stderr.write(t), input: process.stdin };
+      return process.exit(await runCluster(options, io));
     }
     case "health": {
       let parsed: ReturnType<typeof parseFlags>;

@@ -5,6 +5,7 @@
  */
 import { FIELDS, defaultConfig, envName, flagName, formatServers, type ServerConfig } from "../server/config.js";
 import { CLUSTER_FLAGS, MEMBER_FIELDS, SHARED_FIELDS, launcherDefaults } from "./cluster.js";
+import { commandHelp } from "./cluster-commands.js";
 import { HEALTH_FLAGS } from "./health.js";
 import { helpText } from "./shell-commands.js";
 
@@ -108,6 +109,15 @@ function clusterUsage(): string {
     "and starts `corral server --config DIR/cluster.json --server-id ID` for each member, then prints",
     "the connect strings once all serve. Ctrl-C stops them all (exit 0 if all stopped cleanly). A data",
     "dir whose cluster.json describes another membership is refused.",
+    "",
+    "With --reconfig-enabled true the cluster grows and shrinks live (ZooKeeper's dynamic",
+    "reconfiguration), by commands typed on the launcher's stdin, one a line:",
+    commandHelp().trimEnd(),
+    "add gives the next id the next ports of each range; reconfig runs as the super user, whose",
+    "password the launcher makes in DIR/super-auth (mode 0600) unless --super-digest is yours",
+    "(then --super-auth-file). cluster.json follows the membership in force: run again with the same",
+    "flags, the launcher comes back with the members add and remove left (DIR/launch.json records the",
+    "flags' membership they came from). The end of stdin ends the commands, not the cluster.",
     "",
     "launcher options:",
     table([...Object.entries(CLUSTER_FLAGS).map(([flag, [value, meaning]]) => [`--${flag} ${value}`, meaning] as const), HELP_ROW]),

@@ -7,7 +7,10 @@
  * gRPC client port: listed, exposed, published, EXPOSEd, a container and service port. Every server
  * has a metrics and an admin port: the probes ask the admin port's /readyz and /healthz, the
  * monitoring profile's Prometheus scrapes exactly the servers' metrics ports, and the alert rules
- * and the Grafana dashboard name only metrics a corral server exports.
+ * and the Grafana dashboard name only metrics a corral server exports. The StatefulSet's start
+ * script (a ConfigMap) is run for every ordinal: the initial members list each other, a later pod
+ * joins with the initial members and itself; the header's grow and shrink steps are checked against
+ * what the script gives those pods, and the image puts the `corral` they exec on the PATH.
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -19,8 +22,11 @@ import { test } from "node:test";
 import { parse, parseAllDocuments } from "yaml";
 import { adminTarget, healthTarget } from "../../src/cli/health.js";
 import { ServerMetrics } from "../../src/server/metrics.js";
+import { generateDigest } from "../../src/common/digest.js";
+import { parseMember } from "../../src/common/membership.js";
 import { clusterConnectString, clusterZkConnectString, loadConfig, quorumMembers, type ServerConfig, type ServerEntry } from "../../src/server/config.js";
 import { ANSWERED_FOUR_LETTER_WORDS } from "../../src/server/zk-wire/four-letter-words.js";
+import { loadK8s, plainEnv, shellSessions, startScript, type K8sManifest } from "../helpers/k8s-manifest.js";
 
 const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 const DEPLOY = join(ROOT, "deploy");
@@ -517,7 +523,40 @@ function assertServicePortsTarget(service: string, ports: K8sServicePort[], cont
   }
 }
 
-test("k8s: the StatefulSet's pods load as the members CORRAL_SERVERS lists, behind a headless service", () => {
+interface PodStart {
+  status: number | null;
+  stderr: string;
+  /** What the script handed the server: its id and servers list. */
+  env: { CORRAL_SERVER_ID: string; CORRAL_SERVERS: string };
+  /** The arguments `node` got. */
+  argv: string[];
+}
+
+/** Runs the start script as pod `podName` would, with a stand-in `node` in `bin` that reports what it was given. */
+function podRunner(bin: string, script: string, baseEnv: NodeJS.ProcessEnv): (podName: string, env?: NodeJS.ProcessEnv) => PodStart {
+  const file = join(bin, "start.sh");
+  writeFileSync(file, script);
+  writeFileSync(join(bin, "node"), '#!/bin/sh\nprintf \'%s\\n\' "$CORRAL_SERVER_ID" "$CORRAL_SERVERS" "$@"\n');
+  chmodSync(join(bin, "node"), 0o755);
+  return (podName, env = baseEnv) => {
+    const run = spawnSync("sh", [file], { env: { ...env, PATH: `${bin}:${process.env["PATH"] ?? "/usr/bin:/bin"}`, HOSTNAME: podName }, encoding: "utf8" });
+    const [id = "", servers = "", ...argv] = run.stdout.trim().split("\n");
+    return { status: run.status, stderr: run.stderr, env: { CORRAL_SERVER_ID: id, CORRAL_SERVERS: servers }, argv };
+  };
+}
+
+/** Runs `body` with a pod runner for the manifest's start script, in a temp dir removed after. */
+function withPods<T>(k8s: K8sManifest, body: (runPod: ReturnType<typeof podRunner>, baseEnv: NodeJS.ProcessEnv) => T): T {
+  const bin = mkdtempSync(join(tmpdir(), "corral-k8s-"));
+  try {
+    const baseEnv = plainEnv(k8s.container.env);
+    return body(podRunner(bin, startScript(k8s), baseEnv), baseEnv);
+  } finally {
+    rmSync(bin, { recursive: true, force: true });
+  }
+}
+
+test("k8s: the StatefulSet's pods load as the members their start script lists, behind a headless service", () => {
   const text = readFileSync(K8S_FILE, "utf8");
   const header = text
     .split("\n")
@@ -544,21 +583,18 @@ test("k8s: the StatefulSet's pods load as the members CORRAL_SERVERS lists, behi
 
   const container = spec.template.spec.containers[0] as {
     command: string[];
-    args: string[];
-    env: { name: string; value: string }[];
+    env: { name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string; optional?: boolean } } }[];
     ports: K8sContainerPort[];
     volumeMounts: { name: string; mountPath: string }[];
     readinessProbe: { httpGet: { path: string; port: number | string } };
     livenessProbe: { httpGet: { path: string; port: number | string } };
   };
-  assert.deepEqual(container.command, ["sh", "-c"]);
-  // Run the start script with a stand-in `node` to see the id each pod gets.
+  const script = startScript(loadK8s());
+  // Run the start script with a stand-in `node` to see the id and servers each pod gets.
   const bin = mkdtempSync(join(tmpdir(), "corral-k8s-"));
   try {
-    writeFileSync(join(bin, "node"), '#!/bin/sh\necho "$CORRAL_SERVER_ID $*"\n');
-    chmodSync(join(bin, "node"), 0o755);
-    const baseEnv: NodeJS.ProcessEnv = {};
-    for (const { name, value } of container.env) baseEnv[name] = value;
+    const baseEnv = plainEnv(container.env);
+    const runPod = podRunner(bin, script, baseEnv);
     const containerPorts = container.ports.map((p) => p.containerPort);
     const servicePorts = headlessSpec.ports.map((p) => p.port);
     assertServicePortsTarget(spec.serviceName, headlessSpec.ports, container.ports);
@@ -576,17 +612,12 @@ test("k8s: the StatefulSet's pods load as the members CORRAL_SERVERS lists, behi
     let servers: ServerEntry[] | undefined;
     for (let ordinal = 0; ordinal < spec.replicas; ordinal++) {
       const podName = `${sts.metadata.name}-${ordinal}`;
-      const run = spawnSync("sh", ["-c", container.args.join(" ")], {
-        env: { PATH: `${bin}:${process.env["PATH"] ?? "/usr/bin:/bin"}`, HOSTNAME: podName },
-        encoding: "utf8",
-      });
-      assert.equal(run.status, 0, run.stderr);
-      const [id, ...argv] = run.stdout.trim().split(" ");
-      assert.deepEqual(argv, [MAIN_IN_IMAGE, "server"], "the pod runs the image's server command");
-      const config = loadConfig({ env: { ...baseEnv, CORRAL_SERVER_ID: id } });
+      const pod = runPod(podName);
+      assert.deepEqual(pod.argv, [MAIN_IN_IMAGE, "server"], "the pod runs the image's server command");
+      const config = loadConfig({ env: { ...baseEnv, ...pod.env } });
       assert.equal(config.serverId, ordinal + 1);
       const self = config.servers.find((s) => s.id === config.serverId)!;
-      assert.equal(self.host, `${podName}.${spec.serviceName}`, `server ${id} is reached at its pod's stable name`);
+      assert.equal(self.host, `${podName}.${spec.serviceName}`, `server ${config.serverId} is reached at its pod's stable name`);
       for (const entry of config.servers) zkPortOf(entry, podName);
       const zkPort = zkPortOf(self, podName);
       assert.equal(config.zkClientPort, zkPort, `${podName} serves the ZooKeeper port its entry lists`);
@@ -626,7 +657,8 @@ test("k8s: the StatefulSet's pods load as the members CORRAL_SERVERS lists, behi
       if (servers) assert.deepEqual(config.servers, servers);
       servers = config.servers;
     }
-    assert.equal(servers?.length, spec.replicas, "CORRAL_SERVERS lists exactly the StatefulSet's pods");
+    assert.equal(servers?.length, spec.replicas, "the servers list names exactly the StatefulSet's pods");
+    assert.equal(Number(baseEnv["CORRAL_INITIAL_MEMBERS"]), spec.replicas, "as shipped, every pod is an initial member");
     // The header's connect strings: every member, and the client Service.
     const zkMembers = clusterZkConnectString({ servers, clientHost: "", zkClientPort: -1 });
     assert.ok(header.includes(clusterConnectString({ servers, clientHost: "", clientPort: 0 })), "the header names every member's client port");
@@ -636,6 +668,129 @@ test("k8s: the StatefulSet's pods load as the members CORRAL_SERVERS lists, behi
   } finally {
     rmSync(bin, { recursive: true, force: true });
   }
+});
+
+test("k8s: a pod past the initial members starts as a joiner, its servers the initial members and itself", () => {
+  const k8s = loadK8s();
+  withPods(k8s, (runPod, baseEnv) => {
+    const initial = Number(baseEnv["CORRAL_INITIAL_MEMBERS"]);
+    assert.ok(Number.isSafeInteger(initial) && initial >= 1, `CORRAL_INITIAL_MEMBERS: ${baseEnv["CORRAL_INITIAL_MEMBERS"]}`);
+    const first = runPod(`${k8s.name}-0`);
+    assert.equal(first.status, 0, first.stderr);
+    const members = loadConfig({ env: { ...baseEnv, ...first.env } }).servers;
+    assert.deepEqual(
+      members.map((s) => s.id),
+      Array.from({ length: initial }, (_, i) => i + 1),
+    );
+    for (const ordinal of [initial, initial + 1, initial + 4]) {
+      const podName = `${k8s.name}-${ordinal}`;
+      const pod = runPod(podName);
+      assert.equal(pod.status, 0, pod.stderr);
+      assert.deepEqual(pod.argv, [MAIN_IN_IMAGE, "server"]);
+      assert.match(pod.stderr, new RegExp(`server ${ordinal + 1} starts as a joiner`));
+      const config = loadConfig({ env: { ...baseEnv, ...pod.env } });
+      assert.equal(config.serverId, ordinal + 1);
+      assert.deepEqual(config.servers.slice(0, initial), members, `${podName} lists the initial members as they do`);
+      assert.equal(config.servers.length, initial + 1, `${podName} lists the initial members and itself only`);
+      const self = config.servers.at(-1)!;
+      assert.equal(self.id, ordinal + 1);
+      assert.equal(self.host, `${podName}.${k8s.serviceName}`, "a joiner is reached at its pod's stable name");
+      assert.deepEqual(
+        [self.clientPort, self.quorumPort, self.electionPort, self.role, self.zkClientPort],
+        [members[0]!.clientPort, members[0]!.quorumPort, members[0]!.electionPort, "participant", members[0]!.zkClientPort],
+        "on the same ports as every pod",
+      );
+    }
+    // A pod name without an ordinal, or no initial membership, is a clear failure, not a wrong list.
+    assert.match(runPod("corral").stderr, /no ordinal at the end of HOSTNAME=corral/);
+    const { CORRAL_INITIAL_MEMBERS: _dropped, ...noInitial } = baseEnv;
+    const refused = runPod(`${k8s.name}-0`, noInitial);
+    assert.notEqual(refused.status, 0);
+    assert.match(refused.stderr, /CORRAL_INITIAL_MEMBERS must be a positive number/);
+  });
+});
+
+test("k8s: the servers run with reconfigEnabled and the super digest of the Secret the header has you create", () => {
+  const k8s = loadK8s();
+  const env = plainEnv(k8s.container.env);
+  const superDigest = k8s.container.env.find((e) => e.name === "CORRAL_SUPER_DIGEST");
+  const ref = superDigest?.valueFrom?.secretKeyRef;
+  assert.ok(ref, "CORRAL_SUPER_DIGEST comes from a Secret");
+  assert.equal(ref.optional, true, "without the Secret the cluster still starts (and no one can reconfigure it)");
+  assert.ok(!k8s.docs.some((d) => d["kind"] === "Secret"), "no password or digest ships in the manifest");
+  const create = new RegExp(`kubectl create secret generic ${ref.name} \\\\\\n\\s*--from-literal=${ref.key}="(super:\\$\\(.*\\))"`).exec(k8s.header);
+  assert.ok(create, `the header creates Secret ${ref.name} with key ${ref.key}`);
+  const withId = (id: string) => ({ ...env, CORRAL_SERVER_ID: id, CORRAL_SERVERS: "1=a:2181:2888:3888,2=b:2181:2888:3888,3=c:2181:2888:3888" });
+  const digest = generateDigest("super:letmein");
+  const config = loadConfig({ env: { ...withId("1"), CORRAL_SUPER_DIGEST: digest } });
+  assert.deepEqual([config.reconfigEnabled, config.superDigest], [true, digest]);
+  assert.equal(loadConfig({ env: withId("2") }).superDigest, "", "no Secret: no super user");
+  // The header's recipe makes the digest ZooKeeper (and corral) compute, when openssl is at hand.
+  const openssl = spawnSync("sh", ["-c", "command -v openssl"]).status === 0;
+  if (openssl) {
+    const made = spawnSync("sh", ["-c", `printf '%s' "${create[1]}"`], { env: { ...process.env, PASSWORD: "letmein" }, encoding: "utf8" });
+    assert.equal(made.stdout, digest, made.stderr);
+  }
+});
+
+test("k8s: the header grows with the joiners' own entries and shrinks by the highest ordinals, then their volumes; `corral` is on the image's PATH", () => {
+  const k8s = loadK8s();
+  const scales = [...k8s.header.matchAll(new RegExp(`kubectl scale statefulset ${k8s.name} --replicas=(\\d+)`, "g"))].map((m) => Number(m[1]));
+  assert.equal(scales.length, 2, "one scale up, one back down");
+  const [grown, shrunk] = scales as [number, number];
+  assert.ok(grown > k8s.replicas && shrunk === k8s.replicas, `scale ${k8s.replicas} → ${grown} → ${shrunk}`);
+  const joiners = Array.from({ length: grown - k8s.replicas }, (_, i) => k8s.replicas + i);
+  withPods(k8s, (runPod, baseEnv) => {
+    const clientPort = loadConfig({ env: { ...baseEnv, ...runPod(`${k8s.name}-0`).env } }).clientPort;
+    const execs = shellSessions(k8s.header);
+    assert.equal(execs.length, 2, "one shell session to add, one to remove");
+    for (const { pod, connect, script } of execs) {
+      assert.equal(pod, `${k8s.name}-0`, "run in an initial member's pod");
+      assert.equal(connect, `localhost:${clientPort}`, "on the client port");
+      assert.match(script, /^addauth digest super:\$PASSWORD$/m, "signed in as the super user");
+    }
+    const add = /^reconfig -add (\S+)$/m.exec(execs[0]!.script);
+    assert.ok(add, "the first session adds");
+    const lines = add[1]!.split(",").map((line) => {
+      const eq = line.indexOf("=");
+      return parseMember(line.slice(0, eq), line.slice(eq + 1), true);
+    });
+    assert.deepEqual(
+      lines.map((m) => m.serverId),
+      joiners.map((o) => o + 1),
+    );
+    for (const ordinal of joiners) {
+      const pod = runPod(`${k8s.name}-${ordinal}`);
+      const self = loadConfig({ env: { ...baseEnv, ...pod.env } }).servers.at(-1)!;
+      const line = lines.find((m) => m.serverId === self.id)!;
+      assert.deepEqual(
+        [line.host, line.quorumPort, line.electionPort, line.type, line.clientHost, line.clientPort],
+        [self.host, self.quorumPort, self.electionPort, self.role, self.host, self.zkClientPort],
+        `server ${self.id}'s line is its own entry, with its ZooKeeper port`,
+      );
+    }
+    const remove = /^reconfig -remove (\S+)$/m.exec(execs[1]!.script);
+    assert.deepEqual(
+      remove?.[1]?.split(",").map(Number),
+      joiners.map((o) => o + 1),
+      "the servers of the ordinals a scale-down removes",
+    );
+    const pvcs = /kubectl delete pvc (.+)$/m.exec(k8s.header)?.[1]?.trim().split(/\s+/);
+    assert.deepEqual(
+      pvcs,
+      joiners.map((o) => `${k8s.claimName}-${k8s.name}-${o}`),
+      "their volume claims",
+    );
+    assert.ok(k8s.header.indexOf("reconfig -remove") < k8s.header.indexOf(`--replicas=${shrunk}`), "reconfigured out before the scale-down");
+  });
+  // `corral` in the exec steps: the image links it onto the PATH, as root, to the CLI it runs.
+  const runtime = stages[1]!;
+  const link = runtime.instructions.findIndex((i) => i.keyword === "RUN" && i.args.includes(`ln -s ${MAIN_IN_IMAGE} /usr/local/bin/corral`));
+  assert.ok(link >= 0, "the runtime stage links /usr/local/bin/corral to the CLI");
+  assert.match(runtime.instructions[link]!.args, new RegExp(`chmod (755|\\+x) ${MAIN_IN_IMAGE}`), "and makes it executable");
+  const user = runtime.instructions.findIndex((i) => i.keyword === "USER");
+  assert.ok(user < 0 || link < user, "before the image drops root");
+  assert.equal(readFileSync(join(ROOT, "src/cli/main.ts"), "utf8").split("\n")[0], "#!/usr/bin/env node", "the CLI runs as a command");
 });
 
 // ---------------------------------------------------------------------------------------------
