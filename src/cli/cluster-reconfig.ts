@@ -159,13 +159,7 @@ export class ClusterReconfigurer {
   private async members(): Promise<void> {
     let config: ClusterConfiguration | undefined;
     try {
-      const client = await this.connect(undefined);
-      try {
-        await client.sync("/");
-        config = await client.getConfig();
-      } finally {
-        await client.close();
-      }
+      config = await this.readConfigInForce();
       this.adopt(config, this.known());
     } catch (error) {
       this.cluster.io.err(`corral cluster: members: the configuration in force could not be read (${(error as Error).message}); as cluster.json lists them:\n`);
@@ -185,6 +179,17 @@ export class ClusterReconfigurer {
       );
     }
     return this.cluster.credential.auth;
+  }
+
+  /** The configuration in force, read after a sync on a session of its own. */
+  private async readConfigInForce(): Promise<ClusterConfiguration> {
+    const client = await this.connect(undefined);
+    try {
+      await client.sync("/");
+      return await client.getConfig();
+    } finally {
+      await client.close();
+    }
   }
 
   private async connect(auth: string | undefined, servers: readonly ServerEntry[] = this.cluster.servers()): Promise<Client> {
@@ -218,13 +223,7 @@ export class ClusterReconfigurer {
       if (!AMBIGUOUS.has(error.code)) throw new ClusterCommandError(command, `the cluster refused the reconfig: ${error.code}: ${error.message}`);
       let config: ClusterConfiguration;
       try {
-        const reader = await this.connect(undefined);
-        try {
-          await reader.sync("/");
-          config = await reader.getConfig();
-        } finally {
-          await reader.close();
-        }
+        config = await this.readConfigInForce();
       } catch {
         throw new ClusterCommandError(
           command,
