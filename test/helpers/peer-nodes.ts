@@ -1,11 +1,13 @@
 /** What the PeerTransport tests share: the events a node's handlers record, and member tables on free ports. */
 import { createServer } from "node:net";
+import * as grpc from "@grpc/grpc-js";
 import type { QuorumMessage } from "../../src/consensus/messages.js";
 import type { Notification, PeerRole } from "../../src/election/types.js";
 import { pino } from "pino";
 import type { PeerLimits } from "../../src/server/peer/peer-limits.js";
 import { PeerTransport, type PeerMember, type PeerTransportHandlers, type PeerTransportSecurity } from "../../src/server/peer/peer-transport.js";
 import type { ClientAddressDirectory } from "../../src/server/client-address-directory.js";
+import { CLIENT_ADDRESS_METADATA, electionServiceDefinition } from "../../src/server/peer/peer-wire.js";
 
 export type Event =
   | { kind: "opened"; peer: number }
@@ -81,4 +83,32 @@ export async function stopNode(node: Node): Promise<void> {
 export async function stopAllNodes(): Promise<void> {
   await Promise.all([...running].map((t) => t.stop()));
   running.clear();
+}
+
+/**
+ * A raw election call to `port` naming itself `id` (with these client-address values, if any):
+ * `headers` resolves with the callee's response headers, or undefined if the call ended without
+ * them; `accepted` whether the callee answered with its own id.
+ */
+export function rawElectionCall(port: number, id: number, clientAddresses: readonly string[] = []) {
+  const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+  const md = new grpc.Metadata();
+  md.set("corral-server-id", String(id));
+  md.set("corral-peer-protocol", "1");
+  for (const value of clientAddresses) md.add(CLIENT_ADDRESS_METADATA, value);
+  const call = client.makeBidiStreamRequest(
+    electionServiceDefinition()["Notify"]!.path,
+    (b: Buffer) => b,
+    (b: Buffer) => b,
+    md,
+  );
+  call.on("error", () => {});
+  call.on("data", () => {});
+  const status = new Promise<grpc.StatusObject>((resolve) => call.on("status", resolve));
+  const headers = new Promise<grpc.Metadata | undefined>((resolve) => {
+    call.on("metadata", resolve);
+    void status.then(() => resolve(undefined));
+  });
+  const accepted = headers.then((metadata) => metadata !== undefined && metadata.get("corral-server-id").length === 1);
+  return { client, call, status, headers, accepted };
 }

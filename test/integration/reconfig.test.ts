@@ -11,39 +11,10 @@ import { Client, generateDigest, ZkError } from "../../src/index.js";
 import { connectTo, waitForLeader } from "../helpers/cluster-client.js";
 import { ClusterProcess } from "../helpers/cluster-process.js";
 import { waitFor } from "../helpers/wait.js";
+import { WriteLoad } from "../helpers/write-load.js";
 
 const SUPER = "super:test";
 const LOAD_ROOT = "/load";
-
-/** Writes one sequential node after another until stopped; remembers every path acknowledged. */
-class WriteLoad {
-  readonly acked: string[] = [];
-  readonly failed: string[] = [];
-  private running = true;
-  private readonly done: Promise<void>;
-
-  constructor(private readonly client: Client) {
-    this.done = this.run();
-  }
-
-  private async run(): Promise<void> {
-    while (this.running) {
-      try {
-        this.acked.push(await this.client.create(`${LOAD_ROOT}/w-`, "x", { mode: "persistent-sequential" }));
-      } catch (error) {
-        // A write whose answer was lost with its connection is neither acknowledged nor failed: it
-        // may or may not have happened. Anything else is a failure the test reports.
-        if (!(error instanceof ZkError && error.code === "CONNECTIONLOSS")) this.failed.push(String(error));
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-    }
-  }
-
-  async stop(): Promise<void> {
-    this.running = false;
-    await this.done;
-  }
-}
 
 describe("reconfig on a live cluster", () => {
   let cluster: ClusterProcess;
@@ -79,7 +50,7 @@ describe("reconfig on a live cluster", () => {
     const admin = await client(1);
     await admin.addAuthInfo("digest", SUPER);
     await admin.create(LOAD_ROOT, "");
-    const load = new WriteLoad(await client(2));
+    const load = new WriteLoad(await client(2), LOAD_ROOT);
     await waitFor("the load to be under way", () => (load.acked.length >= 20 ? true : undefined), 30_000);
 
     // A client without the super user's id is refused: the ACL of /zookeeper/config is read-only.

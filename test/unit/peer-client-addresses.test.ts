@@ -7,11 +7,10 @@
  */
 import assert from "node:assert/strict";
 import { after, test } from "node:test";
-import * as grpc from "@grpc/grpc-js";
 
 import { ClientAddressDirectory } from "../../src/server/client-address-directory.js";
-import { CLIENT_ADDRESS_METADATA, electionServiceDefinition } from "../../src/server/peer/peer-wire.js";
-import { membersOf, startNode, stopAllNodes, stopNode } from "../helpers/peer-nodes.js";
+import { CLIENT_ADDRESS_METADATA } from "../../src/server/peer/peer-wire.js";
+import { membersOf, rawElectionCall, startNode, stopAllNodes, stopNode } from "../helpers/peer-nodes.js";
 import { waitFor } from "../helpers/wait.js";
 
 const WAIT_MS = 15_000;
@@ -22,29 +21,6 @@ function directory(id: number, own: string): ClientAddressDirectory {
   const d = new ClientAddressDirectory(id);
   d.advertise(own);
   return d;
-}
-
-/** A raw election call naming itself `id`, with these client-address values; `accepted` once the callee answers with its headers. */
-function rawElectionCall(port: number, id: number, clientAddresses: string[]) {
-  const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
-  const md = new grpc.Metadata();
-  md.set("corral-server-id", String(id));
-  md.set("corral-peer-protocol", "1");
-  for (const value of clientAddresses) md.add(CLIENT_ADDRESS_METADATA, value);
-  const call = client.makeBidiStreamRequest(
-    electionServiceDefinition()["Notify"]!.path,
-    (b: Buffer) => b,
-    (b: Buffer) => b,
-    md,
-  );
-  call.on("error", () => {});
-  call.on("data", () => {});
-  const status = new Promise<grpc.StatusObject>((resolve) => call.on("status", resolve));
-  const headers = new Promise<grpc.Metadata | undefined>((resolve) => {
-    call.on("metadata", resolve);
-    void status.then(() => resolve(undefined));
-  });
-  return { client, call, headers };
 }
 
 test("both ends of a peer link record the other's client address", async () => {

@@ -12,9 +12,8 @@ import type { MemberAddress } from "../../src/common/membership.js";
 import type { QuorumMessage } from "../../src/consensus/messages.js";
 import type { Notification } from "../../src/election/types.js";
 import type { PeerMember, PeerTransportSecurity } from "../../src/server/peer/peer-transport.js";
-import { electionServiceDefinition } from "../../src/server/peer/peer-wire.js";
 import { makeTestPki } from "../helpers/certificates.js";
-import { distinctFreePorts, membersOf, startNode, stopAllNodes, stopNode, type Node } from "../helpers/peer-nodes.js";
+import { distinctFreePorts, membersOf, type Node, rawElectionCall, startNode, stopAllNodes, stopNode } from "../helpers/peer-nodes.js";
 import { waitFor } from "../helpers/wait.js";
 
 const WAIT_MS = 15_000;
@@ -33,28 +32,6 @@ const opened = (node: Node, peer: number): number => node.events.filter((e) => e
 
 function vote(from: number, round: number): Notification {
   return { from, state: "looking", vote: { leader: from, zxid: 2 ** 32 * 3 + from, peerEpoch: 3 }, round };
-}
-
-/** A raw election call naming itself `id`; resolves `accepted` when the callee answers with its headers. */
-function rawElectionCall(port: number, id: number) {
-  const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
-  const md = new grpc.Metadata();
-  md.set("corral-server-id", String(id));
-  md.set("corral-peer-protocol", "1");
-  const call = client.makeBidiStreamRequest(
-    electionServiceDefinition()["Notify"]!.path,
-    (b: Buffer) => b,
-    (b: Buffer) => b,
-    md,
-  );
-  call.on("error", () => {});
-  call.on("data", () => {});
-  const status = new Promise<grpc.StatusObject>((resolve) => call.on("status", resolve));
-  const accepted = new Promise<boolean>((resolve) => {
-    call.on("metadata", (metadata: grpc.Metadata) => resolve(metadata.get("corral-server-id").length === 1));
-    void status.then(() => resolve(false));
-  });
-  return { client, call, status, accepted };
 }
 
 test("a server outside the member table is heard, and answered on its own stream", async () => {
