@@ -110,15 +110,26 @@ export function checkDistinct(members: readonly MemberAddress[]): void {
   }
 }
 
-/** "host:p1:p2…" with the host optionally in brackets (IPv6). */
+/** A host name or IPv4 address (at most a DNS name's 253 characters). */
+const HOST_NAME = /^[A-Za-z0-9._-]{1,253}$/;
+/** An IPv6 address as it stands between brackets (an optional zone after '%'). */
+const IPV6 = /^[0-9A-Fa-f:.]{2,45}(?:%[A-Za-z0-9._-]{1,64})?$/;
+
+/**
+ * "host:p1:p2…" with the host optionally in brackets (IPv6). The host must be a host name or an IP
+ * address: every member dials every other's, and an address gRPC cannot parse (a carriage return
+ * or a line separator inside a name) would throw where it is dialled — on every server, for a
+ * reconfig a client asked for.
+ */
 function splitHostPorts(text: string): { host: string; ports: string[] } | undefined {
   if (text.startsWith("[")) {
     const close = text.indexOf("]");
     if (close < 0 || text[close + 1] !== ":") return undefined;
-    return { host: text.slice(1, close), ports: text.slice(close + 2).split(":") };
+    const host = text.slice(1, close);
+    return IPV6.test(host) && host.includes(":") ? { host, ports: text.slice(close + 2).split(":") } : undefined;
   }
   const [host, ...ports] = text.split(":");
-  if (host === undefined || host === "" || ports.length === 0) return undefined;
+  if (host === undefined || !HOST_NAME.test(host) || ports.length === 0) return undefined;
   return { host, ports };
 }
 

@@ -67,6 +67,15 @@ test("malformed members are BADARGUMENTS, never anything else", () => {
     ["server.1", ":1:2", false],
     ["server.1", "h:1:2", true],
     ["server.1", "h:1:2;h:x", true],
+    // Hosts gRPC could not dial (it throws on a carriage return or a line separator) and other non-hosts.
+    ["server.1", "x\ry:1:2", false],
+    ["server.1", "x\u2028y:1:2", false],
+    ["server.1", "a b:1:2", false],
+    ["server.1", "a/b:1:2", false],
+    ["server.1", "h:1:2;x\ry:3", false],
+    ["server.1", "[not v6]:1:2", false],
+    ["server.1", "[1.2.3.4]:1:2", false],
+    ["server.1", `${"a".repeat(254)}:1:2`, false],
   ];
   for (const [key, value, clientRequired] of bad) {
     assert.throws(
