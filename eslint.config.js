@@ -37,7 +37,7 @@ export default tseslint.config(
     },
   },
   {
-    // The deterministic core (DESIGN.md): no clocks, randomness, sockets or files. Time, entropy,
+    // The deterministic core (docs/architecture.md): no clocks, randomness, sockets or files. Time, entropy,
     // storage and the network come in through ports, so the simulator can run the same code.
     files: ["src/store/**/*.ts", "src/election/**/*.ts", "src/consensus/**/*.ts", "src/replica/**/*.ts"],
     ignores: ["src/store/disk/**"],

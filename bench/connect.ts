@@ -12,7 +12,7 @@ export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): P
 }
 
 /**
- * Opens `count` connections, connection i to hosts[i % hosts.length] (ANCHORS' "spread over the
+ * Opens `count` connections, connection i to hosts[i % hosts.length] (the reference setup's "spread over the
  * servers"). All or nothing: on any failure the others are closed and the first failure thrown.
  */
 export async function connectAll(

@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- --failover`: ANCHORS.md's failover row. Starts its own three-voter cluster on
+ * `npm run bench -- --failover`: the failover row of bench/README.md's reference figures. Starts its own three-voter cluster on
  * 127.0.0.1 (separate `corral server` processes, temporary data dir, removed afterwards), keeps a
  * 1 × 1 setData load going through a follower, kills the leader with SIGKILL and reports the time
  * from the kill to the first successful write issued after it. Repeats with the old leader

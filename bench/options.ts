@@ -2,7 +2,7 @@ import { parseArgs } from "node:util";
 import { tlsFilesFromFlags, type TlsFileOptions } from "../src/cli/tls-options.js";
 import { WORKLOADS, isWorkloadName, type WorkloadName } from "./driver.js";
 
-/** Defaults are ANCHORS.md's throughput setup, so a bare `npm run bench` is comparable to it. */
+/** Defaults are the reference throughput setup (bench/README.md, "The bar"), so a bare `npm run bench` is comparable to it. */
 export interface BenchOptions {
   /** One entry per server; connection i goes to hosts[i % hosts.length]. */
   hosts: string[];

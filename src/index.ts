@@ -1,4 +1,4 @@
-/** corral: the package entry (DESIGN.md §6). */
+/** corral: the package entry (docs/architecture.md §6). */
 export { Client } from "./client/client.js";
 export { op, ZkMultiError } from "./client/ops.js";
 export { deleteQuota, listQuota, setQuota } from "./client/quotas.js";

@@ -1,4 +1,4 @@
-/** corral through its public SDK only (DESIGN.md §6): what a user of the package would write. */
+/** corral through its public SDK only (docs/architecture.md §6): what a user of the package would write. */
 import { Client } from "../../src/index.js";
 import type { BenchConnection, BenchConnectOptions, BenchTarget } from "../target.js";
 

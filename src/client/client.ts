@@ -1,5 +1,5 @@
 /**
- * The corral client (DESIGN.md §6): the public API of one session. It checks arguments, builds
+ * The corral client (docs/architecture.md §6): the public API of one session. It checks arguments, builds
  * request ops, turns answers into results, and owns what the user sees — the promises, the
  * "state" and "error" events, the watch callbacks. What happens on the connection (xids and the
  * order of answers, reconnects, expiry, pings) is decided by the session machine

@@ -1,6 +1,6 @@
 /**
  * The host that runs a session machine for real (session-io.ts): one gRPC channel and one
- * bidirectional stream per connection (DESIGN.md §5), frames encoded here and, once the server
+ * bidirectional stream per connection (docs/architecture.md §5), frames encoded here and, once the server
  * speaks protocol 2, the frames of one event-loop turn sent as one batch; and the machine's
  * timers as Node timers. It decides nothing: it carries out the machine's transport effects and
  * reports every frame that arrives, every stream that ends and every timer that fires.

@@ -1,5 +1,5 @@
 /**
- * One client session as a deterministic state machine (DESIGN.md §3, §5; STYLE.md practice 17):
+ * One client session as a deterministic state machine (docs/architecture.md §3, §5 and practice 17):
  * everything the SDK decides about its connections, and nothing it does. Inputs come from the
  * user side (start, submit, close) and from a host (frames, ended streams, fired timers — see
  * session-io.ts); effects go out through one callback. It reads no clock, sets no timer, draws no

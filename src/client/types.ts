@@ -1,5 +1,5 @@
 /**
- * The public types of the corral SDK (DESIGN.md §6). 64-bit values a user sees — zxids, session ids,
+ * The public types of the corral SDK (docs/architecture.md §6). 64-bit values a user sees — zxids, session ids,
  * ephemeralOwner — are `bigint`; everything else is a plain `number`.
  */
 import type { ZkErrorName } from "../common/errors.js";

@@ -1,6 +1,6 @@
 /**
- * Zab's limits, in one place, with the relations between them asserted at load (STYLE.md
- * practice 9). A host may lower the window and batch sizes (the simulator does, to force SNAP
+ * Zab's limits, in one place, with the relations between them asserted at load
+ * (docs/architecture.md practice 9). A host may lower the window and batch sizes (the simulator does, to force SNAP
  * syncs); it may never raise them past these maxima.
  */
 import { assert } from "../common/assert.js";

@@ -1,5 +1,5 @@
 /**
- * How a host drives a Zab core (DESIGN.md §3, STYLE.md practices 1–4): the host feeds inputs —
+ * How a host drives a Zab core (docs/architecture.md §3, practices 1–4): the host feeds inputs —
  * a peer message, a tick carrying the time, "this is durable now", a client write to propose — and
  * after each input collects a `ZabReady` batch of effects to carry out. The core never awaits,
  * never reads a clock and never touches a socket or a file. Two hosts run it: src/server (gRPC,

@@ -1,6 +1,6 @@
 /**
- * The Zab core a host runs for one term, as a discriminated union on `kind` (STYLE.md practice
- * 3): a Leader, or a Learner that is a follower or an observer. The host builds one with
+ * The Zab core a host runs for one term, as a discriminated union on `kind` (docs/architecture.md
+ * practice 3): a Leader, or a Learner that is a follower or an observer. The host builds one with
  * `createZab` when the election decides, and drops it when a Ready carries `stepDown`.
  *
  * How a host drives it (src/server for real, test/sim in memory):

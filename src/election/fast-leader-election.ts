@@ -1,11 +1,11 @@
 /**
- * FastLeaderElection (ZooKeeper's FLE, DESIGN.md §4) as a deterministic state machine.
+ * FastLeaderElection (ZooKeeper's FLE, docs/architecture.md §4) as a deterministic state machine.
  *
  * The host feeds three inputs — `startLooking` when the server enters LOOKING, `receive` for every
  * notification a peer sent, `tick` as time passes — and after each one carries out the returned
  * `ElectionOutput`: send every notification in `send`, and when `decided` is set, hand the decision
  * to Zab (lead, follow or observe). Time arrives as `nowMs`; nothing here reads a clock, draws a
- * random number, sets a timer or touches a socket (STYLE.md practices 1 and 5).
+ * random number, sets a timer or touches a socket (docs/architecture.md practices 1 and 5).
  *
  * After deciding, the machine stays in the decided state so that it can answer: a LOOKING peer that
  * asks gets our state and vote back, and learns the established leader without a new election
@@ -47,7 +47,7 @@ import { compareVotes, isPeerEpoch, isPeerState, isServerId, isWellFormedVote, N
 /**
  * The membership view the election needs. consensus/quorum.ts's QuorumVerifier satisfies it
  * structurally; it is restated here because src/election may not import src/consensus
- * (DESIGN.md §2).
+ * (docs/architecture.md §2).
  */
 export interface ElectionQuorum {
   readonly voters: ReadonlySet<number>;

@@ -1,5 +1,5 @@
 /**
- * The gRPC front door: one bidirectional `Session` stream per client connection (DESIGN.md §5).
+ * The gRPC front door: one bidirectional `Session` stream per client connection (docs/architecture.md §5).
  * It decodes frames into the server's records and hands them to the request pipeline; nothing a
  * client sends can throw out of here — malformed frames end that stream with INVALID_ARGUMENT and
  * leave every other session alone (contract item 8).

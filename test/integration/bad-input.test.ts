@@ -1,5 +1,5 @@
 /**
- * Contract item 8 (DESIGN.md §1): bad input never hurts anyone else. Invalid paths, oversized data,
+ * Contract item 8 (docs/architecture.md §1): bad input never hurts anyone else. Invalid paths, oversized data,
  * wrong versions, unknown or expired sessions, wrong passwords and malformed frames each get a
  * typed answer — a ZooKeeper error code in Response.err / ConnectResponse.err, or a gRPC status
  * that ends only the offending stream — and the server keeps serving everyone else.

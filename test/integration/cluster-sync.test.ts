@@ -1,5 +1,5 @@
 /**
- * How a returning learner is brought up to date (issue 3, DESIGN.md §4): each of the leader's three
+ * How a returning learner is brought up to date (issue 3, docs/architecture.md §4): each of the leader's three
  * sync modes is forced on a real three-voter cluster and recognised by the leader's own structured
  * "zab syncMode" line, then every server must hold the same tree.
  *

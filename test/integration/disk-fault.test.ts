@@ -1,5 +1,5 @@
 /**
- * Disk faults (DESIGN.md §1 item 5): a server whose durable write fails stops itself — exit code
+ * Disk faults (docs/architecture.md §1 item 5): a server whose durable write fails stops itself — exit code
  * 70 and one fatal log line — rather than acknowledge the write or carry on with a log it can no
  * longer trust. The failure is injected at the LevelDB / snapshot-file boundary by the test-only
  * CORRAL_TEST_DISK_FAULT switch (src/server/disk-faults.ts), so the server runs exactly the code a

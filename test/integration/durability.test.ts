@@ -1,5 +1,5 @@
 /**
- * Durability (DESIGN.md §1 item 5) on one server: a write is answered only once it is fsynced, so
+ * Durability (docs/architecture.md §1 item 5) on one server: a write is answered only once it is fsynced, so
  * kill -9 loses nothing that was acknowledged; recovery is the newest valid snapshot plus the log
  * after it; a write that was rejected never reappears.
  */

@@ -1,5 +1,5 @@
 /**
- * The session contract (DESIGN.md §1 items 2, 6, 7) against a real server process over gRPC.
+ * The session contract (docs/architecture.md §1 items 2, 6, 7) against a real server process over gRPC.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";

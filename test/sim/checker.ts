@@ -1,5 +1,5 @@
 /**
- * The simulator's state checker (TigerBeetle's, STYLE.md practice 7): it watches every apply,
+ * The simulator's state checker (TigerBeetle's, docs/architecture.md practice 7): it watches every apply,
  * establishment, ack and client answer as they happen and records each broken property. Safety
  * is checked continuously; convergence and durability of acknowledged writes at the end.
  */

@@ -1,5 +1,5 @@
 /**
- * A whole corral cluster in one process, driven by one seeded PRNG (DESIGN.md §3, STYLE.md
+ * A whole corral cluster in one process, driven by one seeded PRNG (docs/architecture.md §3 and
  * practice 6). Every member is the production Replica (src/replica), built by the same
  * buildReplica as `corral server`, over in-memory twins of its ports (twins/): storage whose writes
  * become durable only after a simulated fsync (a crash loses the rest), a network that delays,

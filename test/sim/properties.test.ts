@@ -1,5 +1,5 @@
 /**
- * The simulator's properties, one named test each (STYLE.md practice 14), over a bounded set of
+ * The simulator's properties, one named test each (docs/architecture.md practice 14), over a bounded set of
  * seeded runs (SIM_SEEDS, default 1000; SIM_FIRST_SEED, default 0). Every run draws its cluster
  * (3 or 5 voters, maybe an observer), its network and disk behaviour and a fault schedule from
  * its seed; a failing seed is printed with the command that replays it.

@@ -544,7 +544,7 @@ describe("bench driver", () => {
 });
 
 describe("bench options", () => {
-  it("defaults to ANCHORS.md's throughput setup", () => {
+  it("defaults to the reference throughput setup of bench/README.md", () => {
     const options = parseBenchArgs([]);
     assert.deepEqual(
       [options.hosts, options.connections, options.inflight, options.warmupS, options.durationS, options.valueBytes, options.keys, options.target],

@@ -1,5 +1,5 @@
 /**
- * Zab flows against golden traces (etcd raft's datadriven tests, STYLE.md practice 13): each
+ * Zab flows against golden traces (etcd raft's datadriven tests, docs/architecture.md practice 13): each
  * scenario is a short script; its full message-and-event trace is compared with
  * test/unit/testdata/zab/<name>.txt. After an intended protocol change, regenerate with
  * UPDATE_GOLDEN=1 and review the diff.

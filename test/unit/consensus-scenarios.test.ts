@@ -1,5 +1,5 @@
 /**
- * Zab scenarios as small scripts (STYLE.md practice 13): a leader and learners driven through a
+ * Zab scenarios as small scripts (docs/architecture.md practice 13): a leader and learners driven through a
  * FIFO wire, with the events and messages they produce checked against the expected trace.
  */
 import assert from "node:assert/strict";

@@ -1,5 +1,5 @@
 /**
- * Election scenarios as small scripts with golden output (STYLE.md practice 13, after etcd's
+ * Election scenarios as small scripts with golden output (docs/architecture.md practice 13, after etcd's
  * datadriven tests): where the sequence of notifications is the point, the whole trace is the
  * assertion. The network is the simulator's twin with every notification taking exactly 1 ms, so
  * delivery is FIFO and a trace only changes when behaviour does.

@@ -1,5 +1,5 @@
 /**
- * DESIGN.md §2 as a test: the arrows between folders go one way, and the deterministic core
+ * docs/architecture.md §2 as a test: the arrows between folders go one way, and the deterministic core
  * (src/store outside disk, src/election, src/consensus, src/replica) touches no clock, randomness,
  * socket, timer or file — nor does the SDK's session machine, which a simulator can run as the
  * real client.
@@ -61,7 +61,7 @@ const ALLOWED: Record<string, string[]> = {
   index: ["common", "client", "recipes"],
 };
 
-test("imports between src folders follow DESIGN.md's arrows", () => {
+test("imports between src folders follow the architecture's arrows", () => {
   const violations: string[] = [];
   for (const file of sourceFiles(SRC)) {
     const from = layerOf(file);

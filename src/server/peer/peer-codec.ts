@@ -2,7 +2,7 @@
  * A hand-written protobuf codec for proto/peer.proto: QuorumBatch and NotificationBatch frames to
  * and from the records of src/consensus/messages.ts and src/election/types.ts, byte-compatible with
  * @grpc/proto-loader (test/unit/peer-codec.test.ts checks both directions on generated frames).
- * Write throughput is CPU-bound (ANCHORS.md), and every proposal, ack and commit passes through
+ * Write throughput is CPU-bound (bench/README.md), and every proposal, ack and commit passes through
  * here on every server, so this avoids proto-loader's reflective fromObject/toObject entirely:
  * a batch is sized once, written into one exactly-sized buffer, and decoded in one pass.
  *

@@ -1,6 +1,6 @@
 /**
  * Every bound the peer transport enforces, in one place, with the relations between them checked
- * at load (STYLE.md practice 9). Tests and operators may override any of them per PeerTransport
+ * at load (docs/architecture.md practice 9). Tests and operators may override any of them per PeerTransport
  * (`limits`), and the overrides are checked the same way.
  */
 import { assert } from "../../common/assert.js";

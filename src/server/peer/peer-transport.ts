@@ -1,5 +1,5 @@
 /**
- * PeerTransport: the gRPC links between corral servers (DESIGN.md §2–§4, §7; proto/peer.proto).
+ * PeerTransport: the gRPC links between corral servers (docs/architecture.md §2–§4, §7; proto/peer.proto).
  *
  * Election. Every voter serves `Election.Notify` on its election port. `sendNotification(to, n)`
  * writes to one long-lived stream this server keeps to each voter, opened on the first send and
