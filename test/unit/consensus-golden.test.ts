@@ -1,100 +1,99 @@
 /**
- * Zab flows against golden traces (etcd raft's datadriven tests, docs/architecture.md practice 13): each
- * scenario is a short script; its full message-and-event trace is compared with
- * test/unit/testdata/zab/<name>.txt. After an intended protocol change, regenerate with
- * UPDATE_GOLDEN=1 and review the diff.
+ * Zab flows against golden traces (etcd raft's datadriven tests, docs/architecture.md practice 13):
+ * each scenario is a short script beside the message-and-event trace every command produces, one
+ * file each under test/unit/testdata/zab/ (the format is test/helpers/datadriven.ts's). After an
+ * intended protocol change, regenerate with UPDATE_GOLDEN=1 and review the diff.
+ *
+ * Script commands (servers are created by the first command that is not a setup one):
+ *   voters 1 2 3          the voters (default 1 2 3)
+ *   observers 4           the observers (default none)
+ *   window 2              the leader keeps this many committed records for DIFFs
+ *   log 1 1.1:a 1.2:b     server 1's durable log: zxid epoch.counter and the record's text
+ *   epochs 1 2 2          server 1's durable accepted and current epochs
+ *   start 1               server 1 starts a term as leader
+ *   start 2 1             server 2 starts a term following (or observing) leader 1
+ *   no-fsync 2            server 2's writes stay in flight until flushed
+ *   propose a b           the leader proposes records "a", then "b"
+ *   deliver               deliver every message in flight, and what that sends, oldest first
  */
-import assert from "node:assert/strict";
-import { readFileSync, writeFileSync } from "node:fs";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { Harness } from "./consensus-harness.js";
 import { makeZxid } from "../../src/store/zxid.js";
+import { aboutOf, goldenFiles, intArgs, runDataDrivenFile, type Directive } from "../helpers/datadriven.js";
+import { Harness } from "./consensus-harness.js";
 
 const DATA = fileURLToPath(new URL("../../../test/unit/testdata/zab/", import.meta.url));
 const enc = (s: string) => new TextEncoder().encode(s);
-const z = makeZxid;
 
-const scenarios: Record<string, { about: string; run: (h: Harness) => void; voters?: number[]; observers?: number[] }> = {
-  "establish-and-broadcast": {
-    about: "three fresh servers: discovery, empty DIFFs, newLeader, upToDate; two pipelined proposals commit",
-    run: (h) => {
-      h.start(1);
-      h.start(2, 1);
-      h.start(3, 1);
-      h.deliver();
-      h.propose("a");
-      h.propose("b");
-      h.deliver();
-    },
-  },
-  "trunc-uncommitted-tail": {
-    about: "server 3 logged 1.3 in epoch 1 that nobody else has; leader 1 has 2.1: server 3 is truncated to 1.2, then gets 2.1",
-    run: (h) => {
-      const committed = [
-        { zxid: z(1, 1), record: enc("a") },
-        { zxid: z(1, 2), record: enc("b") },
-      ];
-      for (const id of [1, 2, 3]) Object.assign(h.server(id), { acceptedEpoch: 2, currentEpoch: 2, log: committed.slice() });
-      h.server(1).log.push({ zxid: z(2, 1), record: enc("c") });
-      h.server(3).log.push({ zxid: z(1, 3), record: enc("stale") });
-      h.start(1);
-      h.start(2, 1);
-      h.start(3, 1);
-      h.deliver();
-    },
-  },
-  "snap-behind-window": {
-    about: "a window of two records: server 3 joins after six commits and gets a SNAP, then the next proposal",
-    run: (h) => {
-      h.committedLogRecordsMax = 2;
-      h.start(1);
-      h.start(2, 1);
-      h.deliver();
-      for (let i = 0; i < 6; i++) h.propose(`t${i}`);
-      h.deliver();
-      h.start(3, 1);
-      h.deliver();
-      h.propose("after");
-      h.deliver();
-    },
-  },
-  "join-with-proposals-in-flight": {
-    about: "server 2 does not fsync; server 3 joins while 1.1 and 1.2 are outstanding: it gets them as uncommitted syncTxns, its newLeader ack commits them",
-    run: (h) => {
-      h.start(1);
-      h.start(2, 1);
-      h.deliver();
-      h.server(2).autoDurable = false;
-      h.propose("x");
-      h.propose("y");
-      h.deliver();
-      h.start(3, 1);
-      h.deliver();
-    },
-  },
-  "observer-informed": {
-    about: "an observer is synced like a follower, gets inform instead of proposal + commit, and never acks a proposal",
-    voters: [1, 2, 3],
-    observers: [4],
-    run: (h) => {
-      h.start(1);
-      h.start(2, 1);
-      h.start(4, 1);
-      h.deliver();
-      h.propose("o");
-      h.deliver();
-    },
-  },
-};
+/** One scenario's state: the membership it declares, then the harness it runs. */
+class ZabScript {
+  private voters = [1, 2, 3];
+  private observers: number[] = [];
+  private window: number | undefined;
+  private harness: Harness | undefined;
 
-for (const [name, scenario] of Object.entries(scenarios)) {
-  test(`golden trace: ${name}`, () => {
-    const h = new Harness(scenario.voters ?? [1, 2, 3], scenario.observers ?? []);
-    scenario.run(h);
-    const text = [`# ${scenario.about}`, ...h.trace, ""].join("\n");
-    const file = `${DATA}${name}.txt`;
-    if (process.env.UPDATE_GOLDEN === "1") writeFileSync(file, text);
-    assert.equal(text, readFileSync(file, "utf8"), `trace of ${name} differs from ${file} (UPDATE_GOLDEN=1 rewrites it)`);
+  private get h(): Harness {
+    if (this.harness === undefined) {
+      this.harness = new Harness(this.voters, this.observers);
+      if (this.window !== undefined) this.harness.committedLogRecordsMax = this.window;
+    }
+    return this.harness;
+  }
+
+  run(directive: Directive): string {
+    const before = this.harness?.trace.length ?? 0;
+    switch (directive.command) {
+      case "voters":
+        this.voters = intArgs(directive);
+        return "";
+      case "observers":
+        this.observers = intArgs(directive);
+        return "";
+      case "window":
+        this.window = intArgs(directive)[0]!;
+        if (this.harness !== undefined) this.harness.committedLogRecordsMax = this.window;
+        return "";
+      case "log": {
+        const [id] = intArgs({ ...directive, args: directive.args.slice(0, 1) });
+        this.h.server(id!).log = directive.args.slice(1).map(parseRecord);
+        return "";
+      }
+      case "epochs": {
+        const [id, accepted, current] = intArgs(directive);
+        Object.assign(this.h.server(id!), { acceptedEpoch: accepted, currentEpoch: current });
+        return "";
+      }
+      case "start": {
+        const [id, leader] = intArgs(directive);
+        this.h.start(id!, leader);
+        break;
+      }
+      case "no-fsync":
+        for (const id of intArgs(directive)) this.h.server(id).autoDurable = false;
+        return "";
+      case "propose":
+        for (const record of directive.args) this.h.propose(record);
+        break;
+      case "deliver":
+        this.h.deliver();
+        break;
+      default:
+        throw new Error("unknown script command");
+    }
+    return this.h.trace.slice(before).join("\n");
+  }
+}
+
+/** "1.3:stale": the record "stale" at zxid epoch 1, counter 3. */
+function parseRecord(text: string): { zxid: number; record: Uint8Array } {
+  const match = /^(\d+)\.(\d+):(.*)$/.exec(text);
+  if (match === null) throw new Error(`"${text}" is not epoch.counter:record`);
+  return { zxid: makeZxid(Number(match[1]), Number(match[2])), record: enc(match[3]!) };
+}
+
+for (const { name, path } of goldenFiles(DATA)) {
+  test(`golden trace ${name}: ${aboutOf(path)}`, () => {
+    const script = new ZabScript();
+    runDataDrivenFile(path, (directive) => script.run(directive));
   });
 }
