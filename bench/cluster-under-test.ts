@@ -22,6 +22,8 @@ export interface ClusterUnderTest {
   sdkHost(id: number): string | undefined;
   /** Whether server `id`'s process is up (it may not be serving yet). */
   running(id: number): boolean;
+  /** Server `id`'s process id while it runs. */
+  pid(id: number): number | undefined;
   /** kill -9 of server `id`; resolves once it has exited. */
   crash(id: number): Promise<void>;
   /** Starts server `id` again on its ports and data; resolves once it listens (not necessarily serves). */
@@ -101,6 +103,8 @@ export async function waitWholeQuorum(cluster: ClusterUnderTest, limitMs = 120_0
 
 export interface StartOptions {
   tickMs: number;
+  /** ZooKeeper only: more zoo.cfg lines. */
+  zooKeeperConfig?: readonly string[];
 }
 
 /** Three corral voters; fsync on (corral's default), every four-letter word allowed (mntr is not by default). */
@@ -136,6 +140,10 @@ export class CorralCluster implements ClusterUnderTest {
     return this.cluster.server(id).running;
   }
 
+  pid(id: number): number | undefined {
+    return this.cluster.server(id).pid;
+  }
+
   crash(id: number): Promise<void> {
     return this.cluster.server(id).crash();
   }
@@ -166,7 +174,13 @@ export class ZooKeeperCluster implements ClusterUnderTest {
   }
 
   static async start(options: StartOptions): Promise<ZooKeeperCluster> {
-    const ensemble = await ZooKeeperEnsemble.start({ servers: 3, tickTimeMs: options.tickMs, initLimitTicks: 10, syncLimitTicks: 5 });
+    const ensemble = await ZooKeeperEnsemble.start({
+      servers: 3,
+      tickTimeMs: options.tickMs,
+      initLimitTicks: 10,
+      syncLimitTicks: 5,
+      ...(options.zooKeeperConfig === undefined ? {} : { extraConfig: options.zooKeeperConfig }),
+    });
     return new ZooKeeperCluster(ensemble);
   }
 
@@ -185,6 +199,10 @@ export class ZooKeeperCluster implements ClusterUnderTest {
 
   running(id: number): boolean {
     return this.ensemble.running(id);
+  }
+
+  pid(id: number): number | undefined {
+    return this.ensemble.pid(id);
   }
 
   crash(id: number): Promise<void> {

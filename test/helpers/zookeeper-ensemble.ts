@@ -41,6 +41,8 @@ export interface ZooKeeperEnsembleOptions {
   reconfigEnabled?: boolean;
   /** The super user ("super:<base64 sha1>"), through ZooKeeper's system property. */
   superDigest?: string;
+  /** More zoo.cfg lines ("maxClientCnxns=0"), after the ones written here. */
+  extraConfig?: readonly string[];
 }
 
 interface ZooKeeperMember {
@@ -111,6 +113,7 @@ export class ZooKeeperEnsemble {
             "admin.enableServer=false",
             "4lw.commands.whitelist=*",
             ...(options.reconfigEnabled === true ? ["reconfigEnabled=true"] : []),
+            ...(options.extraConfig ?? []),
             ...ports.map(
               (p) => `server.${p.id}=127.0.0.1:${p.quorum}:${p.election}${options.reconfigEnabled === true ? `:participant;127.0.0.1:${p.client}` : ""}`,
             ),
