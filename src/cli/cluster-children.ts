@@ -16,7 +16,7 @@ import { summarizeMemberLogLine } from "./member-log.js";
 
 const MAIN = fileURLToPath(new URL("./main.js", import.meta.url));
 
-/** What a server logs when it is outside the configuration in force (see src/replica/quorum-peer.ts). */
+/** What a server logs when it is outside the configuration in force (see src/replica/reconfig-membership.ts). */
 const OUTSIDE_MESSAGE = "not a member of the configuration in force";
 
 export interface ClusterIo {

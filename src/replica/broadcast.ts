@@ -1,9 +1,10 @@
 /**
- * The seam between the request pipeline and replication. The pipeline hands writes to a
- * `WriteBroadcast` and learns their outcome only when the txn is applied to the local tree
- * (`ReplicaDatabase` notifies it). The quorum peer serves it (ClusterBroadcast): on the leader,
- * prep + a Zab proposal; on a learner, a forward to the leader. A standalone server is a leader of
- * one voter, so there is no other implementation.
+ * The seam between the request pipeline and replication: the admission stage of the request chain.
+ * The pipeline hands writes to a `WriteBroadcast` and learns their outcome only when the txn is
+ * applied to the local tree (the quorum peer hands each applied txn to the session queues). The
+ * quorum peer implements it: on the leader, the term's LeaderAdmission (session and owner checks,
+ * prep) and a Zab proposal; on a learner, a forward to the leader. A standalone server is a leader
+ * of one voter, so there is no other implementation.
  */
 import type { Id } from "../store/types.js";
 import type { WriteRequest } from "./requests.js";
@@ -16,8 +17,8 @@ export interface WriteBroadcast {
   submitWrite(sessionId: bigint, cxid: number, request: WriteRequest, authInfo: readonly Id[]): void;
   /** Order a new session's createSession txn. */
   submitCreateSession(sessionId: bigint, timeoutMs: number, password: Uint8Array): void;
-  /** Order the closeSession of an expired session (server-made, cxid 0). */
-  submitExpireSession(sessionId: bigint): void;
+  /** The session was heard from (any request or ping): whoever tracks its liveness now learns it. */
+  touchSession(sessionId: bigint, timeoutMs: number): void;
   /**
    * Call `ready(zxid)` once every write ordered before this call is known: the pipeline answers
    * the sync when the local tree has applied `zxid`.

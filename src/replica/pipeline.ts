@@ -1,42 +1,21 @@
 /**
- * The request pipeline's session side (ZooKeeper's FinalRequestProcessor plus the per-session
- * ordering of its CommitProcessor), for one server.
+ * The request chain's session-order stage, for one server: every request a front door submits joins
+ * its session's FIFO queue (client-sessions.ts), in order. Writes go to admission at once (so prep
+ * and the log pipeline them) and syncs ask it for the zxid to wait for; reads wait in the queue for
+ * their turn. The queues answer each request in its place.
  *
- * Every request joins its session's FIFO queue. Writes go to the `WriteBroadcast` at once (so
- * prep and the log pipeline them) and are answered when their txn has been applied locally; a read
- * runs against the local tree only when it reaches the head of its session's queue, so it sees
- * every earlier write of that session (contract item 2) and never waits on disk; a sync is answered
- * once the tree has applied everything the broadcast had ordered before it (contract item 3).
- * Watch events fired by an apply are sent before any later answer (contract item 6).
- *
- * ACLs: a read is checked here, on the serving server, against the ids its connection had when the
- * read arrived; a write carries those ids to prep on the leader. An addAuth changes the
+ * ACLs: a read is checked when it runs, on the serving server, against the ids its connection had
+ * when the read arrived; a write carries those ids to prep on the leader. An addAuth changes the
  * connection's ids at once (later requests see them) and is answered in its place in the order.
  */
 import { assert } from "../common/assert.js";
 import { limits } from "../common/constants.js";
-import { ZkError, ZkErrorCode } from "../common/errors.js";
-import { validatePath } from "../common/paths.js";
-import type { DataTree } from "../store/data-tree.js";
-import { Perms, type Acl, type Id, type Txn, type TxnResult, type WatchDelivery, type WatchEvent } from "../store/types.js";
-import { checkAcl, clientInfoOf, permits, redactDigests } from "./acl.js";
+import { ZkErrorCode } from "../common/errors.js";
+import type { Id, WatchEvent } from "../store/types.js";
 import { authenticate, withAuthIds, type AuthOptions } from "./auth.js";
-import { zookeeperIdOrder } from "./zookeeper-id-order.js";
 import type { WriteBroadcast } from "./broadcast.js";
-import {
-  EMPTY_BODY,
-  type ClusterMembersReply,
-  isWriteRequest,
-  type AddAuthRequest,
-  type ClientRequest,
-  type MultiReadOpRequest,
-  type MultiReadRequest,
-  type ReadOpResult,
-  type ReadRequest,
-  type Reply,
-  type WriteRequest,
-  type ZooKeeperChecks,
-} from "./requests.js";
+import { checkReadPath, codeOf, type ClientSessions, type QueueEntry } from "./client-sessions.js";
+import { EMPTY_BODY, isWriteRequest, type AddAuthRequest, type ClientRequest, type Reply, type WriteRequest } from "./requests.js";
 
 /** A client connection as the pipeline sees it; each front door implements it. */
 export interface ClientConnection {
@@ -63,94 +42,40 @@ export interface ClientConnection {
   authFailed?(): void;
 }
 
-type EntryKind = "read" | "write" | "sync";
-
-interface QueueEntry {
-  xid: number;
-  request: ClientRequest;
-  kind: EntryKind;
-  connection: ClientConnection;
-  /** The connection's ids when the request arrived: what its ACL checks use. */
-  authInfo: readonly Id[];
-  /** Set when the answer is known (writes: at apply; rejections: at once). */
-  reply: Reply | undefined;
-  /** For syncs: the zxid the tree must reach; undefined until the broadcast says. */
-  syncZxid: number | undefined;
-  /** When it arrived, on the observer's clock (0 without an observer). */
-  receivedMs: number;
-}
-
-class SessionState {
-  connection: ClientConnection | undefined;
-  readonly queue: QueueEntry[] = [];
-  head = 0;
-  /** A closeSession (asked for or expiry) is in flight: new requests are refused. */
-  closing = false;
-  constructor(
-    readonly id: bigint,
-    readonly timeoutMs: number,
-  ) {}
-
-  queued(): number {
-    return this.queue.length - this.head;
-  }
-}
-
 /** Told when a request is answered (the server's metrics): read or update, and how long it took. */
 export interface RequestObserver {
   nowMs(): number;
   answered(kind: "read" | "update", latencyMs: number): void;
 }
 
-export interface SessionActivity {
-  /** The session was heard from (any request or ping). */
-  touch(sessionId: bigint, timeoutMs: number): void;
-  /** The session is gone from this server. */
-  forget(sessionId: bigint): void;
+export interface RequestPipelineDeps {
+  /** The session queues, which answer in order. */
+  sessions: ClientSessions;
+  /** Where writes, new sessions, syncs and signs of life go: the quorum peer's admission. */
+  admission: WriteBroadcast;
+  authOptions: AuthOptions;
+  /** Told how long each request took to answer (the queues report the answer). */
+  observer?: RequestObserver;
 }
 
 export class RequestPipeline {
-  private readonly sessions = new Map<bigint, SessionState>();
-  private readonly syncWaiters = new Set<SessionState>();
-  private readonly pendingCreates = new Map<bigint, (accepted: boolean) => void>();
-  /** Sessions a read-only server opened: no txn made them, and they end when read-only mode does. */
-  private readonly localSessions = new Map<bigint, { timeoutMs: number; password: Uint8Array }>();
+  private readonly sessions: ClientSessions;
+  private readonly admission: WriteBroadcast;
 
-  constructor(
-    /** Read through on every use: a learner's tree is replaced when it syncs by SNAP or TRUNC. */
-    private readonly state: { readonly tree: DataTree },
-    private readonly broadcast: WriteBroadcast,
-    private readonly activity: SessionActivity,
-    private readonly authOptions: AuthOptions,
-    private readonly observer?: RequestObserver,
-    /** getMembers' answer, read when its turn comes; absent: getMembers is UNIMPLEMENTED. */
-    private readonly members?: () => ClusterMembersReply,
-  ) {}
-
-  private get tree(): DataTree {
-    return this.state.tree;
+  constructor(private readonly deps: RequestPipelineDeps) {
+    this.sessions = deps.sessions;
+    this.admission = deps.admission;
   }
 
   /** Open a new session; `done(true)` once its createSession txn is applied. */
   createSession(sessionId: bigint, timeoutMs: number, password: Uint8Array, done: (accepted: boolean) => void): void {
-    this.pendingCreates.set(sessionId, done);
-    this.broadcast.submitCreateSession(sessionId, timeoutMs, password);
+    this.sessions.awaitCreated(sessionId, done);
+    this.admission.submitCreateSession(sessionId, timeoutMs, password);
   }
 
   /** Open a session read-only mode serves alone (no quorum is there to create it). */
   openLocalSession(sessionId: bigint, timeoutMs: number, password: Uint8Array): void {
-    this.localSessions.set(sessionId, { timeoutMs, password });
-  }
-
-  /** A session's record: in the replicated tree, or opened here by read-only mode. */
-  private sessionRecord(sessionId: bigint): { timeoutMs: number; password: Uint8Array } | undefined {
-    return this.tree.sessions.get(sessionId) ?? this.localSessions.get(sessionId);
-  }
-
-  /** A read-only session that timed out: ended here, as no txn can end it. */
-  endLocally(sessionId: bigint): void {
-    this.localSessions.delete(sessionId);
-    this.closeSession(sessionId, false);
+    this.sessions.openLocalSession(sessionId, timeoutMs, password);
   }
 
   /**
@@ -158,82 +83,46 @@ export class RequestPipeline {
    * ended, and the watches it registered are dropped: the client re-registers them with setWatches.
    */
   attach(sessionId: bigint, connection: ClientConnection): void {
-    const record = this.sessionRecord(sessionId);
-    if (!record) assert(false, `attach of unknown session ${sessionId}`);
-    let session = this.sessions.get(sessionId);
-    if (!session) {
-      session = new SessionState(sessionId, record.timeoutMs);
-      this.sessions.set(sessionId, session);
-    }
-    const previous = session.connection;
-    session.connection = connection;
-    if (previous && previous !== connection) {
-      this.tree.watches.removeWatcher(sessionId);
-      previous.end("moved");
-    }
-    this.activity.touch(sessionId, session.timeoutMs);
+    this.admission.touchSession(sessionId, this.sessions.attach(sessionId, connection));
   }
 
   /** The connection went away. The session lives on until it expires or is resumed elsewhere. */
   detach(sessionId: bigint, connection: ClientConnection): void {
-    const session = this.sessions.get(sessionId);
-    if (!session || session.connection !== connection) return;
-    session.connection = undefined;
-    this.tree.watches.removeWatcher(sessionId);
+    this.sessions.detach(sessionId, connection);
   }
 
   /** Whether `password` opens `sessionId` here. */
   checkSession(sessionId: bigint, password: Uint8Array): boolean {
-    const record = this.sessionRecord(sessionId);
-    if (!record) return false;
-    if (this.sessions.get(sessionId)?.closing) return false;
-    return equalBytes(record.password, password);
+    return this.sessions.checkSession(sessionId, password);
   }
 
   /** The timeout of a session `checkSession` accepts. */
   sessionTimeoutMs(sessionId: bigint): number {
-    const record = this.sessionRecord(sessionId);
-    if (!record) assert(false, `timeout of unknown session ${sessionId}`);
-    return record.timeoutMs;
+    return this.sessions.sessionTimeoutMs(sessionId);
   }
 
   touch(sessionId: bigint): void {
     const session = this.sessions.get(sessionId);
-    if (session && !session.closing) this.activity.touch(sessionId, session.timeoutMs);
-  }
-
-  /** Mark an expiring session so nothing more is accepted from it, and order its closeSession. */
-  expire(sessionId: bigint): void {
-    const session = this.sessions.get(sessionId);
-    if (session?.closing) return;
-    if (session) session.closing = true;
-    if (!this.tree.sessions.has(sessionId)) return;
-    this.broadcast.submitExpireSession(sessionId);
+    if (session && !session.closing) this.admission.touchSession(sessionId, session.timeoutMs);
   }
 
   /** Requests queued over every session, not yet answered. */
   outstandingRequests(): number {
-    let total = 0;
-    for (const session of this.sessions.values()) total += session.queued();
-    return total;
+    return this.sessions.outstandingRequests();
   }
 
   /** Sessions attached to a live connection here. */
   connectedSessions(): number {
-    let count = 0;
-    for (const session of this.sessions.values()) if (session.connection?.open) count += 1;
-    return count;
+    return this.sessions.connectedSessions();
   }
 
   /** The ids of the sessions attached to a live connection here. */
   connectedSessionIds(): bigint[] {
-    const ids: bigint[] = [];
-    for (const [sessionId, session] of this.sessions) if (session.connection?.open) ids.push(sessionId);
-    return ids;
+    return this.sessions.connectedSessionIds();
   }
 
   queuedRequests(sessionId: bigint): number {
-    return this.sessions.get(sessionId)?.queued() ?? 0;
+    return this.sessions.queuedRequests(sessionId);
   }
 
   submit(sessionId: bigint, connection: ClientConnection, xid: number, request: ClientRequest): void {
@@ -248,45 +137,42 @@ export class RequestPipeline {
       authInfo: connection.authInfo,
       reply: undefined,
       syncZxid: undefined,
-      receivedMs: this.observer?.nowMs() ?? 0,
+      receivedMs: this.deps.observer?.nowMs() ?? 0,
     };
     session.queue.push(entry);
     let closedHere = false;
     if (session.closing || session.connection !== connection) {
-      entry.reply = this.errorReply(session.closing ? ZkErrorCode.SESSIONEXPIRED : ZkErrorCode.SESSIONMOVED);
+      entry.reply = this.sessions.errorReply(session.closing ? ZkErrorCode.SESSIONEXPIRED : ZkErrorCode.SESSIONMOVED);
     } else if (session.queued() > limits.sessionRequestsQueuedMax) {
-      entry.reply = this.errorReply(ZkErrorCode.THROTTLEDOP);
-    } else if (entry.kind !== "read" && this.broadcast.readOnly) {
+      entry.reply = this.sessions.errorReply(ZkErrorCode.THROTTLEDOP);
+    } else if (entry.kind !== "read" && this.admission.readOnly) {
       // A read-only server orders nothing: a write or a sync would need the quorum it has lost.
       // A close is answered here, since no txn will answer it.
-      this.activity.touch(sessionId, session.timeoutMs);
+      this.admission.touchSession(sessionId, session.timeoutMs);
       closedHere = request.op === "close";
-      entry.reply = closedHere ? { err: 0, zxid: this.tree.lastProcessedZxid, body: EMPTY_BODY } : this.errorReply(ZkErrorCode.NOTREADONLY);
+      entry.reply = closedHere ? { err: 0, zxid: this.sessions.lastProcessedZxid, body: EMPTY_BODY } : this.sessions.errorReply(ZkErrorCode.NOTREADONLY);
     } else {
-      this.activity.touch(sessionId, session.timeoutMs);
+      this.admission.touchSession(sessionId, session.timeoutMs);
       if (entry.kind === "write") {
         if (request.op === "close") session.closing = true;
-        this.broadcast.submitWrite(sessionId, xid, request as WriteRequest, entry.authInfo);
+        this.admission.submitWrite(sessionId, xid, request as WriteRequest, entry.authInfo);
       } else if (request.op === "addAuth") {
         entry.reply = this.addAuth(connection, request);
       } else if (entry.kind === "sync") {
         const sync = request as Extract<ClientRequest, { op: "sync" }>;
         try {
           checkReadPath(sync, sync.path);
-          this.broadcast.requestSync((zxid) => {
+          this.admission.requestSync((zxid) => {
             entry.syncZxid = zxid;
-            this.drain(session);
+            this.sessions.drain(session);
           });
         } catch (error) {
-          entry.reply = this.errorReply(codeOf(error));
+          entry.reply = this.sessions.errorReply(codeOf(error));
         }
       }
     }
-    this.drain(session);
-    if (closedHere) {
-      this.localSessions.delete(sessionId);
-      this.closeSession(sessionId, true);
-    }
+    this.sessions.drain(session);
+    if (closedHere) this.sessions.closeHere(sessionId);
   }
 
   /** A request that could not even be decoded: answered with `err`, in its place in the session's order. */
@@ -299,321 +185,23 @@ export class RequestPipeline {
       kind: "read",
       connection,
       authInfo: connection.authInfo,
-      reply: this.errorReply(err),
+      reply: this.sessions.errorReply(err),
       syncZxid: undefined,
-      receivedMs: this.observer?.nowMs() ?? 0,
+      receivedMs: this.deps.observer?.nowMs() ?? 0,
     });
-    this.drain(session);
-  }
-
-  /** The database applied `txn`: fire its watches, answer its request, release what waited on it. */
-  applied(txn: Txn, result: TxnResult, deliveries: WatchDelivery[]): void {
-    for (const delivery of deliveries) {
-      const target = this.sessions.get(delivery.watcher)?.connection;
-      if (target?.open) target.sendEvent(delivery.event);
-    }
-    const sessionId = txn.header.sessionId;
-    const session = this.sessions.get(sessionId);
-    switch (result.type) {
-      case "createSession": {
-        const done = this.pendingCreates.get(sessionId);
-        this.pendingCreates.delete(sessionId);
-        done?.(true);
-        break;
-      }
-      case "closeSession": {
-        // The client's own close (it is waiting for this txn), or the leader's expiry.
-        const waiting = session === undefined ? undefined : this.firstUnansweredWrite(session);
-        const askedFor = waiting?.request.op === "close" && waiting.xid === txn.header.cxid;
-        if (session) this.answerWrite(session, txn, result);
-        this.closeSession(sessionId, askedFor);
-        break;
-      }
-      default:
-        if (session) this.answerWrite(session, txn, result);
-    }
-    if (this.syncWaiters.size > 0) {
-      const waiting = [...this.syncWaiters];
-      this.syncWaiters.clear();
-      for (const waiter of waiting) this.drain(waiter);
-    }
-  }
-
-  /**
-   * Drop every connection and everything queued: the server stops serving (shutting down, or a
-   * cluster member leaving broadcast). Sessions live on in the replicated tree; their clients
-   * reconnect, here later or elsewhere now, and resume them.
-   */
-  reset(): void {
-    const creates = [...this.pendingCreates.values()];
-    this.pendingCreates.clear();
-    for (const done of creates) done(false);
-    const sessions = [...this.sessions.values()];
-    this.sessions.clear();
-    this.localSessions.clear();
-    this.syncWaiters.clear();
-    for (const session of sessions) {
-      this.tree.watches.removeWatcher(session.id);
-      session.connection?.end("closed");
-    }
-  }
-
-  private answerWrite(session: SessionState, txn: Txn, result: TxnResult): void {
-    const entry = this.firstUnansweredWrite(session);
-    // A server-made closeSession (expiry) answers nothing.
-    if (!entry) return;
-    if (result.type === "closeSession" && entry.request.op !== "close") return;
-    // A write this queue is not waiting for: one the session's client sent on an earlier
-    // connection (committed after a leader change, once the client had reconnected and sent new
-    // requests), or one sent by another connection resuming the same session. It is applied like
-    // every txn; nobody here waits for its answer (ZooKeeper answers only the requests a server
-    // holds). Per connection, writes commit in the order they were sent, so the first unanswered
-    // write is the only one a txn can answer.
-    if (entry.xid !== txn.header.cxid) return;
-    entry.reply = replyFor(result, txn.header.zxid);
-    this.drain(session);
-  }
-
-  private firstUnansweredWrite(session: SessionState): QueueEntry | undefined {
-    for (let i = session.head; i < session.queue.length; i++) {
-      const entry = session.queue[i]!;
-      if (entry.kind === "write" && entry.reply === undefined) return entry;
-    }
-    return undefined;
-  }
-
-  private closeSession(sessionId: bigint, askedFor: boolean): void {
-    const session = this.sessions.get(sessionId);
-    this.activity.forget(sessionId);
-    this.tree.watches.removeWatcher(sessionId);
-    if (!session) return;
-    session.closing = true;
-    this.drain(session);
-    this.sessions.delete(sessionId);
-    this.syncWaiters.delete(session);
-    session.connection?.end(askedFor ? "closed" : "expired");
-    session.connection = undefined;
-  }
-
-  /** Answer, in order, every request at the head of the session's queue that can be answered now. */
-  private drain(session: SessionState): void {
-    const queue = session.queue;
-    while (session.head < queue.length) {
-      const entry = queue[session.head]!;
-      if (entry.reply === undefined) {
-        if (entry.kind === "write") break;
-        if (entry.kind === "sync") {
-          if (entry.syncZxid === undefined || this.tree.lastProcessedZxid < entry.syncZxid) {
-            this.syncWaiters.add(session);
-            break;
-          }
-          const path = (entry.request as Extract<ClientRequest, { op: "sync" }>).path;
-          entry.reply = { err: 0, zxid: this.tree.lastProcessedZxid, body: { kind: "path", path } };
-        } else if (entry.connection !== session.connection) {
-          // Its connection is gone: nobody reads the answer, and a watch it set would outlive that
-          // connection and fire on the session's next one. (ZooKeeper binds a watch to the connection
-          // that set it; here a watch belongs to the session, so a dead connection sets none.)
-          entry.reply = this.errorReply(ZkErrorCode.CONNECTIONLOSS);
-        } else {
-          entry.reply = this.executeRead(session, entry.request as ReadRequest, entry.authInfo);
-        }
-      }
-      session.head += 1;
-      if (!entry.connection.open) continue;
-      // SESSIONMOVED is a connection-level error in ZooKeeper (FinalRequestProcessor closes the
-      // connection instead of answering, ZOOKEEPER-710): the client sees a lost connection and
-      // reconnects, which revalidates the session where it is now, or finds it expired.
-      if (isSessionMoved(entry.reply)) entry.connection.end("moved");
-      else {
-        entry.connection.sendReply(entry.xid, entry.reply);
-        // ZooKeeper's ServerStats.updateLatency: a request with a txn is an update, anything else a read.
-        this.observer?.answered(entry.kind === "write" ? "update" : "read", this.observer.nowMs() - entry.receivedMs);
-      }
-    }
-    if (session.head === queue.length) {
-      queue.length = 0;
-      session.head = 0;
-    } else if (session.head > 256) {
-      queue.splice(0, session.head);
-      session.head = 0;
-    }
-  }
-
-  /** One op of a multiRead: its own answer or its own error (NONODE, NOAUTH...), never the whole request's. */
-  private executeReadOp(request: MultiReadRequest, op: MultiReadOpRequest, authInfo: readonly Id[]): ReadOpResult {
-    try {
-      checkReadPath(request, op.path);
-      checkAcl(this.aclOf(op.path), Perms.READ, authInfo, op.path);
-      if (op.op === "getData") {
-        const { data, stat } = this.tree.getData(op.path);
-        return { type: "getData", data, stat };
-      }
-      return { type: "getChildren", children: this.tree.getChildren(op.path).children };
-    } catch (error) {
-      if (error instanceof ZkError) return { type: "error", err: error.errno };
-      throw error;
-    }
+    this.sessions.drain(session);
   }
 
   /** ZooKeeper's auth packet: AUTHFAILED leaves the ids as they were; the door decides what becomes of the connection. */
   private addAuth(connection: ClientConnection, request: AddAuthRequest): Reply {
-    const ids = authenticate(request.scheme, request.auth, connection.remoteAddress, this.authOptions, connection.certificateIds);
+    const ids = authenticate(request.scheme, request.auth, connection.remoteAddress, this.deps.authOptions, connection.certificateIds);
     const authInfo = ids && withAuthIds(connection.authInfo, ids);
     if (!authInfo) {
       connection.authFailed?.();
-      return this.errorReply(ZkErrorCode.AUTHFAILED);
+      return this.sessions.errorReply(ZkErrorCode.AUTHFAILED);
     }
     connection.authInfo = authInfo;
-    return { err: 0, zxid: this.tree.lastProcessedZxid, body: EMPTY_BODY };
+    return { err: 0, zxid: this.sessions.lastProcessedZxid, body: EMPTY_BODY };
   }
 
-  /** The checks are ZooKeeper 3.8's FinalRequestProcessor's: NONODE first, then the node's ACL, then any watch. */
-  private executeRead(session: SessionState, request: ReadRequest, authInfo: readonly Id[]): Reply {
-    const zxid = this.tree.lastProcessedZxid;
-    try {
-      const watcher = "watch" in request && request.watch ? this.watcherFor(session) : undefined;
-      switch (request.op) {
-        case "exists": {
-          // No ACL check, as ZooKeeper up to 3.8.3 (3.8.4 began to check READ on a node that exists).
-          // ZooKeeper's exists looks at one thing of the path: NUL.
-          if (request.zooKeeperChecks && request.path.includes("\u0000")) throw new ZkError("BADARGUMENTS", "NUL in a path", request.path);
-          checkReadPath(request, request.path);
-          const stat = this.tree.exists(request.path, watcher);
-          if (!stat) return { err: ZkErrorCode.NONODE, zxid, body: EMPTY_BODY };
-          return { err: 0, zxid, body: { kind: "stat", stat } };
-        }
-        case "getData": {
-          checkReadPath(request, request.path);
-          checkAcl(this.aclOf(request.path), Perms.READ, authInfo, request.path);
-          const { data, stat } = this.tree.getData(request.path, watcher);
-          return { err: 0, zxid, body: { kind: "data", data, stat } };
-        }
-        case "getChildren": {
-          checkReadPath(request, request.path);
-          checkAcl(this.aclOf(request.path), Perms.READ, authInfo, request.path);
-          const { children, stat } = this.tree.getChildren(request.path, watcher);
-          return { err: 0, zxid, body: { kind: "children", children, stat } };
-        }
-        case "getAcl": {
-          checkReadPath(request, request.path);
-          const nodeAcl = this.aclOf(request.path);
-          checkAcl(nodeAcl, Perms.READ | Perms.ADMIN, authInfo, request.path);
-          const { acl, stat } = this.tree.getAcl(request.path);
-          // Reading an ACL with READ alone shows who, not their password hashes (ZooKeeper 3.6+).
-          return { err: 0, zxid, body: { kind: "acl", acl: permits(nodeAcl, Perms.ADMIN, authInfo) ? acl : redactDigests(acl), stat } };
-        }
-        case "getEphemerals": {
-          const prefix = request.prefixPath.trim();
-          const all = [...this.tree.ephemeralsOf(session.id)];
-          const paths = prefix === "" || prefix === "/" ? all : all.filter((path) => path.startsWith(request.prefixPath));
-          return { err: 0, zxid, body: { kind: "paths", paths: paths.sort() } };
-        }
-        case "getAllChildrenNumber": {
-          checkReadPath(request, request.path);
-          checkAcl(this.aclOf(request.path), Perms.READ, authInfo, request.path);
-          return { err: 0, zxid, body: { kind: "number", number: this.tree.descendantCount(request.path) } };
-        }
-        case "multiRead":
-          return { err: 0, zxid, body: { kind: "multiRead", results: request.ops.map((op) => this.executeReadOp(request, op, authInfo)) } };
-        case "whoAmI":
-          return { err: 0, zxid, body: { kind: "whoAmI", clientInfo: zookeeperIdOrder(authInfo).map(clientInfoOf) } };
-        case "getMembers":
-          if (this.members === undefined) return { err: ZkErrorCode.UNIMPLEMENTED, zxid, body: EMPTY_BODY };
-          return { err: 0, zxid, body: { kind: "members", ...this.members() } };
-        case "setWatches": {
-          for (const list of [request.dataWatches, request.existWatches, request.childWatches, request.persistentWatches, request.persistentRecursiveWatches]) {
-            for (const path of list) checkReadPath(request, path);
-          }
-          const deliveries = this.tree.setWatches(request.relativeZxid, request, session.id);
-          for (const delivery of deliveries) session.connection?.sendEvent(delivery.event);
-          return { err: 0, zxid, body: EMPTY_BODY };
-        }
-        case "addWatch": {
-          checkReadPath(request, request.path);
-          this.tree.addWatch(request.path, request.mode, this.watcherFor(session));
-          return { err: 0, zxid, body: EMPTY_BODY };
-        }
-        case "removeWatches":
-        case "checkWatches": {
-          // ZooKeeper's watch lookup takes the parent of a path before it looks: one without a slash throws.
-          if (request.op === "checkWatches" && request.zooKeeperChecks && request.path !== "" && !request.path.includes("/")) {
-            throw new ZkError("MARSHALLINGERROR", "a path without a slash", request.path);
-          }
-          checkReadPath(request, request.path);
-          const watches = this.tree.watches;
-          const found =
-            request.op === "removeWatches"
-              ? watches.removeWatch(request.path, request.watcherType, session.id)
-              : watches.containsWatch(request.path, request.watcherType, session.id);
-          return { err: found ? 0 : ZkErrorCode.NOWATCHER, zxid, body: EMPTY_BODY };
-        }
-      }
-    } catch (error) {
-      return { err: codeOf(error), zxid, body: EMPTY_BODY };
-    }
-  }
-
-  /** The ACL of the node at `path`; ZkError NONODE if there is none. */
-  private aclOf(path: string): readonly Acl[] {
-    const node = this.tree.getNode(path);
-    if (!node) throw new ZkError("NONODE", undefined, path);
-    return node.acl;
-  }
-
-  private watcherFor(session: SessionState): bigint {
-    if (this.tree.watches.watchCountOf(session.id) >= limits.watchesPerSessionMax) {
-      throw new ZkError("BADARGUMENTS", "too many watches for this session");
-    }
-    return session.id;
-  }
-
-  private errorReply(err: number): Reply {
-    return { err, zxid: this.tree.lastProcessedZxid, body: EMPTY_BODY };
-  }
-}
-
-function replyFor(result: TxnResult, zxid: number): Reply {
-  switch (result.type) {
-    case "create":
-      return { err: 0, zxid, body: { kind: "create", path: result.path, stat: result.stat } };
-    case "setData":
-    case "setAcl":
-      return { err: 0, zxid, body: { kind: "stat", stat: result.stat } };
-    // ZooKeeper answers a reconfig with the new configuration, as a getData of /zookeeper/config.
-    case "reconfig":
-      return { err: 0, zxid, body: { kind: "data", data: result.data, stat: result.stat } };
-    case "multi": {
-      const failed = result.results.find((r) => r.type === "error" && r.err !== 0);
-      return { err: failed && failed.type === "error" ? failed.err : 0, zxid, body: { kind: "multi", results: result.results } };
-    }
-    case "error":
-      return { err: result.err, zxid, body: EMPTY_BODY };
-    case "delete":
-    case "check":
-    case "createSession":
-    case "closeSession":
-      return { err: 0, zxid, body: EMPTY_BODY };
-  }
-}
-
-function isSessionMoved(reply: Reply): boolean {
-  if (reply.err === ZkErrorCode.SESSIONMOVED) return true;
-  return reply.body.kind === "multi" && reply.body.results.some((result) => result.type === "error" && result.err === ZkErrorCode.SESSIONMOVED);
-}
-
-/** A read's, sync's or watch request's path is validated, BADARGUMENTS, unless it asks for ZooKeeper's checks, which validate none. */
-function checkReadPath(request: ZooKeeperChecks, path: string): void {
-  if (request.zooKeeperChecks !== true) validatePath(path);
-}
-
-function codeOf(error: unknown): number {
-  if (error instanceof ZkError) return error.errno;
-  throw error;
-}
-
-function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.byteLength !== b.byteLength) return false;
-  let diff = 0;
-  for (let i = 0; i < a.byteLength; i++) diff |= a[i]! ^ b[i]!;
-  return diff === 0;
 }

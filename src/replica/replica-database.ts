@@ -13,7 +13,10 @@ import type { Txn, TxnResult, WatchDelivery } from "../store/types.js";
 import { formatZxid } from "../store/zxid.js";
 import type { Entropy, LogSink, ReplicaStorage } from "./ports.js";
 
-export type ApplyListener = (txn: Txn, result: TxnResult, deliveries: WatchDelivery[]) => void;
+/** The stage an applied txn goes to: it answers the waiting request and fires the watches. */
+export interface AnswerStage {
+  applied(txn: Txn, result: TxnResult, deliveries: WatchDelivery[]): void;
+}
 
 /** SIMULATION ONLY: the simulator's checkers watch every change to the tree. */
 export interface TreeObserver {
@@ -24,7 +27,6 @@ export interface TreeObserver {
 }
 
 export class ReplicaDatabase {
-  private listener: ApplyListener = () => {};
   private txnsSinceSnapshot = 0;
   private txnsBeforeSnapshot: number;
   /** Callers of takeSnapshot waiting for the snapshot being written; undefined when none is. */
@@ -61,15 +63,11 @@ export class ReplicaDatabase {
     return this.currentTree;
   }
 
-  onApply(listener: ApplyListener): void {
-    this.listener = listener;
-  }
-
-  /** Apply a durable, committed txn to the tree and tell the pipeline. */
-  apply(txn: Txn): void {
+  /** Apply a durable, committed txn to the tree and hand its result to `answer`. */
+  apply(txn: Txn, answer: AnswerStage): void {
     this.observer?.applying(txn, this.currentTree);
     const { result, deliveries } = this.currentTree.apply(txn);
-    this.listener(txn, result, deliveries);
+    answer.applied(txn, result, deliveries);
     this.txnsSinceSnapshot += 1;
     if (this.txnsSinceSnapshot >= this.txnsBeforeSnapshot && this.snapshotWaiters === undefined) this.takeSnapshot(() => {});
   }

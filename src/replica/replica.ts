@@ -7,20 +7,25 @@
  * builds the same Replica over in-memory twins (test/sim). A standalone server is a cluster of one
  * voter, so there is one write path.
  */
+import type { QuorumMessage } from "../consensus/messages.js";
+import type { Notification } from "../election/types.js";
 import type { DataTree } from "../store/data-tree.js";
 import type { WriteBroadcast } from "./broadcast.js";
+import { ClientSessions } from "./client-sessions.js";
+import { configOfTree, membersReply } from "./cluster-config.js";
+import { LeaderAdmission, type LeaderTerm } from "./leader-admission.js";
+import { PeerStatus } from "./peer-status.js";
 import { RequestPipeline, type RequestObserver } from "./pipeline.js";
 import type { Clock, Entropy, LogSink, PeerPort, RecoveredState, ReplicaMetrics, ReplicaStorage } from "./ports.js";
-import type { PrepOptions } from "./prep.js";
-import type { ClusterMembersReply } from "./requests.js";
+import { Prep, type PrepOptions } from "./prep.js";
+import { QuorumPeer, type QuorumPeerConfig, type QuorumPeerDeps } from "./quorum-peer.js";
 import type { QuotaExceeded } from "./quota-guard.js";
-import { ClusterBroadcast, ClusterSessionActivity, QuorumPeer, type QuorumPeerConfig, type QuorumPeerDeps } from "./quorum-peer.js";
+import { ReadOnlyMode } from "./read-only-mode.js";
+import { RecentLog } from "./recent-log.js";
+import { ReconfigMembership, staticConfig } from "./reconfig-membership.js";
 import { ReplicaDatabase, type TreeObserver } from "./replica-database.js";
 import { SessionIdGenerator, SessionOpener } from "./session-opener.js";
 import { SessionTracker } from "./session-tracker.js";
-import { membersReply } from "./cluster-config.js";
-import type { Notification } from "../election/types.js";
-import type { QuorumMessage } from "../consensus/messages.js";
 
 /** The part of a server's configuration the replica runs with. */
 export interface ReplicaConfig extends QuorumPeerConfig {
@@ -58,10 +63,12 @@ export class Replica {
   constructor(
     readonly database: ReplicaDatabase,
     readonly pipeline: RequestPipeline,
+    readonly clientSessions: ClientSessions,
     readonly sessions: SessionOpener,
     readonly tracker: SessionTracker,
     readonly peer: QuorumPeer,
     readonly broadcast: WriteBroadcast,
+    readonly status: PeerStatus,
   ) {}
 
   /** The tree as of the last applied txn (a learner's is replaced when it installs a SNAP). */
@@ -76,7 +83,7 @@ export class Replica {
   /** Stops serving at once; `stopped` once every durable write already asked for has landed. */
   stop(stopped: () => void): void {
     this.peer.stop(stopped);
-    this.pipeline.reset();
+    this.clientSessions.reset();
   }
 
   takeSnapshot(written: () => void): void {
@@ -98,12 +105,16 @@ export class Replica {
 }
 
 /**
- * The request chain, wired in one place (ZooKeeper's setupRequestProcessors). A client request
- * enters the pipeline through a door; reads are answered from the tree in session order; a write
- * goes to the broadcast, which the quorum peer serves: on the leader, the session and owner checks
- * and prep turn it into a txn that Zab proposes, logs and commits; a learner forwards it to the
- * leader. Every member applies committed txns to the database, whose apply answers the waiting
- * request and fires its watches through the pipeline.
+ * The request chain, wired in one place (ZooKeeper's setupRequestProcessors) and built from its end
+ * back to its start, so that each stage is built with the stage it hands to:
+ *
+ *   RequestPipeline (session order) → QuorumPeer as WriteBroadcast (admission: the leader's
+ *   LeaderAdmission, made per term with its own Prep; a learner's forward) → QuorumPeer's Ready loop
+ *   (propose and log) → ReplicaDatabase.apply (apply) → ClientSessions (answer)
+ *
+ * The peer calls back into ClientSessions, an earlier stage, through a declared dependency
+ * (ClientSessionControl): a term that ends resets every session, the leader's expiry closes a
+ * session's queue, read-only mode ends the sessions it gives up.
  */
 export function buildReplica(config: ReplicaConfig, ports: ReplicaPorts): Replica {
   const { clock, logger, metrics } = ports;
@@ -116,17 +127,30 @@ export function buildReplica(config: ReplicaConfig, ports: ReplicaPorts): Replic
     config.membershipText,
     ports.treeObserver,
   );
+  // What the peer decides with: the leader's session liveness, read-only mode's, the membership.
   const tracker = new SessionTracker(config.tickMs, () => clock.nowMs());
-  const broadcast = new ClusterBroadcast();
-  const activity = new ClusterSessionActivity();
-  const pipeline: RequestPipeline = new RequestPipeline(
-    database,
-    broadcast,
-    activity,
-    { superDigest: config.superDigest },
-    ports.requestObserver,
-    (): ClusterMembersReply => membersReply(peer.configInForce, ports.clientAddressOf),
-  );
+  const readOnly = new ReadOnlyMode({ enabled: config.readOnlyModeEnabled, serverId: config.serverId, tickMs: config.tickMs, clock, logger });
+  const recentLog = new RecentLog(database.tree.lastProcessedZxid, ports.recovered.unappliedTail, config.commitLogCount);
+  const membership = new ReconfigMembership({
+    serverId: config.serverId,
+    initial: configOfTree(database.tree) ?? staticConfig(config.membershipText, config.servers),
+    reconfigurable: config.membershipText !== "",
+    unapplied: () => recentLog.unapplied(),
+    transport: ports.peers,
+    logger,
+  });
+
+  // answer: each session's queue answers in order; reads run when they reach its head.
+  const clientSessions = new ClientSessions({
+    state: database,
+    forget: (sessionId) => {
+      tracker.forget(sessionId);
+      readOnly.forget(sessionId);
+    },
+    ...(ports.requestObserver === undefined ? {} : { observer: ports.requestObserver }),
+    members: () => membersReply(membership.configInForce, ports.clientAddressOf),
+  });
+  // admission on the leader, one per term: session and owner checks, then prep (fresh each term).
   const prepOptions: PrepOptions = {
     reconfigEnabled: config.reconfigEnabled,
     ttlNodesEnabled: config.ttlNodesEnabled,
@@ -136,17 +160,33 @@ export function buildReplica(config: ReplicaConfig, ports: ReplicaPorts): Replic
       logger.warn(event, "quota exceeded");
     },
   };
+  const admitLeaderWrites = (term: LeaderTerm): LeaderAdmission =>
+    new LeaderAdmission(term, new Prep(database.tree, prepOptions), {
+      serverId: config.serverId,
+      reconfigEnabled: config.reconfigEnabled,
+      containerCheckIntervalMs: config.containerCheckIntervalMs,
+      containerMaxPerMinute: config.containerMaxPerMinute,
+      state: database,
+      tracker,
+      membership,
+      clock,
+      logger,
+      ...(metrics === undefined ? {} : { metrics }),
+    });
+  // admission, propose and log: the quorum peer; committed txns go to apply (the database), whose
+  // results go to answer (the client sessions).
   const peer = new QuorumPeer({
     config,
-    prepOptions,
     database,
     storage: ports.storage,
-    recovered: ports.recovered,
+    epochs: { acceptedEpoch: ports.recovered.acceptedEpoch, currentEpoch: ports.recovered.currentEpoch },
+    recentLog,
+    membership,
+    readOnly,
+    admitLeaderWrites,
     transport: ports.peers,
-    pipeline,
+    sessions: clientSessions,
     tracker,
-    broadcast,
-    activity,
     logger,
     clock,
     onFatal: ports.onFatal,
@@ -154,15 +194,21 @@ export function buildReplica(config: ReplicaConfig, ports: ReplicaPorts): Replic
     ...(metrics === undefined ? {} : { metrics }),
     ...(ports.election === undefined ? {} : { election: ports.election }),
   });
-  database.onApply((txn, result, deliveries) => pipeline.applied(txn, result, deliveries));
+  // session order: a door's requests join their session's queue; writes and syncs go to admission.
+  const pipeline = new RequestPipeline({
+    sessions: clientSessions,
+    admission: peer,
+    authOptions: { superDigest: config.superDigest },
+    ...(ports.requestObserver === undefined ? {} : { observer: ports.requestObserver }),
+  });
   // One opener for both doors: one session id sequence, one way to open and resume a session.
   const sessions = new SessionOpener({
     state: database,
     pipeline,
-    broadcast,
+    broadcast: peer,
     sessionIds: new SessionIdGenerator(config.serverId, clock.nowMs()),
     entropy: ports.entropy,
     negotiateTimeoutMs: (requested) => Math.min(config.maxSessionTimeoutMs, Math.max(config.minSessionTimeoutMs, requested)),
   });
-  return new Replica(database, pipeline, sessions, tracker, peer, broadcast);
+  return new Replica(database, pipeline, clientSessions, sessions, tracker, peer, peer, new PeerStatus(peer, membership, readOnly, clock));
 }

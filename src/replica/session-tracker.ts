@@ -1,5 +1,4 @@
 import { SessionTable } from "../store/session-table.js";
-import type { SessionActivity } from "./pipeline.js";
 
 /**
  * Session liveness as the server that owns expiry sees it (the standalone server now, the leader
@@ -11,7 +10,7 @@ import type { SessionActivity } from "./pipeline.js";
  * the leader from any other server was sent on a connection the client has left — held back on a
  * cut link, say — and must not take effect (SESSIONMOVED).
  */
-export class SessionTracker implements SessionActivity {
+export class SessionTracker {
   private readonly table: SessionTable;
   private readonly owners = new Map<bigint, number>();
   /** Sessions whose expiry was collected: their closeSession is on its way. */

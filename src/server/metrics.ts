@@ -14,7 +14,7 @@
  * Serving it over HTTP is the admin edge's business (src/server/admin/metrics-listener.ts).
  */
 import client from "prom-client";
-import type { LeaderStatus } from "../replica/quorum-peer.js";
+import type { LeaderStatus } from "../replica/peer-status.js";
 import type { QuotaExceeded } from "../replica/quota-guard.js";
 import type { ServerStatus } from "./server-status.js";
 import { WindowedSummary } from "./windowed-summary.js";

@@ -10,7 +10,7 @@ import type { DataTree } from "../store/data-tree.js";
 import type { WriteBroadcast } from "../replica/broadcast.js";
 import type { ServerConfig } from "./config.js";
 import type { RequestPipeline } from "../replica/pipeline.js";
-import type { ElectionSeen, LeaderStatus, QuorumPeer } from "../replica/quorum-peer.js";
+import type { ElectionSeen, LeaderStatus, PeerStatus } from "../replica/peer-status.js";
 import type { SessionTracker } from "../replica/session-tracker.js";
 import { fourLetterWordContext } from "./zk-wire/four-letter-word-context.js";
 import type { FourLetterWordContext, FourLetterWordServerMode } from "./zk-wire/four-letter-words.js";
@@ -29,7 +29,8 @@ export interface ServerStatusDeps {
   broadcast: WriteBroadcast;
   /** Who owns session expiry here: the standalone server's, or the cluster's (live only while leading). */
   tracker: SessionTracker;
-  quorumPeer: QuorumPeer | undefined;
+  /** The cluster member's own status; undefined for a standalone server. */
+  quorumPeer: PeerStatus | undefined;
   /** The ZooKeeper ports, plain and secure, once they listen (none when the server has none). */
   zkServices: () => readonly ZkClientService[];
   /** Their shared totals (srvr and mntr report the server's, as ZooKeeper's ServerStats). */

@@ -164,7 +164,7 @@ export class CorralServer {
     );
     const { pipeline, sessions, broadcast, tracker } = replica;
     const database = replica.database;
-    const quorumPeer = clustered ? replica.peer : undefined;
+    const quorumPeer = clustered ? replica.status : undefined;
 
     const grpcServer = new grpc.Server({
       ...GRPC_SERVER_CHANNEL_OPTIONS,

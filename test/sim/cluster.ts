@@ -146,7 +146,7 @@ export class SimServer {
   }
 
   get leading(): boolean {
-    return this.up && this.replica?.peer.role === "leading";
+    return this.up && this.replica?.status.role === "leading";
   }
 
   crashed(): void {
@@ -450,7 +450,7 @@ export class Simulation implements Scheduler, ClientWorld {
           else this.stats.diffs += 1;
           break;
         case "zab phase":
-          if (f["phase"] === "broadcast" && server.replica?.peer.role === "leading") this.checker.established(f["epoch"] as number, server.id, server.term);
+          if (f["phase"] === "broadcast" && server.replica?.status.role === "leading") this.checker.established(f["epoch"] as number, server.id, server.term);
           break;
         case "zab stepped down":
           this.stats.stepDowns += 1;
@@ -488,13 +488,13 @@ export class Simulation implements Scheduler, ClientWorld {
     if (message.type !== "ack") return;
     const follower = this.server(from);
     const leader = this.server(to);
-    if (follower.replica?.peer.role !== "following") return;
+    if (follower.replica?.status.role !== "following") return;
     const first = follower.firstAckPending;
     follower.firstAckPending = false;
     // Only a stream the leader accepted in its current term: it carries that term's traffic.
     if (!leader.leading || leader.term !== leaderTerm) return;
     const durableEnd = Math.max(follower.storage.durableEnd(), follower.tree.lastProcessedZxid);
-    this.checker.ackSent(from, message.zxid, follower.replica.peer.termEpoch, leader.replica!.peer.termEpoch, first, durableEnd);
+    this.checker.ackSent(from, message.zxid, follower.replica.status.termEpoch, leader.replica!.status.termEpoch, first, durableEnd);
   }
 
   /**
@@ -594,7 +594,7 @@ export class Simulation implements Scheduler, ClientWorld {
     this.writeTrap = undefined;
     const clients = this.clients.filter((c) => c.serverId === serverId);
     this.log(
-      `a client write reaches server ${serverId} (${server.replica?.peer.role}) as it pauses for ${trap.durationMs} ms${trap.cutClients ? `; clients ${clients.map((c) => c.id).join(",")} lose their network` : ""}`,
+      `a client write reaches server ${serverId} (${server.replica?.status.role}) as it pauses for ${trap.durationMs} ms${trap.cutClients ? `; clients ${clients.map((c) => c.id).join(",")} lose their network` : ""}`,
     );
     this.pause(server, trap.durationMs);
     if (trap.cutClients) for (const client of clients) client.cutOff(trap.durationMs);
@@ -636,9 +636,9 @@ export class Simulation implements Scheduler, ClientWorld {
     const latest = this.latestVersion;
     const lost = this.reconfigsAcked.filter((version) => version > latest);
     if (lost.length > 0) return `acknowledged reconfigurations ${lost.map(formatZxid).join(",")} are past the configuration in force ${formatZxid(latest)}`;
-    const behind = this.configMembers().filter((s) => s.up && s.replica !== undefined && s.replica.peer.configInForce.version !== latest);
+    const behind = this.configMembers().filter((s) => s.up && s.replica !== undefined && s.replica.status.configInForce.version !== latest);
     if (behind.length > 0)
-      return `members ${behind.map((s) => `${s.id}@${formatZxid(s.replica!.peer.configInForce.version)}`).join(",")} do not run with ${formatZxid(latest)}`;
+      return `members ${behind.map((s) => `${s.id}@${formatZxid(s.replica!.status.configInForce.version)}`).join(",")} do not run with ${formatZxid(latest)}`;
     return undefined;
   }
 
@@ -647,12 +647,12 @@ export class Simulation implements Scheduler, ClientWorld {
   }
 
   sessionEstablished(sessionId: bigint, serverId: number): void {
-    const peer = this.server(serverId).replica?.peer;
-    const leaderId = peer?.currentLeader;
-    if (peer === undefined || leaderId === undefined) return;
+    const status = this.server(serverId).replica?.status;
+    const leaderId = status?.currentLeader;
+    if (status === undefined || leaderId === undefined) return;
     const leader = this.server(leaderId);
     const proposedZxid =
-      leader.leading && leader.replica!.peer.termEpoch === peer.termEpoch ? leader.replica!.peer.leaderStatus()?.lastProposedZxid : undefined;
+      leader.leading && leader.replica!.status.termEpoch === status.termEpoch ? leader.replica!.status.leaderStatus()?.lastProposedZxid : undefined;
     if (proposedZxid === undefined) return;
     const list = this.establishments.get(sessionId) ?? [];
     list.push({ serverId, proposedZxid });
@@ -675,12 +675,12 @@ export class Simulation implements Scheduler, ClientWorld {
     // commits its removal and steps down, as with FastLeaderElection.
     const latest = this.quorum;
     const newest = this.servers
-      .flatMap((s) => (s.up && s.replica !== undefined ? [s.replica.peer.configInForce] : []))
+      .flatMap((s) => (s.up && s.replica !== undefined ? [s.replica.status.configInForce] : []))
       .reduce<ClusterConfig | undefined>((a, b) => (a === undefined || b.version > a.version ? b : a), undefined);
     const known = newest === undefined ? undefined : quorumOf(newest);
     const candidates = this.servers.filter(
       (s) =>
-        s.up && (latest.isVoter(s.id) || known?.isVoter(s.id) === true) && s.replica?.peer.votesInOwnView === true && (!this.healing || this.reachesQuorum(s)),
+        s.up && (latest.isVoter(s.id) || known?.isVoter(s.id) === true) && s.replica?.status.votesInOwnView === true && (!this.healing || this.reachesQuorum(s)),
     );
     if (candidates.length === 0) return undefined;
     // An established leader is joined, as FastLeaderElection's out-of-election path does.
@@ -785,7 +785,7 @@ export class Simulation implements Scheduler, ClientWorld {
       case "isolateLeaderWithOne": {
         const leader = this.currentLeader();
         if (leader === undefined) break;
-        const buddy = this.servers.find((s) => s.id !== leader.id && s.up && s.replica?.peer.role === "following");
+        const buddy = this.servers.find((s) => s.id !== leader.id && s.up && s.replica?.status.role === "following");
         const inside = new Set([leader.id, buddy?.id ?? leader.id]);
         this.cutOff(inside);
         break;
@@ -924,7 +924,7 @@ export class Simulation implements Scheduler, ClientWorld {
    */
   private leavesQuorumsInPlay(minority: Minority): boolean {
     const out = new Set([...minority.crashed, ...minority.isolated]);
-    const peers = this.servers.filter((s) => !out.has(s.id)).flatMap((s) => (s.replica === undefined ? [] : [s.replica.peer]));
+    const peers = this.servers.filter((s) => !out.has(s.id)).flatMap((s) => (s.replica === undefined ? [] : [s.replica.status]));
     const restIds = this.servers.filter((s) => !out.has(s.id)).map((s) => s.id);
     if (!this.quorum.containsQuorum(restIds)) return false;
     const inForce = peers
@@ -1004,7 +1004,7 @@ export class Simulation implements Scheduler, ClientWorld {
       members = membersNow();
       const leader = members.find((s) => s.leading && s.serving);
       if (leader === undefined || !members.every((s) => s.serving)) continue;
-      if (!freshWrite) marker = leader.replica!.peer.leaderStatus()?.lastProposedZxid;
+      if (!freshWrite) marker = leader.replica!.status.leaderStatus()?.lastProposedZxid;
       else if (marker === undefined) {
         // Any txn will do as the fresh write: a server-made one for no session commits as an error txn.
         leader.replica!.peer.submitWrite(
@@ -1013,7 +1013,7 @@ export class Simulation implements Scheduler, ClientWorld {
           { op: "create", path: "/converged-", data: new Uint8Array(), acl: [], mode: "persistent-sequential", ttlMs: 0 },
           [],
         );
-        marker = leader.replica!.peer.leaderStatus()?.lastProposedZxid;
+        marker = leader.replica!.status.leaderStatus()?.lastProposedZxid;
       }
       if (marker === undefined) continue;
       const zxid = leader.tree.lastProcessedZxid;
@@ -1031,7 +1031,7 @@ export class Simulation implements Scheduler, ClientWorld {
       }
     }
     const states = this.servers.map(
-      (s) => `${s.id}:${s.up ? (s.replica?.peer.role ?? "?") : "down"}${s.serving ? "+" : ""}@${formatZxid(s.tree.lastProcessedZxid)}`,
+      (s) => `${s.id}:${s.up ? (s.replica?.status.role ?? "?") : "down"}${s.serving ? "+" : ""}@${formatZxid(s.tree.lastProcessedZxid)}`,
     );
     return `no convergence of ${members.map((s) => s.id).join(",")} within ${budgetMs} ms: ${states.join(" ")}`;
   }

@@ -33,9 +33,9 @@ function strandedLeader(seed: number): { sim: Simulation; stranded: SimServer } 
   // The moment one of the other two decides to lead, cut it off from the last voter: it holds a
   // decided term in discovery that no quorum will ever join.
   for (let ms = 0; ms < 5_000; ms++) {
-    const deciding = sim.servers.find((s) => s.up && s.replica?.peer.role === "leading");
+    const deciding = sim.servers.find((s) => s.up && s.replica?.status.role === "leading");
     if (deciding) {
-      assert.equal(deciding.replica!.peer.zabState, "discovery", "cut off before any learner synced");
+      assert.equal(deciding.replica!.status.zabState, "discovery", "cut off before any learner synced");
       sim.applyFault({ kind: "isolate", server: deciding.id });
       return { sim, stranded: deciding };
     }
@@ -47,7 +47,7 @@ function strandedLeader(seed: number): { sim: Simulation; stranded: SimServer } 
 test("a would-be leader waiting in discovery for voters that went away serves read-only sessions", () => {
   for (const seed of [1, 2, 3]) {
     const { sim, stranded } = strandedLeader(seed);
-    const peer = () => stranded.replica!.peer;
+    const peer = () => stranded.replica!.status;
     let readOnlyWhileLeading = false;
     // Within initLimit (6 s) of deciding: read-only mode starts 2 s after it stopped serving.
     for (let ms = 0; ms < 5_000 && !readOnlyWhileLeading; ms += 10) {

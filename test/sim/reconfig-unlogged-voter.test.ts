@@ -36,8 +36,8 @@ function promotionStranded(seed: number): { sim: Simulation; crashed: SimServer 
   sim.applyFault({ kind: "reconfig", joining: [{ id: OBSERVER, role: "participant" }], leaving: [], newMembers: undefined, fromCurrent: false });
   const followers = sim.servers.filter((s) => s.id !== leader.id && s.id !== OBSERVER);
   for (let ms = 0; ms < 2_000; ms++) {
-    if (leader.replica!.peer.configInForce.version !== 0) return undefined; // committed first
-    if (followers.every((s) => s.replica!.peer.reconfigsLogged.length > 0)) {
+    if (leader.replica!.status.configInForce.version !== 0) return undefined; // committed first
+    if (followers.every((s) => s.replica!.status.reconfigsLogged.length > 0)) {
       sim.applyFault({ kind: "crash", server: leader.id });
       return { sim, crashed: leader };
     }
@@ -54,7 +54,7 @@ test("a voter that never logged the reconfiguration promoting it votes in the el
     scenarios += 1;
     const { sim, crashed } = stranded;
     const observer = sim.servers.find((s) => s.id === OBSERVER)!;
-    assert.equal(observer.replica!.peer.reconfigsLogged.length, 0, `seed ${seed}: the observer never logged the promotion`);
+    assert.equal(observer.replica!.status.reconfigsLogged.length, 0, `seed ${seed}: the observer never logged the promotion`);
     sim.applyFault({ kind: "heal" });
     sim.runFor(30_000);
     const up = sim.servers.filter((s) => s.id !== crashed.id);
@@ -62,7 +62,7 @@ test("a voter that never logged the reconfiguration promoting it votes in the el
     assert.ok(leader, `seed ${seed}: a leader serves among ${up.map((s) => s.id).join(",")} with server ${crashed.id} down`);
     for (const s of up) {
       assert.ok(s.serving, `seed ${seed}: server ${s.id} serves`);
-      const member = s.replica!.peer.configInForce.members.find((m) => m.serverId === OBSERVER);
+      const member = s.replica!.status.configInForce.members.find((m) => m.serverId === OBSERVER);
       assert.equal(member?.type, "participant", `seed ${seed}: server ${s.id} has the promotion in force`);
     }
   }

@@ -10,6 +10,7 @@ import { ClientFrame, ServerFrame } from "../../gen/client.js";
 import { ZkErrorCode } from "../../src/common/errors.js";
 import type { WriteBroadcast } from "../../src/replica/broadcast.js";
 import { RequestPipeline, type ClientConnection } from "../../src/replica/pipeline.js";
+import { ClientSessions } from "../../src/replica/client-sessions.js";
 import type { ClusterMembersReply, Reply } from "../../src/replica/requests.js";
 import { decodeClientFrame, encodeResponseFrame } from "../../src/server/client-frame-codec.js";
 import { DataTree } from "../../src/store/data-tree.js";
@@ -42,7 +43,7 @@ class Connection implements ClientConnection {
 function pipelineWith(members: (() => ClusterMembersReply) | undefined) {
   const tree = new DataTree();
   const syncs: ((zxid: number) => void)[] = [];
-  let pipeline: RequestPipeline | undefined;
+  const sessions = new ClientSessions({ state: { tree }, forget() {}, ...(members === undefined ? {} : { members }) });
   const broadcast: WriteBroadcast = {
     serving: true,
     readOnly: false,
@@ -50,13 +51,13 @@ function pipelineWith(members: (() => ClusterMembersReply) | undefined) {
     submitCreateSession: (sessionId, timeoutMs, password) => {
       const txn = { header: { sessionId, cxid: 0, zxid: 1, timeMs: 1 }, body: { type: "createSession" as const, timeoutMs, password } };
       const { result, deliveries } = tree.apply(txn);
-      pipeline!.applied(txn, result, deliveries);
+      sessions.applied(txn, result, deliveries);
     },
-    submitExpireSession: () => {},
+    touchSession: () => {},
     requestSync: (ready) => syncs.push(ready),
     revalidateSession: (_sessionId, _timeoutMs, done) => done("valid"),
   };
-  pipeline = new RequestPipeline({ tree }, broadcast, { touch() {}, forget() {} }, { superDigest: "" }, undefined, members);
+  const pipeline = new RequestPipeline({ sessions, admission: broadcast, authOptions: { superDigest: "" } });
   pipeline.createSession(SESSION, 4000, new Uint8Array(16), () => {});
   const connection = new Connection();
   pipeline.attach(SESSION, connection);

@@ -11,6 +11,7 @@ import { ZkErrorCode } from "../../src/common/errors.js";
 import type { RevalidationOutcome, WriteBroadcast } from "../../src/replica/broadcast.js";
 import { initialAuthInfo } from "../../src/replica/auth.js";
 import { RequestPipeline, type ClientConnection } from "../../src/replica/pipeline.js";
+import { ClientSessions } from "../../src/replica/client-sessions.js";
 import { Prep } from "../../src/replica/prep.js";
 import type { ClientRequest, Reply, WriteRequest } from "../../src/replica/requests.js";
 import { DataTree } from "../../src/store/data-tree.js";
@@ -29,7 +30,7 @@ class HeldBroadcast implements WriteBroadcast {
   readonly submitted: { request: WriteRequest; authInfo: readonly Id[] }[] = [];
   private readonly held: { sessionId: bigint; cxid: number; body: TxnBody }[] = [];
   private zxid = 0;
-  pipeline: RequestPipeline | undefined;
+  sessions: ClientSessions | undefined;
   readonly prep: Prep;
 
   constructor(readonly tree: DataTree) {
@@ -44,7 +45,7 @@ class HeldBroadcast implements WriteBroadcast {
     this.held.push({ sessionId, cxid: 0, body: { type: "createSession", timeoutMs, password } });
     this.flush();
   }
-  submitExpireSession(): void {}
+  touchSession(): void {}
   requestSync(ready: (zxid: number) => void): void {
     ready(this.zxid + this.held.length);
   }
@@ -63,7 +64,7 @@ class HeldBroadcast implements WriteBroadcast {
       const txn = { header: { sessionId, cxid, zxid, timeMs: zxid }, body };
       const { result, deliveries } = this.tree.apply(txn);
       this.prep.applied(zxid);
-      this.pipeline!.applied(txn, result, deliveries);
+      this.sessions!.applied(txn, result, deliveries);
     }
   }
 }
@@ -98,8 +99,9 @@ class FakeConnection implements ClientConnection {
 function fixture() {
   const tree = new DataTree();
   const broadcast = new HeldBroadcast(tree);
-  const pipeline = new RequestPipeline({ tree }, broadcast, { touch() {}, forget() {} }, { superDigest: SUPER_DIGEST });
-  broadcast.pipeline = pipeline;
+  const sessions = new ClientSessions({ state: { tree }, forget() {} });
+  const pipeline = new RequestPipeline({ sessions, admission: broadcast, authOptions: { superDigest: SUPER_DIGEST } });
+  broadcast.sessions = sessions;
   pipeline.createSession(SESSION, 4000, new Uint8Array(16), () => {});
   const connection = new FakeConnection("10.1.2.3");
   pipeline.attach(SESSION, connection);
@@ -122,7 +124,7 @@ function fixture() {
   };
   setup({ op: "create", path: "/locked", data: bytes("secret"), acl: [{ perms: Perms.ALL, id: ALICE }], mode: "persistent", ttlMs: 0 });
   setup({ op: "create", path: "/locked/child", data: bytes(""), acl: [], mode: "persistent", ttlMs: 0 });
-  return { tree, broadcast, pipeline, connection, send, call, setup };
+  return { tree, broadcast, sessions, pipeline, connection, send, call, setup };
 }
 
 const getData = (path: string, watch = false): ClientRequest => ({ op: "getData", path, watch });
@@ -344,7 +346,7 @@ describe("SESSIONMOVED is a connection-level error, as in ZooKeeper", () => {
     f.pipeline.submit(SESSION, f.connection, 78, { op: "setData", path: "/locked/child", data: bytes("y"), version: -1 });
     f.broadcast.heldDrop();
     const { result, deliveries } = f.tree.apply(txn);
-    f.pipeline.applied(txn, result, deliveries);
+    f.sessions.applied(txn, result, deliveries);
     assert.equal(f.connection.replies.has(78), false, "no SESSIONMOVED answer is sent");
     assert.equal(f.connection.open, false, "the connection is ended: the client reconnects and revalidates");
   });

@@ -9,6 +9,7 @@ import { ZkErrorCode } from "../../src/common/errors.js";
 import type { RevalidationOutcome, WriteBroadcast } from "../../src/replica/broadcast.js";
 import { initialAuthInfo } from "../../src/replica/auth.js";
 import { RequestPipeline, type ClientConnection } from "../../src/replica/pipeline.js";
+import { ClientSessions } from "../../src/replica/client-sessions.js";
 import type { ClientRequest, Reply } from "../../src/replica/requests.js";
 import { SessionIdGenerator, SessionOpener, type SessionRequest } from "../../src/replica/session-opener.js";
 import { DataTree } from "../../src/store/data-tree.js";
@@ -29,9 +30,7 @@ class SwitchedBroadcast implements WriteBroadcast {
   submitCreateSession(): void {
     this.reached.push("createSession");
   }
-  submitExpireSession(): void {
-    this.reached.push("expireSession");
-  }
+  touchSession(): void {}
   requestSync(): void {
     this.reached.push("sync");
   }
@@ -76,7 +75,8 @@ function fixture() {
     },
   });
   const broadcast = new SwitchedBroadcast();
-  const pipeline = new RequestPipeline({ tree }, broadcast, { touch() {}, forget() {} }, { superDigest: "" });
+  const sessions = new ClientSessions({ state: { tree }, forget() {} });
+  const pipeline = new RequestPipeline({ sessions, admission: broadcast, authOptions: { superDigest: "" } });
   const opener = new SessionOpener({
     state: { tree },
     pipeline,
@@ -105,7 +105,7 @@ function fixture() {
     pipeline.submit(sessionId, connection, ++xid, request);
     return connection.replies.get(xid);
   };
-  return { tree, broadcast, pipeline, open, call };
+  return { tree, broadcast, sessions, pipeline, open, call };
 }
 
 const established = (opened: Opened) => {
@@ -153,7 +153,7 @@ describe("read-only mode: opening sessions", () => {
     const session = established(f.open({}));
     const connection = new FakeConnection();
     f.pipeline.attach(session.sessionId, connection);
-    f.pipeline.reset();
+    f.sessions.reset();
     assert.equal(connection.endReason, "closed");
     f.broadcast.readOnly = false;
     f.broadcast.serving = true;
@@ -198,7 +198,7 @@ describe("read-only mode: requests", () => {
     const session = established(f.open({}));
     const connection = new FakeConnection();
     f.pipeline.attach(session.sessionId, connection);
-    f.pipeline.endLocally(session.sessionId);
+    f.sessions.endLocally(session.sessionId);
     assert.equal(connection.endReason, "expired");
     assert.deepEqual(f.open({ sessionId: session.sessionId, password: session.password }), { kind: "expired" });
   });

@@ -1,0 +1,231 @@
+/**
+ * Leader write admission, for one term (ZooKeeper's leader-side checks ahead of its Prep →
+ * Proposal stages): a client write — from this server's clients or forwarded by a learner — passes
+ * the session check (alive, not being expired) and the owner check (sent from where its client is
+ * now), then prep (or reconfiguration planning) turns it into a txn, which the term's core proposes.
+ * The leader also makes txns of its own here: the closeSession of an expired session and the
+ * deletes of the container and TTL cleanup.
+ *
+ * One is made per term, with that term's Prep (buildReplica passes the factory); it hands every
+ * proposal to the term's Ready (the peer carries it out: log, send, commit).
+ */
+import { ZkError, ZkErrorCode } from "../common/errors.js";
+import type { ZabReady } from "../consensus/core-io.js";
+import type { Leader } from "../consensus/leader.js";
+import { CleanupScanner } from "../store/cleanup-scan.js";
+import type { DataTree } from "../store/data-tree.js";
+import { encodeTxn } from "../store/txn-codec.js";
+import type { Id, Txn, TxnBody } from "../store/types.js";
+import { planReconfig, quorumOf, reconfigTxnData, type ClusterConfig } from "./cluster-config.js";
+import type { Clock, LogSink, ReplicaMetrics } from "./ports.js";
+import type { Prep } from "./prep.js";
+import type { ReconfigMembership } from "./reconfig-membership.js";
+import { decodeForwardedRequest } from "./request-codec.js";
+import type { ReconfigRequest, WriteRequest } from "./requests.js";
+import type { SessionTracker } from "./session-tracker.js";
+
+/** A write as admission takes it: a client's, or a new session's createSession. */
+export type AdmittedRequest = WriteRequest | { op: "createSession"; timeoutMs: number; password: Uint8Array };
+
+/** ZooKeeper's BufferStats of proposals: -1 until the first. */
+export interface ProposalSizes {
+  last: number;
+  min: number;
+  max: number;
+}
+
+export interface LeaderAdmissionDeps {
+  serverId: number;
+  /** ZooKeeper's reconfigEnabled: whether the reconfig operation is allowed. */
+  reconfigEnabled: boolean;
+  containerCheckIntervalMs: number;
+  containerMaxPerMinute: number;
+  /** Read through on every use (the leader's tree is never replaced, but the database owns it). */
+  state: { readonly tree: DataTree };
+  /** The leader's session liveness and owners. */
+  tracker: SessionTracker;
+  membership: ReconfigMembership;
+  clock: Clock;
+  logger: LogSink;
+  metrics?: ReplicaMetrics;
+}
+
+/** What a leader's term gives its admission: the core, and where its Readies go. */
+export interface LeaderTerm {
+  leader: Leader;
+  /** Carry out a Ready of this term's core (the peer's host loop; ignored once the term is over). */
+  carryOut(ready: ZabReady): void;
+  /** Whether this term is still the peer's current one (a proposal can end it). */
+  current(): boolean;
+}
+
+/** Makes a term's admission, with a fresh Prep over the tree as it stands when the term begins. */
+export type LeaderAdmissionFactory = (term: LeaderTerm) => LeaderAdmission;
+
+export class LeaderAdmission {
+  private readonly cleanup: CleanupScanner;
+  private sizes: ProposalSizes = { last: -1, min: -1, max: -1 };
+  private servingSinceMs = 0;
+
+  constructor(
+    private readonly term: LeaderTerm,
+    private readonly prep: Prep,
+    private readonly deps: LeaderAdmissionDeps,
+  ) {
+    this.cleanup = new CleanupScanner({ intervalMs: deps.containerCheckIntervalMs, maxPerMinute: deps.containerMaxPerMinute });
+  }
+
+  /** This term's proposal sizes (stat's "Proposal sizes last/min/max"). */
+  get proposalSizes(): ProposalSizes {
+    return this.sizes;
+  }
+
+  /** When this term began serving (leader_uptime). */
+  get servingSince(): number {
+    return this.servingSinceMs;
+  }
+
+  /**
+   * The term serves: the leader owns expiry now, and every session gets a full timeout from this
+   * moment. Owners are learned afresh: every client reconnects when a term begins.
+   */
+  beginServing(nowMs: number): void {
+    const { tracker, state } = this.deps;
+    tracker.beginLeadership();
+    for (const [sessionId, record] of state.tree.sessions) tracker.touch(sessionId, record.timeoutMs);
+    this.servingSinceMs = nowMs;
+  }
+
+  /** `origin`: the server whose client sent the request (this one, or the learner that forwarded it). */
+  admit(sessionId: bigint, cxid: number, request: AdmittedRequest, authInfo: readonly Id[], origin: number): void {
+    const { tracker, membership } = this.deps;
+    const leader = this.term.leader;
+    const zxid = leader.allocateZxid();
+    let body: TxnBody;
+    let config: ClusterConfig | undefined;
+    if (request.op === "createSession") {
+      tracker.setOwner(sessionId, origin);
+      body = { type: "createSession", timeoutMs: request.timeoutMs, password: request.password };
+    } else if (request.op !== "close" && !this.sessionLive(sessionId)) {
+      // ZooKeeper's checkSession: a request reaching the leader after it expired the session (its
+      // server was slow to relay pings, or held the request) must not take effect. Proposed after
+      // the closeSession, an ephemeral create would outlive its session forever. A close is
+      // proposed all the same, as in ZooKeeper: closing twice is harmless.
+      body = { type: "error", err: ZkErrorCode.SESSIONEXPIRED };
+    } else if (!tracker.claim(sessionId, origin)) {
+      // Sent on a connection its client has left: the error txn answers it, in order, where it came from.
+      body = { type: "error", err: ZkErrorCode.SESSIONMOVED };
+    } else if (request.op === "reconfig" && membership.reconfigurable) {
+      const planned = this.planReconfig(request, zxid, authInfo);
+      body = planned.body;
+      config = planned.config;
+    } else {
+      body = this.prep.prepare(request, sessionId, zxid, authInfo);
+    }
+    // Stamped once decided, as ZooKeeper stamps a txn after prep.
+    this.propose({ sessionId, cxid, zxid, timeMs: this.deps.clock.nowMs() }, body, config);
+  }
+
+  /** A write a learner forwarded: admitted as the learner's client sent it, or MARSHALLINGERROR if it does not decode. */
+  admitForwarded(forwarded: ZabReady["forwarded"][number]): void {
+    let decoded;
+    try {
+      decoded = decodeForwardedRequest(forwarded.request);
+    } catch (error) {
+      if (!(error instanceof ZkError)) throw error;
+      // The learner's client still needs its answer, in order: an error txn carries it.
+      const zxid = this.term.leader.allocateZxid();
+      this.propose(
+        { sessionId: forwarded.sessionId, cxid: forwarded.cxid, zxid, timeMs: this.deps.clock.nowMs() },
+        { type: "error", err: ZkErrorCode.MARSHALLINGERROR },
+      );
+      return;
+    }
+    this.admit(forwarded.sessionId, forwarded.cxid, decoded.request, decoded.authInfo, forwarded.from);
+  }
+
+  /**
+   * Whether `sessionId` exists and is not being expired. Every txn the leader proposed before is
+   * applied by now (a client learns its session only once its server applied the createSession,
+   * after the leader committed and applied it), so the tree is the truth here.
+   */
+  private sessionLive(sessionId: bigint): boolean {
+    return this.deps.state.tree.sessions.has(sessionId) && !this.deps.tracker.isClosing(sessionId);
+  }
+
+  /** Whether `sessionId` is alive; if so, `owner` is where its client is now (ZooKeeper's revalidateSession). */
+  revalidate(sessionId: bigint, timeoutMs: number, owner: number): boolean {
+    const { tracker } = this.deps;
+    if (!this.sessionLive(sessionId)) return false;
+    tracker.setOwner(sessionId, owner);
+    tracker.touch(sessionId, timeoutMs);
+    return true;
+  }
+
+  /** The closeSession of a session this leader expired (server-made, cxid 0). */
+  expire(sessionId: bigint): void {
+    const zxid = this.term.leader.allocateZxid();
+    this.propose({ sessionId, cxid: 0, zxid, timeMs: this.deps.clock.nowMs() }, this.prep.prepareCloseSession(sessionId, zxid));
+  }
+
+  /** The tree applied `zxid`: prep retires the changes it had in flight up to it. */
+  applied(zxid: number): void {
+    this.prep.applied(zxid);
+  }
+
+  /**
+   * When a cleanup scan is due, propose a server-made delete (session 0, as ZooKeeper's
+   * deleteContainer) for each node it picked that prep still finds deletable. Candidates left over
+   * when the proposal window is full wait for the next scan.
+   */
+  cleanUp(nowMs: number): void {
+    const leader = this.term.leader;
+    const paths = this.cleanup.poll(this.deps.state.tree, nowMs);
+    const deleted: string[] = [];
+    for (const path of paths) {
+      // A proposal can end this term (a failed write steps down): stop with it.
+      if (!this.term.current() || !leader.canPropose) break;
+      const prepared = this.prep.prepareDeleteContainer(path, nowMs, () => leader.allocateZxid());
+      if (!prepared) continue;
+      deleted.push(path);
+      this.propose({ sessionId: 0n, cxid: 0, zxid: prepared.zxid, timeMs: nowMs }, prepared.body);
+    }
+    if (deleted.length > 0) this.deps.logger.info({ count: deleted.length, first: deleted[0] }, "deleting empty containers and expired TTL nodes");
+  }
+
+  /** The reconfig txn (or the error ZooKeeper answers) and, if it is one, the configuration it installs. */
+  private planReconfig(request: ReconfigRequest, zxid: number, authInfo: readonly Id[]): { body: TxnBody; config?: ClusterConfig } {
+    const leader = this.term.leader;
+    // ZooKeeper's isQuorumSynced: the leader and its synced followers — participants, as those log
+    // the proposal; an observer about to be promoted does not, and could not vote for it.
+    const synced = [
+      this.deps.serverId,
+      ...leader
+        .learners()
+        .filter((l) => l.role === "participant" && (l.stage === "synced" || l.stage === "upToDate"))
+        .map((l) => l.sid),
+    ];
+    let config: ClusterConfig;
+    try {
+      config = planReconfig(
+        request,
+        { enabled: this.deps.reconfigEnabled, current: this.deps.membership.configInForce, inFlight: leader.reconfigInFlight, synced },
+        zxid,
+      );
+    } catch (error) {
+      if (!(error instanceof ZkError)) throw error;
+      return { body: { type: "error", err: error.errno } };
+    }
+    const body = this.prep.prepareReconfig(reconfigTxnData(config), authInfo);
+    return body.type === "reconfig" ? { body, config } : { body };
+  }
+
+  private propose(header: Txn["header"], body: TxnBody, config?: ClusterConfig): void {
+    const record = encodeTxn({ header, body });
+    const sizes = this.sizes;
+    const bytes = record.byteLength;
+    this.sizes = { last: bytes, min: sizes.min < 0 ? bytes : Math.min(sizes.min, bytes), max: Math.max(sizes.max, bytes) };
+    this.deps.metrics?.proposed();
+    this.term.carryOut(this.term.leader.propose(header.zxid, record, config === undefined ? undefined : quorumOf(config)));
+  }
+}
