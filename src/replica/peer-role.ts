@@ -45,12 +45,7 @@ export function termStateOf(decision: Decision): InTerm["state"] {
  * The role for a decided term, with its core built from `options`; a leader's admission is made by
  * `admit` for the new core, its Readies going to `carryOut`.
  */
-export function beginTerm(
-  decision: Decision,
-  options: ZabOptions,
-  term: Omit<LeaderTerm, "leader">,
-  admit: (term: LeaderTerm) => LeaderAdmission,
-): InTerm {
+export function beginTerm(decision: Decision, options: ZabOptions, term: Omit<LeaderTerm, "leader">, admit: (term: LeaderTerm) => LeaderAdmission): InTerm {
   const state = termStateOf(decision);
   const leaderId = decision.leader;
   if (state === "leading") {

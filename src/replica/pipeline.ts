@@ -203,5 +203,4 @@ export class RequestPipeline {
     connection.authInfo = authInfo;
     return { err: 0, zxid: this.sessions.lastProcessedZxid, body: EMPTY_BODY };
   }
-
 }

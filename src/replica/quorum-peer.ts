@@ -413,7 +413,13 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
     // ZooKeeper times an election for its voters (Leader.lead, Follower.followLeader), not observers.
     if (state !== "observing") metrics?.electionDecided(this.termStartedMs - this.lookingSinceMs);
     this.deps.logger.info({ role: state, leader: decision.leader, round: decision.round }, "role changed");
-    this.elections.record({ decidedAtMs: this.termStartedMs, tookMs: this.termStartedMs - this.lookingSinceMs, leader: decision.leader, state, round: decision.round });
+    this.elections.record({
+      decidedAtMs: this.termStartedMs,
+      tookMs: this.termStartedMs - this.lookingSinceMs,
+      leader: decision.leader,
+      state,
+      round: decision.round,
+    });
     const options = {
       myId: config.serverId,
       ...membership.termQuorums(),

@@ -680,7 +680,10 @@ export class Simulation implements Scheduler, ClientWorld {
     const known = newest === undefined ? undefined : quorumOf(newest);
     const candidates = this.servers.filter(
       (s) =>
-        s.up && (latest.isVoter(s.id) || known?.isVoter(s.id) === true) && s.replica?.status.votesInOwnView === true && (!this.healing || this.reachesQuorum(s)),
+        s.up &&
+        (latest.isVoter(s.id) || known?.isVoter(s.id) === true) &&
+        s.replica?.status.votesInOwnView === true &&
+        (!this.healing || this.reachesQuorum(s)),
     );
     if (candidates.length === 0) return undefined;
     // An established leader is joined, as FastLeaderElection's out-of-election path does.

@@ -1,13 +1,22 @@
 /**
- * Reconfiguration membership decisions against golden traces (etcd raft's datadriven tests,
+ * Reconfiguration membership decisions against golden scripts (etcd raft's datadriven tests,
  * docs/architecture.md practice 13): each scenario sets up one member's state — the configuration
  * in force, reconfigurations logged and not applied, those heard of from peers — and asks the pure
- * decisions of src/replica/reconfig-membership.ts what follows; the trace of inputs and decisions
- * is compared with test/unit/testdata/membership/<name>.txt. After an intended change, regenerate
- * with UPDATE_GOLDEN=1 and review the diff.
+ * decisions of src/replica/reconfig-membership.ts what follows. One file each under
+ * test/unit/testdata/membership/ (the format is test/helpers/datadriven.ts's). After an intended
+ * change, regenerate with UPDATE_GOLDEN=1 and review the diff.
+ *
+ * Script commands (versions are zxids written epoch.counter, or 0; members "1,2,3/4" are voters
+ * 1, 2, 3 and observer 4):
+ *   server 4 0 1,2,3/4     this is server 4, with configuration 0 (1,2,3/4) in force
+ *   log 1.1 1,2,3,4        it logged the reconfiguration at 1.1 and has not applied it
+ *   in-force 1.1 1,2,3,4   that configuration came into force here
+ *   hear 1.1 1,2,3,4       a peer's notification says it logged 1.1 and has not seen it committed
+ *   decide                 everything decided from the state as it stands
+ *   place participant 1    a learner in a term as participant under leader 1: stays, or re-elects?
+ *   offer 1.1 1,2,3,4      a notification offers this configuration (its text made from the members)
+ *   offer-text 1.1 TEXT    ... or this raw text (a version past 2^53 may be given as a number)
  */
-import assert from "node:assert/strict";
-import { readFileSync, writeFileSync } from "node:fs";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import type { MemberAddress } from "../../src/common/membership.js";
@@ -31,18 +40,32 @@ import {
 } from "../../src/replica/reconfig-membership.js";
 import { encodeTxn } from "../../src/store/txn-codec.js";
 import { makeZxid } from "../../src/store/zxid.js";
+import { aboutOf, goldenFiles, runDataDrivenFile, type Directive } from "../helpers/datadriven.js";
 
 const DATA = fileURLToPath(new URL("../../../test/unit/testdata/membership/", import.meta.url));
 
-/** "1,2,3/4": voters 1, 2, 3 and observer 4, at `version`. */
-function config(version: number, members: string): ClusterConfig {
-  const [voters = "", observers = ""] = members.split("/");
-  const ids = (list: string, type: MemberRole): MemberAddress[] =>
-    list === "" ? [] : list.split(",").map((id) => ({ serverId: Number(id), host: "127.0.0.1", quorumPort: 2000 + Number(id), electionPort: 3000 + Number(id), type }));
-  return { version, members: [...ids(voters, "participant"), ...ids(observers, "observer")] };
+/** "1.1" → the zxid of epoch 1, counter 1; "0" → 0; any other number as it is (an offer may be out of range). */
+function version(text: string | undefined): number {
+  if (text === undefined) throw new Error("a version is missing");
+  const match = /^(\d+)\.(\d+)$/.exec(text);
+  if (match !== null) return makeZxid(Number(match[1]), Number(match[2]));
+  const n = Number(text);
+  if (Number.isNaN(n)) throw new Error(`"${text}" is not a version`);
+  return n;
 }
 
-const v = (version: number) => (version === 0 ? "v0" : `v${version.toString(16)}`);
+/** "1,2,3/4": voters 1, 2, 3 and observer 4, at `version`. */
+function config(at: number, members: string | undefined): ClusterConfig {
+  if (members === undefined) throw new Error("the members are missing");
+  const [voters = "", observers = ""] = members.split("/");
+  const ids = (list: string, type: MemberRole): MemberAddress[] =>
+    list === ""
+      ? []
+      : list.split(",").map((id) => ({ serverId: Number(id), host: "127.0.0.1", quorumPort: 2000 + Number(id), electionPort: 3000 + Number(id), type }));
+  return { version: at, members: [...ids(voters, "participant"), ...ids(observers, "observer")] };
+}
+
+const v = (at: number) => (at === 0 ? "0" : Number.isSafeInteger(at) ? `${Math.floor(at / 2 ** 32)}.${at % 2 ** 32}` : String(at));
 
 function describe(c: ClusterConfig): string {
   const of = (type: MemberRole) =>
@@ -59,171 +82,95 @@ function describeView(view: ElectionView | undefined): string {
   return `${view.role} in ${quorums}`;
 }
 
-/** One member's state, changed by the script, and the trace of what was asked and decided. */
-class Script {
-  readonly trace: string[] = [];
-  private state: MembershipState;
+/** One member's state, changed by the script. */
+class MembershipScript {
+  private state: MembershipState | undefined;
 
-  constructor(serverId: number, inForce: ClusterConfig) {
-    this.state = { serverId, inForce, unapplied: [], heard: new Map() };
-    this.trace.push(`start: server ${serverId}, in force ${describe(inForce)}`);
+  private get s(): MembershipState {
+    if (this.state === undefined) throw new Error("no server yet: start with `server`");
+    return this.state;
   }
 
-  /** This server logged a reconfiguration (a txn at zxid = its version) and has not applied it. */
-  log(c: ClusterConfig): void {
-    const record: LogRecord = {
-      zxid: c.version,
-      record: encodeTxn({ header: { sessionId: 1n, cxid: 1, zxid: c.version, timeMs: 0 }, body: { type: "reconfig", data: reconfigTxnData(c) } }),
-    };
-    this.state = { ...this.state, unapplied: [...this.state.unapplied, record] };
-    this.trace.push(`log ${describe(c)}`);
-  }
-
-  /** A configuration came into force here (applied, or adopted from a peer). */
-  inForce(c: ClusterConfig): void {
-    this.state = {
-      ...this.state,
-      inForce: c,
-      unapplied: this.state.unapplied.filter((r) => r.zxid > c.version),
-      heard: new Map([...this.state.heard].filter(([version]) => version > c.version)),
-    };
-    this.trace.push(`in force ${describe(c)}`);
-  }
-
-  /** A peer's notification says it logged `c` and has not seen it committed. */
-  hear(c: ClusterConfig): void {
-    const before = electionView(this.state);
-    const heard = hearPending(this.state, c);
-    this.trace.push(`hear pending ${describe(c)}`);
-    if (heard === undefined) {
-      this.trace.push("  known already: nothing changes");
-      return;
+  run(d: Directive): string {
+    const [a, b, c] = d.args;
+    switch (d.command) {
+      case "server":
+        this.state = { serverId: Number(a), inForce: config(version(b), c), unapplied: [], heard: new Map() };
+        return "";
+      case "log": {
+        const logged = config(version(a), b);
+        const record: LogRecord = {
+          zxid: logged.version,
+          record: encodeTxn({ header: { sessionId: 1n, cxid: 1, zxid: logged.version, timeMs: 0 }, body: { type: "reconfig", data: reconfigTxnData(logged) } }),
+        };
+        this.state = { ...this.s, unapplied: [...this.s.unapplied, record] };
+        return "";
+      }
+      case "in-force": {
+        const inForce = config(version(a), b);
+        this.state = {
+          ...this.s,
+          inForce,
+          unapplied: this.s.unapplied.filter((r) => r.zxid > inForce.version),
+          heard: new Map([...this.s.heard].filter(([at]) => at > inForce.version)),
+        };
+        return "";
+      }
+      case "hear":
+        return this.hear(config(version(a), b));
+      case "decide":
+        return this.decide();
+      case "place": {
+        if (a !== "participant" && a !== "observer") throw new Error("place participant|observer LEADER");
+        const change = learnerPlaceChange(this.s.inForce, this.s.serverId, a, Number(b));
+        return change === undefined ? "stays" : `re-elects: ${change}`;
+      }
+      case "offer":
+      case "offer-text": {
+        const at = version(a);
+        const text = d.command === "offer" ? configText(config(at, b)) : (b ?? "");
+        const parsed = parseOffered({ version: at, text });
+        return parsed === undefined ? "ignored: malformed" : `parsed: ${describe(parsed)}`;
+      }
+      default:
+        throw new Error("unknown script command");
     }
-    this.state = { ...this.state, heard };
-    const after = electionView(this.state);
-    this.trace.push(`  heard: ${[...heard.keys()].map(v).join(" ")}`);
-    this.trace.push(`  election view ${sameView(before, after) ? "unchanged" : `changed: ${describeView(after)}`} (a looking server restarts its election when it changes)`);
   }
 
-  /** Everything the peer decides from the state as it stands. */
-  show(): void {
-    const s = this.state;
+  private hear(offered: ClusterConfig): string {
+    const before = electionView(this.s);
+    const heard = hearPending(this.s, offered);
+    if (heard === undefined) return "known already: nothing changes";
+    this.state = { ...this.s, heard };
+    const after = electionView(this.s);
+    return [
+      `heard: ${[...heard.keys()].map(v).join(" ")}`,
+      sameView(before, after) ? "election view unchanged" : `election view changed (a looking server restarts its election): ${describeView(after)}`,
+    ].join("\n");
+  }
+
+  private decide(): string {
+    const s = this.s;
     const proved = provedCommitted(s);
     const pending = pendingReconfig(s);
     const views = notificationViews(s);
-    this.trace.push("decide");
-    this.trace.push(`  proved committed: ${proved === undefined ? "none" : describe(proved)}`);
-    this.trace.push(`  pending logged: ${pending === undefined ? "none" : describe(pending)}`);
-    this.trace.push(`  in play: ${configsInPlay(s).map(describe).join(" | ")}`);
-    this.trace.push(`  election view: ${describeView(electionView(s))}`);
-    if (outsideEveryConfig(s)) this.trace.push(`  outside every configuration: looks as ${describeView(outsiderView(s))}`);
-    this.trace.push(
-      `  transport dials: ${transportMembers(s)
+    return [
+      `proved committed: ${proved === undefined ? "none" : describe(proved)}`,
+      `pending logged: ${pending === undefined ? "none" : describe(pending)}`,
+      `in play: ${configsInPlay(s).map(describe).join(" | ")}`,
+      `election view: ${describeView(electionView(s))}`,
+      ...(outsideEveryConfig(s) ? [`outside every configuration: looks as ${describeView(outsiderView(s))}`] : []),
+      `transport dials: ${transportMembers(s)
         .map((m) => `${m.serverId}${m.type === "participant" ? "p" : "o"}`)
         .join(" ")}`,
-    );
-    this.trace.push(`  notifications carry: config ${views.config === undefined ? "none" : v(views.config.version)}, pending ${views.pending === undefined ? "none" : v(views.pending.version)}`);
-  }
-
-  /** A learner in a term as `termRole` under `leaderId`: does the configuration in force keep it there? */
-  place(termRole: MemberRole, leaderId: number): void {
-    const change = learnerPlaceChange(this.state.inForce, this.state.serverId, termRole, leaderId);
-    this.trace.push(`place as ${termRole} under leader ${leaderId}: ${change === undefined ? "stays" : `re-elects (${change})`}`);
-  }
-
-  /** A notification's configuration text, as a peer sent it. */
-  offer(version: number, text: string): void {
-    const parsed = parseOffered({ version, text });
-    this.trace.push(`offered ${JSON.stringify(text)} at ${Number.isSafeInteger(version) ? v(version) : String(version)}: ${parsed === undefined ? "ignored (malformed)" : describe(parsed)}`);
+      `notifications carry: config ${views.config === undefined ? "none" : v(views.config.version)}, pending ${views.pending === undefined ? "none" : v(views.pending.version)}`,
+    ].join("\n");
   }
 }
 
-const z = makeZxid;
-
-const scenarios: Record<string, { about: string; run: () => Script }> = {
-  "restart-after-two-reconfigs": {
-    about: "restarted with 3 → 5 → 3 voters logged and neither applied: the later proves the earlier committed; only the last is pending",
-    run: () => {
-      const s = new Script(1, config(0, "1,2,3"));
-      s.log(config(z(1, 1), "1,2,3,4,5"));
-      s.log(config(z(1, 2), "1,2,4"));
-      s.show();
-      s.inForce(config(z(1, 1), "1,2,3,4,5"));
-      s.show();
-      return s;
-    },
-  },
-  "observer-hears-its-promotion": {
-    about: "observer 4 never logged the reconfiguration that makes it a voter; it hears of it and must vote in elections",
-    run: () => {
-      const s = new Script(4, config(0, "1,2,3/4"));
-      s.show();
-      s.hear(config(z(1, 1), "1,2,3,4"));
-      s.hear(config(z(1, 1), "1,2,3,4"));
-      s.show();
-      s.place("observer", 1);
-      s.inForce(config(z(1, 1), "1,2,3,4"));
-      s.place("observer", 1);
-      s.place("participant", 1);
-      s.show();
-      return s;
-    },
-  },
-  "heard-set-is-bounded": {
-    about: "reconfigurations heard of and not logged are kept up to four, the oldest dropped first; one logged here is known already",
-    run: () => {
-      const s = new Script(1, config(0, "1,2,3"));
-      s.log(config(z(1, 1), "1,2,3,4"));
-      s.hear(config(z(1, 1), "1,2,3,4"));
-      for (let i = 2; i <= 6; i++) s.hear(config(z(1, i), "1,2,3"));
-      s.show();
-      return s;
-    },
-  },
-  "removed-server": {
-    about: "server 3 is removed: while pending it still votes; once in force it elects as nobody's voter, still dials the others, and re-elects if it was a learner",
-    run: () => {
-      const s = new Script(3, config(0, "1,2,3"));
-      s.log(config(z(1, 1), "1,2"));
-      s.show();
-      s.place("participant", 1);
-      s.inForce(config(z(1, 1), "1,2"));
-      s.show();
-      s.place("participant", 1);
-      return s;
-    },
-  },
-  "learner-place-changes": {
-    about: "a learner stays in its term while its role and its leader's vote stand; a demotion or a leader removed ends it",
-    run: () => {
-      const s = new Script(2, config(0, "1,2,3"));
-      s.place("participant", 3);
-      s.inForce(config(z(1, 1), "1,2,4"));
-      s.place("participant", 3);
-      s.place("participant", 1);
-      s.inForce(config(z(1, 2), "1,4/2"));
-      s.place("participant", 1);
-      s.place("observer", 1);
-      return s;
-    },
-  },
-  "malformed-offers": {
-    about: "a peer's configuration text that does not parse, or a version past 2^53, is ignored",
-    run: () => {
-      const s = new Script(1, config(0, "1,2,3"));
-      s.offer(z(1, 1), configText(config(z(1, 1), "1,2,3,4")));
-      s.offer(z(1, 1), "server.1=nowhere");
-      s.offer(2 ** 60, configText(config(0, "1,2,3")));
-      return s;
-    },
-  },
-};
-
-for (const [name, scenario] of Object.entries(scenarios)) {
-  test(`membership golden trace: ${name}`, () => {
-    const text = [`# ${scenario.about}`, ...scenario.run().trace, ""].join("\n");
-    const file = `${DATA}${name}.txt`;
-    if (process.env.UPDATE_GOLDEN === "1") writeFileSync(file, text);
-    assert.equal(text, readFileSync(file, "utf8"), `trace of ${name} differs from ${file} (UPDATE_GOLDEN=1 rewrites it)`);
+for (const { name, path } of goldenFiles(DATA)) {
+  test(`membership golden ${name}: ${aboutOf(path)}`, () => {
+    const script = new MembershipScript();
+    runDataDrivenFile(path, (directive) => script.run(directive));
   });
 }
