@@ -112,9 +112,10 @@ export class Replica {
  *   LeaderAdmission, made per term with its own Prep; a learner's forward) → QuorumPeer's Ready loop
  *   (propose and log) → ReplicaDatabase.apply (apply) → ClientSessions (answer)
  *
- * The peer calls back into ClientSessions, an earlier stage, through a declared dependency
- * (ClientSessionControl): a term that ends resets every session, the leader's expiry closes a
- * session's queue, read-only mode ends the sessions it gives up.
+ * The peer's calls back to the client side go to ClientSessions, built before it, as a declared
+ * dependency (ClientSessionControl): a term that ends resets every session, the leader's expiry
+ * closes a session's queue before it proposes the closeSession, read-only mode ends the sessions it
+ * gives up.
  */
 export function buildReplica(config: ReplicaConfig, ports: ReplicaPorts): Replica {
   const { clock, logger, metrics } = ports;
