@@ -3,48 +3,18 @@
  * test's choosing — the shipped CLI, not an in-process shortcut.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { connect, createServer } from "node:net";
+import { connect } from "node:net";
 import { fileURLToPath } from "node:url";
 
 const CLI = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
 
 /**
- * Test servers listen below the kernel's ephemeral range (32768-60999 by default): a port that
- * listen(0) hands out comes from that range, and between our probe and the server's bind an
- * outgoing connection of any process may take it as its source port (CI saw EADDRINUSE).
+ * Test servers listen below the kernel's ephemeral range, on ports picked as the embedded server
+ * picks its cluster's (src/embed/free-ports.ts, which says why), from the same per-process set, so
+ * a test's servers and its embedded ones never get the same port.
  */
-export const TEST_PORT_MIN = 20_000;
-export const TEST_PORT_MAX = 32_700;
-
-/** Whether `port` can be bound on 127.0.0.1 right now. */
-export function portIsFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.unref();
-    server.once("error", () => resolve(false));
-    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
-  });
-}
-
-/**
- * Ports this test process has handed out: nothing binds a port between freePort and the server's
- * start, so without this two calls (the ports of one cluster's members, say) could get the same
- * one, and the server refuses the duplicate (CI: a recipes cluster member exited with code 2).
- */
-const handedOut = new Set<number>();
-
-/** A port, free right now, outside the ephemeral range, and never handed out before by this process. */
-export async function freePort(): Promise<number> {
-  for (let attempt = 0; attempt < 500; attempt++) {
-    const port = TEST_PORT_MIN + Math.floor(Math.random() * (TEST_PORT_MAX - TEST_PORT_MIN));
-    if (handedOut.has(port)) continue;
-    if (await portIsFree(port)) {
-      handedOut.add(port);
-      return port;
-    }
-  }
-  throw new Error("no free port found");
-}
+import { freePort } from "../../src/embed/free-ports.js";
+export { freePort, portIsFree, PICKED_PORT_MAX as TEST_PORT_MAX, PICKED_PORT_MIN as TEST_PORT_MIN } from "../../src/embed/free-ports.js";
 
 async function waitForPort(port: number, child: ChildProcess, deadlineMs: number, lastWords: () => string): Promise<void> {
   const started = Date.now();

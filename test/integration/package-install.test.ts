@@ -1,17 +1,17 @@
 /**
  * The package as users get it: `npm pack`, the tarball installed into an empty project, then
  * `npx corral start`, `npx corral shell` and `import { Client } from "corral"` (ESM, and its types
- * under TypeScript's node16 resolution). Dependencies come from npm's cache where it has them
+ * under TypeScript's node16 resolution), and `corral/embed` running a cluster inside a user's script. Dependencies come from npm's cache where it has them
  * (`npm ci` filled it), the registry otherwise.
  */
 import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
-import { writeFile } from "node:fs/promises";
+import { mkdir, readdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { freePort } from "../helpers/server-process.js";
+import { freePort, portIsFree } from "../helpers/server-process.js";
 import { makeTempDir } from "../helpers/temp-dir.js";
 import { waitFor } from "../helpers/wait.js";
 
@@ -104,3 +104,56 @@ test("npx corral start serves, npx corral shell and an ESM import of the package
     await new Promise((resolve) => server.once("close", resolve));
   }
 });
+
+test(
+  "corral/embed in a user's script: a three-member cluster starts, grants a lock, stops, and leaves no process, port or file behind",
+  { timeout: 180_000 },
+  async () => {
+    // The script's temporary files go to a directory of its own, so that "nothing left" can be seen.
+    const scratchTmp = join(project, "tmp");
+    await mkdir(scratchTmp);
+    const script = join(project, "embed.mjs");
+    await writeFile(
+      script,
+      `import { startCluster } from "corral/embed";\n` +
+        `import { Client, Lock } from "corral";\n` +
+        `const cluster = await startCluster({ voters: 3 });\n` +
+        `const ports = cluster.members.flatMap((m) => [m.connectString, m.zkConnectString]).map((a) => Number(a.split(":")[1]));\n` +
+        `const zk = await Client.connect(cluster.connectString);\n` +
+        `const lock = new Lock(zk, "/locks/embedded");\n` +
+        `const token = await lock.acquire({ timeoutMs: 10_000 });\n` +
+        `const holders = await zk.getChildren("/locks/embedded");\n` +
+        `await lock.release();\n` +
+        `await zk.close();\n` +
+        `await cluster.stop();\n` +
+        `console.log(JSON.stringify({ members: cluster.members.length, roles: cluster.members.map((m) => m.role), token: String(token), holders: holders.length, dataDir: cluster.dataDir, ports }));\n`,
+    );
+    // No process.exit in the script: it must end by itself, so every socket, timer and file handle is closed.
+    const { stdout } = await run(process.execPath, [script], { cwd: project, timeout: 120_000, env: { ...process.env, TMPDIR: scratchTmp } });
+    const result = JSON.parse(stdout) as { members: number; roles: string[]; token: string; holders: number; dataDir: string; ports: number[] };
+    assert.equal(result.members, 3);
+    assert.deepEqual(result.roles, ["participant", "participant", "participant"]);
+    assert.ok(BigInt(result.token) > 0n, `a fencing token: ${result.token}`);
+    assert.equal(result.holders, 1, "the lock node existed while held");
+    assert.ok(result.dataDir.startsWith(scratchTmp), `the data lived under TMPDIR: ${result.dataDir}`);
+    assert.deepEqual(await readdir(scratchTmp), [], "the data directory is removed");
+    assert.equal(result.ports.length, 6);
+    for (const port of result.ports) assert.ok(await portIsFree(port), `port ${port} is free again`);
+
+    const typed = join(project, "embed-typed.ts");
+    await writeFile(
+      typed,
+      `import { startServer, type EmbeddedServer } from "corral/embed";\n` +
+        `export async function serve(): Promise<EmbeddedServer> {\n` +
+        `  return startServer({ settings: { ttlNodesEnabled: true } });\n` +
+        `}\n` +
+        `// @ts-expect-error: settings are typed\n` +
+        `export const wrong = () => startServer({ settings: { ttlNodesEnabled: "yes" } });\n`,
+    );
+    await run(
+      process.execPath,
+      [TSC, "--noEmit", "--strict", "--module", "node16", "--moduleResolution", "node16", "--target", "es2022", "--skipLibCheck", typed],
+      { cwd: project },
+    );
+  },
+);

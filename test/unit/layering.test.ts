@@ -59,6 +59,8 @@ const ALLOWED: Record<string, string[]> = {
   console: ["common", "client", "server", "console"],
   cli: ["common", "protocol", "server", "cli", "client", "console", "index", "store", "store/disk"],
   index: ["common", "client", "recipes"],
+  // corral/embed: servers hosted in the caller's process, for tests and examples.
+  embed: ["common", "server", "embed"],
 };
 
 test("imports between src folders follow the architecture's arrows", () => {
