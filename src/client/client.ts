@@ -192,14 +192,17 @@ export class Client extends EventEmitter<ClientEvents> {
     return this.session.readOnly;
   }
 
+  /** The session id the cluster gave this session (0n before the first connect); ZooKeeper prints it as 0x… hex. */
   get sessionId(): bigint {
     return this.session.sessionId;
   }
 
+  /** The session's password, which a client needs, with the session id, to resume the session. */
   get sessionPassword(): Uint8Array {
     return this.session.password;
   }
 
+  /** The session timeout the server granted: the one asked for, clamped to its min/maxSessionTimeoutMs. */
   get negotiatedTimeoutMs(): number {
     return this.session.negotiatedTimeoutMs;
   }
@@ -269,6 +272,7 @@ export class Client extends EventEmitter<ClientEvents> {
     return this.sendCreate(Kind.create, path, data, options);
   }
 
+  /** As `create`, but also resolves with the new node's Stat. */
   createWithStat(path: string, data?: Data, options: CreateOptions = {}): Promise<{ path: string; stat: Stat }> {
     return this.sendCreate(Kind.createWithStat, path, data, options);
   }
@@ -282,6 +286,7 @@ export class Client extends EventEmitter<ClientEvents> {
     });
   }
 
+  /** The node's data and Stat. With `watch`, a data watch: it fires once on the node's next change or deletion. NONODE if there is no node (no watch is set then). */
   getData(path: string, options: WatchOptions = {}): Promise<{ data: Uint8Array; stat: Stat }> {
     return this.send(Kind.getData, path, (p) => {
       p.serverPath = this.serverPath(path);
@@ -290,6 +295,7 @@ export class Client extends EventEmitter<ClientEvents> {
     });
   }
 
+  /** Replaces the node's data; resolves with its new Stat. With `version` (not -1), BADVERSION unless the node's data version is that one. */
   setData(path: string, data: Data, options: VersionOptions = {}): Promise<Stat> {
     return this.send(Kind.setData, path, (p) => {
       p.serverPath = this.serverPath(path);
@@ -297,6 +303,7 @@ export class Client extends EventEmitter<ClientEvents> {
     });
   }
 
+  /** Deletes the node. NONODE if it is gone, NOTEMPTY if it has children, BADVERSION if `version` (not -1) is not its data version. */
   delete(path: string, options: VersionOptions = {}): Promise<void> {
     return this.send(Kind.delete, path, (p) => {
       p.serverPath = this.serverPath(path);
@@ -309,6 +316,7 @@ export class Client extends EventEmitter<ClientEvents> {
     return this.sendGetChildren(Kind.getChildren, path, options);
   }
 
+  /** As `getChildren`, with the node's Stat. */
   getChildrenWithStat(path: string, options: WatchOptions = {}): Promise<{ children: string[]; stat: Stat }> {
     return this.sendGetChildren(Kind.getChildrenWithStat, path, options);
   }

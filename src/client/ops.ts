@@ -12,6 +12,7 @@ import { isSequentialMode } from "./types.js";
 
 /** Builders for `client.multi([...])`. Data is converted at once; paths, modes and versions are checked when the multi is sent. */
 export const op = {
+  /** Creates a node, as `client.create`. */
   create(path: string, data?: Data, options: CreateOptions = {}): Op {
     return {
       type: "create",
@@ -22,12 +23,15 @@ export const op = {
       ttlMs: options.ttlMs,
     };
   },
+  /** Deletes a node, as `client.delete`. */
   delete(path: string, options: VersionOptions = {}): Op {
     return { type: "delete", path, version: options.version ?? -1 };
   },
+  /** Sets a node's data, as `client.setData`. */
   setData(path: string, data: Data, options: VersionOptions = {}): Op {
     return { type: "setData", path, data: toBytes(data), version: options.version ?? -1 };
   },
+  /** Writes nothing; fails the whole multi (BADVERSION, NONODE) unless the node exists at data version `version` (-1: any). */
   check(path: string, version: number): Op {
     return { type: "check", path, version };
   },
@@ -139,6 +143,7 @@ function opToWire(o: Op, chroot: string | undefined): WireOp {
 
 /** A failed multi: `code` is the first failing op's error; `results` has one entry per op. */
 export class ZkMultiError extends ZkError {
+  /** One result per op: the failing op's error, `RUNTIMEINCONSISTENCY` for ops after it, and the ops before it rolled back. */
   readonly results: OpResult[];
   /** Index of the op that failed. */
   readonly failedIndex: number;

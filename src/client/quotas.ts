@@ -11,11 +11,14 @@ import { formatQuotaFigures, limitsPathOf, parseQuotaFigures, QUOTA_ROOT, statsP
 import type { Client } from "./client.js";
 import { op } from "./ops.js";
 
+/** The limits to set: `count` nodes and `bytes` of data (soft), `countHardLimit` and `byteHardLimit` (hard); unset ones mean none. */
 export type QuotaLimits = Partial<QuotaFigures>;
 
 /** A quota's limits (-1 = none) and what the subtree holds now (`count` nodes, `bytes` of data). */
 export interface QuotaReport {
+  /** The limits, -1 where unset. */
   limits: QuotaFigures;
+  /** What the subtree holds now, its root included. */
   usage: { count: number; bytes: number };
 }
 

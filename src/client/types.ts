@@ -38,7 +38,9 @@ export type NodeEventType = "NodeCreated" | "NodeDeleted" | "NodeDataChanged" | 
  */
 export type WatchedEventType = NodeEventType | "DataWatchRemoved" | "ChildWatchRemoved" | "PersistentWatchRemoved";
 
+/** What a watcher is called with. */
 export interface WatchedEvent {
+  /** What happened. */
   type: WatchedEventType;
   /** The znode the event is about, relative to the chroot. */
   path: string;
@@ -63,12 +65,17 @@ export type ClientState = "connecting" | "connected" | "disconnected" | "reconne
 
 /** pino-compatible logger subset (console works too). */
 export interface ClientLogger {
+  /** Detail: each connection attempt, a stream that ended, each decision of followMembership that changed nothing. */
   debug(obj: object, msg?: string): void;
+  /** Changes worth knowing: the server list updated, a session expired, a move off a read-only server. */
   info(obj: object, msg?: string): void;
+  /** Something went wrong and the client carries on: a server refused the connection, nothing heard for 2/3 of the timeout. */
   warn(obj: object, msg?: string): void;
+  /** A server broke the protocol, or the membership follower failed; the client carries on. */
   error(obj: object, msg?: string): void;
 }
 
+/** What `Client.connect` takes besides the connect string. */
 export interface ConnectOptions {
   /** Requested session timeout; the server negotiates it. Default 10 000. */
   sessionTimeoutMs?: number;
@@ -78,6 +85,7 @@ export interface ConnectOptions {
   shuffleHosts?: boolean;
   /** Resume an existing session (with its password) instead of creating one. */
   sessionId?: bigint;
+  /** The password of the session to resume (`client.sessionPassword` of the client that opened it); with `sessionId`. */
   password?: Uint8Array;
   /**
    * Accept a read-only session (ZooKeeper's canBeReadOnly), from a server with readOnlyModeEnabled
@@ -91,6 +99,7 @@ export interface ConnectOptions {
    * A session that a quorum has held is resumed as always.
    */
   canBeReadOnly?: boolean;
+  /** Where the client logs what it decides (reconnects, server list changes, expiry); default: nowhere. */
   logger?: ClientLogger;
   /** Connect over TLS (a server with clientPortTls); absent = plain text. */
   tls?: ClientTlsOptions;
@@ -132,6 +141,7 @@ export interface ClientTlsOptions {
   servername?: string;
 }
 
+/** How `create`, `createWithStat` and `op.create` make a node. */
 export interface CreateOptions {
   /**
    * "persistent" by default. A "container" is deleted by the server once its last child is gone;
@@ -145,7 +155,9 @@ export interface CreateOptions {
   ttlMs?: number;
 }
 
+/** Options of the reads that can leave a one-time watch: `exists`, `getData`, `getChildren`, `getConfig`. */
 export interface WatchOptions {
+  /** Called once, with the event, on the next change the read could have seen (see `Watcher`). */
   watch?: Watcher;
 }
 
@@ -155,8 +167,11 @@ export interface WatchOptions {
  * `leaving` server ids — or `newMembers`, the whole new list in the same form.
  */
 export interface ReconfigChange {
+  /** Member lines to add (or, with a known id, to change that member's role or ports). */
   joining?: readonly string[];
+  /** Server ids to remove. */
   leaving?: readonly number[];
+  /** The whole new member list (non-incremental); not with `joining` or `leaving`. */
   newMembers?: readonly string[];
   /** The configuration version the change is meant for (BADVERSION if another is in force); any by default. */
   fromConfig?: bigint;
@@ -173,6 +188,7 @@ export interface ClusterConfiguration {
 
 /** One member of the configuration in force, as `getMembers` reports it. */
 export interface ClusterMember {
+  /** Its id, 1..254. */
   serverId: number;
   /** Observers serve clients but do not vote. */
   role: "participant" | "observer";
@@ -191,6 +207,7 @@ export interface ClusterMembers {
   members: ClusterMember[];
 }
 
+/** The expected version of a conditional write: `setData`, `delete`, `setACL` and their multi ops. */
 export interface VersionOptions {
   /** -1 (the default) matches any version. */
   version?: number;

@@ -37,18 +37,23 @@ export const ZkErrorCode = {
   THROTTLEDOP: -127,
 } as const;
 
+/** A ZooKeeper error name, e.g. `NONODE`: the `code` of every `ZkError`. */
 export type ZkErrorName = keyof typeof ZkErrorCode;
 
 const NAME_BY_CODE = new Map<number, ZkErrorName>((Object.entries(ZkErrorCode) as [ZkErrorName, number][]).map(([name, code]) => [code, name]));
 
+/** The name of ZooKeeper error number `code` (-101 → `NONODE`); undefined for a number ZooKeeper does not define. */
 export function zkErrorName(code: number): ZkErrorName | undefined {
   return NAME_BY_CODE.get(code);
 }
 
 /** Every failure a caller can cause or observe; `code` is the ZooKeeper name, `errno` its number. */
 export class ZkError extends Error {
+  /** The error's ZooKeeper name: what to switch on. */
   readonly code: ZkErrorName;
+  /** ZooKeeper's number for it (KeeperException.Code), e.g. -101 for NONODE. */
   readonly errno: number;
+  /** The path the failed request named, when it named one. */
   readonly path: string | undefined;
 
   constructor(code: ZkErrorName, message?: string, path?: string) {
@@ -59,6 +64,7 @@ export class ZkError extends Error {
     this.path = path;
   }
 
+  /** The ZkError for ZooKeeper error number `errno` (SYSTEMERROR for an unknown one). */
   static fromErrno(errno: number, path?: string): ZkError {
     return new ZkError(zkErrorName(errno) ?? "SYSTEMERROR", undefined, path);
   }

@@ -15,9 +15,13 @@ export const STATS_NODE = "zookeeper_stats";
 
 /** A StatsTrack: every figure -1 when unset. */
 export interface QuotaFigures {
+  /** Nodes in the subtree, its root included (soft limit). */
   count: number;
+  /** Bytes of data in the subtree (soft limit). */
   bytes: number;
+  /** Nodes: writes past it are QUOTAEXCEEDED when the server enforces quotas. */
   countHardLimit: number;
+  /** Bytes: writes past it are QUOTAEXCEEDED when the server enforces quotas. */
   byteHardLimit: number;
 }
 

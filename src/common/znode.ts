@@ -18,26 +18,37 @@ export interface StatFields<Zxid> {
   ctime: number;
   /** Last data change time, ms since the Unix epoch. */
   mtime: number;
+  /** Number of changes to the data (setData), 0 at create. */
   version: number;
+  /** Number of changes to the children list. */
   cversion: number;
+  /** Number of changes to the ACL. */
   aversion: number;
   /** Owning session id for ephemerals, 0n for persistent nodes; what containers and TTL nodes show here differs by side. */
   ephemeralOwner: bigint;
+  /** Length of the data in bytes. */
   dataLength: number;
+  /** Number of children. */
   numChildren: number;
 }
 
+/** An identity an ACL entry grants to, and that a session can be authenticated as. */
 export interface Id {
+  /** `world`, `auth`, `digest`, `ip`, `x509` (or `super`, as `whoAmI` reports it). */
   scheme: string;
+  /** What the scheme identifies: `anyone`, `user:<base64 SHA-1>`, `10.0.0.0/8`, a subject DN. */
   id: string;
 }
 
+/** One entry of a znode's ACL: the permissions `perms` granted to `id`. */
 export interface Acl {
   /** Bit set of Perms (READ 1, WRITE 2, CREATE 4, DELETE 8, ADMIN 16). */
   perms: number;
+  /** Who gets them. */
   id: Id;
 }
 
+/** Permission bits of an ACL entry, ZooKeeper's numbers; `ALL` is every one of them. */
 export const Perms = { READ: 1, WRITE: 2, CREATE: 4, DELETE: 8, ADMIN: 16, ALL: 31 } as const;
 
 /** world:anyone with every permission: what the server applies when no ACL is given. */
@@ -49,6 +60,7 @@ export const CREATOR_ALL_ACL: readonly Acl[] = Object.freeze([Object.freeze({ pe
 /** Reading for everyone, nothing else (ZooKeeper's READ_ACL_UNSAFE). */
 export const READ_ACL_UNSAFE: readonly Acl[] = Object.freeze([Object.freeze({ perms: Perms.READ, id: Object.freeze({ scheme: "world", id: "anyone" }) })]);
 
+/** What kind of node `create` makes (ZooKeeper's CreateMode). */
 export type CreateMode =
   "persistent" | "ephemeral" | "persistent-sequential" | "ephemeral-sequential" | "container" | "persistent-with-ttl" | "persistent-sequential-with-ttl";
 

@@ -40,6 +40,7 @@ const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => Buffer.from(a.buffe
  * with SESSIONEXPIRED.
  */
 export class ConfigPublisher {
+  /** Writes `data` as the configuration at `path`; resolves with its Stat once committed. With `expectedVersion`, BADVERSION unless the node is at that version. */
   static async publish(client: Client, path: string, data: Data, options: PublishOptions = {}): Promise<Stat> {
     const bytes = toBytes(data);
     return withDeadline(`publish ${path}`, options, client, (deadline) =>
@@ -158,6 +159,7 @@ export class ConfigSubscriber extends EventEmitter<ConfigSubscriberEvents> {
     return this.cache.running;
   }
 
+  /** Stops the subscriber for good: what it mirrors is dropped, it emits nothing more, and a start still in progress rejects. */
   close(): void {
     this.cache.close();
     this.value = null;

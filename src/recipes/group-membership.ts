@@ -10,9 +10,11 @@ import { ZkError } from "../common/errors.js";
 import { Deadline, deleteIfExists, ensurePath, retryOnConnectionLoss, sequenceOf, withoutProtectedPrefix, type WaitOptions } from "./common.js";
 import { createProtectedOrCleanUp, nameOf, orIfNoNode, SerialJob, type SessionBoundEvents, type SessionEnd, SessionFollower, withDeadline } from "./common.js";
 
+/** One member of a group, as `members()` and the `changed` event list them. */
 export interface Member {
   /** The member's node name without its protected prefix ("member-0000000004"), unique in the group. */
   id: string;
+  /** What the member joined with. */
   data: Uint8Array;
 }
 
@@ -73,6 +75,7 @@ export class GroupMembership extends EventEmitter<GroupMembershipEvents> {
     return this.node === undefined ? undefined : withoutProtectedPrefix(nameOf(this.node));
   }
 
+  /** True while this object's member node exists in the group. */
   get isMember(): boolean {
     return this.node !== undefined;
   }

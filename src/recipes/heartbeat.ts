@@ -21,9 +21,11 @@ import {
 import { bindNode, checkNodeName } from "./naming-service.js";
 import { TreeCache } from "./tree-cache.js";
 
+/** A worker's progress, as `report` writes it and monitors read it. */
 export interface Progress {
   /** 0..100. */
   percent: number;
+  /** What the worker is doing. */
   message: string;
 }
 
@@ -98,10 +100,12 @@ export class Heartbeat extends EventEmitter<HeartbeatEvents> {
     this.node = childPath(path, id);
   }
 
+  /** True from `start` until `stop` or the loss of the session. */
   get alive(): boolean {
     return this.phase === "alive";
   }
 
+  /** Creates the status node (waiting while an earlier incarnation of the same id still holds it); resolves once alive. */
   async start(options: HeartbeatStartOptions = {}): Promise<void> {
     if (this.phase !== "idle") throw new ZkError("BADARGUMENTS", `heartbeat ${this.node} already started`);
     const progress = options.progress ?? { percent: 0, message: "" };
@@ -227,10 +231,12 @@ export class HeartbeatMonitor extends EventEmitter<HeartbeatMonitorEvents> {
     });
   }
 
+  /** True from `start` until `close` or the loss of the session. */
   get running(): boolean {
     return this.tree.running;
   }
 
+  /** Stops the monitor for good: what it mirrors is dropped, it emits nothing more, and a start still in progress rejects. */
   close(): void {
     this.tree.close();
   }

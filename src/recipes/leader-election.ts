@@ -52,6 +52,7 @@ export function standingOf(children: readonly string[], me: string): { kind: "le
 
 // ---------------------------------------------------------------------------------------------
 
+/** What a `LeaderElection` candidate takes. */
 export interface LeaderElectionOptions {
   /** Stored as the candidate node's data, what `leaderId()` answers. Default `session-0x<session id>`. */
   id?: string;
@@ -126,10 +127,12 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
     this.id = options.id ?? `session-0x${BigInt.asUintN(64, client.sessionId).toString(16)}`;
   }
 
+  /** Where this candidate stands (see `LeaderElectionStatus`). */
   get status(): LeaderElectionStatus {
     return this.statusValue;
   }
 
+  /** True while this candidate leads: it holds the lowest candidate node and its session is connected. */
   get isLeader(): boolean {
     return this.statusValue === "leader";
   }

@@ -5,14 +5,18 @@
 import { ZkError } from "../common/errors.js";
 import type { ServiceInstance } from "./service-discovery.js";
 
+/** How `LoadBalancer.next` picks: in turn by id, at random, or the lowest `payload.load` (ties in turn). */
 export type BalancingStrategy = "round-robin" | "random" | "least-loaded";
 
 /** Anything that knows the current instances (ServiceCache does). */
 export interface InstanceSource {
+  /** The instances to pick from, now. */
   instances(): readonly ServiceInstance[];
 }
 
+/** What a `LoadBalancer` takes. */
 export interface LoadBalancerOptions {
+  /** How it picks. */
   strategy: BalancingStrategy;
   /** A number in [0, 1), as Math.random (the default); inject one to make `random` deterministic. */
   random?: () => number;
@@ -73,10 +77,12 @@ export class LoadBalancer {
     this.random = options.random ?? Math.random;
   }
 
+  /** How it picks. */
   get strategy(): BalancingStrategy {
     return this.options.strategy;
   }
 
+  /** The instance to use for the next call; null when there is none. */
   next(): ServiceInstance | null {
     const instances = this.source.instances();
     switch (this.options.strategy) {

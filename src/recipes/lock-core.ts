@@ -21,7 +21,9 @@ interface Holding {
 export interface SequentialLock {
   /** The lock was lost while held: its session expired or closed (SESSIONEXPIRED), or its node was deleted (NONODE). */
   on(event: "lost", listener: (error: ZkError) => void): this;
+  /** As `on("lost")`, for the next loss only. */
   once(event: "lost", listener: (error: ZkError) => void): this;
+  /** Removes a listener added with `on` or `once`. */
   off(event: "lost", listener: (error: ZkError) => void): this;
 }
 
@@ -45,6 +47,7 @@ export class SequentialLock extends EventEmitter {
   private watchEvents = 0;
   private waitingOn: string | undefined;
 
+  /** The recipes built on it (Lock, the read and write locks, RevocableLock) pass their policy. @internal */
   constructor(
     readonly client: Client,
     /** The lock's directory; contender nodes are its children. */

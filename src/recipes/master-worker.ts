@@ -35,6 +35,7 @@ import {
   withDeadline,
 } from "./common.js";
 
+/** The status a task gets once its executor resolved; a failed one gets `failed: <message>`. */
 export const DONE = "done";
 
 // ---------------------------------------------------------------------------------------------
@@ -129,7 +130,9 @@ async function ensureLayout(client: Client, path: string, deadline: Deadline): P
 const isConflict = (error: unknown): boolean =>
   isZkError(error, "NODEEXISTS") || isZkError(error, "NONODE") || isZkError(error, "BADVERSION") || isZkError(error, "NOTEMPTY");
 
+/** idle: not running · backup: waiting for the active master to go · active: assigning tasks · lost: session gone. */
 export type MasterStatus = "idle" | "backup" | "active" | "lost";
+/** Why a master stopped being active: it resigned, its session was disconnected, expired or closed, or another master took over (superseded). */
 export type MasterRevokedReason = "resigned" | "disconnected" | "expired" | "closed" | "superseded";
 
 /** The events of a Master and their listeners' arguments. */
@@ -178,10 +181,12 @@ export class Master extends EventEmitter<MasterEvents> {
     this.p = paths(path);
   }
 
+  /** Where this master stands (see `MasterStatus`). */
   get status(): MasterStatus {
     return this.statusValue;
   }
 
+  /** True while this master is the active one. */
   get isActive(): boolean {
     return this.statusValue === "active";
   }
@@ -359,6 +364,7 @@ export interface TaskContext {
 /** Runs one task; resolving marks it "done", throwing marks it "failed: <message>". */
 export type TaskExecutor = (task: TaskContext) => Promise<void>;
 
+/** idle: not started or stopped · running: registered and taking tasks · lost: session gone. */
 export type WorkerStatus = "idle" | "running" | "lost";
 
 /** The events of a Worker and their listeners' arguments. */
@@ -408,6 +414,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     this.mine = `${this.p.assign}/${id}`;
   }
 
+  /** Where this worker stands (see `WorkerStatus`). */
   get status(): WorkerStatus {
     return this.statusValue;
   }

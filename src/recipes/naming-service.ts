@@ -161,10 +161,12 @@ export class NamingService {
     readonly path: string,
   ) {}
 
+  /** A number no other call on this path ever got, from 1 up (a sequential node's counter). */
   nextId(options: WaitOptions = {}): Promise<number> {
     return nextId(this.client, childPath(this.path, "ids"), options);
   }
 
+  /** Binds `name` to `address` (or rebinds it); with `ephemeral`, only for the life of this session. */
   async register(name: string, address: string, options: RegisterOptions = {}): Promise<void> {
     checkNodeName("name", name);
     const path = this.nameNode(name);

@@ -51,10 +51,12 @@ export class NodeCache extends EventEmitter<NodeCacheEvents> {
     return this.tree.get(this.path) ?? null;
   }
 
+  /** True from `start` until `close` or the loss of the session. */
   get running(): boolean {
     return this.tree.running;
   }
 
+  /** Stops the cache for good: what it mirrors is dropped, it emits nothing more, and a start still in progress rejects. */
   close(): void {
     this.tree.close();
   }

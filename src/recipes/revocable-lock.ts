@@ -17,6 +17,7 @@ export const REVOKE_REQUEST = "unlock";
  */
 export type RevocationHandler = (lock: RevocableLock) => void | Promise<void>;
 
+/** How `RevocableLock.revoke` asks a holder to let go. */
 export interface RevokeOptions {
   /** How long the holder has to release cooperatively before its node is deleted. */
   graceMs: number;
@@ -39,11 +40,17 @@ export interface RevocableLock {
   on(event: "revocationRequested", listener: () => void): this;
   /** The revocation handler threw or rejected. */
   on(event: "error", listener: (error: unknown) => void): this;
+  /** As `on`, for the next event only. */
   once(event: "lost", listener: (error: ZkError) => void): this;
+  /** As `on`, for the next event only. */
   once(event: "revoked" | "revocationRequested", listener: () => void): this;
+  /** As `on`, for the next event only. */
   once(event: "error", listener: (error: unknown) => void): this;
+  /** Removes a listener added with `on` or `once`. */
   off(event: "lost", listener: (error: ZkError) => void): this;
+  /** Removes a listener added with `on` or `once`. */
   off(event: "revoked" | "revocationRequested", listener: () => void): this;
+  /** Removes a listener added with `on` or `once`. */
   off(event: "error", listener: (error: unknown) => void): this;
 }
 

@@ -30,7 +30,7 @@ export class Lease extends EventEmitter<LeaseEvents> {
     super();
   }
 
-  /** Starts holding the lease node `node` (used by Semaphore). */
+  /** Starts holding the lease node `node` (used by Semaphore). @internal */
   static async hold(client: Client, node: string, deadline: Deadline): Promise<Lease> {
     const lease = new Lease(client);
     lease.held = await HeldNode.hold(client, node, deadline, {
@@ -42,6 +42,7 @@ export class Lease extends EventEmitter<LeaseEvents> {
     return lease;
   }
 
+  /** True while this lease holds its slot: false once released, or lost with its session or node. */
   get isHeld(): boolean {
     return this.held?.isActive === true;
   }
@@ -51,6 +52,7 @@ export class Lease extends EventEmitter<LeaseEvents> {
     return this.isHeld ? this.held?.node : undefined;
   }
 
+  /** Gives the slot back (deletes the lease node); nothing to do if it is no longer held. */
   async release(): Promise<void> {
     const held = this.held;
     if (held === undefined || !held.isActive) return;

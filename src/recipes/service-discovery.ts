@@ -227,10 +227,12 @@ export class ServiceCache extends EventEmitter<ServiceCacheEvents> {
     return [...this.list];
   }
 
+  /** True from `start` until `close` or the loss of the session. */
   get running(): boolean {
     return this.tree.running;
   }
 
+  /** Stops the cache for good: what it mirrors is dropped, it emits nothing more, and a start still in progress rejects. */
   close(): void {
     this.tree.close();
     this.list = [];

@@ -10,10 +10,13 @@ import { childPath, isZkError, nameOf, parentOf, withDeadline, type WaitOptions 
 
 /** One mirrored znode: its data and the Stat that came with that data. */
 export interface CachedNode {
+  /** Its data. */
   data: Uint8Array;
+  /** The Stat read with that data. */
   stat: Stat;
 }
 
+/** What a `TreeCache` takes. */
 export interface TreeCacheOptions {
   /** Levels mirrored below the root: 0 mirrors the root alone, 1 its children too. Default: all. */
   maxDepth?: number;
@@ -118,10 +121,12 @@ export class TreeCache extends EventEmitter<TreeCacheEvents> {
     return this.phase === "running";
   }
 
+  /** How many nodes the mirror holds. */
   get size(): number {
     return this.nodes.size;
   }
 
+  /** The mirrored node at `path`, or undefined when the mirror has none. */
   get(path: string): CachedNode | undefined {
     return this.nodes.get(path);
   }

@@ -11,7 +11,9 @@ import { ZkError } from "../common/errors.js";
 import { type Deadline, ensurePath, retryOnConnectionLoss, withDeadline, type WaitOptions } from "./common.js";
 import { deleteOwnEphemeral, isZkError, orIfNoNode, textOf } from "./common.js";
 
+/** A participant's vote. */
 export type TwoPhaseVote = "commit" | "abort";
+/** What the coordinator decided: commit only if every participant voted commit in time. */
 export type TwoPhaseOutcome = "commit" | "abort";
 
 /** A site child's data once the site has joined but not voted. */
