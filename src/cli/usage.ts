@@ -10,7 +10,7 @@ import { HEALTH_FLAGS } from "./health.js";
 import { helpText } from "./shell-commands.js";
 
 /** Each server setting's value and meaning; a Record, so a new field does not compile without one. */
-const FIELD_HELP: Record<keyof ServerConfig, readonly [string, string]> = {
+export const FIELD_HELP: Readonly<Record<keyof ServerConfig, readonly [string, string]>> = {
   serverId: ["N", "1..254, this server's id (ZooKeeper's myid); required when servers lists a cluster"],
   dataDir: ["DIR", "the txn log and snapshots; {id} is replaced by serverId"],
   clientHost: ["HOST", "the address the gRPC client port binds; in a cluster, this server's entry's host"],

@@ -4,6 +4,7 @@
  *
  *   ```ts runnable             a complete TypeScript program, compiled and run against a cluster
  *   ```sh runnable             shell commands, run with bash against a cluster
+ *   ```ts runnable root        (either language) run at the tree's root instead of a chroot of its own
  *   ```sh runnable background ready="TEXT"
  *                              (Getting started) a command left running, like `npm start` in a
  *                              terminal of its own; the next step waits until it printed TEXT

@@ -8,13 +8,14 @@
  * The pages name the `npm start` addresses (gRPC 127.0.0.1:2181-2183, ZooKeeper protocol
  * 127.0.0.1:2281-2283); each is rewritten to the live member's port, and each block gets a chroot
  * of its own (`/docs-N` appended to its connect strings), so blocks that use the same paths do not
- * meet. docs/getting-started.md is not run here: test/integration/getting-started.test.ts follows
+ * meet — except blocks marked `root`, which need the real root (quotas live under /zookeeper/quota,
+ * which a chroot would move). docs/getting-started.md is not run here: test/integration/getting-started.test.ts follows
  * it on a fresh clone.
  */
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { chmod, mkdir, rm, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { Client } from "../../src/index.js";
@@ -82,6 +83,11 @@ function fileNameOf(block: DocBlock): string {
   return `${block.file.replace(/[^A-Za-z0-9]/g, "_")}_L${block.line}`;
 }
 
+/** Where tsc writes the program compiled from `source` (the outDir mirrors the repository). */
+function compiledPath(source: string): string {
+  return join(WORK, "out", relative(ROOT, source).replace(/\.ts$/, ".js"));
+}
+
 function compile(files: string[]): Promise<Run> {
   return run(process.execPath, [
     TSC,
@@ -96,8 +102,13 @@ function compile(files: string[]): Promise<Run> {
     "--types",
     "node",
     "--skipLibCheck",
+    // The package's own root: tsc resolves `corral` to it through its exports map.
+    "--rootDir",
+    ROOT,
     "--outDir",
     join(WORK, "out"),
+    // The declarations the repository's own tests use for untyped packages (node-zookeeper-client).
+    join(ROOT, "test", "types", "node-zookeeper-client.d.ts"),
     ...files,
   ]);
 }
@@ -127,7 +138,7 @@ describe("the documentation's runnable blocks against a live three-voter cluster
   test("every runnable TypeScript block compiles, and every runnable block runs to exit 0", async (t) => {
     const unknown = blocks.filter((block) => block.language !== "ts" && block.language !== "sh");
     assert.deepEqual(unknown.map(blockName), [], "runnable blocks are ts or sh");
-    const chrootOf = new Map(blocks.map((block, index) => [block, `/docs-${index}`]));
+    const chrootOf = new Map(blocks.map((block, index) => [block, block.flags.has("root") ? "" : `/docs-${index}`]));
     const typescript = blocks.filter((block) => block.language === "ts");
     const sources = typescript.map((block) => join(WORK, `${fileNameOf(block)}.ts`));
     await Promise.all(typescript.map((block, i) => writeFile(sources[i]!, forCluster(block, cluster, chrootOf.get(block)!))));
@@ -137,10 +148,10 @@ describe("the documentation's runnable blocks against a live three-voter cluster
     const failures: string[] = [];
     for (const block of blocks) {
       const chroot = chrootOf.get(block)!;
-      await admin.create(chroot, "");
+      if (chroot !== "") await admin.create(chroot, "");
       const result =
         block.language === "ts"
-          ? await run(process.execPath, [join(WORK, "out", `${fileNameOf(block)}.js`)], { cwd: ROOT })
+          ? await run(process.execPath, [compiledPath(join(WORK, `${fileNameOf(block)}.ts`))], { cwd: ROOT })
           : await run("bash", ["-euo", "pipefail", "-c", forCluster(block, cluster, chroot)], {
               cwd: ROOT,
               env: { ...process.env, PATH: `${join(WORK, "bin")}:${process.env["PATH"] ?? ""}`, CORRAL_LOG_LEVEL: "warn" },
@@ -166,7 +177,7 @@ describe("the documentation's runnable blocks against a live three-voter cluster
       `import { Client } from "corral";\nconst zk = await Client.connect("${cluster.connectString}");\ntry { await zk.getData("/no/such/node"); } finally { await zk.close(); }\n`,
     );
     assert.equal((await compile([failing])).code, 0);
-    const result = await run(process.execPath, [join(WORK, "out", "failing_L1.js")], { cwd: ROOT });
+    const result = await run(process.execPath, [compiledPath(failing)], { cwd: ROOT });
     assert.notEqual(result.code, 0);
     assert.match(result.stderr, /NONODE/);
   });
