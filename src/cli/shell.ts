@@ -545,7 +545,9 @@ async function runInteractive(args: ShellArgs): Promise<number> {
 /** The `corral shell` command; answers the process exit code. */
 export async function runShell(args: ShellArgs): Promise<number> {
   if (args.help) {
-    process.stdout.write(`${helpText()}\n`);
+    // The same text as `corral help shell`: the commands, then where the shell's page is.
+    const { usage } = await import("./usage.js");
+    process.stdout.write(`${usage("shell")}\n`);
     return 0;
   }
   // `corral shell ... | head`: a closed stdout ends the shell quietly.

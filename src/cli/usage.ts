@@ -54,6 +54,23 @@ export const FIELD_HELP: Readonly<Record<keyof ServerConfig, readonly [string, s
   adminAuth: ["true|false", "the web console (/console/ on the admin port) asks for the super user's password; on whenever superDigest is set"],
 };
 
+/**
+ * Where each command's documentation is, as paths in the repository and in the installed package
+ * (both ship docs/); `npm run docs` builds them into a site.
+ */
+export const DOCS: Readonly<Record<string, string>> = {
+  overview: "README.md, docs/getting-started.md",
+  server: "docs/operations/configuration.md, docs/operations/cluster.md",
+  start: "docs/getting-started.md, docs/operations/configuration.md",
+  cluster: "docs/operations/cluster.md#running-a-cluster-locally",
+  health: "docs/operations/production.md",
+  shell: "docs/shell.md",
+};
+
+function docsLine(command: string): string {
+  return `\ndocumentation: ${DOCS[command]}`;
+}
+
 const COMMANDS: readonly (readonly [string, string])[] = [
   ["start", "a standalone server on 127.0.0.1:2181, data under ./data (corral server, with a banner)"],
   ["server", "one server, standalone or a member of a cluster"],
@@ -97,6 +114,7 @@ function serverUsage(command: "server" | "start"): string {
     "",
     "options:",
     table([["--config FILE", "a JSON object holding any of the fields below"], ...fieldRows(SERVER_FIELDS, defaultConfig()), HELP_ROW]),
+    docsLine(command),
   ].join("\n");
 }
 
@@ -131,6 +149,7 @@ function clusterUsage(): string {
       ["--config FILE", "a base config: the JSON corral server --config reads, without the fields above"],
       ...fieldRows(SHARED_FIELDS, { ...defaultConfig(), ...launcherDefaults() }),
     ]),
+    docsLine("cluster"),
   ].join("\n");
 }
 
@@ -146,11 +165,12 @@ function healthUsage(): string {
     "",
     "options:",
     table([...Object.entries(HEALTH_FLAGS).map(([flag, [value, meaning]]) => [`--${flag} ${value}`, meaning] as const), HELP_ROW]),
+    docsLine("health"),
   ].join("\n");
 }
 
 function overview(): string {
-  return ["usage: corral COMMAND [OPTIONS]", "", "commands:", table(COMMANDS.map(([name, meaning]) => [name, meaning]))].join("\n");
+  return ["usage: corral COMMAND [OPTIONS]", "", "commands:", table(COMMANDS.map(([name, meaning]) => [name, meaning])), docsLine("overview")].join("\n");
 }
 
 /** The usage of `command` (undefined: the overview), or undefined when there is no such command. */
@@ -167,7 +187,7 @@ export function usage(command?: string): string | undefined {
     case "health":
       return healthUsage();
     case "shell":
-      return helpText();
+      return helpText() + docsLine("shell");
     default:
       return undefined;
   }

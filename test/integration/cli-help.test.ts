@@ -5,6 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { test } from "node:test";
 import { CLUSTER_FLAGS, SHARED_FIELDS, parseClusterOptions } from "../../src/cli/cluster.js";
@@ -97,4 +99,26 @@ test("corral --help, -h, help and no command print the overview naming every com
   const unknown = await run(["help", "nope"]);
   assert.equal(unknown.code, 2);
   assert.match(unknown.stderr, /unknown command nope/);
+});
+
+test("every usage names the documentation pages for its command, and each page (and anchor) exists", async () => {
+  const root = fileURLToPath(new URL("../../../", import.meta.url));
+  for (const command of [undefined, "server", "start", "cluster", "health", "shell"]) {
+    const { stdout } = await run(command === undefined ? ["--help"] : [command, "--help"]);
+    const line = /^documentation: (.+)$/m.exec(stdout);
+    assert.ok(line, `corral ${command ?? ""} --help names its documentation`);
+    for (const target of line[1]!.split(", ")) {
+      const [file, anchor] = target.split("#") as [string, string | undefined];
+      const page = readFileSync(join(root, file), "utf8");
+      if (anchor !== undefined) {
+        const headings = [...page.matchAll(/^#+ (.+)$/gm)].map((m) =>
+          m[1]!
+            .toLowerCase()
+            .replace(/[^a-z0-9 -]/g, "")
+            .replace(/ /g, "-"),
+        );
+        assert.ok(headings.includes(anchor), `${file} has a heading for #${anchor}`);
+      }
+    }
+  }
 });
