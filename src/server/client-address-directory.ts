@@ -2,7 +2,7 @@
  * Where each server's corral client port is dialled, by server id. /zookeeper/config names only the
  * ZooKeeper-protocol ports, so a server learns the others' gRPC client addresses from its static
  * config (the members it started with) and from the servers themselves: every peer call carries the
- * caller's advertised address (`corral-client-address`, see peer-transport.ts), and every answer the
+ * caller's advertised address (`corral-client-address`, see peer/peer-calls.ts), and every answer the
  * callee's. A server added by a reconfiguration is known once it has called this one, or answered
  * a call from it. getMembers joins this with the configuration in force (replica/cluster-config.ts membersReply).
  *
