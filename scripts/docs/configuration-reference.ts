@@ -7,7 +7,8 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { FIELD_HELP } from "../../src/cli/usage.js";
-import { FIELDS, defaultConfig, envName, flagName, formatServers, type ServerConfig } from "../../src/server/config.js";
+import { formatServers } from "../../src/server/cluster-servers.js";
+import { FIELDS, defaultConfig, envName, flagName, type ServerConfig } from "../../src/server/config.js";
 
 export const PAGE = fileURLToPath(new URL("../../../docs/operations/configuration.md", import.meta.url));
 const BEGIN = /<!-- configuration-fields:[^\n]*-->\n/;

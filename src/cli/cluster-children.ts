@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import type { ClientTlsOptions } from "../client/types.js";
-import { formatHostPort, type ServerEntry } from "../server/config.js";
+import { formatHostPort, type ServerEntry } from "../server/cluster-servers.js";
 import { probe } from "./health.js";
 import { summarizeMemberLogLine } from "./member-log.js";
 

@@ -5,7 +5,7 @@
  * may run without a terminal, e.g. under npm start with stdin closed).
  */
 import { createInterface } from "node:readline";
-import type { ServerRole } from "../server/config.js";
+import type { ServerRole } from "../server/cluster-servers.js";
 import { SERVER_ID_MAX } from "./cluster-membership.js";
 
 export type ClusterCommand = { name: "add"; role: ServerRole } | { name: "remove"; id: number } | { name: "members" } | { name: "help" };

@@ -8,7 +8,8 @@
 import { existsSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseMembership } from "../common/membership.js";
-import { ConfigError, formatHostPort, formatServers, type ServerEntry } from "../server/config.js";
+import { formatHostPort, formatServers, type ServerEntry } from "../server/cluster-servers.js";
+import { ConfigError } from "../server/config-error.js";
 
 export const CLUSTER_CONFIG_FILE = "cluster.json";
 export const LAUNCH_FILE = "launch.json";

@@ -9,7 +9,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { generateDigest } from "../common/digest.js";
-import { ConfigError } from "../server/config.js";
+import { ConfigError } from "../server/config-error.js";
 
 export const SUPER_AUTH_FILE = "super-auth";
 /** Bytes of randomness in a generated password (192 bits: no dictionary, no brute force of its digest). */

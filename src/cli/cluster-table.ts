@@ -3,7 +3,7 @@
  * dir, pid) and how to connect, at start-up and after each membership change.
  */
 import { isAbsolute, join, relative } from "node:path";
-import { clusterConnectString, clusterSecureZkConnectString, clusterZkConnectString, formatHostPort, type ServerEntry } from "../server/config.js";
+import { clusterConnectString, clusterSecureZkConnectString, clusterZkConnectString, formatHostPort, type ServerEntry } from "../server/cluster-servers.js";
 import type { ClusterTls } from "./cluster.js";
 
 /** A path relative to the working directory when it lies under it. */

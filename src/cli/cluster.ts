@@ -25,20 +25,9 @@
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { isAbsolute, join, resolve } from "node:path";
 import { ANSWERED_FOUR_LETTER_WORDS } from "../server/zk-wire/four-letter-words.js";
-import {
-  ConfigError,
-  FIELDS,
-  defaultConfig,
-  fieldFromFlag,
-  formatHostPort,
-  readConfigSources,
-  resolveConfig,
-  validateServers,
-  type ServerConfig,
-  type ServerEntry,
-  type ServerRole,
-  type TlsClientAuth,
-} from "../server/config.js";
+import { formatHostPort, validateServers, type ServerEntry, type ServerRole } from "../server/cluster-servers.js";
+import { ConfigError } from "../server/config-error.js";
+import { FIELDS, defaultConfig, fieldFromFlag, readConfigSources, resolveConfig, type ServerConfig, type TlsClientAuth } from "../server/config.js";
 import type { ClientTlsOptions } from "../client/types.js";
 import { MemberProcesses, describeExit, stoppedCleanly, waitServing, type ClusterIo, type Member } from "./cluster-children.js";
 import { ClusterCommandError, commandHelp, readCommands } from "./cluster-commands.js";

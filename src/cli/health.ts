@@ -14,7 +14,9 @@
 import { X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { Client, type ClientTlsOptions } from "../index.js";
-import { ConfigError, formatHostPort, loadConfig, type ServerConfig } from "../server/config.js";
+import { formatHostPort } from "../server/cluster-servers.js";
+import { ConfigError } from "../server/config-error.js";
+import { loadConfig, type ServerConfig } from "../server/config.js";
 import { isTlsFlag, readClientTls, tlsFilesFromFlags, type TlsFileOptions } from "./tls-options.js";
 
 /** `corral health`'s flags: [value, what it does] (the usage is printed from this table). */

@@ -8,7 +8,8 @@
  * `--help` (or `-h`) on any of them prints its usage (src/cli/usage.ts).
  */
 import { ConsoleService } from "../console/console-service.js";
-import { ConfigError, loadConfig, type ServerConfig } from "../server/config.js";
+import { ConfigError } from "../server/config-error.js";
+import { loadConfig, type ServerConfig } from "../server/config.js";
 import { diskFaultPlanFromEnv } from "../server/disk-faults.js";
 import { createLogger } from "../server/log.js";
 import { CorralServer } from "../server/server.js";

@@ -7,7 +7,7 @@ import { Perms } from "../index.js";
 import type { Acl, AddWatchMode, CreateMode, QuotaLimits, WatcherType } from "../index.js";
 import { assert } from "../common/assert.js";
 import { parseMembership } from "../common/membership.js";
-import { ConfigError } from "../server/config.js";
+import { ConfigError } from "../server/config-error.js";
 import { isTlsFlag, setTlsFlag, type TlsFileOptions } from "./tls-options.js";
 
 export const DEFAULT_CONNECT_STRING = "127.0.0.1:2181";

@@ -5,7 +5,7 @@
  */
 import { readFileSync } from "node:fs";
 import type { ClientTlsOptions } from "../client/types.js";
-import { ConfigError } from "../server/config.js";
+import { ConfigError } from "../server/config-error.js";
 
 /** Where the client's TLS material is; every field optional (no CA file: the system's roots). */
 export interface TlsFileOptions {

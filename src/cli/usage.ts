@@ -3,7 +3,8 @@
  * command's options are listed from the tables its parser reads — config.ts's FIELDS for the
  * server's settings, CLUSTER_FLAGS, HEALTH_FLAGS, SHELL_FLAGS — so no flag is accepted unlisted.
  */
-import { FIELDS, defaultConfig, envName, flagName, formatServers, type ServerConfig } from "../server/config.js";
+import { formatServers } from "../server/cluster-servers.js";
+import { FIELDS, defaultConfig, envName, flagName, type ServerConfig } from "../server/config.js";
 import { CLUSTER_FLAGS, MEMBER_FIELDS, SHARED_FIELDS, launcherDefaults } from "./cluster.js";
 import { commandHelp } from "./cluster-commands.js";
 import { HEALTH_FLAGS } from "./health.js";

@@ -18,7 +18,8 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { resolveConfig, type ServerConfig, type ServerEntry } from "../server/config.js";
+import type { ServerEntry } from "../server/cluster-servers.js";
+import { resolveConfig, type ServerConfig } from "../server/config.js";
 import { createLogger } from "../server/log.js";
 import { CorralServer } from "../server/server.js";
 import { freePort } from "./free-ports.js";

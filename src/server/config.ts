@@ -3,44 +3,17 @@
  * JSON file (`--config`), environment variables (CORRAL_<FIELD> in upper snake case, for
  * containers), command-line flags (--field-name). Anything invalid is a ConfigError naming the field.
  *
- * A cluster is the `servers` list: every server (voters and observers) with its host and its
- * client, quorum and election ports. One file (or one CORRAL_SERVERS value) describes the whole
- * cluster and is shared by all its servers; each is started with its own serverId. An empty list
- * means standalone.
+ * A cluster is the `servers` list (cluster-servers.ts): every server (voters and observers) with its
+ * host and its client, quorum and election ports. One file (or one CORRAL_SERVERS value) describes
+ * the whole cluster and is shared by all its servers; each is started with its own serverId. An
+ * empty list means standalone.
  */
 import { readFileSync } from "node:fs";
 import { limits } from "../common/constants.js";
-import type { MemberAddress } from "../common/membership.js";
 import { zabLimits } from "../consensus/constants.js";
 import { isValidDistinguishedName } from "../replica/x509-name.js";
-
-export type ServerRole = "participant" | "observer";
-
-/** One member of the cluster, as every server's config lists it (ZooKeeper's `server.N=` line). */
-export interface ServerEntry {
-  /** 1..254, this server's serverId. */
-  id: number;
-  /** Where the others (and clients) reach it; a hostname or an IP address (IPv6 without brackets). */
-  host: string;
-  clientPort: number;
-  /** Followers and observers connect to the leader's quorum port (ZooKeeper's 2888). */
-  quorumPort: number;
-  /** Leader election traffic (ZooKeeper's 3888). */
-  electionPort: number;
-  /** Participants vote and can lead; observers only learn. */
-  role: ServerRole;
-  /** The port speaking ZooKeeper's own client protocol (jute); absent = none. */
-  zkClientPort?: number;
-  /**
-   * This server's Prometheus /metrics port and its admin HTTP port (JSON form only): what it
-   * serves when its own config does not say otherwise. Other members never use them; they are
-   * here so that one cluster file gives every member of a one-host cluster its own ports.
-   */
-  metricsPort?: number;
-  adminPort?: number;
-  /** The same protocol over TLS (ZooKeeper's secureClientPort); absent = none. */
-  secureZkClientPort?: number;
-}
+import { parseServers, serverEntryFromObject, validateServers, type ServerEntry } from "./cluster-servers.js";
+import { coerceInt, ConfigError } from "./config-error.js";
 
 export interface ServerConfig {
   /** 1..254, unique in a cluster (ZooKeeper's myid; 255 would collide with TTL owner tags). */
@@ -177,16 +150,6 @@ export interface ServerConfig {
 export type TlsClientAuth = "need" | "want" | "none";
 const TLS_CLIENT_AUTH: ReadonlySet<string> = new Set<TlsClientAuth>(["need", "want", "none"]);
 
-export class ConfigError extends Error {
-  constructor(
-    readonly field: string,
-    message: string,
-  ) {
-    super(`invalid configuration: ${field}: ${message}`);
-    this.name = "ConfigError";
-  }
-}
-
 export type FieldKind = "int" | "string" | "bool" | "servers";
 /** Every field and how its value is read; the flags (`--field-name`) and CORRAL_* names derive from it. */
 export const FIELDS: Readonly<Record<keyof ServerConfig, FieldKind>> = {
@@ -236,22 +199,6 @@ export const FIELDS: Readonly<Record<keyof ServerConfig, FieldKind>> = {
 /** What generateDigest yields: a user without a colon, then 28 base64 characters of SHA-1. */
 const SUPER_DIGEST = /^[^:]*:[A-Za-z0-9+/]{27}=$/;
 const LOG_LEVELS = new Set(["fatal", "error", "warn", "info", "debug", "trace", "silent"]);
-const ROLES: ReadonlySet<string> = new Set<ServerRole>(["participant", "observer"]);
-const ENTRY_FIELDS = [
-  "id",
-  "host",
-  "clientPort",
-  "quorumPort",
-  "electionPort",
-  "role",
-  "zkClientPort",
-  "secureZkClientPort",
-  "metricsPort",
-  "adminPort",
-] as const;
-/** An entry's optional ports, each a field of the server's own config too. */
-const ENTRY_OPTIONAL_PORTS = ["zkClientPort", "secureZkClientPort", "metricsPort", "adminPort"] as const;
-const ENTRY_PORTS = ["clientPort", "quorumPort", "electionPort"] as const;
 
 export function defaultConfig(): Omit<ServerConfig, "minSessionTimeoutMs" | "maxSessionTimeoutMs"> {
   return {
@@ -311,12 +258,6 @@ export function envName(field: string): string {
   return "CORRAL_" + field.replace(/[A-Z]/g, (c) => "_" + c).toUpperCase();
 }
 
-function coerceInt(field: string, raw: unknown): number {
-  const value = typeof raw === "string" && raw.trim() !== "" ? Number(raw) : raw;
-  if (typeof value !== "number" || !Number.isSafeInteger(value)) throw new ConfigError(field, `expected an integer, got ${JSON.stringify(raw)}`);
-  return value;
-}
-
 function coerce(field: keyof ServerConfig, raw: unknown): unknown {
   const kind = FIELDS[field];
   if (kind === "int") return coerceInt(field, raw);
@@ -332,108 +273,6 @@ function coerce(field: keyof ServerConfig, raw: unknown): unknown {
   }
   if (typeof raw !== "string") throw new ConfigError(field, `expected a string, got ${JSON.stringify(raw)}`);
   return raw;
-}
-
-/** One entry of a JSON `servers` array. `role` may be omitted (participant). */
-function serverEntryFromObject(raw: unknown, index: number): ServerEntry {
-  const at = `servers[${index}]`;
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw new ConfigError(at, `expected an object, got ${JSON.stringify(raw)}`);
-  const record = raw as Record<string, unknown>;
-  for (const key of Object.keys(record)) {
-    if (!(ENTRY_FIELDS as readonly string[]).includes(key)) throw new ConfigError(`${at}.${key}`, "unknown field");
-  }
-  for (const key of ["id", "host", ...ENTRY_PORTS] as const) {
-    if (record[key] === undefined) throw new ConfigError(`${at}.${key}`, "missing");
-  }
-  if (typeof record["host"] !== "string") throw new ConfigError(`${at}.host`, `expected a string, got ${JSON.stringify(record["host"])}`);
-  const role = record["role"] ?? "participant";
-  if (typeof role !== "string") throw new ConfigError(`${at}.role`, `expected participant or observer, got ${JSON.stringify(role)}`);
-  return {
-    id: coerceInt(`${at}.id`, record["id"]),
-    host: record["host"],
-    clientPort: coerceInt(`${at}.clientPort`, record["clientPort"]),
-    quorumPort: coerceInt(`${at}.quorumPort`, record["quorumPort"]),
-    electionPort: coerceInt(`${at}.electionPort`, record["electionPort"]),
-    role: role as ServerRole,
-    ...Object.fromEntries(ENTRY_OPTIONAL_PORTS.filter((port) => record[port] !== undefined).map((port) => [port, coerceInt(`${at}.${port}`, record[port])])),
-  };
-}
-
-const COMPACT_ENTRY = /^(?:server\.)?([^=]*)=(\[[^\]]*\]|[^:[\]]*):([^:]*):([^:]*):([^:]*)(?::([^:]*)(?::([^:]*)(?::([^:]*))?)?)?$/;
-
-/**
- * The compact servers list used by CORRAL_SERVERS and --servers:
- * `ID=HOST:CLIENT_PORT:QUORUM_PORT:ELECTION_PORT[:ROLE[:ZK_CLIENT_PORT[:SECURE_ZK_CLIENT_PORT]]]`
- * entries separated by commas (whitespace around entries ignored, an IPv6 host in brackets, ROLE
- * participant by default, no ZooKeeper-protocol port by default; ZK_CLIENT_PORT may be left empty
- * when only the secure one is given), e.g.
- * `1=corral1:2181:2888:3888:participant,2=corral2:2181:2888:3888,4=corral4:2181:2888:3888:observer`.
- * Only the syntax is checked here; validateConfig checks the values.
- */
-export function parseServers(text: string): ServerEntry[] {
-  const entries: ServerEntry[] = [];
-  for (const part of text.split(",")) {
-    const item = part.trim();
-    if (item === "") continue;
-    const at = `servers[${entries.length}]`;
-    const match = COMPACT_ENTRY.exec(item);
-    if (!match)
-      throw new ConfigError(
-        at,
-        `expected ID=HOST:CLIENT_PORT:QUORUM_PORT:ELECTION_PORT[:participant|observer[:ZK_CLIENT_PORT[:SECURE_ZK_CLIENT_PORT]]], got ${JSON.stringify(item)}`,
-      );
-    const [, id, hostText, client, quorum, election, role, zkClient, secureZkClient] = match as unknown as [
-      string,
-      string,
-      string,
-      string,
-      string,
-      string,
-      string | undefined,
-      string | undefined,
-      string | undefined,
-    ];
-    const host = hostText.startsWith("[") ? hostText.slice(1, -1) : hostText;
-    entries.push({
-      id: coerceInt(`${at}.id`, id),
-      host,
-      clientPort: coerceInt(`${at}.clientPort`, client),
-      quorumPort: coerceInt(`${at}.quorumPort`, quorum),
-      electionPort: coerceInt(`${at}.electionPort`, election),
-      role: (role ?? "participant") as ServerRole,
-      ...(zkClient === undefined || (zkClient === "" && secureZkClient !== undefined) ? {} : { zkClientPort: coerceInt(`${at}.zkClientPort`, zkClient) }),
-      ...(secureZkClient === undefined ? {} : { secureZkClientPort: coerceInt(`${at}.secureZkClientPort`, secureZkClient) }),
-    });
-  }
-  return entries;
-}
-
-/** `host:port`, with an IPv6 host in brackets. */
-export function formatHostPort(host: string, port: number): string {
-  return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
-}
-
-/** The compact form parseServers reads back (CORRAL_SERVERS). */
-/** The members as ZooKeeper's dynamic configuration lists them: the client address is the ZooKeeper-protocol port's. */
-export function memberAddresses(servers: readonly ServerEntry[]): MemberAddress[] {
-  return servers.map((s) => ({
-    serverId: s.id,
-    host: s.host,
-    quorumPort: s.quorumPort,
-    electionPort: s.electionPort,
-    type: s.role,
-    ...(s.zkClientPort === undefined ? {} : { clientHost: s.host, clientPort: s.zkClientPort }),
-  }));
-}
-
-export function formatServers(servers: readonly ServerEntry[]): string {
-  return servers
-    .map((s) => {
-      const zk =
-        s.secureZkClientPort !== undefined ? `:${s.zkClientPort ?? ""}:${s.secureZkClientPort}` : s.zkClientPort === undefined ? "" : `:${s.zkClientPort}`;
-      return `${s.id}=${s.host.includes(":") ? `[${s.host}]` : s.host}:${s.clientPort}:${s.quorumPort}:${s.electionPort}:${s.role}${zk}`;
-    })
-    .join(",");
 }
 
 export interface ConfigSources {
@@ -650,76 +489,4 @@ export function quorumTlsFiles(config: ServerConfig): { certFile: string; keyFil
     keyFile: config.quorumTlsKeyFile || config.tlsKeyFile,
     caFile: config.quorumTlsCaFile || config.tlsCaFile,
   };
-}
-
-/** The servers list on its own: ids, hosts, ports, roles. Empty is valid (standalone). */
-export function validateServers(servers: readonly ServerEntry[]): void {
-  if (!Array.isArray(servers)) throw new ConfigError("servers", "expected a list");
-  // Array.isArray narrows to any[]; the entries are ServerEntry objects, each field checked below.
-  const entries: readonly ServerEntry[] = servers;
-  const ids = new Map<number, number>();
-  const endpoints = new Map<string, string>();
-  entries.forEach((server, index) => {
-    const at = `servers[${index}]`;
-    if (!Number.isSafeInteger(server.id) || server.id < 1 || server.id > 254) {
-      throw new ConfigError(`${at}.id`, `must be an integer within [1, 254], got ${server.id}`);
-    }
-    const twin = ids.get(server.id);
-    if (twin !== undefined) throw new ConfigError(`${at}.id`, `duplicate id ${server.id} (also servers[${twin}])`);
-    ids.set(server.id, index);
-    if (typeof server.host !== "string" || server.host.trim() === "") throw new ConfigError(`${at}.host`, "must not be empty");
-    if (/[\s,=/[\]]/.test(server.host)) throw new ConfigError(`${at}.host`, `not a host name or address: ${JSON.stringify(server.host)}`);
-    if (!ROLES.has(server.role)) throw new ConfigError(`${at}.role`, `expected participant or observer, got ${JSON.stringify(server.role)}`);
-    const ports = [...ENTRY_PORTS, ...ENTRY_OPTIONAL_PORTS.filter((port) => server[port] !== undefined)];
-    for (const port of ports) {
-      const value = server[port] as number;
-      if (!Number.isSafeInteger(value) || value < 1 || value > 65535) {
-        throw new ConfigError(`${at}.${port}`, `must be an integer within [1, 65535], got ${value}`);
-      }
-      const endpoint = formatHostPort(server.host.toLowerCase(), value);
-      const user = endpoints.get(endpoint);
-      if (user !== undefined) throw new ConfigError(`${at}.${port}`, `${endpoint} is already ${user}`);
-      endpoints.set(endpoint, `${at}.${port}`);
-    }
-  });
-  if (entries.length > 0 && !entries.some((s) => s.role === "participant")) {
-    throw new ConfigError("servers", "needs at least one participant (observers cannot form a quorum)");
-  }
-}
-
-/** This server's own entry in the servers list (undefined when standalone). */
-export function thisServer(config: Pick<ServerConfig, "servers" | "serverId">): ServerEntry | undefined {
-  return config.servers.find((s) => s.id === config.serverId);
-}
-
-/** The voting members (participants) and the observers, each in id order; both empty when standalone. */
-export function quorumMembers(config: Pick<ServerConfig, "servers">): { voters: ServerEntry[]; observers: ServerEntry[] } {
-  const sorted = [...config.servers].sort((a, b) => a.id - b.id);
-  return { voters: sorted.filter((s) => s.role === "participant"), observers: sorted.filter((s) => s.role === "observer") };
-}
-
-/**
- * What a client passes to Client.connect: every server's host:clientPort (observers serve clients
- * too), in list order; a standalone server's own clientHost:clientPort.
- */
-export function clusterConnectString(config: Pick<ServerConfig, "servers" | "clientHost" | "clientPort">): string {
-  if (config.servers.length === 0) return formatHostPort(config.clientHost, config.clientPort);
-  return config.servers.map((s) => formatHostPort(s.host, s.clientPort)).join(",");
-}
-
-/**
- * What a ZooKeeper client (zkCli.sh -server, Curator, kazoo) connects with: every server's
- * host:zkClientPort; undefined when no server has one.
- */
-export function clusterZkConnectString(config: Pick<ServerConfig, "servers" | "clientHost" | "zkClientPort">): string | undefined {
-  if (config.servers.length === 0) return config.zkClientPort > 0 ? formatHostPort(config.clientHost, config.zkClientPort) : undefined;
-  const hosts = config.servers.filter((s) => s.zkClientPort !== undefined).map((s) => formatHostPort(s.host, s.zkClientPort!));
-  return hosts.length > 0 ? hosts.join(",") : undefined;
-}
-
-/** The same over TLS: every server's host:secureZkClientPort; undefined when no server has one. */
-export function clusterSecureZkConnectString(config: Pick<ServerConfig, "servers" | "clientHost" | "secureZkClientPort">): string | undefined {
-  if (config.servers.length === 0) return config.secureZkClientPort > 0 ? formatHostPort(config.clientHost, config.secureZkClientPort) : undefined;
-  const hosts = config.servers.filter((s) => s.secureZkClientPort !== undefined).map((s) => formatHostPort(s.host, s.secureZkClientPort!));
-  return hosts.length > 0 ? hosts.join(",") : undefined;
 }

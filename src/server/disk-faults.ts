@@ -24,7 +24,7 @@
  * warning at start-up whenever a plan is armed.
  */
 import type { DiskFaults, DiskWriteKind, InjectedFaultTiming } from "../store/disk/faults.js";
-import { ConfigError } from "./config.js";
+import { ConfigError } from "./config-error.js";
 
 export const DISK_FAULT_ENV = "CORRAL_TEST_DISK_FAULT";
 

@@ -13,7 +13,8 @@ import * as grpc from "@grpc/grpc-js";
 import { X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createSecureContext, type PeerCertificate, type SecureContextOptions } from "node:tls";
-import { ConfigError, type TlsClientAuth } from "./config.js";
+import { ConfigError } from "./config-error.js";
+import type { TlsClientAuth } from "./config.js";
 import type { Logger } from "./log.js";
 import { subjectOfCertificate } from "../replica/x509-name.js";
 

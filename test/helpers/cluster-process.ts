@@ -6,7 +6,7 @@
  */
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { ServerEntry as ConfigServerEntry } from "../../src/server/config.js";
+import type { ServerEntry as ConfigServerEntry } from "../../src/server/cluster-servers.js";
 import { freePort, ServerProcess } from "./server-process.js";
 import { makeTempDir } from "./temp-dir.js";
 

@@ -13,7 +13,7 @@ import {
   parseClientAddress,
   SERVER_ID_MAX,
 } from "../../src/server/client-address-directory.js";
-import type { ServerEntry } from "../../src/server/config.js";
+import type { ServerEntry } from "../../src/server/cluster-servers.js";
 import { membersReply } from "../../src/replica/cluster-config.js";
 
 test("a client address is host:port or [ipv6]:port with a port in 1..65535", () => {

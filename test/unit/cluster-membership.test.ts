@@ -15,7 +15,9 @@ import { setUpSuperUser } from "../../src/cli/cluster-super.js";
 import { clusterServers, memberEntry, parseClusterOptions, recordMembership, writeClusterConfig } from "../../src/cli/cluster.js";
 import { generateDigest } from "../../src/common/digest.js";
 import { parseMember } from "../../src/common/membership.js";
-import { ConfigError, loadConfig, type ServerEntry } from "../../src/server/config.js";
+import type { ServerEntry } from "../../src/server/cluster-servers.js";
+import { ConfigError } from "../../src/server/config-error.js";
+import { loadConfig } from "../../src/server/config.js";
 
 const dir = mkdtempSync(join(tmpdir(), "corral-cluster-membership-"));
 after(() => rmSync(dir, { recursive: true, force: true }));

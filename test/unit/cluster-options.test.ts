@@ -9,7 +9,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { CLUSTER_FLAGS, MEMBER_FIELDS, SHARED_FIELDS, clusterServers, parseClusterOptions, writeClusterConfig } from "../../src/cli/cluster.js";
-import { ConfigError, FIELDS, envName, flagName, loadConfig, quorumMembers } from "../../src/server/config.js";
+import { quorumMembers } from "../../src/server/cluster-servers.js";
+import { ConfigError } from "../../src/server/config-error.js";
+import { FIELDS, envName, flagName, loadConfig } from "../../src/server/config.js";
 
 const dir = mkdtempSync(join(tmpdir(), "corral-cluster-opts-"));
 after(() => rmSync(dir, { recursive: true, force: true }));

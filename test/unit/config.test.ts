@@ -9,22 +9,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import {
-  ConfigError,
-  clientTlsFiles,
   clusterConnectString,
   clusterSecureZkConnectString,
   clusterZkConnectString,
-  envName,
   formatServers,
-  loadConfig,
   parseServers,
   quorumMembers,
-  quorumTlsFiles,
   thisServer,
-  type ConfigSources,
-  type ServerConfig,
   type ServerEntry,
-} from "../../src/server/config.js";
+} from "../../src/server/cluster-servers.js";
+import { ConfigError } from "../../src/server/config-error.js";
+import { clientTlsFiles, envName, loadConfig, quorumTlsFiles, type ConfigSources, type ServerConfig } from "../../src/server/config.js";
 
 const dir = mkdtempSync(join(tmpdir(), "corral-config-"));
 after(() => rmSync(dir, { recursive: true, force: true }));

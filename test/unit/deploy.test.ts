@@ -24,7 +24,8 @@ import { adminTarget, healthTarget } from "../../src/cli/health.js";
 import { ServerMetrics } from "../../src/server/metrics.js";
 import { generateDigest } from "../../src/common/digest.js";
 import { parseMember } from "../../src/common/membership.js";
-import { clusterConnectString, clusterZkConnectString, loadConfig, quorumMembers, type ServerConfig, type ServerEntry } from "../../src/server/config.js";
+import { clusterConnectString, clusterZkConnectString, quorumMembers, type ServerEntry } from "../../src/server/cluster-servers.js";
+import { loadConfig, type ServerConfig } from "../../src/server/config.js";
 import { ANSWERED_FOUR_LETTER_WORDS } from "../../src/server/zk-wire/four-letter-words.js";
 import { loadK8s, plainEnv, shellSessions, startScript, type K8sManifest } from "../helpers/k8s-manifest.js";
 

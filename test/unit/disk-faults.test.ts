@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { ConfigError } from "../../src/server/config.js";
+import { ConfigError } from "../../src/server/config-error.js";
 import { DISK_FAULT_ENV, DiskFaultPlan, diskFaultPlanFromEnv, parseDiskFaultSpec, type DiskFaultRule } from "../../src/server/disk-faults.js";
 import { type DiskWriteKind, InjectedWriteFault, injectedFaultFor, writeWithFaults } from "../../src/store/disk/faults.js";
 

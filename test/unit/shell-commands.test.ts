@@ -37,7 +37,7 @@ import {
   permString,
 } from "../../src/cli/shell-format.js";
 import { Perms, ZkError, type Stat } from "../../src/index.js";
-import { ConfigError } from "../../src/server/config.js";
+import { ConfigError } from "../../src/server/config-error.js";
 
 test("splitArgs splits on blanks and groups quoted text", () => {
   const rows: [string, string[]][] = [

@@ -5,7 +5,8 @@
  */
 import { homedir, hostname, release, tmpdir, userInfo } from "node:os";
 import { freemem, totalmem } from "node:os";
-import { memberAddresses, type ServerConfig } from "../config.js";
+import { memberAddresses } from "../cluster-servers.js";
+import type { ServerConfig } from "../config.js";
 import type { DataTree } from "../../store/data-tree.js";
 import type { LearnerStage } from "../../consensus/leader.js";
 import { zookeeperFullVersion, type FourLetterWordConnection, type FourLetterWordContext, type FourLetterWordServerMode } from "./four-letter-words.js";
