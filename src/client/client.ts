@@ -1,34 +1,25 @@
 /**
  * The corral client (docs/architecture.md §6): the public API of one session. It checks arguments, builds
- * request ops, turns answers into results, and owns what the user sees — the promises, the
- * "state" and "error" events, the watch callbacks. What happens on the connection (xids and the
- * order of answers, reconnects, expiry, pings) is decided by the session machine
- * (session-machine.ts) and carried out over gRPC by the transport (grpc-transport.ts); this class
- * wires the two together and acts on the machine's outcomes.
+ * request ops, and owns what the user sees — the promises, the "state" and "error" events, the
+ * watch callbacks. How a call is submitted (client-requests.ts) and what its answer turns into
+ * (pending-request.ts) live beside it. What happens on the connection (xids and the order of
+ * answers, reconnects, expiry, pings) is decided by the session machine (session-machine.ts) and
+ * carried out over gRPC by the transport (grpc-transport.ts); this class wires the two together
+ * and acts on the machine's outcomes.
  */
 import { EventEmitter } from "node:events";
 import type * as grpc from "@grpc/grpc-js";
-import { ZkError, ZkErrorCode } from "../common/errors.js";
+import { ZkError } from "../common/errors.js";
 import { validatePath } from "../common/paths.js";
 import { configFrom, type ClientConfig } from "./client-config.js";
 import { hostAddress, parseConnectString, prependChroot, shuffled, stripChroot, type HostPort } from "./connect-string.js";
-import {
-  aclFromWire,
-  aclToWire,
-  addWatchModeNumber,
-  checkVersion,
-  eventTypeName,
-  modeFlag,
-  requireStat,
-  toBytes,
-  ttlToWire,
-  watcherTypeNumber,
-} from "./convert.js";
-import type { DecodedResponse, DecodedWatchEvent, RequestOp } from "./codec.js";
+import { aclToWire, addWatchModeNumber, checkVersion, eventTypeName, modeFlag, toBytes, ttlToWire, watcherTypeNumber } from "./convert.js";
+import type { DecodedResponse, DecodedWatchEvent } from "./codec.js";
 import { GrpcTransport } from "./grpc-transport.js";
-import { multiErrorFromWire, multiResultsFromWire, opsToWire, readOpsToWire, readResultsFromWire } from "./ops.js";
-import { membersFromWire } from "./membership-follow.js";
+import { opsToWire, readOpsToWire } from "./ops.js";
+import { ClientRequests, refused } from "./client-requests.js";
 import { MembershipFollower } from "./membership-follower.js";
+import { CONFIG_NODE, Kind, settle, type KindValue, type Pending } from "./pending-request.js";
 import type { SessionEffect } from "./session-io.js";
 import { SessionMachine } from "./session-machine.js";
 import type {
@@ -51,58 +42,15 @@ import type {
   Stat,
   VersionOptions,
   WatchOptions,
-  WatchedEventType,
   Watcher,
   WatcherType,
 } from "./types.js";
 import { isSequentialMode } from "./types.js";
-import { WatchRegistry, type RemovedWatchers, type WatchKind } from "./watch-registry.js";
+import { WatchRegistry } from "./watch-registry.js";
 
 export { DEFAULT_SESSION_TIMEOUT_MS } from "./client-config.js";
-export { RECONNECT_BACKOFF_MS_MAX, RECONNECT_BACKOFF_MS_MIN, nextXid, reconnectDelayMs } from "./session-machine.js";
-
-/** What a pending request turns its answer into. */
-const Kind = {
-  create: 0,
-  createWithStat: 1,
-  delete: 2,
-  exists: 3,
-  getData: 4,
-  setData: 5,
-  getChildren: 6,
-  getChildrenWithStat: 7,
-  multi: 8,
-  sync: 9,
-  getAcl: 10,
-  setAcl: 11,
-  addAuth: 12,
-  whoAmI: 13,
-  addWatchPersistent: 14,
-  addWatchRecursive: 15,
-  removeWatches: 16,
-  checkWatches: 17,
-  getEphemerals: 18,
-  getAllChildrenNumber: 19,
-  multiRead: 20,
-  reconfig: 21,
-  getConfig: 22,
-  getMembers: 23,
-} as const;
-type KindValue = (typeof Kind)[keyof typeof Kind];
-
-/** A request's user-facing half: the session machine hands it back with the answer or failure. */
-interface Pending {
-  kind: KindValue;
-  /** The user's path (for error messages). */
-  path: string | undefined;
-  /** The server's path (for watch registration). */
-  serverPath: string;
-  watcher: Watcher | undefined;
-  ops: Op[] | ReadOp[] | undefined;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- one Pending holds the resolve of every kind's Promise<T>; `kind` picks T, which no type here can tie to it
-  resolve: (value: any) => void;
-  reject: (err: ZkError) => void;
-}
+export { RECONNECT_BACKOFF_MS_MAX, RECONNECT_BACKOFF_MS_MIN, reconnectDelayMs } from "./session-machine.js";
+export { nextXid } from "./session-requests.js";
 
 /** The events of a Client and their listeners' arguments. */
 export interface ClientEvents {
@@ -131,6 +79,7 @@ export class Client extends EventEmitter<ClientEvents> {
   private readonly config: ClientConfig;
   private readonly registry = new WatchRegistry();
   private readonly session: SessionMachine<Pending>;
+  private readonly requests: ClientRequests;
   private readonly transport: GrpcTransport;
   private stateValue: ClientState = "connecting";
   private connectSettle: { resolve: (c: Client) => void; reject: (e: ZkError) => void } | undefined;
@@ -156,6 +105,7 @@ export class Client extends EventEmitter<ClientEvents> {
       (effect) => this.onSessionEffect(effect),
     );
     this.transport = new GrpcTransport(config.channel, this.session);
+    this.requests = new ClientRequests(this.session, this.registry, config.chroot, (err) => this.reportCallbackError(err));
     this.follower = config.followMembership
       ? new MembershipFollower({
           getConfig: (options) => this.getConfig(options),
@@ -279,8 +229,8 @@ export class Client extends EventEmitter<ClientEvents> {
 
   /** The node's Stat, or null if it does not exist. A watch is set either way (data or exist watch). */
   exists(path: string, options: WatchOptions = {}): Promise<Stat | null> {
-    return this.send(Kind.exists, path, (p) => {
-      p.serverPath = this.serverPath(path);
+    return this.requests.send(Kind.exists, path, (p) => {
+      p.serverPath = this.requests.serverPath(path);
       p.watcher = checkWatcher(options.watch);
       return { $case: "exists", exists: { path: p.serverPath, watch: p.watcher !== undefined } };
     });
@@ -288,8 +238,8 @@ export class Client extends EventEmitter<ClientEvents> {
 
   /** The node's data and Stat. With `watch`, a data watch: it fires once on the node's next change or deletion. NONODE if there is no node (no watch is set then). */
   getData(path: string, options: WatchOptions = {}): Promise<{ data: Uint8Array; stat: Stat }> {
-    return this.send(Kind.getData, path, (p) => {
-      p.serverPath = this.serverPath(path);
+    return this.requests.send(Kind.getData, path, (p) => {
+      p.serverPath = this.requests.serverPath(path);
       p.watcher = checkWatcher(options.watch);
       return { $case: "getData", getData: { path: p.serverPath, watch: p.watcher !== undefined } };
     });
@@ -297,16 +247,16 @@ export class Client extends EventEmitter<ClientEvents> {
 
   /** Replaces the node's data; resolves with its new Stat. With `version` (not -1), BADVERSION unless the node's data version is that one. */
   setData(path: string, data: Data, options: VersionOptions = {}): Promise<Stat> {
-    return this.send(Kind.setData, path, (p) => {
-      p.serverPath = this.serverPath(path);
+    return this.requests.send(Kind.setData, path, (p) => {
+      p.serverPath = this.requests.serverPath(path);
       return { $case: "setData", setData: { path: p.serverPath, data: toBytes(data), version: checkVersion(options.version) } };
     });
   }
 
   /** Deletes the node. NONODE if it is gone, NOTEMPTY if it has children, BADVERSION if `version` (not -1) is not its data version. */
   delete(path: string, options: VersionOptions = {}): Promise<void> {
-    return this.send(Kind.delete, path, (p) => {
-      p.serverPath = this.serverPath(path);
+    return this.requests.send(Kind.delete, path, (p) => {
+      p.serverPath = this.requests.serverPath(path);
       return { $case: "delete", delete: { path: p.serverPath, version: checkVersion(options.version) } };
     });
   }
@@ -326,8 +276,8 @@ export class Client extends EventEmitter<ClientEvents> {
    * digest ids come back as "user:x".
    */
   getACL(path: string): Promise<{ acl: Acl[]; stat: Stat }> {
-    return this.send(Kind.getAcl, path, (p) => {
-      p.serverPath = this.serverPath(path);
+    return this.requests.send(Kind.getAcl, path, (p) => {
+      p.serverPath = this.requests.serverPath(path);
       return { $case: "getAcl", getAcl: { path: p.serverPath } };
     });
   }
@@ -337,8 +287,8 @@ export class Client extends EventEmitter<ClientEvents> {
    * An `auth` entry stands for every digest id this session authenticated as (INVALIDACL if none).
    */
   setACL(path: string, acl: readonly Acl[], options: VersionOptions = {}): Promise<Stat> {
-    return this.send(Kind.setAcl, path, (p) => {
-      p.serverPath = this.serverPath(path);
+    return this.requests.send(Kind.setAcl, path, (p) => {
+      p.serverPath = this.requests.serverPath(path);
       const version = checkVersion(options.version);
       return { $case: "setAcl", setAcl: { path: p.serverPath, acl: aclToWire(acl ?? []), version } };
     });
@@ -362,7 +312,7 @@ export class Client extends EventEmitter<ClientEvents> {
    */
   addAuthInfo(scheme: string, auth: Data): Promise<void> {
     // Once accepted, the session machine keeps the credential and sends it on every new connection.
-    return this.send(Kind.addAuth, undefined, () => {
+    return this.requests.send(Kind.addAuth, undefined, () => {
       if (typeof scheme !== "string") throw new ZkError("BADARGUMENTS", "scheme must be a string");
       return { $case: "addAuth", addAuth: { scheme, auth: toBytes(auth) } };
     });
@@ -370,7 +320,7 @@ export class Client extends EventEmitter<ClientEvents> {
 
   /** The ids this session's connection is authenticated as, its `ip` first (ZooKeeper's whoAmI). */
   whoAmI(): Promise<ClientInfo[]> {
-    return this.send(Kind.whoAmI, undefined, () => ({ $case: "whoAmI", whoAmI: {} }));
+    return this.requests.send(Kind.whoAmI, undefined, () => ({ $case: "whoAmI", whoAmI: {} }));
   }
 
   /**
@@ -382,8 +332,8 @@ export class Client extends EventEmitter<ClientEvents> {
    * matters on "reconnected"). Remove it with `removeWatches` / `removeAllWatches`.
    */
   addWatch(basePath: string, watcher: Watcher, mode: AddWatchMode): Promise<void> {
-    return this.send(mode === "persistent" ? Kind.addWatchPersistent : Kind.addWatchRecursive, basePath, (p) => {
-      p.serverPath = this.serverPath(basePath);
+    return this.requests.send(mode === "persistent" ? Kind.addWatchPersistent : Kind.addWatchRecursive, basePath, (p) => {
+      p.serverPath = this.requests.serverPath(basePath);
       requireWatcher(watcher);
       p.watcher = watcher;
       return { $case: "addWatch", addWatch: { path: p.serverPath, mode: addWatchModeNumber(mode) } };
@@ -400,11 +350,11 @@ export class Client extends EventEmitter<ClientEvents> {
    * when the server cannot be reached or answers with an error.
    */
   removeWatches(path: string, watcher: Watcher, watcherType: WatcherType, local = false): Promise<void> {
-    return this.send(
+    return this.requests.send(
       Kind.checkWatches,
       path,
       (p) => {
-        p.serverPath = this.serverPath(path);
+        p.serverPath = this.requests.serverPath(path);
         requireWatcher(watcher);
         p.watcher = watcher;
         const type = watcherTypeNumber(watcherType);
@@ -422,11 +372,11 @@ export class Client extends EventEmitter<ClientEvents> {
    * client holds no such watch. `local` as for `removeWatches`.
    */
   removeAllWatches(path: string, watcherType: WatcherType, local = false): Promise<void> {
-    return this.send(
+    return this.requests.send(
       Kind.removeWatches,
       path,
       (p) => {
-        p.serverPath = this.serverPath(path);
+        p.serverPath = this.requests.serverPath(path);
         const type = watcherTypeNumber(watcherType);
         checkLocal(local);
         return { $case: "removeWatches", removeWatches: { path: p.serverPath, type } };
@@ -441,7 +391,7 @@ export class Client extends EventEmitter<ClientEvents> {
    * ZkMultiError whose `code` is the failing op's error and `results` the per-op list.
    */
   multi(ops: readonly Op[]): Promise<OpResult[]> {
-    return this.send(Kind.multi, undefined, (p) => {
+    return this.requests.send(Kind.multi, undefined, (p) => {
       const wireOps = opsToWire(ops, this.config.chroot);
       p.ops = ops.slice();
       return { $case: "multi", multi: { ops: wireOps } };
@@ -453,7 +403,7 @@ export class Client extends EventEmitter<ClientEvents> {
    * in ZooKeeper ("/app/lock-" matches "/app/lock-0000000001"); "/" means all. Sorted paths.
    */
   getEphemerals(prefixPath = "/"): Promise<string[]> {
-    return this.send(Kind.getEphemerals, prefixPath, (p) => {
+    return this.requests.send(Kind.getEphemerals, prefixPath, (p) => {
       validatePath(prefixPath);
       const chroot = this.config.chroot;
       // Under a chroot, "/" means the chroot's subtree, not every path that starts with its name.
@@ -464,8 +414,8 @@ export class Client extends EventEmitter<ClientEvents> {
 
   /** How many nodes are below `path`, at any depth (ZooKeeper's getAllChildrenNumber). */
   getAllChildrenNumber(path: string): Promise<number> {
-    return this.send(Kind.getAllChildrenNumber, path, (p) => {
-      p.serverPath = this.serverPath(path);
+    return this.requests.send(Kind.getAllChildrenNumber, path, (p) => {
+      p.serverPath = this.requests.serverPath(path);
       return { $case: "getAllChildrenNumber", getAllChildrenNumber: { path: p.serverPath } };
     });
   }
@@ -476,7 +426,7 @@ export class Client extends EventEmitter<ClientEvents> {
    * failed (NONODE, say) and the call itself resolves. Built with `op.getData` / `op.getChildren`.
    */
   multiRead(ops: readonly ReadOp[]): Promise<ReadOpResult[]> {
-    return this.send(Kind.multiRead, undefined, (p) => {
+    return this.requests.send(Kind.multiRead, undefined, (p) => {
       const wireOps = readOpsToWire(ops, this.config.chroot);
       p.ops = ops.slice();
       return { $case: "multiRead", multiRead: { ops: wireOps } };
@@ -491,7 +441,7 @@ export class Client extends EventEmitter<ClientEvents> {
    * connected to the leader and synced, BADARGUMENTS for a malformed member or fewer than two voters.
    */
   reconfig(change: ReconfigChange): Promise<ClusterConfiguration> {
-    return this.send(Kind.reconfig, undefined, () => {
+    return this.requests.send(Kind.reconfig, undefined, () => {
       const list = (items: readonly (string | number)[] | undefined) => (items === undefined ? undefined : items.join(","));
       if (change.newMembers !== undefined && (change.joining !== undefined || change.leaving !== undefined)) {
         throw new ZkError("BADARGUMENTS", "reconfig takes newMembers or joining/leaving, not both");
@@ -505,7 +455,7 @@ export class Client extends EventEmitter<ClientEvents> {
 
   /** The configuration in force, from /zookeeper/config (whatever this client's chroot). */
   getConfig(options: WatchOptions = {}): Promise<ClusterConfiguration> {
-    return this.send(Kind.getConfig, CONFIG_NODE, (p) => {
+    return this.requests.send(Kind.getConfig, CONFIG_NODE, (p) => {
       p.serverPath = CONFIG_NODE;
       p.watcher = checkWatcher(options.watch);
       return { $case: "getData", getData: { path: CONFIG_NODE, watch: p.watcher !== undefined } };
@@ -520,13 +470,13 @@ export class Client extends EventEmitter<ClientEvents> {
    * UNIMPLEMENTED from a server that predates it. ConnectOptions.followMembership uses it.
    */
   getMembers(): Promise<ClusterMembers> {
-    return this.send(Kind.getMembers, undefined, () => ({ $case: "getMembers", getMembers: {} }));
+    return this.requests.send(Kind.getMembers, undefined, () => ({ $case: "getMembers", getMembers: {} }));
   }
 
   /** Resolves once this server has applied everything the leader had committed when the sync began. */
   sync(path: string): Promise<void> {
-    return this.send(Kind.sync, path, (p) => {
-      p.serverPath = this.serverPath(path);
+    return this.requests.send(Kind.sync, path, (p) => {
+      p.serverPath = this.requests.serverPath(path);
       return { $case: "sync", sync: { path: p.serverPath } };
     });
   }
@@ -546,19 +496,13 @@ export class Client extends EventEmitter<ClientEvents> {
   }
 
   // ---------------------------------------------------------------------------------------------
-  // Request plumbing
-
-  private serverPath(path: string, sequential = false): string {
-    if (typeof path !== "string") throw new ZkError("BADARGUMENTS", "path must be a string");
-    validatePath(path, sequential);
-    return prependChroot(this.config.chroot, path);
-  }
+  // Requests built in more than one call
 
   private sendCreate<T>(kind: KindValue, path: string, data: Data | undefined, options: CreateOptions): Promise<T> {
-    return this.send(kind, path, (p) => {
+    return this.requests.send(kind, path, (p) => {
       const mode: CreateMode = options.mode ?? "persistent";
       const flag = modeFlag(mode);
-      p.serverPath = this.serverPath(path, isSequentialMode(mode));
+      p.serverPath = this.requests.serverPath(path, isSequentialMode(mode));
       return {
         $case: "create",
         create: {
@@ -573,90 +517,11 @@ export class Client extends EventEmitter<ClientEvents> {
   }
 
   private sendGetChildren<T>(kind: KindValue, path: string, options: WatchOptions): Promise<T> {
-    return this.send(kind, path, (p) => {
-      p.serverPath = this.serverPath(path);
+    return this.requests.send(kind, path, (p) => {
+      p.serverPath = this.requests.serverPath(path);
       p.watcher = checkWatcher(options.watch);
       return { $case: "getChildren", getChildren: { path: p.serverPath, watch: p.watcher !== undefined } };
     });
-  }
-
-  /**
-   * Sends one request of `kind` for the user's `path`. `build` checks the call's arguments, in
-   * their order, and returns the request, filling in what the answer will need: `serverPath`
-   * (blank for requests without a node), `watcher` to register, `ops` to read the results by. A
-   * throw there — a refused argument — comes back as this call's rejection, never as a throw, and
-   * nothing is sent. `removing` is the watcher type of a removal of watches (see `sendRemoval`).
-   */
-  private send<T>(kind: KindValue, path: string | undefined, build: (p: Pending) => RequestOp, removing?: WatcherType, local = false): Promise<T> {
-    const pending: Pending = { kind, path, serverPath: "", watcher: undefined, ops: undefined, resolve: unsettled, reject: unsettled };
-    let request: RequestOp;
-    try {
-      request = build(pending);
-    } catch (err) {
-      return refused(err);
-    }
-    // build accepted the watcher type, so `removing` is set exactly for removeWatches and removeAllWatches.
-    if (removing !== undefined) return this.sendRemoval(request, pending, removing, local) as Promise<T>;
-    const lifecycle = this.session.lifecycle;
-    if (lifecycle !== "active") {
-      const why = lifecycle === "expired" ? "session expired" : "client closed";
-      return Promise.reject(new ZkError("SESSIONEXPIRED", `SESSIONEXPIRED: ${why}`, path));
-    }
-    if (!this.session.connected) {
-      return Promise.reject(new ZkError("CONNECTIONLOSS", "CONNECTIONLOSS: not connected", path));
-    }
-    return new Promise<T>((resolve, reject) => {
-      pending.resolve = resolve;
-      pending.reject = reject;
-      this.session.submit(request, pending);
-    });
-  }
-
-  /**
-   * A removal of watches, settled as ZooKeeper's WatchDeregistration: nothing held here → NOWATCHER;
-   * a failure (no connection, or the server's error) → that error, unless `local`; otherwise the
-   * watches go and their callbacks are told. It settles while the answer is read, so no frame after
-   * the answer reaches a removed callback.
-   */
-  private sendRemoval(request: RequestOp, removal: Pending, type: WatcherType, local: boolean): Promise<void> {
-    const { kind, serverPath, watcher } = removal;
-    // A removal always names a node: send() gets the user's path for both kinds.
-    const path = removal.path!;
-    if (!this.registry.contains(serverPath, watcher, type)) return Promise.reject(new ZkError("NOWATCHER", undefined, path));
-    return new Promise<void>((resolve, reject) => {
-      const settle = (err: ZkError | undefined): void => {
-        // An event may have spent a one-time watch while the request was out.
-        if (!this.registry.contains(serverPath, watcher, type)) return reject(new ZkError("NOWATCHER", undefined, path));
-        if (err !== undefined && !local) return reject(err);
-        this.notifyRemoved(this.registry.remove(serverPath, watcher, type)!, path);
-        resolve();
-      };
-      const lifecycle = this.session.lifecycle;
-      if (lifecycle !== "active" || !this.session.connected) {
-        const code = lifecycle === "active" ? "CONNECTIONLOSS" : "SESSIONEXPIRED";
-        settle(new ZkError(code, `${code}: not connected`, path));
-        return;
-      }
-      this.session.submit(request, { kind, path, serverPath, watcher: undefined, ops: undefined, resolve: () => settle(undefined), reject: settle });
-    });
-  }
-
-  /** Tells removed callbacks, one event per kind of watch each lost (ZooKeeper's order: child, data, persistent). */
-  private notifyRemoved(removed: RemovedWatchers, path: string): void {
-    const groups: [Set<Watcher>, WatchedEventType][] = [
-      [removed.child, "ChildWatchRemoved"],
-      [removed.data, "DataWatchRemoved"],
-      [removed.persistent, "PersistentWatchRemoved"],
-    ];
-    for (const [watchers, type] of groups) {
-      for (const watcher of watchers) {
-        try {
-          watcher({ type, path, zxid: -1n });
-        } catch (err) {
-          this.reportCallbackError(err);
-        }
-      }
-    }
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -724,104 +589,11 @@ export class Client extends EventEmitter<ClientEvents> {
 
   private onAnswer(pending: Pending, response: DecodedResponse): void {
     try {
-      this.complete(pending, response);
+      settle(pending, response, this.config.chroot, this.registry);
     } catch (err) {
       // A malformed answer (e.g. a missing stat): fail this request, keep the session.
       pending.reject(err instanceof ZkError ? err : new ZkError("MARSHALLINGERROR", String(err), pending.path));
     }
-  }
-
-  private complete(p: Pending, r: DecodedResponse): void {
-    const err = r.err;
-    if (err !== 0) {
-      switch (p.kind) {
-        case Kind.exists:
-          if (err === ZkErrorCode.NONODE) {
-            this.resolveWatched(p, "exist", null);
-            return;
-          }
-          break;
-        case Kind.multi:
-          p.reject(multiErrorFromWire(err, p.ops as Op[], r.results));
-          return;
-      }
-      p.reject(ZkError.fromErrno(err, p.path));
-      return;
-    }
-    const chroot = this.config.chroot;
-    switch (p.kind) {
-      case Kind.create:
-        p.resolve(stripChroot(chroot, r.path));
-        return;
-      case Kind.createWithStat:
-        p.resolve({ path: stripChroot(chroot, r.path), stat: requireStat(r.stat) });
-        return;
-      case Kind.delete:
-      case Kind.sync:
-      case Kind.addAuth:
-      case Kind.removeWatches:
-      case Kind.checkWatches:
-        p.resolve(undefined);
-        return;
-      case Kind.addWatchPersistent:
-      case Kind.addWatchRecursive:
-        this.resolveWatched(p, p.kind === Kind.addWatchPersistent ? "persistent" : "persistent-recursive", undefined);
-        return;
-      case Kind.whoAmI:
-        p.resolve(r.clientInfo.map((info) => ({ authScheme: info.authScheme, user: info.user })));
-        return;
-      case Kind.exists:
-        this.resolveWatched(p, "data", requireStat(r.stat));
-        return;
-      case Kind.getData:
-        this.resolveWatched(p, "data", { data: r.data, stat: requireStat(r.stat) });
-        return;
-      case Kind.getConfig:
-        this.resolveWatched(p, "data", configurationOf(r.data, requireStat(r.stat)));
-        return;
-      case Kind.reconfig:
-        p.resolve(configurationOf(r.data, requireStat(r.stat)));
-        return;
-      case Kind.getMembers:
-        p.resolve(membersFromWire(r.members));
-        return;
-      case Kind.setData:
-      case Kind.setAcl:
-        p.resolve(requireStat(r.stat));
-        return;
-      case Kind.getChildren:
-        this.resolveWatched(p, "child", r.children);
-        return;
-      case Kind.getChildrenWithStat:
-        this.resolveWatched(p, "child", { children: r.children, stat: requireStat(r.stat) });
-        return;
-      case Kind.getAcl:
-        p.resolve({ acl: aclFromWire(r.acl), stat: requireStat(r.stat) });
-        return;
-      case Kind.multi:
-        p.resolve(multiResultsFromWire(p.ops as Op[], r.results, chroot));
-        return;
-      case Kind.getEphemerals: {
-        const paths = chroot === undefined ? r.children : r.children.filter((path) => path.startsWith(chroot + "/"));
-        p.resolve(paths.map((path) => stripChroot(chroot, path)));
-        return;
-      }
-      case Kind.getAllChildrenNumber:
-        p.resolve(r.number);
-        return;
-      case Kind.multiRead:
-        p.resolve(readResultsFromWire(p.ops as ReadOp[], r.results));
-        return;
-    }
-  }
-
-  /**
-   * Resolves a request that may set a watch. The registry holds only watches a whole answer
-   * confirmed: callers build `value` first, so an answer `requireStat` refuses adds none.
-   */
-  private resolveWatched(p: Pending, kind: WatchKind, value: unknown): void {
-    if (p.watcher) this.registry.add(kind, p.serverPath, p.watcher);
-    p.resolve(value);
   }
 
   private onEvent(event: DecodedWatchEvent): void {
@@ -875,21 +647,6 @@ export class Client extends EventEmitter<ClientEvents> {
   }
 }
 
-/**
- * The promise of a call whose arguments were refused before anything was sent. The checks throw
- * ZkErrors (BADARGUMENTS, INVALIDACL); an argument no check foresaw fails with the TypeError that
- * reading it raised. Either way an Error, which the promise rejects with unchanged.
- */
-function refused<T>(err: unknown): Promise<T> {
-  const error = err as Error;
-  return Promise.reject(error);
-}
-
-/** A Pending's resolve and reject until `send` hands it the promise's own. */
-function unsettled(): void {
-  // never called: nothing can answer a request before it is submitted
-}
-
 function requireWatcher(watcher: Watcher): void {
   if (typeof watcher !== "function") throw new ZkError("BADARGUMENTS", "watcher must be a function");
 }
@@ -902,13 +659,4 @@ function checkWatcher(watch: Watcher | undefined): Watcher | undefined {
   if (watch === undefined || watch === null) return undefined;
   if (typeof watch !== "function") throw new ZkError("BADARGUMENTS", "watch must be a function");
   return watch;
-}
-
-const CONFIG_NODE = "/zookeeper/config";
-
-/** The configuration text's "version=<hex>" line (0 when it has none, as a standalone server's empty node). */
-function configurationOf(data: Uint8Array, stat: Stat): ClusterConfiguration {
-  const text = new TextDecoder().decode(data);
-  const version = /(?:^|\n)version=([0-9a-fA-F]{1,16})\s*$/.exec(text)?.[1];
-  return { text, version: version === undefined ? 0n : BigInt("0x" + version), stat };
 }

@@ -12,7 +12,8 @@
  * again with every credential an addAuth succeeded with (a server keeps them per connection, as
  * ZooKeeper's client re-sends them), then re-register the watches the caller still holds
  * (setWatches). Requests are written in submit order and answered in that order, so in-flight
- * requests wait in a FIFO and each response must match its head. The server alone decides expiry.
+ * requests wait in a FIFO and each response must match its head (session-requests.ts). The server
+ * alone decides expiry.
  *
  * Read-only sessions (ZooKeeper's canBeReadOnly): a client that allows it may be served read-only
  * by a server cut off from its quorum. A session that has only ever been served read-only is known
@@ -24,21 +25,21 @@
  * — "disconnected" then "reconnected", as for any move to another server.
  *
  * The server list can change under a running session (ZooKeeper's updateServerList, ZOOKEEPER-1355):
- * when servers join or leave, each client decides on its own whether to move, with probabilities
- * chosen so that the clients end up spread evenly over the new list without any of them talking to
- * another. The draws come from the caller's `random`, as the hosts' order does, so that the
- * decisions replay exactly in test/sim and in tests.
+ * which server to try next, and whether to move when the list changes, is the host provider's
+ * choice (host-provider.ts). Its draws come from the caller's `random`, as the hosts' order does,
+ * so that the decisions replay exactly in test/sim and in tests.
  */
 import { CLIENT_PROTOCOL_BATCHES_SINCE, CLIENT_PROTOCOL_VERSION } from "../common/constants.js";
 import { assert } from "../common/assert.js";
 import { ZkError, ZkErrorCode } from "../common/errors.js";
 import type { ZkErrorName } from "../common/errors.js";
-import type { ClientFrame } from "../../gen/client.js";
-import type { DecodedConnectResponse, DecodedResponse, DecodedServerFrame, DecodedWatchEvent, RequestOp } from "./codec.js";
+import type { DecodedConnectResponse, DecodedServerFrame, RequestOp } from "./codec.js";
 import { hostAddress, type HostPort } from "./connect-string.js";
-import { Fifo } from "./fifo.js";
+import { HostProvider } from "./host-provider.js";
+import { newConnection, type Connection } from "./session-connection.js";
 import type { ConnectionLoss, SessionEffect, SessionInputs, SessionLifecycle, SessionTimer } from "./session-io.js";
-import { chunkWatchPaths, type WatchPaths } from "./watch-registry.js";
+import { SessionRequests } from "./session-requests.js";
+import type { WatchPaths } from "./watch-registry.js";
 
 /** Back-off between connection attempts: first retry at once, then 50 ms doubling up to 1 s. */
 export const RECONNECT_BACKOFF_MS_MIN = 50;
@@ -61,14 +62,6 @@ const TICKS_PER_TIMEOUT = 12;
 const PING_AFTER_IDLE_TICKS = 4;
 /** Nothing received for 8 ticks (≈ 2/3 of the timeout) → the connection is dead. */
 const DEAD_AFTER_IDLE_TICKS = 8;
-/** setWatches requests are split so that each stays well inside the message limit. */
-const SET_WATCHES_BYTES_MAX = 256 * 1024;
-const XID_MAX = 0x7fffffff;
-
-/** The next client xid: increasing int32 from 1, wrapping to 1 (never 0 or negative, as ZooKeeper reserves those). */
-export function nextXid(xid: number): number {
-  return xid >= XID_MAX ? 1 : xid + 1;
-}
 
 /** Delay before connection attempt number `attempt` (0-based, counted since the last success). */
 export function reconnectDelayMs(attempt: number): number {
@@ -101,55 +94,6 @@ export interface SessionOptions {
   random?: () => number;
 }
 
-interface Credential {
-  scheme: string;
-  auth: Uint8Array;
-}
-
-/** A request on the wire, waiting for its answer: the caller's, or one the machine sent itself. */
-type InFlight<T> =
-  | { xid: number; purpose: "request"; token: T; credential: Credential | undefined }
-  | { xid: number; purpose: "close" }
-  | { xid: number; purpose: "setWatches" }
-  | { xid: number; purpose: "authReplay"; credential: Credential };
-
-type ConnectionPhase = "connecting" | "open" | "dead";
-
-/**
- * After updateServerList decided to move (ZooKeeper's reconfigMode): the next attempts take a
- * server of the new list that was not in the previous one with probability `probNew`, else one
- * that was, each set in the new list's order and each server once; then round robin as always.
- */
-interface Reconfig {
-  readonly newHosts: readonly HostPort[];
-  readonly oldHosts: readonly HostPort[];
-  readonly probNew: number;
-  readonly random: () => number;
-  nextNew: number;
-  nextOld: number;
-}
-
-interface Connection<T> {
-  readonly id: number;
-  readonly host: HostPort;
-  /** The session its connect frame asked to resume; 0n asked for a new one. */
-  readonly askedSessionId: bigint;
-  phase: ConnectionPhase;
-  /** Set by the connect answer (protocol 2): frames of one event-loop turn may share a message. */
-  batching: boolean;
-  /** The id the server named in its connect answer; 0 until then. */
-  serverId: number;
-  readonly inFlight: Fifo<InFlight<T>>;
-  sentSinceTick: boolean;
-  receivedSinceTick: boolean;
-  sendIdleTicks: number;
-  receiveIdleTicks: number;
-  /** setWatches chunks sent on this connection and not answered yet. */
-  setWatchesUnanswered: number;
-  /** The highest zxid seen on this connection while setWatches was unanswered (see seen()). */
-  zxidHeldBack: bigint;
-}
-
 export class SessionMachine<T> implements SessionInputs {
   private lifecycleValue: SessionLifecycle = "active";
   private everConnected = false;
@@ -165,39 +109,33 @@ export class SessionMachine<T> implements SessionInputs {
   private probe: Connection<T> | null = null;
   /** The probes made since the read-only connection opened (their back-off). */
   private probeCount = 0;
-  /** Where the next probe looks: hosts are probed round-robin from the one after the read-only server. */
-  private probeHostIndex = 0;
   private connectionCount = 0;
-  private xid = 0;
-  /** The servers, in the order to try them: the options' hosts until updateServerList replaces them. */
-  private hosts: readonly HostPort[];
-  /** Where the next attempt looks when not in reconfig mode: hosts are tried round-robin. */
-  private hostIndex = 0;
-  /** The server of the last connection the session had or tried (before any, the first to try): "its server" while it has none. */
-  private lastHost: HostPort;
-  /** Set while moving after updateServerList, until a connection opens or every server was tried. */
-  private reconfig: Reconfig | null = null;
+  /** Which server to try, or probe, next. */
+  private readonly hosts: HostProvider;
   private attempt = 0;
   private sessionIdValue: bigint;
   private passwordValue: Uint8Array;
   private timeoutMs: number;
-  private lastZxid = 0n;
-  /** Credentials the server accepted, in order: sent again on every new connection. */
-  private readonly credentials: Credential[] = [];
+  /** What travels on the connections: requests, answers, priming. */
+  private readonly requests: SessionRequests<T>;
   private readonly armed = new Set<SessionTimer>();
 
   constructor(
     private readonly options: SessionOptions,
     private readonly emit: (effect: SessionEffect<T>) => void,
   ) {
-    assert(options.hosts.length > 0, "a session needs a host");
-    this.hosts = options.hosts.slice();
-    this.lastHost = this.hosts[0] as HostPort;
+    this.hosts = new HostProvider(options.hosts);
     this.sessionIdValue = options.sessionId;
     this.passwordValue = options.password;
     this.timeoutMs = options.sessionTimeoutMs;
     // ZooKeeper's client does the same for a session given to its constructor: the caller had it from a quorum.
     this.seenReadWrite = options.sessionId !== 0n;
+    this.requests = new SessionRequests<T>({
+      emit,
+      watchedPaths: () => options.watchedPaths(),
+      protocolError: (conn, what) => this.protocolError(conn, what),
+      closeAnswered: () => this.finishClose(),
+    });
   }
 
   get lifecycle(): SessionLifecycle {
@@ -230,7 +168,7 @@ export class SessionMachine<T> implements SessionInputs {
 
   /** The servers, in the order they are tried: the options' hosts until updateServerList replaces them. */
   get servers(): readonly HostPort[] {
-    return this.hosts;
+    return this.hosts.servers;
   }
 
   get password(): Uint8Array {
@@ -243,7 +181,7 @@ export class SessionMachine<T> implements SessionInputs {
 
   /** The highest zxid of any response or watch event received. */
   get lastZxidSeen(): bigint {
-    return this.lastZxid;
+    return this.requests.lastZxidSeen;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -260,10 +198,7 @@ export class SessionMachine<T> implements SessionInputs {
   submit(request: RequestOp, token: T): number {
     const conn = this.conn;
     assert(this.lifecycleValue === "active" && conn !== null && conn.phase === "open", "submit only while connected");
-    const credential = request.$case === "addAuth" ? { scheme: request.addAuth.scheme, auth: request.addAuth.auth } : undefined;
-    const xid = this.nextRequestXid();
-    this.write(conn, { xid, purpose: "request", token, credential }, request);
-    return xid;
+    return this.requests.submit(conn, request, token);
   }
 
   /**
@@ -281,7 +216,7 @@ export class SessionMachine<T> implements SessionInputs {
     if (this.probe !== null) this.endProbe(this.probe);
     const conn = this.conn;
     if (conn && conn.phase === "open") {
-      this.write(conn, { xid: this.nextRequestXid(), purpose: "close" }, { $case: "close", close: {} });
+      this.requests.close(conn);
       this.arm("close", this.timeoutMs);
     } else {
       this.finishClose();
@@ -291,51 +226,26 @@ export class SessionMachine<T> implements SessionInputs {
   /**
    * Replaces the server list (ZooKeeper's updateServerList, with StaticHostProvider's load
    * balancing): `hosts` is the new list in the order to try them, shuffled by the caller. Returns
-   * whether the session moves. A session whose server stays in the list keeps its connection unless
-   * the list grew, when it moves with probability 1 − old size / new size, so that each server keeps
-   * its share; one whose server left always moves. Moving ends the connection as a lost one does
-   * (its requests fail CONNECTIONLOSS, "disconnected") and the session is resumed on the server
-   * that reconfig mode picks (see Reconfig and nextHost).
+   * whether the session moves, as HostProvider.update decides. Moving ends the connection as a lost
+   * one does (its requests fail CONNECTIONLOSS, "disconnected") and the session is resumed on the
+   * server that the host provider's reconfig mode picks.
    */
   updateServerList(hosts: readonly HostPort[]): boolean {
     assert(this.lifecycleValue === "active", "only an active session changes its servers");
     assert(hosts.length > 0, "a session needs a host");
     const random = this.options.random;
     assert(random !== undefined, "updateServerList draws from SessionOptions.random");
-    const previous = this.hosts;
-    // ZooKeeper's client asks its socket; between attempts, the server tried last is the one round robin goes on from.
-    const current = this.conn?.host ?? this.lastHost;
-    const kept = indexOfHost(hosts, current) >= 0;
-    const oldHosts = hosts.filter((host) => indexOfHost(previous, host) >= 0);
-    const newHosts = hosts.filter((host) => indexOfHost(previous, host) < 0);
-    const sizeBefore = previous.length;
-    const size = hosts.length;
-    let probNew: number | undefined;
-    if (size > sizeBefore) {
-      // Each server should end with size⁻¹ of the clients, and each held sizeBefore⁻¹ of them: the
-      // share that leaves every old server goes to the new ones.
-      if (!kept || random() < 1 - sizeBefore / size) probNew = 1;
-    } else if (!kept) {
-      probNew = 1 - oldServerProbability(sizeBefore, oldHosts.length, size);
-    }
-    this.hosts = hosts.slice();
-    const fields = { from: current, servers: size, before: sizeBefore, newServers: newHosts.length, kept };
+    const { probNew, fields } = this.hosts.update(hosts, this.conn?.host, random);
     if (probNew === undefined) {
       this.log("info", fields, "server list updated; staying on our server");
-      // A move still under way from an earlier update is called off, as ZooKeeper's is.
-      this.reconfig = null;
-      this.hostIndex = (indexOfHost(this.hosts, current) + 1) % size;
-      this.probeHostIndex = this.hostIndex;
       // A probe of a server that left would take the session out of the list.
       const probe = this.probe;
-      if (probe !== null && indexOfHost(this.hosts, probe.host) < 0) this.probeFailed(probe, "it left the server list");
+      if (probe !== null && !this.hosts.includes(probe.host)) this.probeFailed(probe, "it left the server list");
       return false;
     }
     this.log("info", { ...fields, probNew }, "server list updated; moving to rebalance the servers' load");
-    this.reconfig = { newHosts, oldHosts, probNew, random, nextNew: 0, nextOld: 0 };
-    this.hostIndex = 0;
     const conn = this.conn;
-    // Without a connection the back-off already armed leads to the next attempt, which nextHost picks.
+    // Without a connection the back-off already armed leads to the next attempt, which the host provider picks.
     if (conn !== null) this.dropConnection(conn, "CONNECTIONLOSS");
     return true;
   }
@@ -387,42 +297,8 @@ export class SessionMachine<T> implements SessionInputs {
   private startAttempt(): void {
     if (this.lifecycleValue !== "active") return;
     assert(this.conn === null, "one connection at a time");
-    const host = this.nextHost();
-    this.lastHost = host;
+    const host = this.hosts.next();
     this.conn = this.openConnection(host, this.options.canBeReadOnly === true, "attempt", this.attemptTimeoutMs());
-  }
-
-  /** The server of the next attempt: reconfig mode's pick while it lasts, else the next in round robin. */
-  private nextHost(): HostPort {
-    const hosts = this.hosts;
-    const reconfig = this.reconfig;
-    if (reconfig !== null) {
-      const host = this.nextReconfigHost(reconfig);
-      if (host !== undefined) {
-        // Round robin goes on from there once reconfig mode ends.
-        this.hostIndex = (indexOfHost(hosts, host) + 1) % hosts.length;
-        return host;
-      }
-      // Every server of the new list was tried once and none took the session.
-      this.reconfig = null;
-    }
-    const host = hosts[this.hostIndex] as HostPort;
-    this.hostIndex = (this.hostIndex + 1) % hosts.length;
-    return host;
-  }
-
-  /**
-   * A new server with probability probNew, else an old one; the other set once one is used up.
-   * It draws only when both sets have a server left and the odds are not certain, so that a
-   * scripted random source says exactly which choices were left to chance.
-   */
-  private nextReconfigHost(reconfig: Reconfig): HostPort | undefined {
-    const newLeft = reconfig.nextNew < reconfig.newHosts.length;
-    const oldLeft = reconfig.nextOld < reconfig.oldHosts.length;
-    if (!newLeft && !oldLeft) return undefined;
-    let takeNew = newLeft;
-    if (newLeft && oldLeft && reconfig.probNew < 1) takeNew = reconfig.probNew > 0 && reconfig.random() < reconfig.probNew;
-    return takeNew ? reconfig.newHosts[reconfig.nextNew++] : reconfig.oldHosts[reconfig.nextOld++];
   }
 
   /**
@@ -431,31 +307,18 @@ export class SessionMachine<T> implements SessionInputs {
    */
   private openConnection(host: HostPort, readOnlyAllowed: boolean, timer: "attempt" | "probe", timeoutMs: number): Connection<T> {
     const resume = this.seenReadWrite ? this.sessionIdValue : 0n;
-    const conn: Connection<T> = {
-      id: ++this.connectionCount,
-      host,
-      askedSessionId: resume,
-      phase: "connecting",
-      batching: false,
-      serverId: 0,
-      inFlight: new Fifo<InFlight<T>>(),
-      sentSinceTick: true,
-      receivedSinceTick: true,
-      sendIdleTicks: 0,
-      receiveIdleTicks: 0,
-      setWatchesUnanswered: 0,
-      zxidHeldBack: 0n,
-    };
+    const conn = newConnection<T>(++this.connectionCount, host, resume);
     this.emit({ type: "open", connection: conn.id, host });
-    const fields = { address: hostAddress(host), sessionId: hex(resume), lastZxidSeen: this.lastZxid.toString(), readOnlyAllowed };
+    const lastZxidSeen = this.requests.lastZxidSeen;
+    const fields = { address: hostAddress(host), sessionId: hex(resume), lastZxidSeen: lastZxidSeen.toString(), readOnlyAllowed };
     this.log("debug", fields, timer === "probe" ? "probing for a read-write server" : "connecting");
     this.arm(timer, timeoutMs);
-    this.send(conn, {
+    this.requests.send(conn, {
       frame: {
         $case: "connect",
         connect: {
           protocolVersion: CLIENT_PROTOCOL_VERSION,
-          lastZxidSeen: this.lastZxid,
+          lastZxidSeen,
           timeoutMs: this.options.sessionTimeoutMs,
           sessionId: resume,
           password: resume === 0n ? EMPTY_BYTES : this.passwordValue,
@@ -468,7 +331,7 @@ export class SessionMachine<T> implements SessionInputs {
 
   /** The per-attempt connect timeout: ZooKeeper's sessionTimeout / hosts, but not absurdly small. */
   private attemptTimeoutMs(): number {
-    const perHost = Math.floor(this.timeoutMs / this.hosts.length);
+    const perHost = Math.floor(this.timeoutMs / this.hosts.servers.length);
     return Math.max(perHost, Math.min(this.timeoutMs, 1_000));
   }
 
@@ -481,7 +344,7 @@ export class SessionMachine<T> implements SessionInputs {
 
   private onConnectTimeout(): void {
     if (this.everConnected || this.lifecycleValue !== "active") return;
-    this.log("warn", { hosts: this.hosts }, "no server accepted the session in time");
+    this.log("warn", { hosts: this.hosts.servers }, "no server accepted the session in time");
     this.abandon(new ZkError("CONNECTIONLOSS", `CONNECTIONLOSS: could not connect within ${this.options.connectTimeoutMs} ms`));
   }
 
@@ -490,10 +353,10 @@ export class SessionMachine<T> implements SessionInputs {
     conn.receivedSinceTick = true;
     switch (frame.frame) {
       case "response":
-        this.onResponse(conn, frame.response);
+        this.requests.onResponse(conn, frame.response);
         return;
       case "event":
-        this.onEvent(conn, frame.event);
+        this.requests.onEvent(conn, frame.event);
         return;
       case "pong":
         return;
@@ -539,8 +402,7 @@ export class SessionMachine<T> implements SessionInputs {
     this.passwordValue = answer.password;
     this.timeoutMs = answer.timeoutMs;
     this.attempt = 0;
-    // ZooKeeper's onConnected: a move after updateServerList is over once a server holds the session.
-    this.reconfig = null;
+    this.hosts.connected();
     conn.phase = "open";
     conn.batching = answer.protocolVersion >= CLIENT_PROTOCOL_BATCHES_SINCE;
     conn.serverId = answer.serverId;
@@ -553,7 +415,7 @@ export class SessionMachine<T> implements SessionInputs {
     if (answer.readOnly) {
       // Armed before the state is announced: a listener may close the session, which cancels it.
       this.probeCount = 0;
-      this.probeHostIndex = this.hostIndex;
+      this.hosts.startProbing();
       this.scheduleProbe();
     }
     if (!this.everConnected) {
@@ -562,8 +424,7 @@ export class SessionMachine<T> implements SessionInputs {
       this.emit({ type: "state", state: "connected" });
     } else {
       // Authenticate and re-register watches before anything a "reconnected" listener may send.
-      this.sendCredentials(conn);
-      this.sendSetWatches(conn);
+      this.requests.prime(conn);
       this.emit({ type: "state", state: "reconnected" });
     }
   }
@@ -583,17 +444,7 @@ export class SessionMachine<T> implements SessionInputs {
   private startProbe(): void {
     const conn = this.conn;
     if (this.lifecycleValue !== "active" || conn === null || conn.phase !== "open" || !this.readOnlyValue || this.probe !== null) return;
-    const hosts = this.hosts;
-    // A list that updateServerList shrank may end before the index.
-    this.probeHostIndex %= hosts.length;
-    let host = hosts[this.probeHostIndex] as HostPort;
-    this.probeHostIndex = (this.probeHostIndex + 1) % hosts.length;
-    // Our read-only server ends our connection itself once it has a quorum again; a lone host is
-    // still asked (a name behind which other servers may answer), as ZooKeeper's client does.
-    if (sameHost(host, conn.host) && hosts.length > 1) {
-      host = hosts[this.probeHostIndex] as HostPort;
-      this.probeHostIndex = (this.probeHostIndex + 1) % hosts.length;
-    }
+    const host = this.hosts.nextProbe(conn.host);
     this.probe = this.openConnection(host, false, "probe", Math.min(this.attemptTimeoutMs(), RW_PROBE_TIMEOUT_MS_MAX));
   }
 
@@ -646,8 +497,7 @@ export class SessionMachine<T> implements SessionInputs {
       return;
     }
     this.conn = probe;
-    this.lastHost = probe.host;
-    this.hostIndex = (indexOfHost(this.hosts, probe.host) + 1) % this.hosts.length;
+    this.hosts.movedTo(probe.host);
     this.opened(probe, answer);
   }
 
@@ -664,116 +514,6 @@ export class SessionMachine<T> implements SessionInputs {
     probe.phase = "dead";
     this.cancel("probe");
     this.emit({ type: "close", connection: probe.id });
-  }
-
-  /** Sends every credential accepted before, in order, ahead of any other request on a new stream. */
-  private sendCredentials(conn: Connection<T>): void {
-    for (const credential of this.credentials) {
-      const request: RequestOp = { $case: "addAuth", addAuth: { scheme: credential.scheme, auth: credential.auth } };
-      this.write(conn, { xid: this.nextRequestXid(), purpose: "authReplay", credential }, request);
-    }
-  }
-
-  /** Re-registers every watch the caller holds, before any other request on a new stream. */
-  private sendSetWatches(conn: Connection<T>): void {
-    const relativeZxid = this.lastZxid;
-    for (const chunk of chunkWatchPaths(this.options.watchedPaths(), SET_WATCHES_BYTES_MAX)) {
-      conn.setWatchesUnanswered += 1;
-      this.write(conn, { xid: this.nextRequestXid(), purpose: "setWatches" }, { $case: "setWatches", setWatches: { relativeZxid, ...chunk } });
-    }
-  }
-
-  /**
-   * Raises the last zxid seen. Until every setWatches of the connection is answered, what it
-   * brings (the replayed credentials' answers, the events the setWatches fires) is held back: the
-   * events fired for the watches re-registered are complete only with the answer, and were the
-   * stream to break before it, a last zxid raised by one of them would make the next setWatches ask
-   * only for later changes, and the others would never fire. What was held back counts once the
-   * answer comes; it is forgotten with the connection.
-   */
-  private seen(conn: Connection<T>, zxid: bigint): void {
-    if (conn.setWatchesUnanswered > 0) {
-      if (zxid > conn.zxidHeldBack) conn.zxidHeldBack = zxid;
-    } else if (zxid > this.lastZxid) {
-      this.lastZxid = zxid;
-    }
-  }
-
-  // ---------------------------------------------------------------------------------------------
-  // Requests and answers
-
-  private nextRequestXid(): number {
-    this.xid = nextXid(this.xid);
-    return this.xid;
-  }
-
-  private write(conn: Connection<T>, request: InFlight<T>, op: RequestOp): void {
-    conn.inFlight.push(request);
-    conn.sentSinceTick = true;
-    this.send(conn, { frame: { $case: "request", request: { xid: request.xid, op } } });
-  }
-
-  private send(conn: Connection<T>, frame: ClientFrame): void {
-    this.emit({ type: "send", connection: conn.id, frame, batchable: conn.batching });
-  }
-
-  private onResponse(conn: Connection<T>, response: DecodedResponse): void {
-    if (conn.phase !== "open") {
-      this.protocolError(conn, "a response before the connect answer");
-      return;
-    }
-    const request = conn.inFlight.shift();
-    if (request === undefined || request.xid !== response.xid) {
-      if (request !== undefined) this.fail(request, "CONNECTIONLOSS", "CONNECTIONLOSS: xid out of order");
-      this.protocolError(conn, `response xid ${response.xid} but expected ${request === undefined ? "none" : request.xid}`);
-      return;
-    }
-    this.seen(conn, response.zxid);
-    if (request.purpose === "setWatches") {
-      conn.setWatchesUnanswered -= 1;
-      if (conn.setWatchesUnanswered === 0) this.seen(conn, conn.zxidHeldBack);
-    }
-    switch (request.purpose) {
-      case "request":
-        if (response.err === 0 && request.credential !== undefined) this.remember(request.credential);
-        this.emit({ type: "answered", token: request.token, response });
-        return;
-      case "close":
-        this.finishClose();
-        return;
-      case "setWatches":
-        if (response.err !== 0) this.log("warn", { err: response.err }, "setWatches failed");
-        return;
-      case "authReplay":
-        // Only a server configured unlike the one that accepted it refuses it: stop sending it.
-        if (response.err === ZkErrorCode.AUTHFAILED) this.forget(request.credential, conn.host);
-        return;
-    }
-  }
-
-  /** A request that will never be answered; only the caller's own are reported. */
-  private fail(request: InFlight<T>, code: ZkErrorName, message: string): void {
-    if (request.purpose === "request") this.emit({ type: "failed", token: request.token, code, message });
-  }
-
-  private remember(credential: Credential): void {
-    const known = this.credentials.some((c) => c.scheme === credential.scheme && equalBytes(c.auth, credential.auth));
-    if (!known) this.credentials.push({ scheme: credential.scheme, auth: credential.auth.slice() });
-  }
-
-  private forget(credential: Credential, host: HostPort): void {
-    this.log("warn", { scheme: credential.scheme, host }, "the server refused credentials another server had accepted");
-    const index = this.credentials.indexOf(credential);
-    if (index >= 0) this.credentials.splice(index, 1);
-  }
-
-  private onEvent(conn: Connection<T>, event: DecodedWatchEvent): void {
-    if (conn.phase !== "open") {
-      this.protocolError(conn, "a watch event before the connect answer");
-      return;
-    }
-    this.seen(conn, event.zxid);
-    this.emit({ type: "event", event });
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -799,7 +539,7 @@ export class SessionMachine<T> implements SessionInputs {
       conn.sendIdleTicks = 0;
     } else if (++conn.sendIdleTicks >= PING_AFTER_IDLE_TICKS) {
       conn.sendIdleTicks = 0;
-      this.send(conn, { frame: { $case: "ping", ping: {} } });
+      this.requests.send(conn, { frame: { $case: "ping", ping: {} } });
     }
     this.arm("tick", this.tickMs());
   }
@@ -844,8 +584,7 @@ export class SessionMachine<T> implements SessionInputs {
     if (this.probe !== null) this.endProbe(this.probe);
     this.cancel("probe");
     this.emit({ type: "close", connection: conn.id });
-    const message = `${code}: ${code === "CONNECTIONLOSS" ? "connection lost" : "session expired"}`;
-    for (const request of conn.inFlight.drain()) this.fail(request, code, message);
+    this.requests.failInFlight(conn, code);
   }
 
   private expire(conn: Connection<T>): void {
@@ -899,32 +638,6 @@ export class SessionMachine<T> implements SessionInputs {
 }
 
 const EMPTY_BYTES = new Uint8Array(0);
-
-/**
- * When the list did not grow and our server left it: the chance of moving to a server that was in
- * the previous list (StaticHostProvider's pOld). The old servers that stay must each end with
- * 1/size of the clients; they hold 1/sizeBefore each already, so the clients that must move give
- * them only the difference, and the new servers the rest.
- */
-function oldServerProbability(sizeBefore: number, oldCount: number, size: number): number {
-  const denominator = size * (sizeBefore - oldCount);
-  // Every previous server is in the list (so ours was not one of them): there is only the old set.
-  if (denominator <= 0) return 1;
-  return Math.min(1, Math.max(0, (oldCount * (sizeBefore - size)) / denominator));
-}
-
-/** Hosts are the same server when their names and ports are (the list holds fresh objects after an update). */
-function sameHost(a: HostPort, b: HostPort): boolean {
-  return a.host === b.host && a.port === b.port;
-}
-
-function indexOfHost(hosts: readonly HostPort[], host: HostPort): number {
-  return hosts.findIndex((candidate) => sameHost(candidate, host));
-}
-
-function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
-  return a.byteLength === b.byteLength && a.every((byte, i) => byte === b[i]);
-}
 
 /** Session ids are shown in hex, as ZooKeeper logs them. */
 function hex(id: bigint): string {
