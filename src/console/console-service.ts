@@ -30,6 +30,14 @@ import { dataFromInput, hex64, pathFromInput, statJson, versionFromInput, viewOf
 
 export const CONSOLE_URL = "/console/";
 const API = "/console/api/";
+/**
+ * The package's own docs/ pages, as text, so that the console's help links work on any machine
+ * the server runs on, offline: /console/docs/operations/console.md is docs/operations/console.md.
+ */
+const DOCS = "/console/docs/";
+const DOCS_DIR = new URL("../../../docs/", import.meta.url);
+/** A docs page path: folders and a name of letters, digits and dashes, ending in .md; no dot segments. */
+const DOCS_PAGE = /^(?:[a-z0-9-]+\/)*[a-z0-9-]+\.md$/;
 
 /** Limits: request body, children listed per node, open event streams, samples kept. */
 const BODY_BYTES_MAX = 4 * 1024 * 1024;
@@ -117,6 +125,10 @@ export class ConsoleService implements AdminExtension {
     if (asset !== undefined) {
       if (method !== "GET" && method !== "HEAD") return methodNotAllowed(response, "GET, HEAD");
       return this.sendAsset(response, asset.file, asset.type);
+    }
+    if (path.startsWith(DOCS)) {
+      if (method !== "GET" && method !== "HEAD") return methodNotAllowed(response, "GET, HEAD");
+      return this.sendDocsPage(response, path.slice(DOCS.length));
     }
     if (!path.startsWith(API)) return sendJson(response, 404, { error: { code: "NOTFOUND", message: `no console page at ${path}` } });
     const route = path.slice(API.length);
@@ -480,6 +492,18 @@ export class ConsoleService implements AdminExtension {
       if (stream.writableEnded || stream.destroyed) this.streams.delete(stream);
       else stream.write(text);
     }
+  }
+
+  private async sendDocsPage(response: ServerResponse, page: string): Promise<void> {
+    let body: Buffer;
+    try {
+      if (!DOCS_PAGE.test(page)) throw new Error("not a docs page");
+      body = await readFile(new URL(page, DOCS_DIR));
+    } catch {
+      return sendJson(response, 404, { error: { code: "NOTFOUND", message: `no documentation page ${page}` } });
+    }
+    response.writeHead(200, { "content-type": "text/plain; charset=utf-8", "content-length": body.byteLength, "cache-control": "no-store" });
+    response.end(body);
   }
 
   private async sendAsset(response: ServerResponse, file: string, type: string): Promise<void> {

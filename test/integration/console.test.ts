@@ -162,6 +162,22 @@ describe("web console", { skip: existsSync(CHROMIUM) ? false : `no ${CHROMIUM} (
     await page.close();
   });
 
+  test("links each view to its documentation page, which the admin port serves from the package's docs", async () => {
+    const page = await openConsole(1);
+    const links = await page.locator("a#docs-link, a.help").evaluateAll((anchors: { href: string }[]) => anchors.map((a) => a.href));
+    assert.ok(links.length >= 5, `the header and every view but the tree link their page: ${links.join(", ")}`);
+    for (const href of links) {
+      const answer = await fetch(href);
+      assert.equal(answer.status, 200, href);
+      assert.match(await answer.text(), /^# /m, `${href} is a docs page with a title`);
+    }
+    const admin = cluster.server(1).adminUrl;
+    for (const escape of ["docs/../../package.json", "docs/%2e%2e/README.md", "docs/operations/console.txt", "docs/nosuchpage.md"]) {
+      assert.equal((await fetch(`${admin}/console/${escape}`)).status, 404, escape);
+    }
+    await page.close();
+  });
+
   test("shows who holds a recipe's lock", async () => {
     const lock = new Lock(other, "/locks/orders");
     await lock.acquire();
