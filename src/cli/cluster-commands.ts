@@ -4,11 +4,11 @@
  * The end of stdin only ends the commands: the cluster keeps running until SIGINT/SIGTERM (so it
  * may run without a terminal, e.g. under npm start with stdin closed).
  */
+import type { MemberRole } from "../common/membership.js";
 import { createInterface } from "node:readline";
-import type { ServerRole } from "../server/cluster-servers.js";
 import { SERVER_ID_MAX } from "./cluster-membership.js";
 
-export type ClusterCommand = { name: "add"; role: ServerRole } | { name: "remove"; id: number } | { name: "members" } | { name: "help" };
+export type ClusterCommand = { name: "add"; role: MemberRole } | { name: "remove"; id: number } | { name: "members" } | { name: "help" };
 
 /** A command line the launcher cannot run as typed; the cluster carries on. */
 export class ClusterCommandError extends Error {

@@ -121,7 +121,7 @@ export function membersInConfig(text: string, known: readonly ServerEntry[]): { 
   for (const member of parseMembership(text).members) {
     const entry = known.find((s) => s.id === member.serverId);
     if (entry === undefined) unknown.push(member.serverId);
-    else servers.push({ ...entry, role: member.type });
+    else servers.push({ ...entry, role: member.role });
   }
   return { servers: servers.sort((a, b) => a.id - b.id), unknown };
 }

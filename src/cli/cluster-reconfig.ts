@@ -10,11 +10,12 @@
  * configuration, then stop it (its data dir stays).
  * After each, cluster.json lists the members in force, read back from the configuration itself.
  */
+import type { MemberRole } from "../common/membership.js";
 import { join } from "node:path";
 import { parseMembership } from "../common/membership.js";
 import { Client, ZkError, type ClusterConfiguration, type ReconfigChange } from "../index.js";
 import type { ClientTlsOptions } from "../client/types.js";
-import { formatHostPort, validateServers, type ServerEntry, type ServerRole } from "../server/cluster-servers.js";
+import { formatHostPort, validateServers, type ServerEntry } from "../server/cluster-servers.js";
 import { ConfigError } from "../server/config-error.js";
 import { describeExit, stoppedCleanly, waitServing, type ClusterIo, type MemberProcesses } from "./cluster-children.js";
 import { ClusterCommandError, commandHelp, type ClusterCommand } from "./cluster-commands.js";
@@ -41,7 +42,7 @@ export interface LiveCluster {
   /** How long a new member may take to reach the others, and to serve. */
   startTimeoutMs: number;
   /** Server `id`'s entry in the launcher's port layout. */
-  layout(id: number, role: ServerRole): ServerEntry;
+  layout(id: number, role: MemberRole): ServerEntry;
   /** The members in force, as cluster.json lists them. */
   servers(): readonly ServerEntry[];
   /** Records the members in force in cluster.json. */
@@ -69,7 +70,7 @@ export class ClusterReconfigurer {
     }
   }
 
-  private async add(role: ServerRole): Promise<void> {
+  private async add(role: MemberRole): Promise<void> {
     const { io, processes } = this.cluster;
     const auth = this.credential("add");
     const servers = this.cluster.servers();

@@ -22,10 +22,11 @@
  * and the ZooKeeper-protocol ports, which become secure ones (secureZkClientPort); a plain
  * ZooKeeper port is opened beside them only when --zk-base-port asks for it.
  */
+import type { MemberRole } from "../common/membership.js";
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { isAbsolute, join, resolve } from "node:path";
 import { ANSWERED_FOUR_LETTER_WORDS } from "../server/zk-wire/four-letter-words.js";
-import { formatHostPort, validateServers, type ServerEntry, type ServerRole } from "../server/cluster-servers.js";
+import { formatHostPort, validateServers, type ServerEntry } from "../server/cluster-servers.js";
 import { ConfigError } from "../server/config-error.js";
 import { FIELDS, defaultConfig, fieldFromFlag, readConfigSources, resolveConfig, type ServerConfig, type TlsClientAuth } from "../server/config.js";
 import type { ClientTlsOptions } from "../client/types.js";
@@ -292,7 +293,7 @@ export function parseClusterOptions(flags: Record<string, string>, sources: Clus
 }
 
 /** Server `id`'s entry in the launcher's port layout: every port is its range's base + id - 1. */
-export function memberEntry(options: ClusterOptions, id: number, role: ServerRole): ServerEntry {
+export function memberEntry(options: ClusterOptions, id: number, role: MemberRole): ServerEntry {
   const i = id - 1;
   return {
     id,

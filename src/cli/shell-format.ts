@@ -2,16 +2,12 @@
  * `corral shell`, formatting: answers, watch events, the prompt and failures as ZooKeeper's zkCli
  * prints them. Pure; src/cli/shell.ts writes what these return (text without the final newline).
  */
+import { hex64 } from "../common/hex.js";
 import { Perms, ZkError } from "../index.js";
 import type { Acl, ClientInfo, ClientState, QuotaReport, Stat, WatchedEvent } from "../index.js";
 import { parseMember } from "../common/membership.js";
 import { formatQuotaFigures, limitsPathOf, unsetFigures } from "../common/quota.js";
 import { ShellError, parseJavaProperties } from "./shell-commands.js";
-
-/** Java's Long.toHexString with zkCli's 0x: 64-bit two's complement, lower case, no padding. */
-export function hex64(value: bigint): string {
-  return `0x${BigInt.asUintN(64, value).toString(16)}`;
-}
 
 const dateFormats = new Map<string, Intl.DateTimeFormat>();
 

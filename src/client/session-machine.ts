@@ -29,6 +29,7 @@
  * choice (host-provider.ts). Its draws come from the caller's `random`, as the hosts' order does,
  * so that the decisions replay exactly in test/sim and in tests.
  */
+import { hex64 } from "../common/hex.js";
 import { CLIENT_PROTOCOL_BATCHES_SINCE, CLIENT_PROTOCOL_VERSION } from "../common/constants.js";
 import { assert } from "../common/assert.js";
 import { ZkError, ZkErrorCode } from "../common/errors.js";
@@ -310,7 +311,7 @@ export class SessionMachine<T> implements SessionInputs {
     const conn = newConnection<T>(++this.connectionCount, host, resume);
     this.emit({ type: "open", connection: conn.id, host });
     const lastZxidSeen = this.requests.lastZxidSeen;
-    const fields = { address: hostAddress(host), sessionId: hex(resume), lastZxidSeen: lastZxidSeen.toString(), readOnlyAllowed };
+    const fields = { address: hostAddress(host), sessionId: hex64(resume), lastZxidSeen: lastZxidSeen.toString(), readOnlyAllowed };
     this.log("debug", fields, timer === "probe" ? "probing for a read-write server" : "connecting");
     this.arm(timer, timeoutMs);
     this.requests.send(conn, {
@@ -379,7 +380,7 @@ export class SessionMachine<T> implements SessionInputs {
     }
     this.cancel("attempt");
     if (answer.err === ZkErrorCode.SESSIONEXPIRED || (answer.err === 0 && answer.timeoutMs <= 0)) {
-      this.log("info", { sessionId: hex(this.sessionIdValue) }, "session expired");
+      this.log("info", { sessionId: hex64(this.sessionIdValue) }, "session expired");
       this.expire(conn);
       return;
     }
@@ -389,7 +390,7 @@ export class SessionMachine<T> implements SessionInputs {
       return;
     }
     if (conn.askedSessionId !== 0n && answer.sessionId !== conn.askedSessionId) {
-      this.log("error", { asked: hex(conn.askedSessionId), got: hex(answer.sessionId) }, "server answered another session; treating ours as expired");
+      this.log("error", { asked: hex64(conn.askedSessionId), got: hex64(answer.sessionId) }, "server answered another session; treating ours as expired");
       this.expire(conn);
       return;
     }
@@ -410,7 +411,7 @@ export class SessionMachine<T> implements SessionInputs {
     if (!answer.readOnly) this.seenReadWrite = true;
     else if (this.options.canBeReadOnly !== true) this.log("error", { host: conn.host }, "a server served us read-only though we did not allow it");
     this.arm("tick", this.tickMs());
-    const fields = { host: conn.host, sessionId: hex(this.sessionIdValue), timeoutMs: this.timeoutMs, serverId: answer.serverId, readOnly: answer.readOnly };
+    const fields = { host: conn.host, sessionId: hex64(this.sessionIdValue), timeoutMs: this.timeoutMs, serverId: answer.serverId, readOnly: answer.readOnly };
     this.log("debug", fields, "connected");
     if (answer.readOnly) {
       // Armed before the state is announced: a listener may close the session, which cancels it.
@@ -465,13 +466,13 @@ export class SessionMachine<T> implements SessionInputs {
   private onProbeAnswer(probe: Connection<T>, answer: DecodedConnectResponse): void {
     if (answer.err === ZkErrorCode.SESSIONEXPIRED || (answer.err === 0 && answer.timeoutMs <= 0)) {
       // A server that may resume sessions has found ours gone: the quorum expired it while we were read-only.
-      this.log("info", { sessionId: hex(this.sessionIdValue), host: probe.host }, "session expired");
+      this.log("info", { sessionId: hex64(this.sessionIdValue), host: probe.host }, "session expired");
       this.endProbe(probe);
       if (this.conn !== null) this.expire(this.conn);
       return;
     }
     if (answer.err !== 0 || answer.readOnly || (probe.askedSessionId !== 0n && answer.sessionId !== probe.askedSessionId)) {
-      this.probeFailed(probe, `answered err ${answer.err}, read-only ${answer.readOnly}, session ${hex(answer.sessionId)}`);
+      this.probeFailed(probe, `answered err ${answer.err}, read-only ${answer.readOnly}, session ${hex64(answer.sessionId)}`);
       return;
     }
     this.moveTo(probe, answer);
@@ -638,8 +639,3 @@ export class SessionMachine<T> implements SessionInputs {
 }
 
 const EMPTY_BYTES = new Uint8Array(0);
-
-/** Session ids are shown in hex, as ZooKeeper logs them. */
-function hex(id: bigint): string {
-  return "0x" + BigInt.asUintN(64, id).toString(16);
-}

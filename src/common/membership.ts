@@ -3,14 +3,21 @@
  * /zookeeper/config holds, zkCli's `config` prints and the `conf` four-letter word ends with.
  */
 
+import { hexDigits64 } from "./hex.js";
 import { ZkError } from "./errors.js";
+
+/**
+ * Whether a member votes (a participant) or only learns (an observer): ZooKeeper's LearnerType,
+ * one name for it everywhere in corral.
+ */
+export type MemberRole = "participant" | "observer";
 
 export interface MemberAddress {
   serverId: number;
   host: string;
   quorumPort: number;
   electionPort: number;
-  type: "participant" | "observer";
+  role: MemberRole;
   /** The ZooKeeper-protocol client address ("server.N=...;host:port"), when the member has one. */
   clientHost?: string;
   clientPort?: number;
@@ -29,11 +36,11 @@ export const MEMBERSHIP_TEXT_BYTES_MAX = 64 * 1024;
 export function formatMembership(members: readonly MemberAddress[], version: bigint): string {
   let text = "";
   for (const member of [...members].sort((a, b) => a.serverId - b.serverId)) {
-    text += `server.${member.serverId}=${bracketed(member.host)}:${member.quorumPort}:${member.electionPort}:${member.type}`;
+    text += `server.${member.serverId}=${bracketed(member.host)}:${member.quorumPort}:${member.electionPort}:${member.role}`;
     if (member.clientHost !== undefined && member.clientPort !== undefined) text += `;${bracketed(member.clientHost)}:${member.clientPort}`;
     text += "\n";
   }
-  return `${text}version=${BigInt.asUintN(64, version).toString(16)}`;
+  return `${text}version=${hexDigits64(version)}`;
 }
 
 /** An IPv6 address in brackets, as Java's formatInetAddr writes one before a port. */
@@ -59,7 +66,13 @@ export function parseMember(key: string, value: string, clientRequired = false):
   const [quorumText, electionText, roleText] = fields.ports;
   const type = roleText === undefined || roleText === "participant" ? "participant" : roleText === "observer" ? "observer" : undefined;
   if (type === undefined) throw badMember(`server.${serverId}: unknown role "${roleText}"`);
-  const member: MemberAddress = { serverId, host: fields.host, quorumPort: port(quorumText!, serverId), electionPort: port(electionText!, serverId), type };
+  const member: MemberAddress = {
+    serverId,
+    host: fields.host,
+    quorumPort: port(quorumText!, serverId),
+    electionPort: port(electionText!, serverId),
+    role: type,
+  };
   if (clientPart === undefined || clientPart.trim() === "") {
     if (clientRequired) throw badMember(`server.${serverId}: no client port`);
     return member;

@@ -21,13 +21,14 @@
  * A learner that misbehaves (an out-of-protocol or malformed message) is dropped, never trusted
  * and never a reason to crash: only our own invariants are asserted.
  */
+import type { MemberRole } from "../common/membership.js";
 import { assert } from "../common/assert.js";
 import { isZxid } from "../store/zxid.js";
 import { zabLimits } from "./constants.js";
 import { nextZxidInEpoch, ZabCoreBase } from "./core-base.js";
 import type { ZabReady } from "./core-io.js";
 import { History } from "./history.js";
-import type { LearnerRole, LogRecord, QuorumMessage } from "./messages.js";
+import type { LogRecord, QuorumMessage } from "./messages.js";
 import { chunkRecords, lastLoggedZxidOf, type ZabOptions } from "./options.js";
 import { JointQuorum, type PendingConfig, type QuorumVerifier } from "./quorum.js";
 import { planLearnerSync, type HistoryIndex } from "./sync-plan.js";
@@ -42,7 +43,7 @@ export type LearnerStage = "connected" | "epochProposed" | "epochAcked" | "synci
 
 interface LearnerPeer {
   sid: number;
-  role: LearnerRole;
+  role: MemberRole;
   stage: LearnerStage;
   acceptedEpoch: number;
   /** The learner's last logged zxid, from learnerInfo / ackEpoch. */
@@ -153,7 +154,7 @@ export class Leader extends ZabCoreBase {
   }
 
   /** The learners and where each stands (for status pages and tests). */
-  learners(): { sid: number; role: LearnerRole; stage: LearnerStage; ackedZxid: number }[] {
+  learners(): { sid: number; role: MemberRole; stage: LearnerStage; ackedZxid: number }[] {
     return [...this.peers.values()].sort((a, b) => a.sid - b.sid).map((p) => ({ sid: p.sid, role: p.role, stage: p.stage, ackedZxid: p.ackedZxid }));
   }
 

@@ -18,16 +18,17 @@
  * txns (a TRUNC never reaches below it). A leader message out of protocol makes us step down (back
  * to election), never crash.
  */
+import type { MemberRole } from "../common/membership.js";
 import { assert } from "../common/assert.js";
 import { isZxid } from "../store/zxid.js";
 import { zabLimits } from "./constants.js";
 import { nextZxidInEpoch, ZabCoreBase } from "./core-base.js";
 import type { ZabReady } from "./core-io.js";
-import type { LearnerRole, LogRecord, QuorumMessage, SessionTouch } from "./messages.js";
+import type { LogRecord, QuorumMessage, SessionTouch } from "./messages.js";
 import { lastLoggedZxidOf, type ZabOptions } from "./options.js";
 
 export interface LearnerOptions extends ZabOptions {
-  role: LearnerRole;
+  role: MemberRole;
   /** The leader the election chose; the host's stream to it carries every message. */
   leaderId: number;
 }
@@ -37,7 +38,7 @@ type SyncMode = "DIFF" | "TRUNC" | "SNAP";
 export class Learner extends ZabCoreBase {
   readonly kind: "follower" | "observer";
   readonly leaderId: number;
-  readonly role: LearnerRole;
+  readonly role: MemberRole;
 
   /** The epoch of the leader we follow, once its leaderInfo is accepted. */
   private leaderEpoch: number | undefined;

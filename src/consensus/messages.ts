@@ -4,18 +4,18 @@
  * writes are opaque encoded requests — the core never looks inside either.
  */
 
+import type { MemberRole } from "../common/membership.js";
+
 /** A logged txn: its zxid and its encoded bytes. */
 export interface LogRecord {
   zxid: number;
   record: Uint8Array;
 }
 
-export type LearnerRole = "participant" | "observer";
-
 export type QuorumMessage =
   // ---- discovery
   /** Learner → leader, first message (FOLLOWERINFO / OBSERVERINFO). */
-  | { type: "learnerInfo"; sid: number; role: LearnerRole; acceptedEpoch: number; lastZxid: number; protocolVersion: number }
+  | { type: "learnerInfo"; sid: number; role: MemberRole; acceptedEpoch: number; lastZxid: number; protocolVersion: number }
   /** Leader → learner: the epoch it proposes (max accepted epoch of a quorum + 1). */
   | { type: "leaderInfo"; newEpoch: number; protocolVersion: number }
   /** Learner → leader, after persisting acceptedEpoch = newEpoch. */

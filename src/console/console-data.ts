@@ -5,6 +5,7 @@
  * (pretty-printed when it parses as a JSON object or array), else as hex; the hex view is always
  * there, cut at `HEX_BYTES_MAX`. Data typed into the page arrives as text (sent as UTF-8) or hex.
  */
+import { hex64 } from "../common/hex.js";
 import { ZkError } from "../common/errors.js";
 import type { Stat } from "../client/types.js";
 
@@ -88,8 +89,4 @@ export function statJson(stat: Stat): Record<string, string | number> {
     dataLength: stat.dataLength,
     numChildren: stat.numChildren,
   };
-}
-
-export function hex64(value: bigint | number): string {
-  return `0x${BigInt.asUintN(64, BigInt(value)).toString(16)}`;
 }

@@ -26,7 +26,8 @@ import { generateDigest } from "../common/digest.js";
 import { ZkError } from "../common/errors.js";
 import { CREATE_MODES_BY_FLAG, type CreateMode } from "../common/znode.js";
 import type { AdminExtension, AdminExtensionContext } from "../server/admin/http-listeners.js";
-import { dataFromInput, hex64, pathFromInput, statJson, versionFromInput, viewOfData } from "./console-data.js";
+import { hex64 } from "../common/hex.js";
+import { dataFromInput, pathFromInput, statJson, versionFromInput, viewOfData } from "./console-data.js";
 
 export const CONSOLE_URL = "/console/";
 const API = "/console/api/";

@@ -39,10 +39,11 @@
  * - a voter answers an observer only while the observer is LOOKING, and a LOOKING observer answers
  *   nobody — both cut pointless answer loops.
  */
+import type { MemberRole } from "../common/membership.js";
 import { assert } from "../common/assert.js";
 import { isZxid } from "../store/zxid.js";
-import type { Notification, PeerRole, PeerState, Vote } from "./types.js";
-import { compareVotes, isPeerEpoch, isPeerState, isServerId, isWellFormedVote, NO_VOTE } from "./vote.js";
+import type { Notification, ServerState, Vote } from "./types.js";
+import { compareVotes, isPeerEpoch, isServerState, isServerId, isWellFormedVote, NO_VOTE } from "./vote.js";
 
 /**
  * The membership view the election needs. consensus/quorum.ts's QuorumVerifier satisfies it
@@ -66,7 +67,7 @@ export interface ElectionQuorum {
 
 export interface FastLeaderElectionOptions {
   myId: number;
-  role: PeerRole;
+  role: MemberRole;
   quorum: ElectionQuorum;
   /** How long a quorum for our proposal must stand before we decide (ZooKeeper's finalizeWait). */
   finalizeWaitMs?: number;
@@ -118,7 +119,7 @@ export interface ElectionSelf {
 interface TableEntry {
   vote: Vote;
   round: number;
-  state: PeerState;
+  state: ServerState;
 }
 
 interface LookingPhase {
@@ -143,7 +144,7 @@ export class FastLeaderElection {
   readonly finalizeWaitMs: number;
   readonly notificationTimeoutMs: number;
   readonly maxNotificationIntervalMs: number;
-  private roleNow: PeerRole;
+  private roleNow: MemberRole;
   private quorum: ElectionQuorum;
   /** Voters other than us, ascending: where our vote goes. */
   private peersToNotify: readonly number[];
@@ -178,7 +179,7 @@ export class FastLeaderElection {
     this.useView(role, quorum);
   }
 
-  get role(): PeerRole {
+  get role(): MemberRole {
     return this.roleNow;
   }
 
@@ -187,11 +188,11 @@ export class FastLeaderElection {
    * joint view). The host calls `startLooking` right after: votes counted under the old view are
    * dropped with the round.
    */
-  reconfigure(role: PeerRole, quorum: ElectionQuorum): void {
+  reconfigure(role: MemberRole, quorum: ElectionQuorum): void {
     this.useView(role, quorum);
   }
 
-  private useView(role: PeerRole, quorum: ElectionQuorum): void {
+  private useView(role: MemberRole, quorum: ElectionQuorum): void {
     const myId = this.myId;
     for (const id of [...quorum.voters, ...quorum.observers]) assert(isServerId(id), `member id must be a positive safe integer: ${id}`);
     if (role === "participant") assert(quorum.isVoter(myId), `participant ${myId} is not a voter`);
@@ -203,7 +204,7 @@ export class FastLeaderElection {
   }
 
   /** ZooKeeper's ServerState; "looking" also before the first startLooking. */
-  get state(): PeerState {
+  get state(): ServerState {
     return this.phase.kind === "settled" ? this.phase.decision.state : "looking";
   }
 
@@ -232,7 +233,7 @@ export class FastLeaderElection {
    * The votes of the current round that this server holds (its own included), by sender; empty when
    * not looking. For logs and tests.
    */
-  votesReceived(): { from: number; vote: Vote; round: number; state: PeerState }[] {
+  votesReceived(): { from: number; vote: Vote; round: number; state: ServerState }[] {
     if (this.phase.kind !== "looking") return [];
     return [...this.phase.received].map(([from, e]) => ({ from, vote: { ...e.vote }, round: e.round, state: e.state })).sort((a, b) => a.from - b.from);
   }
@@ -543,7 +544,7 @@ function isWellFormedNotification(n: unknown): n is Notification {
   const x = n as Record<string, unknown>;
   return (
     isServerId(x.from) &&
-    isPeerState(x.state) &&
+    isServerState(x.state) &&
     typeof x.round === "number" &&
     Number.isSafeInteger(x.round) &&
     x.round >= 0 &&

@@ -5,10 +5,7 @@
  */
 
 /** A server's own view of where it stands (ZooKeeper's ServerState). */
-export type PeerState = "looking" | "following" | "leading" | "observing";
-
-/** Whether a server votes (participant) or only learns (observer). */
-export type PeerRole = "participant" | "observer";
+export type ServerState = "looking" | "following" | "leading" | "observing";
 
 /** A proposed leader, ordered by (peerEpoch, zxid, leader) — the higher wins. */
 export interface Vote {
@@ -25,7 +22,7 @@ export interface Notification {
   /** Sender's server id. */
   from: number;
   /** Sender's state: a following/leading sender tells a looking one who already leads. */
-  state: PeerState;
+  state: ServerState;
   vote: Vote;
   /** The sender's logical clock (ZooKeeper's electionEpoch): the election round it votes in. */
   round: number;

@@ -4,7 +4,7 @@
  * (ZooKeeper's totalOrderPredicate).
  */
 import { isZxid, ZXID_EPOCH_LIMIT } from "../store/zxid.js";
-import type { PeerState, Vote } from "./types.js";
+import type { ServerState, Vote } from "./types.js";
 
 /**
  * What an observer proposes: nobody. Observers ask for the leader but never vote (ZooKeeper gives
@@ -46,8 +46,8 @@ export function isWellFormedVote(vote: unknown): vote is Vote {
   return isServerId(v.leader) && isZxid(v.zxid) && isPeerEpoch(v.peerEpoch);
 }
 
-const PEER_STATES: ReadonlySet<unknown> = new Set<PeerState>(["looking", "following", "leading", "observing"]);
+const PEER_STATES: ReadonlySet<unknown> = new Set<ServerState>(["looking", "following", "leading", "observing"]);
 
-export function isPeerState(value: unknown): value is PeerState {
+export function isServerState(value: unknown): value is ServerState {
   return PEER_STATES.has(value);
 }

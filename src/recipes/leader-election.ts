@@ -3,6 +3,7 @@
  * sequential-ephemeral node under the election path; the lowest sequence number leads; every other
  * candidate watches only its predecessor, so a resignation or a death wakes exactly one candidate.
  */
+import { hex64 } from "../common/hex.js";
 import { EventEmitter } from "node:events";
 import type { Client } from "../client/client.js";
 import { ZkError } from "../common/errors.js";
@@ -124,7 +125,7 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
       reconnected: () => void this.checks.request(),
       ended: (reason) => this.lose(reason),
     });
-    this.id = options.id ?? `session-0x${BigInt.asUintN(64, client.sessionId).toString(16)}`;
+    this.id = options.id ?? `session-${hex64(client.sessionId)}`;
   }
 
   /** Where this candidate stands (see `LeaderElectionStatus`). */

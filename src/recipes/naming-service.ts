@@ -2,6 +2,7 @@
  * NamingService: cluster-unique increasing ids drawn from sequential znodes, and a registry that
  * binds names to addresses.
  */
+import { hex64 } from "../common/hex.js";
 import type { Client } from "../client/client.js";
 import type { Stat } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
@@ -117,8 +118,7 @@ export async function bindNode(client: Client, path: string, data: Uint8Array | 
     if (existing === null) continue;
     const ours = mode === "ephemeral" ? existing.ephemeralOwner === client.sessionId : existing.ephemeralOwner === 0n;
     if (!ours) {
-      const owner =
-        existing.ephemeralOwner === 0n ? "a persistent node" : `an ephemeral of session 0x${BigInt.asUintN(64, existing.ephemeralOwner).toString(16)}`;
+      const owner = existing.ephemeralOwner === 0n ? "a persistent node" : `an ephemeral of session ${hex64(existing.ephemeralOwner)}`;
       throw new ZkError("NODEEXISTS", `${path} is already ${owner}`, path);
     }
     try {

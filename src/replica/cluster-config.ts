@@ -5,7 +5,15 @@
  * host supplies what it knows (the synced learners, whether one is in flight).
  */
 import { ZkError } from "../common/errors.js";
-import { checkDistinct, formatMembership, MEMBERSHIP_TEXT_BYTES_MAX, parseMember, parseMembership, type MemberAddress } from "../common/membership.js";
+import {
+  checkDistinct,
+  formatMembership,
+  MEMBERSHIP_TEXT_BYTES_MAX,
+  parseMember,
+  parseMembership,
+  type MemberAddress,
+  type MemberRole,
+} from "../common/membership.js";
 import { QuorumVerifier } from "../consensus/quorum.js";
 import { decodeTxn } from "../store/txn-codec.js";
 import type { DataTree } from "../store/data-tree.js";
@@ -18,20 +26,18 @@ export interface ClusterConfig {
   members: readonly MemberAddress[];
 }
 
-export type MemberRole = "participant" | "observer";
-
 const UTF8 = new TextEncoder();
 const TEXT = new TextDecoder();
 
 export function quorumOf(config: ClusterConfig): QuorumVerifier {
   return new QuorumVerifier(
-    config.members.filter((m) => m.type === "participant").map((m) => m.serverId),
-    config.members.filter((m) => m.type === "observer").map((m) => m.serverId),
+    config.members.filter((m) => m.role === "participant").map((m) => m.serverId),
+    config.members.filter((m) => m.role === "observer").map((m) => m.serverId),
   );
 }
 
 export function roleOf(config: ClusterConfig, serverId: number): MemberRole | undefined {
-  return config.members.find((m) => m.serverId === serverId)?.type;
+  return config.members.find((m) => m.serverId === serverId)?.role;
 }
 
 /** /zookeeper/config's text for `config` (ZooKeeper's QuorumVerifier.toString). */
@@ -113,7 +119,7 @@ export function planReconfig(request: ReconfigRequestFields, context: ReconfigCo
     checkDistinct(members);
   }
   const config: ClusterConfig = { version: zxid, members };
-  if (members.filter((m) => m.type === "participant").length < 2) {
+  if (members.filter((m) => m.role === "participant").length < 2) {
     throw new ZkError("BADARGUMENTS", "Reconfig failed - new configuration must include at least 2 followers");
   }
   // Every election notification carries the configuration: one too long for them would stop every server's elections.
@@ -133,7 +139,7 @@ export function membersReply(config: ClusterConfig, addressOf?: (serverId: numbe
     .sort((a, b) => a.serverId - b.serverId)
     .map((member): MemberReply => {
       const clientAddress = addressOf?.(member.serverId);
-      return { serverId: member.serverId, role: member.type, ...(clientAddress === undefined ? {} : { clientAddress }) };
+      return { serverId: member.serverId, role: member.role, ...(clientAddress === undefined ? {} : { clientAddress }) };
     });
   return { version: config.version, members };
 }

@@ -32,8 +32,6 @@ export type PeerRole = Looking | Leading | Learning;
 /** A role with a term: leading, following or observing. */
 export type InTerm = Leading | Learning;
 
-export type PeerRoleState = PeerRole["state"];
-
 export const LOOKING: Looking = Object.freeze({ state: "looking" });
 
 /** The role an election's decision gives this server. */

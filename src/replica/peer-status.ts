@@ -9,7 +9,8 @@ import type { ZabPhase } from "../consensus/core-io.js";
 import { epochOf } from "../store/zxid.js";
 import type { ClusterConfig } from "./cluster-config.js";
 import type { ProposalSizes } from "./leader-admission.js";
-import type { PeerRole, PeerRoleState } from "./peer-role.js";
+import type { ServerState } from "../election/types.js";
+import type { PeerRole } from "./peer-role.js";
 import type { Clock } from "./ports.js";
 import type { ReadOnlyMode } from "./read-only-mode.js";
 import { configsInPlay, electionView, pendingReconfig, type ReconfigMembership } from "./reconfig-membership.js";
@@ -78,7 +79,7 @@ export class PeerStatus {
     private readonly clock: Clock,
   ) {}
 
-  get role(): PeerRoleState {
+  get role(): ServerState {
     return this.peer.role.state;
   }
 

@@ -11,7 +11,9 @@
  * (leader-admission.ts), reconfiguration membership (reconfig-membership.ts), read-only mode
  * (read-only-mode.ts); what it tells of itself is read through peer-status.ts.
  */
+import { hex64 } from "../common/hex.js";
 import { assert } from "../common/assert.js";
+import type { MemberRole } from "../common/membership.js";
 import type { PersistAction, ZabInput, ZabReady } from "../consensus/core-io.js";
 import type { QuorumMessage } from "../consensus/messages.js";
 import type { JointQuorum } from "../consensus/quorum.js";
@@ -22,7 +24,7 @@ import { decodeTxn } from "../store/txn-codec.js";
 import type { Id } from "../store/types.js";
 import { formatZxid as hex } from "../store/zxid.js";
 import type { RevalidationOutcome, WriteBroadcast } from "./broadcast.js";
-import { configOfTree, configOfTxnData, type MemberRole } from "./cluster-config.js";
+import { configOfTree, configOfTxnData } from "./cluster-config.js";
 import type { AdmittedRequest, LeaderAdmissionFactory } from "./leader-admission.js";
 import { beginTerm, LOOKING, termStateOf, type InTerm, type Learning, type PeerRole } from "./peer-role.js";
 import { ElectionHistory, type StatusSource } from "./peer-status.js";
@@ -250,7 +252,7 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
       role = this.role;
       if (role.state === "leading" && role.zab.serving) {
         for (const sessionId of tracker.collectExpired()) {
-          logger.info({ session: "0x" + BigInt.asUintN(64, sessionId).toString(16) }, "session expired");
+          logger.info({ session: hex64(sessionId) }, "session expired");
           if (sessions.expire(sessionId)) this.expireSession(sessionId);
         }
         // An expiry proposal may have ended the term: look again.

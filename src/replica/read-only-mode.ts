@@ -5,8 +5,9 @@
  * its timeout (ZooKeeper's read-only server runs its own tracker too). The peer ends the sessions
  * this mode gives up: it decides, the peer carries out.
  */
+import { hex64 } from "../common/hex.js";
 import { quorumOf, roleOf, type ClusterConfig } from "./cluster-config.js";
-import type { PeerRoleState } from "./peer-role.js";
+import type { ServerState } from "../election/types.js";
 import type { Clock, LogSink } from "./ports.js";
 import { SessionTracker } from "./session-tracker.js";
 
@@ -33,7 +34,7 @@ export interface Outage {
   config: ClusterConfig;
   /** Since it last served (or started): a term that failed in discovery and the election after it are one outage. */
   outOfServiceMs: number;
-  role: PeerRoleState;
+  role: ServerState;
 }
 
 export class ReadOnlyMode {
@@ -70,7 +71,7 @@ export class ReadOnlyMode {
       return [];
     }
     const expired = this.sessions.collectExpired();
-    for (const sessionId of expired) logger.info({ session: "0x" + BigInt.asUintN(64, sessionId).toString(16) }, "read-only session expired");
+    for (const sessionId of expired) logger.info({ session: hex64(sessionId) }, "read-only session expired");
     return expired;
   }
 

@@ -10,12 +10,12 @@
  * out what the decisions say (log lines, the transport's member list).
  */
 import { ZkError } from "../common/errors.js";
-import { parseMembership, type MemberAddress } from "../common/membership.js";
+import { parseMembership, type MemberAddress, type MemberRole } from "../common/membership.js";
 import type { LogRecord } from "../consensus/messages.js";
 import { JointQuorum, QuorumVerifier, type PendingConfig } from "../consensus/quorum.js";
 import type { Notification } from "../election/types.js";
 import { formatZxid as hex } from "../store/zxid.js";
-import { configText, quorumOf, reconfigsIn, roleOf, type ClusterConfig, type MemberRole } from "./cluster-config.js";
+import { configText, quorumOf, reconfigsIn, roleOf, type ClusterConfig } from "./cluster-config.js";
 import type { LogSink, PeerPort } from "./ports.js";
 
 /**
@@ -126,7 +126,7 @@ export function transportMembers(state: MembershipState): MemberAddress[] {
     for (const member of config.members) {
       if (member.serverId === state.serverId) continue;
       const known = members.get(member.serverId);
-      if (known === undefined || (known.type === "observer" && member.type === "participant")) members.set(member.serverId, member);
+      if (known === undefined || (known.role === "observer" && member.role === "participant")) members.set(member.serverId, member);
     }
   }
   return [...members.values()];
@@ -249,7 +249,7 @@ export class ReconfigMembership {
     for (const version of this.heard.keys()) if (version <= config.version) this.heard.delete(version);
     this.changed = true;
     this.updateTransport();
-    const members = config.members.map((m) => `${m.serverId}:${m.type}`).join(",");
+    const members = config.members.map((m) => `${m.serverId}:${m.role}`).join(",");
     this.deps.logger.info({ version: hex(config.version), members }, "configuration in force");
   }
 
@@ -342,7 +342,7 @@ export class ReconfigMembership {
  */
 export function staticConfig(membershipText: string, servers: readonly { id: number; role: MemberRole }[]): ClusterConfig {
   if (membershipText === "") {
-    return { version: 0, members: servers.map((s) => ({ serverId: s.id, host: "", quorumPort: 0, electionPort: 0, type: s.role })) };
+    return { version: 0, members: servers.map((s) => ({ serverId: s.id, host: "", quorumPort: 0, electionPort: 0, role: s.role })) };
   }
   const { members, version } = parseMembership(membershipText);
   return { version: Number(version ?? 0n), members };

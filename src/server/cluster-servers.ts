@@ -6,10 +6,8 @@
  * tools and clients derive from it (connect strings, the voters, the dynamic configuration's
  * members) is here too.
  */
-import type { MemberAddress } from "../common/membership.js";
+import type { MemberAddress, MemberRole } from "../common/membership.js";
 import { coerceInt, ConfigError } from "./config-error.js";
-
-export type ServerRole = "participant" | "observer";
 
 /** One member of the cluster, as every server's config lists it (ZooKeeper's `server.N=` line). */
 export interface ServerEntry {
@@ -23,7 +21,7 @@ export interface ServerEntry {
   /** Leader election traffic (ZooKeeper's 3888). */
   electionPort: number;
   /** Participants vote and can lead; observers only learn. */
-  role: ServerRole;
+  role: MemberRole;
   /** The port speaking ZooKeeper's own client protocol (jute); absent = none. */
   zkClientPort?: number;
   /**
@@ -37,7 +35,7 @@ export interface ServerEntry {
   secureZkClientPort?: number;
 }
 
-const ROLES: ReadonlySet<string> = new Set<ServerRole>(["participant", "observer"]);
+const ROLES: ReadonlySet<string> = new Set<MemberRole>(["participant", "observer"]);
 const ENTRY_FIELDS = [
   "id",
   "host",
@@ -74,7 +72,7 @@ export function serverEntryFromObject(raw: unknown, index: number): ServerEntry 
     clientPort: coerceInt(`${at}.clientPort`, record["clientPort"]),
     quorumPort: coerceInt(`${at}.quorumPort`, record["quorumPort"]),
     electionPort: coerceInt(`${at}.electionPort`, record["electionPort"]),
-    role: role as ServerRole,
+    role: role as MemberRole,
     ...Object.fromEntries(ENTRY_OPTIONAL_PORTS.filter((port) => record[port] !== undefined).map((port) => [port, coerceInt(`${at}.${port}`, record[port])])),
   };
 }
@@ -120,7 +118,7 @@ export function parseServers(text: string): ServerEntry[] {
       clientPort: coerceInt(`${at}.clientPort`, client),
       quorumPort: coerceInt(`${at}.quorumPort`, quorum),
       electionPort: coerceInt(`${at}.electionPort`, election),
-      role: (role ?? "participant") as ServerRole,
+      role: (role ?? "participant") as MemberRole,
       ...(zkClient === undefined || (zkClient === "" && secureZkClient !== undefined) ? {} : { zkClientPort: coerceInt(`${at}.zkClientPort`, zkClient) }),
       ...(secureZkClient === undefined ? {} : { secureZkClientPort: coerceInt(`${at}.secureZkClientPort`, secureZkClient) }),
     });
@@ -151,7 +149,7 @@ export function memberAddresses(servers: readonly ServerEntry[]): MemberAddress[
     host: s.host,
     quorumPort: s.quorumPort,
     electionPort: s.electionPort,
-    type: s.role,
+    role: s.role,
     ...(s.zkClientPort === undefined ? {} : { clientHost: s.host, clientPort: s.zkClientPort }),
   }));
 }

@@ -1,8 +1,9 @@
 /** What the PeerTransport tests share: the events a node's handlers record, and member tables on free ports. */
+import type { MemberRole } from "../../src/common/membership.js";
 import { createServer } from "node:net";
 import * as grpc from "@grpc/grpc-js";
 import type { QuorumMessage } from "../../src/consensus/messages.js";
-import type { Notification, PeerRole } from "../../src/election/types.js";
+import type { Notification } from "../../src/election/types.js";
 import { pino } from "pino";
 import type { PeerLimits } from "../../src/server/peer/peer-limits.js";
 import { PeerTransport, type PeerMember, type PeerTransportHandlers, type PeerTransportSecurity } from "../../src/server/peer/peer-transport.js";
@@ -43,7 +44,7 @@ function portIsFree(port: number): Promise<boolean> {
 }
 
 /** Members 1..n with these roles on 127.0.0.1, each on two free ports. */
-export async function membersOf(roles: PeerRole[]): Promise<PeerMember[]> {
+export async function membersOf(roles: MemberRole[]): Promise<PeerMember[]> {
   const ports = await distinctFreePorts(roles.length * 2);
   return roles.map((role, i) => ({ id: i + 1, host: "127.0.0.1", quorumPort: ports[2 * i]!, electionPort: ports[2 * i + 1]!, role }));
 }

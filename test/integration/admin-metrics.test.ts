@@ -4,6 +4,7 @@
  * writes; every admin command that has a four-letter word checked against that word's figures on
  * the same server; /healthz and /readyz, and /readyz following a member's quorum away and back.
  */
+import { hex64 } from "../../src/common/hex.js";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -83,7 +84,6 @@ function health(args: string[], env: Record<string, string> = {}): { status: num
   return { status: run.status, out: run.stdout + run.stderr };
 }
 
-const sessionHex = (id: bigint) => `0x${BigInt.asUintN(64, id).toString(16)}`;
 const nzkSessionId = (nzk: Nzk) => nzk.sessionId.readBigUInt64BE(0);
 
 // ---- a standalone server ---------------------------------------------------------------------
@@ -235,7 +235,7 @@ describe("a standalone server's metrics and admin ports", () => {
     for (const [i, line] of consLines.entries()) {
       const info = connections.find((c) => c["remote_socket_address"] === line.address)!;
       assert.ok(info, `cons lists ${line.address}`);
-      assert.equal(sessionHex(sessionIds[connections.indexOf(info)]!), line.fields.get("sid"), `connection ${i}'s session`);
+      assert.equal(hex64(sessionIds[connections.indexOf(info)]!), line.fields.get("sid"), `connection ${i}'s session`);
       for (const [field, key] of [
         ["recved", "packets_received"],
         ["sent", "packets_sent"],

@@ -41,7 +41,7 @@ function roles(text: string): { voters: number[]; observers: number[] } {
   const members = parseMembership(text).members;
   const ids = (type: string) =>
     members
-      .filter((m) => m.type === type)
+      .filter((m) => m.role === type)
       .map((m) => m.serverId)
       .sort((a, b) => a - b);
   return { voters: ids("participant"), observers: ids("observer") };

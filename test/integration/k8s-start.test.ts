@@ -142,7 +142,7 @@ async function configAt(ordinal: number): Promise<{ voters: number[]; version: b
   await client.sync("/");
   const config = await client.getConfig();
   const voters = parseMembership(config.text)
-    .members.filter((m) => m.type === "participant")
+    .members.filter((m) => m.role === "participant")
     .map((m) => m.serverId)
     .sort((a, b) => a - b);
   return { voters, version: config.version };

@@ -2,12 +2,13 @@
  * PeerTransport over real gRPC on 127.0.0.1: several instances in one process, each with its own
  * ports, connections and handlers. No timing assertions; every wait is bounded.
  */
+import type { MemberRole } from "../../src/common/membership.js";
 import assert from "node:assert/strict";
 import { after, test } from "node:test";
 import * as grpc from "@grpc/grpc-js";
 
 import type { QuorumMessage } from "../../src/consensus/messages.js";
-import type { Notification, PeerRole } from "../../src/election/types.js";
+import type { Notification } from "../../src/election/types.js";
 import { encodeQuorumBatch } from "../../src/server/peer/peer-codec.js";
 import type { PeerLimits } from "../../src/server/peer/peer-limits.js";
 import type { PeerMember } from "../../src/server/peer/peer-transport.js";
@@ -20,7 +21,7 @@ const WAIT_MS = 15_000;
 after(stopAllNodes);
 
 /** Starts every member; if another process took one of the ports meanwhile, starts over on fresh ones. */
-async function startCluster(roles: PeerRole[], limits?: Partial<PeerLimits>): Promise<{ members: PeerMember[]; nodes: Node[] }> {
+async function startCluster(roles: MemberRole[], limits?: Partial<PeerLimits>): Promise<{ members: PeerMember[]; nodes: Node[] }> {
   for (let attempt = 1; ; attempt++) {
     const members = await membersOf(roles);
     const started = await Promise.allSettled(members.map((m) => startNode(m.id, members, limits === undefined ? {} : { limits })));

@@ -12,7 +12,7 @@
 import { ZkErrorCode } from "../../src/common/errors.js";
 import type { QuorumMessage } from "../../src/consensus/messages.js";
 import type { QuorumVerifier } from "../../src/consensus/quorum.js";
-import { formatMembership, type MemberAddress } from "../../src/common/membership.js";
+import { formatMembership, type MemberAddress, type MemberRole } from "../../src/common/membership.js";
 import { configOfTxnData, quorumOf, type ClusterConfig } from "../../src/replica/cluster-config.js";
 import type { Clock, Entropy, LogSink, PeerPort } from "../../src/replica/ports.js";
 import { buildReplica, type Replica, type ReplicaConfig } from "../../src/replica/replica.js";
@@ -394,7 +394,7 @@ export class Simulation implements Scheduler, ClientWorld {
       {
         ...this.replicaConfig,
         serverId: server.id,
-        servers: server.view.map((m) => ({ id: m.serverId, role: m.type })),
+        servers: server.view.map((m) => ({ id: m.serverId, role: m.role })),
         membershipText: formatMembership(server.view, 0n),
       },
       {
@@ -1139,14 +1139,14 @@ const RECONFIG_REFUSALS_BEFORE_ACL = new Set<number>([
 ]);
 
 /** A simulated member's entry: its addresses are never dialled (the network routes by id), only written into configurations. */
-function simMember(id: number, type: "participant" | "observer"): MemberAddress {
-  return { serverId: id, host: "127.0.0.1", quorumPort: 20_000 + id, electionPort: 30_000 + id, type, clientHost: "127.0.0.1", clientPort: 40_000 + id };
+function simMember(id: number, role: MemberRole): MemberAddress {
+  return { serverId: id, host: "127.0.0.1", quorumPort: 20_000 + id, electionPort: 30_000 + id, role, clientHost: "127.0.0.1", clientPort: 40_000 + id };
 }
 
 /** A membership as the replica logs it when it comes into force ("id:role,…", ascending ids). */
 function membersText(members: readonly MemberAddress[]): string {
   return [...members]
     .sort((a, b) => a.serverId - b.serverId)
-    .map((m) => `${m.serverId}:${m.type}`)
+    .map((m) => `${m.serverId}:${m.role}`)
     .join(",");
 }

@@ -18,7 +18,7 @@ function reconfigure(sim: Simulation, change: { joining?: SimMember[]; leaving?:
     if (sim.latestConfig.version !== before) break;
   }
   const voters = sim.latestConfig.members
-    .filter((m) => m.type === "participant")
+    .filter((m) => m.role === "participant")
     .map((m) => m.serverId)
     .sort((a, b) => a - b);
   assert.deepEqual(voters, expectVoters, `the reconfiguration after ${before} came into force`);

@@ -63,7 +63,7 @@ test("a voter that never logged the reconfiguration promoting it votes in the el
     for (const s of up) {
       assert.ok(s.serving, `seed ${seed}: server ${s.id} serves`);
       const member = s.replica!.status.configInForce.members.find((m) => m.serverId === OBSERVER);
-      assert.equal(member?.type, "participant", `seed ${seed}: server ${s.id} has the promotion in force`);
+      assert.equal(member?.role, "participant", `seed ${seed}: server ${s.id} has the promotion in force`);
     }
   }
   assert.ok(scenarios >= 1, "some seed stranded the promotion (crash after both followers logged it, before it committed)");

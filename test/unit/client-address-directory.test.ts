@@ -14,6 +14,7 @@ import {
   SERVER_ID_MAX,
 } from "../../src/server/client-address-directory.js";
 import type { ServerEntry } from "../../src/server/cluster-servers.js";
+import type { MemberRole } from "../../src/common/membership.js";
 import { membersReply } from "../../src/replica/cluster-config.js";
 
 test("a client address is host:port or [ipv6]:port with a port in 1..65535", () => {
@@ -125,7 +126,7 @@ test("getMembers answers every member of the configuration in force in id order,
     { serverId: 2, address: "127.0.0.1:2182" },
     { serverId: 9, address: "127.0.0.1:2189" },
   ]);
-  const member = (serverId: number, type: "participant" | "observer") => ({ serverId, type, host: "h", quorumPort: 1, electionPort: 2 });
+  const member = (serverId: number, role: MemberRole) => ({ serverId, role, host: "h", quorumPort: 1, electionPort: 2 });
   const answer = membersReply({ version: 0x100000003, members: [member(4, "observer"), member(2, "participant"), member(1, "participant")] }, (id) =>
     directory.addressOf(id),
   );

@@ -2,11 +2,11 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ZkError } from "../../src/common/errors.js";
-import type { MemberAddress } from "../../src/common/membership.js";
+import type { MemberAddress, MemberRole } from "../../src/common/membership.js";
 import { configText, planReconfig, quorumOf, type ClusterConfig, type ReconfigContext, type ReconfigRequestFields } from "../../src/replica/cluster-config.js";
 
-function member(id: number, type: "participant" | "observer" = "participant"): MemberAddress {
-  return { serverId: id, host: "127.0.0.1", quorumPort: 2000 + id, electionPort: 3000 + id, type, clientHost: "127.0.0.1", clientPort: 4000 + id };
+function member(id: number, role: MemberRole = "participant"): MemberAddress {
+  return { serverId: id, host: "127.0.0.1", quorumPort: 2000 + id, electionPort: 3000 + id, role, clientHost: "127.0.0.1", clientPort: 4000 + id };
 }
 
 const CURRENT: ClusterConfig = { version: 0x100000005, members: [member(1), member(2), member(3)] };
@@ -28,7 +28,7 @@ test("incremental: leaving first, then joining (a joiner may change a member's r
   const planned = planReconfig({ ...NONE, joining: "server.4=127.0.0.1:2004:3004:observer;127.0.0.1:4004", leaving: "2" }, CONTEXT, ZXID);
   assert.equal(planned.version, ZXID);
   assert.deepEqual(
-    planned.members.map((m) => `${m.serverId}:${m.type}`),
+    planned.members.map((m) => `${m.serverId}:${m.role}`),
     ["1:participant", "3:participant", "4:observer"],
   );
   assert.equal(
@@ -52,7 +52,7 @@ test("non-incremental: the new member list, separated by commas or newlines", ()
     ZXID,
   );
   assert.deepEqual(
-    planned.members.map((m) => `${m.serverId}:${m.type}`),
+    planned.members.map((m) => `${m.serverId}:${m.role}`),
     ["1:participant", "5:participant", "6:observer"],
   );
 });

@@ -82,7 +82,7 @@ test("the member line a reconfig adds names the quorum, election and ZooKeeper c
     host: "127.0.0.1",
     quorumPort: 40710,
     electionPort: 41710,
-    type: "participant",
+    role: "participant",
     clientHost: "127.0.0.1",
     clientPort: 40103,
   });

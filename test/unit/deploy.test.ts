@@ -765,7 +765,7 @@ test("k8s: the header grows with the joiners' own entries and shrinks by the hig
       const self = loadConfig({ env: { ...baseEnv, ...pod.env } }).servers.at(-1)!;
       const line = lines.find((m) => m.serverId === self.id)!;
       assert.deepEqual(
-        [line.host, line.quorumPort, line.electionPort, line.type, line.clientHost, line.clientPort],
+        [line.host, line.quorumPort, line.electionPort, line.role, line.clientHost, line.clientPort],
         [self.host, self.quorumPort, self.electionPort, self.role, self.host, self.zkClientPort],
         `server ${self.id}'s line is its own entry, with its ZooKeeper port`,
       );

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { JointQuorum, QuorumVerifier } from "../../src/consensus/quorum.js";
 import { FastLeaderElection, type ElectionOutput, type FastLeaderElectionOptions } from "../../src/election/fast-leader-election.js";
-import type { Notification, PeerState, Vote } from "../../src/election/types.js";
+import type { Notification, ServerState, Vote } from "../../src/election/types.js";
 import { NO_VOTE } from "../../src/election/vote.js";
 import { makeZxid } from "../../src/store/zxid.js";
 import { formatNotification, formatVote } from "./election-network.js";
@@ -24,7 +24,7 @@ function machine(myId: number, q = quorum(3, [4]), options: Partial<FastLeaderEl
 }
 
 const vote = (leader: number, epoch: number, counter: number): Vote => ({ leader, peerEpoch: epoch, zxid: makeZxid(epoch, counter) });
-const note = (from: number, state: PeerState, round: number, v: Vote): Notification => ({ from, state, round, vote: v });
+const note = (from: number, state: ServerState, round: number, v: Vote): Notification => ({ from, state, round, vote: v });
 /** Every server's own log position in these tests: epoch 1, counter 5 — ids break the ties. */
 const SELF = { lastZxid: makeZxid(1, 5), currentEpoch: 1 };
 

@@ -7,6 +7,7 @@
  * A crashed server is detached from the network. Every step can be written to a trace, which the
  * scenario tests compare against golden text.
  */
+import type { MemberRole } from "../../src/common/membership.js";
 import { QuorumVerifier } from "../../src/consensus/quorum.js";
 import {
   FastLeaderElection,
@@ -15,7 +16,7 @@ import {
   type ElectionSelf,
   type FastLeaderElectionOptions,
 } from "../../src/election/fast-leader-election.js";
-import type { Notification, PeerRole, Vote } from "../../src/election/types.js";
+import type { Notification, Vote } from "../../src/election/types.js";
 import { compareVotes, isNoVote } from "../../src/election/vote.js";
 import type { PeerPort } from "../../src/replica/ports.js";
 import { counterOf, epochOf, makeZxid } from "../../src/store/zxid.js";
@@ -92,7 +93,7 @@ export class ElectionNetwork {
     const faults = { netDelayMsMax: options.maxDelayMs ?? 20, electionLoss: 0, electionDuplicate: options.duplicateRate ?? 0, streamBreak: 0 };
     const ids = [...options.voters.map((v) => v.id), ...observers];
     this.network = new SimNetwork(this.scheduler, new Prng(options.seed ?? 1), faults, (line) => this.log(line), ids);
-    const make = (myId: number, role: PeerRole) => new FastLeaderElection({ myId, role, quorum: this.quorum, ...options.election });
+    const make = (myId: number, role: MemberRole) => new FastLeaderElection({ myId, role, quorum: this.quorum, ...options.election });
     for (const v of options.voters) {
       this.nodes.set(v.id, make(v.id, "participant"));
       this.selves.set(v.id, { lastZxid: makeZxid(v.epoch, v.counter), currentEpoch: v.epoch });

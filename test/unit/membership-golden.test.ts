@@ -19,9 +19,9 @@
  */
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
-import type { MemberAddress } from "../../src/common/membership.js";
+import type { MemberAddress, MemberRole } from "../../src/common/membership.js";
 import type { LogRecord } from "../../src/consensus/messages.js";
-import { configText, reconfigTxnData, type ClusterConfig, type MemberRole } from "../../src/replica/cluster-config.js";
+import { configText, reconfigTxnData, type ClusterConfig } from "../../src/replica/cluster-config.js";
 import {
   configsInPlay,
   electionView,
@@ -61,7 +61,7 @@ function config(at: number, members: string | undefined): ClusterConfig {
   const ids = (list: string, type: MemberRole): MemberAddress[] =>
     list === ""
       ? []
-      : list.split(",").map((id) => ({ serverId: Number(id), host: "127.0.0.1", quorumPort: 2000 + Number(id), electionPort: 3000 + Number(id), type }));
+      : list.split(",").map((id) => ({ serverId: Number(id), host: "127.0.0.1", quorumPort: 2000 + Number(id), electionPort: 3000 + Number(id), role: type }));
   return { version: at, members: [...ids(voters, "participant"), ...ids(observers, "observer")] };
 }
 
@@ -70,7 +70,7 @@ const v = (at: number) => (at === 0 ? "0" : Number.isSafeInteger(at) ? `${Math.f
 function describe(c: ClusterConfig): string {
   const of = (type: MemberRole) =>
     c.members
-      .filter((m) => m.type === type)
+      .filter((m) => m.role === type)
       .map((m) => m.serverId)
       .join(",");
   return `${v(c.version)} ${of("participant")}/${of("observer")}`;
@@ -161,7 +161,7 @@ class MembershipScript {
       `election view: ${describeView(electionView(s))}`,
       ...(outsideEveryConfig(s) ? [`outside every configuration: looks as ${describeView(outsiderView(s))}`] : []),
       `transport dials: ${transportMembers(s)
-        .map((m) => `${m.serverId}${m.type === "participant" ? "p" : "o"}`)
+        .map((m) => `${m.serverId}${m.role === "participant" ? "p" : "o"}`)
         .join(" ")}`,
       `notifications carry: config ${views.config === undefined ? "none" : v(views.config.version)}, pending ${views.pending === undefined ? "none" : v(views.pending.version)}`,
     ].join("\n");

@@ -7,9 +7,9 @@ import { formatMembership, parseMember, parseMembership } from "../../src/common
 test("one line per member in id order, the client part only when known, then the version in hex", () => {
   const text = formatMembership(
     [
-      { serverId: 3, host: "10.0.0.3", quorumPort: 2888, electionPort: 3888, type: "observer" },
-      { serverId: 1, host: "::1", quorumPort: 2889, electionPort: 3889, type: "participant", clientHost: "fe80::1", clientPort: 2181 },
-      { serverId: 2, host: "zk2.example", quorumPort: 2890, electionPort: 3890, type: "participant", clientHost: "0.0.0.0", clientPort: 2182 },
+      { serverId: 3, host: "10.0.0.3", quorumPort: 2888, electionPort: 3888, role: "observer" },
+      { serverId: 1, host: "::1", quorumPort: 2889, electionPort: 3889, role: "participant", clientHost: "fe80::1", clientPort: 2181 },
+      { serverId: 2, host: "zk2.example", quorumPort: 2890, electionPort: 3890, role: "participant", clientHost: "0.0.0.0", clientPort: 2182 },
     ],
     0x100000003n,
   );
@@ -31,9 +31,9 @@ test("a static configuration is version 0; a negative version prints as Java's u
 
 test("parseMembership reads back what formatMembership writes (IPv6 in brackets, roles, client parts, version)", () => {
   const members = [
-    { serverId: 1, host: "::1", quorumPort: 2889, electionPort: 3889, type: "participant" as const, clientHost: "fe80::1", clientPort: 2181 },
-    { serverId: 2, host: "zk2.example", quorumPort: 2890, electionPort: 3890, type: "participant" as const, clientHost: "0.0.0.0", clientPort: 2182 },
-    { serverId: 3, host: "10.0.0.3", quorumPort: 2888, electionPort: 3888, type: "observer" as const },
+    { serverId: 1, host: "::1", quorumPort: 2889, electionPort: 3889, role: "participant" as const, clientHost: "fe80::1", clientPort: 2181 },
+    { serverId: 2, host: "zk2.example", quorumPort: 2890, electionPort: 3890, role: "participant" as const, clientHost: "0.0.0.0", clientPort: 2182 },
+    { serverId: 3, host: "10.0.0.3", quorumPort: 2888, electionPort: 3888, role: "observer" as const },
   ];
   assert.deepEqual(parseMembership(formatMembership(members, 0x100000003n)), { members, version: 0x100000003n });
 });
@@ -44,11 +44,11 @@ test("parseMember takes ZooKeeper's forms: no role is a participant, a bare clie
     host: "127.0.0.1",
     quorumPort: 2888,
     electionPort: 3888,
-    type: "participant",
+    role: "participant",
     clientHost: "0.0.0.0",
     clientPort: 2181,
   });
-  assert.equal(parseMember("server.8", "h:1:2:observer").type, "observer");
+  assert.equal(parseMember("server.8", "h:1:2:observer").role, "observer");
   assert.equal(parseMember("server.8", "h:1:2").clientPort, undefined);
 });
 

@@ -9,7 +9,7 @@ import * as fc from "fast-check";
 
 import { AssertionError } from "../../src/common/assert.js";
 import type { LogRecord, QuorumMessage, SessionTouch } from "../../src/consensus/messages.js";
-import type { Notification, PeerState } from "../../src/election/types.js";
+import type { Notification, ServerState } from "../../src/election/types.js";
 import {
   decodeNotificationBatch,
   decodeQuorumBatch,
@@ -89,7 +89,7 @@ const quorumMessage: fc.Arbitrary<QuorumMessage> = fc.oneof(
 );
 const quorumBatch = fc.array(quorumMessage, { maxLength: 12 });
 
-const peerState = fc.constantFrom<PeerState>("looking", "following", "leading", "observing");
+const peerState = fc.constantFrom<ServerState>("looking", "following", "leading", "observing");
 /** ZooKeeper's dynamic-configuration text, as a sender's configuration in force reads. */
 const membershipText = fc
   .tuple(
@@ -134,7 +134,7 @@ type LoaderNotificationBatch = {
   }[];
 };
 
-const STATE_NAMES: Record<PeerState, string> = { looking: "LOOKING", following: "FOLLOWING", leading: "LEADING", observing: "OBSERVING" };
+const STATE_NAMES: Record<ServerState, string> = { looking: "LOOKING", following: "FOLLOWING", leading: "LEADING", observing: "OBSERVING" };
 
 /** A QuorumMessage as the object proto-loader encodes (its oneof member set). */
 function toLoader(m: QuorumMessage): Record<string, unknown> {
@@ -479,7 +479,7 @@ test("notification frames cross-check with proto-loader both ways and byte for b
       const ours = encodeNotificationBatch(notifications);
       const decoded = loaderDecodeNotifications(ours).notifications.map((n) => ({
         from: 7,
-        state: (Object.keys(STATE_NAMES) as PeerState[]).find((s) => STATE_NAMES[s] === n.state),
+        state: (Object.keys(STATE_NAMES) as ServerState[]).find((s) => STATE_NAMES[s] === n.state),
         vote: { leader: n.vote!.leader, zxid: Number(n.vote!.zxid), peerEpoch: Number(n.vote!.peerEpoch) },
         round: Number(n.round),
         ...(n.config === "" ? {} : { config: { version: Number(n.configVersion), text: n.config } }),

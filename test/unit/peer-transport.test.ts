@@ -22,7 +22,7 @@ after(stopAllNodes);
 
 /** A member table entry as a reconfiguration hands it over (PeerPort.updateMembers). */
 function address(m: PeerMember): MemberAddress {
-  return { serverId: m.id, host: m.host, quorumPort: m.quorumPort, electionPort: m.electionPort, type: m.role };
+  return { serverId: m.id, host: m.host, quorumPort: m.quorumPort, electionPort: m.electionPort, role: m.role };
 }
 
 const notificationsFrom = (node: Node, from: number): Notification[] =>

@@ -33,9 +33,9 @@ import {
   formatStat,
   formatStateEvent,
   formatWatchedEvent,
-  hex64,
   permString,
 } from "../../src/cli/shell-format.js";
+import { hex64 } from "../../src/common/hex.js";
 import { Perms, ZkError, type Stat } from "../../src/index.js";
 import { ConfigError } from "../../src/server/config-error.js";
 

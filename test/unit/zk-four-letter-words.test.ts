@@ -125,9 +125,9 @@ function leader(): FourLetterWordContext {
         electionAlgorithm: 3,
         configVersion: 0x100000000n,
         members: [
-          { serverId: 1, host: "10.0.0.1", quorumPort: 2888, electionPort: 3888, type: "participant" },
-          { serverId: 2, host: "10.0.0.2", quorumPort: 2888, electionPort: 3888, type: "participant" },
-          { serverId: 3, host: "10.0.0.3", quorumPort: 2888, electionPort: 3888, type: "observer", clientHost: "0.0.0.0", clientPort: 2181 },
+          { serverId: 1, host: "10.0.0.1", quorumPort: 2888, electionPort: 3888, role: "participant" },
+          { serverId: 2, host: "10.0.0.2", quorumPort: 2888, electionPort: 3888, role: "participant" },
+          { serverId: 3, host: "10.0.0.3", quorumPort: 2888, electionPort: 3888, role: "observer", clientHost: "0.0.0.0", clientPort: 2181 },
         ],
       },
     },

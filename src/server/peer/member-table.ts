@@ -8,17 +8,17 @@
  * running, and keeps its ports, until the host stops it. Its services stay bound where they were
  * started (`me`) until the transport restarts.
  */
+import type { MemberRole } from "../../common/membership.js";
 import type { Logger } from "pino";
 import { assert } from "../../common/assert.js";
 import type { MemberAddress } from "../../common/membership.js";
-import type { PeerRole } from "../../election/types.js";
 
 export interface PeerMember {
   id: number;
   host: string;
   quorumPort: number;
   electionPort: number;
-  role: PeerRole;
+  role: MemberRole;
 }
 
 /** How a new member list differs from the table it replaced (this server left out). */
@@ -90,8 +90,8 @@ export class MemberTable {
   replace(members: readonly MemberAddress[]): MembershipChange {
     const next = new Map<number, PeerMember>();
     for (const m of members) {
-      assertMember(m.serverId, m.type, next);
-      next.set(m.serverId, { id: m.serverId, host: m.host, quorumPort: m.quorumPort, electionPort: m.electionPort, role: m.type });
+      assertMember(m.serverId, m.role, next);
+      next.set(m.serverId, { id: m.serverId, host: m.host, quorumPort: m.quorumPort, electionPort: m.electionPort, role: m.role });
     }
     const mine = next.get(this.myId);
     if (mine === undefined) {

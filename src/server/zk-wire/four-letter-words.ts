@@ -16,6 +16,7 @@
  *
  * Pure: no sockets, no clock, no process state.
  */
+import { hexDigits64 } from "../../common/hex.js";
 import { assert } from "../../common/assert.js";
 import { formatMembership, type MemberAddress } from "../../common/membership.js";
 
@@ -304,9 +305,7 @@ export function serverState(context: FourLetterWordContext): string {
 }
 
 /** Java's Long.toHexString: two's complement for negatives. */
-export function javaLongHex(value: bigint): string {
-  return BigInt.asUintN(64, value).toString(16);
-}
+export const javaLongHex = hexDigits64;
 
 /** Java's Double.toString for the values these commands print (latency averages). */
 export function javaDoubleToString(value: number): string {
@@ -447,7 +446,7 @@ function renderConf(config: FourLetterWordConfig): string {
     ["electionAlg", quorum.electionAlgorithm],
     ["electionPort", self.electionPort],
     ["quorumPort", self.quorumPort],
-    ["peerType", self.type === "participant" ? 0 : 1],
+    ["peerType", self.role === "participant" ? 0 : 1],
   );
   return `${keyValueLines(entries)}membership: \n${formatMembership(quorum.members, quorum.configVersion)}`;
 }

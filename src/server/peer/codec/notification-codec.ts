@@ -12,15 +12,15 @@
  */
 import { assert } from "../../../common/assert.js";
 import { varint32Size } from "../../../common/varint.js";
-import type { Notification, PeerState } from "../../../election/types.js";
+import type { Notification, ServerState } from "../../../election/types.js";
 import { NOTIFICATION_CONFIG_BYTES_MAX } from "../peer-limits.js";
 import { nested, PeerCodecError, ProtoReader, putHeader, putUint32Field, putUint53Field, uint32Field, uint53Field } from "./protobuf-wire.js";
 
 /** Non-fatal (malformed bytes become U+FFFD, never an exception) and keeps a leading U+FEFF. */
 const UTF8 = new TextDecoder("utf-8", { ignoreBOM: true });
 
-const PEER_STATES: readonly PeerState[] = ["looking", "following", "leading", "observing"];
-const PEER_STATE_NUMBER: Readonly<Record<PeerState, number>> = { looking: 0, following: 1, leading: 2, observing: 3 };
+const PEER_STATES: readonly ServerState[] = ["looking", "following", "leading", "observing"];
+const PEER_STATE_NUMBER: Readonly<Record<ServerState, number>> = { looking: 0, following: 1, leading: 2, observing: 3 };
 
 // -------------------------------------------------------------------------------------------------
 // Sizes.
@@ -103,7 +103,7 @@ export function encodeNotificationBatch(notifications: readonly Notification[], 
 // Reading.
 
 function readNotification(r: ProtoReader, from: number, end: number): Notification {
-  let state: PeerState = "looking";
+  let state: ServerState = "looking";
   let leader = 0;
   let zxid = 0;
   let peerEpoch = 0;

@@ -8,9 +8,10 @@
  * A QuorumMessage is a oneof: encoding always writes exactly one member; decoding refuses a
  * message with no known member or with two, as well as an unknown enum value.
  */
+import type { MemberRole } from "../../../common/membership.js";
 import { assert, AssertionError } from "../../../common/assert.js";
 import { putVarint32, varint32Size } from "../../../common/varint.js";
-import type { LearnerRole, LogRecord, QuorumMessage, SessionTouch } from "../../../consensus/messages.js";
+import type { LogRecord, QuorumMessage, SessionTouch } from "../../../consensus/messages.js";
 import {
   bytesField,
   EMPTY,
@@ -432,7 +433,7 @@ function readQuorumBody(r: ProtoReader, field: number, end: number): QuorumMessa
 
 function readLearnerInfo(r: ProtoReader, end: number): QuorumMessage {
   let sid = 0;
-  let role: LearnerRole = "participant";
+  let role: MemberRole = "participant";
   let acceptedEpoch = 0;
   let lastZxid = 0;
   let protocolVersion = 0;
