@@ -43,12 +43,20 @@ export interface RealZooKeeperOptions {
   /** ZooKeeper's tickTime (ms); the session timeout a client may ask for is 2..20 ticks. */
   tickTimeMs?: number;
   startLimitMs?: number;
+  /** More zoo.cfg lines (e.g. "snapCount=50"). */
+  configLines?: string[];
+  /** JVM system properties (e.g. zookeeper.extendedTypesEnabled: "true"). */
+  systemProperties?: Record<string, string>;
+  /** A data dir to serve from (its version-2/ as ZooKeeper finds it) instead of a fresh empty one; left in place by stop(). */
+  dataDir?: string;
 }
 
 export class RealZooKeeper {
   private constructor(
     readonly port: number,
     readonly dir: string,
+    /** Its dataDir (version-2/ holds the snapshots and txn logs). */
+    readonly dataDir: string,
     /** The server's "Zookeeper version:" line from `srvr`, e.g. "3.8.0-…, built on …". */
     readonly version: string,
     private readonly child: ChildProcess,
@@ -71,9 +79,9 @@ export class RealZooKeeper {
     try {
       const port = await freePort();
       const conf = join(dir.path, "conf");
-      const data = join(dir.path, "data");
+      const data = options.dataDir ?? join(dir.path, "data");
       await mkdir(conf);
-      await mkdir(data);
+      await mkdir(data, { recursive: true });
       const zooCfg = join(conf, "zoo.cfg");
       await writeFile(
         zooCfg,
@@ -84,6 +92,7 @@ export class RealZooKeeper {
           "clientPortAddress=127.0.0.1",
           "admin.enableServer=false",
           "4lw.commands.whitelist=*",
+          ...(options.configLines ?? []),
           "",
         ].join("\n"),
       );
@@ -112,6 +121,7 @@ export class RealZooKeeper {
             `-Dlog4j.configuration=file:${log4j}`,
             `-Dzookeeper.log.dir=${dir.path}`,
             "-Dzookeeper.jmx.log4j.disable=true",
+            ...Object.entries(options.systemProperties ?? {}).map(([name, value]) => `-D${name}=${value}`),
             "-cp",
             classpath,
             "org.apache.zookeeper.server.quorum.QuorumPeerMain",
@@ -126,7 +136,7 @@ export class RealZooKeeper {
       const spawned = child;
       spawned.once("exit", () => running.delete(spawned));
       const version = await waitUntilServing(port, spawned, options.startLimitMs ?? 30_000);
-      return new RealZooKeeper(port, dir.path, version, spawned, dir.remove);
+      return new RealZooKeeper(port, dir.path, data, version, spawned, dir.remove);
     } catch (error) {
       const logs = tail(join(dir.path, "zookeeper.out")) + tail(join(dir.path, "zookeeper.log"));
       if (child) await killAndWait(child);
@@ -135,7 +145,12 @@ export class RealZooKeeper {
     }
   }
 
-  /** kill -9 (its data is a throwaway), then removes the conf, data and log dir. */
+  /** kill -9, leaving its data dir to be read; stop() still removes it. */
+  async kill(): Promise<void> {
+    await killAndWait(this.child);
+  }
+
+  /** kill -9 (its data is a throwaway), then removes the conf, data and log dir (not a dataDir given to start). */
   async stop(): Promise<void> {
     await killAndWait(this.child);
     await this.removeDir();

@@ -57,7 +57,10 @@ const ALLOWED: Record<string, string[]> = {
   // The web console is an application of the SDK that the admin port hosts: the CLI composes it
   // into the server (ServerHooks.adminExtension), so the server never depends on the client.
   console: ["common", "client", "server", "console"],
-  cli: ["common", "protocol", "server", "cli", "client", "console", "index", "store", "store/disk"],
+  // ZooKeeper's own data files (snapshots, txn logs) read and written for import and export; the
+  // jute codec it shares with the ZooKeeper port lives in server/zk-wire.
+  "zookeeper-data": ["common", "store", "store/disk", "server", "zookeeper-data"],
+  cli: ["common", "protocol", "server", "cli", "client", "console", "index", "store", "store/disk", "zookeeper-data"],
   index: ["common", "client", "recipes"],
   // corral/embed: servers hosted in the caller's process, for tests and examples.
   embed: ["common", "server", "embed"],
