@@ -4,7 +4,8 @@
  * `corral start` runs the local development server on 127.0.0.1:2181 with data under ./data;
  * `corral cluster` runs a cluster of server processes on 127.0.0.1 (src/cli/cluster.ts);
  * `corral health` checks that a server serves sessions (container health checks);
- * `corral shell` is the command-line client, ZooKeeper's zkCli.sh (src/cli/shell.ts).
+ * `corral shell` is the command-line client, ZooKeeper's zkCli.sh (src/cli/shell.ts);
+ * `corral backup`, `restore`, `import`, `export` and `data` are the offline tools (src/cli/tools.ts).
  * `--help` (or `-h`) on any of them prints its usage (src/cli/usage.ts).
  */
 import { ConsoleService } from "../console/console-service.js";
@@ -53,11 +54,28 @@ async function runServer(config: ServerConfig, banner: boolean): Promise<void> {
   const diskFaults = diskFaultPlanFromEnv(process.env);
   // TEST ONLY: the deliberately broken leader the chaos tests must catch (see ServerHooks).
   const unsafeCommitOnOwnAck = process.env["CORRAL_TEST_UNSAFE_SOLO_COMMIT"] === "1";
-  const server = await CorralServer.start(config, logger, {
-    adminExtension: (context) => new ConsoleService(context),
-    ...(diskFaults ? { diskFaults } : {}),
-    ...(unsafeCommitOnOwnAck ? { unsafeCommitOnOwnAck } : {}),
-  });
+  // The admin `restore` command: this process stops the server, restores its data dir, starts it again.
+  let restarting: Promise<void> | undefined;
+  const start = (): Promise<CorralServer> =>
+    CorralServer.start(config, logger, {
+      adminExtension: (context) => new ConsoleService(context),
+      ...(diskFaults ? { diskFaults } : {}),
+      ...(unsafeCommitOnOwnAck ? { unsafeCommitOnOwnAck } : {}),
+      restoreAndRestart: (file) => {
+        restarting ??= (async () => {
+          await server.stop();
+          const { restoreFromUpload } = await import("./backup.js");
+          await restoreFromUpload(config.dataDir, file, logger);
+          server = await start();
+        })()
+          .catch((error: unknown) => {
+            logger.fatal({ err: error }, "could not start again after a restore");
+            process.exit(1);
+          })
+          .finally(() => (restarting = undefined));
+      },
+    });
+  let server = await start();
   if (banner) {
     process.stdout.write(
       `corral standalone server ${config.serverId} serving on ${server.connectString} (data in ${config.dataDir})\n` +
@@ -70,13 +88,15 @@ async function runServer(config: ServerConfig, banner: boolean): Promise<void> {
     if (signalled) return;
     signalled = true;
     logger.info({ signal }, "stopping");
-    server.stop().then(
-      () => process.exit(0),
-      (error: unknown) => {
-        logger.error({ err: error }, "unclean stop");
-        process.exit(1);
-      },
-    );
+    Promise.resolve(restarting)
+      .then(() => server.stop())
+      .then(
+        () => process.exit(0),
+        (error: unknown) => {
+          logger.error({ err: error }, "unclean stop");
+          process.exit(1);
+        },
+      );
   };
   process.on("SIGINT", () => stop("SIGINT"));
   process.on("SIGTERM", () => stop("SIGTERM"));
@@ -122,15 +142,25 @@ async function main(argv: string[]): Promise<void> {
       const { runHealth } = await import("./health.js");
       return process.exit(await runHealth(parsed.config, parsed.flags, process.env));
     }
+    case "backup":
+    case "restore":
+    case "import":
+    case "export":
+    case "data": {
+      const { runToolCommand } = await import("./tools.js");
+      return process.exit(await runToolCommand(command, rest));
+    }
     case "shell": {
       const { parseShellArgs, runShell } = await import("./shell.js");
       return process.exit(await runShell(parseShellArgs(rest)));
     }
     case "help": {
       const { usage } = await import("./usage.js");
-      const text = usage(rest[0]);
+      // "corral help data dump": a command of two words.
+      const topic = rest.length === 0 ? undefined : rest.join(" ");
+      const text = usage(topic);
       if (text === undefined) {
-        process.stderr.write(`unknown command ${rest[0]}\n${usage()}\n`);
+        process.stderr.write(`unknown command ${topic}\n${usage()}\n`);
         process.exit(2);
       }
       process.stdout.write(`${text}\n`);

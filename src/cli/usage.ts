@@ -9,6 +9,7 @@ import { CLUSTER_FLAGS, MEMBER_FIELDS, SHARED_FIELDS, launcherDefaults } from ".
 import { commandHelp } from "./cluster-commands.js";
 import { HEALTH_FLAGS } from "./health.js";
 import { helpText } from "./shell-commands.js";
+import { TOOL_COMMANDS } from "./tools.js";
 
 /** Each server setting's value and meaning; a Record, so a new field does not compile without one. */
 export const FIELD_HELP: Readonly<Record<keyof ServerConfig, readonly [string, string]>> = {
@@ -53,6 +54,7 @@ export const FIELD_HELP: Readonly<Record<keyof ServerConfig, readonly [string, s
   tlsReloadIntervalMs: ["MS", "how often certificate, key and CA files are read again (a change applies to new connections)"],
   x509SuperUser: ["DN", "a client certificate subject that passes every ACL check (ZooKeeper's X509AuthenticationProvider.superUser)"],
   adminAuth: ["true|false", "the web console (/console/ on the admin port) asks for the super user's password; on whenever superDigest is set"],
+  adminRateLimitIntervalMs: ["MS", "the admin port's snapshot (backup) and restore commands each run at most once in this long"],
 };
 
 /**
@@ -66,6 +68,11 @@ export const DOCS: Readonly<Record<string, string>> = {
   cluster: "docs/operations/cluster.md#running-a-cluster-locally",
   health: "docs/operations/production.md",
   shell: "docs/shell.md",
+  backup: "docs/operations/backup-restore.md",
+  restore: "docs/operations/backup-restore.md",
+  import: "docs/operations/migrate-from-zookeeper.md",
+  export: "docs/operations/migrate-from-zookeeper.md#rolling-back-to-zookeeper",
+  data: "docs/operations/backup-restore.md#inspecting-a-data-dir",
 };
 
 function docsLine(command: string): string {
@@ -78,6 +85,11 @@ const COMMANDS: readonly (readonly [string, string])[] = [
   ["cluster", "a cluster on this machine, one server process per member"],
   ["health", "exit 0 if a server answers a session, else 1 (container health checks)"],
   ["shell", "the command-line client, ZooKeeper's zkCli"],
+  ["backup", "a backup of a live server's tree, over its admin port"],
+  ["restore", "a member's data dir from a backup"],
+  ["import", "a ZooKeeper data dir into a corral data dir"],
+  ["export", "a corral data dir into a ZooKeeper snapshot"],
+  ["data", "a data dir's tree (data dump) or txn log (data log), for people"],
   ["help", "this usage; corral help COMMAND (or COMMAND --help) shows a command's"],
 ];
 
@@ -170,6 +182,56 @@ function healthUsage(): string {
   ].join("\n");
 }
 
+/** What each offline tool does, after its synopsis; its options come from its flag table. */
+const TOOL_HELP: Readonly<Record<string, readonly string[]>> = {
+  backup: [
+    "Takes a backup of a running server's tree through its admin port (ZooKeeper 3.9's",
+    "snapshot?streaming=true): one file, exact at one zxid, with a SHA-256 over all of it, checked",
+    "before it is kept. The server asks for every permission on / (digest or ip), and gives one",
+    "snapshot per adminRateLimitIntervalMs.",
+  ],
+  restore: [
+    "Lays down a member's data dir from a backup, checking all of it first: a damaged or truncated",
+    "file is refused and nothing is written. Restore every member of a new cluster from the same",
+    "file, then start them (docs/operations/backup-restore.md). The new cluster keeps its own",
+    "membership, not the one the backup's cluster had.",
+  ],
+  import: [
+    "Reads a ZooKeeper 3.4–3.9 data dir as ZooKeeper recovers it (the newest whole snapshot, plain,",
+    ".gz or .snappy, then the txn logs after it, checksummed) and lays down a corral member's data",
+    "dir holding the same tree: data, ACLs, every stat, sequential counters, sessions, and zxids",
+    "going on from ZooKeeper's. A damaged file stops it; nothing is written then.",
+  ],
+  export: [
+    "Writes a corral data dir's tree as a ZooKeeper 3.8 snapshot, DIR/version-2/snapshot.<zxid>, that",
+    "ZooKeeper started with dataDir=DIR loads: the way back. Safe while the member runs.",
+  ],
+  "data dump": [
+    "Prints the tree a member's data dir holds, as its server would recover it, with every stat and",
+    "ACL (ZooKeeper's zkSnapShotToolkit). Read-only, safe while the member runs.",
+  ],
+  "data log": ["Prints every txn in a member's log, one a line (ZooKeeper's zkTxnLogToolkit). Read-only, safe", "while the member runs."],
+};
+
+function toolUsage(name: string): string {
+  const tool = TOOL_COMMANDS[name]!;
+  const rows = Object.entries(tool.flags).map(([flag, [value, meaning]]) => [`--${flag}${value === "" ? "" : ` ${value}`}`, meaning] as const);
+  return [`usage: corral ${name} [OPTIONS]`, "", ...TOOL_HELP[name]!, "", "options:", table([...rows, HELP_ROW]), docsLine(name.split(" ")[0]!)].join("\n");
+}
+
+function dataUsage(): string {
+  return [
+    "usage: corral data dump|log [OPTIONS]",
+    "",
+    "A member's data dir for people: `corral data dump` prints its tree, `corral data log` its txn",
+    "log. Both read only, and are safe while the member's server runs.",
+    "",
+    toolUsage("data dump"),
+    "",
+    toolUsage("data log"),
+  ].join("\n");
+}
+
 function overview(): string {
   return ["usage: corral COMMAND [OPTIONS]", "", "commands:", table(COMMANDS.map(([name, meaning]) => [name, meaning])), docsLine("overview")].join("\n");
 }
@@ -189,6 +251,15 @@ export function usage(command?: string): string | undefined {
       return healthUsage();
     case "shell":
       return helpText() + docsLine("shell");
+    case "data":
+      return dataUsage();
+    case "backup":
+    case "restore":
+    case "import":
+    case "export":
+    case "data dump":
+    case "data log":
+      return toolUsage(command);
     default:
       return undefined;
   }

@@ -104,6 +104,11 @@ export interface ServerConfig {
    * is set; true without a superDigest is a ConfigError (no one could sign in).
    */
   adminAuth: boolean;
+  /**
+   * The admin port's `snapshot` and `restore` commands each run at most once in this long
+   * (ZooKeeper's zookeeper.admin.rateLimiterIntervalInMS).
+   */
+  adminRateLimitIntervalMs: number;
 
   // TLS, configured as ZooKeeper's secureClientPort, ssl.*, sslQuorum and ssl.quorum.* are.
   // Certificates and keys are PEM files, read again when they change (tlsReloadIntervalMs).
@@ -181,6 +186,7 @@ export const FIELDS: Readonly<Record<keyof ServerConfig, FieldKind>> = {
   adminPort: "int",
   adminHost: "string",
   adminAuth: "bool",
+  adminRateLimitIntervalMs: "int",
   secureZkClientPort: "int",
   clientPortTls: "bool",
   tlsCertFile: "string",
@@ -228,6 +234,7 @@ export function defaultConfig(): Omit<ServerConfig, "minSessionTimeoutMs" | "max
     adminPort: -1,
     adminHost: "127.0.0.1",
     adminAuth: false,
+    adminRateLimitIntervalMs: 300_000,
     secureZkClientPort: -1,
     clientPortTls: false,
     tlsCertFile: "",
@@ -381,6 +388,7 @@ export function validateConfig(config: ServerConfig): ServerConfig {
   range("commitLogCount", 1, zabLimits.committedLogRecordsMax);
   range("containerCheckIntervalMs", 10, 24 * 3600 * 1000);
   range("containerMaxPerMinute", 1, 10_000_000);
+  range("adminRateLimitIntervalMs", 0, 24 * 3600 * 1000);
   if (config.dataDir.trim() === "") throw new ConfigError("dataDir", "must not be empty");
   if (config.clientHost.trim() === "") throw new ConfigError("clientHost", "must not be empty");
   if (config.metricsHost.trim() === "") throw new ConfigError("metricsHost", "must not be empty");

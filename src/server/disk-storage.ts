@@ -30,8 +30,10 @@ const SNAPSHOT_WRITE_BYTES = 1024 * 1024;
  */
 const SNAPSHOT_BUSY_MS = 1;
 
-const ACCEPTED_EPOCH = "acceptedEpoch";
-const CURRENT_EPOCH = "currentEpoch";
+/** The stable numbers Zab's epochs are kept under, in the log's LevelDB (restore and import set them). */
+export const EPOCH_NAMES = { accepted: "acceptedEpoch", current: "currentEpoch" } as const;
+const ACCEPTED_EPOCH = EPOCH_NAMES.accepted;
+const CURRENT_EPOCH = EPOCH_NAMES.current;
 
 export interface DiskStorageOptions {
   snapshotRetainCount: number;
@@ -128,7 +130,10 @@ export class DiskStorage implements ReplicaStorage {
         let bytes = 0;
         await this.snapshotStore.saveChunks(
           zxid,
-          this.encodeInSlices(encoder, (n) => (bytes += n)),
+          snapshotChunks(encoder, {
+            counted: (n) => (bytes += n),
+            stopped: () => this.closed,
+          }),
         );
         this.options.onSnapshotTaken?.(performance.now() - startedMs, bytes);
         const oldestKept = await purgeOld(this.levelLog, this.snapshotStore, this.options.snapshotRetainCount);
@@ -161,38 +166,6 @@ export class DiskStorage implements ReplicaStorage {
     return write;
   }
 
-  /**
-   * The encoder's output in pieces of about SNAPSHOT_WRITE_BYTES, one slice of nodes per event-loop
-   * turn. Every piece is a view into one reused buffer, valid until the consumer asks for the next
-   * (the snapshot store writes each before it does): a big tree's snapshot allocates next to nothing
-   * per slice, so it does not drive the scavenger while writes go on.
-   */
-  private async *encodeInSlices(encoder: SnapshotEncoder, counted: (bytes: number) => void): AsyncGenerator<Uint8Array> {
-    const writer = new ByteWriter(SNAPSHOT_WRITE_BYTES + SNAPSHOT_WRITE_BYTES / 8);
-    const piece = (): Uint8Array => {
-      counted(writer.length);
-      return writer.finish();
-    };
-    let busySince = performance.now();
-    for (;;) {
-      if (this.closed) throw new Error("storage closed while a snapshot was being written");
-      if (!encoder.writeNext(writer, SNAPSHOT_SLICE_NODES)) break;
-      if (writer.length >= SNAPSHOT_WRITE_BYTES) {
-        yield piece();
-        writer.reset();
-        // A slice of nodes with megabytes of data each grew it: let that go.
-        writer.shrinkTo(SNAPSHOT_WRITE_BYTES * 4);
-      }
-      if (performance.now() - busySince >= SNAPSHOT_BUSY_MS) {
-        await new Promise((resolve) => setTimeout(resolve, 0));
-        busySince = performance.now();
-      } else {
-        await new Promise((resolve) => setImmediate(resolve));
-      }
-    }
-    if (writer.length > 0) yield piece();
-  }
-
   private async truncateAfter(zxid: number): Promise<void> {
     await this.levelLog.truncateAfter(zxid);
     this.logger.info({ zxid: formatZxid(zxid) }, "log truncated");
@@ -221,4 +194,40 @@ export class DiskStorage implements ReplicaStorage {
     await this.snapshotInFlight;
     await this.levelLog.close();
   }
+}
+
+/**
+ * The encoder's output in pieces of about SNAPSHOT_WRITE_BYTES, one slice of nodes per event-loop
+ * turn, resting after each SNAPSHOT_BUSY_MS of work. Every piece is a view into one reused buffer,
+ * valid until the consumer asks for the next (the snapshot store writes each before it does): a big
+ * tree's snapshot allocates next to nothing per slice, so it does not drive the scavenger while
+ * writes go on. Used for snapshot files and for backups streamed from the admin port.
+ */
+export async function* snapshotChunks(
+  encoder: SnapshotEncoder,
+  options: { counted?: (bytes: number) => void; stopped?: () => boolean } = {},
+): AsyncGenerator<Uint8Array> {
+  const writer = new ByteWriter(SNAPSHOT_WRITE_BYTES + SNAPSHOT_WRITE_BYTES / 8);
+  const piece = (): Uint8Array => {
+    options.counted?.(writer.length);
+    return writer.finish();
+  };
+  let busySince = performance.now();
+  for (;;) {
+    if (options.stopped?.() === true) throw new Error("storage closed while a snapshot was being written");
+    if (!encoder.writeNext(writer, SNAPSHOT_SLICE_NODES)) break;
+    if (writer.length >= SNAPSHOT_WRITE_BYTES) {
+      yield piece();
+      writer.reset();
+      // A slice of nodes with megabytes of data each grew it: let that go.
+      writer.shrinkTo(SNAPSHOT_WRITE_BYTES * 4);
+    }
+    if (performance.now() - busySince >= SNAPSHOT_BUSY_MS) {
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      busySince = performance.now();
+    } else {
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+  if (writer.length > 0) yield piece();
 }

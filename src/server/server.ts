@@ -20,6 +20,7 @@ import { PortStats, ZkClientService } from "./zk-wire/zk-client-service.js";
 import { parseFourLetterWordWhitelist } from "./zk-wire/four-letter-words.js";
 import { ServerStatus } from "./server-status.js";
 import { adminHandler, HttpListener, metricsHandler, type AdminExtension, type AdminExtensionContext } from "./admin/http-listeners.js";
+import { BackupCommands } from "./admin/backup-commands.js";
 import { readFileSync } from "node:fs";
 import type { Logger } from "./log.js";
 import { ServerMetrics } from "./metrics.js";
@@ -55,6 +56,11 @@ export interface ServerHooks {
   unsafeCommitOnOwnAck?: boolean;
   /** What the admin port serves beside ZooKeeper's commands: the web console (src/console), from the CLI. */
   adminExtension?: (context: AdminExtensionContext) => AdminExtension;
+  /**
+   * The admin `restore` command's second half, from the process entry: stop this server, restore
+   * its data dir from the backup at `file`, start it again. Without it the command is refused.
+   */
+  restoreAndRestart?: (file: string) => void;
 }
 
 export class CorralServer {
@@ -244,14 +250,19 @@ export class CorralServer {
           logger,
           nowMs: now,
         });
-        adminListener = await HttpListener.listen(
-          config.adminHost,
-          config.adminPort,
-          "admin",
-          adminHandler(status, adminExtension),
+        const backupCommands = new BackupCommands({
+          status,
+          dataDir: config.dataDir,
+          superDigest: config.superDigest,
+          rateLimitIntervalMs: config.adminRateLimitIntervalMs,
+          nowMs: () => performance.now(),
           logger,
-          adminExtension?.writablePathPrefix,
-        );
+          ...(hooks.restoreAndRestart === undefined ? {} : { restoreAndRestart: hooks.restoreAndRestart }),
+        });
+        adminListener = await HttpListener.listen(config.adminHost, config.adminPort, "admin", adminHandler(status, adminExtension, backupCommands), logger, [
+          ...(adminExtension === undefined ? [] : [adminExtension.writablePathPrefix]),
+          ...BackupCommands.POST_PATHS,
+        ]);
       }
       const clientCredentials = config.clientPortTls ? serverCredentials(tls.client!, config.tlsClientAuth) : grpc.ServerCredentials.createInsecure();
       clientPort = await new Promise<number>((resolve, reject) => {

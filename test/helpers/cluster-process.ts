@@ -29,6 +29,8 @@ export interface ClusterOptions {
   secureZkClientPorts?: boolean;
   /** Flags for one server only (they beat the shared file), e.g. another certificate. */
   serverArgs?: (id: number) => string[];
+  /** Server `id`'s data dir, when it is laid down beforehand (e.g. restored); a fresh one in the cluster's temp dir otherwise. */
+  dataDirOf?: (id: number) => string;
   /**
    * Servers outside the configuration, started as ZooKeeper's procedure for adding one says: with
    * the configuration's members and themselves (as participants) in their own config file. They
@@ -107,7 +109,7 @@ export class ClusterProcess {
       await Promise.all(
         entries.map(async (entry) => {
           const server = await ServerProcess.start({
-            dataDir: join(dir.path, String(entry.id)),
+            dataDir: options.dataDirOf?.(entry.id) ?? join(dir.path, String(entry.id)),
             port: entry.clientPort,
             zkPort: entry.zkClientPort,
             // The same ports as the server's entry (a flag must agree with it).

@@ -163,6 +163,11 @@ export class ZooKeeperEnsemble {
     return `127.0.0.1:${this.clientPort(id)}`;
   }
 
+  /** Server `id`'s dataDir (its version-2/ holds the snapshots and txn logs). */
+  dataDir(id: number): string {
+    return join(this.member(id).dir, "data");
+  }
+
   pid(id: number): number | undefined {
     return this.member(id).child?.pid;
   }

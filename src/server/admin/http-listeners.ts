@@ -19,6 +19,7 @@ import type { Logger } from "../log.js";
 import type { ServerMetrics } from "../metrics.js";
 import type { ServerStatus } from "../server-status.js";
 import { ADMIN_COMMAND_NAMES, runAdminCommand } from "./admin-commands.js";
+import { BackupCommands } from "./backup-commands.js";
 import { toJson } from "./json.js";
 
 /** ZooKeeper's admin.commandURL. */
@@ -35,7 +36,7 @@ export class HttpListener {
   ) {}
 
   /** `writable`: the paths (by prefix) that also take POST; every other path answers GET and HEAD only. */
-  static async listen(host: string, port: number, what: string, handler: Handler, logger: Logger, writable?: string): Promise<HttpListener> {
+  static async listen(host: string, port: number, what: string, handler: Handler, logger: Logger, writable: readonly string[] = []): Promise<HttpListener> {
     const server = createServer({ keepAliveTimeout: 5_000, requestTimeout: 30_000 }, (request, response) => {
       const method = request.method ?? "GET";
       let path: string;
@@ -44,7 +45,7 @@ export class HttpListener {
       } catch {
         return send(response, 400, "text/plain; charset=utf-8", "bad request target\n");
       }
-      const postable = writable !== undefined && path.startsWith(writable);
+      const postable = writable.some((prefix) => path.startsWith(prefix));
       if (method !== "GET" && method !== "HEAD" && !(postable && method === "POST")) {
         response.setHeader("allow", postable ? "GET, HEAD, POST" : "GET, HEAD");
         return send(response, 405, "text/plain; charset=utf-8", "method not allowed\n");
@@ -77,12 +78,12 @@ export class HttpListener {
   }
 }
 
-function send(response: ServerResponse, status: number, contentType: string, body: string): void {
+export function send(response: ServerResponse, status: number, contentType: string, body: string): void {
   response.writeHead(status, { "content-type": contentType, "content-length": Buffer.byteLength(body), "cache-control": "no-store" });
   response.end(body);
 }
 
-function sendJson(response: ServerResponse, status: number, value: unknown): void {
+export function sendJson(response: ServerResponse, status: number, value: unknown): void {
   send(response, status, "application/json", `${toJson(value)}\n`);
 }
 
@@ -122,7 +123,8 @@ export interface AdminExtensionContext {
   nowMs: () => number;
 }
 
-export function adminHandler(status: ServerStatus, extension?: AdminExtension): Handler {
+/** `backup`: the snapshot and restore commands (backup-commands.ts), answered beside the others. */
+export function adminHandler(status: ServerStatus, extension?: AdminExtension, backup?: BackupCommands): Handler {
   return (request, response, path) => {
     if (extension !== undefined && extension.owns(path)) return extension.handle(request, response, path);
     if (path === "/healthz") return sendJson(response, 200, { status: "ok" });
@@ -137,7 +139,8 @@ export function adminHandler(status: ServerStatus, extension?: AdminExtension): 
     }
     if (path === COMMAND_URL || path === `${COMMAND_URL}/`) {
       // ZooKeeper's CommandServlet: a link to each command.
-      const links = ADMIN_COMMAND_NAMES.map((name) => `<a href="${COMMAND_URL}/${name}">${name}</a>\n<br/>\n`).join("");
+      const names = backup === undefined ? ADMIN_COMMAND_NAMES : [...ADMIN_COMMAND_NAMES, ...BackupCommands.NAMES].sort();
+      const links = names.map((name) => `<a href="${COMMAND_URL}/${name}">${name}</a>\n<br/>\n`).join("");
       return send(response, 200, "text/html; charset=utf-8", links);
     }
     if (path.startsWith(`${COMMAND_URL}/`)) {
@@ -147,6 +150,7 @@ export function adminHandler(status: ServerStatus, extension?: AdminExtension): 
       } catch {
         return send(response, 400, "text/plain; charset=utf-8", "bad command name\n");
       }
+      if (backup?.handles(name)) return backup.handle(request, response, name);
       // As ZooKeeper: 200 with the reason in "error", for unknown commands too.
       return sendJson(response, 200, runAdminCommand(name, status));
     }
