@@ -114,7 +114,7 @@ test("corral --help, -h, help and no command print the overview naming every com
 
 test("every usage names the documentation pages for its command, and each page (and anchor) exists", async () => {
   const root = fileURLToPath(new URL("../../../", import.meta.url));
-  for (const command of [undefined, "server", "start", "cluster", "health", "shell"]) {
+  for (const command of [undefined, "server", "start", "cluster", "health", "shell", "backup", "restore", "import", "export", "data"]) {
     const { stdout } = await run(command === undefined ? ["--help"] : [command, "--help"]);
     const line = /^documentation: (.+)$/m.exec(stdout);
     assert.ok(line, `corral ${command ?? ""} --help names its documentation`);
