@@ -15,27 +15,15 @@ import { diskFaultPlanFromEnv } from "../server/disk-faults.js";
 import { createLogger } from "../server/log.js";
 import { CorralServer } from "../server/server.js";
 import { dropIpServerNameWarning } from "./quiet-warnings.js";
+import { readFlags } from "./tool-command.js";
 
-/** `--name value` or `--name=value` pairs; `--help` or `-h` where a flag may stand asks for the usage. */
+/** `--name value` or `--name=value` pairs, `--config FILE` apart; `--help` or `-h` asks for the usage. */
 function parseFlags(args: string[]): { config?: string; flags: Record<string, string>; help: boolean } {
+  // The one switch without a value is corral cluster's --verbose; elsewhere it is an unknown option.
+  const { pairs, help } = readFlags(args, (name) => name === "verbose");
   const flags: Record<string, string> = {};
   let config: string | undefined;
-  let help = false;
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i]!;
-    if (arg === "--help" || arg === "-h") {
-      help = true;
-      continue;
-    }
-    // The one switch without a value (corral cluster's); elsewhere it is an unknown option.
-    if (arg === "--verbose") {
-      flags["verbose"] = "true";
-      continue;
-    }
-    if (!arg.startsWith("--")) throw new ConfigError(arg, "unexpected argument");
-    const [name, inline] = arg.slice(2).split("=", 2) as [string, string | undefined];
-    const value = inline ?? args[++i];
-    if (value === undefined) throw new ConfigError(name, "missing value");
+  for (const [name, value] of pairs) {
     if (name === "config") config = value;
     else flags[name] = value;
   }

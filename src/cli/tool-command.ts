@@ -16,9 +16,12 @@ export interface ToolIo {
 
 export const processIo: ToolIo = { out: (t) => void process.stdout.write(t), err: (t) => void process.stderr.write(t) };
 
-/** `--flag value`, `--flag=value` and switches, each checked against `table`; `--help` / `-h` asks for the usage. */
-export function parseToolFlags(args: readonly string[], table: FlagTable): { flags: Record<string, string>; help: boolean } {
-  const flags: Record<string, string> = {};
+/**
+ * `--name value` and `--name=value` pairs in order, `--name` alone for the flags `isSwitch` names
+ * (their value "true"); `--help` or `-h` where a flag may stand asks for the usage.
+ */
+export function readFlags(args: readonly string[], isSwitch: (name: string) => boolean): { pairs: [string, string][]; help: boolean } {
+  const pairs: [string, string][] = [];
   let help = false;
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!;
@@ -28,18 +31,25 @@ export function parseToolFlags(args: readonly string[], table: FlagTable): { fla
     }
     if (!arg.startsWith("--")) throw new ConfigError(arg, "unexpected argument");
     const [name, inline] = arg.slice(2).split("=", 2) as [string, string | undefined];
-    const entry = table[name];
-    if (entry === undefined) throw new ConfigError(name, "unknown option");
-    if (entry[0] === "") {
+    if (isSwitch(name)) {
       if (inline !== undefined) throw new ConfigError(name, "takes no value");
-      flags[name] = "true";
+      pairs.push([name, "true"]);
       continue;
     }
     const value = inline ?? args[++i];
     if (value === undefined) throw new ConfigError(name, "missing value");
-    flags[name] = value;
+    pairs.push([name, value]);
   }
-  return { flags, help };
+  return { pairs, help };
+}
+
+/** readFlags with every flag checked against `table` (a value of "" there marks a switch). */
+export function parseToolFlags(args: readonly string[], table: FlagTable): { flags: Record<string, string>; help: boolean } {
+  const { pairs, help } = readFlags(args, (name) => {
+    if (!Object.hasOwn(table, name)) throw new ConfigError(name, "unknown option");
+    return table[name]![0] === "";
+  });
+  return { flags: Object.fromEntries(pairs), help };
 }
 
 /** The value of a flag the command cannot do without. */

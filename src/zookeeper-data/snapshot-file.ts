@@ -22,17 +22,7 @@ import { ZooKeeperDataError } from "./errors.js";
 import { aclsOf, FILE_FORMAT_VERSION, FileHeader, SNAPSHOT_MAGIC, StatPersisted } from "./txn-records.js";
 
 /** A znode's StatPersisted: what ZooKeeper stores (cversion counts child creates only). */
-export interface ZooKeeperStat {
-  czxid: bigint;
-  mzxid: bigint;
-  ctime: bigint;
-  mtime: bigint;
-  version: number;
-  cversion: number;
-  aversion: number;
-  ephemeralOwner: bigint;
-  pzxid: bigint;
-}
+export type ZooKeeperStat = ReturnType<typeof StatPersisted.read>;
 
 export interface ZooKeeperSnapshotNode {
   /** "" for the root, as ZooKeeper writes it. */

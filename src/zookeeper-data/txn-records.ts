@@ -14,6 +14,7 @@ export { OpCode };
 export const FileHeader = struct({ magic: int, version: int, dbid: long });
 export const TxnHeader = struct({ clientId: long, cxid: int, zxid: long, time: long, type: int });
 export const TxnDigest = struct({ version: int, treeDigest: long });
+// zookeeper.jute's StatPersisted: a Stat without dataLength and numChildren, which follow from the node.
 export const StatPersisted = struct({
   czxid: long,
   mzxid: long,

@@ -89,6 +89,8 @@ export class BackupCommands {
   static readonly POST_PATHS = ["/commands/restore", "/commands/rest"] as const;
   private readonly limiters: Record<"snapshot" | "restore", RateLimiter>;
   private tempCounter = 0;
+  /** A restore was accepted: this server is about to stop for it. */
+  private restoring = false;
 
   constructor(private readonly context: BackupCommandsContext) {
     const now = context.nowMs();
@@ -184,21 +186,36 @@ export class BackupCommands {
   }
 
   private async restore(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    // Only with adminRateLimitIntervalMs 0 can a second one come in while the first is under way.
+    if (this.restoring) return sendJson(response, 409, { command: "restore", error: "a restore is under way" });
+    this.restoring = true;
+    try {
+      await this.receiveRestore(request, response);
+    } catch (error) {
+      this.restoring = false;
+      throw error;
+    }
+  }
+
+  /** Keeps `restoring` set once the restore is accepted: the process restarts the server. */
+  private async receiveRestore(request: IncomingMessage, response: ServerResponse): Promise<void> {
     // Beside the data dir, not in it: the data dir is replaced whole.
     const upload = `${this.context.dataDir}.restore-upload-${process.pid}`;
-    await pipeline(request, createWriteStream(upload));
     let zxid: number;
     try {
+      await pipeline(request, createWriteStream(upload));
       const backup = await readBackupFile(upload);
       treeOfBackup(backup);
       zxid = backup.zxid;
     } catch (error) {
       await unlink(upload).catch(() => undefined);
+      this.restoring = false;
       if (error instanceof BackupError) return sendJson(response, 400, { command: "restore", error: error.message.replace(`${upload}: `, "") });
       throw error;
     }
     this.context.logger.warn({ zxid: formatZxid(zxid) }, "restore through the admin port: this server restarts from the backup");
-    response.once("finish", () => this.context.restoreAndRestart!(upload));
+    // Once answered (or the asker gone), never before: stopping the server closes this connection.
+    response.once("close", () => this.context.restoreAndRestart!(upload));
     sendJson(response, 200, { last_zxid: zxid, command: "restore", error: null });
   }
 }

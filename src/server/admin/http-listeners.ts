@@ -78,7 +78,7 @@ export class HttpListener {
   }
 }
 
-export function send(response: ServerResponse, status: number, contentType: string, body: string): void {
+function send(response: ServerResponse, status: number, contentType: string, body: string): void {
   response.writeHead(status, { "content-type": contentType, "content-length": Buffer.byteLength(body), "cache-control": "no-store" });
   response.end(body);
 }
