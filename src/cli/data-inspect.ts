@@ -9,6 +9,7 @@ import { clientStat } from "../store/data-tree.js";
 import { decodeTxn } from "../store/txn-codec.js";
 import { ownerKind, type Acl, type Txn, type TxnBody } from "../store/types.js";
 import { formatZxid } from "../store/zxid.js";
+import { hex64 } from "../common/hex.js";
 import { NULL_DATA } from "../common/znode.js";
 import { required, type FlagTable, type ToolIo } from "./tool-command.js";
 
@@ -29,10 +30,6 @@ const PERMISSION_LETTERS = [
   [2, "w"],
   [16, "a"],
 ] as const;
-
-function hexLong(value: bigint): string {
-  return "0x" + BigInt.asUintN(64, value).toString(16);
-}
 
 function aclText(acl: readonly Acl[]): string {
   return acl
@@ -68,7 +65,7 @@ export async function runDataDump(flags: Record<string, string>, io: ToolIo): Pr
   );
   for (const [sessionId, record] of [...tree.sessions].sort(([a], [b]) => (a < b ? -1 : 1))) {
     const ephemerals = [...tree.ephemeralsOf(sessionId)].sort();
-    io.out(`session ${hexLong(sessionId)} timeout ${record.timeoutMs} ms${ephemerals.length === 0 ? "" : `, ephemerals ${ephemerals.join(" ")}`}\n`);
+    io.out(`session ${hex64(sessionId)} timeout ${record.timeoutMs} ms${ephemerals.length === 0 ? "" : `, ephemerals ${ephemerals.join(" ")}`}\n`);
   }
   tree.walk((path, node) => {
     const stat = clientStat(node.stat);
@@ -84,7 +81,7 @@ export async function runDataDump(flags: Record<string, string>, io: ToolIo): Pr
         `  cversion = ${stat.cversion}`,
         `  dataVersion = ${stat.version}`,
         `  aclVersion = ${stat.aversion}`,
-        `  ephemeralOwner = ${hexLong(stat.ephemeralOwner)} (${kind})`,
+        `  ephemeralOwner = ${hex64(stat.ephemeralOwner)} (${kind})`,
         `  dataLength = ${stat.dataLength}`,
         `  numChildren = ${stat.numChildren}`,
         `  acl = ${aclText(node.acl)}`,
@@ -109,11 +106,11 @@ function jsonDump(tree: DataTree, snapshotZxid: number | undefined, inUse: boole
         czxid: formatZxid(stat.czxid),
         mzxid: formatZxid(stat.mzxid),
         pzxid: formatZxid(stat.pzxid),
-        ephemeralOwner: hexLong(node.stat.ephemeralOwner),
+        ephemeralOwner: hex64(node.stat.ephemeralOwner),
       },
     });
   });
-  const sessions = [...tree.sessions].map(([id, record]) => ({ id: hexLong(id), timeoutMs: record.timeoutMs, ephemerals: [...tree.ephemeralsOf(id)].sort() }));
+  const sessions = [...tree.sessions].map(([id, record]) => ({ id: hex64(id), timeoutMs: record.timeoutMs, ephemerals: [...tree.ephemeralsOf(id)].sort() }));
   return {
     zxid: formatZxid(tree.lastProcessedZxid),
     snapshotZxid: snapshotZxid === undefined ? null : formatZxid(snapshotZxid),
@@ -142,9 +139,7 @@ export async function runDataLog(flags: Record<string, string>, io: ToolIo): Pro
       continue;
     }
     const h = txn.header;
-    io.out(
-      `${new Date(h.timeMs).toISOString()} session ${hexLong(h.sessionId)} cxid 0x${(h.cxid >>> 0).toString(16)} zxid ${formatZxid(h.zxid)} ${describe(txn.body)}\n`,
-    );
+    io.out(`${new Date(h.timeMs).toISOString()} session ${hex64(h.sessionId)} cxid ${hex64(h.cxid >>> 0)} zxid ${formatZxid(h.zxid)} ${describe(txn.body)}\n`);
   }
 }
 

@@ -5,6 +5,7 @@
  */
 import { mkdir, open, readdir, rename, unlink } from "node:fs/promises";
 import { join, resolve } from "node:path";
+import { hex64 } from "../common/hex.js";
 import { ConfigError } from "../server/config-error.js";
 import { checkDataDirFree, layDownDataDir, readDataDir } from "../server/backup/data-dir.js";
 import { ownerKind } from "../store/types.js";
@@ -40,7 +41,7 @@ export async function runImport(flags: Record<string, string>, io: ToolIo): Prom
   if (mismatch !== undefined && flags["accept-digest-mismatch"] !== "true") {
     throw new ZooKeeperDataError(
       zookeeperDir,
-      `the tree replayed to zxid 0x${mismatch.zxid.toString(16)} has digest ${mismatch.computed}, ZooKeeper recorded ${mismatch.recorded} ` +
+      `the tree replayed to zxid ${hex64(mismatch.zxid)} has digest ${mismatch.computed}, ZooKeeper recorded ${mismatch.recorded} ` +
         `(${tree.digestMismatches.length} of ${tree.digestsCompared} digests differ): nothing imported (--accept-digest-mismatch to import anyway)`,
     );
   }

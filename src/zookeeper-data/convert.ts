@@ -9,6 +9,7 @@
  * an export writes corral's, which ZooKeeper overwrites as it loads.
  */
 import { NULL_DATA } from "../common/znode.js";
+import { hex64 } from "../common/hex.js";
 import { DataTree, sequenceNumberOf, type SessionRecord } from "../store/data-tree.js";
 import { imageOfTree, type NodeImage } from "../store/tree-image.js";
 import { ZooKeeperDataError } from "./errors.js";
@@ -61,7 +62,7 @@ export function corralImageOf(tree: ZooKeeperTree): CorralImage {
   }
   const sessions: [bigint, SessionRecord][] = [];
   for (const [id, timeoutMs] of tree.sessions) {
-    if (timeoutMs < 0) throw new ZooKeeperDataError("", `session 0x${BigInt.asUintN(64, id).toString(16)} has the timeout ${timeoutMs}`);
+    if (timeoutMs < 0) throw new ZooKeeperDataError("", `session ${hex64(id)} has the timeout ${timeoutMs}`);
     sessions.push([id, { timeoutMs, password: zookeeperSessionPassword(id) }]);
   }
   return { nodes, sessions, lastProcessedZxid: zxidOf(tree.zxid, "", "last zxid") };
@@ -95,10 +96,7 @@ export function zookeeperImageOf(tree: DataTree): ZooKeeperSnapshotImage & { zxi
 /** zxids are exact numbers in corral (epoch below 2^21): a larger one cannot be taken over. */
 function zxidOf(value: bigint, path: string, field: string): number {
   if (value < 0n || value > BigInt(Number.MAX_SAFE_INTEGER)) {
-    throw new ZooKeeperDataError(
-      "",
-      `${path === "" ? "" : `${path}: `}${field} 0x${BigInt.asUintN(64, value).toString(16)} is beyond the zxids corral can hold (epoch 2^21 and up)`,
-    );
+    throw new ZooKeeperDataError("", `${path === "" ? "" : `${path}: `}${field} ${hex64(value)} is beyond the zxids corral can hold (epoch 2^21 and up)`);
   }
   return Number(value);
 }

@@ -13,6 +13,7 @@ import { constants as bufferConstants } from "node:buffer";
 import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
+import { hex64 } from "../common/hex.js";
 import { ZooKeeperDataError } from "./errors.js";
 import { decodeSnappyJavaStream, SnappyError } from "./snappy.js";
 import { decodeZooKeeperSnapshot } from "./snapshot-file.js";
@@ -152,7 +153,7 @@ export async function recoverZooKeeperDataDir(dirs: ZooKeeperDataDirs): Promise<
       if (!follows(previous, zxid)) {
         throw new ZooKeeperDataError(
           file,
-          `txn 0x${zxid.toString(16)} at offset ${record.offset} does not follow 0x${previous.toString(16)}: ` +
+          `txn ${hex64(zxid)} at offset ${record.offset} does not follow ${hex64(previous)}: ` +
             `the txns between are missing (a log file lost or purged past the snapshot used)`,
         );
       }

@@ -12,6 +12,7 @@
  * it means this tree is not the one ZooKeeper held.
  */
 import { crc32 } from "../store/disk/crc32.js";
+import { hex64 } from "../common/hex.js";
 import { formatQuotaFigures, LIMITS_NODE, parseQuotaFigures, QUOTA_ROOT, STATS_NODE } from "../common/quota.js";
 import { OPEN_ACL_UNSAFE, READ_ACL_UNSAFE, TTL_MS_MAX } from "../common/znode.js";
 import { CONTAINER_OWNER, ownerKind, ttlOwner, type Acl } from "../store/types.js";
@@ -207,8 +208,7 @@ export class ZooKeeperTree {
         return 0;
       case "createTTL":
         // EphemeralType.TTL.toEphemeralOwner refuses what its 40 bits cannot hold (ZooKeeper fails to load).
-        if (txn.ttl <= 0n || txn.ttl > BigInt(TTL_MS_MAX))
-          throw new ZooKeeperDataError("", `a TTL create at zxid 0x${zxid.toString(16)} has the TTL ${txn.ttl}`);
+        if (txn.ttl <= 0n || txn.ttl > BigInt(TTL_MS_MAX)) throw new ZooKeeperDataError("", `a TTL create at zxid ${hex64(zxid)} has the TTL ${txn.ttl}`);
         this.createNode(txn.path, txn.data, txn.acl, ttlOwner(Number(txn.ttl)), txn.parentCVersion, zxid, timeMs);
         return 0;
       case "createContainer":

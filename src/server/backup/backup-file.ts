@@ -19,6 +19,7 @@
 import { createHash, type Hash } from "node:crypto";
 import { open, readFile, rename, unlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
+import { hex64 } from "../../common/hex.js";
 import { isMarshallingError } from "../../store/txn-codec.js";
 import { decodeSnapshot } from "../../store/snapshot-codec.js";
 import type { DataTree } from "../../store/data-tree.js";
@@ -116,7 +117,7 @@ export function verifyBackup(file: Uint8Array): VerifiedBackup {
     .update(bytes.subarray(0, bytes.length - BACKUP_TRAILER_BYTES))
     .digest();
   if (!digest.equals(trailer.subarray(8, 40))) throw new BackupError("damaged: its SHA-256 does not match the one it was written with (a byte changed)");
-  if (zxid > BigInt(Number.MAX_SAFE_INTEGER)) throw new BackupError(`damaged: zxid 0x${zxid.toString(16)} is beyond any corral zxid`);
+  if (zxid > BigInt(Number.MAX_SAFE_INTEGER)) throw new BackupError(`damaged: zxid ${hex64(zxid)} is beyond any corral zxid`);
   return {
     zxid: Number(zxid),
     body: bytes.subarray(BACKUP_HEADER_BYTES, BACKUP_HEADER_BYTES + bodyBytes),
