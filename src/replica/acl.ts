@@ -8,15 +8,20 @@
  * match; `world:anyone` matches everyone; `auth` exists only in a request, expanded to the caller's
  * authenticated ids; a session holding the `super` id passes every check. And `x509`, ZooKeeper's
  * X509AuthenticationProvider, always registered here: a connection whose client certificate the
- * server verified holds `x509:<subject DN>`, which matches an entry with exactly that DN.
+ * server verified holds `x509:<subject DN>`, which matches an entry with exactly that DN. And
+ * `sasl`, ZooKeeper's SASLAuthenticationProvider, also always registered: a connection that
+ * completed a SASL exchange holds `sasl:<authorized id>`; an entry matches that id, and a
+ * `sasl:super` id matches every `sasl` entry, as in ZooKeeper. Registering it whatever the
+ * configuration keeps prep's verdict on a `sasl` ACL the same on every server.
  */
 import { ZkError } from "../common/errors.js";
 import { Perms, type Acl, type Id } from "../common/znode.js";
+import { parseKerberosName } from "./kerberos-name.js";
 import { isValidDistinguishedName } from "./x509-name.js";
 import { zookeeperIdOrder } from "./zookeeper-id-order.js";
 
 /** Schemes whose ids an `auth` ACL entry expands to (the providers whose isAuthenticated is true). */
-const AUTHENTICATED_SCHEMES: ReadonlySet<string> = new Set(["digest", "x509"]);
+const AUTHENTICATED_SCHEMES: ReadonlySet<string> = new Set(["digest", "x509", "sasl"]);
 
 /** The id of a session authenticated as the configured super user. */
 export const SUPER_ID: Id = Object.freeze({ scheme: "super", id: "" });
@@ -34,6 +39,7 @@ export function permits(acl: readonly Acl[], perm: number, authInfo: readonly Id
       if (authId.scheme !== scheme) continue;
       if ((scheme === "digest" || scheme === "x509") && authId.id === id) return true;
       if (scheme === "ip" && ipMatches(authId.id, id)) return true;
+      if (scheme === "sasl" && (authId.id === id || authId.id === "super")) return true;
     }
   }
   return false;
@@ -46,7 +52,7 @@ export function checkAcl(acl: readonly Acl[], perm: number, authInfo: readonly I
 
 /**
  * ZooKeeper's fixupACL: the ACL a create or setACL stores. Duplicates are dropped, `auth` entries
- * become one entry per authenticated (`digest` or `x509`) id of the caller (INVALIDACL when it has
+ * become one entry per authenticated (`digest`, `x509` or `sasl`) id of the caller (INVALIDACL when it has
  * none: an `ip` or `super` id does not count), and every other entry must name a known scheme with a well-formed id. An empty list is
  * INVALIDACL (a create that gives none gets the open ACL before this is reached).
  */
@@ -84,6 +90,8 @@ export function isValidId(scheme: string, id: string): boolean {
       return parseIpExpression(id) !== undefined;
     case "x509":
       return isValidDistinguishedName(id);
+    case "sasl":
+      return parseKerberosName(id) !== undefined;
     default:
       return false;
   }
@@ -115,13 +123,14 @@ export interface ClientInfo {
   user: string;
 }
 
-/** ZooKeeper's ClientInfo for whoAmI: the scheme and the provider's user name (digest: the user; x509: the DN). */
+/** ZooKeeper's ClientInfo for whoAmI: the scheme and the provider's user name (digest: the user; x509: the DN; sasl: the id). */
 export function clientInfoOf(id: Id): ClientInfo {
   switch (id.scheme) {
     case "digest":
       return { authScheme: id.scheme, user: id.id.split(":")[0] ?? "" };
     case "ip":
     case "x509":
+    case "sasl":
       return { authScheme: id.scheme, user: id.id };
     default:
       // No provider answers for the scheme (super): ZooKeeper reports an empty user.

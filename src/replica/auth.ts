@@ -104,3 +104,13 @@ export function withAuthIds(current: readonly Id[], added: readonly Id[]): reado
   for (const id of added) if (!next.some((known) => known.scheme === id.scheme && known.id === id.id)) next.push(id);
   return next.length > limits.authIdsPerConnectionMax ? undefined : next;
 }
+
+/**
+ * ZooKeeper's enforce.auth.enabled / enforce.auth.schemes (AuthenticationHelper): with `schemes`
+ * non-empty, a connection must hold an id of one of them before any request but `auth` and `sasl`
+ * packets; its first other packet is answered SESSIONCLOSEDREQUIRESASLAUTH and the connection
+ * closes. (Every connection holds its `ip` id, so listing `ip` lets everyone in, as in ZooKeeper.)
+ */
+export function authenticationMissing(authInfo: readonly Id[], enforcedSchemes: ReadonlySet<string>): boolean {
+  return enforcedSchemes.size > 0 && !authInfo.some((id) => enforcedSchemes.has(id.scheme));
+}

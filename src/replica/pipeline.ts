@@ -46,6 +46,8 @@ export interface ClientConnection {
 export interface RequestObserver {
   nowMs(): number;
   answered(kind: "read" | "update", latencyMs: number): void;
+  /** An auth packet was answered: its scheme (as the client named it) and whether it succeeded. */
+  authenticated?(scheme: string, succeeded: boolean): void;
 }
 
 export interface RequestPipelineDeps {
@@ -196,6 +198,7 @@ export class RequestPipeline {
   private addAuth(connection: ClientConnection, request: AddAuthRequest): Reply {
     const ids = authenticate(request.scheme, request.auth, connection.remoteAddress, this.deps.authOptions, connection.certificateIds);
     const authInfo = ids && withAuthIds(connection.authInfo, ids);
+    this.deps.observer?.authenticated?.(request.scheme, authInfo !== undefined);
     if (!authInfo) {
       connection.authFailed?.();
       return this.sessions.errorReply(ZkErrorCode.AUTHFAILED);

@@ -149,6 +149,26 @@ export interface ServerConfig {
    * certificate has this subject DN (as its x509 id spells it) passes every ACL check. "" = none.
    */
   x509SuperUser: string;
+
+  // SASL on the ZooKeeper port, under ZooKeeper's names (src/server/sasl/sasl-config.ts reads them).
+  /** ZooKeeper's java.security.auth.login.config, the JAAS file; "" = no SASL login. */
+  jaasConfigFile: string;
+  /** Its section this server logs in with (zookeeper.sasl.serverconfig). */
+  saslServerSection: string;
+  /** zookeeper.superUser: SASL ids (comma-separated) that also get the super id. */
+  superUser: string;
+  /** zookeeper.SASLAuthenticationProvider.superPassword: DIGEST-MD5 user "super"'s password. */
+  saslSuperPassword: string;
+  /** zookeeper.kerberos.removeHostFromPrincipal and removeRealmFromPrincipal. */
+  kerberosRemoveHostFromPrincipal: boolean;
+  kerberosRemoveRealmFromPrincipal: boolean;
+  /** zookeeper.allowSaslFailedClients */
+  allowSaslFailedClients: boolean;
+  /** zookeeper.sessionRequireClientSASLAuth */
+  sessionRequireClientSaslAuth: boolean;
+  /** zookeeper.enforce.auth.enabled and zookeeper.enforce.auth.schemes (comma-separated). */
+  enforceAuthEnabled: boolean;
+  enforceAuthSchemes: string;
 }
 
 /** ZooKeeper's ssl.clientAuth values. */
@@ -200,6 +220,16 @@ export const FIELDS: Readonly<Record<keyof ServerConfig, FieldKind>> = {
   sslQuorumHostnameVerification: "bool",
   tlsReloadIntervalMs: "int",
   x509SuperUser: "string",
+  jaasConfigFile: "string",
+  saslServerSection: "string",
+  superUser: "string",
+  saslSuperPassword: "string",
+  kerberosRemoveHostFromPrincipal: "bool",
+  kerberosRemoveRealmFromPrincipal: "bool",
+  allowSaslFailedClients: "bool",
+  sessionRequireClientSaslAuth: "bool",
+  enforceAuthEnabled: "bool",
+  enforceAuthSchemes: "string",
 };
 
 /** What generateDigest yields: a user without a colon, then 28 base64 characters of SHA-1. */
@@ -248,6 +278,16 @@ export function defaultConfig(): Omit<ServerConfig, "minSessionTimeoutMs" | "max
     sslQuorumHostnameVerification: true,
     tlsReloadIntervalMs: 5_000,
     x509SuperUser: "",
+    jaasConfigFile: "",
+    saslServerSection: "Server",
+    superUser: "",
+    saslSuperPassword: "",
+    kerberosRemoveHostFromPrincipal: false,
+    kerberosRemoveRealmFromPrincipal: false,
+    allowSaslFailedClients: false,
+    sessionRequireClientSaslAuth: false,
+    enforceAuthEnabled: false,
+    enforceAuthSchemes: "",
   };
 }
 

@@ -28,6 +28,8 @@ export type RequestKind = "read" | "update";
 export type LearnerKind = "follower" | "observer";
 export type SyncMode = "DIFF" | "TRUNC" | "SNAP";
 
+const KNOWN_AUTH_SCHEMES: ReadonlySet<string> = new Set(["ip", "digest", "x509", "sasl"]);
+
 const SERVER_STATES = ["standalone", "looking", "leading", "following", "observing"] as const;
 
 // The tables below are in export order: a registry lists metrics in the order they were made.
@@ -150,6 +152,13 @@ export class ServerMetrics {
     labelNames: ["limit", "hard"],
     registers: [this.registry],
   });
+  /** ZooKeeper 3.8 counts no client authentications (its ensemble_auth_* are about server links). */
+  private readonly authentications = new client.Counter({
+    name: "corral_client_authentications",
+    help: "Client authentications on this server, auth packets and SASL exchanges, by scheme and result",
+    labelNames: ["scheme", "result"],
+    registers: [this.registry],
+  });
 
   // ---- gauges, set from the live state at scrape time
   private readonly zooKeeperGauges = this.gauges(ZOOKEEPER_GAUGES);
@@ -173,6 +182,7 @@ export class ServerMetrics {
     this.names.push(
       "counter quota_exceeded_error_per_namespace",
       "counter corral_quota_exceeded_count",
+      "counter corral_client_authentications",
       "gauge corral_learner_lag_zxids",
       "gauge corral_server_state",
     );
@@ -256,6 +266,11 @@ export class ServerMetrics {
   quotaLimitExceeded(event: QuotaExceeded): void {
     this.quotaExceeded.inc({ limit: event.limit, hard: String(event.hard) });
     if (event.refused) this.quotaErrors.inc({ key: topNamespace(event.path) });
+  }
+
+  /** An auth packet or a SASL exchange finished; a scheme corral does not know counts as "unknown" (a client names it). */
+  clientAuthenticated(scheme: string, succeeded: boolean): void {
+    this.authentications.inc({ scheme: KNOWN_AUTH_SCHEMES.has(scheme) ? scheme : "unknown", result: succeeded ? "success" : "failure" });
   }
 
   // ---- scrape

@@ -27,6 +27,7 @@ import { ServerMetrics } from "./metrics.js";
 import { PeerTransport, type PeerTransportSecurity } from "./peer/peer-transport.js";
 import { advertisedClientAddress, directoryFromConfig } from "./client-address-directory.js";
 import { DISK_FAULT_ENV, type DiskFaultPlan } from "./disk-faults.js";
+import { zkDoorAuth } from "./sasl/sasl-login.js";
 
 /** corral's own version (package.json), which the ZooKeeper port reports inside a 3.8.0 version string. */
 const CORRAL_VERSION = readCorralVersion();
@@ -102,6 +103,8 @@ export class CorralServer {
       fatalReported = true;
       reportFatal(error);
     };
+    // The JAAS file and the Kerberos keytab next: a SASL login that cannot work stops the server here.
+    const auth = await zkDoorAuth(config, systemEntropy, logger);
     const faults = hooks.diskFaults;
     if (faults) {
       logger.warn({ diskFault: faults.spec }, `TEST ONLY: ${DISK_FAULT_ENV} is set: a durable write will fail on purpose and this server will stop`);
@@ -163,7 +166,11 @@ export class CorralServer {
         entropy: systemEntropy,
         logger,
         metrics,
-        requestObserver: { nowMs: () => performance.now(), answered: (kind, ms) => metrics.requestAnswered(kind, ms) },
+        requestObserver: {
+          nowMs: () => performance.now(),
+          answered: (kind, ms) => metrics.requestAnswered(kind, ms),
+          authenticated: (scheme, succeeded) => metrics.clientAuthenticated(scheme, succeeded),
+        },
         clientAddressOf: (serverId) => clientAddresses.addressOf(serverId),
         onFatal,
         ...(unsafeCommitOnOwnAck ? { unsafeCommitOnOwnAck } : {}),
@@ -224,6 +231,7 @@ export class CorralServer {
           nowMs: now,
           logger,
           totals: zkTotals,
+          auth: { ...auth, outcomes: { authenticated: (scheme: string, succeeded: boolean) => metrics.clientAuthenticated(scheme, succeeded) } },
         };
         if (config.zkClientPort >= 0) zkService = await ZkClientService.listen(config.clientHost, config.zkClientPort, zkDeps);
         if (config.secureZkClientPort >= 0) {

@@ -27,6 +27,8 @@ export interface ClusterOptions {
   httpPorts?: boolean;
   /** Give every server a ZooKeeper-protocol port over TLS too (the TLS fields go in `config`). */
   secureZkClientPorts?: boolean;
+  /** Extra environment variables for every server process (e.g. KRB5_CONFIG). */
+  env?: Record<string, string>;
   /** Flags for one server only (they beat the shared file), e.g. another certificate. */
   serverArgs?: (id: number) => string[];
   /** Server `id`'s data dir, when it is laid down beforehand (e.g. restored); a fresh one in the cluster's temp dir otherwise. */
@@ -120,6 +122,7 @@ export class ClusterProcess {
             logLevel: "info",
             ...(options.snapshotEveryTxns === undefined ? {} : { snapshotEveryTxns: options.snapshotEveryTxns }),
             ...(options.snapshotRetainCount === undefined ? {} : { snapshotRetainCount: options.snapshotRetainCount }),
+            ...(options.env === undefined ? {} : { env: options.env }),
             extraArgs: ["--config", entry.id > members ? join(dir.path, `spare-${entry.id}.json`) : configFile, ...(options.serverArgs?.(entry.id) ?? [])],
           });
           servers.set(entry.id, server);

@@ -10,7 +10,7 @@ kazoo's tests stop and restart servers of the ensemble (ManagedZooKeeper.stop / 
 ask the runner to do it to its corral processes (CORRAL_KAZOO_CONTROL).
 
 SKIPS is the one list of kazoo tests not run against corral, each with its reason: only tests
-that need what corral does not serve (reconfig, SASL), or more servers than a standalone target
+that need what corral does not serve (reconfig), or more servers than a standalone target
 has. Their skip reasons start with SKIP_PREFIX so that the runner
 (test/kazoo/kazoo.test.ts) can tell them from the skips kazoo decides itself.
 """
@@ -39,7 +39,6 @@ _RECONFIG = OnlyStandalone(
     "reconfig: a standalone server cannot be reconfigured (ZooKeeper's answers UNIMPLEMENTED too); "
     "run against the three-voter cluster"
 )
-_SASL = "SASL: corral's ZooKeeper port has no SASL authentication (no JAAS DIGEST-MD5 login)"
 
 # Node ids as "kazoo/tests/<file>::<class>::<test>", whatever pytest's rootdir.
 SKIPS = {
@@ -47,11 +46,6 @@ SKIPS = {
     "kazoo/tests/test_client.py::TestReconfig::test_no_super_auth": _RECONFIG,
     "kazoo/tests/test_client.py::TestReconfig::test_add_remove_observer": _RECONFIG,
     "kazoo/tests/test_client.py::TestReconfig::test_bad_input": _RECONFIG,
-    # SASL (the harness reconfigures its ZooKeeper with a JAAS DIGEST-MD5 login).
-    "kazoo/tests/test_sasl.py::TestLegacySASLDigestAuthentication::test_connect_sasl_auth": _SASL,
-    "kazoo/tests/test_sasl.py::TestLegacySASLDigestAuthentication::test_invalid_sasl_auth": _SASL,
-    "kazoo/tests/test_sasl.py::TestSASLDigestAuthentication::test_connect_sasl_auth": _SASL,
-    "kazoo/tests/test_sasl.py::TestSASLDigestAuthentication::test_invalid_sasl_auth": _SASL,
     # Read-only mode: stops two of three servers and expects the third to serve reads read-only.
     "kazoo/tests/test_connection.py::TestReadOnlyMode::test_read_only": OnlyStandalone(
         "stops servers 1 and 2 of the ensemble and expects server 0 to serve read-only: a standalone "

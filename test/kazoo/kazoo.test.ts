@@ -5,8 +5,9 @@
  * test/kazoo/corral_kazoo_plugin.py (test/helpers/kazoo-suite.ts). A run passes when nothing
  * failed or errored and every skip is the plugin's named list or one kazoo decides for its
  * environment. The servers get what kazoo's own harness gives its ZooKeeper: tickTime 2000
- * (initLimit 4, syncLimit 2), read-only mode and reconfiguration on, every four-letter word, and the super digest of
- * "super:test".
+ * (initLimit 4, syncLimit 2), read-only mode and reconfiguration on, every four-letter word, the super digest of
+ * "super:test", and for test_sasl.py its JAAS file's DIGEST-MD5 Server section (kazoo's GSSAPI
+ * tests, which need a KDC, run in test/integration/zk-sasl-kerberos.test.ts).
  *
  * `npm run test:kazoo` runs this file alone; KAZOO_SELECT="test_lock.py test_client.py::TestClient"
  * narrows a local run to some of kazoo's files or tests (the stale-skip-list check is then off);
@@ -26,6 +27,13 @@ import { waitFor } from "../helpers/wait.js";
 
 /** kazoo's harness: `super:test` (-Dzookeeper.DigestAuthenticationProvider.superDigest). */
 const SUPER_DIGEST = "super:D/InIHSb7yEEbrWz8b9l71RjZJU=";
+/** kazoo's harness (ZOOKEEPER_JAAS_AUTH=digest): the JAAS file its ZooKeeper reads for test_sasl.py. */
+const KAZOO_DIGEST_JAAS = `Server {
+    org.apache.zookeeper.server.auth.DigestLoginModule required
+    user_super="super_secret"
+    user_jaasuser="jaas_password";
+};
+`;
 /** kazoo's harness writes tickTime=2000, initLimit=4, syncLimit=2 into its zoo.cfg. */
 const TICK_MS = 2000;
 /**
@@ -93,11 +101,16 @@ describe("kazoo's test suite against corral's ZooKeeper port", { concurrency: 1 
     const dir = await makeTempDir("corral-kazoo-standalone-");
     let server: ServerProcess | undefined;
     try {
+      const jaasFile = join(dir.path, "jaas.conf");
+      await writeFile(jaasFile, KAZOO_DIGEST_JAAS);
       server = await ServerProcess.start({
-        dataDir: dir.path,
+        dataDir: join(dir.path, "data"),
         zkPort: await freePort(),
         tickMs: TICK_MS,
-        extraArgs: ["--four-letter-word-whitelist", "*", "--super-digest", SUPER_DIGEST, "--read-only-mode-enabled", "true", "--reconfig-enabled", "true"],
+        extraArgs: [
+          ...["--four-letter-word-whitelist", "*", "--super-digest", SUPER_DIGEST, "--read-only-mode-enabled", "true", "--reconfig-enabled", "true"],
+          ...["--jaas-config-file", jaasFile],
+        ],
       });
       await servesSessions(server.connectString);
       await gate(t, "a standalone server", "standalone", [server]);
@@ -108,13 +121,19 @@ describe("kazoo's test suite against corral's ZooKeeper port", { concurrency: 1 
   });
 
   test("a three-voter cluster", { timeout: RUN_LIMIT_MS + 120_000 }, async (t) => {
+    const jaasDir = await makeTempDir("corral-kazoo-jaas-");
+    const jaasConfigFile = join(jaasDir.path, "jaas.conf");
+    await writeFile(jaasConfigFile, KAZOO_DIGEST_JAAS);
     const cluster = await ClusterProcess.start({
       voters: 3,
       tickMs: TICK_MS,
       initLimitTicks: 4,
       syncLimitTicks: 2,
       superDigest: SUPER_DIGEST,
-      config: { fourLetterWordWhitelist: "*", readOnlyModeEnabled: true, reconfigEnabled: true },
+      config: { fourLetterWordWhitelist: "*", readOnlyModeEnabled: true, reconfigEnabled: true, jaasConfigFile },
+    }).catch(async (error: unknown) => {
+      await jaasDir.remove();
+      throw error;
     });
     try {
       await waitFor("a leader every server agrees on", () => cluster.agreedLeader(), 60_000);
@@ -122,6 +141,7 @@ describe("kazoo's test suite against corral's ZooKeeper port", { concurrency: 1 
       await gate(t, "a three-voter cluster", "cluster", [...cluster.servers.values()]);
     } finally {
       await cluster.stop();
+      await jaasDir.remove();
     }
   });
 });

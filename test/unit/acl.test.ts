@@ -96,6 +96,19 @@ describe("permits (checkACL)", () => {
     assert.equal(permits([acl(Perms.WRITE, "digest", bob.id)], Perms.READ | Perms.ADMIN, [bob]), false);
   });
 
+  test("a sasl entry grants to that sasl id, and to sasl:super whatever it names (SASLAuthenticationProvider.matches)", () => {
+    const sasl = (id: string): Id => ({ scheme: "sasl", id });
+    const saslAcl = [acl(Perms.ALL, "sasl", "client@EXAMPLE.COM")];
+    assert.equal(permits(saslAcl, Perms.WRITE, [sasl("client@EXAMPLE.COM")]), true);
+    assert.equal(permits(saslAcl, Perms.WRITE, [sasl("client")]), false);
+    assert.equal(permits(saslAcl, Perms.WRITE, [digest("client@EXAMPLE.COM:pw")]), false);
+    assert.equal(permits(saslAcl, Perms.WRITE, [sasl("super")]), true);
+  });
+
+  test("auth expands to a caller's sasl id, which is an authenticated one", () => {
+    assert.deepEqual(fixupAcl([acl(Perms.ALL, "auth", "")], [ip("10.0.0.1"), { scheme: "sasl", id: "bob" }], "/a"), [acl(Perms.ALL, "sasl", "bob")]);
+  });
+
   test("the super id passes every check, an empty ACL lets anyone through", () => {
     assert.equal(permits(bobAcl, Perms.ADMIN, [SUPER_ID]), true);
     assert.equal(permits([acl(0, "world", "anyone")], Perms.READ, [SUPER_ID]), true);
@@ -149,7 +162,11 @@ describe("ACL ids that are valid (the providers' isValid)", () => {
     ["ip", "::1", false],
     ["world", "anyone", false],
     ["super", "", false],
-    ["sasl", "bob", false],
+    ["sasl", "bob", true],
+    ["sasl", "bob@EXAMPLE.COM", true],
+    ["sasl", "zookeeper/host.example@EXAMPLE.COM", true],
+    ["sasl", "a@b@c", false],
+    ["sasl", "a/b/c@R", false],
     ["x509", "CN=bob", true],
     ["x509", "CN=bob,O=Example\\, Inc.,C=US", true],
     ["x509", "CN=a<b", false],

@@ -114,8 +114,6 @@ describe("jute requests → corral requests", () => {
       shape: { type: OpCode.reconfig },
     });
     assert.deepEqual(shapeOf(OpCode.deleteContainer, { path: "/c" }), [-8, false], "deleteContainer: BADARGUMENTS");
-    assert.deepEqual(shapeOf(OpCode.sasl, { token: new Uint8Array([1]) }), [0, false], "sasl: OK, as a server without SASL answers it");
-    assert.deepEqual(toClientRequest(OpCode.sasl, { token: null }), { close: "a sasl packet without a token" });
     assert.deepEqual(shapeOf(OpCode.check, { path: "/a", version: 1 }), [-6, false], "a lone check: UNIMPLEMENTED");
     assert.deepEqual(shapeOf(OpCode.createSession), [-6, false]);
     for (const type of [99, 0, OpCode.notification, 4242, -3]) {

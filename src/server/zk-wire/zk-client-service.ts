@@ -19,7 +19,16 @@ import type { Logger } from "pino";
 import { ZkErrorCode } from "../../common/errors.js";
 import type { DataTree } from "../../store/data-tree.js";
 import type { Id, WatchEvent } from "../../store/types.js";
-import { certificateAuthIds, initialAuthInfo, remoteAddressOfPeer, type CertificateAuthOptions } from "../../replica/auth.js";
+import {
+  authenticationMissing,
+  certificateAuthIds,
+  initialAuthInfo,
+  remoteAddressOfPeer,
+  withAuthIds,
+  type CertificateAuthOptions,
+} from "../../replica/auth.js";
+import { ConnectionSasl, type SaslAnswer } from "../sasl/connection-sasl.js";
+import { NO_SASL, type ZkDoorAuth } from "../sasl/door-auth.js";
 import type { TlsClientAuth } from "../config.js";
 import { subjectOfPeer, tlsServerOptions, type PemFiles } from "../tls.js";
 import type { ClientConnection, RequestPipeline } from "../../replica/pipeline.js";
@@ -35,6 +44,7 @@ import {
   encodeNotification,
   encodeRecord,
   encodeReply,
+  GetSASLRequest,
   OpCode,
   RequestHeader,
   requestBodyCodec,
@@ -64,6 +74,8 @@ export interface ZkClientServiceDeps {
   logger: Logger;
   /** Shared by the plain and secure ports: srvr and mntr report the server's totals, as ZooKeeper's ServerStats. */
   totals?: PortStats;
+  /** SASL and the schemes a client must authenticate with; none when absent. */
+  auth?: ZkDoorAuth;
 }
 
 /** The secure port's TLS: the certificate files (watched) and ZooKeeper's ssl.clientAuth. */
@@ -239,6 +251,10 @@ class ZkWireConnection implements ClientConnection {
   private lastZxid = -1n;
   private lastResponseMs = 0;
   private readonly latency = new LatencyStats();
+  /** Made at the connection's first sasl packet. */
+  private sasl: ConnectionSasl | undefined;
+  /** A sasl packet is being evaluated: later frames wait in `held` until it is answered. */
+  private saslInFlight = false;
 
   constructor(
     readonly id: number,
@@ -301,11 +317,6 @@ class ZkWireConnection implements ClientConnection {
       if (reply.err === ZkErrorCode.AUTHFAILED) this.end("closed");
       return;
     }
-    if (sent.shape.type === OpCode.sasl) {
-      // As a ZooKeeper without a SASL server answers: zxid 0, OK, no token.
-      this.send(() => encodeReply({ xid, zxid: 0n, err: reply.err }, { codec: SetSASLResponse, value: { token: null } }), { xid, opcode: OpCode.sasl });
-      return;
-    }
     this.send(() => encodeZkReply(xid, sent.shape, reply), { xid, opcode: sent.shape.type });
     if (sent.shape.closeAfter) this.end("closed");
   }
@@ -361,6 +372,7 @@ class ZkWireConnection implements ClientConnection {
     const wasConnected = this.phase === "connected";
     this.phase = "ended";
     this.held = [];
+    this.sasl?.dispose();
     if (wasConnected) this.deps.pipeline.detach(this.sessionId, this);
     this.onClosed();
   }
@@ -423,11 +435,23 @@ class ZkWireConnection implements ClientConnection {
       case "awaiting-connect":
         return this.onConnect(decodeRecord(ConnectRequest, frame));
       case "connecting":
-        if (this.held.length >= HELD_FRAMES_MAX) return this.close("too many requests before the connect answer");
-        this.held.push(frame);
-        return;
+        return this.hold(frame);
       case "connected":
-        return this.onRequest(frame);
+        return this.saslInFlight ? this.hold(frame) : this.onRequest(frame);
+    }
+  }
+
+  /** Keeps a frame for later: before the connect answer, or while a sasl packet is evaluated. */
+  private hold(frame: Uint8Array): void {
+    if (this.held.length >= HELD_FRAMES_MAX) return this.close("too many requests before an answer they must wait for");
+    this.held.push(frame);
+  }
+
+  /** Runs the held frames in order, until one makes the connection wait again. */
+  private runHeld(): void {
+    while (this.held.length > 0 && this.phase === "connected" && this.reading && !this.saslInFlight) {
+      const frame = this.held.shift()!;
+      if (!this.decoded(() => this.onRequest(frame))) return;
     }
   }
 
@@ -438,6 +462,17 @@ class ZkWireConnection implements ClientConnection {
     this.lastCxid = xid;
     this.lastOperation = OPERATION_NAMES.get(type) ?? "UNKN";
     const pipeline = this.deps.pipeline;
+    if (type === OpCode.sasl) return this.onSasl(xid, GetSASLRequest.read(reader).token);
+    if (type !== OpCode.auth && authenticationMissing(this.authInfo, this.auth.enforcedSchemes)) {
+      // ZooKeeper's AuthenticationHelper.enforceAuthentication: the answer, then the connection closes.
+      this.logger.warn(
+        { session: hex(this.sessionId), schemes: [...this.auth.enforcedSchemes] },
+        "request from a client that has not authenticated as required",
+      );
+      this.send(() => encodeReply({ xid, zxid: 0n, err: ZkErrorCode.SESSIONCLOSEDREQUIRESASLAUTH }), { xid, opcode: type });
+      this.stopReading();
+      return this.end("closed");
+    }
     if (type === OpCode.ping) {
       // Answered at once, like the gRPC door's pong: the client matches it by its xid, not its place.
       pipeline.touch(this.sessionId);
@@ -487,11 +522,41 @@ class ZkWireConnection implements ClientConnection {
     this.establishedMs = this.deps.nowMs();
     this.deps.pipeline.attach(sessionId, this);
     this.writeConnectResponse(timeoutMs, sessionId, password, readOnly);
-    const held = this.held;
-    this.held = [];
-    for (const frame of held) {
-      if (this.phase !== "connected" || !this.reading || !this.decoded(() => this.onRequest(frame))) return;
+    this.runHeld();
+  }
+
+  private get auth(): ZkDoorAuth {
+    return this.deps.auth ?? NO_SASL;
+  }
+
+  /**
+   * A sasl packet, answered as soon as its token is evaluated (ZooKeeper's processSasl), outside
+   * the session's order; nothing after it is read until then. A null token is the end of the
+   * connection, unanswered (it throws out of ZooKeeper's packet handling).
+   */
+  private onSasl(xid: number, token: Uint8Array | null): void {
+    if (token === null) return this.close("a sasl packet without a token");
+    this.sasl ??= new ConnectionSasl(this.auth.sasl, this.auth.outcomes, this.logger);
+    this.saslInFlight = true;
+    void this.sasl.answer(token, hex(this.sessionId)).then((answer) => this.saslAnswered(xid, answer));
+  }
+
+  private saslAnswered(xid: number, answer: SaslAnswer): void {
+    this.saslInFlight = false;
+    if (this.phase === "ended") return;
+    let { err, close } = answer;
+    if (answer.ids.length > 0) {
+      const authInfo = withAuthIds(this.authInfo, answer.ids);
+      if (authInfo === undefined) [err, close] = [ZkErrorCode.AUTHFAILED, true];
+      else this.authInfo = authInfo;
     }
+    const token = err === ZkErrorCode.OK ? answer.token : null;
+    this.send(() => encodeReply({ xid, zxid: 0n, err }, { codec: SetSASLResponse, value: { token } }), { xid, opcode: OpCode.sasl });
+    if (close) {
+      this.stopReading();
+      return this.end("closed");
+    }
+    this.runHeld();
   }
 
   /**

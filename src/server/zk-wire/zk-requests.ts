@@ -21,8 +21,9 @@ const EMPTY = new Uint8Array(0);
 
 /**
  * What a request frame asks for; or the code ZooKeeper answers it with without running it (in its
- * place in the session's order; 0 only for sasl); or, for a frame ZooKeeper fails on outside any
- * request's answer, the end of the connection, unanswered.
+ * place in the session's order); or, for a frame ZooKeeper fails on outside any request's answer,
+ * the end of the connection, unanswered. (A sasl packet never comes here: the door answers it,
+ * src/server/sasl/connection-sasl.ts.)
  */
 export type ZkRequestMapping = { request: ClientRequest; shape: ReplyShape } | { reject: number; shape: ReplyShape } | { close: string };
 
@@ -171,11 +172,6 @@ export function toClientRequest(type: number, body: unknown): ZkRequestMapping {
         // Sent by ZooKeeper's own ContainerManager, never a client: its prep reads the whole frame,
         // header included, as the path, whose NUL bytes getParentPathAndValidate refuses.
         return { reject: ZkErrorCode.BADARGUMENTS, shape };
-      case OpCode.sasl:
-        // A ZooKeeper without a SASL server (no JAAS login) answers OK with no token; a null token
-        // throws out of its packet handling, which drops the connection.
-        if ((body as jute.GetSASLRequest).token === null) return { close: "a sasl packet without a token" };
-        return { reject: ZkErrorCode.OK, shape };
       case OpCode.check:
       case OpCode.createSession:
         // Opcodes ZooKeeper's Request.isValid accepts that no client sends alone: a lone check
