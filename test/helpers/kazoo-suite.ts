@@ -222,6 +222,8 @@ export interface KazooRunOptions {
   select?: string[];
   /** Kill pytest after this long (its process group, so kazoo's handler threads go too). */
   timeoutMs?: number;
+  /** More environment for pytest (e.g. KRB5_TEST_ENV and KRB5_CONFIG for test_sasl.py's GSSAPI tests). */
+  env?: Record<string, string>;
   signal?: AbortSignal;
 }
 
@@ -259,6 +261,7 @@ export async function runKazooSuite(options: KazooRunOptions): Promise<KazooRun>
     PYTHONPATH: PLUGIN_DIR,
     PYTHONDONTWRITEBYTECODE: "1",
     PYTHONUNBUFFERED: "1",
+    ...options.env,
   });
 
   try {

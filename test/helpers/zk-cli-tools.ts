@@ -149,6 +149,31 @@ export function zkCliTlsFlags(options: { caFile: string; keyStoreFile?: string }
 }
 
 /**
+ * zkCli.sh against `connectString` with `lines` on its standard input, as it is: for a session
+ * that never serves (its client refused), where runZkCli's barriers cannot run.
+ */
+export async function runZkCliRaw(
+  connectString: string,
+  lines: readonly string[],
+  limitMs = 60_000,
+  options: { jvmFlags?: string[] } = {},
+): Promise<{ stdout: string; stderr: string; exitCode: number | null }> {
+  assertCliToolsInstalled();
+  const child = spawnTool("bash", [ZKCLI, "-server", connectString], {
+    // faster JVM start for a short-lived client; nothing here changes what it prints
+    CLIENT_JVMFLAGS: ["-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmx128m", ...(options.jvmFlags ?? [])].join(" "),
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout!.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+  child.stdin!.on("error", () => undefined); // EPIPE if it died early; the exit check reports that
+  child.stdin!.end(lines.join("\n") + "\n");
+  const exitCode = await closed(child, limitMs, () => `zkCli.sh against ${connectString}\n--- stdout ---\n${stdout}\n--- stderr ---\n${stderr}`);
+  return { stdout, stderr, exitCode };
+}
+
+/**
  * Runs `commands` (one zkCli.sh line each) in one zkCli.sh session against `connectString` and
  * cuts the output into one segment per command (`jvmFlags`: more -D options, e.g. for TLS). Commands after `close`/`quit` get no barrier
  * (there is no session left to sync); they and their output form the last segment.
@@ -171,17 +196,7 @@ export async function runZkCli(connectString: string, commands: readonly string[
       tail.push(command);
     }
   }
-  const child = spawnTool("bash", [ZKCLI, "-server", connectString], {
-    // faster JVM start for a short-lived client; nothing here changes what it prints
-    CLIENT_JVMFLAGS: ["-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmx128m", ...(options.jvmFlags ?? [])].join(" "),
-  });
-  let stdout = "";
-  let stderr = "";
-  child.stdout!.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
-  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-  child.stdin!.on("error", () => undefined); // EPIPE if it died early; the exit check reports that
-  child.stdin!.end(input.join("\n") + "\n");
-  const exitCode = await closed(child, limitMs, () => `zkCli.sh against ${connectString}\n--- stdout ---\n${stdout}\n--- stderr ---\n${stderr}`);
+  const { stdout, stderr, exitCode } = await runZkCliRaw(connectString, input, limitMs, options);
 
   const fail = (why: string): never => {
     throw new Error(`zkCli.sh transcript unusable: ${why} (exit ${exitCode})\n--- stdout ---\n${stdout}\n--- stderr ---\n${stderr}`);
