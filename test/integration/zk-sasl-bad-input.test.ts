@@ -1,0 +1,126 @@
+/**
+ * Malformed SASL tokens cost at most the connection that sent them. fast-check makes tokens of
+ * every size — empty, short, the size of a Kerberos AP-REQ, past the mechanisms' limits, close to a
+ * whole frame — some shaped like a GSS-API token (ASN.1 application tag 0x60 and the Kerberos
+ * OID) so that they reach deep into MIT's parser. Each goes, alone or after a valid first step,
+ * to a DIGEST-MD5 server and to a Kerberos one (a real KDC's keytab, MIT's libgssapi_krb5): every
+ * answer is OK (a challenge) or AUTHFAILED followed by the end of that connection, a bystander
+ * session keeps being served, and the servers are still running at the end.
+ */
+import assert from "node:assert/strict";
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import fc from "fast-check";
+import { ZkErrorCode } from "../../src/common/errors.js";
+import { decodeRecord, ExistsRequest, GetSASLRequest, OpCode, SetSASLResponse } from "../../src/server/zk-wire/records.js";
+import { JuteClient } from "../helpers/jute-client.js";
+import { KerberosKdc } from "../helpers/kerberos-kdc.js";
+import { freePort, ServerProcess } from "../helpers/server-process.js";
+
+/** The Kerberos mechanism's OID in DER (1.2.840.113554.1.2.2): a GSS-API initial token names it. */
+const KRB5_OID = [0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x12, 0x01, 0x02, 0x02];
+
+const tokens = fc.oneof(
+  { weight: 3, arbitrary: fc.uint8Array({ maxLength: 64 }) },
+  { weight: 3, arbitrary: fc.uint8Array({ minLength: 200, maxLength: 3000 }) },
+  // GSS-API framing with a DER length and the Kerberos OID, then noise: past the first checks.
+  {
+    weight: 4,
+    arbitrary: fc.uint8Array({ minLength: 1, maxLength: 2000 }).map((noise) => {
+      const inner = [...KRB5_OID, 0x01, 0x00, ...noise];
+      const length = inner.length < 128 ? [inner.length] : [0x82, inner.length >> 8, inner.length & 0xff];
+      return new Uint8Array([0x60, ...length, ...inner]);
+    }),
+  },
+  { weight: 1, arbitrary: fc.integer({ min: 65_000, max: 900_000 }).map((size) => new Uint8Array(size).fill(0x60)) },
+);
+
+/** A client that sends `steps` sasl packets; what each got, and whether the server closed it. */
+async function saslAttempt(address: string, steps: readonly Uint8Array[]): Promise<{ answers: number[]; closed: boolean }> {
+  const client = await JuteClient.connect(address);
+  const answers: number[] = [];
+  try {
+    for (const token of steps) {
+      const reply = await client.request(OpCode.sasl, GetSASLRequest, { token }).catch(() => undefined);
+      if (reply === undefined) break;
+      answers.push(reply.header.err);
+      assert.equal(reply.header.zxid, 0n, "a sasl answer carries zxid 0");
+      if (reply.header.err !== ZkErrorCode.OK) assert.equal(decodeRecord(SetSASLResponse, reply.body).token, null, "a refusal carries no token");
+      if (reply.header.err !== ZkErrorCode.OK) break;
+    }
+    const closed = await Promise.race([client.closed.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 2_000))]);
+    return { answers, closed };
+  } finally {
+    await client.close();
+  }
+}
+
+async function bystanderServed(bystander: JuteClient): Promise<void> {
+  const reply = await bystander.request(OpCode.exists, ExistsRequest, { path: "/zookeeper", watch: false });
+  assert.equal(reply.header.err, ZkErrorCode.OK);
+}
+
+describe("malformed SASL tokens cost at most their connection", { concurrency: 1 }, () => {
+  let kdc: KerberosKdc;
+  let digest: ServerProcess;
+  let kerberos: ServerProcess;
+
+  before(async () => {
+    kdc = await KerberosKdc.start();
+    const keytab = kdc.addPrincipal("zookeeper/127.0.0.1", "server.keytab");
+    await writeFile(join(kdc.dir, "digest.jaas"), 'Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n  user_bob="secret";\n};\n');
+    await writeFile(
+      join(kdc.dir, "kerberos.jaas"),
+      `Server {\n  com.sun.security.auth.module.Krb5LoginModule required\n  useKeyTab=true\n  keyTab="${keytab}"\n  principal="zookeeper/127.0.0.1@${kdc.realm}";\n};\n`,
+    );
+    digest = await ServerProcess.start({
+      dataDir: join(kdc.dir, "digest-data"),
+      zkPort: await freePort(),
+      extraArgs: ["--jaas-config-file", join(kdc.dir, "digest.jaas")],
+    });
+    kerberos = await ServerProcess.start({
+      dataDir: join(kdc.dir, "kerberos-data"),
+      zkPort: await freePort(),
+      env: { ...kdc.env, KRB5RCACHEDIR: kdc.dir },
+      extraArgs: ["--jaas-config-file", join(kdc.dir, "kerberos.jaas")],
+    });
+  });
+
+  after(async () => {
+    await digest?.stop();
+    await kerberos?.stop();
+    await kdc?.stop();
+  });
+
+  for (const [name, server, firstStep, refusedBy] of [
+    ["DIGEST-MD5", () => digest, [new Uint8Array(0)], /malformed digest-response|digest-response lacks/],
+    // The tokens reached MIT's library, which refused them (not only corral's size check).
+    ["GSSAPI (MIT Kerberos)", () => kerberos, [], /gss_accept_sec_context/],
+  ] as const) {
+    test(`${name}: every answer is a challenge or AUTHFAILED and the end of that connection; others are served`, async () => {
+      const bystander = await JuteClient.connect(server().zkConnectString);
+      try {
+        await fc.assert(
+          fc.asyncProperty(fc.array(tokens, { minLength: 1, maxLength: 3 }), async (steps) => {
+            const { answers, closed } = await saslAttempt(server().zkConnectString, [...firstStep, ...steps]);
+            for (const err of answers) assert.ok(err === ZkErrorCode.OK || err === ZkErrorCode.AUTHFAILED, `answer ${err}`);
+            if (answers.includes(ZkErrorCode.AUTHFAILED)) assert.ok(closed, "a refused client's connection is closed");
+            await bystanderServed(bystander);
+          }),
+          { numRuns: 120 },
+        );
+        // Many at once: the Kerberos steps run on worker threads, each connection waits for its own.
+        const flood = await Promise.all(
+          Array.from({ length: 40 }, (_, i) => saslAttempt(server().zkConnectString, [...firstStep, new Uint8Array([0x60, i, 1, 2, 3])])),
+        );
+        for (const { answers } of flood) assert.deepEqual(answers.slice(firstStep.length), [ZkErrorCode.AUTHFAILED]);
+        await bystanderServed(bystander);
+        assert.ok(server().running, "the server is still running");
+        assert.match(server().stderr, refusedBy);
+      } finally {
+        await bystander.close();
+      }
+    });
+  }
+});
