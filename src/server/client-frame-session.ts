@@ -11,7 +11,8 @@ import type { DataTree } from "../store/data-tree.js";
 import type { Id, WatchEvent } from "../store/types.js";
 import type { SessionOpener } from "../replica/session-opener.js";
 import type { ClientConnection, RequestPipeline } from "../replica/pipeline.js";
-import type { Reply } from "../replica/requests.js";
+import { EMPTY_BODY, type Reply } from "../replica/requests.js";
+import { authenticationMissing } from "../replica/auth.js";
 import {
   encodeConnectResponseFrame,
   encodeEventFrame,
@@ -51,6 +52,12 @@ export interface FrameSessionDeps {
   state: { readonly tree: DataTree };
   pipeline: RequestPipeline;
   sessions: SessionOpener;
+  /**
+   * enforce.auth's schemes (src/server/sasl/sasl-config.ts): a client holding no id of one is
+   * answered SESSIONCLOSEDREQUIRESASLAUTH for any request but addAuth, and its stream ends, as on
+   * the ZooKeeper port. This door has no SASL, so a `sasl`-only policy turns every client away.
+   */
+  enforcedSchemes?: ReadonlySet<string>;
 }
 
 type Phase = "awaiting-connect" | "connecting" | "connected" | "ended";
@@ -158,6 +165,13 @@ export class ClientFrameSession implements ClientConnection {
 
   private onSessionFrame(frame: DecodedClientFrame): void {
     const pipeline = this.deps.pipeline;
+    const enforced = this.deps.enforcedSchemes;
+    if (enforced !== undefined && frame.frame !== "connect" && authenticationMissing(this.authInfo, enforced)) {
+      if (frame.frame !== "request" || frame.request.op !== "addAuth") {
+        if (frame.frame !== "ping") this.sendReply(frame.xid, { err: ZkErrorCode.SESSIONCLOSEDREQUIRESASLAUTH, zxid: 0, body: EMPTY_BODY });
+        return this.end("closed");
+      }
+    }
     switch (frame.frame) {
       case "ping":
         pipeline.touch(this.sessionIdValue);

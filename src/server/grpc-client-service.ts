@@ -34,6 +34,8 @@ export interface ClientServiceDeps {
   logger: Logger;
   /** Over TLS: who a verified client certificate makes the super user. */
   certificateAuth?: CertificateAuthOptions;
+  /** enforce.auth's schemes (FrameSessionDeps.enforcedSchemes); absent: nothing enforced. */
+  enforcedSchemes?: ReadonlySet<string>;
 }
 
 /**

@@ -189,7 +189,15 @@ export class CorralServer {
     const certificateAuth = { x509SuperUser: config.x509SuperUser };
     grpcServer.addService(
       clientServiceDefinition(),
-      clientServiceHandlers({ serverId: config.serverId, state: database, pipeline, sessions, logger, certificateAuth }),
+      clientServiceHandlers({
+        serverId: config.serverId,
+        state: database,
+        pipeline,
+        sessions,
+        logger,
+        certificateAuth,
+        ...(auth.enforcedSchemes.size > 0 ? { enforcedSchemes: auth.enforcedSchemes } : {}),
+      }),
     );
     let clientPort: number;
     let zkService: ZkClientService | undefined;

@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { Client, ZkError } from "../../src/index.js";
 import { RealZooKeeper } from "../helpers/real-zookeeper.js";
 import { freePort, ServerProcess } from "../helpers/server-process.js";
 import { makeTempDir } from "../helpers/temp-dir.js";
@@ -153,7 +154,7 @@ describe("zkCli.sh with SASL DIGEST-MD5: the same transcript from corral as from
     assert.deepEqual(await refusedTranscript(targets.corral.zkConnectString, script, jaas.mallory), expected);
   });
 
-  test("with sessionRequireClientSASLAuth, a client without SASL is refused and one with it served", async () => {
+  test("with sessionRequireClientSASLAuth, a client without SASL is refused (on the gRPC port too) and one with it served", async () => {
     const required = await startBoth(dir.path, "required", true);
     try {
       const script = ["ls /zookeeper"];
@@ -163,6 +164,13 @@ describe("zkCli.sh with SASL DIGEST-MD5: the same transcript from corral as from
       const served = await transcript(required.zookeeper.connectString, script, jaas.bob);
       assert.ok(served.includes("out: [config, quota]"), served.join("\n"));
       assert.deepEqual(await transcript(required.corral.zkConnectString, script, jaas.bob), served);
+      // corral's gRPC port has no SASL: it refuses every request of its clients alike.
+      const sdk = await Client.connect(required.corral.connectString, { connectTimeoutMs: 10_000 });
+      try {
+        await assert.rejects(sdk.exists("/zookeeper"), (error) => error instanceof ZkError && error.code === "SESSIONCLOSEDREQUIRESASLAUTH");
+      } finally {
+        await sdk.close().catch(() => undefined);
+      }
     } finally {
       await required.corral.stop();
       await required.zookeeper.stop();

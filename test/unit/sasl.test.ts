@@ -11,6 +11,7 @@ import fc from "fast-check";
 import pino from "pino";
 import { ZkErrorCode } from "../../src/common/errors.js";
 import { ConfigError } from "../../src/server/config-error.js";
+import { ServerMetrics } from "../../src/server/metrics.js";
 import { authenticationMissing } from "../../src/replica/auth.js";
 import { parseKerberosName, saslAuthorizedId } from "../../src/replica/kerberos-name.js";
 import { ConnectionSasl, type SaslPolicy } from "../../src/server/sasl/connection-sasl.js";
@@ -458,5 +459,27 @@ describe("enforcement (AuthenticationHelper)", () => {
     );
     assert.equal(authenticationMissing([{ scheme: "ip", id: "127.0.0.1" }], new Set(["ip"])), false);
     assert.equal(authenticationMissing([], new Set()), false);
+  });
+});
+
+describe("the authentication metric", () => {
+  test("corral_client_authentications counts by scheme and result; a scheme corral does not know is one label", async () => {
+    const metrics = new ServerMetrics();
+    try {
+      metrics.clientAuthenticated("sasl", true);
+      metrics.clientAuthenticated("sasl", false);
+      metrics.clientAuthenticated("digest", true);
+      for (const scheme of ["bogus", "x".repeat(300), "é"]) metrics.clientAuthenticated(scheme, false);
+      const text = await metrics.registry.getSingleMetricAsString("corral_client_authentications");
+      const samples = text.split("\n").filter((line) => !line.startsWith("#"));
+      assert.deepEqual(samples.sort(), [
+        'corral_client_authentications{scheme="digest",result="success"} 1',
+        'corral_client_authentications{scheme="sasl",result="failure"} 1',
+        'corral_client_authentications{scheme="sasl",result="success"} 1',
+        'corral_client_authentications{scheme="unknown",result="failure"} 3',
+      ]);
+    } finally {
+      metrics.close();
+    }
   });
 });
