@@ -20,6 +20,7 @@ import { GssapiServer, type GssAcceptor } from "../../src/server/sasl/gssapi-mec
 import { JaasSyntaxError, parseJaasConfig } from "../../src/server/sasl/jaas-config.js";
 import type { SaslMechanismServer, SaslStep } from "../../src/server/sasl/mechanism.js";
 import { enforcedAuthSchemes, saslLoginOf } from "../../src/server/sasl/sasl-config.js";
+import { digestResponse } from "../helpers/sasl-digest-client.js";
 
 const KAZOO_JAAS = `
 Server {
@@ -109,30 +110,6 @@ describe("the JAAS file", () => {
     );
   });
 });
-
-/** A DIGEST-MD5 client as RFC 2831 (and kazoo's pure-sasl) computes it. */
-function digestResponse(challenge: string, user: string, password: string, overrides: Record<string, string> = {}, cnonce = "OA6MHXh6VqTrRk"): string {
-  const c = parseDirectives(challenge) as Map<string, string>;
-  const realm = c.get("realm")!;
-  const nonce = c.get("nonce")!;
-  const fields: Record<string, string> = {
-    username: user,
-    realm,
-    nonce,
-    cnonce,
-    nc: "00000001",
-    qop: "auth",
-    "digest-uri": "zookeeper/zk-sasl-md5",
-    ...overrides,
-  };
-  const md5 = (b: Buffer | string) => createHash("md5").update(b).digest();
-  const a1 = Buffer.concat([md5(`${fields.username}:${fields.realm}:${password}`), Buffer.from(`:${fields.nonce}:${fields.cnonce}`)]);
-  const a2 = `AUTHENTICATE:${fields["digest-uri"]}`;
-  const response = md5(`${md5(a1).toString("hex")}:${fields.nonce}:${fields.nc}:${fields.cnonce}:${fields.qop}:${md5(a2).toString("hex")}`).toString("hex");
-  return Object.entries({ ...fields, response: overrides.response ?? response })
-    .map(([k, v]) => `${k}="${v}"`)
-    .join(",");
-}
 
 function digestServer(passwords: Record<string, string> = { jaasuser: "jaas_password" }): DigestMd5Server {
   let counter = 0;
