@@ -5,7 +5,8 @@
  * OID) so that they reach deep into MIT's parser. Each goes, alone or after a valid first step,
  * to a DIGEST-MD5 server and to a Kerberos one (a real KDC's keytab, MIT's libgssapi_krb5): every
  * answer is OK (a challenge) or AUTHFAILED followed by the end of that connection, a bystander
- * session keeps being served, and the servers are still running at the end.
+ * session keeps being served, and the servers are still running at the end — also after clients
+ * that hang up while their token is being evaluated.
  */
 import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
@@ -115,6 +116,15 @@ describe("malformed SASL tokens cost at most their connection", { concurrency: 1
           Array.from({ length: 40 }, (_, i) => saslAttempt(server().zkConnectString, [...firstStep, new Uint8Array([0x60, i, 1, 2, 3])])),
         );
         for (const { answers } of flood) assert.deepEqual(answers.slice(firstStep.length), [ZkErrorCode.AUTHFAILED]);
+        // Clients that hang up while their token is being evaluated: the context outlives its connection until the call is done.
+        await Promise.all(
+          Array.from({ length: 40 }, async (_, i) => {
+            const client = await JuteClient.connect(server().zkConnectString);
+            for (const token of [...firstStep, new Uint8Array([0x60, 0x82, 0x01, i, ...KRB5_OID])])
+              void client.request(OpCode.sasl, GetSASLRequest, { token }).catch(() => undefined);
+            await client.close();
+          }),
+        );
         await bystanderServed(bystander);
         assert.ok(server().running, "the server is still running");
         assert.match(server().stderr, refusedBy);

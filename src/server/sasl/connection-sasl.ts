@@ -20,7 +20,7 @@ import { ZkErrorCode } from "../../common/errors.js";
 import type { Id } from "../../common/znode.js";
 import { SUPER_ID } from "../../replica/acl.js";
 import { saslAuthorizedId, type PrincipalRules } from "../../replica/kerberos-name.js";
-import type { SaslMechanismServer } from "./mechanism.js";
+import { saslFailure, type SaslMechanismServer, type SaslStep } from "./mechanism.js";
 
 /** What the server's configuration says about SASL (ZooKeeper's system properties of the same names). */
 export interface SaslPolicy {
@@ -68,7 +68,13 @@ export class ConnectionSasl {
     if (this.finished) return this.failed("a sasl packet after the exchange was over", "", sessionId);
     this.mechanism ??= newMechanism();
     const mechanism = this.mechanism;
-    const step = await mechanism.evaluate(token);
+    let step: SaslStep;
+    try {
+      step = await mechanism.evaluate(token);
+    } catch (error) {
+      // A mechanism answers failures as values; anything thrown is still only this client's failure.
+      step = saslFailure(error instanceof Error ? error.message : "the mechanism failed");
+    }
     switch (step.kind) {
       case "continue":
         return { err: ZkErrorCode.OK, token: step.token, ids: [], close: false };

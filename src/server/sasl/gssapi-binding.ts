@@ -203,57 +203,82 @@ export class AcceptorCredential {
   }
 }
 
-/** One security context being accepted, then used to wrap and unwrap. */
+/**
+ * One security context being accepted, then used to wrap and unwrap. A release while a call is on
+ * a worker thread (the client hung up mid-step) waits for that call: the context is deleted only
+ * once no thread uses it.
+ */
 export class AcceptorContext {
   private handle: unknown = null;
+  private inFlight = 0;
+  private released = false;
 
   constructor(private readonly credential: AcceptorCredential) {}
 
   /** One token of the client's; `peer` once the context is established. Rejects with GssError. */
-  async step(token: Uint8Array): Promise<{ output: Uint8Array; established: boolean; peer: string | undefined }> {
-    const gss = binding();
-    const minor = [0];
-    const context = [this.handle];
-    const source: unknown[] = [null];
-    const output: BufferDesc = { length: 0, value: null };
-    const major = await callAsync(gss.acceptSecContext, minor, context, this.credential.current, input(token), null, source, null, output, [0], null, null);
-    this.handle = context[0] ?? null;
-    const bytes = takeBuffer(gss, output);
-    try {
-      if (isError(major)) throw failed(gss, "gss_accept_sec_context", major, minor[0]!);
-      if (major === GSS_S_CONTINUE_NEEDED) return { output: bytes, established: false, peer: undefined };
-      if (major !== GSS_S_COMPLETE) throw failed(gss, "gss_accept_sec_context", major, minor[0]!);
-      const display: BufferDesc = { length: 0, value: null };
-      const displayed = gss.displayName(minor, source[0], display, null) as number;
-      if (isError(displayed)) throw failed(gss, "gss_display_name", displayed, minor[0]!);
-      return { output: bytes, established: true, peer: Buffer.from(takeBuffer(gss, display)).toString("utf8") };
-    } finally {
-      if (source[0] !== null) gss.releaseName([0], source);
-    }
+  step(token: Uint8Array): Promise<{ output: Uint8Array; established: boolean; peer: string | undefined }> {
+    return this.using(async (gss) => {
+      const minor = [0];
+      const context = [this.handle];
+      const source: unknown[] = [null];
+      const output: BufferDesc = { length: 0, value: null };
+      const major = await callAsync(gss.acceptSecContext, minor, context, this.credential.current, input(token), null, source, null, output, [0], null, null);
+      this.handle = context[0] ?? null;
+      const bytes = takeBuffer(gss, output);
+      try {
+        if (isError(major)) throw failed(gss, "gss_accept_sec_context", major, minor[0]!);
+        if (major === GSS_S_CONTINUE_NEEDED) return { output: bytes, established: false, peer: undefined };
+        if (major !== GSS_S_COMPLETE) throw failed(gss, "gss_accept_sec_context", major, minor[0]!);
+        const display: BufferDesc = { length: 0, value: null };
+        const displayed = gss.displayName(minor, source[0], display, null) as number;
+        if (isError(displayed)) throw failed(gss, "gss_display_name", displayed, minor[0]!);
+        return { output: bytes, established: true, peer: Buffer.from(takeBuffer(gss, display)).toString("utf8") };
+      } finally {
+        if (source[0] !== null) gss.releaseName([0], source);
+      }
+    });
   }
 
   /** Integrity-protected (not encrypted) `message`, as the SASL GSSAPI layer negotiation sends it. */
-  async wrap(message: Uint8Array): Promise<Uint8Array> {
-    const gss = binding();
-    const minor = [0];
-    const output: BufferDesc = { length: 0, value: null };
-    const major = await callAsync(gss.wrap, minor, this.handle, 0, 0, input(message), [0], output);
-    const bytes = takeBuffer(gss, output);
-    if (isError(major)) throw failed(gss, "gss_wrap", major, minor[0]!);
-    return bytes;
+  wrap(message: Uint8Array): Promise<Uint8Array> {
+    return this.using(async (gss) => {
+      const minor = [0];
+      const output: BufferDesc = { length: 0, value: null };
+      const major = await callAsync(gss.wrap, minor, this.handle, 0, 0, input(message), [0], output);
+      const bytes = takeBuffer(gss, output);
+      if (isError(major)) throw failed(gss, "gss_wrap", major, minor[0]!);
+      return bytes;
+    });
   }
 
-  async unwrap(token: Uint8Array): Promise<Uint8Array> {
-    const gss = binding();
-    const minor = [0];
-    const output: BufferDesc = { length: 0, value: null };
-    const major = await callAsync(gss.unwrap, minor, this.handle, input(token), output, [0], [0]);
-    const bytes = takeBuffer(gss, output);
-    if (isError(major)) throw failed(gss, "gss_unwrap", major, minor[0]!);
-    return bytes;
+  unwrap(token: Uint8Array): Promise<Uint8Array> {
+    return this.using(async (gss) => {
+      const minor = [0];
+      const output: BufferDesc = { length: 0, value: null };
+      const major = await callAsync(gss.unwrap, minor, this.handle, input(token), output, [0], [0]);
+      const bytes = takeBuffer(gss, output);
+      if (isError(major)) throw failed(gss, "gss_unwrap", major, minor[0]!);
+      return bytes;
+    });
   }
 
   release(): void {
+    this.released = true;
+    if (this.inFlight === 0) this.deleteContext();
+  }
+
+  private async using<R>(call: (gss: Binding) => Promise<R>): Promise<R> {
+    if (this.released) throw new Error("the security context was released");
+    this.inFlight += 1;
+    try {
+      return await call(binding());
+    } finally {
+      this.inFlight -= 1;
+      if (this.released && this.inFlight === 0) this.deleteContext();
+    }
+  }
+
+  private deleteContext(): void {
     if (this.handle === null) return;
     binding().deleteSecContext([0], [this.handle], null);
     this.handle = null;

@@ -538,6 +538,8 @@ class ZkWireConnection implements ClientConnection {
     if (token === null) return this.close("a sasl packet without a token");
     this.sasl ??= new ConnectionSasl(this.auth.sasl, this.auth.outcomes, this.logger);
     this.saslInFlight = true;
+    // What the client sends meanwhile waits in the kernel, not here (frames of this chunk aside).
+    this.socket.pause();
     void this.sasl.answer(token, hex(this.sessionId)).then((answer) => this.saslAnswered(xid, answer));
   }
 
@@ -557,6 +559,7 @@ class ZkWireConnection implements ClientConnection {
       return this.end("closed");
     }
     this.runHeld();
+    if (!this.saslInFlight && (this.phase as Phase) !== "ended") this.socket.resume();
   }
 
   /**
