@@ -13,7 +13,9 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { freePort, ServerProcess } from "../helpers/server-process.js";
+import { digestClientJaas, digestServerJaas } from "../helpers/jaas-files.js";
+import { startSaslServer } from "../helpers/sasl-server.js";
+import type { ServerProcess } from "../helpers/server-process.js";
 import { makeTempDir } from "../helpers/temp-dir.js";
 
 const SOURCE = fileURLToPath(new URL("../../../test/curator/CuratorSaslLock.java", import.meta.url));
@@ -42,16 +44,8 @@ describe("Apache Curator with SASL DIGEST-MD5 against corral's ZooKeeper port", 
   before(async () => {
     dir = await makeTempDir("corral-curator-sasl-");
     await promisify(execFile)(JAVAC, ["-nowarn", "-d", dir.path, "-cp", JARS.join(":"), SOURCE], { timeout: 120_000 });
-    await writeFile(join(dir.path, "server.jaas"), 'Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n  user_bob="bob-secret";\n};\n');
-    await writeFile(
-      join(dir.path, "client.jaas"),
-      'Client {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n  username="bob"\n  password="bob-secret";\n};\n',
-    );
-    server = await ServerProcess.start({
-      dataDir: join(dir.path, "data"),
-      zkPort: await freePort(),
-      extraArgs: ["--jaas-config-file", join(dir.path, "server.jaas")],
-    });
+    await writeFile(join(dir.path, "client.jaas"), digestClientJaas("bob", "bob-secret"));
+    server = await startSaslServer(dir.path, "server", digestServerJaas({ bob: "bob-secret" }));
   });
 
   after(async () => {

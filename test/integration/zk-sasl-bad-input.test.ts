@@ -9,15 +9,15 @@
  * that hang up while their token is being evaluated.
  */
 import assert from "node:assert/strict";
-import { writeFile } from "node:fs/promises";
-import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import fc from "fast-check";
 import { ZkErrorCode } from "../../src/common/errors.js";
 import { decodeRecord, ExistsRequest, GetSASLRequest, OpCode, SetSASLResponse } from "../../src/server/zk-wire/records.js";
 import { JuteClient } from "../helpers/jute-client.js";
 import { KerberosKdc } from "../helpers/kerberos-kdc.js";
-import { freePort, ServerProcess } from "../helpers/server-process.js";
+import { digestServerJaas, kerberosKeytabJaas } from "../helpers/jaas-files.js";
+import { startSaslServer } from "../helpers/sasl-server.js";
+import type { ServerProcess } from "../helpers/server-process.js";
 
 /** The Kerberos mechanism's OID in DER (1.2.840.113554.1.2.2): a GSS-API initial token names it. */
 const KRB5_OID = [0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x12, 0x01, 0x02, 0x02];
@@ -70,21 +70,9 @@ describe("malformed SASL tokens cost at most their connection", { concurrency: 1
   before(async () => {
     kdc = await KerberosKdc.start();
     const keytab = kdc.addPrincipal("zookeeper/127.0.0.1", "server.keytab");
-    await writeFile(join(kdc.dir, "digest.jaas"), 'Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n  user_bob="secret";\n};\n');
-    await writeFile(
-      join(kdc.dir, "kerberos.jaas"),
-      `Server {\n  com.sun.security.auth.module.Krb5LoginModule required\n  useKeyTab=true\n  keyTab="${keytab}"\n  principal="zookeeper/127.0.0.1@${kdc.realm}";\n};\n`,
-    );
-    digest = await ServerProcess.start({
-      dataDir: join(kdc.dir, "digest-data"),
-      zkPort: await freePort(),
-      extraArgs: ["--jaas-config-file", join(kdc.dir, "digest.jaas")],
-    });
-    kerberos = await ServerProcess.start({
-      dataDir: join(kdc.dir, "kerberos-data"),
-      zkPort: await freePort(),
+    digest = await startSaslServer(kdc.dir, "digest", digestServerJaas({ bob: "secret" }));
+    kerberos = await startSaslServer(kdc.dir, "kerberos", kerberosKeytabJaas("Server", `zookeeper/127.0.0.1@${kdc.realm}`, keytab), {
       env: { ...kdc.env, KRB5RCACHEDIR: kdc.dir },
-      extraArgs: ["--jaas-config-file", join(kdc.dir, "kerberos.jaas")],
     });
   });
 

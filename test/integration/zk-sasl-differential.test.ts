@@ -10,6 +10,7 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { Client, ZkError } from "../../src/index.js";
+import { digestClientJaas, digestServerJaas } from "../helpers/jaas-files.js";
 import { RealZooKeeper } from "../helpers/real-zookeeper.js";
 import { freePort, ServerProcess } from "../helpers/server-process.js";
 import { makeTempDir } from "../helpers/temp-dir.js";
@@ -17,20 +18,6 @@ import { makeTempDir } from "../helpers/temp-dir.js";
 type TempDir = Awaited<ReturnType<typeof makeTempDir>>;
 import { normaliseZkCli, runZkCli, runZkCliRaw } from "../helpers/zk-cli-tools.js";
 import { freshRoot } from "../helpers/zk-diff-scripts.js";
-
-const SERVER_JAAS = `Server {
-  org.apache.zookeeper.server.auth.DigestLoginModule required
-  user_bob="bob-secret"
-  user_alice="alice-secret";
-};
-`;
-
-const clientJaas = (user: string, password: string) => `Client {
-  org.apache.zookeeper.server.auth.DigestLoginModule required
-  username="${user}"
-  password="${password}";
-};
-`;
 
 /** What ZooKeeper's admin guide configures for SASL: the provider, and the JAAS file the server reads. */
 const SASL_PROVIDER = "authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider";
@@ -42,7 +29,7 @@ interface Targets {
 
 async function startBoth(dir: string, name: string, required: boolean): Promise<Targets> {
   const serverJaas = join(dir, "server.jaas");
-  await writeFile(serverJaas, SERVER_JAAS);
+  await writeFile(serverJaas, digestServerJaas({ bob: "bob-secret", alice: "alice-secret" }));
   const zookeeper = await RealZooKeeper.start({
     configLines: [SASL_PROVIDER],
     systemProperties: {
@@ -54,7 +41,6 @@ async function startBoth(dir: string, name: string, required: boolean): Promise<
     const corral = await ServerProcess.start({
       dataDir: join(dir, `${name}-data`),
       zkPort: await freePort(),
-      tickMs: 2000,
       extraArgs: ["--jaas-config-file", serverJaas, ...(required ? ["--session-require-client-sasl-auth", "true"] : [])],
     });
     return { zookeeper, corral };
@@ -106,7 +92,7 @@ describe("zkCli.sh with SASL DIGEST-MD5: the same transcript from corral as from
       ["mallory", "guess"],
     ] as const) {
       jaas[user] = join(dir.path, `${user}.jaas`);
-      await writeFile(jaas[user], clientJaas(user, password));
+      await writeFile(jaas[user], digestClientJaas(user, password));
     }
     targets = await startBoth(dir.path, "open", false);
   });

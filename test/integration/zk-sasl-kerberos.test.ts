@@ -11,6 +11,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { ClusterProcess } from "../helpers/cluster-process.js";
+import { kerberosKeytabJaas, kerberosTicketCacheJaas } from "../helpers/jaas-files.js";
 import { runKazooSuite, verdict } from "../helpers/kazoo-suite.js";
 import { KerberosKdc } from "../helpers/kerberos-kdc.js";
 import { freePort, ServerProcess } from "../helpers/server-process.js";
@@ -21,36 +22,6 @@ import { freshRoot } from "../helpers/zk-diff-scripts.js";
 const REALM = "KAZOOTEST.ORG";
 /** kazoo's harness names its ZooKeeper's principal so; its clients ask for zookeeper@<host>. */
 const SERVICE = "zookeeper/127.0.0.1";
-
-const serverJaas = (keyTab: string) => `Server {
-  com.sun.security.auth.module.Krb5LoginModule required
-  useKeyTab=true
-  keyTab="${keyTab}"
-  storeKey=true
-  useTicketCache=false
-  principal="${SERVICE}@${REALM}";
-};
-`;
-
-/** A Client section that logs in from `keyTab`, or from the ticket cache `cache` alone. */
-const clientJaas = (login: { principal: string; keyTab: string } | { cache: string }) =>
-  "keyTab" in login
-    ? `Client {
-  com.sun.security.auth.module.Krb5LoginModule required
-  useKeyTab=true
-  keyTab="${login.keyTab}"
-  storeKey=true
-  useTicketCache=false
-  principal="${login.principal}@${REALM}";
-};
-`
-    : `Client {
-  com.sun.security.auth.module.Krb5LoginModule required
-  useTicketCache=true
-  ticketCache="${login.cache}"
-  doNotPrompt=true;
-};
-`;
 
 describe("Kerberos (GSSAPI) on the ZooKeeper port with an MIT KDC", { concurrency: 1 }, () => {
   let kdc: KerberosKdc;
@@ -74,7 +45,7 @@ describe("Kerberos (GSSAPI) on the ZooKeeper port with an MIT KDC", { concurrenc
     keytabs.bob = kdc.addPrincipal("bob", "bob.keytab");
     jaasDir = join(kdc.dir, "jaas");
     await mkdir(jaasDir);
-    await writeFile(join(jaasDir, "server.jaas"), serverJaas(keytabs.server));
+    await writeFile(join(jaasDir, "server.jaas"), kerberosKeytabJaas("Server", `${SERVICE}@${REALM}`, keytabs.server));
     // The replay cache in the realm's dir too: nothing of this test outside its temp dirs.
     serverEnv = { ...kdc.env, KRB5RCACHEDIR: kdc.dir };
     cluster = await ClusterProcess.start({
@@ -114,8 +85,8 @@ describe("Kerberos (GSSAPI) on the ZooKeeper port with an MIT KDC", { concurrenc
   test("zkCli.sh with a Kerberos JAAS Client section: its sasl ACL admits it on every server and refuses another principal", async () => {
     const servers = [...cluster.servers.values()];
     const root = freshRoot("krb");
-    await writeFile(join(jaasDir, "client.jaas"), clientJaas({ principal: "client", keyTab: keytabs.client! }));
-    await writeFile(join(jaasDir, "bob.jaas"), clientJaas({ principal: "bob", keyTab: keytabs.bob! }));
+    await writeFile(join(jaasDir, "client.jaas"), kerberosKeytabJaas("Client", `client@${REALM}`, keytabs.client!));
+    await writeFile(join(jaasDir, "bob.jaas"), kerberosKeytabJaas("Client", `bob@${REALM}`, keytabs.bob!));
     const owner = normaliseZkCli(
       await runZkCli(servers[0]!.zkConnectString, [`create ${root} data sasl:client@${REALM}:cdrwa`, `getAcl ${root}`, "whoami"], 60_000, {
         jvmFlags: zkCliFlags(join(jaasDir, "client.jaas")),
@@ -151,7 +122,7 @@ describe("Kerberos (GSSAPI) on the ZooKeeper port with an MIT KDC", { concurrenc
     try {
       // An empty ticket cache: the client's Kerberos login fails and it goes on without SASL.
       const emptyCache = join(kdc.dir, "empty-cache");
-      await writeFile(join(jaasDir, "cache.jaas"), clientJaas({ cache: emptyCache }));
+      await writeFile(join(jaasDir, "cache.jaas"), kerberosTicketCacheJaas(emptyCache));
       const refused = await runZkCliRaw(server.zkConnectString, ["ls /zookeeper"], 60_000, { jvmFlags: zkCliFlags(join(jaasDir, "cache.jaas")) });
       assert.match(refused.stderr, /KeeperErrorCode = Session closed because client failed to authenticate for \/zookeeper/);
       assert.doesNotMatch(refused.stdout, /\[config, quota\]/);

@@ -6,17 +6,15 @@
  * authenticate when the server requires it.
  */
 import assert from "node:assert/strict";
-import { writeFile } from "node:fs/promises";
-import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { ZkErrorCode } from "../../src/common/errors.js";
 import { decodeRecord, ExistsRequest, GetSASLRequest, OpCode, SetSASLResponse, WhoAmIResponse, Xid } from "../../src/server/zk-wire/records.js";
 import { JuteClient } from "../helpers/jute-client.js";
 import { digestResponse } from "../helpers/sasl-digest-client.js";
-import { freePort, ServerProcess } from "../helpers/server-process.js";
+import { digestServerJaas } from "../helpers/jaas-files.js";
+import { startSaslServer } from "../helpers/sasl-server.js";
+import type { ServerProcess } from "../helpers/server-process.js";
 import { makeTempDir } from "../helpers/temp-dir.js";
-
-const JAAS = 'Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n  user_bob="bob-secret";\n};\n';
 
 const tokenText = (body: Uint8Array) => Buffer.from(decodeRecord(SetSASLResponse, body).token ?? new Uint8Array(0)).toString("latin1");
 
@@ -27,17 +25,9 @@ describe("the sasl packet on corral's ZooKeeper port", { concurrency: 1 }, () =>
 
   before(async () => {
     dir = await makeTempDir("corral-sasl-wire-");
-    await writeFile(join(dir.path, "server.jaas"), JAAS);
-    open = await ServerProcess.start({
-      dataDir: join(dir.path, "open"),
-      zkPort: await freePort(),
-      extraArgs: ["--jaas-config-file", join(dir.path, "server.jaas")],
-    });
-    required = await ServerProcess.start({
-      dataDir: join(dir.path, "required"),
-      zkPort: await freePort(),
-      extraArgs: ["--jaas-config-file", join(dir.path, "server.jaas"), "--session-require-client-sasl-auth", "true"],
-    });
+    const jaas = digestServerJaas({ bob: "bob-secret" });
+    open = await startSaslServer(dir.path, "open", jaas);
+    required = await startSaslServer(dir.path, "required", jaas, { extraArgs: ["--session-require-client-sasl-auth", "true"] });
   });
 
   after(async () => {
