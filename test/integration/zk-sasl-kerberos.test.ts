@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { ClusterProcess } from "../helpers/cluster-process.js";
 import { kerberosKeytabJaas, kerberosTicketCacheJaas } from "../helpers/jaas-files.js";
-import { runKazooSuite, verdict } from "../helpers/kazoo-suite.js";
+import { removeRunFiles, runKazooSuite, verdict } from "../helpers/kazoo-suite.js";
 import { KerberosKdc } from "../helpers/kerberos-kdc.js";
 import { freePort, ServerProcess } from "../helpers/server-process.js";
 import { waitFor } from "../helpers/wait.js";
@@ -72,14 +72,18 @@ describe("Kerberos (GSSAPI) on the ZooKeeper port with an MIT KDC", { concurrenc
       timeoutMs: 120_000,
       env: { ...kdc.env, KRB5_TEST_ENV: kdc.dir, KRB5CCNAME: `FILE:${join(kdc.dir, "kazoo-cache")}` },
     });
-    assert.deepEqual(verdict(run), [], run.tail);
-    assert.deepEqual(
-      run.cases.map((c) => [c.id.split("::").slice(-1)[0], c.outcome]),
-      [
-        ["test_connect_gssapi_auth", "passed"],
-        ["test_invalid_gssapi_auth", "passed"],
-      ],
-    );
+    try {
+      assert.deepEqual(verdict(run), [], run.tail);
+      assert.deepEqual(
+        run.cases.map((c) => [c.id.split("::").slice(-1)[0], c.outcome]),
+        [
+          ["test_connect_gssapi_auth", "passed"],
+          ["test_invalid_gssapi_auth", "passed"],
+        ],
+      );
+    } finally {
+      await removeRunFiles(run);
+    }
   });
 
   test("zkCli.sh with a Kerberos JAAS Client section: its sasl ACL admits it on every server and refuses another principal", async () => {
