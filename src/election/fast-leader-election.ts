@@ -113,6 +113,13 @@ export interface ElectionOutput {
 export interface ElectionSelf {
   lastZxid: number;
   currentEpoch: number;
+  /**
+   * Whether this participant may lead: false when it votes only through a reconfiguration it heard
+   * of and has not logged, so that a leader core built from its own log would not count it a voter.
+   * Such a server votes for nobody until it adopts a better vote, as ZooKeeper's getInitId gives a
+   * server outside its own voting members no vote of its own. Default true.
+   */
+  mayLead?: boolean;
 }
 
 /** A vote as a table keeps it: with the round it was cast in and the sender's state. */
@@ -145,6 +152,8 @@ export class FastLeaderElection {
   readonly notificationTimeoutMs: number;
   readonly maxNotificationIntervalMs: number;
   private roleNow: MemberRole;
+  /** Set by startLooking: whether our own vote names us (ElectionSelf.mayLead). */
+  private mayLead = false;
   private quorum: ElectionQuorum;
   /** Voters other than us, ascending: where our vote goes. */
   private peersToNotify: readonly number[];
@@ -255,7 +264,8 @@ export class FastLeaderElection {
     assert(this.logicalClock < Number.MAX_SAFE_INTEGER, "election round exhausted");
     this.logicalClock += 1;
 
-    const selfVote: Vote = this.role === "participant" ? { leader: this.myId, zxid: self.lastZxid, peerEpoch: self.currentEpoch } : { ...NO_VOTE };
+    this.mayLead = this.role === "participant" && self.mayLead !== false;
+    const selfVote: Vote = this.mayLead ? { leader: this.myId, zxid: self.lastZxid, peerEpoch: self.currentEpoch } : { ...NO_VOTE };
     const phase: LookingPhase = {
       kind: "looking",
       selfVote,
@@ -362,7 +372,11 @@ export class FastLeaderElection {
     // A looking voter behind our round gets our vote so that it catches up.
     if (this.role === "participant" && n.state === "looking" && n.round < this.logicalClock) this.answer(n.from, output);
 
-    if (!this.quorum.isVoter(n.vote.leader)) return;
+    // A vote for nobody (a voter that may not lead, see ElectionSelf.mayLead) still carries its
+    // round: a looking voter ahead of us must pull us into its round, or neither would ever count
+    // the other. It never backs a proposal.
+    const forNobody = n.state === "looking" && n.vote.leader === NO_VOTE.leader;
+    if (!this.quorum.isVoter(n.vote.leader) && !forNobody) return;
     if (phase.finalizeAtMs !== undefined) {
       // Inside the finalize window only a better vote, or a voter that has moved on to a later
       // round, matters: either reopens the election. Anything else is dropped, as in ZooKeeper.
@@ -455,6 +469,8 @@ export class FastLeaderElection {
 
   private checkProposalQuorum(phase: LookingPhase): void {
     if (phase.finalizeAtMs !== undefined) return;
+    // Nobody, or ourselves when we may not lead (a vote for us adopted from an earlier round): wait for a better vote.
+    if (phase.proposal.leader === NO_VOTE.leader || (phase.proposal.leader === this.myId && !this.mayLead)) return;
     if (this.hasQuorum(phase.received, this.ownEntry(phase))) phase.finalizeAtMs = this.nowMs + this.finalizeWaitMs;
   }
 

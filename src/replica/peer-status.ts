@@ -13,7 +13,7 @@ import type { ServerState } from "../election/types.js";
 import type { PeerRole } from "./peer-role.js";
 import type { Clock } from "./ports.js";
 import type { ReadOnlyMode } from "./read-only-mode.js";
-import { configsInPlay, electionView, pendingReconfig, type ReconfigMembership } from "./reconfig-membership.js";
+import { configsInPlay, mayLead, pendingReconfig, type ReconfigMembership } from "./reconfig-membership.js";
 
 export type { ProposalSizes } from "./leader-admission.js";
 
@@ -137,9 +137,9 @@ export class PeerStatus {
     return pending === undefined ? [] : [pending];
   }
 
-  /** Whether this server votes in some configuration it knows of (the one in force, or one in play). */
-  get votesInOwnView(): boolean {
-    return electionView(this.membership.state)?.role === "participant";
+  /** Whether this server may lead: a voter of the configuration in force or of one it logged (see reconfig-membership's mayLead). */
+  get mayLead(): boolean {
+    return mayLead(this.membership.state);
   }
 
   /** The elections this server saw decided, oldest first (the console's cluster view). */

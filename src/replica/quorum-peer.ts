@@ -32,7 +32,7 @@ import { PersistQueue } from "./persist-queue.js";
 import type { Clock, LogSink, PeerPort, ReplicaMetrics, ReplicaStorage } from "./ports.js";
 import type { ReadOnlyMode } from "./read-only-mode.js";
 import type { RecentLog } from "./recent-log.js";
-import { learnerPlaceChange, notificationViews, outsideEveryConfig, type ReconfigMembership } from "./reconfig-membership.js";
+import { learnerPlaceChange, mayLead, notificationViews, outsideEveryConfig, type ReconfigMembership } from "./reconfig-membership.js";
 import type { AnswerStage, ReplicaDatabase } from "./replica-database.js";
 import { encodeForwardedRequest } from "./request-codec.js";
 import type { SessionTracker } from "./session-tracker.js";
@@ -361,7 +361,7 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
     logger.info({ role: "looking", reason }, "role changed");
     const view = membership.electionViewToLook();
     const election = this.electionFor(view.role, view.quorum);
-    const self = { lastZxid: database.lastLoggedZxid(), currentEpoch: this.epochs.currentEpoch };
+    const self = { lastZxid: database.lastLoggedZxid(), currentEpoch: this.epochs.currentEpoch, mayLead: mayLead(membership.state) };
     this.handleElection(election.startLooking(self, clock.nowMs()));
   }
 
@@ -411,6 +411,9 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
   private buildCore(decision: Decision, generation: number): void {
     const { config, database, transport, membership, clock, metrics } = this.deps;
     const state = termStateOf(decision);
+    // Elected on votes for a place this server's own log does not give it (the election never
+    // proposes such a server, but a stale vote may name it): a leader core would not count it a voter.
+    if (state === "leading" && !mayLead(membership.state)) return this.startLooking("elected, but a voter only through a reconfiguration not logged here");
     this.termStartedMs = clock.nowMs();
     // ZooKeeper times an election for its voters (Leader.lead, Follower.followLeader), not observers.
     if (state !== "observing") metrics?.electionDecided(this.termStartedMs - this.lookingSinceMs);

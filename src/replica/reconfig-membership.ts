@@ -109,6 +109,16 @@ export function outsiderView(state: MembershipState): ElectionView {
   return { role: "observer", quorum: new JointQuorum([new QuorumVerifier(inForce.voters, [...inForce.observers, state.serverId])]) };
 }
 
+/**
+ * Whether this server may lead: a voter of the configuration in force or of the reconfiguration it
+ * logged, which is what a leader core built from its own log counts (a voter only through a
+ * reconfiguration heard of from a peer votes, but may not lead).
+ */
+export function mayLead(state: MembershipState): boolean {
+  const pending = pendingReconfig(state);
+  return new JointQuorum([quorumOf(state.inForce), ...(pending === undefined ? [] : [quorumOf(pending)])]).isVoter(state.serverId);
+}
+
 /** Neither in the configuration in force nor in one in play (which may yet come into force). */
 export function outsideEveryConfig(state: MembershipState): boolean {
   return roleOf(state.inForce, state.serverId) === undefined && electionView(state) === undefined;

@@ -668,8 +668,9 @@ export class Simulation implements Scheduler, ClientWorld {
   /** The oracle's choice: the most up-to-date running voter, or (while faults run) sometimes any. */
   private pickLeader(): number | undefined {
     // Once faults stop, only a minority can still be cut off (convergeWithout): never pick one of them.
-    // Voters of the configuration in force that count themselves voters (FastLeaderElection's
-    // voters vote only for whom their view counts: never a server about to be added). In force: the
+    // Voters of the configuration in force that may lead by their own log (FastLeaderElection's
+    // voters vote only for whom their view counts, and a voter only through a reconfiguration it
+    // heard of, not logged, never proposes itself: a leader core from its log would not count it). In force: the
     // latest committed, or the newest a running server knows — the others adopt that one, and a
     // server a committed reconfiguration removed may be the one whose log is longest: it leads,
     // commits its removal and steps down, as with FastLeaderElection.
@@ -679,11 +680,7 @@ export class Simulation implements Scheduler, ClientWorld {
       .reduce<ClusterConfig | undefined>((a, b) => (a === undefined || b.version > a.version ? b : a), undefined);
     const known = newest === undefined ? undefined : quorumOf(newest);
     const candidates = this.servers.filter(
-      (s) =>
-        s.up &&
-        (latest.isVoter(s.id) || known?.isVoter(s.id) === true) &&
-        s.replica?.status.votesInOwnView === true &&
-        (!this.healing || this.reachesQuorum(s)),
+      (s) => s.up && (latest.isVoter(s.id) || known?.isVoter(s.id) === true) && s.replica?.status.mayLead === true && (!this.healing || this.reachesQuorum(s)),
     );
     if (candidates.length === 0) return undefined;
     // An established leader is joined, as FastLeaderElection's out-of-election path does.

@@ -381,3 +381,36 @@ test("time never runs backwards inside the machine", () => {
   assert.equal(m.tick(500).decided, undefined, "an earlier time is read as 'no time passed'");
   assert.equal(m.tick(1200).decided?.leader, 3);
 });
+
+test("a participant that may not lead votes for nobody, adopts a better vote, and is not elected on a stale vote for itself", () => {
+  const m = machine(3, quorum(3));
+  const first = m.startLooking({ ...SELF, mayLead: false }, 0);
+  assert.deepEqual(sent(first), ["1: looking r1 nobody", "2: looking r1 nobody"], "its own vote names nobody");
+  // Its own vote is worse than any real one: it adopts server 1's and finalizes on it with server 2.
+  m.receive(note(1, "looking", 1, vote(1, 1, 5)), 1);
+  assert.equal(formatVote(m.currentVote), "1(e1 z1:5)");
+  m.receive(note(2, "looking", 1, vote(1, 1, 5)), 2);
+  const decided = m.tick(1_000).decided;
+  assert.equal(decided?.state, "following");
+  assert.equal(decided?.leader, 1);
+
+  // A stale vote naming it (from when it could lead) never gets it elected: it waits for a better vote.
+  const n = machine(3, quorum(3));
+  n.startLooking({ ...SELF, mayLead: false }, 0);
+  n.receive(note(1, "looking", 1, vote(3, 1, 9)), 1);
+  n.receive(note(2, "looking", 1, vote(3, 1, 9)), 2);
+  assert.equal(formatVote(n.currentVote), "3(e1 z1:9)");
+  assert.equal(n.tick(10_000).decided, undefined, "no decision to lead on votes for a server that may not lead");
+});
+
+test("a looking voter's vote for nobody in a later round pulls the others into that round, where they count its next vote", () => {
+  const m = machine(1, quorum(3));
+  m.startLooking(SELF, 0);
+  const out = m.receive(note(3, "looking", 4, NO_VOTE), 1);
+  assert.equal(m.round, 4, "the round moves on");
+  assert.equal(formatVote(m.currentVote), "1(e1 z1:5)", "a vote for nobody is never adopted");
+  assert.deepEqual(sent(out), ["2: looking r4 1(e1 z1:5)", "3: looking r4 1(e1 z1:5)"]);
+  // Server 3 adopts our vote in round 4: with it, a quorum backs server 1.
+  m.receive(note(3, "looking", 4, vote(1, 1, 5)), 2);
+  assert.equal(m.tick(1_000).decided?.state, "leading");
+});
