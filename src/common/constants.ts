@@ -10,6 +10,8 @@ export const limits = {
   messageBytesMax: 1024 * 1024 + 64 * 1024,
   /** Operations in one multi. */
   multiOpsMax: 1000,
+  /** Frames a client may send behind its connect, before the answer (held until the session exists); beyond it the connection is refused. */
+  framesHeldBeforeConnectMax: 1024,
   /** Requests one session may have queued in the server before it stops reading from the stream. */
   sessionRequestsQueuedMax: 10_000,
   /** Session timeout bounds, in ticks, as ZooKeeper negotiates them (minSessionTimeout/maxSessionTimeout). */

@@ -13,11 +13,12 @@ import { certificateAuthIds, initialAuthInfo, remoteAddressOfPeer, type Certific
 import type { SessionOpener } from "../replica/session-opener.js";
 import type { RequestPipeline } from "../replica/pipeline.js";
 import { subjectOfPeer } from "./tls.js";
+import { ClientSession, type ConnectionEnd, type ConnectionRefusal, type SessionStream } from "../replica/client-session.js";
 import { decodeClientFrame, encodeServerFrameBatch, type IncomingFrame } from "./client-frame-codec.js";
-import { ClientFrameSession, type FrameRefusal, type FrameStream } from "./client-frame-session.js";
+import { GrpcSessionCodec, receiveClientFrame, type GrpcClientSession } from "./grpc-session-codec.js";
 
 /** How a refused stream ends: FAILED_PRECONDITION tells the client it is ahead of this server. */
-const REFUSAL_STATUS: Record<FrameRefusal, grpc.status> = {
+const REFUSAL_STATUS: Record<ConnectionRefusal, grpc.status> = {
   unavailable: grpc.status.UNAVAILABLE,
   behind: grpc.status.FAILED_PRECONDITION,
   invalid: grpc.status.INVALID_ARGUMENT,
@@ -34,7 +35,7 @@ export interface ClientServiceDeps {
   logger: Logger;
   /** Over TLS: who a verified client certificate makes the super user. */
   certificateAuth?: CertificateAuthOptions;
-  /** enforce.auth's schemes (FrameSessionDeps.enforcedSchemes); absent: nothing enforced. */
+  /** enforce.auth's schemes (ClientSessionDeps.enforcedSchemes); absent: nothing enforced. */
   enforcedSchemes?: ReadonlySet<string>;
 }
 
@@ -64,9 +65,9 @@ export function clientServiceHandlers(deps: ClientServiceDeps): grpc.UntypedServ
   };
 }
 
-/** One gRPC stream carrying a ClientFrameSession. */
-class GrpcClientConnection implements FrameStream {
-  private readonly session: ClientFrameSession;
+/** One gRPC stream carrying a client session, read and written by the gRPC codec. */
+class GrpcClientConnection implements SessionStream<Buffer> {
+  private readonly session: GrpcClientSession;
   private readonly logger: Logger;
   private ended = false;
   /** Used once the session speaks protocol 2: answers ready together share a message. */
@@ -88,8 +89,8 @@ class GrpcClientConnection implements FrameStream {
     const subject = subjectOfPeer(call.getAuthContext().sslPeerCertificate);
     const certificateIds = subject === undefined ? [] : certificateAuthIds(subject, deps.certificateAuth ?? { x509SuperUser: "" });
     if (certificateIds.length > 0) this.logger.debug({ x509: subject }, "client authenticated by its certificate");
-    this.session = new ClientFrameSession(deps, this, remoteAddress, certificateIds, initialAuthInfo(remoteAddress, certificateIds));
-    call.on("data", (frame: IncomingFrame) => this.session.receive(frame));
+    this.session = new ClientSession(deps, new GrpcSessionCodec(), this, remoteAddress, certificateIds, initialAuthInfo(remoteAddress, certificateIds));
+    call.on("data", (frame: IncomingFrame) => receiveClientFrame(this.session, frame));
     call.on("end", () => this.session.end("closed"));
     call.on("error", () => this.onGone());
     call.on("cancelled", () => this.onGone());
@@ -102,7 +103,7 @@ class GrpcClientConnection implements FrameStream {
     else this.call.write(frame);
   }
 
-  finish(reason: "closed" | "expired" | "moved"): void {
+  finish(reason: ConnectionEnd): void {
     if (this.ended) return;
     if (reason === "expired" && this.session.sessionId === 0n) this.logger.info("resume refused: session expired, unknown or wrong password");
     else if (reason !== "closed") this.logger.debug({ session: hex(this.session.sessionId), reason }, "connection ended by server");
@@ -111,7 +112,7 @@ class GrpcClientConnection implements FrameStream {
     this.call.end();
   }
 
-  refuse(reason: FrameRefusal, details: string): void {
+  refuse(reason: ConnectionRefusal, details: string): void {
     if (this.ended) return;
     const code = REFUSAL_STATUS[reason];
     if (reason === "internal") this.logger.error({ details }, "an answer could not be encoded");

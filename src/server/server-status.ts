@@ -14,7 +14,8 @@ import type { ElectionSeen, LeaderStatus, PeerStatus } from "../replica/peer-sta
 import type { SessionTracker } from "../replica/session-tracker.js";
 import { fourLetterWordContext } from "./zk-wire/four-letter-word-context.js";
 import type { FourLetterWordContext, FourLetterWordServerMode } from "./zk-wire/four-letter-words.js";
-import { PortStats, type ZkClientService } from "./zk-wire/zk-client-service.js";
+import type { ZkClientService } from "./zk-wire/zk-client-service.js";
+import { PortStats } from "./zk-wire/connection-stats.js";
 
 /** ZooKeeper's peer states, plus standalone. */
 export type ServerState = "standalone" | "looking" | "leading" | "following" | "observing";

@@ -1,7 +1,7 @@
 /**
  * A simulated client: the SDK's own session machine (src/client/session-machine.ts: connect and
  * resume, the xid table, ordering, watch re-registration, auth replay, pings, back-off, host
- * rotation) over simulated connections whose server end is the server's own ClientFrameSession,
+ * rotation) over simulated connections whose server end is the server's own client session (src/replica/client-session.ts),
  * with frames encoded and decoded by the real codecs. Around it, the workload (writes, reads with
  * watches, syncs, as anonymous, owner or super user) and the checks of what the client sees:
  * session order and single system image, sync-then-read, ACL verdicts on reads, and the watch
@@ -17,8 +17,9 @@ import type { SessionEffect, SessionTimer } from "../../src/client/session-io.js
 import type { WatchPaths } from "../../src/client/watch-registry.js";
 import { initialAuthInfo } from "../../src/replica/auth.js";
 import type { CreateRequest, ReconfigRequest, WriteRequest } from "../../src/replica/requests.js";
-import { ClientFrameSession, type FrameRefusal } from "../../src/server/client-frame-session.js";
+import { ClientSession, type ClientSessionDeps, type ConnectionRefusal } from "../../src/replica/client-session.js";
 import { decodeClientFrame } from "../../src/server/client-frame-codec.js";
+import { GrpcSessionCodec, receiveClientFrame, type GrpcClientSession } from "../../src/server/grpc-session-codec.js";
 import { CREATE_MODE_FLAGS, WatchEventType } from "../../src/store/types.js";
 import { ADD_WATCH_MODE_NUMBERS } from "../../src/common/watch-modes.js";
 import { formatZxid } from "../../src/store/zxid.js";
@@ -63,7 +64,7 @@ export type ClientStat =
 
 export interface ServerProcess {
   incarnation: number;
-  door: ConstructorParameters<typeof ClientFrameSession>[0];
+  door: ClientSessionDeps;
 }
 
 interface Token {
@@ -75,12 +76,12 @@ interface Token {
   ackedZxidMaxAtSend: number;
 }
 
-/** One simulated connection: the client's end is a number the machine gave it; the server's end is a ClientFrameSession. */
+/** One simulated connection: the client's end is a number the machine gave it; the server's end is the server's own client session. */
 interface Link {
   connection: number;
   serverId: number;
   incarnation: number | undefined;
-  door: ClientFrameSession | undefined;
+  door: GrpcClientSession | undefined;
   /** Set once either end is done with it: nothing more is delivered. */
   closed: boolean;
   lastArrivalToServer: number;
@@ -295,7 +296,7 @@ export class SimClient {
         const frame = effect.frame.frame;
         const op = frame?.$case === "request" ? frame.request.op?.$case : undefined;
         const write = op === "create" || op === "setData" || op === "delete";
-        return this.toServer(link, (door) => door.receive(decodeClientFrame(bytes)), write);
+        return this.toServer(link, (door) => receiveClientFrame(door, decodeClientFrame(bytes)), write);
       }
       case "close": {
         const link = this.link;
@@ -372,11 +373,12 @@ export class SimClient {
         if (server === undefined) return this.toClient(link, () => machine.lost(connection, { serverBehind: false, message: "connection refused" }));
         link.incarnation = server.incarnation;
         const remoteAddress = `10.0.0.${this.id}`;
-        link.door = new ClientFrameSession(
+        link.door = new ClientSession(
           server.door,
+          new GrpcSessionCodec(),
           {
-            write: (frame) => this.toClient(link, () => machine.receive(connection, decodeServerFrame(frame))),
-            refuse: (reason: FrameRefusal, details) => {
+            write: (frame: Buffer) => this.toClient(link, () => machine.receive(connection, decodeServerFrame(frame))),
+            refuse: (reason: ConnectionRefusal, details: string) => {
               link.closed = true;
               this.toClient(link, () => machine.lost(connection, { serverBehind: reason === "behind", message: details }), true);
             },
@@ -402,7 +404,7 @@ export class SimClient {
     this.world.at(arrival - this.world.nowMs, () => this.serverSide(link)?.gone(), link.serverId);
   }
 
-  private toServer(link: Link, run: (door: ClientFrameSession) => void, write = false): void {
+  private toServer(link: Link, run: (door: GrpcClientSession) => void, write = false): void {
     if (link.closed || this.cut) return;
     const arrival = this.arrivalToServer(link);
     // What was sent before the client closed its end still arrives, as on a TCP stream.
@@ -422,7 +424,7 @@ export class SimClient {
   }
 
   /** The server end of `link`, if the process that accepted it still runs. */
-  private serverSide(link: Link): ClientFrameSession | undefined {
+  private serverSide(link: Link): GrpcClientSession | undefined {
     const server = this.world.serverProcess(link.serverId);
     return server !== undefined && server.incarnation === link.incarnation ? link.door : undefined;
   }

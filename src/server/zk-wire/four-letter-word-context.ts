@@ -10,7 +10,7 @@ import type { ServerConfig } from "../config.js";
 import type { DataTree } from "../../store/data-tree.js";
 import type { LearnerStage } from "../../consensus/leader.js";
 import { zookeeperFullVersion, type FourLetterWordConnection, type FourLetterWordContext, type FourLetterWordServerMode } from "./four-letter-words.js";
-import type { PortStats, ZkConnectionStats } from "./zk-client-service.js";
+import type { PortStats, ZkConnectionStats } from "./connection-stats.js";
 
 const MB = 1024 * 1024;
 
