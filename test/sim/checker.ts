@@ -21,6 +21,7 @@ export const PROPERTIES = [
   "watch events arrive before the change can be read",
   "a session's watch events arrive in zxid order",
   "a one-time watch fires at most once",
+  "a ping's answer never follows the answer to a request sent after it",
   "no write from a server the session has left is applied",
   "no write of a session that is gone is applied",
   "configurations form one chain",

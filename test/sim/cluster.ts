@@ -26,6 +26,8 @@ import { identityOf, SUPER_DIGEST, writeRefused } from "./acl-workload.js";
 import { Checker } from "./checker.js";
 import { OracleElection } from "./oracle-election.js";
 import { Prng } from "./prng.js";
+import { JUTE_CLIENTS } from "./jute-session.js";
+import { SDK_CLIENTS } from "./sdk-session.js";
 import { SimClient, type ClientStat, type ClientWorld, type ServerProcess } from "./sim-client.js";
 import { MemoryStorage } from "./twins/memory-storage.js";
 import { EventQueue, type Scheduler } from "./twins/scheduler.js";
@@ -41,6 +43,8 @@ export interface SimConfig {
   committedLogRecordsMax: number;
   snapshotEveryTxns: number;
   clients: number;
+  /** The chance that a client speaks ZooKeeper's protocol (through the ZooKeeper door) rather than the SDK's. */
+  juteClientShare: number;
   netDelayMsMax: number;
   fsyncMsMax: number;
   /** A member whose disk is ten times slower (its tree lags the others'), or 0 for none. */
@@ -95,6 +99,7 @@ export function defaultConfig(prng: Prng): SimConfig {
     readOnlyMode: prng.chance(0.3),
     reconfig: prng.chance(0.4),
     spares: prng.pick([0, 1, 2]),
+    juteClientShare: prng.pick([1 / 3, 1 / 2]),
   };
 }
 
@@ -246,6 +251,12 @@ export class Simulation implements Scheduler, ClientWorld {
     /** Reconfig requests sent, and those acknowledged to their client. */
     reconfigsAsked: 0,
     reconfigsAcked: 0,
+    /** Writes acknowledged to, and watch events reaching, the clients speaking ZooKeeper's protocol. */
+    juteAckedWrites: 0,
+    juteWatchEvents: 0,
+    /** Frames ZooKeeper's clients sent on a connection before its connect answer (the server holds them). */
+    framesBehindConnect: 0,
+    pings: 0,
   };
   /** Armed by pauseOnNextWrite: what to do to the next follower a client write reaches. */
   private writeTrap: { durationMs: number; cutClients: boolean } | undefined;
@@ -303,7 +314,8 @@ export class Simulation implements Scheduler, ClientWorld {
       this.servers.push(new SimServer(id, observers.includes(id), storage, view));
     }
     for (let i = 0; i < this.config.clients; i++) {
-      const client = new SimClient(i + 1, this);
+      const kind = this.prng.chance(this.config.juteClientShare) ? JUTE_CLIENTS : SDK_CLIENTS;
+      const client = new SimClient(i + 1, this, kind);
       client.thinkMsMax = this.config.clientThinkMsMax;
       this.clients.push(client);
     }

@@ -66,6 +66,8 @@ test("a client never reads a change it holds a watch for before the watch's even
   holds("watch events arrive before the change can be read"));
 test("one session's watch events arrive in zxid order", () => holds("a session's watch events arrive in zxid order"));
 test("a one-time watch fires at most once, and only where one was set", () => holds("a one-time watch fires at most once"));
+test("a ping's answer never arrives after the answer to a request the client sent after the ping, on either door", () =>
+  holds("a ping's answer never follows the answer to a request sent after it"));
 test("no write sent through a server a session has since left is applied (SESSIONMOVED)", () =>
   holds("no write from a server the session has left is applied"));
 test("no write of a closed or expired session is applied, and so no ephemeral outlives its session", () =>
@@ -75,8 +77,8 @@ test("every server brings in the same membership for each configuration version 
 test("after healing, every acknowledged reconfiguration is in force (or a later one is) at every member", () =>
   holds("an acknowledged reconfiguration is in force after healing"));
 
-test("the runs exercise what they claim to: elections, DIFF, TRUNC and SNAP syncs, acked writes, cleanup deletes, ACL refusals, minority-out convergences, reconfigurations", () => {
-  assert.equal(PROPERTIES.length, 19);
+test("the runs exercise what they claim to: elections, DIFF, TRUNC and SNAP syncs, acked writes through both doors, frames held behind a connect, pings, cleanup deletes, ACL refusals, minority-out convergences, reconfigurations", () => {
+  assert.equal(PROPERTIES.length, 20);
   const total = (key: keyof SimOutcome["stats"]) => outcomes.reduce((n, o) => n + o.stats[key], 0);
   assert.ok(outcomes.length === SEEDS);
   assert.ok(total("ackedWrites") > SEEDS * 10, "clients got writes acknowledged");
@@ -88,6 +90,12 @@ test("the runs exercise what they claim to: elections, DIFF, TRUNC and SNAP sync
   assert.ok(total("aclRefusals") > SEEDS, "ACLs refused reads and writes");
   assert.ok(total("minorityPhases") > SEEDS / 4, "runs kept a minority out while the rest converged");
   assert.ok(total("watchEvents") > SEEDS, "clients set watches and got their events");
+  assert.ok(
+    total("juteAckedWrites") > SEEDS && total("juteWatchEvents") > SEEDS / 4,
+    "clients speaking ZooKeeper's protocol got writes acknowledged and watch events",
+  );
+  assert.ok(total("framesBehindConnect") > SEEDS, "ZooKeeper's clients sent frames behind their connect, which the server held");
+  assert.ok(total("pings") > SEEDS, "clients pinged");
   assert.ok(total("sessionMoves") > SEEDS / 4, "clients resumed their sessions on other connections");
   if (SEEDS >= 100) assert.ok(total("reconfigs") > SEEDS / 10 && total("reconfigsAcked") > 0, "reconfigurations came into force and were acknowledged");
 });

@@ -1,31 +1,17 @@
 /**
- * A simulated client: the SDK's own session machine (src/client/session-machine.ts: connect and
- * resume, the xid table, ordering, watch re-registration, auth replay, pings, back-off, host
- * rotation) over simulated connections whose server end is the server's own client session (src/replica/client-session.ts),
- * with frames encoded and decoded by the real codecs. Around it, the workload (writes, reads with
- * watches, syncs, as anonymous, owner or super user) and the checks of what the client sees:
- * session order and single system image, sync-then-read, ACL verdicts on reads, and the watch
- * contract (an event before its change can be read, events in zxid order, one-time watches fire
- * once).
+ * A simulated client: one client session (sim-session.ts) — the SDK's own SessionMachine over
+ * corral's gRPC frames, or a session with the semantics of ZooKeeper's Java client over jute — on
+ * simulated connections whose server end is the server's own client session under that door's
+ * real codec. Around it, the workload (writes, reads with watches, syncs, as anonymous, owner or
+ * super user) and the checks of what the client sees (client-history.ts), the same for both kinds.
  */
-import { ZkErrorCode } from "../../src/common/errors.js";
-import type { Acl as WireAcl } from "../../gen/client.js";
-import { decodeServerFrame, encodeClientFrame, type DecodedResponse, type DecodedWatchEvent, type RequestOp } from "../../src/client/codec.js";
-import type { HostPort } from "../../src/client/connect-string.js";
-import { SessionMachine } from "../../src/client/session-machine.js";
-import type { SessionEffect, SessionTimer } from "../../src/client/session-io.js";
-import type { WatchPaths } from "../../src/client/watch-registry.js";
-import { initialAuthInfo } from "../../src/replica/auth.js";
-import type { CreateRequest, ReconfigRequest, WriteRequest } from "../../src/replica/requests.js";
-import { ClientSession, type ClientSessionDeps, type ConnectionRefusal } from "../../src/replica/client-session.js";
-import { decodeClientFrame } from "../../src/server/client-frame-codec.js";
-import { GrpcSessionCodec, receiveClientFrame, type GrpcClientSession } from "../../src/server/grpc-session-codec.js";
-import { CREATE_MODE_FLAGS, WatchEventType } from "../../src/store/types.js";
-import { ADD_WATCH_MODE_NUMBERS } from "../../src/common/watch-modes.js";
-import { formatZxid } from "../../src/store/zxid.js";
-import { credentialsOf, GUARDED_ACL, identityOf, readRefused, SECRET_ACL } from "./acl-workload.js";
-import type { Checker } from "./checker.js";
+import type { ReconfigRequest, WriteRequest, CreateRequest, ClientRequest } from "../../src/replica/requests.js";
+import type { ClientSessionDeps } from "../../src/replica/client-session.js";
+import { credentialsOf, GUARDED_ACL, SECRET_ACL } from "./acl-workload.js";
+import type { Checker, Property } from "./checker.js";
+import { ClientHistory, type Token } from "./client-history.js";
 import type { Prng } from "./prng.js";
+import type { SimClientKind, SimServerEnd, SimSession, SimSessionHost, SimSessionState } from "./sim-session.js";
 import type { Scheduler } from "./twins/scheduler.js";
 
 /** TTLs the workload gives its TTL nodes. */
@@ -55,84 +41,69 @@ export interface ClientWorld extends Scheduler {
   reconfigAcked(version: number): void;
   /** A client write is about to be read by server `serverId`: true if the server just paused instead (pauseOnNextWrite). */
   trapWrite(serverId: number): boolean;
-  /** `sessionId` was (re)established at `serverId`. */
+  /** `sessionId` was (re)established at `serverId`, before anything the client sent behind its connect runs there. */
   sessionEstablished(sessionId: bigint, serverId: number): void;
 }
 
 export type ClientStat =
-  "ackedWrites" | "aclRefusals" | "clientDeaths" | "watchEvents" | "sessionMoves" | "readOnlyConnects" | "reconfigsAsked" | "reconfigsAcked";
+  | "ackedWrites"
+  | "aclRefusals"
+  | "clientDeaths"
+  | "watchEvents"
+  | "sessionMoves"
+  | "readOnlyConnects"
+  | "reconfigsAsked"
+  | "reconfigsAcked"
+  | "juteAckedWrites"
+  | "juteWatchEvents"
+  | "framesBehindConnect"
+  | "pings";
 
 export interface ServerProcess {
   incarnation: number;
   door: ClientSessionDeps;
 }
 
-interface Token {
-  kind: "write" | "read" | "sync" | "auth" | "watch" | "reconfig";
-  request: RequestOp;
-  xid: number;
-  sentAtMs: number;
-  /** The write-ack high-water mark when it was sent (a sync must reach it). */
-  ackedZxidMaxAtSend: number;
-}
-
-/** One simulated connection: the client's end is a number the machine gave it; the server's end is the server's own client session. */
+/** One simulated connection: the client's end is a number its session gave it; the server's end is the server's own client session. */
 interface Link {
   connection: number;
   serverId: number;
   incarnation: number | undefined;
-  door: GrpcClientSession | undefined;
+  server: SimServerEnd | undefined;
   /** Set once either end is done with it: nothing more is delivered. */
   closed: boolean;
   lastArrivalToServer: number;
   lastArrivalToClient: number;
 }
 
-/** A watch the client holds, with what it had read when it set it. */
-interface HeldWatch {
-  kind: "data" | "exist" | "child";
-  path: string;
-  /** data: the node's mzxid; child: its pzxid; exist: 0 (the node was absent). */
-  seenZxid: bigint;
-}
-
 export class SimClient {
   alive = true;
-  private machine: SessionMachine<Token> | undefined;
+  private session: SimSession<Token> | undefined;
+  private history: ClientHistory;
   private link: Link | undefined;
-  private readonly timers = new Map<SessionTimer, number>();
+  private readonly timers = new Map<string, number>();
   private timerGeneration = 0;
-  private pending: Token[] = [];
-  private readonly watches = new Map<string, HeldWatch>();
-  /**
-   * Persistent watches (addWatch), by path: whether recursive, and what this client knows of the
-   * node — its mzxid, "absent", or undefined when unknown (after a reconnect: ZooKeeper does not
-   * replay changes missed by a persistent watch).
-   */
-  private readonly persistent = new Map<string, { recursive: boolean; seen: bigint | "absent" | undefined }>();
-  private lastEventZxid = 0n;
-  /** What this client has seen, across connections and sessions: reads never go back (single system image; see the read-only exception). */
-  private lastZxidSeen = 0n;
-  private lastWriteZxid = 0n;
-  /** The write-ack high-water mark when the last completed sync was sent: reads after it must reach it. */
-  private syncFloor = 0;
-  /** The client's credentials: none sent yet, sent, or accepted (the machine replays them on every new connection). */
+  /** The client's credentials: none sent yet, sent, or accepted (the session replays them on every new connection). */
   private auth: "none" | "sent" | "accepted" = "none";
+  /** Until then the client's network is down: nothing it sends arrives, nothing reaches it. */
+  private cutUntilMs = 0;
+  /** Set by the simulation from its configuration. */
+  thinkMsMax = 150;
 
   constructor(
     readonly id: number,
     private readonly world: ClientWorld,
-  ) {}
+    readonly kind: SimClientKind,
+  ) {
+    this.history = this.newHistory();
+  }
 
   /** The session this client holds now (established at least once and not expired). */
   get sessionId(): bigint | undefined {
-    const machine = this.machine;
-    if (!this.alive || machine === undefined || machine.lifecycle !== "active" || machine.sessionId === 0n) return undefined;
-    return machine.sessionId;
+    const session = this.session;
+    if (!this.alive || session === undefined || session.lifecycle !== "active" || session.sessionId === 0n) return undefined;
+    return session.sessionId;
   }
-
-  /** Until then the client's network is down: nothing it sends arrives, nothing reaches it. */
-  private cutUntilMs = 0;
 
   /** Cuts the client off from every server for `durationMs` (its host lost its network). */
   cutOff(durationMs: number): void {
@@ -149,50 +120,50 @@ export class SimClient {
     return this.link?.closed === false ? this.link.serverId : undefined;
   }
 
+  /** A session ready for the workload's next request: it will send it (see acceptsRequests), and has room. */
+  private get ready(): boolean {
+    const session = this.session;
+    return this.alive && session !== undefined && session.acceptsRequests && this.history.inFlight < IN_FLIGHT_MAX;
+  }
+
   think(): void {
     const world = this.world;
     world.at(1 + world.prng.int(this.thinkMsMax), () => this.think());
     if (!this.alive) return;
     if (world.clientsActive && world.prng.chance(CLIENT_DEATH_CHANCE)) return this.die();
-    const machine = this.machine;
-    if (machine === undefined || machine.lifecycle === "expired" || machine.lifecycle === "closed") {
+    const session = this.session;
+    if (session === undefined || session.lifecycle === "expired" || session.lifecycle === "closed") {
       if (world.clientsActive) this.startSession();
       return;
     }
-    if (!world.clientsActive || !machine.connected) return;
+    if (!world.clientsActive || !session.acceptsRequests) return;
     if (this.auth !== "accepted") {
       // Nothing else goes out before the credentials are accepted: the ACL model knows the client by them.
       const credentials = credentialsOf(this.id);
       if (credentials === undefined) this.auth = "accepted";
       else if (this.auth === "none") {
-        this.auth = "sent";
-        this.submit("auth", { $case: "addAuth", addAuth: { scheme: "digest", auth: new TextEncoder().encode(credentials) } });
+        // ZooKeeper's clients never hear of an auth that works: it applies to every request sent after it.
+        this.auth = session.authAnswered ? "sent" : "accepted";
+        this.submit("auth", { op: "addAuth", scheme: "digest", auth: new TextEncoder().encode(credentials) });
       }
       if (this.auth !== "accepted") return;
     }
-    if (this.pending.length >= IN_FLIGHT_MAX) return;
+    if (!this.ready) return;
     const roll = world.prng.float();
-    if (roll < 0.6) {
-      const write = this.randomWrite();
-      const xid = this.submit("write", toRequestOp(write));
-      world.writeSent(machine.sessionId, xid, write, this.id, this.link!.serverId);
-    } else if (roll < 0.85) {
+    if (roll < 0.6) this.submit("write", this.randomWrite());
+    else if (roll < 0.85) {
       const path = `/${world.prng.pick(["k", "k", "k", "r", "q"])}${world.prng.int(3)}`;
       const watch = world.prng.chance(0.4);
-      this.submit("read", world.prng.chance(0.7) ? { $case: "getData", getData: { path, watch } } : { $case: "exists", exists: { path, watch } });
+      this.submit("read", { op: world.prng.chance(0.7) ? "getData" : "exists", path, watch });
     } else if (roll < 0.88) {
-      this.submit("read", { $case: "getChildren", getChildren: { path: `/c${world.prng.int(3)}`, watch: world.prng.chance(0.5) } });
+      this.submit("read", { op: "getChildren", path: `/c${world.prng.int(3)}`, watch: world.prng.chance(0.5) });
     } else if (roll < 0.9) {
       // A persistent watch on a plain node, or a recursive one over a container and its members.
       const recursive = world.prng.chance(0.4);
       const path = recursive ? `/c${world.prng.int(3)}` : `/k${world.prng.int(5)}`;
-      if (!this.persistent.has(path))
-        this.submit("watch", { $case: "addWatch", addWatch: { path, mode: ADD_WATCH_MODE_NUMBERS[recursive ? "persistent-recursive" : "persistent"] } });
-    } else this.submit("sync", { $case: "sync", sync: { path: "/" } });
+      if (!this.history.hasPersistentWatch(path)) this.submit("watch", { op: "addWatch", path, mode: recursive ? "persistent-recursive" : "persistent" });
+    } else this.submit("sync", { op: "sync", path: "/" });
   }
-
-  /** Set by the simulation from its configuration. */
-  thinkMsMax = 150;
 
   /**
    * Sends a reconfig on this client's session, if it has one ready (connected, authenticated,
@@ -200,16 +171,10 @@ export class SimClient {
    * the ACL, the others' must be refused NOAUTH (if nothing is refused before the ACL check).
    */
   reconfig(request: ReconfigRequest): boolean {
-    const machine = this.machine;
-    if (!this.alive || machine === undefined || !machine.connected || this.auth !== "accepted" || this.pending.length >= IN_FLIGHT_MAX) return false;
-    const { joining, leaving, newMembers, fromConfig } = request;
-    const op: RequestOp = {
-      $case: "reconfig",
-      reconfig: { joining: joining ?? undefined, leaving: leaving ?? undefined, newMembers: newMembers ?? undefined, fromConfig },
-    };
-    const xid = this.submit("reconfig", op);
-    this.world.writeSent(machine.sessionId, xid, request, this.id, this.link!.serverId);
+    if (!this.ready || this.auth !== "accepted") return false;
+    this.submit("reconfig", request);
     this.world.count("reconfigsAsked");
+    const { joining, leaving, newMembers, fromConfig } = request;
     this.world.log(`client ${this.id} asks reconfig ${JSON.stringify({ joining, leaving, newMembers, fromConfig: String(fromConfig) })}`);
     return true;
   }
@@ -217,40 +182,109 @@ export class SimClient {
   /** The server of `serverId` crashed: a connection to it breaks. */
   serverCrashed(serverId: number): void {
     const link = this.link;
+    const session = this.session;
     if (link === undefined || link.serverId !== serverId || link.closed) return;
     link.closed = true;
-    this.world.at(this.world.netDelay(), () => this.machine?.lost(link.connection, { serverBehind: false, message: "server crashed" }));
+    this.world.at(this.world.netDelay(), () => session?.lost(link.connection, { serverBehind: false, message: "server crashed" }));
   }
 
-  private submit(kind: Token["kind"], request: RequestOp): number {
-    const token: Token = { kind, request, xid: 0, sentAtMs: this.world.nowMs, ackedZxidMaxAtSend: this.world.checker.ackedZxidMax };
-    this.pending.push(token);
-    token.xid = this.machine!.submit(request, token);
-    return token.xid;
+  private submit(kind: Token["kind"], request: ClientRequest): void {
+    const session = this.session!;
+    const token: Token = { kind, request, xid: 0, ackedZxidMaxAtSend: this.world.checker.ackedZxidMax };
+    // An auth a ZooKeeper client sends is never answered to it: nothing waits for it in the history.
+    if (kind !== "auth" || session.authAnswered) this.history.sent(token);
+    session.submit(request, token);
+  }
+
+  private newHistory(): ClientHistory {
+    const world = this.world;
+    const jute = this.kind.name === "jute";
+    return new ClientHistory(this.id, {
+      checker: world.checker,
+      reconfigAcked: (version) => world.reconfigAcked(version),
+      log: (line) => world.log(line),
+      count: (stat) => {
+        world.count(stat);
+        if (jute && stat === "ackedWrites") world.count("juteAckedWrites");
+        if (jute && stat === "watchEvents") world.count("juteWatchEvents");
+      },
+    });
   }
 
   private startSession(): void {
     const world = this.world;
-    const hosts: HostPort[] = world.prng.shuffle([...world.serverIds]).map((id) => ({ host: `server${id}`, port: id }));
-    this.pending = [];
-    this.watches.clear();
-    this.persistent.clear();
+    this.history.sessionStarted();
     this.auth = "none";
-    this.lastEventZxid = 0n;
-    const machine = new SessionMachine<Token>(
-      {
-        hosts,
-        sessionTimeoutMs: world.sessionTimeoutMs,
-        connectTimeoutMs: 2 * world.sessionTimeoutMs,
-        sessionId: 0n,
-        password: new Uint8Array(0),
-        canBeReadOnly: world.readOnlyMode && world.prng.chance(0.5),
-        watchedPaths: () => this.watchedPaths(),
+    const options = {
+      serverIds: world.prng.shuffle([...world.serverIds]),
+      sessionTimeoutMs: world.sessionTimeoutMs,
+      canBeReadOnly: world.readOnlyMode && world.prng.chance(0.5),
+      watchedPaths: () => this.history.watchedPaths(),
+    };
+    let session: SimSession<Token> | undefined = undefined;
+    const current = (): boolean => session !== undefined && this.session === session;
+    const host: SimSessionHost<Token> = {
+      get nowMs() {
+        return world.nowMs;
       },
-      (effect) => this.carryOut(machine, effect),
-    );
-    this.machine = machine;
-    machine.start();
+      random: (n) => world.prng.int(n),
+      open: (connection, serverId) => current() && this.open(session!, connection, serverId),
+      send: (connection, bytes, write) => current() && this.send(connection, bytes, write),
+      close: (connection) => {
+        const link = this.link;
+        if (current() && link !== undefined && link.connection === connection) this.closeLink(link);
+      },
+      armTimer: (timer, delayMs) => current() && this.armTimer(session!, timer, delayMs),
+      cancelTimer: (timer) => current() && this.timers.delete(timer),
+      sent: (token, xid, sessionId) => current() && this.sent(token, xid, sessionId),
+      answered: (token, answer) => {
+        if (!current()) return;
+        this.history.answered(token, answer, session!.sessionId, this.link?.serverId);
+        if (token.kind === "auth") this.auth = answer.err === 0 ? "accepted" : "none";
+      },
+      failed: (token) => {
+        if (!current()) return;
+        this.history.failed(token);
+        // Lost with its connection before it was answered: the session does not replay it, so send it again.
+        if (token.kind === "auth") this.auth = "none";
+      },
+      event: (event) => current() && this.history.event(event),
+      state: (state) => current() && this.stateChanged(session!, state),
+      violation: (property: Property, message) => current() && world.checker.fail(property, `client ${this.id} (${this.kind.name}): ${message}`),
+      count: (stat) => current() && world.count(stat),
+      log: (line) => current() && world.log(`client ${this.id} ${line}`),
+    };
+    session = this.kind.session(options, host);
+    this.session = session;
+    session.start();
+  }
+
+  private stateChanged(session: SimSession<Token>, state: SimSessionState): void {
+    const world = this.world;
+    if (state === "connected" || state === "reconnected") {
+      world.log(`client ${this.id} ${state} to ${this.link?.serverId} with session ${session.sessionId}${session.readOnly ? " read-only" : ""}`);
+      if (session.readOnly) world.count("readOnlyConnects");
+      if (state === "reconnected") world.count("sessionMoves");
+    } else world.log(`client ${this.id} ${state} (session ${session.sessionId})`);
+    this.history.stateChanged(state, session.readOnly);
+  }
+
+  /** A request left on the connection: a write's checks at its first apply need its sender and the server it went through. */
+  private sent(token: Token, xid: number, sessionId: bigint): void {
+    token.xid = xid;
+    const request = token.request;
+    const write = token.kind === "write" || token.kind === "reconfig";
+    if (write && sessionId !== 0n && this.link !== undefined) this.world.writeSent(sessionId, xid, request as WriteRequest, this.id, this.link.serverId);
+  }
+
+  private armTimer(session: SimSession<Token>, timer: string, delayMs: number): void {
+    const generation = ++this.timerGeneration;
+    this.timers.set(timer, generation);
+    this.world.at(delayMs, () => {
+      if (this.timers.get(timer) !== generation || this.session !== session) return;
+      this.timers.delete(timer);
+      session.timerFired(timer);
+    });
   }
 
   /** The client process dies: it never talks again with this session; it comes back later with a new one. */
@@ -258,7 +292,7 @@ export class SimClient {
     this.world.log(`client ${this.id} dies (session ${this.sessionId})`);
     this.world.count("clientDeaths");
     this.alive = false;
-    this.machine = undefined;
+    this.session = undefined;
     this.timerGeneration += 1;
     this.timers.clear();
     const link = this.link;
@@ -269,131 +303,43 @@ export class SimClient {
     });
   }
 
-  private watchedPaths(): WatchPaths {
-    const of = (kind: HeldWatch["kind"]) => [...this.watches.values()].filter((w) => w.kind === kind).map((w) => w.path);
-    const persistent = (recursive: boolean) => [...this.persistent].filter(([, w]) => w.recursive === recursive).map(([path]) => path);
-    return {
-      dataWatches: of("data"),
-      existWatches: of("exist"),
-      childWatches: of("child"),
-      persistentWatches: persistent(false),
-      persistentRecursiveWatches: persistent(true),
-    };
-  }
+  // ---- the simulated connection
 
-  // ---- the machine's effects
-
-  private carryOut(machine: SessionMachine<Token>, effect: SessionEffect<Token>): void {
-    if (machine !== this.machine) return;
-    const world = this.world;
-    switch (effect.type) {
-      case "open":
-        return this.open(effect.connection, effect.host.port);
-      case "send": {
-        const link = this.link;
-        if (link === undefined || link.connection !== effect.connection) return;
-        const bytes = encodeClientFrame(effect.frame);
-        const frame = effect.frame.frame;
-        const op = frame?.$case === "request" ? frame.request.op?.$case : undefined;
-        const write = op === "create" || op === "setData" || op === "delete";
-        return this.toServer(link, (door) => receiveClientFrame(door, decodeClientFrame(bytes)), write);
-      }
-      case "close": {
-        const link = this.link;
-        if (link !== undefined && link.connection === effect.connection) this.closeLink(link);
-        return;
-      }
-      case "armTimer": {
-        const generation = ++this.timerGeneration;
-        this.timers.set(effect.timer, generation);
-        world.at(effect.delayMs, () => {
-          if (this.timers.get(effect.timer) !== generation || this.machine !== machine) return;
-          this.timers.delete(effect.timer);
-          machine.timerFired(effect.timer);
-        });
-        return;
-      }
-      case "cancelTimer":
-        this.timers.delete(effect.timer);
-        return;
-      case "answered":
-        return this.answered(machine, effect.token, effect.response);
-      case "failed": {
-        const at = this.pending.indexOf(effect.token);
-        if (at >= 0) this.pending.splice(at, 1);
-        // Lost with its connection before it was answered: the machine does not replay it, so send it again.
-        if (effect.token.kind === "auth") this.auth = "none";
-        return;
-      }
-      case "event":
-        return this.onEvent(effect.event);
-      case "state":
-        if (effect.state === "connected" || effect.state === "reconnected") {
-          const link = this.link;
-          world.log(`client ${this.id} ${effect.state} to ${link?.serverId} with session ${machine.sessionId}${machine.readOnly ? " read-only" : ""}`);
-          if (machine.readOnly) world.count("readOnlyConnects");
-          // A new session taken read-only may be served by a member cut off for any length of time:
-          // from here the order it sees is its own (ZooKeeper promises it per session; across a
-          // client's sessions the checks hold corral to it only where a quorum serves).
-          if (effect.state === "connected" && machine.readOnly) {
-            this.lastZxidSeen = 0n;
-            this.syncFloor = 0;
-          }
-          if (link) world.sessionEstablished(machine.sessionId, link.serverId);
-          if (effect.state === "reconnected") {
-            world.count("sessionMoves");
-            // Changes a persistent watch missed while disconnected are not replayed (as in ZooKeeper).
-            for (const watch of this.persistent.values()) watch.seen = undefined;
-          }
-        } else world.log(`client ${this.id} ${effect.state} (session ${machine.sessionId})`);
-        return;
-      case "connectFailed":
-      case "closed":
-        world.log(`client ${this.id}: session ${effect.type}`);
-        return;
-      case "log":
-        if (effect.level !== "debug")
-          world.log(`client ${this.id} ${effect.message} ${JSON.stringify(effect.fields, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v))}`);
-        return;
-    }
-  }
-
-  private open(connection: number, serverId: number): void {
+  private open(session: SimSession<Token>, connection: number, serverId: number): void {
     const previous = this.link;
     if (previous) this.closeLink(previous);
-    const link: Link = { connection, serverId, incarnation: undefined, door: undefined, closed: false, lastArrivalToServer: 0, lastArrivalToClient: 0 };
+    const link: Link = { connection, serverId, incarnation: undefined, server: undefined, closed: false, lastArrivalToServer: 0, lastArrivalToClient: 0 };
     this.link = link;
-    const machine = this.machine!;
     const arrival = this.arrivalToServer(link);
     this.world.at(
       arrival - this.world.nowMs,
       () => {
         if (link.closed) return;
         const server = this.cut ? undefined : this.world.serverProcess(serverId);
-        if (server === undefined) return this.toClient(link, () => machine.lost(connection, { serverBehind: false, message: "connection refused" }));
+        if (server === undefined) return this.toClient(link, () => session.lost(connection, { serverBehind: false, message: "connection refused" }));
         link.incarnation = server.incarnation;
         const remoteAddress = `10.0.0.${this.id}`;
-        link.door = new ClientSession(
-          server.door,
-          new GrpcSessionCodec(),
-          {
-            write: (frame: Buffer) => this.toClient(link, () => machine.receive(connection, decodeServerFrame(frame))),
-            refuse: (reason: ConnectionRefusal, details: string) => {
-              link.closed = true;
-              this.toClient(link, () => machine.lost(connection, { serverBehind: reason === "behind", message: details }), true);
-            },
-            finish: () => {
-              link.closed = true;
-              this.toClient(link, () => machine.lost(connection, { serverBehind: false, message: "the server ended the stream" }), true);
-            },
+        const stream = {
+          write: (frame: Uint8Array, eventZxid?: number) => this.toClient(link, () => session.receive(connection, frame, eventZxid)),
+          refuse: (reason: string, detail: string) => {
+            link.closed = true;
+            this.toClient(link, () => session.lost(connection, { serverBehind: reason === "behind", message: detail }), true);
           },
-          remoteAddress,
-          [],
-          initialAuthInfo(remoteAddress),
-        );
+          finish: () => {
+            link.closed = true;
+            this.toClient(link, () => session.lost(connection, { serverBehind: false, message: "the server ended the connection" }), true);
+          },
+        };
+        link.server = this.kind.serverEnd(server.door, stream, remoteAddress, (sessionId) => this.world.sessionEstablished(sessionId, serverId));
       },
       serverId,
     );
+  }
+
+  private send(connection: number, bytes: Uint8Array, write: boolean): void {
+    const link = this.link;
+    if (link === undefined || link.connection !== connection) return;
+    this.toServer(link, (server) => server.receive(bytes), write);
   }
 
   /** The client closes its end; the server notices after a delay. */
@@ -404,13 +350,13 @@ export class SimClient {
     this.world.at(arrival - this.world.nowMs, () => this.serverSide(link)?.gone(), link.serverId);
   }
 
-  private toServer(link: Link, run: (door: GrpcClientSession) => void, write = false): void {
+  private toServer(link: Link, run: (server: SimServerEnd) => void, write = false): void {
     if (link.closed || this.cut) return;
     const arrival = this.arrivalToServer(link);
     // What was sent before the client closed its end still arrives, as on a TCP stream.
     const deliver = (): void => {
-      const door = this.serverSide(link);
-      if (door !== undefined) run(door);
+      const server = this.serverSide(link);
+      if (server !== undefined) run(server);
     };
     this.world.at(
       arrival - this.world.nowMs,
@@ -424,9 +370,9 @@ export class SimClient {
   }
 
   /** The server end of `link`, if the process that accepted it still runs. */
-  private serverSide(link: Link): GrpcClientSession | undefined {
+  private serverSide(link: Link): SimServerEnd | undefined {
     const server = this.world.serverProcess(link.serverId);
-    return server !== undefined && server.incarnation === link.incarnation ? link.door : undefined;
+    return server !== undefined && server.incarnation === link.incarnation ? link.server : undefined;
   }
 
   private arrivalToServer(link: Link): number {
@@ -441,161 +387,6 @@ export class SimClient {
     this.world.at(link.lastArrivalToClient - this.world.nowMs, () => {
       if (this.link === link && !this.cut) run();
     });
-  }
-
-  // ---- what the client sees, checked
-
-  private answered(machine: SessionMachine<Token>, token: Token, response: DecodedResponse): void {
-    const world = this.world;
-    const checker = world.checker;
-    const order = "client order and single system image";
-    const expected = this.pending.shift();
-    if (expected !== token) {
-      checker.fail(order, `client ${this.id} got the answer to ${token.xid} before ${expected?.xid}`);
-      return;
-    }
-    const zxid = response.zxid;
-    if (token.kind === "reconfig")
-      world.log(`client ${this.id}'s reconfig answered ${response.err}${response.err === 0 ? ` at ${formatZxid(Number(zxid))}` : ""}`);
-    if (token.kind === "reconfig" && response.err === 0) {
-      // The answer is the new configuration, written by the reconfig's own txn.
-      const version = Number(response.stat?.mzxid ?? -1n);
-      if (version !== Number(zxid))
-        checker.fail(order, `client ${this.id}'s reconfig answered at ${formatZxid(Number(zxid))} with a configuration of version ${formatZxid(version)}`);
-      world.reconfigAcked(version);
-      world.count("reconfigsAcked");
-    }
-    if ((token.kind === "write" || token.kind === "reconfig") && response.err === 0) {
-      // A write answers with its own txn's zxid, which may precede what an earlier read or sync on
-      // the same session reflected; reads and syncs reflect the whole tree and never go back.
-      if (zxid <= this.lastWriteZxid)
-        checker.fail(
-          order,
-          `client ${this.id}'s write ${token.xid} committed at ${formatZxid(Number(zxid))}, not after its earlier write at ${formatZxid(Number(this.lastWriteZxid))}`,
-        );
-      this.lastWriteZxid = zxid;
-      checker.writeAcked({ zxid: Number(zxid), sessionId: machine.sessionId, cxid: token.xid });
-      world.count("ackedWrites");
-    }
-    if (token.kind === "read" || token.kind === "sync") {
-      if (zxid < this.lastZxidSeen) checker.fail(order, `client ${this.id} saw ${formatZxid(Number(zxid))} after ${formatZxid(Number(this.lastZxidSeen))}`);
-      if (token.kind === "sync" && response.err === 0) {
-        // sync then read sees every write answered before the sync began.
-        this.syncFloor = token.ackedZxidMaxAtSend;
-        if (Number(zxid) < token.ackedZxidMaxAtSend)
-          checker.fail(order, `client ${this.id}'s sync answered at ${formatZxid(Number(zxid))}, before ${formatZxid(token.ackedZxidMaxAtSend)} acked earlier`);
-      }
-      if (token.kind === "read") {
-        if (Number(zxid) < this.syncFloor)
-          checker.fail(order, `client ${this.id} read at ${formatZxid(Number(zxid))} after a sync that covered ${formatZxid(this.syncFloor)}`);
-        this.readSeen(token.request, response);
-      }
-    }
-    if (token.kind === "auth") this.auth = response.err === 0 ? "accepted" : "none";
-    if (token.kind === "watch" && response.err === 0 && token.request.$case === "addWatch") {
-      const { path, mode } = token.request.addWatch;
-      this.persistent.set(path, { recursive: mode === ADD_WATCH_MODE_NUMBERS["persistent-recursive"], seen: undefined });
-      world.log(`client ${this.id} set a ${mode === ADD_WATCH_MODE_NUMBERS["persistent-recursive"] ? "recursive" : "persistent"} watch on ${path}`);
-    }
-    if (zxid > this.lastZxidSeen) this.lastZxidSeen = zxid;
-  }
-
-  /** A read's answer: its ACL verdict, the watches it shows must have fired, the watch it sets. */
-  private readSeen(request: RequestOp, response: DecodedResponse): void {
-    const checker = this.world.checker;
-    const path =
-      request.$case === "getData"
-        ? request.getData.path
-        : request.$case === "exists"
-          ? request.exists.path
-          : request.$case === "getChildren"
-            ? request.getChildren.path
-            : undefined;
-    if (path === undefined) return;
-    if (request.$case === "getData" && (response.err === 0 || response.err === ZkErrorCode.NOAUTH)) {
-      if (response.err === ZkErrorCode.NOAUTH) this.world.count("aclRefusals");
-      const identity = identityOf(this.id);
-      if (readRefused(path, identity) !== (response.err === ZkErrorCode.NOAUTH)) {
-        checker.fail(
-          "ACL decisions follow each node's ACL",
-          `${identity} client ${this.id}'s read of ${path} at server ${this.link?.serverId} (${formatZxid(Number(response.zxid))}) answered ${response.err}`,
-        );
-      }
-    }
-    const gone = response.err === ZkErrorCode.NONODE;
-    if (!gone && response.err !== 0) return;
-    const stat = response.stat;
-    // A change this session holds a watch for must have been told before it can be read (contract item 6).
-    const before = "watch events arrive before the change can be read";
-    if (request.$case === "getChildren") {
-      const held = this.watches.get(`child:${path}`);
-      if (held && (gone || (stat !== null && stat.pzxid > held.seenZxid)))
-        checker.fail(
-          before,
-          `client ${this.id} reads ${path}'s children changed (${gone ? "node gone" : `pzxid ${formatZxid(Number(stat!.pzxid))}`}) with its child watch set at ${formatZxid(Number(held.seenZxid))} not fired`,
-        );
-      if (!gone && request.getChildren.watch && stat !== null) this.watches.set(`child:${path}`, { kind: "child", path, seenZxid: stat.pzxid });
-      return;
-    }
-    const persistent = this.persistent.get(path);
-    if (persistent !== undefined && !persistent.recursive) {
-      const seen = persistent.seen;
-      const changed = seen === "absent" ? !gone : seen !== undefined && (gone || (stat !== null && stat.mzxid > seen));
-      if (changed)
-        checker.fail(
-          before,
-          `client ${this.id} reads ${path} ${gone ? "gone" : `at mzxid ${formatZxid(Number(stat!.mzxid))}`} with its persistent watch last told ${seen === "absent" ? "it was absent" : formatZxid(Number(seen))}`,
-        );
-      persistent.seen = gone ? "absent" : (stat?.mzxid ?? undefined);
-    }
-    const data = this.watches.get(`data:${path}`);
-    if (data && (gone || (stat !== null && stat.mzxid > data.seenZxid)))
-      checker.fail(
-        before,
-        `client ${this.id} reads ${path} changed (${gone ? "node gone" : `mzxid ${formatZxid(Number(stat!.mzxid))}`}) with its data watch set at ${formatZxid(Number(data.seenZxid))} not fired`,
-      );
-    const exist = this.watches.get(`exist:${path}`);
-    if (exist && !gone) checker.fail(before, `client ${this.id} reads ${path} created with its exists watch not fired`);
-    const watch = request.$case === "getData" ? request.getData.watch : request.$case === "exists" ? request.exists.watch : false;
-    if (!watch) return;
-    // getData on a missing node sets no watch; exists sets an exists watch there.
-    if (!gone && stat !== null) this.watches.set(`data:${path}`, { kind: "data", path, seenZxid: stat.mzxid });
-    else if (request.$case === "exists") this.watches.set(`exist:${path}`, { kind: "exist", path, seenZxid: 0n });
-    else return;
-    this.world.log(`client ${this.id} set a ${gone ? "exist" : "data"} watch on ${path} (answer at ${formatZxid(Number(response.zxid))})`);
-  }
-
-  private onEvent(event: DecodedWatchEvent): void {
-    const checker = this.world.checker;
-    this.world.count("watchEvents");
-    this.world.log(`client ${this.id} got ${eventName(event.type)} ${event.path} at ${formatZxid(Number(event.zxid))}`);
-    if (event.zxid < this.lastEventZxid) {
-      checker.fail(
-        "a session's watch events arrive in zxid order",
-        `client ${this.id} got ${eventName(event.type)} ${event.path} at ${formatZxid(Number(event.zxid))} after an event at ${formatZxid(Number(this.lastEventZxid))}`,
-      );
-    }
-    this.lastEventZxid = event.zxid;
-    // The watches an event fires, as ZooKeeper's client materializes them; each fires once.
-    const kinds: HeldWatch["kind"][] =
-      event.type === WatchEventType.NodeChildrenChanged
-        ? ["child"]
-        : event.type === WatchEventType.NodeDeleted
-          ? ["data", "exist", "child"]
-          : ["data", "exist"];
-    const fired: string[] = kinds.filter((kind) => this.watches.delete(`${kind}:${event.path}`));
-    const own = this.persistent.get(event.path);
-    if (own !== undefined && (!own.recursive || event.type !== WatchEventType.NodeChildrenChanged)) {
-      fired.push("persistent");
-      if (!own.recursive && event.type !== WatchEventType.NodeChildrenChanged) own.seen = event.type === WatchEventType.NodeDeleted ? "absent" : event.zxid;
-    }
-    if (event.type !== WatchEventType.NodeChildrenChanged && [...this.persistent].some(([path, w]) => w.recursive && event.path.startsWith(`${path}/`)))
-      fired.push("recursive");
-    if (fired.length === 0)
-      checker.fail(
-        "a one-time watch fires at most once",
-        `client ${this.id} got ${eventName(event.type)} ${event.path} at ${formatZxid(Number(event.zxid))} with no watch set there`,
-      );
   }
 
   // ---- the workload
@@ -649,27 +440,4 @@ function randomGuardedWrite(prng: Prng, data: Uint8Array): WriteRequest {
   if (roll < 0.75) return { op: "create", path: `/r${n}/c${prng.int(3)}`, data, acl: [], mode: "persistent", ttlMs: 0 };
   if (roll < 0.92) return { op: "delete", path: `/r${n}/c${prng.int(3)}`, version: -1 };
   return { op: "delete", path: prng.chance(0.7) ? `/r${n}` : `/q${n}`, version: -1 };
-}
-
-/** The workload's write as the SDK puts it on the wire (an empty ACL asks for the default one). */
-function toRequestOp(write: WriteRequest): RequestOp {
-  const acl = (list: readonly { perms: number; id: { scheme: string; id: string } }[]): WireAcl[] =>
-    list.map((a) => ({ perms: a.perms, id: { scheme: a.id.scheme, id: a.id.id } }));
-  switch (write.op) {
-    case "create":
-      return {
-        $case: "create",
-        create: { path: write.path, data: write.data, acl: acl(write.acl), mode: CREATE_MODE_FLAGS[write.mode], ttlMs: BigInt(write.ttlMs) },
-      };
-    case "setData":
-      return { $case: "setData", setData: { path: write.path, data: write.data, version: write.version } };
-    case "delete":
-      return { $case: "delete", delete: { path: write.path, version: write.version } };
-    default:
-      throw new Error(`the workload sends no ${write.op}`);
-  }
-}
-
-function eventName(type: number): string {
-  return Object.entries(WatchEventType).find(([, value]) => value === type)?.[0] ?? String(type);
 }
