@@ -13,9 +13,9 @@ import { certificateAuthIds, initialAuthInfo, remoteAddressOfPeer, type Certific
 import type { SessionOpener } from "../replica/session-opener.js";
 import type { RequestPipeline } from "../replica/pipeline.js";
 import { subjectOfPeer } from "./tls.js";
-import { ClientSession, type ConnectionEnd, type ConnectionRefusal, type SessionStream } from "../replica/client-session.js";
+import { ConnectionSession, type ConnectionEnd, type ConnectionRefusal, type SessionStream } from "../replica/connection-session.js";
 import { decodeClientFrame, encodeServerFrameBatch, type IncomingFrame } from "./client-frame-codec.js";
-import { GrpcSessionCodec, receiveClientFrame, type GrpcClientSession } from "./grpc-session-codec.js";
+import { GrpcSessionCodec, receiveClientFrame, type GrpcConnectionSession } from "./grpc-session-codec.js";
 
 /** How a refused stream ends: FAILED_PRECONDITION tells the client it is ahead of this server. */
 const REFUSAL_STATUS: Record<ConnectionRefusal, grpc.status> = {
@@ -35,7 +35,7 @@ export interface ClientServiceDeps {
   logger: Logger;
   /** Over TLS: who a verified client certificate makes the super user. */
   certificateAuth?: CertificateAuthOptions;
-  /** enforce.auth's schemes (ClientSessionDeps.enforcedSchemes); absent: nothing enforced. */
+  /** enforce.auth's schemes (ConnectionSessionDeps.enforcedSchemes); absent: nothing enforced. */
   enforcedSchemes?: ReadonlySet<string>;
 }
 
@@ -67,7 +67,7 @@ export function clientServiceHandlers(deps: ClientServiceDeps): grpc.UntypedServ
 
 /** One gRPC stream carrying a client session, read and written by the gRPC codec. */
 class GrpcClientConnection implements SessionStream<Buffer> {
-  private readonly session: GrpcClientSession;
+  private readonly session: GrpcConnectionSession;
   private readonly logger: Logger;
   private ended = false;
   /** Used once the session speaks protocol 2: answers ready together share a message. */
@@ -89,7 +89,7 @@ class GrpcClientConnection implements SessionStream<Buffer> {
     const subject = subjectOfPeer(call.getAuthContext().sslPeerCertificate);
     const certificateIds = subject === undefined ? [] : certificateAuthIds(subject, deps.certificateAuth ?? { x509SuperUser: "" });
     if (certificateIds.length > 0) this.logger.debug({ x509: subject }, "client authenticated by its certificate");
-    this.session = new ClientSession(deps, new GrpcSessionCodec(), this, remoteAddress, certificateIds, initialAuthInfo(remoteAddress, certificateIds));
+    this.session = new ConnectionSession(deps, new GrpcSessionCodec(), this, remoteAddress, certificateIds, initialAuthInfo(remoteAddress, certificateIds));
     call.on("data", (frame: IncomingFrame) => receiveClientFrame(this.session, frame));
     call.on("end", () => this.session.end("closed"));
     call.on("error", () => this.onGone());

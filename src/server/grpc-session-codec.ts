@@ -1,5 +1,5 @@
 /**
- * The gRPC door's records and policy for the shared client session (src/replica/client-session.ts):
+ * The gRPC door's records and policy for the connection session both doors share (src/replica/connection-session.ts):
  * frames decoded by client-frame-codec.ts in, ServerFrame bytes out. The connect settles the
  * protocol version (the lower of the client's and ours; from version 2 answers may share a
  * message), a negative last zxid refuses the stream, and an expired session is told in a
@@ -8,7 +8,7 @@
 import { CLIENT_PROTOCOL_BATCHES_SINCE, CLIENT_PROTOCOL_VERSION } from "../common/constants.js";
 import { ZkErrorCode } from "../common/errors.js";
 import type { WatchEvent } from "../store/types.js";
-import type { ClientSession, ConnectFrameRead, EstablishedSession, ReplyFrame, SessionCodec, SessionFrame } from "../replica/client-session.js";
+import type { ConnectionSession, ConnectFrameRead, EstablishedSession, ReplyFrame, SessionCodec, SessionFrame } from "../replica/connection-session.js";
 import { EMPTY_BODY, type Reply } from "../replica/requests.js";
 import {
   encodeConnectResponseFrame,
@@ -22,7 +22,7 @@ import {
 
 const EMPTY = new Uint8Array(0);
 
-export type GrpcClientSession = ClientSession<DecodedClientFrame, Buffer>;
+export type GrpcConnectionSession = ConnectionSession<DecodedClientFrame, Buffer>;
 
 export class GrpcSessionCodec implements SessionCodec<DecodedClientFrame, Buffer> {
   readonly authFailureEndsReading = false;
@@ -94,7 +94,7 @@ export class GrpcSessionCodec implements SessionCodec<DecodedClientFrame, Buffer
  * Hands a decoded message to the session: a message that did not decode refuses the stream, and a
  * batch (protocol 2) is its frames in order.
  */
-export function receiveClientFrame(session: GrpcClientSession, frame: IncomingFrame): void {
+export function receiveClientFrame(session: GrpcConnectionSession, frame: IncomingFrame): void {
   if (frame === MALFORMED) return session.refuse("invalid", "malformed frame");
   if (frame.frame !== "batch") return session.receive(frame);
   for (const inner of frame.frames) session.receive(inner);

@@ -2,7 +2,7 @@
  * The ZooKeeper kind of simulated client: a client session with the semantics of ZooKeeper's own
  * Java client (3.8's ClientCnxn over ClientCnxnSocketNetty and StaticHostProvider), speaking jute
  * through the real records and framing (src/server/zk-wire/records.ts, frames.ts), whose
- * connections reach the server's client session under the ZooKeeper door's codec
+ * connections reach the server's connection session under the ZooKeeper door's codec
  * (src/server/zk-wire/zk-session-codec.ts).
  *
  * What it keeps of ClientCnxn:
@@ -34,7 +34,7 @@
 import { ZkErrorCode } from "../../src/common/errors.js";
 import { ADD_WATCH_MODE_NUMBERS } from "../../src/common/watch-modes.js";
 import { initialAuthInfo } from "../../src/replica/auth.js";
-import { ClientSession, type EstablishedSession } from "../../src/replica/client-session.js";
+import { ConnectionSession, type EstablishedSession } from "../../src/replica/connection-session.js";
 import type { ClientRequest } from "../../src/replica/requests.js";
 import { encodeFrame, FrameSplitter } from "../../src/server/zk-wire/frames.js";
 import { JuteError, JuteReader, JuteWriter } from "../../src/server/zk-wire/jute.js";
@@ -464,7 +464,7 @@ function statOf(type: number, reader: JuteReader): jute.Stat | undefined {
   }
 }
 
-/** ZooKeeper's kind: its connections reach the server's client session under the ZooKeeper door's codec, through the same framing as its socket. */
+/** ZooKeeper's kind: its connections reach the server's connection session under the ZooKeeper door's codec, through the same framing as its socket. */
 export const JUTE_CLIENTS: SimClientKind = {
   name: "jute",
   session: (options, host) => new JuteSession(options, host),
@@ -482,7 +482,7 @@ export const JUTE_CLIENTS: SimClientKind = {
         return frame;
       }
     })();
-    const session = new ClientSession(
+    const session = new ConnectionSession(
       deps,
       codec,
       {

@@ -2,7 +2,7 @@
  * The SDK's kind of simulated client: the SDK's own SessionMachine (src/client/session-machine.ts:
  * connect and resume, the xid table, ordering, watch re-registration, auth replay, pings, back-off,
  * host rotation) with its frames encoded and decoded by the SDK's real codec, and, at the server end
- * of each connection, the server's client session under the gRPC door's codec.
+ * of each connection, the server's connection session under the gRPC door's codec.
  */
 import type { Acl as WireAcl } from "../../gen/client.js";
 import { decodeServerFrame, encodeClientFrame, type DecodedServerFrame, type RequestOp } from "../../src/client/codec.js";
@@ -10,7 +10,7 @@ import { SessionMachine } from "../../src/client/session-machine.js";
 import type { SessionEffect, SessionTimer } from "../../src/client/session-io.js";
 import { ADD_WATCH_MODE_NUMBERS } from "../../src/common/watch-modes.js";
 import { initialAuthInfo } from "../../src/replica/auth.js";
-import { ClientSession, type EstablishedSession } from "../../src/replica/client-session.js";
+import { ConnectionSession, type EstablishedSession } from "../../src/replica/connection-session.js";
 import type { ClientRequest } from "../../src/replica/requests.js";
 import { decodeClientFrame } from "../../src/server/client-frame-codec.js";
 import { GrpcSessionCodec, receiveClientFrame } from "../../src/server/grpc-session-codec.js";
@@ -133,7 +133,7 @@ function noteAnswers(order: PingOrder, frame: DecodedServerFrame): void {
   else if (frame.frame === "batch") for (const inner of frame.frames) noteAnswers(order, inner);
 }
 
-/** The SDK's kind: its connections reach the server's client session under the gRPC door's codec. */
+/** The SDK's kind: its connections reach the server's connection session under the gRPC door's codec. */
 export const SDK_CLIENTS: SimClientKind = {
   name: "sdk",
   session: (options, host) => new SdkSession(options, host),
@@ -144,7 +144,7 @@ export const SDK_CLIENTS: SimClientKind = {
         return super.established(session);
       }
     })();
-    const session = new ClientSession(
+    const session = new ConnectionSession(
       deps,
       codec,
       { write: (frame) => stream.write(frame), refuse: (reason, detail) => stream.refuse(reason, detail), finish: () => stream.finish() },

@@ -1,12 +1,12 @@
 /**
  * A simulated client: one client session (sim-session.ts) — the SDK's own SessionMachine over
  * corral's gRPC frames, or a session with the semantics of ZooKeeper's Java client over jute — on
- * simulated connections whose server end is the server's own client session under that door's
+ * simulated connections whose server end is the server's own connection session under that door's
  * real codec. Around it, the workload (writes, reads with watches, syncs, as anonymous, owner or
  * super user) and the checks of what the client sees (client-history.ts), the same for both kinds.
  */
 import type { ReconfigRequest, WriteRequest, CreateRequest, ClientRequest } from "../../src/replica/requests.js";
-import type { ClientSessionDeps } from "../../src/replica/client-session.js";
+import type { ConnectionSessionDeps } from "../../src/replica/connection-session.js";
 import { credentialsOf, GUARDED_ACL, SECRET_ACL } from "./acl-workload.js";
 import type { Checker, Property } from "./checker.js";
 import { ClientHistory, type Token } from "./client-history.js";
@@ -61,10 +61,10 @@ export type ClientStat =
 
 export interface ServerProcess {
   incarnation: number;
-  door: ClientSessionDeps;
+  door: ConnectionSessionDeps;
 }
 
-/** One simulated connection: the client's end is a number its session gave it; the server's end is the server's own client session. */
+/** One simulated connection: the client's end is a number its session gave it; the server's end is the server's own connection session. */
 interface Link {
   connection: number;
   serverId: number;

@@ -2,12 +2,12 @@
  * What the simulator's two kinds of client have in common. A simulated client runs one client
  * session implementation over the simulated network: the SDK's own SessionMachine speaking corral's
  * gRPC frames (sdk-session.ts), or a client with the session semantics of ZooKeeper's Java client
- * speaking jute (jute-session.ts). Both talk to the server's own client session
- * (src/replica/client-session.ts) through that door's real codec, and report what they see in the
+ * speaking jute (jute-session.ts). Both talk to the server's own connection session
+ * (src/replica/connection-session.ts) through that door's real codec, and report what they see in the
  * same terms, so that one workload and one set of history checks (client-history.ts) serve both.
  */
 import type { WatchPaths } from "../../src/client/watch-registry.js";
-import type { ClientSessionDeps, ConnectionRefusal } from "../../src/replica/client-session.js";
+import type { ConnectionSessionDeps, ConnectionRefusal } from "../../src/replica/connection-session.js";
 import type { ClientRequest } from "../../src/replica/requests.js";
 import type { Property } from "./checker.js";
 
@@ -104,7 +104,7 @@ export interface SimServerStream {
   finish(): void;
 }
 
-/** The server end of a simulated connection: the server's own client session under one door's codec. */
+/** The server end of a simulated connection: the server's own connection session under one door's codec. */
 export interface SimServerEnd {
   receive(bytes: Uint8Array): void;
   gone(): void;
@@ -115,7 +115,7 @@ export interface SimClientKind {
   readonly name: "sdk" | "jute";
   session<T>(options: SimSessionOptions, host: SimSessionHost<T>): SimSession<T>;
   /** `established`: told when the server establishes the session on this connection, before any frame held behind the connect runs. */
-  serverEnd(deps: ClientSessionDeps, stream: SimServerStream, remoteAddress: string, established: (sessionId: bigint) => void): SimServerEnd;
+  serverEnd(deps: ConnectionSessionDeps, stream: SimServerStream, remoteAddress: string, established: (sessionId: bigint) => void): SimServerEnd;
 }
 
 const PING_ORDER: Property = "a ping's answer never follows the answer to a request sent after it";

@@ -19,13 +19,13 @@ import type { Logger } from "pino";
 import type { Id } from "../../store/types.js";
 import { certificateAuthIds, initialAuthInfo, remoteAddressOfPeer, type CertificateAuthOptions } from "../../replica/auth.js";
 import {
-  ClientSession,
-  type ClientSessionDeps,
+  ConnectionSession,
+  type ConnectionSessionDeps,
   type ConnectionEnd,
   type ConnectionRefusal,
   type SaslOutcome,
   type SessionStream,
-} from "../../replica/client-session.js";
+} from "../../replica/connection-session.js";
 import { ConnectionSasl } from "../sasl/connection-sasl.js";
 import { NO_SASL, type ZkDoorAuth } from "../sasl/door-auth.js";
 import type { TlsClientAuth } from "../config.js";
@@ -39,7 +39,7 @@ import { JuteSessionCodec } from "./zk-session-codec.js";
 /** A client that does not read its answers is cut off rather than buffered without bound. */
 const UNREAD_BYTES_MAX = 64 * 1024 * 1024;
 
-export interface ZkClientServiceDeps extends Omit<ClientSessionDeps, "enforcedSchemes"> {
+export interface ZkClientServiceDeps extends Omit<ConnectionSessionDeps, "enforcedSchemes"> {
   /** The words enabled on this port (parseFourLetterWordWhitelist). */
   fourLetterWords: ReadonlySet<string>;
   /** A fresh snapshot of the server for a four-letter word's answer. */
@@ -153,7 +153,7 @@ export class ZkClientService {
  * (evaluated off the event loop's thread, with the socket paused meanwhile).
  */
 class ZkSocketConnection implements SessionStream<Uint8Array> {
-  readonly session: ClientSession<Uint8Array, Uint8Array>;
+  readonly session: ConnectionSession<Uint8Array, Uint8Array>;
   private readonly codec: JuteSessionCodec;
   private readonly stats: ConnectionStatsRecorder;
   private readonly splitter = new FrameSplitter();
@@ -182,7 +182,7 @@ class ZkSocketConnection implements SessionStream<Uint8Array> {
     this.codec = new JuteSessionCodec(this.stats);
     this.auth = deps.auth ?? NO_SASL;
     const sessionDeps = { ...deps, enforcedSchemes: this.auth.enforcedSchemes };
-    this.session = new ClientSession(sessionDeps, this.codec, this, remoteAddress, certificateIds, initialAuthInfo(remoteAddress, certificateIds));
+    this.session = new ConnectionSession(sessionDeps, this.codec, this, remoteAddress, certificateIds, initialAuthInfo(remoteAddress, certificateIds));
     socket.on("data", (chunk: Buffer) => this.onData(chunk));
     socket.on("end", () => this.gone());
     socket.on("close", () => this.gone());

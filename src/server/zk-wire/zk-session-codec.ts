@@ -1,7 +1,7 @@
 /**
- * The ZooKeeper door's records and policy for the shared client session
- * (src/replica/client-session.ts): jute frames in (the record after the length prefix), framed jute
- * records out, as ZooKeeper 3.8's server reads and writes them.
+ * The ZooKeeper door's records and policy for the connection session both doors share
+ * (src/replica/connection-session.ts): jute frames in (the record after the length prefix), framed
+ * jute records out, as ZooKeeper 3.8's server reads and writes them.
  *
  * What is ZooKeeper's own here: a negative last zxid is taken as "seen nothing"; the connect
  * answer carries the readOnly byte only when the client's connect had one; a resume of a session
@@ -19,7 +19,7 @@
  */
 import { ZkErrorCode } from "../../common/errors.js";
 import type { WatchEvent } from "../../store/types.js";
-import type { ConnectFrameRead, EstablishedSession, ReplyFrame, SessionCodec, SessionFrame } from "../../replica/client-session.js";
+import type { ConnectFrameRead, EstablishedSession, ReplyFrame, SessionCodec, SessionFrame } from "../../replica/connection-session.js";
 import type { Reply } from "../../replica/requests.js";
 import { SESSION_PASSWORD_BYTES } from "../../replica/session-opener.js";
 import { encodeFrame } from "./frames.js";

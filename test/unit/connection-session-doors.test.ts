@@ -1,15 +1,16 @@
 /**
- * The server's client session (src/replica/client-session.ts) under each door's codec, against a
+ * The server's connection session (src/replica/connection-session.ts) under each door's codec, against a
  * recording pipeline and session opener: what is held behind a connect, what ends reading, how a
- * refusal and an expired session end the connection, and the ZooKeeper door's record shapes (the
- * readOnly byte, auth and sasl answers, unknown opcodes). The simulator and the integration tests
+ * refusal and an expired session end the connection, enforce.auth and SASL, and the ZooKeeper
+ * door's record shapes (the readOnly byte, auth and sasl answers, unknown opcodes). The simulator and the integration tests
  * check the same session against the whole server; these name each door policy on its own.
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { decodeServerFrame } from "../../src/client/codec.js";
 import { limits } from "../../src/common/constants.js";
 import { ZkErrorCode } from "../../src/common/errors.js";
-import { ClientSession, type ClientSessionDeps, type ConnectionRefusal } from "../../src/replica/client-session.js";
+import { ConnectionSession, type ConnectionSessionDeps, type ConnectionRefusal, type SaslOutcome } from "../../src/replica/connection-session.js";
 import type { ClientConnection, RequestPipeline } from "../../src/replica/pipeline.js";
 import { EMPTY_BODY, type ClientRequest, type Reply } from "../../src/replica/requests.js";
 import type { SessionDoor, SessionOpener, SessionRequest } from "../../src/replica/session-opener.js";
@@ -39,7 +40,7 @@ function fakeReplica() {
     submitRejected: (_sessionId: bigint, _connection: ClientConnection, xid: number, err: number) => void submitted.push({ xid, err }),
   };
   const sessions = { open: (request: SessionRequest, door: SessionDoor) => void (opening = { request, door }) };
-  const deps: ClientSessionDeps = {
+  const deps: ConnectionSessionDeps = {
     serverId: SERVER_ID,
     state: { tree: { lastProcessedZxid: TREE_ZXID } as DataTree },
     pipeline: pipeline as unknown as RequestPipeline,
@@ -60,14 +61,18 @@ function fakeReplica() {
 function recordingStream<Out>() {
   const written: Out[] = [];
   let ended: { refused: ConnectionRefusal; detail: string } | { finished: string } | undefined;
+  /** SASL tokens handed to the door, each with the callback that answers it. */
+  const tokens: { token: Uint8Array; done: (outcome: SaslOutcome) => void }[] = [];
   return {
     written,
+    tokens,
     get ended() {
       return ended;
     },
     write: (frame: Out) => void written.push(frame),
     refuse: (refused: ConnectionRefusal, detail: string) => void (ended = { refused, detail }),
     finish: (finished: string) => void (ended = { finished }),
+    authenticate: (token: Uint8Array, done: (outcome: SaslOutcome) => void) => void tokens.push({ token, done }),
   };
 }
 
@@ -95,10 +100,11 @@ function replyHeader(frame: Uint8Array): jute.ReplyHeader {
   return jute.ReplyHeader.read(new JuteReader(unframe(frame)));
 }
 
-function juteSession() {
+function juteSession(enforcedSchemes?: ReadonlySet<string>) {
   const replica = fakeReplica();
   const stream = recordingStream<Uint8Array>();
-  const session = new ClientSession(replica.deps, new JuteSessionCodec(), stream, "10.0.0.1", [], []);
+  const deps = enforcedSchemes === undefined ? replica.deps : { ...replica.deps, enforcedSchemes };
+  const session = new ConnectionSession(deps, new JuteSessionCodec(), stream, "10.0.0.1", [], [{ scheme: "ip", id: "10.0.0.1" }]);
   return { replica, stream, session };
 }
 
@@ -107,7 +113,7 @@ function establish(session: { receive(frame: Uint8Array): void }, replica: Retur
   replica.opening.door.established(0x1234n, 4_000, new Uint8Array(16).fill(7), readOnly);
 }
 
-describe("the server's client session under the ZooKeeper door's codec", () => {
+describe("the server's connection session under the ZooKeeper door's codec", () => {
   test("frames pipelined behind the connect are held, then run in order once the connect is answered", () => {
     const { replica, stream, session } = juteSession();
     session.receive(connectFrame());
@@ -204,16 +210,64 @@ describe("the server's client session under the ZooKeeper door's codec", () => {
     assert.deepEqual(stream.ended, { finished: "closed" });
   });
 
-  test("a sasl packet is answered as by a server without SASL, and one without a token closes the connection", () => {
+  test("a sasl packet's token goes to the door; what follows waits for its answer (zxid 0), and runs with the ids it gave", () => {
     const { replica, stream, session } = juteSession();
     establish(session, replica);
-    session.receive(requestFrame(6, OpCode.sasl, jute.GetSASLRequest, { token: new Uint8Array(1) }));
-    session.sendReply(6, EMPTY_REPLY);
+    session.receive(requestFrame(6, OpCode.sasl, jute.GetSASLRequest, { token: new Uint8Array([1]) }));
+    session.receive(requestFrame(7, OpCode.sync, jute.SyncRequest, { path: "/" }));
+    assert.deepEqual(
+      stream.tokens.map((t) => [...t.token]),
+      [[1]],
+    );
+    assert.equal(replica.submitted.length, 0, "nothing after the sasl packet runs before its answer");
+    stream.tokens[0]!.done({ err: 0, token: new Uint8Array([9]), ids: [{ scheme: "sasl", id: "alice" }], close: false });
     const reader = new JuteReader(unframe(stream.written[1]!));
     assert.deepEqual(jute.ReplyHeader.read(reader), { xid: 6, zxid: 0n, err: 0 });
-    assert.deepEqual(jute.SetSASLResponse.read(reader), { token: null });
-    session.receive(requestFrame(7, OpCode.sasl, jute.GetSASLRequest, { token: null }));
-    assert.deepEqual(stream.ended, { refused: "invalid", detail: "a sasl packet without a token" });
+    assert.deepEqual(jute.SetSASLResponse.read(reader), { token: new Uint8Array([9]) });
+    assert.deepEqual(
+      replica.submitted.map((s) => s.xid),
+      [7],
+    );
+    assert.ok(session.authInfo.some((id) => id.scheme === "sasl" && id.id === "alice"));
+  });
+
+  test("a SASL step that fails and closes is the last answer, and one without a token closes the connection unanswered", () => {
+    const { replica, stream, session } = juteSession();
+    establish(session, replica);
+    session.receive(requestFrame(6, OpCode.sasl, jute.GetSASLRequest, { token: new Uint8Array([1]) }));
+    session.receive(requestFrame(7, OpCode.sync, jute.SyncRequest, { path: "/" }));
+    stream.tokens[0]!.done({ err: ZkErrorCode.AUTHFAILED, token: new Uint8Array([9]), ids: [], close: true });
+    const reader = new JuteReader(unframe(stream.written[1]!));
+    assert.deepEqual(jute.ReplyHeader.read(reader), { xid: 6, zxid: 0n, err: ZkErrorCode.AUTHFAILED });
+    assert.deepEqual(jute.SetSASLResponse.read(reader), { token: null }, "a failure carries no token");
+    assert.deepEqual(stream.ended, { finished: "closed" });
+    assert.equal(replica.submitted.length, 0);
+
+    const other = juteSession();
+    establish(other.session, other.replica);
+    other.session.receive(requestFrame(8, OpCode.sasl, jute.GetSASLRequest, { token: null }));
+    assert.deepEqual(other.stream.ended, { refused: "invalid", detail: "a sasl packet without a token" });
+    assert.equal(other.stream.written.length, 1);
+  });
+
+  test("enforce.auth: without an id of an enforced scheme, a request or a ping is answered SESSIONCLOSEDREQUIRESASLAUTH (zxid 0) and the connection ends; auth packets pass", () => {
+    for (const frame of [requestFrame(9, OpCode.getData, jute.GetDataRequest, { path: "/a", watch: false }), requestFrame(Xid.ping, OpCode.ping)]) {
+      const { replica, stream, session } = juteSession(new Set(["sasl"]));
+      establish(session, replica);
+      session.receive(frame);
+      const xid = jute.RequestHeader.read(new JuteReader(frame)).xid;
+      assert.deepEqual(replyHeader(stream.written[1]!), { xid, zxid: 0n, err: ZkErrorCode.SESSIONCLOSEDREQUIRESASLAUTH });
+      assert.deepEqual(stream.ended, { finished: "unauthenticated" });
+      assert.equal(replica.submitted.length, 0);
+    }
+    const { replica, stream, session } = juteSession(new Set(["digest"]));
+    establish(session, replica);
+    session.receive(requestFrame(Xid.auth, OpCode.auth, jute.AuthPacket, { type: 0, scheme: "digest", auth: new TextEncoder().encode("a:b") }));
+    assert.deepEqual(
+      replica.submitted.map((s) => s.xid),
+      [Xid.auth],
+    );
+    assert.equal(stream.ended, undefined);
   });
 
   test("each reply takes the record of its own request's opcode, found by its xid", () => {
@@ -238,12 +292,12 @@ describe("the server's client session under the ZooKeeper door's codec", () => {
   });
 });
 
-describe("the server's client session under the gRPC door's codec", () => {
+describe("the server's connection session under the gRPC door's codec", () => {
   function grpcSession() {
     const replica = fakeReplica();
     const stream = recordingStream<Buffer>();
     const batchable: boolean[] = [];
-    const session = new ClientSession(
+    const session = new ConnectionSession(
       replica.deps,
       new GrpcSessionCodec(),
       { ...stream, write: (frame: Buffer, batch: boolean) => (stream.write(frame), void batchable.push(batch)) },
@@ -290,6 +344,27 @@ describe("the server's client session under the gRPC door's codec", () => {
       const { stream, session } = grpcSession();
       refuse(session);
       assert.equal(stream.ended && "refused" in stream.ended ? stream.ended.refused : undefined, "invalid");
+    }
+  });
+
+  test("enforce.auth: a request is answered SESSIONCLOSEDREQUIRESASLAUTH and a ping unanswered, and the stream ends", () => {
+    for (const [frame, answered] of [
+      [{ frame: "request", xid: 3, request: { op: "sync", path: "/" } }, true],
+      [{ frame: "ping" }, false],
+    ] as const) {
+      const replica = fakeReplica();
+      const stream = recordingStream<Buffer>();
+      const session = new ConnectionSession({ ...replica.deps, enforcedSchemes: new Set(["sasl"]) }, new GrpcSessionCodec(), stream, "10.0.0.1", [], []);
+      session.receive(connect(2));
+      replica.opening.door.established(1n, 4_000, new Uint8Array(16), false);
+      session.receive(frame);
+      assert.equal(stream.written.length, answered ? 2 : 1);
+      if (answered) {
+        const answer = decodeServerFrame(stream.written[1]!);
+        assert.ok(answer.frame === "response");
+        assert.deepEqual([answer.response.xid, answer.response.err, answer.response.zxid], [3, ZkErrorCode.SESSIONCLOSEDREQUIRESASLAUTH, 0n]);
+      }
+      assert.deepEqual(stream.ended, { finished: "unauthenticated" });
     }
   });
 

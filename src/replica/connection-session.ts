@@ -4,7 +4,9 @@
  * through the SessionOpener), the frames a client pipelines behind its connect (held, bounded, and
  * run once the session exists), pings, requests into the pipeline in the session's order, answers
  * and watch events, and the end of the connection. It lives in the replica because it decides:
- * who is connected, what is read, what is answered, and when a connection is over.
+ * who is connected, what is read, what is answered, and when a connection is over. (The server's
+ * table of sessions and their request queues is ClientSessions, client-sessions.ts; this is the
+ * session as one connection carries it, ZooKeeper's ServerCnxn.)
  *
  * What differs between the doors sits behind two small interfaces. A `SessionCodec` reads and
  * writes one door's records and carries that door's policy: what a connect asks for, how an
@@ -133,7 +135,7 @@ export interface SessionStream<Out> {
 /** Why the server ends a connection after what it wrote: the session closed, expired or moved, or the client had not authenticated as required. */
 export type ConnectionEnd = "closed" | "expired" | "moved" | "unauthenticated";
 
-export interface ClientSessionDeps {
+export interface ConnectionSessionDeps {
   serverId: number;
   /** Read through on every use: a learner's tree is replaced when it syncs by SNAP or TRUNC. */
   state: { readonly tree: DataTree };
@@ -149,7 +151,7 @@ export interface ClientSessionDeps {
 
 type Phase = "awaiting-connect" | "connecting" | "connected" | "ended";
 
-export class ClientSession<In, Out> implements ClientConnection {
+export class ConnectionSession<In, Out> implements ClientConnection {
   private phase: Phase = "awaiting-connect";
   private held: In[] = [];
   /** Cleared after a frame that is the last one read: later frames are dropped unread. */
@@ -161,7 +163,7 @@ export class ClientSession<In, Out> implements ClientConnection {
   authInfo: readonly Id[];
 
   constructor(
-    private readonly deps: ClientSessionDeps,
+    private readonly deps: ConnectionSessionDeps,
     private readonly codec: SessionCodec<In, Out>,
     private readonly stream: SessionStream<Out>,
     readonly remoteAddress: string,
