@@ -1,19 +1,23 @@
 /**
  * The gRPC front door: one bidirectional `Session` stream per client connection (docs/architecture.md §5).
- * It decodes frames into the server's records and hands them to the request pipeline; nothing a
- * client sends can throw out of here — malformed frames end that stream with INVALID_ARGUMENT and
+ * Each stream runs the connection session both doors share (src/replica/connection-session.ts)
+ * under the gRPC codec (grpc-session-codec.ts); a refusal ends the stream with a gRPC status. Nothing
+ * a client sends can throw out of here — malformed frames end that stream with INVALID_ARGUMENT and
  * leave every other session alone (contract item 8).
  */
 import * as grpc from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import { FrameOutbox } from "../protocol/frame-outbox.js";
 import { corralServiceDefinition } from "../protocol/client-wire.js";
-import type { DataTree } from "../store/data-tree.js";
 import { certificateAuthIds, initialAuthInfo, remoteAddressOfPeer, type CertificateAuthOptions } from "../replica/auth.js";
-import type { SessionOpener } from "../replica/session-opener.js";
-import type { RequestPipeline } from "../replica/pipeline.js";
 import { subjectOfPeer } from "./tls.js";
-import { ConnectionSession, type ConnectionEnd, type ConnectionRefusal, type SessionStream } from "../replica/connection-session.js";
+import {
+  ConnectionSession,
+  type ConnectionEnd,
+  type ConnectionRefusal,
+  type ConnectionSessionDeps,
+  type SessionStream,
+} from "../replica/connection-session.js";
 import { decodeClientFrame, encodeServerFrameBatch, type IncomingFrame } from "./client-frame-codec.js";
 import { GrpcSessionCodec, receiveClientFrame, type GrpcConnectionSession } from "./grpc-session-codec.js";
 
@@ -26,17 +30,10 @@ const REFUSAL_STATUS: Record<ConnectionRefusal, grpc.status> = {
   internal: grpc.status.INTERNAL,
 };
 
-export interface ClientServiceDeps {
-  serverId: number;
-  /** Read through on every use: a learner's tree is replaced when it syncs by SNAP or TRUNC. */
-  state: { readonly tree: DataTree };
-  pipeline: RequestPipeline;
-  sessions: SessionOpener;
+export interface ClientServiceDeps extends ConnectionSessionDeps {
   logger: Logger;
   /** Over TLS: who a verified client certificate makes the super user. */
   certificateAuth?: CertificateAuthOptions;
-  /** enforce.auth's schemes (ConnectionSessionDeps.enforcedSchemes); absent: nothing enforced. */
-  enforcedSchemes?: ReadonlySet<string>;
 }
 
 /**
@@ -65,7 +62,7 @@ export function clientServiceHandlers(deps: ClientServiceDeps): grpc.UntypedServ
   };
 }
 
-/** One gRPC stream carrying a client session, read and written by the gRPC codec. */
+/** One gRPC stream: the stream edge of a connection session read and written by the gRPC codec. */
 class GrpcClientConnection implements SessionStream<Buffer> {
   private readonly session: GrpcConnectionSession;
   private readonly logger: Logger;

@@ -4,10 +4,11 @@
  * buildReplica as `corral server`, over in-memory twins of its ports (twins/): storage whose writes
  * become durable only after a simulated fsync (a crash loses the rest), a network that delays,
  * drops, duplicates and reorders election datagrams and breaks FIFO quorum streams, symmetric and
- * one-way partitions, a clock per server that can jump, and processes that pause. Clients open
- * sessions through the replica's session opener and send requests into its pipeline, as anonymous,
- * owner or super user against nodes with restrictive ACLs (acl-workload.ts), and every answer is
- * checked. The same seed replays the same run exactly.
+ * one-way partitions, a clock per server that can jump, and processes that pause. Clients — the
+ * SDK's session machine, or a client with ZooKeeper's Java client's session semantics — talk to
+ * each server's connection session through that door's real codec, as anonymous, owner or super
+ * user against nodes with restrictive ACLs (acl-workload.ts), and every answer is checked. The
+ * same seed replays the same run exactly.
  */
 import { ZkErrorCode } from "../../src/common/errors.js";
 import type { QuorumMessage } from "../../src/consensus/messages.js";
@@ -316,6 +317,7 @@ export class Simulation implements Scheduler, ClientWorld {
     for (let i = 0; i < this.config.clients; i++) {
       const kind = this.prng.chance(this.config.juteClientShare) ? JUTE_CLIENTS : SDK_CLIENTS;
       const client = new SimClient(i + 1, this, kind);
+      this.log(`client ${i + 1} speaks ${kind.name === "jute" ? "ZooKeeper's protocol" : "the SDK's"}`);
       client.thinkMsMax = this.config.clientThinkMsMax;
       this.clients.push(client);
     }

@@ -79,7 +79,7 @@ interface Link {
 export class SimClient {
   alive = true;
   private session: SimSession<Token> | undefined;
-  private history: ClientHistory;
+  private readonly history: ClientHistory;
   private link: Link | undefined;
   private readonly timers = new Map<string, number>();
   private timerGeneration = 0;

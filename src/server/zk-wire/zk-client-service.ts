@@ -2,11 +2,13 @@
  * The ZooKeeper front door: a TCP port speaking Apache ZooKeeper 3.8's own client protocol, so
  * that zkCli.sh, the C client, Curator, kazoo and node-zookeeper-client use corral unchanged.
  *
- * It feeds the same RequestPipeline and sessions as the gRPC door: a session opened through either
- * door is the same session, ordered, answered and expired the same way. A connection's first four
- * bytes may be a four-letter word instead of a frame length; it is answered as text and closed.
- * A malformed frame, an oversized length or a record that does not decode closes that connection
- * with one log line; nothing a client sends can throw out of here or touch another connection.
+ * Each connection runs the same connection session as the gRPC door's streams
+ * (src/replica/connection-session.ts) under the jute codec (zk-session-codec.ts): a session opened
+ * through either door is the same session, ordered, answered and expired the same way. This file is
+ * the listener and the socket edge. A connection's first four bytes may be a four-letter word
+ * instead of a frame length; it is answered as text and closed. A malformed frame, an oversized
+ * length or a record that does not decode closes that connection with one log line; nothing a
+ * client sends can throw out of here or touch another connection.
  *
  * The same door serves ZooKeeper's secureClientPort: the connection handling is the same, over
  * node:tls. A client certificate the server verified gives the connection its x509 id (and the
