@@ -7,6 +7,7 @@
  */
 import * as grpc from "@grpc/grpc-js";
 import type { Logger } from "pino";
+import { hex64 } from "../common/hex.js";
 import { FrameOutbox } from "../protocol/frame-outbox.js";
 import { corralServiceDefinition } from "../protocol/client-wire.js";
 import { certificateAuthIds, initialAuthInfo, remoteAddressOfPeer, type CertificateAuthOptions } from "../replica/auth.js";
@@ -103,7 +104,7 @@ class GrpcClientConnection implements SessionStream<Buffer> {
   finish(reason: ConnectionEnd): void {
     if (this.ended) return;
     if (reason === "expired" && this.session.sessionId === 0n) this.logger.info("resume refused: session expired, unknown or wrong password");
-    else if (reason !== "closed") this.logger.debug({ session: hex(this.session.sessionId), reason }, "connection ended by server");
+    else if (reason !== "closed") this.logger.debug({ session: hex64(this.session.sessionId), reason }, "connection ended by server");
     this.outbox.flush();
     this.ended = true;
     this.call.end();
@@ -122,8 +123,4 @@ class GrpcClientConnection implements SessionStream<Buffer> {
     this.ended = true;
     this.session.gone();
   }
-}
-
-function hex(id: bigint): string {
-  return "0x" + BigInt.asUintN(64, id).toString(16);
 }

@@ -32,6 +32,7 @@
  * side socket, outside the session); it moves when its connection ends. No SASL, no close.
  */
 import { ZkErrorCode } from "../../src/common/errors.js";
+import { hex64 } from "../../src/common/hex.js";
 import { ADD_WATCH_MODE_NUMBERS } from "../../src/common/watch-modes.js";
 import { initialAuthInfo } from "../../src/replica/auth.js";
 import { ConnectionSession, type EstablishedSession } from "../../src/replica/connection-session.js";
@@ -350,7 +351,7 @@ export class JuteSession<T> implements SimSession<T> {
   private readConnectResult(conn: Connection, frame: Uint8Array): void {
     const answer = jute.decodeRecord(jute.ConnectResponse, frame);
     if (answer.timeOut <= 0) {
-      this.host.log(`session 0x${BigInt.asUintN(64, this.sessionIdValue).toString(16)} has expired`);
+      this.host.log(`session ${hex64(this.sessionIdValue)} has expired`);
       return this.die("closed", true);
     }
     this.readTimeoutMs = Math.trunc((answer.timeOut * 2) / 3);

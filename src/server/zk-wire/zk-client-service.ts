@@ -18,6 +18,7 @@
 import { createServer, type Server, type Socket } from "node:net";
 import { createServer as createTlsServer, type TLSSocket } from "node:tls";
 import type { Logger } from "pino";
+import { hex64 } from "../../common/hex.js";
 import type { Id } from "../../store/types.js";
 import { certificateAuthIds, initialAuthInfo, remoteAddressOfPeer, type CertificateAuthOptions } from "../../replica/auth.js";
 import {
@@ -244,8 +245,8 @@ class ZkSocketConnection implements SessionStream<Uint8Array> {
     const sessionId = this.session.sessionId;
     if (reason === "expired" && sessionId === 0n) this.logger.info("resume refused: session expired, unknown or wrong password");
     else if (reason === "unauthenticated")
-      this.logger.warn({ session: hex(sessionId), schemes: [...this.auth.enforcedSchemes] }, "request from a client that has not authenticated as required");
-    else if (reason !== "closed") this.logger.debug({ session: hex(sessionId), reason }, "connection ended by server");
+      this.logger.warn({ session: hex64(sessionId), schemes: [...this.auth.enforcedSchemes] }, "request from a client that has not authenticated as required");
+    else if (reason !== "closed") this.logger.debug({ session: hex64(sessionId), reason }, "connection ended by server");
     this.gone();
     this.socket.end();
   }
@@ -254,8 +255,8 @@ class ZkSocketConnection implements SessionStream<Uint8Array> {
   refuse(reason: ConnectionRefusal, detail: string): void {
     if (this.closed) return;
     const sessionId = this.session.sessionId;
-    if (reason === "internal") this.logger.error({ session: sessionId === 0n ? undefined : hex(sessionId), detail }, "an answer could not be encoded");
-    this.logger.info({ session: sessionId === 0n ? undefined : hex(sessionId), reason: detail }, "ZooKeeper client connection closed");
+    if (reason === "internal") this.logger.error({ session: sessionId === 0n ? undefined : hex64(sessionId), detail }, "an answer could not be encoded");
+    this.logger.info({ session: sessionId === 0n ? undefined : hex64(sessionId), reason: detail }, "ZooKeeper client connection closed");
     this.gone();
     // Answers corked this turn still go out before the connection does.
     this.socket.uncork();
@@ -270,7 +271,7 @@ class ZkSocketConnection implements SessionStream<Uint8Array> {
   authenticate(token: Uint8Array, done: (outcome: SaslOutcome) => void): void {
     this.sasl ??= new ConnectionSasl(this.auth.sasl, this.auth.outcomes, this.logger);
     this.socket.pause();
-    void this.sasl.answer(token, hex(this.session.sessionId)).then((outcome) => {
+    void this.sasl.answer(token, hex64(this.session.sessionId)).then((outcome) => {
       done(outcome);
       if (this.session.open && !this.session.authenticating) this.socket.resume();
     });
@@ -320,8 +321,4 @@ class ZkSocketConnection implements SessionStream<Uint8Array> {
     this.gone();
     this.socket.end(answer.text);
   }
-}
-
-function hex(id: bigint): string {
-  return "0x" + BigInt.asUintN(64, id).toString(16);
 }
