@@ -10,6 +10,7 @@
  * proposal to the term's Ready (the peer carries it out: log, send, commit).
  */
 import { ZkError, ZkErrorCode } from "../common/errors.js";
+import { hex64 } from "../common/hex.js";
 import type { ZabReady } from "../consensus/core-io.js";
 import type { Leader } from "../consensus/leader.js";
 import { CleanupScanner } from "../store/cleanup-scan.js";
@@ -159,6 +160,8 @@ export class LeaderAdmission {
     if (!this.sessionLive(sessionId)) return false;
     tracker.setOwner(sessionId, owner);
     tracker.touch(sessionId, timeoutMs);
+    // The moment the session moves: writes from its previous server proposed after this are SESSIONMOVED.
+    this.deps.logger.debug({ session: hex64(sessionId), owner }, "session owner");
     return true;
   }
 

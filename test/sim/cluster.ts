@@ -264,7 +264,7 @@ export class Simulation implements Scheduler, ClientWorld {
   /** Writes sent, by session and xid, until their txn is first applied and checked. */
   private readonly sentWrites = new Map<string, { write: WriteRequest; clientId: number; serverId: number }>();
   /**
-   * Where each session was (re)established, each with the last zxid its leader had proposed by then:
+   * Where the leader made each session's server its owner, each with the last zxid it had proposed by then:
    * a txn of the session proposed after that in the same epoch came from that server, or was refused.
    */
   private readonly establishments = new Map<bigint, { serverId: number; proposedZxid: number }[]>();
@@ -477,7 +477,12 @@ export class Simulation implements Scheduler, ClientWorld {
           break;
       }
     };
-    return { debug: () => {}, info: line, warn: line, error: line };
+    const debug = (fields: object | string, message?: string): void => {
+      if (message !== "session owner" || typeof fields === "string") return;
+      const f = fields as { session: string; owner: number };
+      this.sessionOwnerSet(server, BigInt(f.session), f.owner);
+    };
+    return { debug, info: line, warn: line, error: line };
   }
 
   /** Every txn, just before a server applies it: the checkers' view of the committed sequence. */
@@ -660,13 +665,13 @@ export class Simulation implements Scheduler, ClientWorld {
     this.sentWrites.set(`${sessionId}:${xid}`, { write, clientId, serverId });
   }
 
-  sessionEstablished(sessionId: bigint, serverId: number): void {
-    const status = this.server(serverId).replica?.status;
-    const leaderId = status?.currentLeader;
-    if (status === undefined || leaderId === undefined) return;
-    const leader = this.server(leaderId);
-    const proposedZxid =
-      leader.leading && leader.replica!.status.termEpoch === status.termEpoch ? leader.replica!.status.leaderStatus()?.lastProposedZxid : undefined;
+  /**
+   * The leader made `serverId` the session's owner (revalidated it there): from here, writes the
+   * session sent through any other server are SESSIONMOVED. Told by the leader, not the server the
+   * client reached, whose answer may come much later (after a pause) or to a client long gone.
+   */
+  private sessionOwnerSet(leader: SimServer, sessionId: bigint, serverId: number): void {
+    const proposedZxid = leader.replica?.status.leaderStatus()?.lastProposedZxid;
     if (proposedZxid === undefined) return;
     const list = this.establishments.get(sessionId) ?? [];
     list.push({ serverId, proposedZxid });

@@ -35,7 +35,7 @@ import { ZkErrorCode } from "../../src/common/errors.js";
 import { hex64 } from "../../src/common/hex.js";
 import { ADD_WATCH_MODE_NUMBERS } from "../../src/common/watch-modes.js";
 import { initialAuthInfo } from "../../src/replica/auth.js";
-import { ConnectionSession, type EstablishedSession } from "../../src/replica/connection-session.js";
+import { ConnectionSession } from "../../src/replica/connection-session.js";
 import type { ClientRequest } from "../../src/replica/requests.js";
 import { encodeFrame, FrameSplitter } from "../../src/server/zk-wire/frames.js";
 import { JuteError, JuteReader, JuteWriter } from "../../src/server/zk-wire/jute.js";
@@ -469,14 +469,10 @@ function statOf(type: number, reader: JuteReader): jute.Stat | undefined {
 export const JUTE_CLIENTS: SimClientKind = {
   name: "jute",
   session: (options, host) => new JuteSession(options, host),
-  serverEnd(deps, stream, remoteAddress, established) {
+  serverEnd(deps, stream, remoteAddress) {
     // ZooKeeper's notification header carries no zxid: the simulator tells it beside the bytes, for the checks.
     const eventZxids = new WeakMap<Uint8Array, number>();
     const codec = new (class extends JuteSessionCodec {
-      override established(session: EstablishedSession): Uint8Array {
-        established(session.sessionId);
-        return super.established(session);
-      }
       override event(event: WatchEvent): Uint8Array {
         const frame = super.event(event);
         eventZxids.set(frame, event.zxid);

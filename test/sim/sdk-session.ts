@@ -10,7 +10,7 @@ import { SessionMachine } from "../../src/client/session-machine.js";
 import type { SessionEffect, SessionTimer } from "../../src/client/session-io.js";
 import { ADD_WATCH_MODE_NUMBERS } from "../../src/common/watch-modes.js";
 import { initialAuthInfo } from "../../src/replica/auth.js";
-import { ConnectionSession, type EstablishedSession } from "../../src/replica/connection-session.js";
+import { ConnectionSession } from "../../src/replica/connection-session.js";
 import type { ClientRequest } from "../../src/replica/requests.js";
 import { decodeClientFrame } from "../../src/server/client-frame-codec.js";
 import { GrpcSessionCodec, receiveClientFrame } from "../../src/server/grpc-session-codec.js";
@@ -137,13 +137,8 @@ function noteAnswers(order: PingOrder, frame: DecodedServerFrame): void {
 export const SDK_CLIENTS: SimClientKind = {
   name: "sdk",
   session: (options, host) => new SdkSession(options, host),
-  serverEnd(deps, stream, remoteAddress, established) {
-    const codec = new (class extends GrpcSessionCodec {
-      override established(session: EstablishedSession): Buffer {
-        established(session.sessionId);
-        return super.established(session);
-      }
-    })();
+  serverEnd(deps, stream, remoteAddress) {
+    const codec = new GrpcSessionCodec();
     const session = new ConnectionSession(
       deps,
       codec,

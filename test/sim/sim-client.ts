@@ -41,8 +41,6 @@ export interface ClientWorld extends Scheduler {
   reconfigAcked(version: number): void;
   /** A client write is about to be read by server `serverId`: true if the server just paused instead (pauseOnNextWrite). */
   trapWrite(serverId: number): boolean;
-  /** `sessionId` was (re)established at `serverId`, before anything the client sent behind its connect runs there. */
-  sessionEstablished(sessionId: bigint, serverId: number): void;
 }
 
 export type ClientStat =
@@ -330,7 +328,7 @@ export class SimClient {
             this.toClient(link, () => session.lost(connection, { serverBehind: false, message: "the server ended the connection" }), true);
           },
         };
-        link.server = this.kind.serverEnd(server.door, stream, remoteAddress, (sessionId) => this.world.sessionEstablished(sessionId, serverId));
+        link.server = this.kind.serverEnd(server.door, stream, remoteAddress);
       },
       serverId,
     );

@@ -114,8 +114,7 @@ export interface SimServerEnd {
 export interface SimClientKind {
   readonly name: "sdk" | "jute";
   session<T>(options: SimSessionOptions, host: SimSessionHost<T>): SimSession<T>;
-  /** `established`: told when the server establishes the session on this connection, before any frame held behind the connect runs. */
-  serverEnd(deps: ConnectionSessionDeps, stream: SimServerStream, remoteAddress: string, established: (sessionId: bigint) => void): SimServerEnd;
+  serverEnd(deps: ConnectionSessionDeps, stream: SimServerStream, remoteAddress: string): SimServerEnd;
 }
 
 const PING_ORDER: Property = "a ping's answer never follows the answer to a request sent after it";
