@@ -3,7 +3,8 @@
  * prints them. Pure; src/cli/shell.ts writes what these return (text without the final newline).
  */
 import { hex64 } from "../common/hex.js";
-import { Perms, ZkError } from "../index.js";
+import { permString } from "../common/znode.js";
+import { ZkError } from "../index.js";
 import type { Acl, ClientInfo, ClientState, QuotaReport, Stat, WatchedEvent } from "../index.js";
 import { parseMember } from "../common/membership.js";
 import { formatQuotaFigures, limitsPathOf, unsetFigures } from "../common/quota.js";
@@ -116,17 +117,6 @@ export function formatClientConfig(text: string): string {
     }
   }
   return `${version} ${addresses.join(",")}`;
-}
-
-/** zkCli's getPermString: c d r w a. */
-export function permString(perms: number): string {
-  return (
-    (perms & Perms.CREATE ? "c" : "") +
-    (perms & Perms.DELETE ? "d" : "") +
-    (perms & Perms.READ ? "r" : "") +
-    (perms & Perms.WRITE ? "w" : "") +
-    (perms & Perms.ADMIN ? "a" : "")
-  );
 }
 
 /** `getAcl`: each entry as zkCli prints it ('world,'anyone then : cdrwa). */

@@ -51,6 +51,17 @@ export interface Acl {
 /** Permission bits of an ACL entry, ZooKeeper's numbers; `ALL` is every one of them. */
 export const Perms = { READ: 1, WRITE: 2, CREATE: 4, DELETE: 8, ADMIN: 16, ALL: 31 } as const;
 
+/** ZooKeeper's getPermString (zkCli's getAcl, the audit log's acl): c d r w a, in that order. */
+export function permString(perms: number): string {
+  return (
+    (perms & Perms.CREATE ? "c" : "") +
+    (perms & Perms.DELETE ? "d" : "") +
+    (perms & Perms.READ ? "r" : "") +
+    (perms & Perms.WRITE ? "w" : "") +
+    (perms & Perms.ADMIN ? "a" : "")
+  );
+}
+
 /** world:anyone with every permission: what the server applies when no ACL is given. */
 export const OPEN_ACL_UNSAFE: readonly Acl[] = Object.freeze([Object.freeze({ perms: Perms.ALL, id: Object.freeze({ scheme: "world", id: "anyone" }) })]);
 

@@ -18,6 +18,7 @@ import { validatePath } from "../common/paths.js";
 import type { DataTree } from "../store/data-tree.js";
 import { Perms, type Acl, type Id, type Txn, type TxnResult, type WatchDelivery } from "../store/types.js";
 import { checkAcl, clientInfoOf, permits, redactDigests } from "./acl.js";
+import { auditEventsOfWrite, ephemeralDeletionEvents, type AuditPort } from "./audit.js";
 import { zookeeperIdOrder } from "./zookeeper-id-order.js";
 import type { ClientConnection, RequestObserver } from "./pipeline.js";
 import {
@@ -29,6 +30,7 @@ import {
   type ReadOpResult,
   type ReadRequest,
   type Reply,
+  type WriteRequest,
   type ZooKeeperChecks,
 } from "./requests.js";
 import type { ClientSessionControl } from "./quorum-peer.js";
@@ -75,6 +77,8 @@ export interface ClientSessionsDeps {
   observer?: RequestObserver;
   /** getMembers' answer, read when its turn comes; absent: getMembers is UNIMPLEMENTED. */
   members?: () => ClusterMembersReply;
+  /** Told each audited write as it is answered (audit.enable); absent: nothing is audited, at no cost. */
+  audit?: AuditPort;
 }
 
 export class ClientSessions implements ClientSessionControl {
@@ -224,6 +228,9 @@ export class ClientSessions implements ClientSessionControl {
         break;
       }
       case "closeSession": {
+        // Every server that applies it audits the deletions, as ZooKeeper's DataTree does.
+        const audit = this.deps.audit;
+        if (audit) for (const event of ephemeralDeletionEvents(sessionId, result.deletedPaths, audit.systemUser)) audit.record(event);
         // The client's own close (it is waiting for this txn), or the leader's expiry.
         const waiting = session === undefined ? undefined : this.firstUnansweredWrite(session);
         const askedFor = waiting?.request.op === "close" && waiting.xid === txn.header.cxid;
@@ -272,6 +279,12 @@ export class ClientSessions implements ClientSessionControl {
     // holds). Per connection, writes commit in the order they were sent, so the first unanswered
     // write is the only one a txn can answer.
     if (entry.xid !== txn.header.cxid) return;
+    // Audited where ZooKeeper's FinalRequestProcessor audits: the server holding the request, as it answers.
+    const audit = this.deps.audit;
+    if (audit) {
+      const connection = { sessionId: session.id, authInfo: entry.authInfo, remoteAddress: entry.connection.remoteAddress };
+      for (const event of auditEventsOfWrite(entry.request as WriteRequest, result, connection)) audit.record(event);
+    }
     entry.reply = replyFor(result, txn.header.zxid);
     this.drain(session);
   }

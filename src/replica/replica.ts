@@ -10,6 +10,7 @@
 import type { QuorumMessage } from "../consensus/messages.js";
 import type { Notification } from "../election/types.js";
 import type { DataTree } from "../store/data-tree.js";
+import type { AuditPort } from "./audit.js";
 import type { WriteBroadcast } from "./broadcast.js";
 import { ClientSessions } from "./client-sessions.js";
 import { configOfTree, membersReply } from "./cluster-config.js";
@@ -48,6 +49,8 @@ export interface ReplicaPorts {
   metrics?: ReplicaMetrics & { quotaLimitExceeded(event: QuotaExceeded): void };
   /** Told how long each client request took to answer (the server's latency metrics). */
   requestObserver?: RequestObserver;
+  /** Where audit events go (audit.enable); absent: nothing is audited. */
+  audit?: AuditPort;
   /** Where clients dial a member's corral client port, if known (getMembers); absent: getMembers names no addresses. */
   clientAddressOf?: (serverId: number) => { host: string; port: number } | undefined;
   /** A durable write failed: the replica has stopped and the process must not go on (fail-stop). */
@@ -150,6 +153,7 @@ export function buildReplica(config: ReplicaConfig, ports: ReplicaPorts): Replic
     },
     ...(ports.requestObserver === undefined ? {} : { observer: ports.requestObserver }),
     members: () => membersReply(membership.configInForce, ports.clientAddressOf),
+    ...(ports.audit === undefined ? {} : { audit: ports.audit }),
   });
   // admission on the leader, one per term: session and owner checks, then prep (fresh each term).
   const prepOptions: PrepOptions = {

@@ -9,6 +9,7 @@
  * empty list means standalone.
  */
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { limits } from "../common/constants.js";
 import { zabLimits } from "../consensus/constants.js";
 import { isValidDistinguishedName } from "../replica/x509-name.js";
@@ -169,6 +170,13 @@ export interface ServerConfig {
   /** zookeeper.enforce.auth.enabled and zookeeper.enforce.auth.schemes (comma-separated). */
   enforceAuthEnabled: boolean;
   enforceAuthSchemes: string;
+  /**
+   * ZooKeeper's audit.enable: every write a client makes through this server, the ephemerals a
+   * closed session loses, and this server's start and stop are written to auditLogFile.
+   */
+  auditEnable: boolean;
+  /** The audit log (ZooKeeper's zookeeper_audit.log); "" = zookeeper_audit.log in dataDir. "{id}" becomes serverId. */
+  auditLogFile: string;
 }
 
 /** ZooKeeper's ssl.clientAuth values. */
@@ -230,6 +238,8 @@ export const FIELDS: Readonly<Record<keyof ServerConfig, FieldKind>> = {
   sessionRequireClientSaslAuth: "bool",
   enforceAuthEnabled: "bool",
   enforceAuthSchemes: "string",
+  auditEnable: "bool",
+  auditLogFile: "string",
 };
 
 /** What generateDigest yields: a user without a colon, then 28 base64 characters of SHA-1. */
@@ -288,6 +298,8 @@ export function defaultConfig(): Omit<ServerConfig, "minSessionTimeoutMs" | "max
     sessionRequireClientSaslAuth: false,
     enforceAuthEnabled: false,
     enforceAuthSchemes: "",
+    auditEnable: false,
+    auditLogFile: "",
   };
 }
 
@@ -405,6 +417,10 @@ export function resolveConfig(values: Partial<ServerConfig>): ServerConfig {
   }
   // "{id}" in dataDir lets one shared file give every server of a single-host cluster its own dir.
   merged["dataDir"] = (merged["dataDir"] as string).replaceAll("{id}", String(merged["serverId"]));
+  merged["auditLogFile"] = ((merged["auditLogFile"] as string) || join(merged["dataDir"] as string, "zookeeper_audit.log")).replaceAll(
+    "{id}",
+    String(merged["serverId"]),
+  );
   return validateConfig(merged as unknown as ServerConfig);
 }
 

@@ -58,6 +58,7 @@ const COUNTERS = {
   commit_count: "Txns this server committed as leader (ZooKeeper's COMMIT_COUNT)",
   learner_proposal_received_count: "Proposals this server received as a learner (ZooKeeper's LEARNER_PROPOSAL_RECEIVED_COUNT)",
   learner_commit_received_count: "Committed txns this server applied as a learner (ZooKeeper's LEARNER_COMMIT_RECEIVED_COUNT)",
+  corral_audit_events_dropped_count: "Audit events dropped because the audit log file fell behind (audit.enable)",
 } satisfies Record<string, string>;
 
 /** A gauge's help and what it reads at scrape time: ZooKeeper's registerGauge(name, supplier). */
@@ -266,6 +267,10 @@ export class ServerMetrics {
   quotaLimitExceeded(event: QuotaExceeded): void {
     this.quotaExceeded.inc({ limit: event.limit, hard: String(event.hard) });
     if (event.refused) this.quotaErrors.inc({ key: topNamespace(event.path) });
+  }
+
+  auditEventsDropped(count: number): void {
+    this.counters.corral_audit_events_dropped_count.inc(count);
   }
 
   /** An auth packet or a SASL exchange finished; a scheme corral does not know counts as "unknown" (a client names it). */

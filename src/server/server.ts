@@ -4,6 +4,7 @@
  */
 import * as grpc from "@grpc/grpc-js";
 import { mkdirSync } from "node:fs";
+import { userInfo } from "node:os";
 import { GRPC_SERVER_CHANNEL_OPTIONS } from "../protocol/client-wire.js";
 import { checkServerIdentity } from "node:tls";
 import { memberAddresses } from "./cluster-servers.js";
@@ -29,6 +30,7 @@ import { PeerTransport, type PeerTransportSecurity } from "./peer/peer-transport
 import { advertisedClientAddress, directoryFromConfig } from "./client-address-directory.js";
 import { DISK_FAULT_ENV, type DiskFaultPlan } from "./disk-faults.js";
 import { zkDoorAuth } from "./sasl/sasl-login.js";
+import { openAuditLogFile, type AuditLogFile } from "./audit-log.js";
 
 /** corral's own version (package.json), which the ZooKeeper port reports inside a 3.8.0 version string. */
 const CORRAL_VERSION = readCorralVersion();
@@ -84,6 +86,7 @@ export class CorralServer {
     private readonly adminExtension: AdminExtension | undefined,
     private readonly secureZkService: ZkClientService | undefined,
     private readonly tlsFiles: readonly PemFiles[],
+    private readonly auditLog: AuditLogFile | undefined,
   ) {}
 
   static async start(config: ServerConfig, logger: Logger, hooks: ServerHooks = {}): Promise<CorralServer> {
@@ -105,12 +108,30 @@ export class CorralServer {
       reportFatal(error);
     };
     // The JAAS file and the Kerberos keytab next: a SASL login that cannot work stops the server here.
-    const auth = await zkDoorAuth(config, systemEntropy, logger);
+    const { loginPrincipal, ...auth } = await zkDoorAuth(config, systemEntropy, logger);
+    const metrics = new ServerMetrics();
+    // Opened before the data: a start that fails from here on is audited as one (ZooKeeper's serverStart failure).
+    let auditLog: AuditLogFile | undefined;
+    try {
+      auditLog = config.auditEnable
+        ? openAuditLogFile(config.auditLogFile, {
+            systemUser: loginPrincipal ?? systemUserName(),
+            logger,
+            onDropped: (count) => metrics.auditEventsDropped(count),
+          })
+        : undefined;
+    } catch (error) {
+      metrics.close();
+      throw error;
+    }
+    const auditStartFailed = async (): Promise<void> => {
+      auditLog?.log.record({ user: auditLog.log.systemUser, operation: "serverStart", result: "failure" });
+      await auditLog?.close();
+    };
     const faults = hooks.diskFaults;
     if (faults) {
       logger.warn({ diskFault: faults.spec }, `TEST ONLY: ${DISK_FAULT_ENV} is set: a durable write will fail on purpose and this server will stop`);
     }
-    const metrics = new ServerMetrics();
     const loadStartedMs = performance.now();
     let storage: DiskStorage;
     let recovered: RecoveredState;
@@ -129,6 +150,7 @@ export class CorralServer {
       ));
     } catch (error) {
       metrics.close();
+      await auditStartFailed();
       throw error;
     }
     metrics.databaseLoaded(performance.now() - loadStartedMs);
@@ -173,6 +195,7 @@ export class CorralServer {
           authenticated: (scheme, succeeded) => metrics.clientAuthenticated(scheme, succeeded),
         },
         clientAddressOf: (serverId) => clientAddresses.addressOf(serverId),
+        ...(auditLog === undefined ? {} : { audit: auditLog.log }),
         onFatal,
         ...(unsafeCommitOnOwnAck ? { unsafeCommitOnOwnAck } : {}),
       },
@@ -299,6 +322,7 @@ export class CorralServer {
       await storage.close();
       metrics.close();
       for (const files of tls.all) files.stop();
+      await auditStartFailed();
       throw error;
     }
     for (const files of tls.all) files.watch();
@@ -318,7 +342,9 @@ export class CorralServer {
       adminExtension,
       secureZkService,
       tls.all,
+      auditLog,
     );
+    auditLog?.log.record({ user: auditLog.log.systemUser, operation: "serverStart", result: "success" });
     logger.info(
       {
         clientAddress: `${config.clientHost}:${clientPort}`,
@@ -367,6 +393,8 @@ export class CorralServer {
 
   stop(): Promise<void> {
     this.stopping ??= (async () => {
+      // Written as the stop begins, before the server has stopped: "invoked", as ZooKeeper's shutdown hook writes it.
+      this.auditLog?.log.record({ user: this.auditLog.log.systemUser, operation: "serverStop", result: "invoked" });
       // The console's own session closes while this server can still answer it.
       if (this.adminExtension) await Promise.race([this.adminExtension.close(), new Promise((resolve) => setTimeout(resolve, 1_000).unref())]);
       await new Promise<void>((resolve) => this.replica.stop(resolve));
@@ -387,6 +415,7 @@ export class CorralServer {
       });
       await this.transport?.stop();
       await this.storage.close();
+      await this.auditLog?.close();
       await this.metricsListener?.close();
       this.metrics.close();
       this.logger.info("stopped");
@@ -442,4 +471,14 @@ function serverTls(config: ServerConfig, logger: Logger): ServerTls {
     };
   }
   return { client, peerSecurity, all };
+}
+
+/** The user this process runs as (Java's user.name, which ZooKeeper's audit log names for the server's own operations). */
+function systemUserName(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    // No passwd entry for the uid (a container's arbitrary user).
+    return process.env["USER"] ?? "<NA>";
+  }
 }

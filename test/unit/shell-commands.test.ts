@@ -33,8 +33,8 @@ import {
   formatStat,
   formatStateEvent,
   formatWatchedEvent,
-  permString,
 } from "../../src/cli/shell-format.js";
+import { permString } from "../../src/common/znode.js";
 import { hex64 } from "../../src/common/hex.js";
 import { Perms, ZkError, type Stat } from "../../src/index.js";
 import { ConfigError } from "../../src/server/config-error.js";

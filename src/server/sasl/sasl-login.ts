@@ -10,7 +10,12 @@ import type { ServerConfig } from "../config.js";
 import type { ZkDoorAuth } from "./door-auth.js";
 import { enforcedAuthSchemes, readSaslLogin, saslPolicy, type KerberosAcceptor } from "./sasl-config.js";
 
-export async function zkDoorAuth(config: ServerConfig, entropy: Entropy, logger: Logger): Promise<Omit<ZkDoorAuth, "outcomes">> {
+/** `loginPrincipal`: the Kerberos principal the server logged in as (undefined for no login or DIGEST-MD5), ZooKeeper's Login.getUserName. */
+export async function zkDoorAuth(
+  config: ServerConfig,
+  entropy: Entropy,
+  logger: Logger,
+): Promise<Omit<ZkDoorAuth, "outcomes"> & { loginPrincipal: string | undefined }> {
   const login = readSaslLogin(config);
   let kerberos: KerberosAcceptor | undefined;
   if (login?.mechanism === "GSSAPI") {
@@ -29,5 +34,5 @@ export async function zkDoorAuth(config: ServerConfig, entropy: Entropy, logger:
       "client authentication",
     );
   }
-  return { sasl: saslPolicy(config, login, entropy, kerberos), enforcedSchemes };
+  return { sasl: saslPolicy(config, login, entropy, kerberos), enforcedSchemes, loginPrincipal: login?.mechanism === "GSSAPI" ? login.principal : undefined };
 }
