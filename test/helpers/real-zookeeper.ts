@@ -49,6 +49,11 @@ export interface RealZooKeeperOptions {
   systemProperties?: Record<string, string>;
   /** A data dir to serve from (its version-2/ as ZooKeeper finds it) instead of a fresh empty one; left in place by stop(). */
   dataDir?: string;
+  /**
+   * Its audit log on (audit.enable=true in zoo.cfg), routed by log4j to `auditLogFile` with the
+   * layout of ZooKeeper's own sample configuration (%d{ISO8601} %p %c{2}: %m%n).
+   */
+  auditLog?: boolean;
 }
 
 export class RealZooKeeper {
@@ -65,6 +70,11 @@ export class RealZooKeeper {
 
   get connectString(): string {
     return `127.0.0.1:${this.port}`;
+  }
+
+  /** Where its audit log goes (written only when started with `auditLog`). */
+  get auditLogFile(): string {
+    return join(this.dir, "zookeeper_audit.log");
   }
 
   /** log4j's file (INFO and up) and the JVM's own stdout/stderr. */
@@ -92,6 +102,7 @@ export class RealZooKeeper {
           "clientPortAddress=127.0.0.1",
           "admin.enableServer=false",
           "4lw.commands.whitelist=*",
+          ...(options.auditLog === true ? ["audit.enable=true"] : []),
           ...(options.configLines ?? []),
           "",
         ].join("\n"),
@@ -106,6 +117,16 @@ export class RealZooKeeper {
           `log4j.appender.FILE.File=${logFile}`,
           "log4j.appender.FILE.layout=org.apache.log4j.PatternLayout",
           "log4j.appender.FILE.layout.ConversionPattern=%d{ISO8601} - %-5p [%t:%C{1}@%L] - %m%n",
+          ...(options.auditLog === true
+            ? [
+                "log4j.logger.org.apache.zookeeper.audit.Slf4jAuditLogger=INFO, AUDIT",
+                "log4j.additivity.org.apache.zookeeper.audit.Slf4jAuditLogger=false",
+                "log4j.appender.AUDIT=org.apache.log4j.FileAppender",
+                `log4j.appender.AUDIT.File=${join(dir.path, "zookeeper_audit.log")}`,
+                "log4j.appender.AUDIT.layout=org.apache.log4j.PatternLayout",
+                "log4j.appender.AUDIT.layout.ConversionPattern=%d{ISO8601} %p %c{2}: %m%n",
+              ]
+            : []),
           "",
         ].join("\n"),
       );
@@ -143,6 +164,14 @@ export class RealZooKeeper {
       await dir.remove();
       throw new Error(`${(error as Error).message}\n--- ZooKeeper output (tail) ---\n${logs}`, { cause: error });
     }
+  }
+
+  /** SIGTERM, and waits for the exit: the JVM's shutdown hooks run (the audit log's serverStop); stop() still removes the dir. */
+  async terminate(): Promise<void> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => this.child.once("exit", () => resolve()));
+    this.child.kill("SIGTERM");
+    await exited;
   }
 
   /** kill -9, leaving its data dir to be read; stop() still removes it. */
