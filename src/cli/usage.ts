@@ -64,7 +64,7 @@ export const FIELD_HELP: Readonly<Record<keyof ServerConfig, readonly [string, s
   enforceAuthEnabled: ["true|false", "clients must authenticate with one of enforceAuthSchemes before any request (ZooKeeper's enforce.auth.enabled)"],
   enforceAuthSchemes: ["SCHEMES", "comma-separated: ip, digest, x509, sasl (ZooKeeper's enforce.auth.schemes)"],
   auditEnable: ["true|false", "write the audit log: clients' writes, ephemerals of closed sessions, start and stop (ZooKeeper's audit.enable)"],
-  auditLogFile: ["FILE", "the audit log's file; default zookeeper_audit.log in the data dir"],
+  auditLogFile: ["FILE", "the audit log's file, {id} replaced by serverId; none: zookeeper_audit.log in the data dir"],
   adminAuth: ["true|false", "the web console (/console/ on the admin port) asks for the super user's password; on whenever superDigest is set"],
   adminRateLimitIntervalMs: ["MS", "the admin port's snapshot (backup) and restore commands each run at most once in this long"],
 };
