@@ -10,7 +10,9 @@ import { generateDigest } from "../../src/common/digest.js";
 import { Perms } from "../../src/common/znode.js";
 import { aclText, auditEventsOfWrite, auditUser, ephemeralDeletionEvents, type AuditEvent } from "../../src/replica/audit.js";
 import type { WriteRequest } from "../../src/replica/requests.js";
-import { AuditLog, auditLine, auditMessage, type AppendBytes } from "../../src/server/audit-log.js";
+import { AuditLog, auditLine, auditMessage, openAuditLogFile, type AppendBytes } from "../../src/server/audit-log.js";
+import { ConfigError } from "../../src/server/config-error.js";
+import { resolveConfig } from "../../src/server/config.js";
 import type { Stat, TxnResult } from "../../src/store/types.js";
 import { createLogger } from "../../src/server/log.js";
 
@@ -209,4 +211,17 @@ test("close writes what is still queued, after the write in flight, and records 
   disk.complete();
   await closed;
   assert.doesNotMatch(disk.writes.join(""), /late/);
+});
+
+test("the audit file is zookeeper_audit.log in the data dir unless auditLogFile says otherwise, {id} becoming the server id", () => {
+  assert.equal(resolveConfig({ serverId: 2, dataDir: "/var/lib/corral/{id}" }).auditLogFile, "/var/lib/corral/2/zookeeper_audit.log");
+  assert.equal(resolveConfig({ serverId: 3, auditLogFile: "/var/log/corral/audit-{id}.log" }).auditLogFile, "/var/log/corral/audit-3.log");
+  assert.equal(resolveConfig({}).auditEnable, false, "off by default");
+});
+
+test("an audit file that cannot be opened is a ConfigError naming auditLogFile", () => {
+  assert.throws(
+    () => openAuditLogFile("/nonexistent-dir-for-audit/zookeeper_audit.log", { systemUser: "u", logger: createLogger("silent") }),
+    (error: unknown) => error instanceof ConfigError && error.message.includes("auditLogFile"),
+  );
 });
