@@ -219,7 +219,14 @@ export class ClientSessions implements ClientSessionControl {
       if (target?.open) target.sendEvent(delivery.event);
     }
     const sessionId = txn.header.sessionId;
-    const session = this.sessions.get(sessionId);
+    // A createSession the leader refused (the id is a live session's) answers the connect that
+    // waits on it, never a request of the live session.
+    const refusedCreate = result.type === "error" && txn.header.cxid === 0 ? this.pendingCreates.get(sessionId) : undefined;
+    const session = refusedCreate === undefined ? this.sessions.get(sessionId) : undefined;
+    if (refusedCreate !== undefined) {
+      this.pendingCreates.delete(sessionId);
+      refusedCreate(false);
+    }
     switch (result.type) {
       case "createSession": {
         const done = this.pendingCreates.get(sessionId);

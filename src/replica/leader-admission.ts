@@ -104,7 +104,11 @@ export class LeaderAdmission {
     const zxid = leader.allocateZxid();
     let body: TxnBody;
     let config: ClusterConfig | undefined;
-    if (request.op === "createSession") {
+    if (request.op === "createSession" && this.deps.state.tree.sessions.has(sessionId)) {
+      // A second session under a live session's id (its server's clock went back across a restart,
+      // and its tree had not seen the first yet): refused, or the two clients would share one session.
+      body = { type: "error", err: ZkErrorCode.SESSIONEXPIRED };
+    } else if (request.op === "createSession") {
       tracker.setOwner(sessionId, origin);
       body = { type: "createSession", timeoutMs: request.timeoutMs, password: request.password };
     } else if (request.op !== "close" && !this.sessionLive(sessionId)) {

@@ -104,7 +104,10 @@ export class SessionOpener {
       });
     }
     if (request.sessionId === 0n) {
-      const sessionId = this.deps.sessionIds.take();
+      // The counter is seeded from the clock: a server restarted after its clock went back can meet
+      // the ids of its own live sessions again, and two clients must never share one session.
+      let sessionId = this.deps.sessionIds.take();
+      while (state.tree.sessions.has(sessionId)) sessionId = this.deps.sessionIds.take();
       const password = this.deps.entropy.bytes(SESSION_PASSWORD_BYTES);
       const timeoutMs = this.deps.negotiateTimeoutMs(request.requestedTimeoutMs);
       if (readOnly) {
