@@ -31,6 +31,8 @@ export interface MembershipState {
   inForce: ClusterConfig;
   /** Logged records the tree has not applied (not known committed here), oldest first. */
   unapplied: readonly LogRecord[];
+  /** The highest zxid logged here, in the log or the tree. */
+  lastLoggedZxid: number;
   /** Reconfigurations peers logged and did not see committed, by version, that this server has not logged. */
   heard: ReadonlyMap<number, ClusterConfig>;
 }
@@ -71,10 +73,24 @@ export function provedCommitted(state: MembershipState): ClusterConfig | undefin
   return logged.length >= 2 ? logged[logged.length - 2] : undefined;
 }
 
+/**
+ * Whether a reconfiguration heard of from a peer is settled by this server's own log: one at or below
+ * the last zxid logged here is either in that log (logged or in force here) or was dropped by the
+ * history the log holds, and then never commits. The log up to there is one leader's history (an
+ * epoch has one leader, and a learner's log is its leader's up to where it stops), and a leader
+ * proposes only once its epoch is established, with every proposal of an earlier epoch that will
+ * ever commit in its history. A server that keeps such a one in play needs a quorum of a membership
+ * no leader will ever run with: the cut-off peer that logged it votes there until it syncs, but a
+ * quorum of it may never back anyone again (simulator seed 4388).
+ */
+export function settledByLog(state: MembershipState, version: number): boolean {
+  return version <= state.lastLoggedZxid;
+}
+
 /** Logged pending reconfigurations and those heard of, by version, each once, oldest first. */
 export function reconfigsInPlay(state: MembershipState): ClusterConfig[] {
   const byVersion = new Map<number, ClusterConfig>();
-  for (const [version, config] of state.heard) if (version > state.inForce.version) byVersion.set(version, config);
+  for (const [version, config] of state.heard) if (version > state.inForce.version && !settledByLog(state, version)) byVersion.set(version, config);
   const pending = pendingReconfig(state);
   if (pending !== undefined) byVersion.set(pending.version, pending);
   return [...byVersion.values()].sort((a, b) => a.version - b.version);
@@ -144,12 +160,13 @@ export function transportMembers(state: MembershipState): MemberAddress[] {
 
 /**
  * A peer logged a reconfiguration and did not see it committed: the heard set with it added (the
- * oldest dropped past HEARD_RECONFIGS_MAX), or undefined when it is known already (heard, or
- * logged here) and changes nothing.
+ * oldest dropped past HEARD_RECONFIGS_MAX, and those the log has settled since), or undefined when
+ * it changes nothing: known already (heard, or logged here), or settled by this server's log (see
+ * settledByLog).
  */
 export function hearPending(state: MembershipState, offered: ClusterConfig): Map<number, ClusterConfig> | undefined {
-  if (state.heard.has(offered.version) || pendingReconfig(state)?.version === offered.version) return undefined;
-  const heard = new Map(state.heard);
+  if (state.heard.has(offered.version) || settledByLog(state, offered.version)) return undefined;
+  const heard = new Map([...state.heard].filter(([version]) => !settledByLog(state, version)));
   heard.set(offered.version, offered);
   while (heard.size > HEARD_RECONFIGS_MAX) heard.delete(Math.min(...heard.keys()));
   return heard;
@@ -207,6 +224,8 @@ export interface ReconfigMembershipDeps {
   reconfigurable: boolean;
   /** The log records the tree has not applied (the peer's recent log). */
   unapplied: () => readonly LogRecord[];
+  /** The highest zxid logged here, in the log or the tree. */
+  lastLoggedZxid: () => number;
   transport: PeerPort;
   logger: LogSink;
 }
@@ -229,7 +248,8 @@ export class ReconfigMembership {
   }
 
   get state(): MembershipState {
-    return { serverId: this.deps.serverId, inForce: this.inForce, unapplied: this.deps.unapplied(), heard: this.heard };
+    const { serverId, unapplied, lastLoggedZxid } = this.deps;
+    return { serverId, inForce: this.inForce, unapplied: unapplied(), lastLoggedZxid: lastLoggedZxid(), heard: this.heard };
   }
 
   /** The configuration in force here (ZooKeeper's getQuorumVerifier, with the members' addresses). */
@@ -294,7 +314,7 @@ export class ReconfigMembership {
    * Returns whether this server's election view changed (an election under way must restart).
    */
   hearPending(from: number, offered: OfferedConfig): boolean {
-    if (this.heard.has(offered.version) || pendingReconfig(this.state)?.version === offered.version) return false;
+    if (this.heard.has(offered.version) || settledByLog(this.state, offered.version)) return false;
     const config = this.parse(from, offered);
     if (config === undefined) return false;
     const before = electionView(this.state);

@@ -140,6 +140,7 @@ export function buildReplica(config: ReplicaConfig, ports: ReplicaPorts): Replic
     initial: configOfTree(database.tree) ?? staticConfig(config.membershipText, config.servers),
     reconfigurable: config.membershipText !== "",
     unapplied: () => recentLog.unapplied(),
+    lastLoggedZxid: () => database.lastLoggedZxid(),
     transport: ports.peers,
     logger,
   });

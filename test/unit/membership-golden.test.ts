@@ -10,6 +10,7 @@
  * 1, 2, 3 and observer 4):
  *   server 4 0 1,2,3/4     this is server 4, with configuration 0 (1,2,3/4) in force
  *   log 1.1 1,2,3,4        it logged the reconfiguration at 1.1 and has not applied it
+ *   log-to 3.7             it logged other txns up to 3.7 (the log's end: the tree's zxid or the last logged)
  *   in-force 1.1 1,2,3,4   that configuration came into force here
  *   hear 1.1 1,2,3,4       a peer's notification says it logged 1.1 and has not seen it committed
  *   decide                 everything decided from the state as it stands
@@ -34,6 +35,7 @@ import {
   pendingReconfig,
   provedCommitted,
   sameView,
+  settledByLog,
   transportMembers,
   type ElectionView,
   type MembershipState,
@@ -95,7 +97,7 @@ class MembershipScript {
     const [a, b, c] = d.args;
     switch (d.command) {
       case "server":
-        this.state = { serverId: Number(a), inForce: config(version(b), c), unapplied: [], heard: new Map() };
+        this.state = { serverId: Number(a), inForce: config(version(b), c), unapplied: [], lastLoggedZxid: version(b), heard: new Map() };
         return "";
       case "log": {
         const logged = config(version(a), b);
@@ -103,7 +105,13 @@ class MembershipScript {
           zxid: logged.version,
           record: encodeTxn({ header: { sessionId: 1n, cxid: 1, zxid: logged.version, timeMs: 0 }, body: { type: "reconfig", data: reconfigTxnData(logged) } }),
         };
-        this.state = { ...this.s, unapplied: [...this.s.unapplied, record] };
+        this.state = { ...this.s, unapplied: [...this.s.unapplied, record], lastLoggedZxid: Math.max(this.s.lastLoggedZxid, record.zxid) };
+        return "";
+      }
+      case "log-to": {
+        const zxid = version(a);
+        if (zxid < this.s.lastLoggedZxid) throw new Error("a log never goes back here: log-to takes a later zxid");
+        this.state = { ...this.s, lastLoggedZxid: zxid };
         return "";
       }
       case "in-force": {
@@ -140,7 +148,11 @@ class MembershipScript {
   private hear(offered: ClusterConfig): string {
     const before = electionView(this.s);
     const heard = hearPending(this.s, offered);
-    if (heard === undefined) return "known already: nothing changes";
+    if (heard === undefined) {
+      return settledByLog(this.s, offered.version) && pendingReconfig(this.s)?.version !== offered.version
+        ? "settled by this server's log (at or below its end, and not pending here): nothing changes"
+        : "known already: nothing changes";
+    }
     this.state = { ...this.s, heard };
     const after = electionView(this.s);
     return [
