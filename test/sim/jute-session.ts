@@ -404,7 +404,7 @@ function authPacket<T>(scheme: string, auth: Uint8Array): Packet<T> {
 }
 
 /** The workload's request as ZooKeeper's Java client sends it (an empty ACL is its OPEN_ACL_UNSAFE). */
-function requestRecord(request: ClientRequest): { type: number; body: (writer: JuteWriter) => void } {
+export function requestRecord(request: ClientRequest): { type: number; body: (writer: JuteWriter) => void } {
   switch (request.op) {
     case "create": {
       const record = {

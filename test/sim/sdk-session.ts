@@ -152,7 +152,7 @@ export const SDK_CLIENTS: SimClientKind = {
 };
 
 /** The workload's request as the SDK puts it on the wire (an empty ACL asks for the default one). */
-function requestOp(request: ClientRequest): RequestOp {
+export function requestOp(request: ClientRequest): RequestOp {
   const acl = (list: readonly { perms: number; id: { scheme: string; id: string } }[]): WireAcl[] =>
     list.map((a) => ({ perms: a.perms, id: { scheme: a.id.scheme, id: a.id.id } }));
   switch (request.op) {
