@@ -23,7 +23,7 @@ import type { Txn, TxnBody } from "../../src/store/types.js";
 import { formatZxid } from "../../src/store/zxid.js";
 import { Prng } from "../sim/prng.js";
 import { MemoryStorage } from "../sim/twins/memory-storage.js";
-import { EventQueue, type Scheduler } from "../sim/twins/scheduler.js";
+import { SteppedScheduler } from "../sim/twins/scheduler.js";
 import { SimNetwork } from "../sim/twins/sim-network.js";
 import { describe as describeZabMessage } from "./consensus-harness.js";
 
@@ -35,47 +35,6 @@ export const SESSION_TIMEOUT_MS = 30_000;
 const START_BUDGET_MS = 20_000;
 /** Events `settle` may run before it calls the scenario one that never quiets down. */
 const SETTLE_EVENTS_MAX = 100_000;
-
-/**
- * The simulator's timeline, telling work (messages, fsyncs, client frames) from the servers'
- * periodic ticks: the scenario is quiet once no work is left, whatever ticks are still to come.
- */
-class ScenarioTimeline implements Scheduler {
-  nowMs = 0;
-  private readonly queue = new EventQueue();
-  private work = 0;
-
-  at(delayMs: number, run: () => void): void {
-    this.work += 1;
-    this.queue.push(
-      this.nowMs + delayMs,
-      () => {
-        this.work -= 1;
-        run();
-      },
-      undefined,
-    );
-  }
-
-  /** A periodic tick: never keeps the scenario from being quiet. */
-  tick(delayMs: number, run: () => void): void {
-    this.queue.push(this.nowMs + delayMs, run, undefined);
-  }
-
-  get quiet(): boolean {
-    return this.work === 0;
-  }
-
-  /** Runs the next event if it is due by `untilMs`; false if none is. */
-  runNext(untilMs = Number.POSITIVE_INFINITY): boolean {
-    const atMs = this.queue.peekTime();
-    if (atMs === undefined || atMs > untilMs) return false;
-    const event = this.queue.pop()!;
-    this.nowMs = Math.max(this.nowMs, event.atMs);
-    event.run();
-    return true;
-  }
-}
 
 /** One member: its storage outlives its process; a restart builds a new replica from what is durable. */
 interface ScenarioServer {
@@ -99,7 +58,7 @@ interface HeldMessage {
 }
 
 export class ReplicaScenario {
-  private readonly timeline = new ScenarioTimeline();
+  private readonly timeline = new SteppedScheduler();
   private readonly prng = new Prng(1);
   private readonly network: SimNetwork;
   private readonly servers = new Map<number, ScenarioServer>();

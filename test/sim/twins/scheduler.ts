@@ -69,14 +69,35 @@ function before(a: QueuedEvent, b: QueuedEvent): boolean {
 
 /**
  * A Scheduler whose events run only when its owner steps it, for tests that drive time themselves
- * (the election and Zab unit harnesses); the simulator steps its own queue (cluster.ts).
+ * (the election and Zab unit harnesses, the replica scenarios); the simulator steps its own queue
+ * (cluster.ts).
  */
 export class SteppedScheduler implements Scheduler {
   nowMs = 0;
   private readonly queue = new EventQueue();
+  /** Events queued by `at` and not yet run. */
+  private pending = 0;
 
   at(delayMs: number, run: () => void, server?: number): void {
-    this.queue.push(this.nowMs + delayMs, run, server);
+    this.pending += 1;
+    this.queue.push(
+      this.nowMs + delayMs,
+      () => {
+        this.pending -= 1;
+        run();
+      },
+      server,
+    );
+  }
+
+  /** A periodic timer's next run: it never keeps the scheduler from being quiet. */
+  tick(delayMs: number, run: () => void): void {
+    this.queue.push(this.nowMs + delayMs, run, undefined);
+  }
+
+  /** Nothing is queued but periodic timers. */
+  get quiet(): boolean {
+    return this.pending === 0;
   }
 
   /** When the next event is due, or undefined if none is queued. */
