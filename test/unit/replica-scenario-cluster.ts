@@ -1,7 +1,9 @@
 /**
  * A few production replicas (`buildReplica`, the chain `corral server` runs) over the simulator's
- * twins (test/sim/twins: the peer network, memory storage, one timeline), with nothing drawn at
- * random that a scenario sees: every message and every fsync takes 1 ms, the PRNG has a fixed seed.
+ * twins (test/sim/twins: the peer network, memory storage, one stepped scheduler), every delay
+ * fixed: each message and each fsync takes 1 ms. What little the twins still draw (whether a broken
+ * stream tells its ends) and the session passwords come from a PRNG with a fixed seed, so a script
+ * gives the same trace every run.
  * A script drives it step by step (replica-scenarios.test.ts): it holds and releases the quorum
  * traffic of one link, crashes and partitions servers, runs until quiet or for a while, and reads
  * what happened as a trace — quorum messages as they arrive, records as they become durable, txns
