@@ -55,7 +55,7 @@ class ReplicaScript {
         this.scenarioValue = new ReplicaScenario(intArgs(d));
         return this.scenario.start();
       case "connect":
-        this.client(a, c).connect(Number(b));
+        this.client(a, c).connect(intArgs({ ...d, args: [b ?? ""] })[0]!);
         break;
       case "send":
         this.client(a).submit(request(d.args.slice(1)));
@@ -75,19 +75,19 @@ class ReplicaScript {
         this.scenario.advance(intArgs(d)[0]!);
         break;
       case "hold":
-        this.scenario.hold(Number(a), Number(b));
+        this.scenario.hold(...link(d));
         break;
       case "release":
-        this.scenario.release(Number(a), Number(b));
+        this.scenario.release(...link(d));
         break;
       case "crash":
-        this.scenario.crash(Number(a));
+        this.scenario.crash(intArgs(d)[0]!);
         break;
       case "restart":
-        this.scenario.restart(Number(a));
+        this.scenario.restart(intArgs(d)[0]!);
         break;
       case "isolate":
-        this.scenario.isolate(Number(a));
+        this.scenario.isolate(intArgs(d)[0]!);
         break;
       case "heal":
         this.scenario.heal();
@@ -104,7 +104,7 @@ class ReplicaScript {
 
   /** The client named `name`; `door` is needed the first time. */
   private client(name: string | undefined, door?: string): ScriptedClient {
-    if (name === undefined) throw new Error("a client name is missing");
+    if (name === undefined || !/^c\d+$/.test(name)) throw new Error("a client is named c1, c2, …");
     let client = this.clients.get(name);
     if (client === undefined) {
       if (door !== "zk" && door !== "sdk") throw new Error(`client ${name} is new: say its door, zk or sdk`);
@@ -113,6 +113,13 @@ class ReplicaScript {
     }
     return client;
   }
+}
+
+/** "hold 2 3": the link from server 2 to server 3. */
+function link(d: Directive): [number, number] {
+  const [from, to] = intArgs(d);
+  if (from === undefined || to === undefined) throw new Error(`${d.command} FROM TO`);
+  return [from, to];
 }
 
 /** Only what the clients saw: for the steps a scenario is not about. */
@@ -127,7 +134,11 @@ function clientLines(trace: string): string {
 function request(words: readonly string[]): ClientRequest {
   const [op, path, third, fourth] = words;
   if (path === undefined) throw new Error("a request needs a path");
-  const version = (text: string | undefined) => (text === undefined ? -1 : Number(text));
+  const version = (text: string | undefined): number => {
+    if (text === undefined) return -1;
+    if (!Number.isSafeInteger(Number(text))) throw new Error(`"${text}" is not a version`);
+    return Number(text);
+  };
   switch (op) {
     case "create":
       return { op: "create", path, data: enc(third ?? ""), acl: [], mode: "persistent", ttlMs: 0 };
