@@ -144,6 +144,7 @@ export interface Request {
     | { $case: "multiRead"; multiRead: MultiReadRequest }
     | { $case: "reconfig"; reconfig: ReconfigRequest }
     | { $case: "getMembers"; getMembers: GetMembersRequest }
+    | { $case: "sasl"; sasl: SaslRequest }
     | undefined;
 }
 
@@ -324,6 +325,19 @@ export interface ReconfigRequest {
   fromConfig: bigint;
 }
 
+/**
+ * One client token of a SASL exchange (ZooKeeper's sasl packet, GetSASLRequest): the first one the
+ * mechanism's initial response (empty for DIGEST-MD5), each next one its answer to the server's last
+ * token. Answered, outside the session's order and with zxid 0, with the server's next token in
+ * `sasl_token`, or with AUTHFAILED (SESSIONCLOSEDREQUIRESASLAUTH on a server that requires SASL),
+ * after which the server ends the stream. The mechanism is the one the server's JAAS Server section
+ * configures (DIGEST-MD5 or GSSAPI); the exchange that completes gives the connection `sasl:<id>`.
+ * A client sends nothing else on the stream until the exchange is over.
+ */
+export interface SaslRequest {
+  token: Uint8Array;
+}
+
 /** The ids this connection is authenticated as, its ip first (ZooKeeper's whoAmI). */
 export interface WhoAmIRequest {
 }
@@ -405,7 +419,11 @@ export interface Response {
   /** getAllChildrenNumber. */
   number: number;
   /** getMembers. */
-  members: Members | undefined;
+  members:
+    | Members
+    | undefined;
+  /** sasl: the server's next token of the exchange (ZooKeeper's SetSASLResponse); empty for none. */
+  saslToken: Uint8Array;
 }
 
 export interface WatchEvent {
@@ -1452,6 +1470,9 @@ export const Request: MessageFns<Request> = {
       case "getMembers":
         GetMembersRequest.encode(message.op.getMembers, writer.uint32(186).fork()).join();
         break;
+      case "sasl":
+        SaslRequest.encode(message.op.sasl, writer.uint32(194).fork()).join();
+        break;
     }
     return writer;
   },
@@ -1717,6 +1738,17 @@ export const Request: MessageFns<Request> = {
               throw new globalThis.Error("a oneof with two members");
             }
             message.op = { $case: "getMembers", getMembers: GetMembersRequest.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 24: {
+            if (tag !== 194) {
+              break;
+            }
+
+            if (message.op !== undefined) {
+              throw new globalThis.Error("a oneof with two members");
+            }
+            message.op = { $case: "sasl", sasl: SaslRequest.decode(reader, reader.uint32()) };
             continue;
           }
         }
@@ -3208,6 +3240,55 @@ export const ReconfigRequest: MessageFns<ReconfigRequest> = {
   },
 };
 
+function createBaseSaslRequest(): SaslRequest {
+  return { token: EMPTY_BYTES };
+}
+
+export const SaslRequest: MessageFns<SaslRequest> = {
+  encode(message: SaslRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.token.length !== 0) {
+      writer.uint32(10).bytes(message.token);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SaslRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSaslRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.token = reader.bytes();
+            continue;
+          }
+        }
+        if (tag >>> 3 === 0 || (tag & 7) === 3 || (tag & 7) === 4) {
+          throw new globalThis.Error("invalid tag");
+        }
+        reader.skip(tag & 7);
+      }
+      if (reader.pos !== end) {
+        throw new globalThis.Error("field runs past its message");
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
 function createBaseWhoAmIRequest(): WhoAmIRequest {
   return {};
 }
@@ -3596,6 +3677,7 @@ function createBaseResponse(): Response {
     clientInfo: [],
     number: 0,
     members: undefined,
+    saslToken: EMPTY_BYTES,
   };
 }
 
@@ -3639,6 +3721,9 @@ export const Response: MessageFns<Response> = {
     }
     if (message.members !== undefined) {
       Members.encode(message.members, writer.uint32(98).fork()).join();
+    }
+    if (message.saslToken.length !== 0) {
+      writer.uint32(106).bytes(message.saslToken);
     }
     return writer;
   },
@@ -3750,6 +3835,14 @@ export const Response: MessageFns<Response> = {
             }
 
             message.members = Members.decode(reader, reader.uint32());
+            continue;
+          }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.saslToken = reader.bytes();
             continue;
           }
         }

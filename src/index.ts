@@ -7,6 +7,8 @@ export type { QuotaLimits, QuotaReport } from "./client/quotas.js";
 export type { QuotaFigures } from "./common/quota.js";
 export { CREATE_MODE_FLAGS, CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, Perms, READ_ACL_UNSAFE } from "./client/types.js";
 export { generateDigest } from "./common/digest.js";
+export { DEFAULT_JAAS_CLIENT_SECTION, saslFromJaasFile } from "./client/jaas-login.js";
+export type { JaasClientOptions } from "./client/jaas-login.js";
 export type {
   Acl,
   AddWatchMode,
@@ -29,6 +31,7 @@ export type {
   Pem,
   ReadOp,
   ReadOpResult,
+  SaslOptions,
   Stat,
   VersionOptions,
   WatchedEvent,

@@ -140,7 +140,7 @@ async function main(argv: string[]): Promise<void> {
     }
     case "shell": {
       const { parseShellArgs, runShell } = await import("./shell.js");
-      return process.exit(await runShell(parseShellArgs(rest)));
+      return process.exit(await runShell(parseShellArgs(rest, process.env.CLIENT_JVMFLAGS)));
     }
     case "help": {
       const { usage } = await import("./usage.js");

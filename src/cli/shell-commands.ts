@@ -23,7 +23,40 @@ export const SHELL_FLAGS: Readonly<Record<string, string>> = {
   "tls-cert-file": "FILE",
   "tls-key-file": "FILE",
   "tls-servername": "NAME",
+  "jaas-config": "FILE",
+  "sasl-client-section": "NAME",
+  "sasl-service-name": "NAME",
+  "sasl-client": "true|false",
 };
+
+/**
+ * The shell's SASL flags under the Java system properties zkCli.sh reads for them, which the shell
+ * also takes as `-D<property>=<value>` (on its command line, or in CLIENT_JVMFLAGS as zkCli.sh does).
+ */
+export const SASL_PROPERTIES: Readonly<Record<string, keyof ShellSasl>> = {
+  "java.security.auth.login.config": "jaasConfigFile",
+  "zookeeper.sasl.clientconfig": "section",
+  "zookeeper.sasl.client.username": "serviceName",
+  "zookeeper.sasl.client": "enabled",
+};
+const SASL_FLAGS: Readonly<Record<string, keyof ShellSasl>> = {
+  "jaas-config": "jaasConfigFile",
+  "sasl-client-section": "section",
+  "sasl-service-name": "serviceName",
+  "sasl-client": "enabled",
+};
+
+/** How the shell logs in with SASL, as zkCli.sh's system properties say it. */
+export interface ShellSasl {
+  /** java.security.auth.login.config: the JAAS file; none, no SASL. */
+  jaasConfigFile?: string;
+  /** zookeeper.sasl.clientconfig: its section; default Client. */
+  section?: string;
+  /** zookeeper.sasl.client.username: the server's SASL service name; default zookeeper. */
+  serviceName?: string;
+  /** zookeeper.sasl.client: "false" turns SASL off. */
+  enabled?: string;
+}
 
 /** A failure the shell words itself (not connected, no server answered): printed as its message. */
 export class ShellError extends Error {
@@ -99,7 +132,8 @@ export type ShellCommand =
   | { name: "ls"; path: string; stat: boolean; watch: boolean; recursive: boolean }
   | { name: "get"; path: string; stat: boolean; watch: boolean }
   | { name: "stat"; path: string; watch: boolean }
-  | { name: "create"; path: string; data: string; mode: CreateMode; ttlMs: number | undefined }
+  /** `acl`: zkCli's third argument (absent: the server's default, world:anyone). */
+  | { name: "create"; path: string; data: string; mode: CreateMode; ttlMs: number | undefined; acl?: Acl[] }
   | { name: "set"; path: string; data: string; stat: boolean; version: number }
   | { name: "delete"; path: string; version: number }
   | { name: "deleteall"; path: string }
@@ -153,7 +187,7 @@ const SPECS: readonly CommandSpec[] = [
   { name: "ls", args: "[-s] [-w] [-R] path", flags: "swR", valued: "", positionalMin: 1, positionalMax: 1 },
   { name: "get", args: "[-s] [-w] path", flags: "sw", valued: "", positionalMin: 1, positionalMax: 1 },
   { name: "stat", args: "[-w] path", flags: "w", valued: "", positionalMin: 1, positionalMax: 1 },
-  { name: "create", args: "[-e] [-s] [-c] [-t ttl] path [data]", flags: "esc", valued: "t", positionalMin: 1, positionalMax: 2 },
+  { name: "create", args: "[-e] [-s] [-c] [-t ttl] path [data] [acl]", flags: "esc", valued: "t", positionalMin: 1, positionalMax: 3 },
   { name: "set", args: "[-s] [-v version] path data", flags: "s", valued: "v", positionalMin: 2, positionalMax: 2 },
   { name: "delete", args: "[-v version] path", flags: "", valued: "v", positionalMin: 1, positionalMax: 1 },
   { name: "deleteall", args: "path", flags: "", valued: "", positionalMin: 1, positionalMax: 1 },
@@ -512,7 +546,13 @@ export function parseCommand(args: readonly string[]): ShellCommand {
     case "stat":
       return { name: "stat", path, watch: w };
     case "create":
-      return { name: "create", path, data: o.positionals[1] ?? "", ...createMode(spec, o) };
+      return {
+        name: "create",
+        path,
+        data: o.positionals[1] ?? "",
+        ...createMode(spec, o),
+        ...(o.positionals[2] === undefined ? {} : { acl: parseAclText(spec, o.positionals[2]) }),
+      };
     case "set":
       return { name: "set", path, data: o.positionals[1]!, stat: s, version: parseVersion(spec, o.values.get("v")) };
     case "delete":
@@ -612,16 +652,22 @@ export interface ShellArgs {
   help: boolean;
   /** Connect over TLS (--tls, or any --tls-* file flag); undefined = plain text. */
   tls: TlsFileOptions | undefined;
+  /** SASL as zkCli.sh's system properties set it (the flags, -D properties, CLIENT_JVMFLAGS). */
+  sasl: ShellSasl;
 }
 
 /**
  * `corral shell [--connect HOSTS] [--timeout-ms MS] [--tls] [--tls-ca-file F] [--tls-cert-file F]
- * [--tls-key-file F] [--tls-servername NAME] [--] [cmd args...]`: the first argument that is
- * not a flag (or everything after "--") is one command to run. A single command argument holding
- * blanks is split as a shell line (corral shell -- "ls /"). Throws ConfigError (exit code 2).
+ * [--tls-key-file F] [--tls-servername NAME] [--jaas-config F] [--sasl-client-section NAME]
+ * [--sasl-service-name NAME] [--sasl-client true|false] [-D<property>=<value>] [--] [cmd args...]`:
+ * the first argument that is not a flag (or everything after "--") is one command to run. A single
+ * command argument holding blanks is split as a shell line (corral shell -- "ls /").
+ * `clientJvmFlags` is CLIENT_JVMFLAGS, whose SASL properties count as zkCli.sh's do (the command
+ * line's win). Throws ConfigError (exit code 2).
  */
-export function parseShellArgs(argv: readonly string[]): ShellArgs {
-  const parsed: ShellArgs = { connectString: DEFAULT_CONNECT_STRING, timeoutMs: DEFAULT_TIMEOUT_MS, command: undefined, help: false, tls: undefined };
+export function parseShellArgs(argv: readonly string[], clientJvmFlags = ""): ShellArgs {
+  const parsed: ShellArgs = { connectString: DEFAULT_CONNECT_STRING, timeoutMs: DEFAULT_TIMEOUT_MS, command: undefined, help: false, tls: undefined, sasl: {} };
+  for (const word of clientJvmFlags.split(/\s+/)) if (word.startsWith("-D")) setSaslProperty(parsed.sasl, word, false);
   let i = 0;
   for (; i < argv.length; i++) {
     const arg = argv[i]!;
@@ -634,7 +680,11 @@ export function parseShellArgs(argv: readonly string[]): ShellArgs {
       continue;
     }
     if (!arg.startsWith("-")) break;
-    const known = `shell takes --${Object.keys(SHELL_FLAGS).join(", --")}`;
+    if (arg.startsWith("-D")) {
+      setSaslProperty(parsed.sasl, arg, true);
+      continue;
+    }
+    const known = `shell takes --${Object.keys(SHELL_FLAGS).join(", --")} and -D<property>=<value> for ${Object.keys(SASL_PROPERTIES).join(", ")}`;
     if (!arg.startsWith("--")) throw new ConfigError(arg, `unknown option (${known})`);
     if (arg === "--tls") {
       // TLS with the system's CAs and no client certificate, unless --tls-* flags say more.
@@ -648,6 +698,8 @@ export function parseShellArgs(argv: readonly string[]): ShellArgs {
     if (value === undefined) throw new ConfigError(name, "missing value");
     if (isTlsFlag(name)) {
       setTlsFlag((parsed.tls ??= {}), name, value);
+    } else if (Object.hasOwn(SASL_FLAGS, name)) {
+      parsed.sasl[SASL_FLAGS[name]!] = value;
     } else if (name === "connect") {
       if (value.trim() === "") throw new ConfigError(name, "expected host:port[,host:port...][/chroot]");
       parsed.connectString = value;
@@ -670,4 +722,17 @@ export function parseShellArgs(argv: readonly string[]): ShellArgs {
     parsed.command = [...rest];
   }
   return parsed;
+}
+
+/** A `-D<property>=<value>` word: one of SASL_PROPERTIES sets its setting; another is refused when `strict` (the command line), skipped otherwise (CLIENT_JVMFLAGS). */
+function setSaslProperty(sasl: ShellSasl, word: string, strict: boolean): void {
+  const eq = word.indexOf("=");
+  const property = eq < 0 ? word.slice(2) : word.slice(2, eq);
+  const setting = Object.hasOwn(SASL_PROPERTIES, property) ? SASL_PROPERTIES[property] : undefined;
+  if (setting === undefined) {
+    if (strict) throw new ConfigError(word, `unknown property (the shell takes -D for ${Object.keys(SASL_PROPERTIES).join(", ")})`);
+    return;
+  }
+  if (eq < 0) throw new ConfigError(property, "missing value (-D<property>=<value>)");
+  sasl[setting] = word.slice(eq + 1);
 }

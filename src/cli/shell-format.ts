@@ -130,6 +130,7 @@ const KEEPER_STATE: Record<ClientState, string> = {
   reconnected: "SyncConnected",
   disconnected: "Disconnected",
   expired: "Expired",
+  authFailed: "AuthFailed",
   closed: "Closed",
 };
 

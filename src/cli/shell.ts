@@ -8,9 +8,9 @@
  */
 import { readFile, stat as statFile } from "node:fs/promises";
 import { createInterface, clearLine, cursorTo, type Interface } from "node:readline";
-import { Client, deleteQuota, listQuota, setQuota, ZkError } from "../index.js";
+import { Client, deleteQuota, listQuota, saslFromJaasFile, setQuota, ZkError } from "../index.js";
 import { formatQuotaFigures, limitsPathOf } from "../common/quota.js";
-import type { Acl, ClientState, ClientTlsOptions, ReconfigChange, Watcher } from "../index.js";
+import type { Acl, ClientState, ClientTlsOptions, ReconfigChange, SaslOptions, Watcher } from "../index.js";
 import { readClientTls } from "./tls-options.js";
 import {
   ShellError,
@@ -25,6 +25,7 @@ import {
   type ReconfigMembership,
   type ShellArgs,
   type ShellCommand,
+  type ShellSasl,
 } from "./shell-commands.js";
 import {
   describeConnectFailure,
@@ -89,6 +90,8 @@ class ShellSession {
     connectString: string,
     private readonly interactive: boolean,
     private readonly tls: ClientTlsOptions | undefined,
+    /** The JAAS client section's login, made at every connect (zkCli's SASL). */
+    private readonly sasl: SaslOptions | undefined,
   ) {
     this.target = connectString;
   }
@@ -134,9 +137,15 @@ class ShellSession {
     this.target = connectString;
     let client: Client;
     try {
-      client = await Client.connect(connectString, { connectTimeoutMs: this.timeoutMs, ...(this.tls === undefined ? {} : { tls: this.tls }) });
+      client = await Client.connect(connectString, {
+        connectTimeoutMs: this.timeoutMs,
+        ...(this.tls === undefined ? {} : { tls: this.tls }),
+        ...(this.sasl === undefined ? {} : { sasl: this.sasl }),
+      });
     } catch (error) {
       this.output.stateChanged();
+      // zkCli's watcher prints the refused login before the failures that follow it.
+      if (error instanceof ZkError && error.code === "AUTHFAILED" && this.printWatches) this.output.notify(formatStateEvent("authFailed"));
       const badConnectString = error instanceof ZkError && error.code === "BADARGUMENTS";
       throw new ShellError(describeConnectFailure(connectString, this.timeoutMs, error, this.tls !== undefined), badConnectString ? 2 : 1);
     }
@@ -214,6 +223,7 @@ class ShellSession {
         const created = await zk.create(command.path, command.data, {
           mode: command.mode,
           ...(command.ttlMs === undefined ? {} : { ttlMs: command.ttlMs }),
+          ...(command.acl === undefined ? {} : { acl: command.acl }),
         });
         return out(`Created ${created}`);
       }
@@ -450,8 +460,25 @@ async function runScript(session: ShellSession): Promise<number> {
   return failed ? 1 : 0;
 }
 
+/**
+ * The SASL login zkCli.sh would make with the same system properties: the JAAS file's client section
+ * (Client unless named), none without a file, with zookeeper.sasl.client other than true, or when the
+ * default section is missing. Throws ShellError (exit 2) for a file or section it cannot use.
+ */
+function shellSaslLogin(sasl: ShellSasl): SaslOptions | undefined {
+  if (sasl.jaasConfigFile === undefined || (sasl.enabled !== undefined && sasl.enabled.toLowerCase() !== "true")) return undefined;
+  try {
+    return saslFromJaasFile(sasl.jaasConfigFile, {
+      ...(sasl.section === undefined ? {} : { section: sasl.section }),
+      ...(sasl.serviceName === undefined ? {} : { serviceName: sasl.serviceName }),
+    });
+  } catch (error) {
+    throw new ShellError(describeError(error), 2);
+  }
+}
+
 /** Interactive mode: a prompt showing the connection state, history, tab completion, Ctrl-C / Ctrl-D to leave. */
-async function runInteractive(args: ShellArgs): Promise<number> {
+async function runInteractive(args: ShellArgs, sasl: SaslOptions | undefined): Promise<number> {
   let busy = true;
   let rl: Interface | undefined;
   // Line editing only when stdout is a terminal too (`corral shell > log` still prompts).
@@ -478,7 +505,7 @@ async function runInteractive(args: ShellArgs): Promise<number> {
     },
     stateChanged: redraw,
   };
-  const session = new ShellSession(output, args.timeoutMs, args.connectString, true, args.tls === undefined ? undefined : readClientTls(args.tls));
+  const session = new ShellSession(output, args.timeoutMs, args.connectString, true, args.tls === undefined ? undefined : readClientTls(args.tls), sasl);
   process.stdout.write(`Connecting to ${args.connectString}\n`);
   try {
     await session.connect(args.connectString);
@@ -555,7 +582,14 @@ export async function runShell(args: ShellArgs): Promise<number> {
     if (error.code === "EPIPE") process.exit(0);
     throw error;
   });
-  if (args.command === undefined && process.stdin.isTTY === true) return runInteractive(args);
+  let sasl: SaslOptions | undefined;
+  try {
+    sasl = shellSaslLogin(args.sasl);
+  } catch (error) {
+    process.stderr.write(`${describeError(error)}\n`);
+    return 2;
+  }
+  if (args.command === undefined && process.stdin.isTTY === true) return runInteractive(args, sasl);
 
   if (args.command !== undefined) {
     // A mistyped command or `help` needs no server.
@@ -569,7 +603,14 @@ export async function runShell(args: ShellArgs): Promise<number> {
     if (command.name === "help") process.stdout.write(`${helpText()}\n`);
     if (command.name === "help" || command.name === "quit") return 0;
   }
-  const session = new ShellSession(plainOutput(), args.timeoutMs, args.connectString, false, args.tls === undefined ? undefined : readClientTls(args.tls));
+  const session = new ShellSession(
+    plainOutput(),
+    args.timeoutMs,
+    args.connectString,
+    false,
+    args.tls === undefined ? undefined : readClientTls(args.tls),
+    sasl,
+  );
   try {
     await session.connect(args.connectString);
   } catch (error) {

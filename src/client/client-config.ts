@@ -6,7 +6,7 @@ import type * as grpc from "@grpc/grpc-js";
 import { ZkError } from "../common/errors.js";
 import { parseConnectString, shuffled, type HostPort } from "./connect-string.js";
 import { grpcChannelSettings, type GrpcChannelSettings } from "./grpc-transport.js";
-import type { ClientLogger, ConnectOptions } from "./types.js";
+import type { ClientLogger, ConnectOptions, SaslOptions } from "./types.js";
 
 export const DEFAULT_SESSION_TIMEOUT_MS = 10_000;
 
@@ -24,6 +24,8 @@ export interface ClientConfig {
   channel: GrpcChannelSettings;
   /** Make the members of the configuration in force the server list (ConnectOptions.followMembership). */
   followMembership: boolean;
+  /** Log in with SASL on every connection (ConnectOptions.sasl). */
+  sasl: SaslOptions | undefined;
 }
 
 const EMPTY_BYTES = new Uint8Array(0);
@@ -66,5 +68,20 @@ export function configFrom(connectString: string, options: ConnectOptions & { cr
     logger: options.logger,
     channel: grpcChannelSettings(options.tls, options.credentials),
     followMembership: options.followMembership ?? false,
+    sasl: options.sasl === undefined ? undefined : checkSasl(options.sasl),
   };
+}
+
+/** SASL options a mechanism of this client takes; BADARGUMENTS otherwise. */
+function checkSasl(sasl: SaslOptions): SaslOptions {
+  if (typeof sasl !== "object" || sasl === null || sasl.mechanism !== "DIGEST-MD5") {
+    throw new ZkError("BADARGUMENTS", "sasl.mechanism must be DIGEST-MD5");
+  }
+  for (const field of ["username", "password"] as const) {
+    if (typeof sasl[field] !== "string") throw new ZkError("BADARGUMENTS", `sasl.${field} must be a string`);
+  }
+  if (sasl.serviceName !== undefined && (typeof sasl.serviceName !== "string" || sasl.serviceName === "")) {
+    throw new ZkError("BADARGUMENTS", "sasl.serviceName must be a non-empty string");
+  }
+  return { ...sasl };
 }

@@ -3,7 +3,7 @@
  * the connection. A call's arguments are checked while its request is built, in their order, and
  * a refused argument comes back as the call's rejection with nothing sent. A request is submitted
  * only while the session is connected; otherwise the call fails at once, CONNECTIONLOSS while the
- * session may come back and SESSIONEXPIRED once it is over. A removal of watches is settled here,
+ * session may come back and SESSIONEXPIRED (AUTHFAILED after a refused SASL login) once it is over. A removal of watches is settled here,
  * as ZooKeeper's WatchDeregistration does it.
  */
 import { ZkError } from "../common/errors.js";
@@ -11,6 +11,7 @@ import { validatePath } from "../common/paths.js";
 import type { RequestOp } from "./codec.js";
 import { prependChroot } from "./connect-string.js";
 import type { KindValue, Pending } from "./pending-request.js";
+import type { SessionLifecycle } from "./session-io.js";
 import type { SessionMachine } from "./session-machine.js";
 import type { Watcher, WatchedEventType, WatcherType } from "./types.js";
 import type { RemovedWatchers, WatchRegistry } from "./watch-registry.js";
@@ -49,10 +50,7 @@ export class ClientRequests {
     // build accepted the watcher type, so `removing` is set exactly for removeWatches and removeAllWatches.
     if (removing !== undefined) return this.sendRemoval(request, pending, removing, local) as Promise<T>;
     const lifecycle = this.session.lifecycle;
-    if (lifecycle !== "active") {
-      const why = lifecycle === "expired" ? "session expired" : "client closed";
-      return Promise.reject(new ZkError("SESSIONEXPIRED", `SESSIONEXPIRED: ${why}`, path));
-    }
+    if (lifecycle !== "active") return Promise.reject(sessionOver(lifecycle, path));
     if (!this.session.connected) {
       return Promise.reject(new ZkError("CONNECTIONLOSS", "CONNECTIONLOSS: not connected", path));
     }
@@ -83,11 +81,8 @@ export class ClientRequests {
         resolve();
       };
       const lifecycle = this.session.lifecycle;
-      if (lifecycle !== "active" || !this.session.connected) {
-        const code = lifecycle === "active" ? "CONNECTIONLOSS" : "SESSIONEXPIRED";
-        settle(new ZkError(code, `${code}: not connected`, path));
-        return;
-      }
+      if (lifecycle !== "active") return settle(sessionOver(lifecycle, path));
+      if (!this.session.connected) return settle(new ZkError("CONNECTIONLOSS", "CONNECTIONLOSS: not connected", path));
       this.session.submit(request, { kind, path, serverPath, watcher: undefined, ops: undefined, resolve: () => settle(undefined), reject: settle });
     });
   }
@@ -119,6 +114,12 @@ export class ClientRequests {
 export function refused<T>(err: unknown): Promise<T> {
   const error = err as Error;
   return Promise.reject(error);
+}
+
+/** The failure of a call on a session that is over: AUTHFAILED once its SASL login was refused, SESSIONEXPIRED otherwise. */
+export function sessionOver(lifecycle: Exclude<SessionLifecycle, "active">, path?: string): ZkError {
+  if (lifecycle === "authFailed") return new ZkError("AUTHFAILED", "AUTHFAILED: the session's SASL login was refused", path);
+  return new ZkError("SESSIONEXPIRED", `SESSIONEXPIRED: ${lifecycle === "expired" ? "session expired" : "client closed"}`, path);
 }
 
 /** A Pending's resolve and reject until `send` hands it the promise's own. */

@@ -7,6 +7,7 @@
  * carried out over gRPC by the transport (grpc-transport.ts); this class wires the two together
  * and acts on the machine's outcomes.
  */
+import { randomBytes } from "node:crypto";
 import { EventEmitter } from "node:events";
 import type * as grpc from "@grpc/grpc-js";
 import { ZkError } from "../common/errors.js";
@@ -17,9 +18,10 @@ import { aclToWire, addWatchModeNumber, checkVersion, eventTypeName, modeFlag, t
 import type { DecodedResponse, DecodedWatchEvent } from "./codec.js";
 import { GrpcTransport } from "./grpc-transport.js";
 import { opsToWire, readOpsToWire } from "./ops.js";
-import { ClientRequests, refused } from "./client-requests.js";
+import { ClientRequests, refused, sessionOver } from "./client-requests.js";
 import { MembershipFollower } from "./membership-follower.js";
 import { CONFIG_NODE, Kind, settle, type KindValue, type Pending } from "./pending-request.js";
+import { newSaslMechanism, type SaslClientMechanism } from "./sasl-mechanism.js";
 import type { SessionEffect } from "./session-io.js";
 import { SessionMachine } from "./session-machine.js";
 import type {
@@ -49,6 +51,9 @@ import { isSequentialMode } from "./types.js";
 import { WatchRegistry } from "./watch-registry.js";
 
 export { DEFAULT_SESSION_TIMEOUT_MS } from "./client-config.js";
+
+/** Random bytes of a SASL cnonce (Java's DIGEST-MD5 client draws as many). */
+const SASL_CNONCE_BYTES = 30;
 export { RECONNECT_BACKOFF_MS_MAX, RECONNECT_BACKOFF_MS_MIN, reconnectDelayMs } from "./session-machine.js";
 export { nextXid } from "./session-requests.js";
 
@@ -87,6 +92,8 @@ export class Client extends EventEmitter<ClientEvents> {
   private closeResolve: (() => void) | undefined;
   /** With ConnectOptions.followMembership: keeps the server list on the cluster's members. */
   private readonly follower: MembershipFollower | undefined;
+  /** With ConnectOptions.sasl: each connection's mechanism while it logs in. */
+  private readonly saslMechanisms = new Map<number, SaslClientMechanism>();
 
   private constructor(config: ClientConfig) {
     super();
@@ -99,6 +106,7 @@ export class Client extends EventEmitter<ClientEvents> {
         sessionId: config.sessionId,
         password: config.password,
         canBeReadOnly: config.canBeReadOnly,
+        sasl: config.sasl !== undefined,
         watchedPaths: () => this.registry.paths(),
         random: Math.random,
       },
@@ -206,10 +214,7 @@ export class Client extends EventEmitter<ClientEvents> {
       return refused(err);
     }
     const lifecycle = this.session.lifecycle;
-    if (lifecycle !== "active") {
-      const why = lifecycle === "expired" ? "session expired" : "client closed";
-      return Promise.reject(new ZkError("SESSIONEXPIRED", `SESSIONEXPIRED: ${why}`));
-    }
+    if (lifecycle !== "active") return Promise.reject(sessionOver(lifecycle));
     this.session.updateServerList(hosts);
     return Promise.resolve();
   }
@@ -537,9 +542,13 @@ export class Client extends EventEmitter<ClientEvents> {
 
   private onSessionEffect(effect: SessionEffect<Pending>): void {
     switch (effect.type) {
+      case "close":
+        this.saslMechanisms.get(effect.connection)?.dispose();
+        this.saslMechanisms.delete(effect.connection);
+        this.transport.execute(effect);
+        return;
       case "open":
       case "send":
-      case "close":
       case "armTimer":
       case "cancelTimer":
         this.transport.execute(effect);
@@ -553,8 +562,11 @@ export class Client extends EventEmitter<ClientEvents> {
       case "event":
         this.onEvent(effect.event);
         return;
+      case "saslStep":
+        this.evaluateSasl(effect.connection, effect.challenge);
+        return;
       case "state":
-        if (effect.state === "expired") this.registry.clear();
+        if (effect.state === "expired" || effect.state === "authFailed") this.registry.clear();
         this.setState(effect.state);
         this.follower?.onState(effect.state);
         if (effect.state === "connected") this.settleConnect(undefined);
@@ -578,6 +590,20 @@ export class Client extends EventEmitter<ClientEvents> {
         this.log(effect.level, effect.fields, effect.message);
         return;
     }
+  }
+
+  /** One step of a connection's SASL login, by its mechanism (made at the first step); the machine is told the outcome. */
+  private evaluateSasl(connection: number, challenge: Uint8Array | null): void {
+    let mechanism = this.saslMechanisms.get(connection);
+    if (mechanism === undefined) {
+      // configFrom checked the options: the mechanism is one this client speaks.
+      mechanism = newSaslMechanism(this.config.sasl!, () => randomBytes(SASL_CNONCE_BYTES).toString("base64"));
+      this.saslMechanisms.set(connection, mechanism);
+    }
+    mechanism.evaluate(challenge).then(
+      (step) => this.session.saslEvaluated(connection, step),
+      (error: unknown) => this.session.saslEvaluated(connection, { failed: error instanceof Error ? error.message : String(error) }),
+    );
   }
 
   private settleConnect(error: ZkError | undefined): void {

@@ -38,10 +38,12 @@ export interface DecodedOpResult extends Omit<OpResult, "stat" | "data"> {
   stat: Stat | null;
   data: Buffer;
 }
-export interface DecodedResponse extends Omit<Response, "stat" | "data" | "results"> {
+export interface DecodedResponse extends Omit<Response, "stat" | "data" | "results" | "saslToken"> {
   stat: Stat | null;
   data: Buffer;
   results: DecodedOpResult[];
+  /** A sasl answer's token; empty for none. */
+  saslToken: Buffer;
 }
 export type DecodedWatchEvent = WatchEvent;
 export type DecodedServerFrame =
@@ -96,6 +98,7 @@ function responseFromWire(response: Response): DecodedResponse {
     stat: response.stat === undefined ? null : statFromWire(response.stat),
     data: asBuffer(response.data),
     results: response.results.map(opResultFromWire),
+    saslToken: asBuffer(response.saslToken),
   };
 }
 

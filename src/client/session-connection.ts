@@ -19,14 +19,16 @@ export type InFlight<T> =
   | { xid: number; purpose: "request"; token: T; credential: Credential | undefined }
   | { xid: number; purpose: "close" }
   | { xid: number; purpose: "setWatches" }
-  | { xid: number; purpose: "authReplay"; credential: Credential };
+  | { xid: number; purpose: "authReplay"; credential: Credential }
+  | { xid: number; purpose: "sasl" };
 
 export interface Connection<T> {
   readonly id: number;
   readonly host: HostPort;
   /** The session its connect frame asked to resume; 0n asked for a new one. */
   readonly askedSessionId: bigint;
-  phase: "connecting" | "open" | "dead";
+  /** authenticating: the server holds the session, and the SASL login runs before anything else is sent. */
+  phase: "connecting" | "authenticating" | "open" | "dead";
   /** Set by the connect answer (protocol 2): frames of one event-loop turn may share a message. */
   batching: boolean;
   /** The id the server named in its connect answer; 0 until then. */
@@ -41,6 +43,8 @@ export interface Connection<T> {
   setWatchesUnanswered: number;
   /** The highest zxid seen on this connection while setWatches was unanswered (see SessionRequests.seen). */
   zxidHeldBack: bigint;
+  /** The SASL mechanism said it is complete: the login is over once its last token, if any, is answered OK. */
+  saslComplete: boolean;
 }
 
 /** A connection being set up: nothing sent on it yet but what the caller sends next, its connect frame. */
@@ -59,5 +63,6 @@ export function newConnection<T>(id: number, host: HostPort, askedSessionId: big
     receiveIdleTicks: 0,
     setWatchesUnanswered: 0,
     zxidHeldBack: 0n,
+    saslComplete: false,
   };
 }

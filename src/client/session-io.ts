@@ -56,21 +56,34 @@ export type TransportEffect =
   | { type: "armTimer"; timer: SessionTimer; delayMs: number }
   | { type: "cancelTimer"; timer: SessionTimer };
 
+/** What the host's SASL mechanism made of a server token (or of nothing, to start). */
+export type SaslStepOutcome =
+  /** `token`: what to send (null: nothing); `complete`: the mechanism has authenticated the server. */
+  | { token: Uint8Array | null; complete: boolean }
+  /** The mechanism cannot go on: the login fails. */
+  | { failed: string };
+
 /** Effects for the user-facing side. `T` is the caller's token for one request, handed back untouched. */
 export type SessionOutcome<T> =
   | { type: "answered"; token: T; response: DecodedResponse }
   /** The request will never be answered: the caller fails it with `new ZkError(code, message, itsPath)`. */
   | { type: "failed"; token: T; code: ZkErrorName; message: string }
   | { type: "event"; event: DecodedWatchEvent }
+  /**
+   * Evaluate the next step of connection `connection`'s SASL login — the initial response when
+   * `challenge` is null, else the answer to the server's token — and tell the machine
+   * (`saslEvaluated`). One mechanism per connection; it goes with the connection's `close`.
+   */
+  | { type: "saslStep"; connection: number; host: HostPort; challenge: Uint8Array | null }
   /** Announce a state; "connected" is the first open, which settles the connect call. */
   | { type: "state"; state: Exclude<ClientState, "connecting" | "closed"> }
   /** The session never opened: the connect call fails with `error`, the state becomes `state` unannounced. */
-  | { type: "connectFailed"; state: "expired" | "closed"; error: ZkError }
+  | { type: "connectFailed"; state: "expired" | "authFailed" | "closed"; error: ZkError }
   /** The close is over; `announce`: report the "closed" state (not when it was closed already). */
   | { type: "closed"; announce: boolean }
   | { type: "log"; level: keyof ClientLogger; fields: object; message: string };
 
 export type SessionEffect<T> = TransportEffect | SessionOutcome<T>;
 
-/** active → closing (close asked) → closed, or expired (the server said so) at any time. */
-export type SessionLifecycle = "active" | "closing" | "closed" | "expired";
+/** active → closing (close asked) → closed, or expired (the server said so) or authFailed (a SASL login was refused) at any time. */
+export type SessionLifecycle = "active" | "closing" | "closed" | "expired" | "authFailed";

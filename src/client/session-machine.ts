@@ -6,7 +6,8 @@
  * random number of its own (updateServerList's come from the caller) and touches no socket, so
  * test/sim can run the SDK's real session logic.
  *
- * Connection life: connect frame → connect answer → requests/events/pings; on loss every in-flight
+ * Connection life: connect frame → connect answer → the SASL login, if any (each token answered
+ * before the next, nothing else sent meanwhile) → requests/events/pings; on loss every in-flight
  * request fails CONNECTIONLOSS, hosts are retried round-robin with a capped back-off, resuming the
  * session (id + password + last zxid seen); the first requests on the new stream authenticate it
  * again with every credential an addAuth succeeded with (a server keeps them per connection, as
@@ -32,13 +33,12 @@
 import { hex64 } from "../common/hex.js";
 import { CLIENT_PROTOCOL_BATCHES_SINCE, CLIENT_PROTOCOL_VERSION } from "../common/constants.js";
 import { assert } from "../common/assert.js";
-import { ZkError, ZkErrorCode } from "../common/errors.js";
-import type { ZkErrorName } from "../common/errors.js";
-import type { DecodedConnectResponse, DecodedServerFrame, RequestOp } from "./codec.js";
+import { ZkError, ZkErrorCode, zkErrorName, type ZkErrorName } from "../common/errors.js";
+import type { DecodedConnectResponse, DecodedResponse, DecodedServerFrame, RequestOp } from "./codec.js";
 import { hostAddress, type HostPort } from "./connect-string.js";
 import { HostProvider } from "./host-provider.js";
 import { newConnection, type Connection } from "./session-connection.js";
-import type { ConnectionLoss, SessionEffect, SessionInputs, SessionLifecycle, SessionTimer } from "./session-io.js";
+import type { ConnectionLoss, SaslStepOutcome, SessionEffect, SessionInputs, SessionLifecycle, SessionTimer } from "./session-io.js";
 import { SessionRequests } from "./session-requests.js";
 import type { WatchPaths } from "./watch-registry.js";
 
@@ -87,6 +87,8 @@ export interface SessionOptions {
   canBeReadOnly?: boolean;
   /** The watches the caller still holds, read when a new connection must set them again. */
   watchedPaths: () => WatchPaths;
+  /** Log in with SASL on every connection before anything else is sent on it (the host evaluates each `saslStep`). */
+  sasl?: boolean;
   /**
    * Uniform draws in [0, 1) for updateServerList's load balancing (Math.random in Client, the
    * simulator's PRNG in test/sim). Only updateServerList needs it; a host that never changes the
@@ -136,6 +138,7 @@ export class SessionMachine<T> implements SessionInputs {
       watchedPaths: () => options.watchedPaths(),
       protocolError: (conn, what) => this.protocolError(conn, what),
       closeAnswered: () => this.finishClose(),
+      saslAnswered: (conn, response) => this.onSaslAnswer(conn, response),
     });
   }
 
@@ -266,6 +269,17 @@ export class SessionMachine<T> implements SessionInputs {
     else if (this.probe !== null && this.probe.id === connection) this.probeFailed(this.probe, `stream ended: ${cause.message ?? "closed"}`);
   }
 
+  /** The host's mechanism evaluated the step asked of it for `connection` (a step of a connection gone is ignored). */
+  saslEvaluated(connection: number, outcome: SaslStepOutcome): void {
+    const conn = this.conn;
+    if (conn === null || conn.id !== connection || conn.phase !== "authenticating") return;
+    if ("failed" in outcome) return this.loginFailed(conn, outcome.failed);
+    conn.saslComplete = outcome.complete;
+    if (outcome.token !== null) return this.requests.sendSasl(conn, outcome.token);
+    if (outcome.complete) return this.loggedIn(conn);
+    this.loginFailed(conn, "the mechanism has nothing to send and is not complete");
+  }
+
   timerFired(timer: SessionTimer): void {
     // A timer cancelled while its firing was already on its way is stale.
     if (!this.armed.delete(timer)) return;
@@ -378,7 +392,6 @@ export class SessionMachine<T> implements SessionInputs {
       this.protocolError(conn, "a second connect answer on one stream");
       return;
     }
-    this.cancel("attempt");
     if (answer.err === ZkErrorCode.SESSIONEXPIRED || (answer.err === 0 && answer.timeoutMs <= 0)) {
       this.log("info", { sessionId: hex64(this.sessionIdValue) }, "session expired");
       this.expire(conn);
@@ -394,26 +407,36 @@ export class SessionMachine<T> implements SessionInputs {
       this.expire(conn);
       return;
     }
-    this.opened(conn, answer);
+    this.established(conn, answer);
   }
 
-  /** `conn` now carries the session the server answered with: announce it, and probe if read-only. */
-  private opened(conn: Connection<T>, answer: DecodedConnectResponse): void {
+  /** The server holds the session on `conn`. With SASL the login runs first, within the attempt's time; then it opens. */
+  private established(conn: Connection<T>, answer: DecodedConnectResponse): void {
     this.sessionIdValue = answer.sessionId;
     this.passwordValue = answer.password;
     this.timeoutMs = answer.timeoutMs;
     this.attempt = 0;
     this.hosts.connected();
-    conn.phase = "open";
     conn.batching = answer.protocolVersion >= CLIENT_PROTOCOL_BATCHES_SINCE;
     conn.serverId = answer.serverId;
     this.readOnlyValue = answer.readOnly;
     if (!answer.readOnly) this.seenReadWrite = true;
     else if (this.options.canBeReadOnly !== true) this.log("error", { host: conn.host }, "a server served us read-only though we did not allow it");
+    if (this.options.sasl !== true) return this.opened(conn);
+    conn.phase = "authenticating";
+    this.arm("attempt", this.attemptTimeoutMs());
+    this.emit({ type: "saslStep", connection: conn.id, host: conn.host, challenge: null });
+  }
+
+  /** `conn` now carries the session: announce it, and probe if read-only. */
+  private opened(conn: Connection<T>): void {
+    this.cancel("attempt");
+    conn.phase = "open";
     this.arm("tick", this.tickMs());
-    const fields = { host: conn.host, sessionId: hex64(this.sessionIdValue), timeoutMs: this.timeoutMs, serverId: answer.serverId, readOnly: answer.readOnly };
+    const readOnly = this.readOnlyValue;
+    const fields = { host: conn.host, sessionId: hex64(this.sessionIdValue), timeoutMs: this.timeoutMs, serverId: conn.serverId, readOnly };
     this.log("debug", fields, "connected");
-    if (answer.readOnly) {
+    if (readOnly) {
       // Armed before the state is announced: a listener may close the session, which cancels it.
       this.probeCount = 0;
       this.hosts.startProbing();
@@ -428,6 +451,38 @@ export class SessionMachine<T> implements SessionInputs {
       this.requests.prime(conn);
       this.emit({ type: "state", state: "reconnected" });
     }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // The SASL login of a connection
+
+  /** The server answered the last token: OK goes on (or ends the login), anything else fails it. */
+  private onSaslAnswer(conn: Connection<T>, response: DecodedResponse): void {
+    if (conn.phase !== "authenticating") return this.protocolError(conn, "a sasl answer outside the login");
+    if (response.err !== 0) return this.loginFailed(conn, `the server answered ${zkErrorName(response.err) ?? response.err}`);
+    if (conn.saslComplete) return this.loggedIn(conn);
+    this.emit({ type: "saslStep", connection: conn.id, host: conn.host, challenge: response.saslToken });
+  }
+
+  private loggedIn(conn: Connection<T>): void {
+    this.log("debug", { host: conn.host, sessionId: hex64(this.sessionIdValue) }, "SASL login succeeded");
+    this.opened(conn);
+  }
+
+  /** The login failed (ZooKeeper's AuthFailed): no reconnect, every call fails AUTHFAILED; the server's session expires in time. */
+  private loginFailed(conn: Connection<T>, reason: string): void {
+    this.log("warn", { host: conn.host, sessionId: hex64(this.sessionIdValue), reason }, "SASL login failed");
+    const closing = this.lifecycleValue === "closing";
+    this.lifecycleValue = "authFailed";
+    this.teardown(conn, "AUTHFAILED");
+    this.cancel("reconnect");
+    this.cancel("connect");
+    if (!this.everConnected) {
+      this.emit({ type: "connectFailed", state: "authFailed", error: new ZkError("AUTHFAILED", `AUTHFAILED: SASL login failed: ${reason}`) });
+      return;
+    }
+    this.emit({ type: "state", state: "authFailed" });
+    if (closing) this.finishClose();
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -499,7 +554,7 @@ export class SessionMachine<T> implements SessionInputs {
     }
     this.conn = probe;
     this.hosts.movedTo(probe.host);
-    this.opened(probe, answer);
+    this.established(probe, answer);
   }
 
   /** The probe found no read-write server: close it and look again later. */

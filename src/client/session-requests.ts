@@ -4,7 +4,8 @@
  * order, so a connection's requests in flight wait in a FIFO and each response must match its
  * head. Xids increase over the whole session, and so does the last zxid seen.
  *
- * A new connection is primed before anything else is sent on it: every credential an addAuth
+ * A connection whose session logs in with SASL sends its login's tokens first, one at a time, each
+ * answered before the next. Then it is primed before anything else is sent on it: every credential an addAuth
  * succeeded with is sent again (a server keeps them per connection, as ZooKeeper's client re-sends
  * them), then the watches the caller still holds are set again (setWatches). Kept apart from the
  * machine's connection handling (session-machine.ts: attempts, probes, liveness, endings), which
@@ -37,6 +38,8 @@ export interface RequestStreamOwner<T> {
   protocolError(conn: Connection<T>, what: string): void;
   /** The session's close request was answered. */
   closeAnswered(): void;
+  /** A SASL token of the login was answered. */
+  saslAnswered(conn: Connection<T>, response: DecodedResponse): void;
 }
 
 export class SessionRequests<T> {
@@ -65,6 +68,11 @@ export class SessionRequests<T> {
     this.write(conn, { xid: this.nextRequestXid(), purpose: "close" }, { $case: "close", close: {} });
   }
 
+  /** Sends a token of the connection's SASL login (nothing else is in flight then: its answer comes next). */
+  sendSasl(conn: Connection<T>, token: Uint8Array): void {
+    this.write(conn, { xid: this.nextRequestXid(), purpose: "sasl" }, { $case: "sasl", sasl: { token } });
+  }
+
   /** Authenticates a new connection and re-registers the caller's watches, before any other request. */
   prime(conn: Connection<T>): void {
     for (const credential of this.credentials) {
@@ -84,7 +92,7 @@ export class SessionRequests<T> {
   }
 
   onResponse(conn: Connection<T>, response: DecodedResponse): void {
-    if (conn.phase !== "open") {
+    if (conn.phase === "connecting") {
       this.owner.protocolError(conn, "a response before the connect answer");
       return;
     }
@@ -114,11 +122,14 @@ export class SessionRequests<T> {
         // Only a server configured unlike the one that accepted it refuses it: stop sending it.
         if (response.err === ZkErrorCode.AUTHFAILED) this.forget(request.credential, conn.host);
         return;
+      case "sasl":
+        this.owner.saslAnswered(conn, response);
+        return;
     }
   }
 
   onEvent(conn: Connection<T>, event: DecodedWatchEvent): void {
-    if (conn.phase !== "open") {
+    if (conn.phase === "connecting") {
       this.owner.protocolError(conn, "a watch event before the connect answer");
       return;
     }

@@ -57,11 +57,13 @@ export type Watcher = (event: WatchedEvent) => void;
 
 /**
  * Connection state as the "state" event reports it.
- * "connecting" is only ever seen before `Client.connect` resolves.
+ * "connecting" is only ever seen before `Client.connect` resolves. "authFailed" (ZooKeeper's
+ * AuthFailed): the server refused the session's SASL login on a new connection; the client does not
+ * reconnect, and every call fails with AUTHFAILED, as ZooKeeper's client in state AUTH_FAILED.
  * A client with `canBeReadOnly` may be "connected" or "reconnected" read-only: `client.readOnly`
  * tells, and it changes only along with one of these two states (see ConnectOptions.canBeReadOnly).
  */
-export type ClientState = "connecting" | "connected" | "disconnected" | "reconnected" | "expired" | "closed";
+export type ClientState = "connecting" | "connected" | "disconnected" | "reconnected" | "expired" | "authFailed" | "closed";
 
 /** pino-compatible logger subset (console works too). */
 export interface ClientLogger {
@@ -104,6 +106,13 @@ export interface ConnectOptions {
   /** Connect over TLS (a server with clientPortTls); absent = plain text. */
   tls?: ClientTlsOptions;
   /**
+   * Log in with SASL on every connection, before anything else is sent on it, as ZooKeeper's client
+   * does with a JAAS `Client` section (`saslFromJaasFile` reads one into this). `Client.connect`
+   * resolves once the first login succeeded, and the session then holds `sasl:<user>`; a refused
+   * login rejects it with AUTHFAILED (or, later, ends in the "authFailed" state). Absent: no SASL.
+   */
+  sasl?: SaslOptions;
+  /**
    * Follow the cluster's membership (as Curator's EnsembleTracker does): once the session is
    * established, and after every reconfiguration, the client reads the members in force
    * (`getMembers`, prompted by a watch on /zookeeper/config) and makes their client addresses its
@@ -120,6 +129,18 @@ export interface ConnectOptions {
    * not know (one added by reconfig that never called it) only adds the others, it removes nothing.
    */
   followMembership?: boolean;
+}
+
+/**
+ * A SASL login (RFC 4422), the mechanism the server's JAAS Server section configures.
+ * DIGEST-MD5 (RFC 2831): a user of that section's `user_<name>` options and its password.
+ */
+export interface SaslOptions {
+  mechanism: "DIGEST-MD5";
+  username: string;
+  password: string;
+  /** The service part of the digest-uri (ZooKeeper's zookeeper.sasl.client.username); default "zookeeper". */
+  serviceName?: string;
 }
 
 /** PEM text or bytes, as node:tls takes them. */

@@ -16,8 +16,8 @@
  * client that has not authenticated as enforce.auth requires is answered. A `SessionStream` is the
  * connection under the session: it writes frames, ends the connection in the door's own way —
  * refused (gRPC: a status code; ZooKeeper: closed without an answer) or finished after what was
- * written — and, on the ZooKeeper door, evaluates SASL tokens (off the event loop's thread: the
- * session holds what the client sends meanwhile and goes on when the answer comes).
+ * written — and evaluates SASL tokens (off the event loop's thread: the session holds what the
+ * client sends meanwhile and goes on when the answer comes).
  *
  * Deterministic: no clocks, sockets or timers. The gRPC door binds it to a bidi stream
  * (src/server/grpc-client-service.ts), the ZooKeeper door to a TCP socket
@@ -112,7 +112,7 @@ export interface SessionCodec<In, Out> {
   event(event: WatchEvent): Out;
   /** The answer to `frame` from a client that has not authenticated as enforce.auth requires (undefined: none); the connection then ends. */
   authenticationRequired(frame: SessionFrame): Out | undefined;
-  /** The answer to a sasl frame (only a door that reads sasl frames has it). */
+  /** The answer to a sasl frame (a codec without it never reads one). */
   saslAnswer?(xid: number, err: number, token: Uint8Array | null): Out;
   /** Once connected, answers may share one message: the stream may hold them to the end of the turn. */
   readonly answersBatch: boolean;
@@ -128,7 +128,7 @@ export interface SessionStream<Out> {
   refuse(reason: ConnectionRefusal, detail: string): void;
   /** End the connection after what was written. */
   finish(reason: ConnectionEnd): void;
-  /** Evaluate a SASL token and call `done` once (only a door that reads sasl frames has it). */
+  /** Evaluate a SASL token and call `done` once (a stream without it refuses a sasl frame). */
   authenticate?(token: Uint8Array, done: (outcome: SaslOutcome) => void): void;
 }
 
@@ -144,7 +144,7 @@ export interface ConnectionSessionDeps {
   /**
    * enforce.auth's schemes: a connection holding no id of one gets its door's answer to any frame
    * but an auth or sasl packet, and ends (ZooKeeper's AuthenticationHelper). Absent or empty:
-   * nothing enforced. The gRPC door has no SASL, so there a `sasl`-only policy turns every client away.
+   * nothing enforced.
    */
   enforcedSchemes?: ReadonlySet<string>;
 }

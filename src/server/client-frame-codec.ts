@@ -18,7 +18,8 @@
  * mode or watcher type, a multi or multiRead op with no member, a multiRead op asking for a watch or
  * more than `limits.multiOpsMax` multiRead ops are BADARGUMENTS; an ACL entry without an id is
  * INVALIDACL (a create checks mode, then TTL, then ACL; a multi answers with its first op that fails);
- * a request with no operation is UNIMPLEMENTED. Such a request becomes a `rejected` frame, answered
+ * a request with no operation is UNIMPLEMENTED. A SaslRequest becomes a `sasl` frame, its token for
+ * the door's mechanism. Such a request becomes a `rejected` frame, answered
  * with that code in its place in the session's order. A connect keeps its 64-bit values exact and
  * signed: the session judges them.
  */
@@ -60,13 +61,19 @@ export interface RejectedFrame {
 export interface PingFrame {
   frame: "ping";
 }
+/** A SASL token (SaslRequest): the session answers it once the door's mechanism has evaluated it. */
+export interface SaslFrame {
+  frame: "sasl";
+  xid: number;
+  token: Uint8Array;
+}
 /** Several frames a client packed into one message (protocol version 2); never nested. */
 export interface BatchFrame {
   frame: "batch";
   frames: DecodedClientFrame[];
 }
 
-export type DecodedClientFrame = ConnectFrame | RequestFrame | RejectedFrame | PingFrame;
+export type DecodedClientFrame = ConnectFrame | RequestFrame | RejectedFrame | PingFrame | SaslFrame;
 export type IncomingFrame = DecodedClientFrame | BatchFrame | typeof MALFORMED;
 
 const PING: PingFrame = Object.freeze({ frame: "ping" });
@@ -105,6 +112,7 @@ function frameOf(member: Exclude<wire.ClientFrame["frame"], { $case: "batch" }>)
       return PING;
     case "request": {
       const { xid, op } = member.request;
+      if (op?.$case === "sasl") return { frame: "sasl", xid, token: op.sasl.token };
       try {
         return { frame: "request", xid, request: requestOf(op) };
       } catch (error) {
@@ -180,6 +188,9 @@ function requestOf(op: wire.Request["op"]): ClientRequest {
     }
     case "getMembers":
       return { op: "getMembers" };
+    case "sasl":
+      // decodeClientFrame makes a sasl frame of it: it is no request of the session's order.
+      throw new ZkError("UNIMPLEMENTED", "a sasl token is not a request");
   }
 }
 
@@ -293,17 +304,12 @@ function readOpResultOf(result: ReadOpResult): wire.OpResult {
   }
 }
 
-/** A ServerFrame carrying the Response to request `xid`: the common replies by hand (hot-reply-frame.ts), the rest generated. */
-export function encodeResponseFrame(xid: number, reply: Reply): Buffer {
-  return encodeHotReplyFrame(xid, reply) ?? encodeGeneratedResponseFrame(xid, reply);
-}
-
-/** The same frame by the generated encoder: every reply the hand path leaves, and its test's reference. */
-export function encodeGeneratedResponseFrame(xid: number, reply: Reply): Buffer {
-  const response: wire.Response = {
+/** A Response with proto3 defaults but for its header. */
+function emptyResponse(xid: number, zxid: bigint, err: number): wire.Response {
+  return {
     xid,
-    zxid: BigInt(reply.zxid),
-    err: reply.err,
+    zxid,
+    err,
     path: "",
     stat: undefined,
     data: NO_BYTES,
@@ -313,7 +319,18 @@ export function encodeGeneratedResponseFrame(xid: number, reply: Reply): Buffer 
     clientInfo: NONE,
     number: 0,
     members: undefined,
+    saslToken: NO_BYTES,
   };
+}
+
+/** A ServerFrame carrying the Response to request `xid`: the common replies by hand (hot-reply-frame.ts), the rest generated. */
+export function encodeResponseFrame(xid: number, reply: Reply): Buffer {
+  return encodeHotReplyFrame(xid, reply) ?? encodeGeneratedResponseFrame(xid, reply);
+}
+
+/** The same frame by the generated encoder: every reply the hand path leaves, and its test's reference. */
+export function encodeGeneratedResponseFrame(xid: number, reply: Reply): Buffer {
+  const response = emptyResponse(xid, BigInt(reply.zxid), reply.err);
   const body = reply.body;
   switch (body.kind) {
     case "empty":
@@ -367,6 +384,13 @@ export function encodeGeneratedResponseFrame(xid: number, reply: Reply): Buffer 
       response.clientInfo = body.clientInfo;
       break;
   }
+  return encodeServerFrame({ $case: "response", response });
+}
+
+/** A ServerFrame answering the sasl token of request `xid`: zxid 0, as ZooKeeper answers a sasl packet. */
+export function encodeSaslResponseFrame(xid: number, err: number, token: Uint8Array | null): Buffer {
+  const response = emptyResponse(xid, 0n, err);
+  if (token !== null) response.saslToken = token;
   return encodeServerFrame({ $case: "response", response });
 }
 

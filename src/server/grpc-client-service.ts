@@ -1,7 +1,8 @@
 /**
  * The gRPC front door: one bidirectional `Session` stream per client connection (docs/architecture.md §5).
  * Each stream runs the connection session both doors share (src/replica/connection-session.ts)
- * under the gRPC codec (grpc-session-codec.ts); a refusal ends the stream with a gRPC status. Nothing
+ * under the gRPC codec (grpc-session-codec.ts); a refusal ends the stream with a gRPC status. Its
+ * SaslRequests run the ZooKeeper port's SASL exchange (sasl/door-auth.ts). Nothing
  * a client sends can throw out of here — malformed frames end that stream with INVALID_ARGUMENT and
  * leave every other session alone (contract item 8).
  */
@@ -17,8 +18,10 @@ import {
   type ConnectionEnd,
   type ConnectionRefusal,
   type ConnectionSessionDeps,
+  type SaslOutcome,
   type SessionStream,
 } from "../replica/connection-session.js";
+import { DoorSasl, NO_SASL, type ClientDoorAuth } from "./sasl/door-auth.js";
 import { decodeClientFrame, encodeServerFrameBatch, type IncomingFrame } from "./client-frame-codec.js";
 import { GrpcSessionCodec, receiveClientFrame, type GrpcConnectionSession } from "./grpc-session-codec.js";
 
@@ -31,10 +34,12 @@ const REFUSAL_STATUS: Record<ConnectionRefusal, grpc.status> = {
   internal: grpc.status.INTERNAL,
 };
 
-export interface ClientServiceDeps extends ConnectionSessionDeps {
+export interface ClientServiceDeps extends Omit<ConnectionSessionDeps, "enforcedSchemes"> {
   logger: Logger;
   /** Over TLS: who a verified client certificate makes the super user. */
   certificateAuth?: CertificateAuthOptions;
+  /** SASL and the schemes a client must authenticate with; none when absent. */
+  auth?: ClientDoorAuth;
 }
 
 /**
@@ -67,6 +72,7 @@ export function clientServiceHandlers(deps: ClientServiceDeps): grpc.UntypedServ
 class GrpcClientConnection implements SessionStream<Buffer> {
   private readonly session: GrpcConnectionSession;
   private readonly logger: Logger;
+  private readonly sasl: DoorSasl;
   private ended = false;
   /** Used once the session speaks protocol 2: answers ready together share a message. */
   private readonly outbox = new FrameOutbox((message, done) => {
@@ -87,7 +93,18 @@ class GrpcClientConnection implements SessionStream<Buffer> {
     const subject = subjectOfPeer(call.getAuthContext().sslPeerCertificate);
     const certificateIds = subject === undefined ? [] : certificateAuthIds(subject, deps.certificateAuth ?? { x509SuperUser: "" });
     if (certificateIds.length > 0) this.logger.debug({ x509: subject }, "client authenticated by its certificate");
-    this.session = new ConnectionSession(deps, new GrpcSessionCodec(), this, remoteAddress, certificateIds, initialAuthInfo(remoteAddress, certificateIds));
+    const auth = deps.auth ?? NO_SASL;
+    // While a SaslRequest is evaluated the stream is not read: HTTP/2 flow control holds the client back.
+    this.sasl = new DoorSasl(auth, this.logger, call);
+    const sessionDeps = { ...deps, enforcedSchemes: auth.enforcedSchemes };
+    this.session = new ConnectionSession(
+      sessionDeps,
+      new GrpcSessionCodec(),
+      this,
+      remoteAddress,
+      certificateIds,
+      initialAuthInfo(remoteAddress, certificateIds),
+    );
     call.on("data", (frame: IncomingFrame) => receiveClientFrame(this.session, frame));
     call.on("end", () => this.session.end("closed"));
     call.on("error", () => this.onGone());
@@ -119,8 +136,14 @@ class GrpcClientConnection implements SessionStream<Buffer> {
     this.call.emit("error", { code, details });
   }
 
+  /** A SaslRequest's token, evaluated by the same exchange as the ZooKeeper port's sasl packets. */
+  authenticate(token: Uint8Array, done: (outcome: SaslOutcome) => void): void {
+    this.sasl.authenticate(this.session, token, done);
+  }
+
   private onGone(): void {
     this.ended = true;
+    this.sasl.dispose();
     this.session.gone();
   }
 }

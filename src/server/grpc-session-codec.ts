@@ -3,7 +3,8 @@
  * frames decoded by client-frame-codec.ts in, ServerFrame bytes out. The connect settles the
  * protocol version (the lower of the client's and ours; from version 2 answers may share a
  * message), a negative last zxid refuses the stream, and an expired session is told in a
- * ConnectResponse carrying SESSIONEXPIRED. This door has no SASL: it never reads a sasl frame.
+ * ConnectResponse carrying SESSIONEXPIRED. A SaslRequest is answered, as ZooKeeper answers a sasl
+ * packet, once evaluated, with zxid 0 and the server's token in `sasl_token`.
  */
 import { CLIENT_PROTOCOL_BATCHES_SINCE, CLIENT_PROTOCOL_VERSION } from "../common/constants.js";
 import { ZkErrorCode } from "../common/errors.js";
@@ -15,6 +16,7 @@ import {
   encodeEventFrame,
   encodePongFrame,
   encodeResponseFrame,
+  encodeSaslResponseFrame,
   MALFORMED,
   type DecodedClientFrame,
   type IncomingFrame,
@@ -81,6 +83,10 @@ export class GrpcSessionCodec implements SessionCodec<DecodedClientFrame, Buffer
 
   event(event: WatchEvent): Buffer {
     return encodeEventFrame(event);
+  }
+
+  saslAnswer(xid: number, err: number, token: Uint8Array | null): Buffer {
+    return encodeSaslResponseFrame(xid, err, token);
   }
 
   /** A request is answered SESSIONCLOSEDREQUIRESASLAUTH (zxid 0), as on the ZooKeeper port; a ping is not answered. */

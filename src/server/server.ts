@@ -29,7 +29,7 @@ import { ServerMetrics } from "./metrics.js";
 import { PeerTransport, type PeerTransportSecurity } from "./peer/peer-transport.js";
 import { advertisedClientAddress, directoryFromConfig } from "./client-address-directory.js";
 import { DISK_FAULT_ENV, type DiskFaultPlan } from "./disk-faults.js";
-import { zkDoorAuth } from "./sasl/sasl-login.js";
+import { clientDoorAuth } from "./sasl/sasl-login.js";
 import { openAuditLogFile, type AuditLogFile } from "./audit-log.js";
 
 /** corral's own version (package.json), which the ZooKeeper port reports inside a 3.8.0 version string. */
@@ -108,8 +108,9 @@ export class CorralServer {
       reportFatal(error);
     };
     // The JAAS file and the Kerberos keytab next: a SASL login that cannot work stops the server here.
-    const { loginPrincipal, ...auth } = await zkDoorAuth(config, systemEntropy, logger);
+    const { loginPrincipal, ...auth } = await clientDoorAuth(config, systemEntropy, logger);
     const metrics = new ServerMetrics();
+    const doorAuth = { ...auth, outcomes: { authenticated: (scheme: string, succeeded: boolean) => metrics.clientAuthenticated(scheme, succeeded) } };
     // Opened before the data: a start that fails from here on is audited as one (ZooKeeper's serverStart failure).
     let auditLog: AuditLogFile | undefined;
     try {
@@ -220,7 +221,7 @@ export class CorralServer {
         sessions,
         logger,
         certificateAuth,
-        ...(auth.enforcedSchemes.size > 0 ? { enforcedSchemes: auth.enforcedSchemes } : {}),
+        auth: doorAuth,
       }),
     );
     let clientPort: number;
@@ -263,7 +264,7 @@ export class CorralServer {
           nowMs: now,
           logger,
           totals: zkTotals,
-          auth: { ...auth, outcomes: { authenticated: (scheme: string, succeeded: boolean) => metrics.clientAuthenticated(scheme, succeeded) } },
+          auth: doorAuth,
         };
         if (config.zkClientPort >= 0) zkService = await ZkClientService.listen(config.clientHost, config.zkClientPort, zkDeps);
         if (config.secureZkClientPort >= 0) {

@@ -163,7 +163,8 @@ export type RequestOp =
   | { op: "addWatch"; addWatch: AddWatchRequest }
   | { op: "removeWatches"; removeWatches: RemoveWatchesRequest }
   | { op: "checkWatches"; checkWatches: CheckWatchesRequest }
-  | { op: "getMembers"; getMembers: Record<string, never> };
+  | { op: "getMembers"; getMembers: Record<string, never> }
+  | { op: "sasl"; sasl: { token: Uint8Array } };
 
 export type Request = { xid: number } & RequestOp;
 
@@ -188,6 +189,7 @@ export interface Response {
   number: number;
   clientInfo: WireClientInfo[];
   members: WireMembers | null;
+  saslToken: Uint8Array;
 }
 
 export interface WireMember {

@@ -4,7 +4,7 @@
  * speak SASL themselves. `overrides` replaces directives (to send a wrong one on purpose).
  */
 import { createHash } from "node:crypto";
-import { parseDirectives } from "../../src/server/sasl/digest-md5.js";
+import { parseDirectives } from "../../src/common/digest-md5.js";
 
 const md5 = (bytes: Buffer | string) => createHash("md5").update(bytes).digest();
 

@@ -4,6 +4,7 @@
  * host rotation) with its frames encoded and decoded by the SDK's real codec, and, at the server end
  * of each connection, the server's connection session under the gRPC door's codec.
  */
+import { assert } from "../../src/common/assert.js";
 import type { Acl as WireAcl } from "../../gen/client.js";
 import { decodeServerFrame, encodeClientFrame, type DecodedServerFrame, type RequestOp } from "../../src/client/codec.js";
 import { SessionMachine } from "../../src/client/session-machine.js";
@@ -115,6 +116,8 @@ export class SdkSession<T> implements SimSession<T> {
       case "event":
         return host.event(effect.event);
       case "state":
+        // The simulator's sessions log in without SASL: none can be refused one.
+        assert(effect.state !== "authFailed", "a session without a SASL login failed one");
         return host.state(effect.state);
       case "connectFailed":
       case "closed":

@@ -63,7 +63,8 @@ export interface SimSessionHost<T> {
 
 /** A client session of either kind, driven by its host. */
 export interface SimSession<T> {
-  readonly lifecycle: "active" | "closing" | "closed" | "expired";
+  /** authFailed: only the SDK's, after a refused SASL login (the simulator's sessions use none). */
+  readonly lifecycle: "active" | "closing" | "closed" | "expired" | "authFailed";
   readonly connected: boolean;
   /**
    * Whether a request submitted now will be sent: on the connection (the SDK's, once connected), or

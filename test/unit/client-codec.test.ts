@@ -90,6 +90,7 @@ const requestOp: fc.Arbitrary<RequestOp> = fc.oneof(
   str.map((path) => ({ $case: "getAllChildrenNumber" as const, getAllChildrenNumber: { path } })),
   fc.array(multiReadOp, { maxLength: 4 }).map((ops) => ({ $case: "multiRead" as const, multiRead: { ops } })),
   fc.constant({ $case: "getMembers" as const, getMembers: {} }),
+  bytes.map((token) => ({ $case: "sasl" as const, sasl: { token } })),
 );
 const singleClientFrame: fc.Arbitrary<ClientFrame> = fc.oneof(
   fc
@@ -168,6 +169,7 @@ const singleServerFrame: fc.Arbitrary<SentServerFrame> = fc.oneof(
           ),
           { nil: null },
         ),
+        saslToken: bytes,
       },
       some,
     )
@@ -242,6 +244,7 @@ function expectedDecoding(frame: loader.ServerFrame): DecodedServerFrame {
           results: r.results.map((x) => ({ ...x, stat: statOf(x.stat), data: Buffer.from(x.data) })),
           acl: r.acl.map((a) => ({ perms: a.perms, id: a.id ?? undefined })),
           members: r.members === null ? undefined : { configVersion: BigInt(r.members.configVersion), members: r.members.members },
+          saslToken: Buffer.from(r.saslToken),
         },
       };
     }

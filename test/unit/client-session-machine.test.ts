@@ -70,6 +70,7 @@ function response(xid: number, zxid: bigint, err = 0): DecodedServerFrame {
     number: 0,
     clientInfo: [],
     members: undefined,
+    saslToken: Buffer.alloc(0),
   };
   return { frame: "response", response: answer };
 }
@@ -793,4 +794,104 @@ test("a lone host is probed itself", () => {
   const { machine, take } = readOnlySession({ hosts: HOSTS.slice(0, 1) });
   machine.timerFired("probe");
   assert.deepEqual(opened(take()), [{ connection: 2, host: "10.0.0.1" }]);
+});
+
+/** The sasl answer to `xid`: OK with `token`, or `err`. */
+function saslAnswer(xid: number, token: Uint8Array, err = 0): DecodedServerFrame {
+  const frame = response(xid, 0n, err);
+  assert.ok(frame.frame === "response");
+  return { frame: "response", response: { ...frame.response, saslToken: Buffer.from(token) } };
+}
+
+function saslSteps(effects: Effect[]): (string | null)[] {
+  return effects.flatMap((e) => (e.type === "saslStep" ? [e.challenge === null ? null : Buffer.from(e.challenge).toString()] : []));
+}
+
+test("with SASL, a connection logs in before it opens: each token is answered before the next, and nothing else is sent meanwhile", () => {
+  const { machine, take } = harness({ sasl: true });
+  machine.start();
+  take();
+  machine.receive(1, connectAnswer());
+  let effects = take();
+  assert.deepEqual(states(effects), [], "not connected before the login");
+  assert.deepEqual(saslSteps(effects), [null], "the host is asked for the initial response");
+  assert.equal(machine.connected, false);
+  assert.equal(machine.sessionId, 77n, "the session exists: a reconnect would resume it");
+
+  machine.saslEvaluated(1, { token: new Uint8Array(0), complete: false });
+  const [initial] = requests(take());
+  assert.equal(initial?.op?.$case, "sasl");
+  machine.receive(1, saslAnswer(initial.xid, Buffer.from("challenge")));
+  assert.deepEqual(saslSteps(take()), ["challenge"]);
+  machine.saslEvaluated(1, { token: Buffer.from("response"), complete: false });
+  const [second] = requests(take());
+  assert.ok(second?.op?.$case === "sasl" && Buffer.from(second.op.sasl.token).toString() === "response");
+  machine.receive(1, saslAnswer(second.xid, Buffer.from("rspauth")));
+  assert.deepEqual(saslSteps(take()), ["rspauth"]);
+  machine.saslEvaluated(1, { token: null, complete: true });
+  effects = take();
+  assert.deepEqual(states(effects), ["connected"]);
+  assert.equal(machine.connected, true);
+  const cancelled = effects.flatMap((e) => (e.type === "cancelTimer" ? [e.timer] : []));
+  assert.ok(cancelled.includes("attempt"), "the attempt's timer ran through the login");
+});
+
+test("a mechanism complete with a last token (GSSAPI's layer choice) ends the login when that token is answered OK", () => {
+  const { machine, take } = harness({ sasl: true });
+  machine.start();
+  machine.receive(1, connectAnswer());
+  take();
+  machine.saslEvaluated(1, { token: Buffer.from("last"), complete: true });
+  const [last] = requests(take());
+  machine.receive(1, saslAnswer(last!.xid, new Uint8Array(0)));
+  const effects = take();
+  assert.deepEqual(saslSteps(effects), [], "nothing more is asked of the mechanism");
+  assert.deepEqual(states(effects), ["connected"]);
+});
+
+test("a refused SASL login fails the connect with AUTHFAILED; the session does not reconnect and is over (authFailed)", () => {
+  for (const refuse of [
+    (machine: SessionMachine<string>, xid: number) => machine.receive(1, saslAnswer(xid, new Uint8Array(0), ZkErrorCode.AUTHFAILED)),
+    (machine: SessionMachine<string>, xid: number) => machine.receive(1, saslAnswer(xid, new Uint8Array(0), ZkErrorCode.SESSIONCLOSEDREQUIRESASLAUTH)),
+    (machine: SessionMachine<string>) => machine.saslEvaluated(1, { failed: "the server's rspauth is wrong" }),
+  ]) {
+    const { machine, take } = harness({ sasl: true });
+    machine.start();
+    machine.receive(1, connectAnswer());
+    machine.saslEvaluated(1, { token: new Uint8Array(0), complete: false });
+    const [initial] = requests(take());
+    refuse(machine, initial!.xid);
+    const effects = take();
+    const failed = effects.find((e) => e.type === "connectFailed");
+    assert.ok(failed?.type === "connectFailed" && failed.state === "authFailed" && failed.error.code === "AUTHFAILED");
+    assert.deepEqual(armed(effects, "reconnect"), [], "no reconnect");
+    assert.equal(machine.lifecycle, "authFailed");
+    assert.ok(effects.some((e) => e.type === "close" && e.connection === 1));
+  }
+});
+
+test("after a session has connected, a refused login on a new connection is the authFailed state", () => {
+  const { machine, take } = harness({ sasl: true });
+  machine.start();
+  machine.receive(1, connectAnswer());
+  machine.saslEvaluated(1, { token: null, complete: true });
+  assert.deepEqual(states(take()), ["connected"]);
+  machine.lost(1, { serverBehind: false, message: undefined });
+  machine.timerFired("reconnect");
+  machine.receive(2, connectAnswer());
+  assert.deepEqual(saslSteps(take()), [null], "the new connection logs in again, before priming");
+  machine.saslEvaluated(2, { failed: "refused" });
+  assert.deepEqual(states(take()), ["authFailed"]);
+  assert.equal(machine.lifecycle, "authFailed");
+});
+
+test("a SASL step for a connection that is gone is ignored", () => {
+  const { machine, take } = harness({ sasl: true });
+  machine.start();
+  machine.receive(1, connectAnswer());
+  machine.lost(1, { serverBehind: false, message: undefined });
+  take();
+  machine.saslEvaluated(1, { token: Buffer.from("late"), complete: false });
+  assert.deepEqual(requests(take()), []);
+  assert.equal(machine.lifecycle, "active");
 });

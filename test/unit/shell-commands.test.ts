@@ -90,6 +90,20 @@ test("parseCommand reads zkCli's options, bundled or apart, before or after the 
     ["create -e -s /a-", { name: "create", path: "/a-", data: "", mode: "ephemeral-sequential", ttlMs: undefined }],
     ["create -es /a-", { name: "create", path: "/a-", data: "", mode: "ephemeral-sequential", ttlMs: undefined }],
     ["create -c /a", { name: "create", path: "/a", data: "", mode: "container", ttlMs: undefined }],
+    [
+      "create /a d sasl:bob:cdrwa,world:anyone:r",
+      {
+        name: "create",
+        path: "/a",
+        data: "d",
+        mode: "persistent",
+        ttlMs: undefined,
+        acl: [
+          { perms: 31, id: { scheme: "sasl", id: "bob" } },
+          { perms: 1, id: { scheme: "world", id: "anyone" } },
+        ],
+      },
+    ],
     ["create -t 5000 /a", { name: "create", path: "/a", data: "", mode: "persistent-with-ttl", ttlMs: 5000 }],
     ["create -s -t5000 /a", { name: "create", path: "/a", data: "", mode: "persistent-sequential-with-ttl", ttlMs: 5000 }],
     ["create /a -- -data", { name: "create", path: "/a", data: "-data", mode: "persistent", ttlMs: undefined }],
@@ -174,19 +188,20 @@ test("bad arguments print the reason and that command's usage", () => {
     ["stat -s /a", "Unrecognized option: -s\nusage: stat [-w] path"],
     ["set /a", "missing arguments\nusage: set [-s] [-v version] path data"],
     ["set /a x y", "too many arguments (quote data that contains blanks)\nusage: set [-s] [-v version] path data"],
-    ["create /a hello world", "too many arguments (quote data that contains blanks)\nusage: create [-e] [-s] [-c] [-t ttl] path [data]"],
+    ["create /a hello big world", "too many arguments (quote data that contains blanks)\nusage: create [-e] [-s] [-c] [-t ttl] path [data] [acl]"],
+    ["create /a hello world", "world does not have the form scheme:id:perm\nusage: create [-e] [-s] [-c] [-t ttl] path [data] [acl]"],
     ["delete /a /b", "too many arguments\nusage: delete [-v version] path"],
     ["delete -v", "Missing argument for option: v\nusage: delete [-v version] path"],
     ["delete -v x /a", 'version must be an integer from -1 to 2147483647, not "x"\nusage: delete [-v version] path'],
     ["delete -v -2 /a", 'version must be an integer from -1 to 2147483647, not "-2"\nusage: delete [-v version] path'],
     ["set -v 2147483648 /a v", 'version must be an integer from -1 to 2147483647, not "2147483648"\nusage: set [-s] [-v version] path data'],
-    ["create -e -t 10 /a", "TTLs cannot be used with Ephemeral znodes\nusage: create [-e] [-s] [-c] [-t ttl] path [data]"],
-    ["create -c -t 10 /a", "TTLs cannot be used with Container znodes\nusage: create [-e] [-s] [-c] [-t ttl] path [data]"],
+    ["create -e -t 10 /a", "TTLs cannot be used with Ephemeral znodes\nusage: create [-e] [-s] [-c] [-t ttl] path [data] [acl]"],
+    ["create -c -t 10 /a", "TTLs cannot be used with Container znodes\nusage: create [-e] [-s] [-c] [-t ttl] path [data] [acl]"],
     [
       "create -c -s /a",
-      "-c cannot be combined with -s or -e. Containers cannot be ephemeral or sequential.\nusage: create [-e] [-s] [-c] [-t ttl] path [data]",
+      "-c cannot be combined with -s or -e. Containers cannot be ephemeral or sequential.\nusage: create [-e] [-s] [-c] [-t ttl] path [data] [acl]",
     ],
-    ["create -t 0 /a", 'ttl must be a positive number of ms, not "0"\nusage: create [-e] [-s] [-c] [-t ttl] path [data]'],
+    ["create -t 0 /a", 'ttl must be a positive number of ms, not "0"\nusage: create [-e] [-s] [-c] [-t ttl] path [data] [acl]'],
     ["deleteall /", "deleteall cannot delete the root\nusage: deleteall path"],
     ["printwatches maybe", 'expected on or off, not "maybe"\nusage: printwatches on|off'],
     ["close now", "too many arguments\nusage: close"],
@@ -235,7 +250,7 @@ test("an unknown command prints every command's usage", () => {
       err instanceof ShellUsageError &&
       err.message.startsWith("Unknown command: frob\ncorral shell ") &&
       err.message.includes("\n\tget [-s] [-w] path\n") &&
-      err.message.includes("\n\tcreate [-e] [-s] [-c] [-t ttl] path [data]\n"),
+      err.message.includes("\n\tcreate [-e] [-s] [-c] [-t ttl] path [data] [acl]\n"),
   );
 });
 
@@ -659,19 +674,19 @@ test("tab completion completes command names and child paths", () => {
 
 test("corral shell's own flags: --connect, --timeout-ms, the TLS ones, then one optional command", () => {
   const rows: [string[], ReturnType<typeof parseShellArgs>][] = [
-    [[], { connectString: "127.0.0.1:2181", timeoutMs: 10_000, command: undefined, help: false, tls: undefined }],
-    [["--connect", "h1:1,h2:2/app"], { connectString: "h1:1,h2:2/app", timeoutMs: 10_000, command: undefined, help: false, tls: undefined }],
-    [["--connect=h:1", "--timeout-ms", "500"], { connectString: "h:1", timeoutMs: 500, command: undefined, help: false, tls: undefined }],
-    [["--timeout-ms=750", "--", "ls", "/"], { connectString: "127.0.0.1:2181", timeoutMs: 750, command: ["ls", "/"], help: false, tls: undefined }],
-    [["--connect", "h:1", "ls", "-s", "/"], { connectString: "h:1", timeoutMs: 10_000, command: ["ls", "-s", "/"], help: false, tls: undefined }],
+    [[], { connectString: "127.0.0.1:2181", timeoutMs: 10_000, command: undefined, help: false, tls: undefined, sasl: {} }],
+    [["--connect", "h1:1,h2:2/app"], { connectString: "h1:1,h2:2/app", timeoutMs: 10_000, command: undefined, help: false, tls: undefined, sasl: {} }],
+    [["--connect=h:1", "--timeout-ms", "500"], { connectString: "h:1", timeoutMs: 500, command: undefined, help: false, tls: undefined, sasl: {} }],
+    [["--timeout-ms=750", "--", "ls", "/"], { connectString: "127.0.0.1:2181", timeoutMs: 750, command: ["ls", "/"], help: false, tls: undefined, sasl: {} }],
+    [["--connect", "h:1", "ls", "-s", "/"], { connectString: "h:1", timeoutMs: 10_000, command: ["ls", "-s", "/"], help: false, tls: undefined, sasl: {} }],
     [
       ["--", "create", "/x", "hello world"],
-      { connectString: "127.0.0.1:2181", timeoutMs: 10_000, command: ["create", "/x", "hello world"], help: false, tls: undefined },
+      { connectString: "127.0.0.1:2181", timeoutMs: 10_000, command: ["create", "/x", "hello world"], help: false, tls: undefined, sasl: {} },
     ],
-    [["ls -s /"], { connectString: "127.0.0.1:2181", timeoutMs: 10_000, command: ["ls", "-s", "/"], help: false, tls: undefined }],
-    [["--", "--connect"], { connectString: "127.0.0.1:2181", timeoutMs: 10_000, command: ["--connect"], help: false, tls: undefined }],
-    [["--help"], { connectString: "127.0.0.1:2181", timeoutMs: 10_000, command: undefined, help: true, tls: undefined }],
-    [["--tls", "ls", "/"], { connectString: "127.0.0.1:2181", timeoutMs: 10_000, command: ["ls", "/"], help: false, tls: {} }],
+    [["ls -s /"], { connectString: "127.0.0.1:2181", timeoutMs: 10_000, command: ["ls", "-s", "/"], help: false, tls: undefined, sasl: {} }],
+    [["--", "--connect"], { connectString: "127.0.0.1:2181", timeoutMs: 10_000, command: ["--connect"], help: false, tls: undefined, sasl: {} }],
+    [["--help"], { connectString: "127.0.0.1:2181", timeoutMs: 10_000, command: undefined, help: true, tls: undefined, sasl: {} }],
+    [["--tls", "ls", "/"], { connectString: "127.0.0.1:2181", timeoutMs: 10_000, command: ["ls", "/"], help: false, tls: {}, sasl: {} }],
     [
       ["--tls-ca-file", "ca.pem", "--tls-cert-file=me.pem", "--tls-key-file", "me.key", "--tls-servername", "zk.example", "--tls"],
       {
@@ -680,10 +695,34 @@ test("corral shell's own flags: --connect, --timeout-ms, the TLS ones, then one 
         command: undefined,
         help: false,
         tls: { caFile: "ca.pem", certFile: "me.pem", keyFile: "me.key", servername: "zk.example" },
+        sasl: {},
       },
     ],
   ];
   for (const [argv, parsed] of rows) assert.deepEqual(parseShellArgs(argv), parsed, argv.join(" "));
+});
+
+test("corral shell's SASL settings: flags, -D properties and CLIENT_JVMFLAGS under zkCli's property names, the command line winning", () => {
+  const sasl = (argv: string[], jvmFlags = "") => parseShellArgs(argv, jvmFlags).sasl;
+  assert.deepEqual(sasl(["--jaas-config", "c.jaas", "--sasl-client-section=Other", "--sasl-service-name", "zk", "--sasl-client", "true"]), {
+    jaasConfigFile: "c.jaas",
+    section: "Other",
+    serviceName: "zk",
+    enabled: "true",
+  });
+  assert.deepEqual(sasl(["-Djava.security.auth.login.config=c.jaas", "-Dzookeeper.sasl.clientconfig=Other", "-Dzookeeper.sasl.client=false", "ls", "/"]), {
+    jaasConfigFile: "c.jaas",
+    section: "Other",
+    enabled: "false",
+  });
+  assert.deepEqual(sasl([], "-Xmx1g -Djava.security.auth.login.config=env.jaas -Dzookeeper.sasl.client.username=zk -Dother=1"), {
+    jaasConfigFile: "env.jaas",
+    serviceName: "zk",
+  });
+  assert.deepEqual(sasl(["--jaas-config", "flag.jaas"], "-Djava.security.auth.login.config=env.jaas"), { jaasConfigFile: "flag.jaas" });
+  assert.throws(() => sasl(["-Dother.property=1"]), /-Dother.property=1: unknown property/);
+  assert.throws(() => sasl(["-Djava.security.auth.login.config"]), /java.security.auth.login.config: missing value/);
+  assert.throws(() => sasl(["--jaas-config"]), /jaas-config: missing value/);
 });
 
 test("bad flags to corral shell are ConfigErrors naming the flag", () => {

@@ -10,7 +10,8 @@
  * Anything else, in any order or size, is a SaslFailure. Pure given its nonce source: no clock,
  * no randomness of its own.
  */
-import { createHash, timingSafeEqual } from "node:crypto";
+import { timingSafeEqual } from "node:crypto";
+import { digestResponseValue, parseDirectives, quoted } from "../../common/digest-md5.js";
 import { saslFailure, type SaslMechanismServer, type SaslStep } from "./mechanism.js";
 
 export interface DigestMd5Options {
@@ -28,8 +29,6 @@ export interface DigestMd5Options {
 export const DIGEST_RESPONSE_BYTES_MAX = 4096;
 /** Java's nonce: 30 random bytes, base64 (40 characters). */
 const NONCE_BYTES = 30;
-/** Directives one response may carry; RFC 2831 defines twelve. */
-const DIRECTIVES_MAX = 32;
 
 type State = { at: "start" } | { at: "challenged"; nonce: string } | { at: "done" };
 
@@ -103,97 +102,26 @@ export class DigestMd5Server implements SaslMechanismServer {
     }
     const password = this.options.passwordOf(username);
     if (password === undefined) return saslFailure(`no password for user ${username}`);
-    const useUtf8 = utf8 !== undefined;
-    const a1 = Buffer.concat([
-      md5(Buffer.concat([textBytes(username, useUtf8), Buffer.from(":"), textBytes(realm, useUtf8), Buffer.from(":"), textBytes(password, useUtf8)])),
-      Buffer.from(`:${nonce}:${cnonce}`, "latin1"),
-      authzid === undefined ? Buffer.alloc(0) : Buffer.from(`:${raw.get("authzid")!}`, "latin1"),
-    ]);
-    const rawCnonce = raw.get("cnonce")!;
-    const digest = (a2: string) => hex(md5(Buffer.from(`${hex(md5(a1))}:${nonce}:${nc}:${rawCnonce}:${qop}:${hex(md5(Buffer.from(a2, "latin1")))}`, "latin1")));
-    const rawUri = raw.get("digest-uri")!;
-    const expected = Buffer.from(digest(`AUTHENTICATE:${rawUri}`), "latin1");
+    const inputs = {
+      username,
+      realm,
+      password,
+      utf8: utf8 !== undefined,
+      rawNonce: nonce,
+      rawCnonce: cnonce,
+      rawNc: nc,
+      rawQop: qop,
+      rawDigestUri: raw.get("digest-uri")!,
+      rawAuthzid: raw.get("authzid"),
+    };
+    const expected = Buffer.from(digestResponseValue(inputs, "AUTHENTICATE"), "latin1");
     const given = Buffer.from(response.toLowerCase(), "latin1");
     if (given.byteLength !== expected.byteLength || !timingSafeEqual(given, expected)) return saslFailure(`wrong response digest for user ${username}`);
     return {
       kind: "complete",
-      token: Buffer.from(`rspauth=${digest(`:${rawUri}`)}`, "latin1"),
+      token: Buffer.from(`rspauth=${digestResponseValue(inputs, "")}`, "latin1"),
       authenticationId: username,
       authorizationId: authzid ?? username,
     };
   }
-}
-
-/**
- * A digest-response's `name=value` directives (RFC 2831 7.1: values tokens or quoted strings,
- * commas with optional white space between, empty elements allowed); a string saying what is
- * wrong otherwise. A directive may appear once.
- */
-export function parseDirectives(text: string): Map<string, string> | string {
-  const directives = new Map<string, string>();
-  let i = 0;
-  const skipSpace = () => {
-    while (i < text.length && /[ \t\r\n]/.test(text[i]!)) i += 1;
-  };
-  for (;;) {
-    skipSpace();
-    while (text[i] === ",") {
-      i += 1;
-      skipSpace();
-    }
-    if (i >= text.length) return directives;
-    const nameStart = i;
-    while (i < text.length && /[!#$%&'*+\-.^_`|~0-9A-Za-z]/.test(text[i]!)) i += 1;
-    const name = text.slice(nameStart, i).toLowerCase();
-    if (name === "") return `unexpected ${JSON.stringify(text[i])} at ${i}`;
-    skipSpace();
-    if (text[i] !== "=") return `no "=" after ${name}`;
-    i += 1;
-    skipSpace();
-    let value = "";
-    if (text[i] === '"') {
-      i += 1;
-      for (;;) {
-        if (i >= text.length) return `unterminated value of ${name}`;
-        const c = text[i]!;
-        if (c === '"') break;
-        if (c === "\\") i += 1;
-        if (i >= text.length) return `unterminated value of ${name}`;
-        value += text[i];
-        i += 1;
-      }
-      i += 1;
-    } else {
-      const valueStart = i;
-      while (i < text.length && text[i] !== "," && !/[ \t\r\n]/.test(text[i]!)) i += 1;
-      value = text.slice(valueStart, i);
-    }
-    if (directives.has(name)) return `${name} appears twice`;
-    if (directives.size >= DIRECTIVES_MAX) return "too many directives";
-    directives.set(name, value);
-    skipSpace();
-    if (i < text.length && text[i] !== ",") return `unexpected ${JSON.stringify(text[i])} after ${name}`;
-  }
-}
-
-/**
- * RFC 2831 2.1.2.1: with charset=utf-8, a string whose characters all fit ISO 8859-1 is hashed in
- * ISO 8859-1, any other in UTF-8; without it, ISO 8859-1 (as Java's stringToByte_8859_1).
- */
-function textBytes(text: string, useUtf8: boolean): Buffer {
-  // eslint-disable-next-line no-control-regex -- the test is for code points above U+00FF
-  if (useUtf8 && /[^\u0000-\u00ff]/.test(text)) return Buffer.from(text, "utf8");
-  return Buffer.from(text, "latin1");
-}
-
-function quoted(text: string): string {
-  return `"${text.replace(/(["\\])/g, "\\$1")}"`;
-}
-
-function md5(bytes: Uint8Array): Buffer {
-  return createHash("md5").update(bytes).digest();
-}
-
-function hex(bytes: Buffer): string {
-  return bytes.toString("hex");
 }

@@ -11,12 +11,13 @@
  * entry without keyTab or principal, stops the server at start (ZooKeeper's does too).
  */
 import { readFileSync } from "node:fs";
+import { DIGEST_MD5_PROTOCOL, DIGEST_MD5_SERVER_NAME } from "../../common/digest-md5.js";
 import type { Entropy } from "../../replica/ports.js";
 import { ConfigError } from "../config-error.js";
 import type { ServerConfig } from "../config.js";
 import type { SaslPolicy } from "./connection-sasl.js";
 import { DigestMd5Server } from "./digest-md5.js";
-import { parseJaasConfig, type JaasEntry } from "./jaas-config.js";
+import { parseJaasConfig, type JaasEntry } from "../../common/jaas-config.js";
 import type { SaslMechanismServer } from "./mechanism.js";
 
 /** The schemes corral authenticates with: ZooKeeper's default providers, x509 and sasl. */
@@ -123,8 +124,8 @@ export function saslPolicy(settings: SaslSettings, login: SaslLogin | undefined,
     const passwords = login.passwords;
     newMechanism = () =>
       new DigestMd5Server({
-        protocol: "zookeeper",
-        serverName: "zk-sasl-md5",
+        protocol: DIGEST_MD5_PROTOCOL,
+        serverName: DIGEST_MD5_SERVER_NAME,
         passwordOf: (user) => passwords.get(user),
         nonceBytes: (count) => entropy.bytes(count),
       });

@@ -7,15 +7,15 @@
 import type { Logger } from "pino";
 import type { Entropy } from "../../replica/ports.js";
 import type { ServerConfig } from "../config.js";
-import type { ZkDoorAuth } from "./door-auth.js";
+import type { ClientDoorAuth } from "./door-auth.js";
 import { enforcedAuthSchemes, readSaslLogin, saslPolicy, type KerberosAcceptor } from "./sasl-config.js";
 
 /** `loginPrincipal`: the Kerberos principal the server logged in as (undefined for no login or DIGEST-MD5), ZooKeeper's Login.getUserName. */
-export async function zkDoorAuth(
+export async function clientDoorAuth(
   config: ServerConfig,
   entropy: Entropy,
   logger: Logger,
-): Promise<Omit<ZkDoorAuth, "outcomes"> & { loginPrincipal: string | undefined }> {
+): Promise<Omit<ClientDoorAuth, "outcomes"> & { loginPrincipal: string | undefined }> {
   const login = readSaslLogin(config);
   let kerberos: KerberosAcceptor | undefined;
   if (login?.mechanism === "GSSAPI") {

@@ -29,8 +29,7 @@ import {
   type SaslOutcome,
   type SessionStream,
 } from "../../replica/connection-session.js";
-import { ConnectionSasl } from "../sasl/connection-sasl.js";
-import { NO_SASL, type ZkDoorAuth } from "../sasl/door-auth.js";
+import { DoorSasl, NO_SASL, type ClientDoorAuth } from "../sasl/door-auth.js";
 import type { TlsClientAuth } from "../config.js";
 import { subjectOfPeer, tlsServerOptions, type PemFiles } from "../tls.js";
 import { ConnectionStatsRecorder, PortStats, type ZkConnectionStats } from "./connection-stats.js";
@@ -52,7 +51,7 @@ export interface ZkClientServiceDeps extends Omit<ConnectionSessionDeps, "enforc
   /** Shared by the plain and secure ports: srvr and mntr report the server's totals, as ZooKeeper's ServerStats. */
   totals?: PortStats;
   /** SASL and the schemes a client must authenticate with; none when absent. */
-  auth?: ZkDoorAuth;
+  auth?: ClientDoorAuth;
 }
 
 /** The secure port's TLS: the certificate files (watched) and ZooKeeper's ssl.clientAuth. */
@@ -166,9 +165,8 @@ class ZkSocketConnection implements SessionStream<Uint8Array> {
   private corked = false;
   private closed = false;
   private readonly logger: Logger;
-  private readonly auth: ZkDoorAuth;
-  /** Made at the connection's first sasl packet. */
-  private sasl: ConnectionSasl | undefined;
+  private readonly auth: ClientDoorAuth;
+  private readonly sasl: DoorSasl;
 
   constructor(
     readonly id: number,
@@ -184,6 +182,7 @@ class ZkSocketConnection implements SessionStream<Uint8Array> {
     this.stats = new ConnectionStatsRecorder(totals, () => deps.nowMs());
     this.codec = new JuteSessionCodec(this.stats);
     this.auth = deps.auth ?? NO_SASL;
+    this.sasl = new DoorSasl(this.auth, this.logger, socket);
     const sessionDeps = { ...deps, enforcedSchemes: this.auth.enforcedSchemes };
     this.session = new ConnectionSession(sessionDeps, this.codec, this, remoteAddress, certificateIds, initialAuthInfo(remoteAddress, certificateIds));
     socket.on("data", (chunk: Buffer) => this.onData(chunk));
@@ -263,24 +262,15 @@ class ZkSocketConnection implements SessionStream<Uint8Array> {
     this.socket.destroy();
   }
 
-  /**
-   * A sasl packet's token (ZooKeeper's processSasl): what the client sends meanwhile waits in the
-   * kernel (frames of the chunk being read aside, which the session holds), and reading resumes
-   * once the answer is out, unless another sasl packet is then being evaluated.
-   */
+  /** A sasl packet's token: the frames of the chunk being read aside (which the session holds), what the client sends meanwhile waits in the kernel. */
   authenticate(token: Uint8Array, done: (outcome: SaslOutcome) => void): void {
-    this.sasl ??= new ConnectionSasl(this.auth.sasl, this.auth.outcomes, this.logger);
-    this.socket.pause();
-    void this.sasl.answer(token, hex64(this.session.sessionId)).then((outcome) => {
-      done(outcome);
-      if (this.session.open && !this.session.authenticating) this.socket.resume();
-    });
+    this.sasl.authenticate(this.session, token, done);
   }
 
   private gone(): void {
     if (this.closed) return;
     this.closed = true;
-    this.sasl?.dispose();
+    this.sasl.dispose();
     this.session.gone();
     this.onClosed();
   }
