@@ -6,16 +6,19 @@
  * to a DIGEST-MD5 server and to a Kerberos one (a real KDC's keytab, MIT's libgssapi_krb5): every
  * answer is OK (a challenge) or AUTHFAILED followed by the end of that connection, a bystander
  * session keeps being served, and the servers are still running at the end — also after clients
- * that hang up while their token is being evaluated.
+ * that hang up while their token is being evaluated. The gRPC port's SaslRequests get the same:
+ * each answer a challenge or AUTHFAILED and the end of that stream, an SDK session served beside.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import fc from "fast-check";
+import { Client } from "../../src/index.js";
 import { ZkErrorCode } from "../../src/common/errors.js";
 import { decodeRecord, ExistsRequest, GetSASLRequest, OpCode, SetSASLResponse } from "../../src/server/zk-wire/records.js";
 import { JuteClient } from "../helpers/jute-client.js";
 import { KerberosKdc } from "../helpers/kerberos-kdc.js";
 import { digestServerJaas, kerberosKeytabJaas } from "../helpers/jaas-files.js";
+import { RawStream } from "../helpers/raw-session.js";
 import { startSaslServer } from "../helpers/sasl-server.js";
 import type { ServerProcess } from "../helpers/server-process.js";
 
@@ -54,6 +57,27 @@ async function saslAttempt(address: string, steps: readonly Uint8Array[]): Promi
     return { answers, closed };
   } finally {
     await client.close();
+  }
+}
+
+/** The same over the gRPC port: SaslRequests on one stream after its connect. */
+async function grpcSaslAttempt(address: string, steps: readonly Uint8Array[]): Promise<{ answers: number[]; closed: boolean }> {
+  const stream = RawStream.open(address);
+  const answers: number[] = [];
+  try {
+    await stream.connect();
+    for (const [i, token] of steps.entries()) {
+      const response = await stream.request({ xid: i + 1, sasl: { token } }).catch(() => undefined);
+      if (response === undefined) break;
+      answers.push(response.err);
+      assert.equal(String(response.zxid), "0", "a sasl answer carries zxid 0");
+      if (response.err !== ZkErrorCode.OK) assert.equal(response.saslToken.byteLength, 0, "a refusal carries no token");
+      if (response.err !== ZkErrorCode.OK) break;
+    }
+    const closed = await Promise.race([stream.status.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 2_000))]);
+    return { answers, closed };
+  } finally {
+    stream.end();
   }
 }
 
@@ -116,6 +140,35 @@ describe("malformed SASL tokens cost at most their connection", { concurrency: 1
         await bystanderServed(bystander);
         assert.ok(server().running, "the server is still running");
         assert.match(server().stderr, refusedBy);
+      } finally {
+        await bystander.close();
+      }
+    });
+
+    test(`${name} on the gRPC port: every answer is a challenge or AUTHFAILED and the end of that stream; an SDK session is served beside`, async () => {
+      const bystander = await Client.connect(server().connectString);
+      try {
+        await fc.assert(
+          fc.asyncProperty(fc.array(tokens, { minLength: 1, maxLength: 3 }), async (steps) => {
+            const { answers, closed } = await grpcSaslAttempt(server().connectString, [...firstStep, ...steps]);
+            for (const err of answers) assert.ok(err === ZkErrorCode.OK || err === ZkErrorCode.AUTHFAILED, `answer ${err}`);
+            if (answers.includes(ZkErrorCode.AUTHFAILED)) assert.ok(closed, "a refused client's stream is ended");
+            assert.notEqual(await bystander.exists("/zookeeper"), null);
+          }),
+          { numRuns: 60 },
+        );
+        // Streams that go away while their token is being evaluated.
+        await Promise.all(
+          Array.from({ length: 20 }, async (_, i) => {
+            const stream = RawStream.open(server().connectString);
+            await stream.connect();
+            for (const [xid, token] of [...firstStep, new Uint8Array([0x60, 0x82, 0x01, i, ...KRB5_OID])].entries())
+              stream.send({ request: { xid: xid + 1, sasl: { token } } });
+            stream.abandon();
+          }),
+        );
+        assert.notEqual(await bystander.exists("/zookeeper"), null);
+        assert.ok(server().running, "the server is still running");
       } finally {
         await bystander.close();
       }

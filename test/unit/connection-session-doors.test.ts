@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { decodeServerFrame } from "../../src/client/codec.js";
+import { decodeServerFrame, encodeClientFrame } from "../../src/client/codec.js";
 import { limits } from "../../src/common/constants.js";
 import { ZkErrorCode } from "../../src/common/errors.js";
 import { ConnectionSession, type ConnectionSessionDeps, type ConnectionRefusal, type SaslOutcome } from "../../src/replica/connection-session.js";
@@ -15,7 +15,7 @@ import type { ClientConnection, RequestPipeline } from "../../src/replica/pipeli
 import { EMPTY_BODY, type ClientRequest, type Reply } from "../../src/replica/requests.js";
 import type { SessionDoor, SessionOpener, SessionRequest } from "../../src/replica/session-opener.js";
 import type { DataTree } from "../../src/store/data-tree.js";
-import { MALFORMED, type DecodedClientFrame } from "../../src/server/client-frame-codec.js";
+import { decodeClientFrame, MALFORMED, type DecodedClientFrame } from "../../src/server/client-frame-codec.js";
 import { GrpcSessionCodec, receiveClientFrame } from "../../src/server/grpc-session-codec.js";
 import { FrameSplitter } from "../../src/server/zk-wire/frames.js";
 import { JuteReader, JuteWriter } from "../../src/server/zk-wire/jute.js";
@@ -345,6 +345,38 @@ describe("the server's connection session under the gRPC door's codec", () => {
       refuse(session);
       assert.equal(stream.ended && "refused" in stream.ended ? stream.ended.refused : undefined, "invalid");
     }
+  });
+
+  test("a SaslRequest's token goes to the door; what follows waits for its answer (zxid 0, the token in sasl_token), and a failure ends the stream", () => {
+    const { replica, stream, session } = grpcSession();
+    session.receive(connect(2));
+    replica.opening.door.established(1n, 4_000, new Uint8Array(16), false);
+    const sasl = decodeClientFrame(
+      encodeClientFrame({ frame: { $case: "request", request: { xid: 6, op: { $case: "sasl", sasl: { token: new Uint8Array([1]) } } } } }),
+    );
+    receiveClientFrame(session, sasl);
+    session.receive({ frame: "request", xid: 7, request: { op: "sync", path: "/" } });
+    assert.deepEqual(
+      stream.tokens.map((t) => [...t.token]),
+      [[1]],
+    );
+    assert.equal(replica.submitted.length, 0, "nothing after the token runs before its answer");
+    stream.tokens[0]!.done({ err: 0, token: new Uint8Array([9]), ids: [{ scheme: "sasl", id: "alice" }], close: false });
+    const answer = decodeServerFrame(stream.written[1]!);
+    assert.ok(answer.frame === "response");
+    assert.deepEqual([answer.response.xid, answer.response.zxid, answer.response.err, [...answer.response.saslToken]], [6, 0n, 0, [9]]);
+    assert.deepEqual(
+      replica.submitted.map((r) => r.xid),
+      [7],
+    );
+    assert.ok(session.authInfo.some((id) => id.scheme === "sasl" && id.id === "alice"));
+
+    receiveClientFrame(session, sasl);
+    stream.tokens[1]!.done({ err: ZkErrorCode.AUTHFAILED, token: new Uint8Array([9]), ids: [], close: true });
+    const refused = decodeServerFrame(stream.written[2]!);
+    assert.ok(refused.frame === "response");
+    assert.deepEqual([refused.response.err, refused.response.saslToken.byteLength], [ZkErrorCode.AUTHFAILED, 0], "a failure carries no token");
+    assert.deepEqual(stream.ended, { finished: "closed" });
   });
 
   test("enforce.auth: a request is answered SESSIONCLOSEDREQUIRESASLAUTH and a ping unanswered, and the stream ends", () => {
