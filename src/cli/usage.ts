@@ -53,7 +53,7 @@ export const FIELD_HELP: Readonly<Record<keyof ServerConfig, readonly [string, s
   sslQuorumHostnameVerification: ["true|false", "a peer's certificate must name the host its servers entry gives"],
   tlsReloadIntervalMs: ["MS", "how often certificate, key and CA files are read again (a change applies to new connections)"],
   x509SuperUser: ["DN", "a client certificate subject that passes every ACL check (ZooKeeper's X509AuthenticationProvider.superUser)"],
-  jaasConfigFile: ["FILE", "ZooKeeper's JAAS file (java.security.auth.login.config): SASL on the ZooKeeper port, DIGEST-MD5 users or a Kerberos keytab"],
+  jaasConfigFile: ["FILE", "ZooKeeper's JAAS file (java.security.auth.login.config): SASL on both client ports, DIGEST-MD5 users or a Kerberos keytab"],
   saslServerSection: ["NAME", "the JAAS file's section this server logs in with (ZooKeeper's zookeeper.sasl.serverconfig)"],
   superUser: ["IDS", "SASL ids (comma-separated) that pass every ACL check (ZooKeeper's zookeeper.superUser)"],
   saslSuperPassword: ["PASSWORD", "DIGEST-MD5 user super's password instead of the JAAS file's (ZooKeeper's SASLAuthenticationProvider.superPassword)"],

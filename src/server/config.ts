@@ -151,7 +151,7 @@ export interface ServerConfig {
    */
   x509SuperUser: string;
 
-  // SASL on the ZooKeeper port, under ZooKeeper's names (src/server/sasl/sasl-config.ts reads them).
+  // SASL on both client ports, under ZooKeeper's names (src/server/sasl/sasl-config.ts reads them).
   /** ZooKeeper's java.security.auth.login.config, the JAAS file; "" = no SASL login. */
   jaasConfigFile: string;
   /** Its section this server logs in with (zookeeper.sasl.serverconfig). */

@@ -150,7 +150,7 @@ describe("zkCli.sh with SASL DIGEST-MD5: the same transcript from corral as from
       const served = await transcript(required.zookeeper.connectString, script, jaas.bob);
       assert.ok(served.includes("out: [config, quota]"), served.join("\n"));
       assert.deepEqual(await transcript(required.corral.zkConnectString, script, jaas.bob), served);
-      // corral's gRPC port has no SASL: it refuses every request of its clients alike.
+      // An SDK client that does not log in is refused alike on corral's gRPC port.
       const sdk = await Client.connect(required.corral.connectString, { connectTimeoutMs: 10_000 });
       try {
         await assert.rejects(sdk.exists("/zookeeper"), (error) => error instanceof ZkError && error.code === "SESSIONCLOSEDREQUIRESASLAUTH");
