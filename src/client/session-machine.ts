@@ -472,17 +472,7 @@ export class SessionMachine<T> implements SessionInputs {
   /** The login failed (ZooKeeper's AuthFailed): no reconnect, every call fails AUTHFAILED; the server's session expires in time. */
   private loginFailed(conn: Connection<T>, reason: string): void {
     this.log("warn", { host: conn.host, sessionId: hex64(this.sessionIdValue), reason }, "SASL login failed");
-    const closing = this.lifecycleValue === "closing";
-    this.lifecycleValue = "authFailed";
-    this.teardown(conn, "AUTHFAILED");
-    this.cancel("reconnect");
-    this.cancel("connect");
-    if (!this.everConnected) {
-      this.emit({ type: "connectFailed", state: "authFailed", error: new ZkError("AUTHFAILED", `AUTHFAILED: SASL login failed: ${reason}`) });
-      return;
-    }
-    this.emit({ type: "state", state: "authFailed" });
-    if (closing) this.finishClose();
+    this.over(conn, "authFailed", new ZkError("AUTHFAILED", `AUTHFAILED: SASL login failed: ${reason}`));
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -644,16 +634,21 @@ export class SessionMachine<T> implements SessionInputs {
   }
 
   private expire(conn: Connection<T>): void {
+    this.over(conn, "expired", new ZkError("SESSIONEXPIRED", "SESSIONEXPIRED: the session to resume is gone"));
+  }
+
+  /** The session is over for this client (`error` fails the connect call if it never connected; its code fails what is in flight). */
+  private over(conn: Connection<T>, end: "expired" | "authFailed", error: ZkError): void {
     const closing = this.lifecycleValue === "closing";
-    this.lifecycleValue = "expired";
-    this.teardown(conn, "SESSIONEXPIRED");
+    this.lifecycleValue = end;
+    this.teardown(conn, error.code);
     this.cancel("reconnect");
     this.cancel("connect");
     if (!this.everConnected) {
-      this.emit({ type: "connectFailed", state: "expired", error: new ZkError("SESSIONEXPIRED", "SESSIONEXPIRED: the session to resume is gone") });
+      this.emit({ type: "connectFailed", state: end, error });
       return;
     }
-    this.emit({ type: "state", state: "expired" });
+    this.emit({ type: "state", state: end });
     if (closing) this.finishClose();
   }
 

@@ -139,7 +139,8 @@ export class SessionRequests<T> {
 
   /** `conn` is gone: the caller's requests still in flight on it fail with `code`. */
   failInFlight(conn: Connection<T>, code: ZkErrorName): void {
-    const message = `${code}: ${code === "CONNECTIONLOSS" ? "connection lost" : "session expired"}`;
+    const why = code === "CONNECTIONLOSS" ? "connection lost" : code === "AUTHFAILED" ? "the SASL login was refused" : "session expired";
+    const message = `${code}: ${why}`;
     for (const request of conn.inFlight.drain()) this.fail(request, code, message);
   }
 
