@@ -4,6 +4,9 @@
  * `Client` section (DIGEST-MD5 credentials, a Kerberos keytab, or a ticket cache alone).
  */
 
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+
 const DIGEST = "org.apache.zookeeper.server.auth.DigestLoginModule";
 const KERBEROS = "com.sun.security.auth.module.Krb5LoginModule";
 
@@ -19,6 +22,16 @@ export function digestServerJaas(users: Record<string, string>): string {
 
 export function digestClientJaas(username: string, password: string): string {
   return section("Client", DIGEST, { username, password });
+}
+
+/** A DIGEST-MD5 Client section file in `dir` for each user (`<user>.jaas`); their paths by user. */
+export async function writeDigestClientJaasFiles(dir: string, users: Record<string, string>): Promise<Record<string, string>> {
+  const files: Record<string, string> = {};
+  for (const [user, password] of Object.entries(users)) {
+    files[user] = join(dir, `${user}.jaas`);
+    await writeFile(files[user], digestClientJaas(user, password));
+  }
+  return files;
 }
 
 /** A Kerberos section logging in as `principal` (with its realm) from `keyTab`. */

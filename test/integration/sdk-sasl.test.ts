@@ -14,7 +14,7 @@ import { Client, saslFromJaasFile, ZkError, type ClientState, type SaslOptions }
 import { ZkErrorCode } from "../../src/common/errors.js";
 import { GetDataRequest, GetSASLRequest, OpCode, SetSASLResponse, decodeRecord } from "../../src/server/zk-wire/records.js";
 import { CLI, runScript } from "../helpers/cli-process.js";
-import { digestClientJaas, digestServerJaas } from "../helpers/jaas-files.js";
+import { digestClientJaas, digestServerJaas, writeDigestClientJaasFiles } from "../helpers/jaas-files.js";
 import { JuteClient } from "../helpers/jute-client.js";
 import { digestResponse } from "../helpers/sasl-digest-client.js";
 import { startSaslServer } from "../helpers/sasl-server.js";
@@ -49,18 +49,11 @@ async function zkPortLogin(address: string, user: string, password: string): Pro
 describe("SASL DIGEST-MD5 on the gRPC port: the SDK and corral shell", { concurrency: 1 }, () => {
   let dir: Awaited<ReturnType<typeof makeTempDir>>;
   let server: ServerProcess;
-  const jaas: Record<string, string> = {};
+  let jaas: Record<string, string> = {};
 
   before(async () => {
     dir = await makeTempDir("corral-sdk-sasl-");
-    for (const [user, password] of [
-      ["bob", "bob-secret"],
-      ["alice", "alice-secret"],
-      ["mallory", "guess"],
-    ] as const) {
-      jaas[user] = join(dir.path, `${user}.jaas`);
-      await writeFile(jaas[user], digestClientJaas(user, password));
-    }
+    jaas = await writeDigestClientJaasFiles(dir.path, { bob: "bob-secret", alice: "alice-secret", mallory: "guess" });
     // Sessions long enough to outlive a restart of the server.
     server = await startSaslServer(dir.path, "open", digestServerJaas({ bob: "bob-secret", alice: "alice-secret" }), {
       extraArgs: ["--max-session-timeout-ms", "30000"],

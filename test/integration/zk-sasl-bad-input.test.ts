@@ -81,6 +81,12 @@ async function grpcSaslAttempt(address: string, steps: readonly Uint8Array[]): P
   }
 }
 
+/** Every answer a challenge (OK) or AUTHFAILED, and a refused client's connection or stream ended. */
+function assertChallengeOrRefused({ answers, closed }: { answers: number[]; closed: boolean }): void {
+  for (const err of answers) assert.ok(err === ZkErrorCode.OK || err === ZkErrorCode.AUTHFAILED, `answer ${err}`);
+  if (answers.includes(ZkErrorCode.AUTHFAILED)) assert.ok(closed, "a refused client's connection is closed");
+}
+
 async function bystanderServed(bystander: JuteClient): Promise<void> {
   const reply = await bystander.request(OpCode.exists, ExistsRequest, { path: "/zookeeper", watch: false });
   assert.equal(reply.header.err, ZkErrorCode.OK);
@@ -116,9 +122,7 @@ describe("malformed SASL tokens cost at most their connection", { concurrency: 1
       try {
         await fc.assert(
           fc.asyncProperty(fc.array(tokens, { minLength: 1, maxLength: 3 }), async (steps) => {
-            const { answers, closed } = await saslAttempt(server().zkConnectString, [...firstStep, ...steps]);
-            for (const err of answers) assert.ok(err === ZkErrorCode.OK || err === ZkErrorCode.AUTHFAILED, `answer ${err}`);
-            if (answers.includes(ZkErrorCode.AUTHFAILED)) assert.ok(closed, "a refused client's connection is closed");
+            assertChallengeOrRefused(await saslAttempt(server().zkConnectString, [...firstStep, ...steps]));
             await bystanderServed(bystander);
           }),
           { numRuns: 120 },
@@ -150,9 +154,7 @@ describe("malformed SASL tokens cost at most their connection", { concurrency: 1
       try {
         await fc.assert(
           fc.asyncProperty(fc.array(tokens, { minLength: 1, maxLength: 3 }), async (steps) => {
-            const { answers, closed } = await grpcSaslAttempt(server().connectString, [...firstStep, ...steps]);
-            for (const err of answers) assert.ok(err === ZkErrorCode.OK || err === ZkErrorCode.AUTHFAILED, `answer ${err}`);
-            if (answers.includes(ZkErrorCode.AUTHFAILED)) assert.ok(closed, "a refused client's stream is ended");
+            assertChallengeOrRefused(await grpcSaslAttempt(server().connectString, [...firstStep, ...steps]));
             assert.notEqual(await bystander.exists("/zookeeper"), null);
           }),
           { numRuns: 60 },

@@ -10,7 +10,7 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { Client, ZkError } from "../../src/index.js";
-import { digestClientJaas, digestServerJaas } from "../helpers/jaas-files.js";
+import { digestServerJaas, writeDigestClientJaasFiles } from "../helpers/jaas-files.js";
 import { RealZooKeeper } from "../helpers/real-zookeeper.js";
 import { freePort, ServerProcess } from "../helpers/server-process.js";
 import { makeTempDir } from "../helpers/temp-dir.js";
@@ -82,18 +82,11 @@ async function refusedTranscript(connectString: string, lines: string[], jaas: s
 describe("zkCli.sh with SASL DIGEST-MD5: the same transcript from corral as from ZooKeeper 3.8", { concurrency: 1 }, () => {
   let dir: TempDir;
   let targets: Targets;
-  const jaas: Record<string, string> = {};
+  let jaas: Record<string, string> = {};
 
   before(async () => {
     dir = await makeTempDir("corral-sasl-diff-");
-    for (const [user, password] of [
-      ["bob", "bob-secret"],
-      ["alice", "alice-secret"],
-      ["mallory", "guess"],
-    ] as const) {
-      jaas[user] = join(dir.path, `${user}.jaas`);
-      await writeFile(jaas[user], digestClientJaas(user, password));
-    }
+    jaas = await writeDigestClientJaasFiles(dir.path, { bob: "bob-secret", alice: "alice-secret", mallory: "guess" });
     targets = await startBoth(dir.path, "open", false);
   });
 
