@@ -9,13 +9,13 @@ import { describe, test } from "node:test";
 import { generateDigest } from "../../src/common/digest.js";
 import { ZkErrorCode } from "../../src/common/errors.js";
 import type { RevalidationOutcome, WriteBroadcast } from "../../src/replica/broadcast.js";
-import { initialAuthInfo } from "../../src/replica/auth.js";
-import { RequestPipeline, type ClientConnection } from "../../src/replica/pipeline.js";
+import { RequestPipeline } from "../../src/replica/pipeline.js";
 import { ClientSessions } from "../../src/replica/client-sessions.js";
 import { Prep } from "../../src/replica/prep.js";
 import type { ClientRequest, Reply, WriteRequest } from "../../src/replica/requests.js";
 import { DataTree } from "../../src/store/data-tree.js";
-import { Perms, type Acl, type Id, type TxnBody, type WatchEvent } from "../../src/store/types.js";
+import { Perms, type Acl, type Id, type TxnBody } from "../../src/store/types.js";
+import { RecordingConnection } from "../helpers/recording-connection.js";
 
 const SESSION = 0x0100000000000001n;
 const bytes = (s: string) => new TextEncoder().encode(s);
@@ -69,32 +69,6 @@ class HeldBroadcast implements WriteBroadcast {
   }
 }
 
-class FakeConnection implements ClientConnection {
-  open = true;
-  authInfo: readonly Id[];
-  readonly replies = new Map<number, Reply>();
-  readonly events: WatchEvent[] = [];
-  /** Replies sent when authFailed was called: the door learns of a failed auth before its answer goes out. */
-  readonly authFailedAt: number[] = [];
-  constructor(readonly remoteAddress: string) {
-    this.authInfo = initialAuthInfo(remoteAddress);
-  }
-  sendReply(xid: number, reply: Reply): void {
-    this.replies.set(xid, reply);
-  }
-  sendEvent(event: WatchEvent): void {
-    this.events.push(event);
-  }
-  endReason: "closed" | "expired" | "moved" | undefined;
-  end(reason: "closed" | "expired" | "moved"): void {
-    this.open = false;
-    this.endReason = reason;
-  }
-  authFailed(): void {
-    this.authFailedAt.push(this.replies.size);
-  }
-}
-
 /** One session on one connection from 10.1.2.3, over a tree where /locked is alice's alone. */
 function fixture() {
   const tree = new DataTree();
@@ -103,7 +77,7 @@ function fixture() {
   const pipeline = new RequestPipeline({ sessions, admission: broadcast, authOptions: { superDigest: SUPER_DIGEST } });
   broadcast.sessions = sessions;
   pipeline.createSession(SESSION, 4000, new Uint8Array(16), () => {});
-  const connection = new FakeConnection("10.1.2.3");
+  const connection = new RecordingConnection("10.1.2.3");
   pipeline.attach(SESSION, connection);
   let xid = 0;
   const send = (request: ClientRequest): number => {
@@ -362,7 +336,7 @@ describe("watches belong to the connection that set them", () => {
     // The client gives up on this connection and resumes its session on a new one before the commit.
     f.connection.open = false;
     f.pipeline.detach(SESSION, f.connection);
-    const next = new FakeConnection("10.1.2.3");
+    const next = new RecordingConnection("10.1.2.3");
     f.pipeline.attach(SESSION, next);
     f.broadcast.flush();
     assert.equal(f.tree.watches.watchCountOf(SESSION), 0, "the dead connection's read registered no watch");

@@ -7,13 +7,12 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { ZkErrorCode } from "../../src/common/errors.js";
 import type { RevalidationOutcome, WriteBroadcast } from "../../src/replica/broadcast.js";
-import { initialAuthInfo } from "../../src/replica/auth.js";
-import { RequestPipeline, type ClientConnection } from "../../src/replica/pipeline.js";
+import { RequestPipeline } from "../../src/replica/pipeline.js";
 import { ClientSessions } from "../../src/replica/client-sessions.js";
 import type { ClientRequest, Reply } from "../../src/replica/requests.js";
 import { SessionIdGenerator, SessionOpener, type SessionRequest } from "../../src/replica/session-opener.js";
 import { DataTree } from "../../src/store/data-tree.js";
-import type { Id, WatchEvent } from "../../src/store/types.js";
+import { RecordingConnection } from "../helpers/recording-connection.js";
 
 const bytes = (s: string) => new TextEncoder().encode(s);
 const GLOBAL = 0x0100000000000007n;
@@ -38,23 +37,6 @@ class SwitchedBroadcast implements WriteBroadcast {
     this.reached.push("revalidate");
     done("unavailable");
   }
-}
-
-class FakeConnection implements ClientConnection {
-  open = true;
-  authInfo: readonly Id[] = initialAuthInfo("127.0.0.1");
-  readonly remoteAddress = "127.0.0.1";
-  readonly replies = new Map<number, Reply>();
-  endReason: string | undefined;
-  sendReply(xid: number, reply: Reply): void {
-    this.replies.set(xid, reply);
-  }
-  sendEvent(_event: WatchEvent): void {}
-  end(reason: "closed" | "expired" | "moved"): void {
-    this.open = false;
-    this.endReason = reason;
-  }
-  authFailed(): void {}
 }
 
 type Opened = { kind: "established"; sessionId: bigint; readOnly: boolean; password: Uint8Array } | { kind: "expired" } | { kind: "refused"; detail: string };
@@ -101,7 +83,7 @@ function fixture() {
   };
   let xid = 0;
   /** Attaches `sessionId` to a new connection and sends it `request`; the answer, if one came at once. */
-  const call = (sessionId: bigint, connection: FakeConnection, request: ClientRequest): Reply | undefined => {
+  const call = (sessionId: bigint, connection: RecordingConnection, request: ClientRequest): Reply | undefined => {
     pipeline.submit(sessionId, connection, ++xid, request);
     return connection.replies.get(xid);
   };
@@ -130,7 +112,7 @@ describe("read-only mode: opening sessions", () => {
     assert.equal(session.readOnly, true);
     assert.deepEqual(f.broadcast.reached, []);
     assert.equal(f.tree.sessions.has(session.sessionId), false, "the replicated tree does not learn of it");
-    f.pipeline.attach(session.sessionId, new FakeConnection());
+    f.pipeline.attach(session.sessionId, new RecordingConnection());
     // Resumed with its password on a new connection while read-only: the same session.
     assert.deepEqual(established(f.open({ sessionId: session.sessionId, password: session.password })).sessionId, session.sessionId);
   });
@@ -151,7 +133,7 @@ describe("read-only mode: opening sessions", () => {
   test("when read-only mode ends, the sessions it opened are gone: a resume is expiry", () => {
     const f = fixture();
     const session = established(f.open({}));
-    const connection = new FakeConnection();
+    const connection = new RecordingConnection();
     f.pipeline.attach(session.sessionId, connection);
     f.sessions.reset();
     assert.equal(connection.endReason, "closed");
@@ -165,7 +147,7 @@ describe("read-only mode: requests", () => {
   test("reads answer from the tree; writes and syncs are NOTREADONLY and reach nothing", () => {
     const f = fixture();
     const session = established(f.open({}));
-    const connection = new FakeConnection();
+    const connection = new RecordingConnection();
     f.pipeline.attach(session.sessionId, connection);
     const read = f.call(session.sessionId, connection, { op: "getData", path: "/a", watch: true });
     assert.equal(read?.err, 0);
@@ -185,7 +167,7 @@ describe("read-only mode: requests", () => {
   test("close is answered here and ends the session: no txn is made for it", () => {
     const f = fixture();
     const session = established(f.open({}));
-    const connection = new FakeConnection();
+    const connection = new RecordingConnection();
     f.pipeline.attach(session.sessionId, connection);
     assert.equal(f.call(session.sessionId, connection, { op: "close" })?.err, 0);
     assert.equal(connection.endReason, "closed");
@@ -196,7 +178,7 @@ describe("read-only mode: requests", () => {
   test("a read-only session silent past its timeout is ended here", () => {
     const f = fixture();
     const session = established(f.open({}));
-    const connection = new FakeConnection();
+    const connection = new RecordingConnection();
     f.pipeline.attach(session.sessionId, connection);
     f.sessions.endLocally(session.sessionId);
     assert.equal(connection.endReason, "expired");
@@ -207,7 +189,7 @@ describe("read-only mode: requests", () => {
     const f = fixture();
     f.broadcast.readOnly = false;
     f.broadcast.serving = true;
-    const connection = new FakeConnection();
+    const connection = new RecordingConnection();
     f.pipeline.attach(GLOBAL, connection);
     f.call(GLOBAL, connection, { op: "setData", path: "/a", data: bytes("y"), version: -1 });
     f.call(GLOBAL, connection, { op: "sync", path: "/a" });

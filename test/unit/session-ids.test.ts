@@ -8,14 +8,12 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ZkErrorCode } from "../../src/common/errors.js";
-import { initialAuthInfo } from "../../src/replica/auth.js";
 import type { RevalidationOutcome, WriteBroadcast } from "../../src/replica/broadcast.js";
 import { ClientSessions } from "../../src/replica/client-sessions.js";
-import { RequestPipeline, type ClientConnection } from "../../src/replica/pipeline.js";
-import type { Reply } from "../../src/replica/requests.js";
+import { RequestPipeline } from "../../src/replica/pipeline.js";
 import { SessionIdGenerator, SessionOpener } from "../../src/replica/session-opener.js";
 import { DataTree } from "../../src/store/data-tree.js";
-import type { Id, WatchEvent } from "../../src/store/types.js";
+import { RecordingConnection } from "../helpers/recording-connection.js";
 
 const SERVER_ID = 3;
 const PASSWORD = new Uint8Array(16).fill(7);
@@ -37,21 +35,6 @@ class RecordingBroadcast implements WriteBroadcast {
   revalidateSession(_s: bigint, _t: number, done: (outcome: RevalidationOutcome) => void): void {
     done("valid");
   }
-}
-
-class FakeConnection implements ClientConnection {
-  open = true;
-  authInfo: readonly Id[] = initialAuthInfo("127.0.0.1");
-  readonly remoteAddress = "127.0.0.1";
-  readonly replies = new Map<number, Reply>();
-  sendReply(xid: number, reply: Reply): void {
-    this.replies.set(xid, reply);
-  }
-  sendEvent(_event: WatchEvent): void {}
-  end(): void {
-    this.open = false;
-  }
-  authFailed(): void {}
 }
 
 function fixture() {
@@ -97,7 +80,7 @@ test("a createSession the leader refused answers the waiting connect as not crea
   const { tree, broadcast, sessions, pipeline, firstId, openNew, outcomes } = fixture();
   // The live session, connected here with a write in flight (its first request, xid 1).
   tree.apply({ header: { sessionId: firstId, cxid: 0, zxid: 1, timeMs: 1 }, body: { type: "createSession", timeoutMs: 4000, password: PASSWORD } });
-  const live = new FakeConnection();
+  const live = new RecordingConnection();
   pipeline.attach(firstId, live);
   pipeline.submit(firstId, live, 1, { op: "setData", path: "/", data: new Uint8Array(), version: -1 });
   assert.deepEqual(broadcast.writes, ["setData"]);
