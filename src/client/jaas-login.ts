@@ -24,6 +24,7 @@ export const DEFAULT_JAAS_CLIENT_SECTION = "Client";
 const JAAS_FILE_BYTES_MAX = 1 << 20;
 const KERBEROS_LOGIN_MODULE = /(^|\.)Krb5LoginModule$/;
 
+/** Which part of a JAAS file a client logs in with, as ZooKeeper's client properties name it. */
 export interface JaasClientOptions {
   /** The section to log in with; default `Client`. Named, it must exist; the default may be missing (no SASL then, as in ZooKeeper). */
   section?: string;
