@@ -480,7 +480,8 @@ export class Simulation implements Scheduler, ClientWorld {
     const debug = (fields: object | string, message?: string): void => {
       if (message !== "session owner" || typeof fields === "string") return;
       const f = fields as { session: string; owner: number };
-      this.sessionOwnerSet(server, BigInt(f.session), f.owner);
+      // hex64 writes the id unsigned; the txns carry it signed.
+      this.sessionOwnerSet(server, BigInt.asIntN(64, BigInt(f.session)), f.owner);
     };
     return { debug, info: line, warn: line, error: line };
   }
