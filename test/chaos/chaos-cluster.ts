@@ -27,6 +27,8 @@ export interface ChaosClusterOptions {
   syncLimitTicks?: number;
   /** Extra environment for every server (test-only switches). */
   env?: Record<string, string>;
+  /** Give every server a metrics port (the soak reads its sessions and watches there). */
+  metrics?: boolean;
 }
 
 interface Entry {
@@ -113,6 +115,7 @@ export class ChaosCluster {
           tickMs,
           logLevel: "info",
           snapshotEveryTxns: 2_000,
+          ...(options.metrics === true ? { metricsPort: await freePort() } : {}),
           extraArgs: ["--config", configFile],
           ...(options.env === undefined ? {} : { env: options.env }),
         });
