@@ -65,6 +65,8 @@ export const FD_ALLOWANCE: Allowance = { ratio: 1, absolute: 16 };
 export const COUNT_ALLOWANCE: Allowance = { ratio: 1.5, absolute: 50 };
 /** p99 of the last quarter against the first: the drift allowed before the run calls it drift. */
 export const LATENCY_ALLOWANCE: Allowance = { ratio: 2, absolute: 5 };
+/** A server restarted during the run loads its snapshot and catches up first: not judged for this long. */
+export const RESTART_WARM_UP_MS = 15_000;
 /** Fewer samples than this in one process lifetime are not a trend. */
 export const SAMPLES_FOR_A_TREND = 8;
 
@@ -106,9 +108,12 @@ function trendVerdict(
     if (list === undefined) lifetimes.set(key, (list = []));
     list.push(sample);
   }
+  const steadyStart = Math.min(...samples.map((s) => s.atMs));
   const grew: string[] = [];
   const flat: string[] = [];
-  for (const [key, list] of lifetimes) {
+  for (const [key, all] of lifetimes) {
+    const started = all[0]!.atMs;
+    const list = started > steadyStart ? all.filter((s) => s.atMs >= started + RESTART_WARM_UP_MS) : all;
     const growth = growthOf(list.map(read), allowance);
     if (growth === undefined) continue;
     const line = `${key}: ${unit(growth.firstPeak)} → ${unit(growth.lastMedian)} (limit ${unit(growth.limit)}, ${list.length} samples)`;

@@ -49,11 +49,17 @@ test("a soak whose server leaks memory, descriptors or watches fails on that res
   }
 });
 
-test("a restarted process starts its own series: its fresh RSS is not growth", () => {
+test("a restarted process starts its own series, judged after its own warm-up: its fresh RSS is not growth", () => {
   const before = series(20, () => ({ rssBytes: 100 * MIB }), 100);
-  const after = series(20, () => ({ rssBytes: 300 * MIB }), 200);
+  // Restarted at 20 s: 60 MiB while it loads, then 140 MiB for good.
+  const after = series(40, (i) => ({ rssBytes: i < 10 ? 60 * MIB : 140 * MIB }), 200).map((s) => ({ ...s, atMs: s.atMs + 20_000 }));
   const verdicts = judgeSoak({ steady: [...before, ...after], baseline, settled, windows: [] }, { judgeLatency: false });
-  assert.equal(verdicts.find((v) => v.check === "RSS stays flat")?.valid, true);
+  assert.equal(verdicts.find((v) => v.check === "RSS stays flat")?.valid, true, JSON.stringify(verdicts));
+  const leaking = series(40, (i) => ({ rssBytes: 140 * MIB + i * 10 * MIB }), 200).map((s) => ({ ...s, atMs: s.atMs + 20_000 }));
+  assert.equal(
+    judgeSoak({ steady: [...before, ...leaking], baseline, settled, windows: [] }, { judgeLatency: false }).find((v) => v.check === "RSS stays flat")?.valid,
+    false,
+  );
 });
 
 test("sessions, watches or ephemerals left once the load stopped fail the soak", () => {
