@@ -32,6 +32,8 @@ export type {
   ReadOp,
   ReadOpResult,
   SaslOptions,
+  DigestMd5SaslOptions,
+  GssapiSaslOptions,
   Stat,
   VersionOptions,
   WatchedEvent,

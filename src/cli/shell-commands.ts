@@ -27,6 +27,8 @@ export const SHELL_FLAGS: Readonly<Record<string, string>> = {
   "sasl-client-section": "NAME",
   "sasl-service-name": "NAME",
   "sasl-client": "true|false",
+  "sasl-server-principal": "PRINCIPAL",
+  "krb5-config": "FILE",
 };
 
 /**
@@ -38,12 +40,16 @@ export const SASL_PROPERTIES: Readonly<Record<string, keyof ShellSasl>> = {
   "zookeeper.sasl.clientconfig": "section",
   "zookeeper.sasl.client.username": "serviceName",
   "zookeeper.sasl.client": "enabled",
+  "zookeeper.server.principal": "serverPrincipal",
+  "java.security.krb5.conf": "krb5Config",
 };
 const SASL_FLAGS: Readonly<Record<string, keyof ShellSasl>> = {
   "jaas-config": "jaasConfigFile",
   "sasl-client-section": "section",
   "sasl-service-name": "serviceName",
   "sasl-client": "enabled",
+  "sasl-server-principal": "serverPrincipal",
+  "krb5-config": "krb5Config",
 };
 
 /** How the shell logs in with SASL, as zkCli.sh's system properties say it. */
@@ -56,6 +62,10 @@ export interface ShellSasl {
   serviceName?: string;
   /** zookeeper.sasl.client: "false" turns SASL off. */
   enabled?: string;
+  /** zookeeper.server.principal: the server's whole Kerberos principal; default `<serviceName>@<host>`. */
+  serverPrincipal?: string;
+  /** java.security.krb5.conf: the Kerberos configuration (KRB5_CONFIG); default the system's. */
+  krb5Config?: string;
 }
 
 /** A failure the shell words itself (not connected, no server answered): printed as its message. */

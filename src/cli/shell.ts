@@ -467,10 +467,13 @@ async function runScript(session: ShellSession): Promise<number> {
  */
 function shellSaslLogin(sasl: ShellSasl): SaslOptions | undefined {
   if (sasl.jaasConfigFile === undefined || (sasl.enabled !== undefined && sasl.enabled.toLowerCase() !== "true")) return undefined;
+  // MIT's library reads KRB5_CONFIG when a Kerberos login starts, as Java reads java.security.krb5.conf.
+  if (sasl.krb5Config !== undefined) process.env.KRB5_CONFIG = sasl.krb5Config;
   try {
     return saslFromJaasFile(sasl.jaasConfigFile, {
       ...(sasl.section === undefined ? {} : { section: sasl.section }),
       ...(sasl.serviceName === undefined ? {} : { serviceName: sasl.serviceName }),
+      ...(sasl.serverPrincipal === undefined ? {} : { serverPrincipal: sasl.serverPrincipal }),
     });
   } catch (error) {
     throw new ShellError(describeError(error), 2);

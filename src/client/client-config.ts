@@ -74,14 +74,28 @@ export function configFrom(connectString: string, options: ConnectOptions & { cr
 
 /** SASL options a mechanism of this client takes; BADARGUMENTS otherwise. */
 function checkSasl(sasl: SaslOptions): SaslOptions {
-  if (typeof sasl !== "object" || sasl === null || sasl.mechanism !== "DIGEST-MD5") {
-    throw new ZkError("BADARGUMENTS", "sasl.mechanism must be DIGEST-MD5");
+  if (typeof sasl !== "object" || sasl === null || (sasl.mechanism !== "DIGEST-MD5" && sasl.mechanism !== "GSSAPI")) {
+    throw new ZkError("BADARGUMENTS", "sasl.mechanism must be DIGEST-MD5 or GSSAPI");
   }
-  for (const field of ["username", "password"] as const) {
-    if (typeof sasl[field] !== "string") throw new ZkError("BADARGUMENTS", `sasl.${field} must be a string`);
+  const name = (field: string, value: unknown): void => {
+    if (value !== undefined && (typeof value !== "string" || value === "")) throw new ZkError("BADARGUMENTS", `sasl.${field} must be a non-empty string`);
+  };
+  name("serviceName", sasl.serviceName);
+  if (sasl.mechanism === "DIGEST-MD5") {
+    for (const field of ["username", "password"] as const) {
+      if (typeof sasl[field] !== "string") throw new ZkError("BADARGUMENTS", `sasl.${field} must be a string`);
+    }
+    return { ...sasl };
   }
-  if (sasl.serviceName !== undefined && (typeof sasl.serviceName !== "string" || sasl.serviceName === "")) {
-    throw new ZkError("BADARGUMENTS", "sasl.serviceName must be a non-empty string");
+  for (const field of ["principal", "ticketCache", "keyTab", "serverPrincipal"] as const) name(field, sasl[field]);
+  for (const field of ["useTicketCache", "useKeyTab"] as const) {
+    if (sasl[field] !== undefined && typeof sasl[field] !== "boolean") throw new ZkError("BADARGUMENTS", `sasl.${field} must be a boolean`);
+  }
+  if (sasl.useTicketCache !== true && sasl.useKeyTab !== true) {
+    throw new ZkError("BADARGUMENTS", "a GSSAPI login takes its tickets from a ticket cache (useTicketCache) or a keytab (useKeyTab)");
+  }
+  if (sasl.useKeyTab === true && sasl.useTicketCache !== true && sasl.principal === undefined) {
+    throw new ZkError("BADARGUMENTS", "a GSSAPI login with a keytab alone names its principal");
   }
   return { ...sasl };
 }

@@ -563,7 +563,7 @@ export class Client extends EventEmitter<ClientEvents> {
         this.onEvent(effect.event);
         return;
       case "saslStep":
-        this.evaluateSasl(effect.connection, effect.challenge);
+        this.evaluateSasl(effect.connection, effect.host, effect.challenge);
         return;
       case "state":
         if (effect.state === "expired" || effect.state === "authFailed") this.registry.clear();
@@ -593,11 +593,11 @@ export class Client extends EventEmitter<ClientEvents> {
   }
 
   /** One step of a connection's SASL login, by its mechanism (made at the first step); the machine is told the outcome. */
-  private evaluateSasl(connection: number, challenge: Uint8Array | null): void {
+  private evaluateSasl(connection: number, host: HostPort, challenge: Uint8Array | null): void {
     let mechanism = this.saslMechanisms.get(connection);
     if (mechanism === undefined) {
       // configFrom checked the options: the mechanism is one this client speaks.
-      mechanism = newSaslMechanism(this.config.sasl!, () => randomBytes(SASL_CNONCE_BYTES).toString("base64"));
+      mechanism = newSaslMechanism(this.config.sasl!, host.host, () => randomBytes(SASL_CNONCE_BYTES).toString("base64"));
       this.saslMechanisms.set(connection, mechanism);
     }
     mechanism.evaluate(challenge).then(

@@ -10,13 +10,21 @@
  *       password="bobsecret";
  *     };
  *
- * An entry with `username` and `password` is DIGEST-MD5. A Kerberos entry (Krb5LoginModule) is
- * refused: this client does not speak GSSAPI.
+ * An entry with `username` and `password` is DIGEST-MD5. A Kerberos entry
+ * (com.sun.security.auth.module.Krb5LoginModule) is GSSAPI with the options Java's module reads:
+ * `useTicketCache` (and `ticketCache`), `useKeyTab` with `keyTab` and `principal`, both (the cache
+ * first); `storeKey`, `doNotPrompt` and the like change nothing for a client that never prompts.
+ *
+ *     Client {
+ *       com.sun.security.auth.module.Krb5LoginModule required
+ *       useKeyTab=true keyTab="/etc/security/keytabs/app.keytab"
+ *       principal="app@EXAMPLE.COM" storeKey=true useTicketCache=false;
+ *     };
  */
 import { readFileSync } from "node:fs";
 import { ZkError } from "../common/errors.js";
 import { parseJaasConfig, type JaasConfig } from "../common/jaas-config.js";
-import type { SaslOptions } from "./types.js";
+import type { GssapiSaslOptions, SaslOptions } from "./types.js";
 
 /** ZooKeeper's default client section (zookeeper.sasl.clientconfig). */
 export const DEFAULT_JAAS_CLIENT_SECTION = "Client";
@@ -30,6 +38,8 @@ export interface JaasClientOptions {
   section?: string;
   /** The SASL service name (zookeeper.sasl.client.username); default "zookeeper". */
   serviceName?: string;
+  /** The server's whole Kerberos principal (zookeeper.server.principal); default `<serviceName>@<host>`. */
+  serverPrincipal?: string;
 }
 
 /**
@@ -52,12 +62,8 @@ export function saslFromJaasFile(file: string, options: JaasClientOptions = {}):
     if (options.section === undefined) return undefined;
     throw new ZkError("BADARGUMENTS", `JAAS configuration ${file} has no section ${section}`);
   }
-  if (entries.some((entry) => KERBEROS_LOGIN_MODULE.test(entry.loginModule))) {
-    throw new ZkError(
-      "BADARGUMENTS",
-      `JAAS section ${section} logs in with Kerberos (GSSAPI), which this client does not speak: use DIGEST-MD5, or a ZooKeeper client on the ZooKeeper port`,
-    );
-  }
+  const kerberos = entries.find((entry) => KERBEROS_LOGIN_MODULE.test(entry.loginModule));
+  if (kerberos !== undefined) return kerberosLogin(section, kerberos.options, options);
   const login = entries.find((entry) => entry.options.has("username") && entry.options.has("password"));
   if (login === undefined) throw new ZkError("BADARGUMENTS", `JAAS section ${section} has no entry with username and password`);
   return {
@@ -65,5 +71,32 @@ export function saslFromJaasFile(file: string, options: JaasClientOptions = {}):
     username: login.options.get("username")!,
     password: login.options.get("password")!,
     ...(options.serviceName === undefined ? {} : { serviceName: options.serviceName }),
+  };
+}
+
+/** A Krb5LoginModule entry's options as GSSAPI options; Java's module refuses the same sections. */
+function kerberosLogin(section: string, entry: ReadonlyMap<string, string>, options: JaasClientOptions): GssapiSaslOptions {
+  const flag = (name: string): boolean => entry.get(name)?.toLowerCase() === "true";
+  const useTicketCache = flag("useTicketCache");
+  const useKeyTab = flag("useKeyTab");
+  const principal = entry.get("principal");
+  if (!useTicketCache && !useKeyTab) {
+    throw new ZkError(
+      "BADARGUMENTS",
+      `JAAS section ${section} logs in with Kerberos but neither useTicketCache nor useKeyTab: a password prompt, which a client cannot answer`,
+    );
+  }
+  if (useKeyTab && !useTicketCache && principal === undefined)
+    throw new ZkError("BADARGUMENTS", `JAAS section ${section} uses a keytab but names no principal`);
+  const optional = (key: keyof GssapiSaslOptions, value: string | undefined) => (value === undefined ? {} : { [key]: value });
+  return {
+    mechanism: "GSSAPI",
+    useTicketCache,
+    useKeyTab,
+    ...optional("principal", principal),
+    ...optional("ticketCache", useTicketCache ? entry.get("ticketCache") : undefined),
+    ...optional("keyTab", useKeyTab ? entry.get("keyTab") : undefined),
+    ...optional("serviceName", options.serviceName),
+    ...optional("serverPrincipal", options.serverPrincipal),
   };
 }

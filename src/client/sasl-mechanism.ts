@@ -8,6 +8,7 @@
 import { ZkError } from "../common/errors.js";
 import { DIGEST_MD5_PROTOCOL } from "../common/digest-md5.js";
 import { DigestMd5Client } from "./sasl-digest-md5.js";
+import { kerberosMechanism } from "./sasl-gssapi.js";
 import type { SaslOptions } from "./types.js";
 
 /** What the client does after evaluating a server token (or starting). */
@@ -26,15 +27,17 @@ export interface SaslClientMechanism {
   dispose(): void;
 }
 
-/** A fresh mechanism for one connection; `cnonce` draws the client's nonce. Throws BADARGUMENTS for options no mechanism takes. */
-export function newSaslMechanism(options: SaslOptions, cnonce: () => string): SaslClientMechanism {
+/** A fresh mechanism for one connection to `host`; `cnonce` draws DIGEST-MD5's nonce. Throws BADARGUMENTS for options no mechanism takes. */
+export function newSaslMechanism(options: SaslOptions, host: string, cnonce: () => string): SaslClientMechanism {
   switch (options.mechanism) {
     case "DIGEST-MD5":
       return new DigestMd5Client(options.username, options.password, options.serviceName ?? DIGEST_MD5_PROTOCOL, cnonce);
+    case "GSSAPI":
+      return kerberosMechanism(options, host);
     default:
       throw new ZkError(
         "BADARGUMENTS",
-        `SASL mechanism ${JSON.stringify((options as { mechanism: unknown }).mechanism)} is not one this client speaks (DIGEST-MD5)`,
+        `SASL mechanism ${JSON.stringify((options as { mechanism: unknown }).mechanism)} is not one this client speaks (DIGEST-MD5, GSSAPI)`,
       );
   }
 }

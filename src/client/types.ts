@@ -131,16 +131,39 @@ export interface ConnectOptions {
   followMembership?: boolean;
 }
 
-/**
- * A SASL login (RFC 4422), the mechanism the server's JAAS Server section configures.
- * DIGEST-MD5 (RFC 2831): a user of that section's `user_<name>` options and its password.
- */
-export interface SaslOptions {
+/** A SASL login (RFC 4422), with the mechanism the server's JAAS Server section configures. */
+export type SaslOptions = DigestMd5SaslOptions | GssapiSaslOptions;
+
+/** DIGEST-MD5 (RFC 2831): a user of the server's `user_<name>` options and its password. */
+export interface DigestMd5SaslOptions {
   mechanism: "DIGEST-MD5";
   username: string;
   password: string;
   /** The service part of the digest-uri (ZooKeeper's zookeeper.sasl.client.username); default "zookeeper". */
   serviceName?: string;
+}
+
+/**
+ * Kerberos (GSSAPI, RFC 4752, QOP auth) through the system's MIT libgssapi_krb5, as a JAAS
+ * section with Krb5LoginModule logs in: the ticket cache (`useTicketCache`), a keytab
+ * (`useKeyTab`), or the cache first and the keytab when it has no ticket (both). The Kerberos
+ * configuration is the library's (KRB5_CONFIG, else /etc/krb5.conf). The server is
+ * `<serviceName>@<host>` for the host each connection dials, or `serverPrincipal`.
+ */
+export interface GssapiSaslOptions {
+  mechanism: "GSSAPI";
+  /** The client's principal (`name@REALM`; without a realm, the default realm's); default: the ticket cache's. Required with a keytab alone. */
+  principal?: string;
+  /** Take tickets from a credentials cache: `ticketCache` (a file), else the default one (KRB5CCNAME). */
+  useTicketCache?: boolean;
+  ticketCache?: string;
+  /** Get tickets with the key of `principal` in `keyTab` (else the default client keytab), into a cache of this client's own. */
+  useKeyTab?: boolean;
+  keyTab?: string;
+  /** The server's service name (zookeeper.sasl.client.username); default "zookeeper". */
+  serviceName?: string;
+  /** The server's whole principal (zookeeper.server.principal, e.g. `zookeeper/host@REALM`); replaces serviceName and the host. */
+  serverPrincipal?: string;
 }
 
 /** PEM text or bytes, as node:tls takes them. */

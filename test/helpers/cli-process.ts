@@ -20,6 +20,14 @@ export function runScript(script: string, args: string[], env: NodeJS.ProcessEnv
   return { child, exit, out: () => stdout, err: () => stderr };
 }
 
+/** `corral shell ARGS` with `script` on stdin (dates in UTC); its exit code and output. */
+export async function runShell(args: string[], script: string, env: Record<string, string> = {}) {
+  const run = runScript(CLI, ["shell", ...args], { TZ: "UTC", ...env });
+  run.child.stdin.end(script);
+  const code = await run.exit;
+  return { code, stdout: run.out(), stderr: run.err() };
+}
+
 function listen(port: number): Promise<Server> {
   return new Promise((resolve, reject) => {
     const server = createServer();

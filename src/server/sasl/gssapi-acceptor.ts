@@ -4,14 +4,15 @@
  * GSSAPI mechanism server over a fresh security context for each connection.
  */
 import { ConfigError } from "../config-error.js";
-import { AcceptorContext, AcceptorCredential, GssError, kerberosDefaultRealm } from "./gssapi-binding.js";
+import { GssError, kerberosDefaultRealm, type GssCredential } from "../../common/gssapi-library.js";
+import { acceptorCredential, AcceptorContext } from "./gssapi-binding.js";
 import { GssapiServer } from "./gssapi-mechanism.js";
 import type { KerberosAcceptor, KerberosLogin } from "./sasl-config.js";
 
 export function kerberosAcceptor(login: KerberosLogin): KerberosAcceptor {
-  let credential: AcceptorCredential;
+  let credential: GssCredential;
   try {
-    credential = AcceptorCredential.acquire(login.principal, login.keyTab);
+    credential = acceptorCredential(login.principal, login.keyTab);
   } catch (error) {
     if (error instanceof GssError)
       throw new ConfigError("jaasConfigFile", `Kerberos login as ${login.principal} with ${login.keyTab} failed: ${error.message}`);

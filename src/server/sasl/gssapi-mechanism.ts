@@ -12,6 +12,7 @@
  * The GSS-API itself is a port (GssAcceptor): production binds MIT Kerberos (gssapi-binding.ts),
  * unit tests a fake.
  */
+import { decodeLayerMessage, encodeLayerMessage, GSSAPI_TOKEN_BYTES_MAX, SASL_GSSAPI_LAYER_NONE } from "../../common/sasl-gssapi.js";
 import { saslFailure, type SaslMechanismServer, type SaslStep } from "./mechanism.js";
 
 /** One acceptor security context; each call is made only after the last one settled. */
@@ -22,12 +23,8 @@ export interface GssAcceptor {
   release(): void;
 }
 
-/** RFC 4752's security layer bit for "no security layer" (QOP auth). */
-const LAYER_NONE = 1;
 /** Java's default javax.security.sasl.maxbuffer: what the server says it can receive. */
 const MAX_RECEIVE_BYTES = 65536;
-/** A client token larger than this is refused before the library sees it (a Kerberos AP-REQ is a few KiB). */
-export const GSSAPI_TOKEN_BYTES_MAX = 64 * 1024;
 
 type State = "context" | "send-layers" | "await-layer" | "done";
 
@@ -80,17 +77,17 @@ export class GssapiServer implements SaslMechanismServer {
   }
 
   private async offerLayers(): Promise<SaslStep> {
-    const offer = new Uint8Array([LAYER_NONE, (MAX_RECEIVE_BYTES >>> 16) & 0xff, (MAX_RECEIVE_BYTES >>> 8) & 0xff, MAX_RECEIVE_BYTES & 0xff]);
+    const offer = encodeLayerMessage({ layers: SASL_GSSAPI_LAYER_NONE, maxMessageBytes: MAX_RECEIVE_BYTES, authorizationId: "" });
     const wrapped = await this.acceptor.wrap(offer);
     this.state = "await-layer";
     return { kind: "continue", token: wrapped };
   }
 
   private async chooseLayer(token: Uint8Array): Promise<SaslStep> {
-    const answer = await this.acceptor.unwrap(token);
-    if (answer.byteLength < 4) return saslFailure(`a GSSAPI layer answer of ${answer.byteLength} bytes`);
-    if (answer[0] !== LAYER_NONE) return saslFailure(`the client chose security layer ${answer[0]}, not auth`);
-    const authorizationId = answer.byteLength > 4 ? Buffer.from(answer.subarray(4)).toString("utf8") : this.peer;
+    const answer = decodeLayerMessage(await this.acceptor.unwrap(token));
+    if (typeof answer === "string") return saslFailure(answer);
+    if (answer.layers !== SASL_GSSAPI_LAYER_NONE) return saslFailure(`the client chose security layer ${answer.layers}, not auth`);
+    const authorizationId = answer.authorizationId === "" ? this.peer : answer.authorizationId;
     return { kind: "complete", token: null, authenticationId: this.peer, authorizationId };
   }
 }
