@@ -20,8 +20,8 @@ export interface WaitOptions {
 
 /**
  * The bound on one blocking call. `race` rejects with ZkError OPERATIONTIMEOUT as soon as the
- * deadline passes or the signal aborts, and with SESSIONEXPIRED as soon as `client`'s session is
- * gone (expired or closed): a waiter never waits on a session that can no longer be answered.
+ * deadline passes or the signal aborts, and with the session's end (sessionEndError) as soon as
+ * `client`'s session is gone: a waiter never waits on a session that can no longer be answered.
  * `dispose` must be called when the call ends (withDeadline does it).
  */
 export class Deadline {
@@ -31,7 +31,7 @@ export class Deadline {
   private reason: ZkError | undefined;
   private readonly onAbort = (): void => this.stop(new ZkError("OPERATIONTIMEOUT", `${this.what}: aborted`));
   private readonly onState = (state: string): void => {
-    if (state === "expired" || state === "closed") this.stop(new ZkError("SESSIONEXPIRED", `${this.what}: session ${state}`));
+    if (isSessionEnd(state)) this.stop(sessionEndError(state, `${this.what}: session ${state}`));
   };
 
   constructor(
@@ -153,9 +153,9 @@ function reconnected(client: Client, deadline: Deadline): Promise<void> {
         if (state === "connected" || state === "reconnected") {
           client.off("state", listener);
           resolve();
-        } else if (state === "expired" || state === "closed") {
+        } else if (isSessionEnd(state)) {
           client.off("state", listener);
-          reject(new ZkError("SESSIONEXPIRED", `session ${state} while waiting to reconnect`));
+          reject(sessionEndError(state, `session ${state} while waiting to reconnect`));
         }
       };
       client.on("state", listener);
@@ -244,7 +244,7 @@ export async function removeOwnedNode(client: Client, node: string, deadline: De
   try {
     await deleteIfExists(client, node, deadline);
   } catch (error) {
-    if (!isZkError(error, "SESSIONEXPIRED")) throw error;
+    if (!isSessionEndError(error)) throw error;
   }
 }
 
@@ -364,7 +364,7 @@ export async function deleteOwnEphemeral(client: Client, path: string, deadline?
       }
     }
   } catch (error) {
-    if (!isZkError(error, "SESSIONEXPIRED")) throw error;
+    if (!isSessionEndError(error)) throw error;
   }
 }
 
@@ -401,8 +401,25 @@ export class Waiters {
   }
 }
 
-/** How a session ends for good. */
-export type SessionEnd = "expired" | "closed";
+/** How a session ends for good: expired, closed, or its SASL login refused on a new connection (ZooKeeper's AUTH_FAILED). */
+export type SessionEnd = "expired" | "closed" | "authFailed";
+
+export function isSessionEnd(state: string): state is SessionEnd {
+  return state === "expired" || state === "closed" || state === "authFailed";
+}
+
+/**
+ * What a recipe's callers get once its session ended `how`: AUTHFAILED after a refused SASL login
+ * (the client will not reconnect, so retrying cannot help), SESSIONEXPIRED otherwise.
+ */
+export function sessionEndError(how: SessionEnd, message: string, path?: string): ZkError {
+  return new ZkError(how === "authFailed" ? "AUTHFAILED" : "SESSIONEXPIRED", message, path);
+}
+
+/** Whether `error` says the session is over (SESSIONEXPIRED, or AUTHFAILED after a refused login). */
+export function isSessionEndError(error: unknown): boolean {
+  return isZkError(error, "SESSIONEXPIRED") || isZkError(error, "AUTHFAILED");
+}
 
 /** The events every recipe bound to its session emits, beside its own. */
 export interface SessionBoundEvents {
@@ -428,7 +445,7 @@ export class SessionFollower {
       this.stages.disconnected?.();
     } else if (state === "reconnected") {
       this.stages.reconnected();
-    } else if (state === "expired" || state === "closed") {
+    } else if (isSessionEnd(state)) {
       this.stop();
       this.stages.ended(state);
     }
@@ -473,7 +490,7 @@ export class SerialJob {
       try {
         await this.run();
       } catch (error) {
-        if (!isZkError(error, "CONNECTIONLOSS") && !isZkError(error, "SESSIONEXPIRED")) reportError(this.owner, error);
+        if (!isZkError(error, "CONNECTIONLOSS") && !isSessionEndError(error)) reportError(this.owner, error);
       }
     });
     return this.chain;

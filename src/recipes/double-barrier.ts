@@ -18,6 +18,7 @@ import {
   type WaitOptions,
   waitUntilGone,
   withoutProtectedPrefix,
+  isSessionEndError,
 } from "./common.js";
 
 /** The node the last participant to enter creates. */
@@ -151,7 +152,7 @@ export class DoubleBarrier {
     } catch (error) {
       // Abandoned (or the session is gone, and the node with it): this participant has left.
       this.memberPath = undefined;
-      if (!deleted && !isZkError(error, "SESSIONEXPIRED")) await deleteIfExists(this.client, mine).catch(() => undefined);
+      if (!deleted && !isSessionEndError(error)) await deleteIfExists(this.client, mine).catch(() => undefined);
       throw error;
     } finally {
       this.busy = false;

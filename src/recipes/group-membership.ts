@@ -7,7 +7,16 @@ import { EventEmitter } from "node:events";
 import type { Client } from "../client/client.js";
 import type { Data } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
-import { Deadline, deleteIfExists, ensurePath, retryOnConnectionLoss, sequenceOf, withoutProtectedPrefix, type WaitOptions } from "./common.js";
+import {
+  Deadline,
+  deleteIfExists,
+  ensurePath,
+  retryOnConnectionLoss,
+  sequenceOf,
+  withoutProtectedPrefix,
+  type WaitOptions,
+  sessionEndError,
+} from "./common.js";
 import { createProtectedOrCleanUp, nameOf, orIfNoNode, SerialJob, type SessionBoundEvents, type SessionEnd, SessionFollower, withDeadline } from "./common.js";
 
 /** One member of a group, as `members()` and the `changed` event list them. */
@@ -142,7 +151,7 @@ export class GroupMembership extends EventEmitter<GroupMembershipEvents> {
   }
 
   private checkOpen(): void {
-    if (this.ended !== undefined) throw new ZkError("SESSIONEXPIRED", `group ${this.path}: session ${this.ended}`);
+    if (this.ended !== undefined) throw sessionEndError(this.ended, `group ${this.path}: session ${this.ended}`);
   }
 
   private async readMembers(watch: boolean): Promise<Member[]> {

@@ -17,6 +17,8 @@ import {
   type WaitOptions,
   waitUntilGone,
   withDeadline,
+  isSessionEnd,
+  sessionEndError,
 } from "./common.js";
 import { bindNode, checkNodeName } from "./naming-service.js";
 import { TreeCache } from "./tree-cache.js";
@@ -82,12 +84,16 @@ export class Heartbeat extends EventEmitter<HeartbeatEvents> {
   private phase: HeartbeatPhase = "idle";
   /** The last report in flight: the next one starts after it, so progress lands in call order. */
   private reporting: Promise<unknown> = Promise.resolve();
+  /** Why the session ended, once the phase is "lost". */
+  private lostWith: ZkError | undefined;
   private readonly onState = (state: string): void => {
-    if (state !== "expired" && state !== "closed") return;
+    if (!isSessionEnd(state)) return;
     this.client.off("state", this.onState);
     if (this.phase !== "alive") return;
     this.phase = "lost";
-    this.emit("lost", new ZkError("SESSIONEXPIRED", `heartbeat ${this.node}: session ${state}`));
+    const lost = sessionEndError(state, `heartbeat ${this.node}: session ${state}`, this.node);
+    this.lostWith = lost;
+    this.emit("lost", lost);
   };
 
   constructor(
@@ -124,7 +130,7 @@ export class Heartbeat extends EventEmitter<HeartbeatEvents> {
         }
         this.phase = "alive";
         this.client.on("state", this.onState);
-        if (this.client.state === "expired" || this.client.state === "closed") this.onState(this.client.state);
+        if (isSessionEnd(this.client.state)) this.onState(this.client.state);
       } catch (error) {
         if (isZkError(error, "OPERATIONTIMEOUT")) this.removeOwnNode().catch(() => undefined);
         throw error;
@@ -153,7 +159,7 @@ export class Heartbeat extends EventEmitter<HeartbeatEvents> {
   }
 
   private async write(progress: Progress, deadline: Deadline): Promise<Stat> {
-    if (this.phase === "lost") throw new ZkError("SESSIONEXPIRED", `heartbeat ${this.node}: session lost`, this.node);
+    if (this.phase === "lost") throw this.lostWith!;
     if (this.phase !== "alive") throw new ZkError("BADARGUMENTS", `heartbeat ${this.node} is not started`, this.node);
     // Unconditional setData: repeating it after a lost answer writes the same progress again.
     return retryOnConnectionLoss(this.client, deadline, () => this.client.setData(this.node, encodeProgress(progress)));

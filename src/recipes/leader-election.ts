@@ -27,6 +27,7 @@ import {
   Waiters,
   type WaitOptions,
   withDeadline,
+  sessionEndError,
 } from "./common.js";
 
 // ---------------------------------------------------------------------------------------------
@@ -67,7 +68,7 @@ export type LeaderElectionStatus = "idle" | "candidate" | "leader" | "lost";
  * acting until it is reconnected and still holds the lowest node); expired or closed (the session is
  * gone); deleted (someone removed the candidate node).
  */
-export type RevokedReason = "resigned" | "disconnected" | "expired" | "closed" | "deleted";
+export type RevokedReason = "resigned" | "disconnected" | SessionEnd | "deleted";
 
 /** The events of a LeaderElection and their listeners' arguments. */
 export interface LeaderElectionEvents extends SessionBoundEvents {
@@ -92,6 +93,8 @@ export interface LeaderElectionEvents extends SessionBoundEvents {
 export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
   readonly id: string;
   private statusValue: LeaderElectionStatus = "idle";
+  /** How the session ended, once the status is "lost". */
+  private ended: SessionEnd = "expired";
   private candidate: string | undefined;
   private token: bigint | undefined;
   /** Bumped by every start, resignation and loss: work of an older round is ignored. */
@@ -185,12 +188,12 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
 
   /**
    * Resolves with the fencing token once this candidate leads. Rejects with OPERATIONTIMEOUT on timeout/abort (the
-   * candidate stays in the election), SESSIONEXPIRED if the session is gone, and BADARGUMENTS if
+   * candidate stays in the election), SESSIONEXPIRED if the session is gone (AUTHFAILED if its SASL login was refused), and BADARGUMENTS if
    * it is not a candidate (never started or resigned meanwhile).
    */
   async awaitLeadership(options: WaitOptions = {}): Promise<bigint> {
     if (this.statusValue === "leader") return this.currentToken();
-    if (this.statusValue === "lost") throw new ZkError("SESSIONEXPIRED", `leader election ${this.path}: session lost`);
+    if (this.statusValue === "lost") throw sessionEndError(this.ended, `leader election ${this.path}: session ${this.ended}`);
     if (this.statusValue === "idle") throw new ZkError("BADARGUMENTS", `leader election ${this.path}: not a candidate`);
     await this.waiters.wait(`leader election ${this.path}: await leadership`, options, this.client);
     return this.currentToken();
@@ -294,11 +297,12 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
     const wasLeader = this.statusValue === "leader";
     this.round += 1;
     this.statusValue = "lost";
+    this.ended = reason;
     this.candidate = undefined;
     this.token = undefined;
     if (wasLeader) this.emit("revoked", reason);
     this.emit("lost", reason);
-    this.waiters.rejectAll(new ZkError("SESSIONEXPIRED", `leader election ${this.path}: session ${reason}`));
+    this.waiters.rejectAll(sessionEndError(reason, `leader election ${this.path}: session ${reason}`));
   }
 }
 

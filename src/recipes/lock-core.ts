@@ -19,7 +19,7 @@ interface Holding {
 
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging -- typed events only (EventEmitter methods, no new members); not EventEmitter<EventMap>: RevocableLock subclasses it with more events, which that generic cannot express
 export interface SequentialLock {
-  /** The lock was lost while held: its session expired or closed (SESSIONEXPIRED), or its node was deleted (NONODE). */
+  /** The lock was lost while held: its session expired or closed (SESSIONEXPIRED) or its SASL login was refused (AUTHFAILED), or its node was deleted (NONODE). */
   on(event: "lost", listener: (error: ZkError) => void): this;
   /** As `on("lost")`, for the next loss only. */
   once(event: "lost", listener: (error: ZkError) => void): this;
@@ -85,7 +85,7 @@ export class SequentialLock extends EventEmitter {
 
   /**
    * Waits until this instance holds the lock. Rejects with OPERATIONTIMEOUT on abort or timeout,
-   * SESSIONEXPIRED if the session ends, NONODE if its node was deleted while waiting; the node is
+   * SESSIONEXPIRED if the session ends (AUTHFAILED if its SASL login is refused), NONODE if its node was deleted while waiting; the node is
    * removed in each case. Resolves with the grant's fencing token (see `fencingToken`).
    */
   async acquire(options: WaitOptions = {}): Promise<bigint> {

@@ -7,7 +7,17 @@
 import type { Client } from "../client/client.js";
 import type { ClientState, WatchedEvent, Watcher } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
-import { createProtectedOrCleanUp, type Deadline, isZkError, removeOwnedNode, retryOnConnectionLoss, withDeadline } from "./common.js";
+import {
+  createProtectedOrCleanUp,
+  type Deadline,
+  isZkError,
+  removeOwnedNode,
+  retryOnConnectionLoss,
+  withDeadline,
+  isSessionEnd,
+  sessionEndError,
+  isSessionEndError,
+} from "./common.js";
 
 /**
  * Creates the ephemeral-sequential node `<parent>/<protected prefix><name><sequence>` for a call
@@ -75,7 +85,7 @@ export class HeldNode {
   initialData: Uint8Array = new Uint8Array();
   private readonly watcher: Watcher = (event) => this.onEvent(event);
   private readonly onState = (state: ClientState): void => {
-    if (state === "expired" || state === "closed") this.lose(new ZkError("SESSIONEXPIRED", `${this.node}: session ${state} while held`, this.node));
+    if (isSessionEnd(state)) this.lose(sessionEndError(state, `${this.node}: session ${state} while held`, this.node));
   };
 
   private constructor(
@@ -97,9 +107,9 @@ export class HeldNode {
     }
     client.on("state", held.onState);
     // The session may have ended in the same turn as the answer arrived.
-    if (client.state === "expired" || client.state === "closed") {
+    if (isSessionEnd(client.state)) {
       held.stop();
-      throw new ZkError("SESSIONEXPIRED", `${node}: session ${client.state}`, node);
+      throw sessionEndError(client.state, `${node}: session ${client.state}`, node);
     }
     return held;
   }
@@ -137,7 +147,7 @@ export class HeldNode {
       try {
         await retryOnConnectionLoss(this.client, deadline, () => this.client.exists(this.node));
       } catch (failure) {
-        if (isZkError(failure, "SESSIONEXPIRED")) error = failure as ZkError;
+        if (isSessionEndError(failure)) error = failure as ZkError;
       }
     });
     try {

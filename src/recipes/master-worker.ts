@@ -17,7 +17,17 @@ import type { Client } from "../client/client.js";
 import { op } from "../client/ops.js";
 import type { Data, Op } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
-import { type Deadline, ensurePath, retryOnConnectionLoss, sequenceOf, waitUntilGone, withoutProtectedPrefix, type WaitOptions } from "./common.js";
+import {
+  type Deadline,
+  ensurePath,
+  retryOnConnectionLoss,
+  sequenceOf,
+  waitUntilGone,
+  withoutProtectedPrefix,
+  type WaitOptions,
+  sessionEndError,
+  isSessionEndError,
+} from "./common.js";
 import {
   createProtectedOrCleanUp,
   deleteOwnEphemeral,
@@ -133,7 +143,7 @@ const isConflict = (error: unknown): boolean =>
 /** idle: not running · backup: waiting for the active master to go · active: assigning tasks · lost: session gone. */
 export type MasterStatus = "idle" | "backup" | "active" | "lost";
 /** Why a master stopped being active: it resigned, its session was disconnected, expired or closed, or another master took over (superseded). */
-export type MasterRevokedReason = "resigned" | "disconnected" | "expired" | "closed" | "superseded";
+export type MasterRevokedReason = "resigned" | "disconnected" | SessionEnd | "superseded";
 
 /** The events of a Master and their listeners' arguments. */
 export interface MasterEvents extends SessionBoundEvents {
@@ -157,6 +167,8 @@ export interface MasterEvents extends SessionBoundEvents {
  */
 export class Master extends EventEmitter<MasterEvents> {
   private statusValue: MasterStatus = "idle";
+  /** How the session ended, once the status is "lost". */
+  private ended: SessionEnd = "expired";
   private round = 0;
   private readonly p: ReturnType<typeof paths>;
   private readonly checks = new SerialJob(() => this.check(this.round), this);
@@ -222,7 +234,7 @@ export class Master extends EventEmitter<MasterEvents> {
   /** Resolves once this master is active; OPERATIONTIMEOUT on timeout/abort (it stays a backup), SESSIONEXPIRED if the session is gone. */
   async awaitActive(options: WaitOptions = {}): Promise<void> {
     if (this.statusValue === "active") return;
-    if (this.statusValue === "lost") throw new ZkError("SESSIONEXPIRED", `master ${this.path}: session lost`);
+    if (this.statusValue === "lost") throw sessionEndError(this.ended, `master ${this.path}: session ${this.ended}`);
     if (this.statusValue === "idle") throw new ZkError("BADARGUMENTS", `master ${this.path}: not running`);
     await this.waiters.wait(`master ${this.path}: await active`, options, this.client);
   }
@@ -344,9 +356,10 @@ export class Master extends EventEmitter<MasterEvents> {
     const wasActive = this.statusValue === "active";
     this.round += 1;
     this.statusValue = "lost";
+    this.ended = reason;
     if (wasActive) this.emit("revoked", reason);
     this.emit("lost", reason);
-    this.waiters.rejectAll(new ZkError("SESSIONEXPIRED", `master ${this.path}: session ${reason}`));
+    this.waiters.rejectAll(sessionEndError(reason, `master ${this.path}: session ${reason}`));
   }
 }
 
@@ -388,6 +401,8 @@ export interface WorkerEvents extends SessionBoundEvents {
  */
 export class Worker extends EventEmitter<WorkerEvents> {
   private statusValue: WorkerStatus = "idle";
+  /** How the session ended, once the status is "lost". */
+  private ended: SessionEnd = "expired";
   private round = 0;
   private readonly p: ReturnType<typeof paths>;
   private readonly mine: string;
@@ -425,7 +440,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
    */
   async start(options: WaitOptions = {}): Promise<void> {
     if (this.statusValue === "running") throw new ZkError("BADARGUMENTS", `worker ${this.id}: already running`);
-    if (this.statusValue === "lost") throw new ZkError("SESSIONEXPIRED", `worker ${this.id}: session lost`);
+    if (this.statusValue === "lost") throw sessionEndError(this.ended, `worker ${this.id}: session ${this.ended}`);
     const round = ++this.round;
     await withDeadline(`worker ${this.id}: start`, options, this.client, async (deadline) => {
       try {
@@ -513,7 +528,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
         try {
           await this.execute({ name: task, data, progress });
         } catch (error) {
-          if (this.statusValue === "lost" || isZkError(error, "SESSIONEXPIRED")) {
+          if (this.statusValue === "lost" || isSessionEndError(error)) {
             this.emit("abandoned", task, error);
             return;
           }
@@ -567,6 +582,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private lose(reason: SessionEnd): void {
     this.round += 1;
     this.statusValue = "lost";
+    this.ended = reason;
     this.queue.length = 0;
     this.emit("lost", reason);
   }

@@ -6,7 +6,17 @@ import { EventEmitter } from "node:events";
 import type { Client } from "../client/client.js";
 import type { Stat } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
-import { childPath, deleteOwnEphemeral, isZkError, orIfNoNode, retryOnConnectionLoss, withDeadline, type WaitOptions } from "./common.js";
+import {
+  childPath,
+  deleteOwnEphemeral,
+  isZkError,
+  orIfNoNode,
+  retryOnConnectionLoss,
+  withDeadline,
+  type WaitOptions,
+  isSessionEnd,
+  sessionEndError,
+} from "./common.js";
 import { bindNode, checkNodeName } from "./naming-service.js";
 import { type CachedNode, TreeCache } from "./tree-cache.js";
 
@@ -70,11 +80,11 @@ export interface ServiceDiscoveryEvents {
 export class ServiceDiscovery extends EventEmitter<ServiceDiscoveryEvents> {
   private readonly registered = new Map<string, { service: string; id: string }>();
   private readonly onState = (state: string): void => {
-    if (state !== "expired" && state !== "closed") return;
+    if (!isSessionEnd(state)) return;
     this.client.off("state", this.onState);
     const lost = [...this.registered.values()];
     this.registered.clear();
-    if (lost.length > 0) this.emit("lost", new ZkError("SESSIONEXPIRED", `service discovery ${this.path}: session ${state}`), lost);
+    if (lost.length > 0) this.emit("lost", sessionEndError(state, `service discovery ${this.path}: session ${state}`), lost);
   };
 
   constructor(

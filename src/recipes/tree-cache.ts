@@ -6,7 +6,7 @@ import { EventEmitter } from "node:events";
 import type { Client } from "../client/client.js";
 import type { ClientState, Stat, WatchedEvent } from "../client/types.js";
 import { ZkError } from "../common/errors.js";
-import { childPath, isZkError, nameOf, parentOf, withDeadline, type WaitOptions } from "./common.js";
+import { childPath, isZkError, nameOf, parentOf, withDeadline, type WaitOptions, isSessionEnd, sessionEndError } from "./common.js";
 
 /** One mirrored znode: its data and the Stat that came with that data. */
 export interface CachedNode {
@@ -32,7 +32,7 @@ export interface TreeCacheEvents {
   removed: [path: string, previous: CachedNode];
   /** The first complete read of the subtree is in the mirror. */
   initialized: [];
-  /** The session is gone (expired or closed): the mirror is cleared and stops for good. */
+  /** The session is gone (expired or closed: SESSIONEXPIRED; its SASL login refused: AUTHFAILED): the mirror is cleared and stops for good. */
   lost: [error: ZkError];
 }
 
@@ -68,7 +68,7 @@ export class TreeCache extends EventEmitter<TreeCacheEvents> {
   private readonly watcher = (event: WatchedEvent): void => this.onWatch(event);
   private readonly onState = (state: ClientState): void => {
     if (state === "reconnected") this.rebuild();
-    else if (state === "expired" || state === "closed") this.lose(new ZkError("SESSIONEXPIRED", `tree cache ${this.root}: session ${state}`));
+    else if (isSessionEnd(state)) this.lose(sessionEndError(state, `tree cache ${this.root}: session ${state}`));
   };
 
   constructor(
@@ -95,7 +95,7 @@ export class TreeCache extends EventEmitter<TreeCacheEvents> {
     await withDeadline(`tree cache ${this.root}`, options, this.client, async (deadline) => {
       this.client.on("state", this.onState);
       const state = this.client.state;
-      if (state === "expired" || state === "closed") this.onState(state);
+      if (isSessionEnd(state)) this.onState(state);
       else this.rebuild();
       try {
         await deadline.race(started);
