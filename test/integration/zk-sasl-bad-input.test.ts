@@ -7,12 +7,15 @@
  * answer is OK (a challenge) or AUTHFAILED followed by the end of that connection, a bystander
  * session keeps being served, and the servers are still running at the end — also after clients
  * that hang up while their token is being evaluated. The gRPC port's SaslRequests get the same:
- * each answer a challenge or AUTHFAILED and the end of that stream, an SDK session served beside.
+ * each answer a challenge or AUTHFAILED and the end of that stream, an SDK session served beside —
+ * also for tokens sent after a real Kerberos context is established (the SDK's own initiator, a
+ * ticket from the KDC), which reach MIT's gss_unwrap as the client's choice of security layer.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import fc from "fast-check";
 import { Client } from "../../src/index.js";
+import { acquireInitiatorCredential, InitiatorContext } from "../../src/client/gssapi-initiator.js";
 import { ZkErrorCode } from "../../src/common/errors.js";
 import { decodeRecord, ExistsRequest, GetSASLRequest, OpCode, SetSASLResponse } from "../../src/server/zk-wire/records.js";
 import { JuteClient } from "../helpers/jute-client.js";
@@ -97,9 +100,15 @@ describe("malformed SASL tokens cost at most their connection", { concurrency: 1
   let digest: ServerProcess;
   let kerberos: ServerProcess;
 
+  let clientKeytab: string;
+  const savedKrb5Config = process.env.KRB5_CONFIG;
+
   before(async () => {
     kdc = await KerberosKdc.start();
     const keytab = kdc.addPrincipal("zookeeper/127.0.0.1", "server.keytab");
+    clientKeytab = kdc.addPrincipal("client", "client.keytab");
+    // This process initiates contexts too (the established-context case): the realm's configuration.
+    process.env.KRB5_CONFIG = kdc.krb5Conf;
     digest = await startSaslServer(kdc.dir, "digest", digestServerJaas({ bob: "secret" }));
     kerberos = await startSaslServer(kdc.dir, "kerberos", kerberosKeytabJaas("Server", `zookeeper/127.0.0.1@${kdc.realm}`, keytab), {
       env: { ...kdc.env, KRB5RCACHEDIR: kdc.dir },
@@ -110,6 +119,69 @@ describe("malformed SASL tokens cost at most their connection", { concurrency: 1
     await digest?.stop();
     await kerberos?.stop();
     await kdc?.stop();
+    if (savedKrb5Config === undefined) delete process.env.KRB5_CONFIG;
+    else process.env.KRB5_CONFIG = savedKrb5Config;
+  });
+
+  /**
+   * A gRPC stream whose Kerberos context is established with the server (a real ticket, mutual
+   * authentication) and whose server has sent its wrapped layer offer; the next token is the client's choice.
+   */
+  async function establishedStream(): Promise<{ stream: RawStream; release: () => void }> {
+    const credential = await acquireInitiatorCredential({
+      principal: `client@${kdc.realm}`,
+      useKeyTab: true,
+      keyTab: clientKeytab,
+      useTicketCache: false,
+      ticketCache: undefined,
+    });
+    const context = new InitiatorContext(credential, { name: `zookeeper/127.0.0.1@${kdc.realm}`, hostBased: false });
+    const stream = RawStream.open(kerberos.connectString);
+    try {
+      await stream.connect();
+      let step = await context.step(null);
+      for (let xid = 1; ; xid++) {
+        const response = await stream.request({ xid, sasl: { token: step.output } });
+        assert.equal(response.err, ZkErrorCode.OK);
+        if (step.established) break;
+        step = await context.step(response.saslToken);
+      }
+      return { stream, release: () => context.release() };
+    } catch (error) {
+      context.release();
+      stream.end();
+      throw error;
+    }
+  }
+
+  test("GSSAPI (MIT Kerberos) on the gRPC port after an established context: malformed layer choices are AUTHFAILED and the end of that stream only", async () => {
+    const bystander = await Client.connect(kerberos.connectString);
+    try {
+      await fc.assert(
+        fc.asyncProperty(tokens, async (token) => {
+          const { stream, release } = await establishedStream();
+          try {
+            const response = await stream.request({ xid: 100, sasl: { token } }).catch(() => undefined);
+            // A random token is never a valid wrap of the context: refused, or the stream ended before an answer.
+            if (response !== undefined) {
+              assert.equal(response.err, ZkErrorCode.AUTHFAILED);
+              assert.equal(response.saslToken.byteLength, 0);
+              const closed = await Promise.race([stream.status.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 2_000))]);
+              assert.ok(closed, "a refused stream is ended");
+            }
+          } finally {
+            stream.end();
+            release();
+          }
+          assert.notEqual(await bystander.exists("/zookeeper"), null);
+        }),
+        { numRuns: 25 },
+      );
+      assert.ok(kerberos.running, "the server is still running");
+      assert.match(kerberos.stderr, /gss_unwrap/);
+    } finally {
+      await bystander.close();
+    }
   });
 
   for (const [name, server, firstStep, refusedBy] of [
