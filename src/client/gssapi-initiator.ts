@@ -7,21 +7,14 @@
  */
 import { createHash } from "node:crypto";
 import {
-  callAsync,
-  GSS_S_COMPLETE,
-  GSS_S_CONTINUE_NEEDED,
   GssCredential,
-  gssFailure,
   GssSecurityContext,
   HOSTBASED_SERVICE_OID,
   importName,
   inputBuffer,
-  isGssError,
   KRB5_MECHANISM_OID,
   KRB5_PRINCIPAL_NAME_OID,
   oidDesc,
-  outputBuffer,
-  takeBuffer,
 } from "../common/gssapi-library.js";
 import type { GssInitiator, KerberosClientLogin } from "./sasl-gssapi.js";
 
@@ -66,13 +59,9 @@ export class InitiatorContext extends GssSecurityContext implements GssInitiator
     return this.using(async (gss) => {
       const target = importName(gss, this.target.name, this.target.hostBased ? HOSTBASED_SERVICE_OID : KRB5_PRINCIPAL_NAME_OID);
       try {
-        const minor = [0];
-        const context = [this.handle];
-        const output = outputBuffer();
         const input = token === null ? null : inputBuffer(token);
         const mechanism = oidDesc(KRB5_MECHANISM_OID);
-        const major = await callAsync(
-          gss.initSecContext,
+        return await this.establishStep(gss, "gss_init_sec_context", gss.initSecContext, (minor, context, output) => [
           minor,
           this.credential.current,
           context,
@@ -86,13 +75,7 @@ export class InitiatorContext extends GssSecurityContext implements GssInitiator
           output,
           [0],
           null,
-        );
-        this.handle = context[0] ?? null;
-        const bytes = takeBuffer(gss, output);
-        if (isGssError(major)) throw gssFailure(gss, "gss_init_sec_context", major, minor[0]!);
-        if (major === GSS_S_CONTINUE_NEEDED) return { output: bytes, established: false };
-        if (major !== GSS_S_COMPLETE) throw gssFailure(gss, "gss_init_sec_context", major, minor[0]!);
-        return { output: bytes, established: true };
+        ]);
       } finally {
         gss.releaseName([0], [target]);
       }

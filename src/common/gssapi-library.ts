@@ -14,7 +14,7 @@
  */
 import koffi, { type LibraryHandle } from "koffi";
 
-type NativeFunction = ReturnType<LibraryHandle["func"]>;
+export type NativeFunction = ReturnType<LibraryHandle["func"]>;
 
 export const GSS_S_COMPLETE = 0;
 export const GSS_S_CONTINUE_NEEDED = 1;
@@ -316,6 +316,27 @@ export abstract class GssSecurityContext {
       this.inFlight -= 1;
       if (this.released && this.inFlight === 0) this.deleteContext();
     }
+  }
+
+  /**
+   * One step of establishing the context on a worker thread: `fn` is gss_init_sec_context or
+   * gss_accept_sec_context, given by `args` the minor status, the context handle (updated here)
+   * and the output buffer in the places it takes them. Rejects with GssError.
+   */
+  protected async establishStep(
+    gss: GssBinding,
+    call: string,
+    fn: NativeFunction,
+    args: (minor: number[], context: unknown[], output: BufferDesc) => unknown[],
+  ): Promise<{ output: Uint8Array; established: boolean }> {
+    const minor = [0];
+    const context = [this.handle];
+    const output = outputBuffer();
+    const major = await callAsync(fn, ...args(minor, context, output));
+    this.handle = context[0] ?? null;
+    const bytes = takeBuffer(gss, output);
+    if (isGssError(major) || (major !== GSS_S_COMPLETE && major !== GSS_S_CONTINUE_NEEDED)) throw gssFailure(gss, call, major, minor[0]!);
+    return { output: bytes, established: major === GSS_S_COMPLETE };
   }
 
   /** Frees what the context holds beside itself (an initiator's credential); called once no thread uses the context. */

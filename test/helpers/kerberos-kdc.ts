@@ -6,8 +6,9 @@
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
-import { writeFile } from "node:fs/promises";
+import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { kerberosKeytabJaas } from "./jaas-files.js";
 import { freePort } from "./server-process.js";
 import { makeTempDir } from "./temp-dir.js";
 
@@ -128,6 +129,33 @@ export class KerberosKdc {
       if (this.child.exitCode !== null || Date.now() > deadline) throw new Error(`the KDC did not start: ${output()}\n${probe.stderr}`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
+  }
+}
+
+/** A started realm with a service principal for corral's servers and some users, each with a keytab. */
+export interface KerberosServiceRealm {
+  kdc: KerberosKdc;
+  /** Keytab paths: `server` for the service, then one per user. */
+  keytabs: Record<string, string>;
+  /** A directory for JAAS files, holding the servers' `server.jaas` (a Server section with the service's keytab). */
+  jaasDir: string;
+  /** The servers' environment: the realm's configuration, and the replay cache in the realm's dir (nothing outside the temp dirs). */
+  serverEnv: Record<string, string>;
+}
+
+/** Starts a KDC for `realm` with the service principal `service` (without the realm) and `users`. */
+export async function startServiceRealm(realm: string, service: string, users: readonly string[]): Promise<KerberosServiceRealm> {
+  const kdc = await KerberosKdc.start(realm);
+  try {
+    const keytabs: Record<string, string> = { server: kdc.addPrincipal(service, "server.keytab") };
+    for (const user of users) keytabs[user] = kdc.addPrincipal(user, `${user}.keytab`);
+    const jaasDir = join(kdc.dir, "jaas");
+    await mkdir(jaasDir);
+    await writeFile(join(jaasDir, "server.jaas"), kerberosKeytabJaas("Server", `${service}@${realm}`, keytabs.server!));
+    return { kdc, keytabs, jaasDir, serverEnv: { ...kdc.env, KRB5RCACHEDIR: kdc.dir } };
+  } catch (error) {
+    await kdc.stop();
+    throw error;
   }
 }
 

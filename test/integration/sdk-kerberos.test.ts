@@ -7,14 +7,14 @@
  * client without a ticket is refused, reported as a failed DIGEST-MD5 login is (AUTHFAILED).
  */
 import assert from "node:assert/strict";
-import { mkdir, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { Client, saslFromJaasFile, ZkError } from "../../src/index.js";
 import { runShell } from "../helpers/cli-process.js";
 import { ClusterProcess } from "../helpers/cluster-process.js";
 import { kerberosKeytabJaas, kerberosTicketCacheJaas } from "../helpers/jaas-files.js";
-import { KerberosKdc } from "../helpers/kerberos-kdc.js";
+import { startServiceRealm, type KerberosKdc } from "../helpers/kerberos-kdc.js";
 import { freePort, ServerProcess } from "../helpers/server-process.js";
 import { waitFor } from "../helpers/wait.js";
 
@@ -29,23 +29,16 @@ describe("Kerberos (GSSAPI) on the gRPC port: the SDK and corral shell", { concu
   let cluster: ClusterProcess;
   let serverEnv: Record<string, string>;
   let jaasDir: string;
-  const keytabs: Record<string, string> = {};
+  let keytabs: Record<string, string>;
   const savedEnv = { KRB5_CONFIG: process.env.KRB5_CONFIG, KRB5CCNAME: process.env.KRB5CCNAME };
 
   before(async () => {
-    kdc = await KerberosKdc.start(REALM);
-    keytabs.server = kdc.addPrincipal(SERVICE, "server.keytab");
-    keytabs.client = kdc.addPrincipal("client", "client.keytab");
-    keytabs.bob = kdc.addPrincipal("bob", "bob.keytab");
-    jaasDir = join(kdc.dir, "jaas");
-    await mkdir(jaasDir);
-    await writeFile(join(jaasDir, "server.jaas"), kerberosKeytabJaas("Server", `${SERVICE}@${REALM}`, keytabs.server));
-    await writeFile(join(jaasDir, "client.jaas"), kerberosKeytabJaas("Client", `client@${REALM}`, keytabs.client));
-    await writeFile(join(jaasDir, "bob.jaas"), kerberosKeytabJaas("Client", `bob@${REALM}`, keytabs.bob));
+    ({ kdc, keytabs, jaasDir, serverEnv } = await startServiceRealm(REALM, SERVICE, ["client", "bob"]));
+    await writeFile(join(jaasDir, "client.jaas"), kerberosKeytabJaas("Client", `client@${REALM}`, keytabs.client!));
+    await writeFile(join(jaasDir, "bob.jaas"), kerberosKeytabJaas("Client", `bob@${REALM}`, keytabs.bob!));
     // This process's Kerberos library reads the realm's configuration, and no cache outside the temp dir.
     process.env.KRB5_CONFIG = kdc.krb5Conf;
     process.env.KRB5CCNAME = `FILE:${join(kdc.dir, "default-cache")}`;
-    serverEnv = { ...kdc.env, KRB5RCACHEDIR: kdc.dir };
     cluster = await ClusterProcess.start({ voters: 3, tickMs: 500, env: serverEnv, config: { jaasConfigFile: join(jaasDir, "server.jaas") } });
     await waitFor("a leader every server agrees on", () => cluster.agreedLeader(), 60_000);
   });

@@ -7,13 +7,13 @@
  * without a ticket is refused.
  */
 import assert from "node:assert/strict";
-import { mkdir, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { ClusterProcess } from "../helpers/cluster-process.js";
 import { kerberosKeytabJaas, kerberosTicketCacheJaas } from "../helpers/jaas-files.js";
 import { removeRunFiles, runKazooSuite, verdict } from "../helpers/kazoo-suite.js";
-import { KerberosKdc } from "../helpers/kerberos-kdc.js";
+import { startServiceRealm, type KerberosKdc } from "../helpers/kerberos-kdc.js";
 import { freePort, ServerProcess } from "../helpers/server-process.js";
 import { waitFor } from "../helpers/wait.js";
 import { normaliseZkCli, runZkCli, runZkCliRaw } from "../helpers/zk-cli-tools.js";
@@ -28,7 +28,7 @@ describe("Kerberos (GSSAPI) on the ZooKeeper port with an MIT KDC", { concurrenc
   let cluster: ClusterProcess;
   let serverEnv: Record<string, string>;
   let jaasDir: string;
-  const keytabs: Record<string, string> = {};
+  let keytabs: Record<string, string>;
 
   /** zkCli.sh's JVM options for a Kerberos client of this realm logging in with the JAAS file `jaas`. */
   const zkCliFlags = (jaas: string) => [
@@ -39,15 +39,7 @@ describe("Kerberos (GSSAPI) on the ZooKeeper port with an MIT KDC", { concurrenc
   ];
 
   before(async () => {
-    kdc = await KerberosKdc.start(REALM);
-    keytabs.server = kdc.addPrincipal(SERVICE, "server.keytab");
-    keytabs.client = kdc.addPrincipal("client", "client.keytab");
-    keytabs.bob = kdc.addPrincipal("bob", "bob.keytab");
-    jaasDir = join(kdc.dir, "jaas");
-    await mkdir(jaasDir);
-    await writeFile(join(jaasDir, "server.jaas"), kerberosKeytabJaas("Server", `${SERVICE}@${REALM}`, keytabs.server));
-    // The replay cache in the realm's dir too: nothing of this test outside its temp dirs.
-    serverEnv = { ...kdc.env, KRB5RCACHEDIR: kdc.dir };
+    ({ kdc, keytabs, jaasDir, serverEnv } = await startServiceRealm(REALM, SERVICE, ["client", "bob"]));
     cluster = await ClusterProcess.start({
       voters: 3,
       tickMs: 500,

@@ -3,18 +3,7 @@
  * JAAS Server section's keytab, and a security context accepted token by token whose peer is the
  * client's principal.
  */
-import {
-  callAsync,
-  GSS_S_COMPLETE,
-  GSS_S_CONTINUE_NEEDED,
-  GssCredential,
-  gssFailure,
-  GssSecurityContext,
-  inputBuffer,
-  isGssError,
-  outputBuffer,
-  takeBuffer,
-} from "../../common/gssapi-library.js";
+import { GssCredential, gssFailure, GssSecurityContext, inputBuffer, isGssError, outputBuffer, takeBuffer } from "../../common/gssapi-library.js";
 
 /** Acceptor credentials for `principal` from `keyTab`; throws GssError when the keytab has no key for it (or cannot be read). */
 export function acceptorCredential(principal: string, keyTab: string): GssCredential {
@@ -30,34 +19,27 @@ export class AcceptorContext extends GssSecurityContext {
   /** One token of the client's; `peer` once the context is established. Rejects with GssError. */
   step(token: Uint8Array): Promise<{ output: Uint8Array; established: boolean; peer: string | undefined }> {
     return this.using(async (gss) => {
-      const minor = [0];
-      const context = [this.handle];
       const source: unknown[] = [null];
-      const output = outputBuffer();
-      const major = await callAsync(
-        gss.acceptSecContext,
-        minor,
-        context,
-        this.credential.current,
-        inputBuffer(token),
-        null,
-        source,
-        null,
-        output,
-        [0],
-        null,
-        null,
-      );
-      this.handle = context[0] ?? null;
-      const bytes = takeBuffer(gss, output);
       try {
-        if (isGssError(major)) throw gssFailure(gss, "gss_accept_sec_context", major, minor[0]!);
-        if (major === GSS_S_CONTINUE_NEEDED) return { output: bytes, established: false, peer: undefined };
-        if (major !== GSS_S_COMPLETE) throw gssFailure(gss, "gss_accept_sec_context", major, minor[0]!);
+        const { output, established } = await this.establishStep(gss, "gss_accept_sec_context", gss.acceptSecContext, (minor, context, out) => [
+          minor,
+          context,
+          this.credential.current,
+          inputBuffer(token),
+          null,
+          source,
+          null,
+          out,
+          [0],
+          null,
+          null,
+        ]);
+        if (!established) return { output, established, peer: undefined };
+        const minor = [0];
         const display = outputBuffer();
         const displayed = gss.displayName(minor, source[0], display, null) as number;
         if (isGssError(displayed)) throw gssFailure(gss, "gss_display_name", displayed, minor[0]!);
-        return { output: bytes, established: true, peer: Buffer.from(takeBuffer(gss, display)).toString("utf8") };
+        return { output, established, peer: Buffer.from(takeBuffer(gss, display)).toString("utf8") };
       } finally {
         if (source[0] !== null) gss.releaseName([0], source);
       }
