@@ -52,8 +52,9 @@ const result = await runSoak({
   nemeses,
   seed,
   workers: positive("workers", values.workers),
-  // About 120 samples whatever the length, at least one every 2 s.
-  sampleMs: Math.max(2_000, Math.round((minutes * 60_000) / 120)),
+  // Every 5 s whatever the length: kill -9 keeps a process's life short, and a trend needs 8 samples of
+  // one life after its warm-up (an hour at 30 s a sample judged only two lives).
+  sampleMs: 5_000,
   judgeLatency: true,
   ...(values.quiet ? {} : { log: (line: string) => console.error(line) }),
 });
