@@ -39,4 +39,11 @@ export interface Notification {
    * learns that it must vote. Same form as `config`; never in force because of this.
    */
   pending?: { version: number; text: string };
+  /**
+   * The zxid of the last txn the sender applied to its tree, which only ever holds committed txns
+   * (ZooKeeper's notifications do not carry it). With `config`, it tells a server holding a
+   * reconfiguration that never committed: one older than this zxid and newer than the sender's
+   * configuration in force was left out of the committed history, and never joins it.
+   */
+  applied?: number;
 }

@@ -207,6 +207,12 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
       // Only an election under way changes: a term in progress goes on (it may be the one that commits it).
       if (this.current.state === "looking") this.startLooking("heard of a pending reconfiguration");
     }
+    if (notification.config !== undefined && notification.applied !== undefined) {
+      const peer = { inForce: notification.config.version, applied: notification.applied };
+      if (membership.hearApplied(notification.from, peer) && this.current.state === "looking") {
+        this.startLooking("a pending reconfiguration never commits");
+      }
+    }
     if (this.election) this.handleElection(this.election.receive(notification, clock.nowMs()));
   }
 

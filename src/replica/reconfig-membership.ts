@@ -33,8 +33,18 @@ export interface MembershipState {
   unapplied: readonly LogRecord[];
   /** The highest zxid logged here, in the log or the tree. */
   lastLoggedZxid: number;
+  /** The zxid of the last txn applied to the tree here (the tree holds only committed txns). */
+  lastAppliedZxid: number;
   /** Reconfigurations peers logged and did not see committed, by version, that this server has not logged. */
   heard: ReadonlyMap<number, ClusterConfig>;
+  /** Versions of reconfigurations logged or heard of here that a peer's word shows never commit (see leftOutBy). */
+  leftOut: ReadonlySet<number>;
+}
+
+/** What a peer's notification says of its tree: the configuration in force there and the last txn applied. */
+export interface PeerApplied {
+  inForce: number;
+  applied: number;
 }
 
 /** This server's place in the elections: its role and the quorums (one per configuration in play) that elect. */
@@ -59,7 +69,36 @@ export function loggedReconfigs(state: MembershipState): ClusterConfig[] {
  * and commits its whole history before it serves (see `provedCommitted`).
  */
 export function pendingReconfig(state: MembershipState): ClusterConfig | undefined {
-  return loggedReconfigs(state).at(-1);
+  const last = loggedReconfigs(state).at(-1);
+  return last === undefined || state.leftOut.has(last.version) ? undefined : last;
+}
+
+/**
+ * Whether a peer's tree proves that the reconfiguration at `version` never commits: the peer
+ * applied a txn after it while a configuration older than it is in force there. A tree holds only
+ * committed txns, applied in zxid order, and applying a reconfiguration puts it in force; so the
+ * committed history went past `version` without it, and a history never gains a txn below one it
+ * has committed. Without this, a server that logged a reconfiguration its leader never got
+ * committed (cut off with it) keeps needing a quorum of that membership in every election, until
+ * it syncs with a leader — which that quorum may never elect (simulator seed 26243: a voter the
+ * reconfiguration would have added never votes, as its own log settles it).
+ */
+export function leftOutBy(version: number, peer: PeerApplied): boolean {
+  return peer.inForce < version && version < peer.applied;
+}
+
+/**
+ * The reconfigurations this server logged or heard of that a peer's word shows never commit, added
+ * to those known already (the set keeps only versions still logged or heard of here), or undefined
+ * when nothing changes.
+ */
+export function hearApplied(state: MembershipState, peer: PeerApplied): Set<number> | undefined {
+  const candidates = [...state.heard.keys()];
+  const last = loggedReconfigs(state).at(-1);
+  if (last !== undefined) candidates.push(last.version);
+  const fresh = candidates.filter((version) => !state.leftOut.has(version) && leftOutBy(version, peer));
+  if (fresh.length === 0) return undefined;
+  return new Set([...candidates.filter((version) => state.leftOut.has(version)), ...fresh]);
 }
 
 /**
@@ -90,7 +129,9 @@ export function settledByLog(state: MembershipState, version: number): boolean {
 /** Logged pending reconfigurations and those heard of, by version, each once, oldest first. */
 export function reconfigsInPlay(state: MembershipState): ClusterConfig[] {
   const byVersion = new Map<number, ClusterConfig>();
-  for (const [version, config] of state.heard) if (version > state.inForce.version && !settledByLog(state, version)) byVersion.set(version, config);
+  for (const [version, config] of state.heard) {
+    if (version > state.inForce.version && !settledByLog(state, version) && !state.leftOut.has(version)) byVersion.set(version, config);
+  }
   const pending = pendingReconfig(state);
   if (pending !== undefined) byVersion.set(pending.version, pending);
   return [...byVersion.values()].sort((a, b) => a.version - b.version);
@@ -192,14 +233,15 @@ export function learnerPlaceChange(inForce: ClusterConfig, serverId: number, ter
 
 /**
  * What every notification carries besides the vote: the configuration in force, for a server that
- * missed it, and the latest reconfiguration logged here and not seen committed, for a server it
- * makes a voter.
+ * missed it; the latest reconfiguration logged here and not seen committed, for a server it makes a
+ * voter; and the last txn applied here, for a server holding a reconfiguration that never commits.
  */
-export function notificationViews(state: MembershipState): Pick<Notification, "config" | "pending"> {
+export function notificationViews(state: MembershipState): Pick<Notification, "config" | "pending" | "applied"> {
   const pending = pendingReconfig(state);
   return {
     config: { version: state.inForce.version, text: configText(state.inForce) },
     ...(pending === undefined ? {} : { pending: { version: pending.version, text: configText(pending) } }),
+    ...(state.lastAppliedZxid === 0 ? {} : { applied: state.lastAppliedZxid }),
   };
 }
 
@@ -226,6 +268,8 @@ export interface ReconfigMembershipDeps {
   unapplied: () => readonly LogRecord[];
   /** The highest zxid logged here, in the log or the tree. */
   lastLoggedZxid: () => number;
+  /** The zxid of the tree's last applied txn. */
+  lastAppliedZxid: () => number;
   transport: PeerPort;
   logger: LogSink;
 }
@@ -233,6 +277,7 @@ export interface ReconfigMembershipDeps {
 export class ReconfigMembership {
   private inForce: ClusterConfig;
   private heard = new Map<number, ClusterConfig>();
+  private leftOut = new Set<number>();
   /** Set when a configuration came into force: a learner whose place changed re-elects (see takeChanged). */
   private changed = false;
   /** The version of the configuration that left this server out, once said (logged once per version). */
@@ -248,8 +293,16 @@ export class ReconfigMembership {
   }
 
   get state(): MembershipState {
-    const { serverId, unapplied, lastLoggedZxid } = this.deps;
-    return { serverId, inForce: this.inForce, unapplied: unapplied(), lastLoggedZxid: lastLoggedZxid(), heard: this.heard };
+    const { serverId, unapplied, lastLoggedZxid, lastAppliedZxid } = this.deps;
+    return {
+      serverId,
+      inForce: this.inForce,
+      unapplied: unapplied(),
+      lastLoggedZxid: lastLoggedZxid(),
+      lastAppliedZxid: lastAppliedZxid(),
+      heard: this.heard,
+      leftOut: this.leftOut,
+    };
   }
 
   /** The configuration in force here (ZooKeeper's getQuorumVerifier, with the members' addresses). */
@@ -266,9 +319,13 @@ export class ReconfigMembership {
     return this.deps.reconfigurable;
   }
 
-  /** The quorums a new term runs with: the configuration in force's, and the pending reconfiguration's. */
+  /**
+   * The quorums a new term runs with: the configuration in force's, and that of the last
+   * reconfiguration logged here — even one a peer showed never commits: a term commits its leader's
+   * whole log, so it needs that quorum too (such a server cannot win a sound election anyway).
+   */
   termQuorums(): { quorum: QuorumVerifier; pendingConfigs: PendingConfig[] } {
-    const pending = pendingReconfig(this.state);
+    const pending = loggedReconfigs(this.state).at(-1);
     return { quorum: quorumOf(this.inForce), pendingConfigs: pending === undefined ? [] : [{ zxid: pending.version, quorum: quorumOf(pending) }] };
   }
 
@@ -341,9 +398,27 @@ export class ReconfigMembership {
     return true;
   }
 
+  /**
+   * A peer's notification says what its tree holds (see leftOutBy). Returns whether this server's
+   * election view changed (an election under way must restart).
+   */
+  hearApplied(from: number, peer: PeerApplied): boolean {
+    const before = electionView(this.state);
+    const leftOut = hearApplied(this.state, peer);
+    if (leftOut === undefined) return false;
+    const added = [...leftOut].filter((version) => !this.leftOut.has(version));
+    this.leftOut = leftOut;
+    this.deps.logger.info(
+      { from, versions: added.map(hex), peerInForce: hex(peer.inForce), peerApplied: hex(peer.applied) },
+      "a peer's tree went past a pending reconfiguration without it: it never commits",
+    );
+    return !sameView(before, electionView(this.state));
+  }
+
   /** This server serves: its log is its leader's now, and what it heard of is settled there. */
   serving(): void {
     this.heard.clear();
+    this.leftOut.clear();
   }
 
   /** The view to elect with; a server outside every configuration says so once per version. */

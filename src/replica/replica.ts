@@ -141,6 +141,7 @@ export function buildReplica(config: ReplicaConfig, ports: ReplicaPorts): Replic
     reconfigurable: config.membershipText !== "",
     unapplied: () => recentLog.unapplied(),
     lastLoggedZxid: () => database.lastLoggedZxid(),
+    lastAppliedZxid: () => database.tree.lastProcessedZxid,
     transport: ports.peers,
     logger,
   });

@@ -11,8 +11,10 @@
  *   server 4 0 1,2,3/4     this is server 4, with configuration 0 (1,2,3/4) in force
  *   log 1.1 1,2,3,4        it logged the reconfiguration at 1.1 and has not applied it
  *   log-to 3.7             it logged other txns up to 3.7 (the log's end: the tree's zxid or the last logged)
- *   in-force 1.1 1,2,3,4   that configuration came into force here
+ *   in-force 1.1 1,2,3,4   that configuration came into force here (its tree applied it)
  *   hear 1.1 1,2,3,4       a peer's notification says it logged 1.1 and has not seen it committed
+ *   applied-to 3.7         this server's tree applied txns up to 3.7 (what its notifications carry)
+ *   peer-applied 0 3.7     a peer's notification says 0 is in force there and its tree applied up to 3.7
  *   decide                 everything decided from the state as it stands
  *   place participant 1    a learner in a term as participant under leader 1: stays, or re-elects?
  *   offer 1.1 1,2,3,4      a notification offers this configuration (its text made from the members)
@@ -26,6 +28,7 @@ import { configText, reconfigTxnData, type ClusterConfig } from "../../src/repli
 import {
   configsInPlay,
   electionView,
+  hearApplied,
   hearPending,
   learnerPlaceChange,
   notificationViews,
@@ -39,6 +42,7 @@ import {
   transportMembers,
   type ElectionView,
   type MembershipState,
+  type PeerApplied,
 } from "../../src/replica/reconfig-membership.js";
 import { encodeTxn } from "../../src/store/txn-codec.js";
 import { makeZxid } from "../../src/store/zxid.js";
@@ -97,7 +101,15 @@ class MembershipScript {
     const [a, b, c] = d.args;
     switch (d.command) {
       case "server":
-        this.state = { serverId: Number(a), inForce: config(version(b), c), unapplied: [], lastLoggedZxid: version(b), heard: new Map() };
+        this.state = {
+          serverId: Number(a),
+          inForce: config(version(b), c),
+          unapplied: [],
+          lastLoggedZxid: version(b),
+          lastAppliedZxid: version(b),
+          heard: new Map(),
+          leftOut: new Set(),
+        };
         return "";
       case "log": {
         const logged = config(version(a), b);
@@ -114,11 +126,20 @@ class MembershipScript {
         this.state = { ...this.s, lastLoggedZxid: zxid };
         return "";
       }
+      case "applied-to": {
+        const zxid = version(a);
+        if (zxid < this.s.lastAppliedZxid) throw new Error("a tree never goes back here: applied-to takes a later zxid");
+        this.state = { ...this.s, lastAppliedZxid: zxid, lastLoggedZxid: Math.max(this.s.lastLoggedZxid, zxid) };
+        return "";
+      }
+      case "peer-applied":
+        return this.peerApplied({ inForce: version(a), applied: version(b) });
       case "in-force": {
         const inForce = config(version(a), b);
         this.state = {
           ...this.s,
           inForce,
+          lastAppliedZxid: Math.max(this.s.lastAppliedZxid, inForce.version),
           unapplied: this.s.unapplied.filter((r) => r.zxid > inForce.version),
           heard: new Map([...this.s.heard].filter(([at]) => at > inForce.version)),
         };
@@ -161,6 +182,18 @@ class MembershipScript {
     ].join("\n");
   }
 
+  private peerApplied(peer: PeerApplied): string {
+    const before = electionView(this.s);
+    const leftOut = hearApplied(this.s, peer);
+    if (leftOut === undefined) return "nothing changes";
+    this.state = { ...this.s, leftOut };
+    const after = electionView(this.s);
+    return [
+      `never commit: ${[...leftOut].map(v).join(" ")}`,
+      sameView(before, after) ? "election view unchanged" : `election view changed (a looking server restarts its election): ${describeView(after)}`,
+    ].join("\n");
+  }
+
   private decide(): string {
     const s = this.s;
     const proved = provedCommitted(s);
@@ -175,7 +208,7 @@ class MembershipScript {
       `transport dials: ${transportMembers(s)
         .map((m) => `${m.serverId}${m.role === "participant" ? "p" : "o"}`)
         .join(" ")}`,
-      `notifications carry: config ${views.config === undefined ? "none" : v(views.config.version)}, pending ${views.pending === undefined ? "none" : v(views.pending.version)}`,
+      `notifications carry: config ${views.config === undefined ? "none" : v(views.config.version)}, pending ${views.pending === undefined ? "none" : v(views.pending.version)}, applied ${views.applied === undefined ? "none" : v(views.applied)}`,
     ].join("\n");
   }
 }

@@ -114,6 +114,8 @@ const notificationFrom = (from: number): fc.Arbitrary<Notification> =>
       round: uint53,
       config: fc.record({ version: zxid, text: configText }, { noNullPrototype: true }),
       pending: fc.record({ version: zxid, text: configText }, { noNullPrototype: true }),
+      // Zero is not sent (proto3), so an absent `applied` stands for it.
+      applied: uint53.filter((z) => z > 0),
     },
     { noNullPrototype: true, requiredKeys: ["from", "state", "vote", "round"] },
   );
@@ -131,6 +133,7 @@ type LoaderNotificationBatch = {
     config: string;
     pendingConfigVersion: string;
     pendingConfig: string;
+    appliedZxid: string;
   }[];
 };
 
@@ -473,6 +476,7 @@ test("notification frames cross-check with proto-loader both ways and byte for b
     config: n.config?.text ?? "",
     pendingConfigVersion: String(n.pending?.version ?? 0),
     pendingConfig: n.pending?.text ?? "",
+    appliedZxid: String(n.applied ?? 0),
   });
   fc.assert(
     fc.property(notificationBatch, (notifications) => {
@@ -484,6 +488,7 @@ test("notification frames cross-check with proto-loader both ways and byte for b
         round: Number(n.round),
         ...(n.config === "" ? {} : { config: { version: Number(n.configVersion), text: n.config } }),
         ...(n.pendingConfig === "" ? {} : { pending: { version: Number(n.pendingConfigVersion), text: n.pendingConfig } }),
+        ...(n.appliedZxid === "0" ? {} : { applied: Number(n.appliedZxid) }),
       }));
       assert.deepStrictEqual(decoded, notifications);
       const theirs = loaderEncodeNotifications({ notifications: notifications.map(toLoaderNotification) });

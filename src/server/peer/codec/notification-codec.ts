@@ -50,7 +50,12 @@ function configFieldsSize(config: CarriedConfig, textBytes: number): number {
 /** Size of `n`'s Notification body, its configuration texts taking `configBytes` and `pendingBytes`. */
 function notificationBodySize(n: Notification, state: number, configBytes: number, pendingBytes: number): number {
   return (
-    (state === 0 ? 0 : 2) + nested(voteSize(n)) + uint53Field(n.round) + configFieldsSize(n.config, configBytes) + configFieldsSize(n.pending, pendingBytes)
+    (state === 0 ? 0 : 2) +
+    nested(voteSize(n)) +
+    uint53Field(n.round) +
+    configFieldsSize(n.config, configBytes) +
+    configFieldsSize(n.pending, pendingBytes) +
+    uint53Field(n.applied ?? 0)
   );
 }
 
@@ -94,6 +99,7 @@ export function encodeNotificationBatch(notifications: readonly Notification[], 
     p = putUint53Field(frame, p, 0x18, n.round);
     p = putConfigFields(frame, p, 0x20, 0x2a, n.config, configBytes);
     p = putConfigFields(frame, p, 0x30, 0x3a, n.pending, pendingBytes);
+    p = putUint53Field(frame, p, 0x48, n.applied ?? 0);
   }
   if (p !== total) assert(false, `notification batch sized ${total} but wrote ${p}`);
   return frame;
@@ -112,6 +118,7 @@ function readNotification(r: ProtoReader, from: number, end: number): Notificati
   let configText = "";
   let pendingVersion = 0;
   let pendingText = "";
+  let applied = 0;
   while (r.pos < end) {
     const tag = r.tag(end);
     if (tag === 0x08) {
@@ -133,11 +140,13 @@ function readNotification(r: ProtoReader, from: number, end: number): Notificati
     else if (tag === 0x2a) configText = readConfigText(r, end);
     else if (tag === 0x30) pendingVersion = r.uint53(end);
     else if (tag === 0x3a) pendingText = readConfigText(r, end);
+    else if (tag === 0x48) applied = r.uint53(end);
     else r.skip(tag, end);
   }
   const n: Notification = { from, state, vote: { leader, zxid, peerEpoch }, round };
   if (configText !== "") n.config = { version: configVersion, text: configText };
   if (pendingText !== "") n.pending = { version: pendingVersion, text: pendingText };
+  if (applied !== 0) n.applied = applied;
   return n;
 }
 
