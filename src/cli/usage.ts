@@ -35,6 +35,7 @@ export const FIELD_HELP: Readonly<Record<keyof ServerConfig, readonly [string, s
   initLimitTicks: ["N", "ticks a learner may take to connect to and sync with the leader"],
   syncLimitTicks: ["N", "ticks a learner may lag or fall silent before it is dropped"],
   commitLogCount: ["N", "committed txns the leader keeps in memory to DIFF a returning learner"],
+  proposalBytesInFlightMax: ["BYTES", "the leader's flow-control window: bytes proposed and not committed, and sent to a follower and not acked"],
   superDigest: ["DIGEST", "the super user, super:<base64 SHA-1 of super:password>; the same on every server"],
   metricsPort: ["PORT", "the Prometheus /metrics port, -1 none, 0 any free; in a cluster, this server's entry's"],
   metricsHost: ["HOST", "the address the metrics port binds"],

@@ -6,13 +6,22 @@
 import { assert } from "../common/assert.js";
 import { limits } from "../common/constants.js";
 
+const MiB = 1024 * 1024;
+
 export const zabLimits = {
   /** Protocol version carried in learnerInfo / leaderInfo. */
   protocolVersion: 1,
   /** Committed txns the leader keeps in memory to DIFF learners (ZooKeeper's committedLog, 500 there). */
   committedLogRecordsMax: 10_000,
-  /** Proposals the leader may have outstanding (proposed, not yet committed). */
+  /** …and their bytes: with large txns the byte bound is the one that holds (ZooKeeper has none). */
+  committedLogBytesMax: 64 * MiB,
+  /**
+   * Proposals the leader may have outstanding (proposed, not yet committed), and proposals one
+   * follower may have been sent and not have acked: the leader's flow-control window, in count…
+   */
   proposalsInFlightMax: 10_000,
+  /** …and in bytes (the largest window a host may configure; the server's default is smaller). */
+  proposalBytesInFlightMax: 256 * MiB,
   /** Txns in one syncTxns message. */
   syncTxnsPerMessageMax: 1_000,
   /** Bytes of txns in one syncTxns message (one oversized txn still travels alone). */
@@ -28,7 +37,8 @@ export const zabLimits = {
 } as const;
 
 assert(zabLimits.syncTxnsBytesMax >= limits.dataBytesMax, "a syncTxns message holds the largest txn");
-assert(zabLimits.committedLogRecordsMax >= 1, "the DIFF window holds at least one txn");
+assert(zabLimits.committedLogRecordsMax >= 1 && zabLimits.committedLogBytesMax >= 1, "the DIFF window holds at least one txn");
+assert(zabLimits.proposalBytesInFlightMax >= limits.messageBytesMax, "the in-flight window holds the largest txn");
 assert(zabLimits.proposalsInFlightMax >= 1, "the leader can propose");
 assert(
   zabLimits.learnerPendingRecordsMax >= zabLimits.committedLogRecordsMax + zabLimits.proposalsInFlightMax,

@@ -1,14 +1,14 @@
 /**
  * The leader's in-memory history: a window of its most recent logged txns, oldest first, each
  * either committed (and applied to the tree) or still outstanding. It answers the sync plan's
- * questions (HistoryIndex) and hands out the records a learner needs. Bounded: at most
- * `committedRecordsMax` applied records are kept; records not yet applied are always kept (they
+ * questions (HistoryIndex) and hands out the records a learner needs. Bounded: only the newest
+ * applied records within `committed` (a count and a byte bound) are kept; records not yet applied are always kept (they
  * are bounded by the proposals in flight, and at start-up by what the host's log holds after
  * its snapshot).
  */
 import { assert } from "../common/assert.js";
 import type { LogRecord } from "./messages.js";
-import { RecordWindow } from "./record-window.js";
+import { RecordWindow, type AppliedBound } from "./record-window.js";
 import { largestBelowIn, searchZxid, type HistoryIndex } from "./sync-plan.js";
 
 export class History implements HistoryIndex {
@@ -21,8 +21,8 @@ export class History implements HistoryIndex {
    * @param treeZxid the zxid the host's tree is at (everything up to it is committed and applied)
    * @param log the host's log tail: every record after `treeZxid`, optionally preceded by earlier ones
    */
-  constructor(treeZxid: number, log: readonly LogRecord[], committedRecordsMax: number) {
-    this.window = new RecordWindow(committedRecordsMax);
+  constructor(treeZxid: number, log: readonly LogRecord[], committed: AppliedBound) {
+    this.window = new RecordWindow(committed);
     this.base = treeZxid;
     this.applied = treeZxid;
     this.committed = treeZxid;
@@ -92,6 +92,25 @@ export class History implements HistoryIndex {
     this.window.push(record);
   }
 
+  /** How many records, and how many bytes of them, have fromZxid < zxid ≤ toZxid (only those still in the window count). */
+  span(fromZxid: number, toZxid: number): { count: number; bytes: number } {
+    const start = this.indexAfter(fromZxid);
+    const end = this.indexAfter(toZxid);
+    if (end <= start) return { count: 0, bytes: 0 };
+    return { count: end - start, bytes: this.window.bytesBetween(start, end) };
+  }
+
+  /**
+   * The record right after `zxid` in the history, to send a learner that has everything up to
+   * `zxid`: undefined when there is none yet, "trimmed" when it is no longer kept (`zxid` is below
+   * the window's base).
+   */
+  recordAfter(zxid: number): LogRecord | "trimmed" | undefined {
+    if (zxid < this.base) return "trimmed";
+    const index = this.indexAfter(zxid);
+    return index < this.count ? this.at(index) : undefined;
+  }
+
   /** Records with fromZxid < zxid ≤ toZxid; fromZxid must be the base or later. */
   between(fromZxid: number, toZxid: number): LogRecord[] {
     if (!(fromZxid >= this.base)) assert(false, `records after ${fromZxid} reach below the window base ${this.base}`);
@@ -124,7 +143,7 @@ export class History implements HistoryIndex {
 
   /** Drops the oldest applied records beyond the bound: the newest dropped one becomes the base. */
   private trim(): void {
-    const newestDropped = this.window.trimApplied(this.indexAfter(this.applied));
+    const { newestDropped } = this.window.trimApplied(this.indexAfter(this.applied));
     if (newestDropped !== undefined) this.base = newestDropped.zxid;
   }
 }

@@ -10,9 +10,17 @@
  *   (DIFF / TRUNC / SNAP, see sync-plan.ts) followed by newLeader; on a quorum of newLeader acks
  *   (ours counts once currentEpoch is durable) our whole history is committed: apply it, send
  *   upToDate, serve.
- * - broadcast: the host allocates a zxid, preps the txn, proposes it; the proposal goes to every
- *   synced follower at once (pipelined) and to our own log; it commits, in zxid order, once a
+ * - broadcast: the host allocates a zxid, preps the txn, proposes it; the proposal goes to our
+ *   own log and to every synced follower at once (pipelined); it commits, in zxid order, once a
  *   quorum has it durable; commits go to followers, informs (record + commit) to observers.
+ *
+ * Flow control (docs/architecture.md §7b). What the leader has proposed and not committed is
+ * bounded in count and bytes (`canPropose`: the host admits a write only while it is true). What
+ * each follower has been sent and not acked is bounded the same way: a follower slower than the
+ * quorum gets its next proposals once its acks make room, from the history (etcd raft's
+ * per-follower inflight window), so no queue to it grows with load. A follower is dropped as not
+ * keeping up only on evidence that it stopped: proposals in flight to it and no ack progress for
+ * syncLimit (ZooKeeper's SyncLimitCheck), or its next txn already gone from the history.
  *
  * Learners joining later go through the same discovery handshake (leaderInfo / ackEpoch, no vote
  * on the epoch) and sync, while proposals keep flowing: the sync carries every record up to the
@@ -23,11 +31,12 @@
  */
 import type { MemberRole } from "../common/membership.js";
 import { assert } from "../common/assert.js";
-import { isZxid } from "../store/zxid.js";
+import { formatZxid, isZxid } from "../store/zxid.js";
 import { zabLimits } from "./constants.js";
 import { nextZxidInEpoch, ZabCoreBase } from "./core-base.js";
 import type { ZabReady } from "./core-io.js";
 import { History } from "./history.js";
+import { InFlight } from "./in-flight.js";
 import type { LogRecord, QuorumMessage } from "./messages.js";
 import { chunkRecords, lastLoggedZxidOf, type ZabOptions } from "./options.js";
 import { JointQuorum, type PendingConfig, type QuorumVerifier } from "./quorum.js";
@@ -54,6 +63,13 @@ interface LearnerPeer {
   newLeaderZxid: number;
   /** Highest zxid the learner acked (cumulative), participants only. */
   ackedZxid: number;
+  /** The last zxid sent to it (in its sync, or as a proposal), and the last commit point it was told. */
+  sentZxid: number;
+  /** Proposals sent to it after its sync and not acked yet. */
+  inFlight: InFlight;
+  commitSentZxid: number;
+  /** Since when proposals have been in flight to it with no ack progress (undefined: none in flight). */
+  waitingSinceMs: number | undefined;
   lastHeardMs: number;
   /** Pings sent on this stream, and answers received: the n-th answer answers the n-th ping (FIFO). */
   pingsSent: number;
@@ -109,7 +125,7 @@ export class Leader extends ZabCoreBase {
     this.quorum = this.jointQuorum();
     assert(this.quorum.isVoter(this.myId), `leader ${this.myId} is a voter`);
     const treeZxid = options.state.lastZxid();
-    this.history = new History(treeZxid, options.durable.log, this.options.committedLogRecordsMax);
+    this.history = new History(treeZxid, options.durable.log, { count: this.options.committedLogRecordsMax, bytes: this.options.committedLogBytesMax });
     this.startCurrentEpoch = this.currentEpoch;
     this.startLastZxid = lastLoggedZxidOf(options.durable, treeZxid);
     assert(this.startLastZxid === this.history.lastZxid, "the history ends at the last logged zxid");
@@ -148,14 +164,27 @@ export class Leader extends ZabCoreBase {
     return this.pendingConfigs.length > 0;
   }
 
-  /** Whether `allocateZxid` may be called now (serving, and the in-flight bound not reached). */
+  /** Bytes of the proposals sent and not yet committed (for metrics). */
+  get outstandingBytes(): number {
+    return this.history.span(this.history.committedZxid, this.history.lastZxid).bytes;
+  }
+
+  /**
+   * Whether `allocateZxid` may be called now: serving, and what is proposed and not committed is
+   * under both in-flight bounds (count and bytes; the proposal that crosses the byte bound goes).
+   */
   get canPropose(): boolean {
-    return this.serving && this.history.outstandingCount + (this.lastAllocatedZxid - this.history.lastZxid) < this.options.proposalsInFlightMax;
+    if (!this.serving) return false;
+    const { count, bytes } = this.history.span(this.history.committedZxid, this.history.lastZxid);
+    const allocated = this.lastAllocatedZxid - this.history.lastZxid;
+    return count + allocated < this.options.proposalsInFlightMax && bytes < this.options.proposalBytesInFlightMax;
   }
 
   /** The learners and where each stands (for status pages and tests). */
-  learners(): { sid: number; role: MemberRole; stage: LearnerStage; ackedZxid: number }[] {
-    return [...this.peers.values()].sort((a, b) => a.sid - b.sid).map((p) => ({ sid: p.sid, role: p.role, stage: p.stage, ackedZxid: p.ackedZxid }));
+  learners(): { sid: number; role: MemberRole; stage: LearnerStage; ackedZxid: number; sentZxid: number }[] {
+    return [...this.peers.values()]
+      .sort((a, b) => a.sid - b.sid)
+      .map((p) => ({ sid: p.sid, role: p.role, stage: p.stage, ackedZxid: p.ackedZxid, sentZxid: p.sentZxid }));
   }
 
   // ---- inputs
@@ -192,9 +221,7 @@ export class Leader extends ZabCoreBase {
     const logRecord: LogRecord = { zxid, record };
     this.history.append(logRecord);
     this.out.persist.push({ kind: "appendLog", zxid, record });
-    for (const peer of this.peers.values()) {
-      if (peer.role === "participant" && isForwarding(peer)) this.send(peer.sid, { type: "proposal", zxid, record });
-    }
+    for (const peer of this.peers.values()) this.replicate(peer);
     return this.finish();
   }
 
@@ -321,6 +348,10 @@ export class Leader extends ZabCoreBase {
       currentEpoch: -1,
       newLeaderZxid: -1,
       ackedZxid: -1,
+      sentZxid: -1,
+      inFlight: new InFlight(),
+      commitSentZxid: -1,
+      waitingSinceMs: undefined,
       lastHeardMs: this.nowMs,
       pingsSent: 0,
       pingsAnswered: 0,
@@ -366,11 +397,13 @@ export class Leader extends ZabCoreBase {
         return;
       }
       peer.stage = "synced";
-      if (peer.role === "participant") peer.ackedZxid = zxid;
+      if (peer.role === "participant") this.acked(peer, zxid);
       if (this.phaseNow === "broadcast") {
         this.send(peer.sid, { type: "upToDate" });
         peer.stage = "upToDate";
         this.tryCommit();
+        // Proposals made while it synced wait for room in its window: send what fits now.
+        this.replicate(peer);
       } else {
         this.maybeEstablish();
       }
@@ -383,9 +416,17 @@ export class Leader extends ZabCoreBase {
       return;
     }
     if (zxid > peer.ackedZxid) {
-      peer.ackedZxid = zxid;
+      this.acked(peer, zxid);
       this.tryCommit();
+      this.replicate(peer);
     }
+  }
+
+  /** `peer` acked up to `zxid`: progress, and room in its window. */
+  private acked(peer: LearnerPeer, zxid: number): void {
+    peer.ackedZxid = zxid;
+    peer.inFlight.ackedThrough(zxid);
+    peer.waitingSinceMs = peer.inFlight.count > 0 ? this.nowMs : undefined;
   }
 
   protected onEpochDurable(which: "accepted" | "current", epoch: number): void {
@@ -409,6 +450,14 @@ export class Leader extends ZabCoreBase {
     for (const peer of [...this.peers.values()]) {
       const limitMs = peer.stage === "upToDate" ? this.options.syncLimitMs : this.options.initLimitMs;
       if (this.nowMs - peer.lastHeardMs > limitMs) this.dropLearner(peer.sid, `silent for more than ${limitMs} ms`, true);
+      else if (isVotingFollower(peer) && peer.waitingSinceMs !== undefined && this.nowMs - peer.waitingSinceMs > this.options.syncLimitMs) {
+        const waitedMs = this.nowMs - peer.waitingSinceMs;
+        this.dropLearner(
+          peer.sid,
+          `not keeping up: no ack progress for ${waitedMs} ms (syncLimit ${this.options.syncLimitMs} ms); ${this.progressOf(peer)}`,
+          true,
+        );
+      }
     }
     if (this.phaseNow !== "broadcast") {
       if (this.nowMs - this.startMs > this.options.initLimitMs) {
@@ -496,6 +545,8 @@ export class Leader extends ZabCoreBase {
     if (lastForPeer > committedEnd) this.sendSyncTxns(peer.sid, this.history.between(Math.max(fromZxid, committedEnd), lastForPeer), false);
     peer.stage = "syncing";
     peer.newLeaderZxid = lastForPeer;
+    peer.sentZxid = lastForPeer;
+    peer.commitSentZxid = committedEnd;
     this.send(peer.sid, { type: "newLeader", zxid: lastForPeer });
     // Committed syncTxns tell the learner that what they carry is committed, but not the records it
     // had logged before (up to fromZxid) and has perhaps not applied: a follower that lost its leader
@@ -559,10 +610,49 @@ export class Leader extends ZabCoreBase {
     for (const record of newly) this.out.apply.push(record);
     for (const peer of this.peers.values()) {
       if (!isForwarding(peer)) continue;
-      if (peer.role === "participant") this.send(peer.sid, { type: "commit", zxid: commitZxid });
+      if (peer.role === "participant") this.replicate(peer);
       else for (const record of newly) this.send(peer.sid, { type: "inform", zxid: record.zxid, record: record.record });
     }
     this.activateCommittedConfigs();
+  }
+
+  /**
+   * Sends a follower (synced, or syncing: after its sync) the proposals it lacks while its window
+   * has room — at least one, however large — then the commit point as far as it has the records.
+   * One whose next txn is no longer in the history cannot be caught up from it: it is dropped and
+   * syncs again (by SNAP).
+   */
+  private replicate(peer: LearnerPeer): void {
+    if (peer.role !== "participant" || !isForwarding(peer)) return;
+    const history = this.history;
+    const inFlight = peer.inFlight;
+    while (peer.sentZxid < history.lastZxid) {
+      if (inFlight.count > 0 && (inFlight.count >= this.options.proposalsInFlightMax || inFlight.bytes >= this.options.proposalBytesInFlightMax)) break;
+      const next = history.recordAfter(peer.sentZxid);
+      if (next === "trimmed") {
+        this.dropLearner(peer.sid, `not keeping up: fell behind the history, its next txn is no longer kept; ${this.progressOf(peer)}`, true);
+        return;
+      }
+      if (next === undefined) break;
+      if (inFlight.count === 0) peer.waitingSinceMs = this.nowMs;
+      this.send(peer.sid, { type: "proposal", zxid: next.zxid, record: next.record });
+      peer.sentZxid = next.zxid;
+      inFlight.sent(next.zxid, next.record.byteLength);
+    }
+    const commitZxid = Math.min(history.committedZxid, peer.sentZxid);
+    if (commitZxid > peer.commitSentZxid) {
+      peer.commitSentZxid = commitZxid;
+      this.send(peer.sid, { type: "commit", zxid: commitZxid });
+    }
+  }
+
+  /** Where a follower stands, as evidence in the line that drops it for not keeping up. */
+  private progressOf(peer: LearnerPeer): string {
+    const inFlight = peer.inFlight;
+    return (
+      `${inFlight.count} proposals (${inFlight.bytes} bytes) in flight to it, acked ${formatZxid(peer.ackedZxid)}, ` +
+      `sent ${formatZxid(peer.sentZxid)}, last proposed ${formatZxid(this.history.lastZxid)}, committed ${formatZxid(this.history.committedZxid)}`
+    );
   }
 
   /**

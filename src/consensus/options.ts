@@ -52,7 +52,11 @@ export interface ZabOptions {
   nowMs: number;
   /** Lower limits than zabLimits (tests and the simulator shrink the window to force SNAP syncs). */
   committedLogRecordsMax?: number;
+  /** Bytes of committed txns the DIFF window keeps (the newest one is kept whatever its size). */
+  committedLogBytesMax?: number;
+  /** Proposals, and bytes of proposals, in flight: proposed and not committed, and sent to one follower and not acked. */
   proposalsInFlightMax?: number;
+  proposalBytesInFlightMax?: number;
   syncTxnsPerMessageMax?: number;
   /**
    * TEST ONLY, deliberately broken: the leader commits on its own durable ack alone. The chaos
@@ -63,7 +67,9 @@ export interface ZabOptions {
 
 export interface ResolvedZabOptions extends ZabOptions {
   committedLogRecordsMax: number;
+  committedLogBytesMax: number;
   proposalsInFlightMax: number;
+  proposalBytesInFlightMax: number;
   syncTxnsPerMessageMax: number;
   initLimitMs: number;
   syncLimitMs: number;
@@ -81,13 +87,20 @@ export function resolveOptions(options: ZabOptions): ResolvedZabOptions {
   const resolved: ResolvedZabOptions = {
     ...options,
     committedLogRecordsMax: options.committedLogRecordsMax ?? zabLimits.committedLogRecordsMax,
+    committedLogBytesMax: options.committedLogBytesMax ?? zabLimits.committedLogBytesMax,
     proposalsInFlightMax: options.proposalsInFlightMax ?? zabLimits.proposalsInFlightMax,
+    proposalBytesInFlightMax: options.proposalBytesInFlightMax ?? zabLimits.proposalBytesInFlightMax,
     syncTxnsPerMessageMax: options.syncTxnsPerMessageMax ?? zabLimits.syncTxnsPerMessageMax,
     initLimitMs: tickMs * initLimitTicks,
     syncLimitMs: tickMs * syncLimitTicks,
   };
   assert(resolved.committedLogRecordsMax >= 1 && resolved.committedLogRecordsMax <= zabLimits.committedLogRecordsMax, "committedLogRecordsMax within limits");
   assert(resolved.proposalsInFlightMax >= 1 && resolved.proposalsInFlightMax <= zabLimits.proposalsInFlightMax, "proposalsInFlightMax within limits");
+  assert(resolved.committedLogBytesMax >= 1 && resolved.committedLogBytesMax <= zabLimits.committedLogBytesMax, "committedLogBytesMax within limits");
+  assert(
+    resolved.proposalBytesInFlightMax >= 1 && resolved.proposalBytesInFlightMax <= zabLimits.proposalBytesInFlightMax,
+    "proposalBytesInFlightMax within limits",
+  );
   assert(resolved.syncTxnsPerMessageMax >= 1 && resolved.syncTxnsPerMessageMax <= zabLimits.syncTxnsPerMessageMax, "syncTxnsPerMessageMax within limits");
   return resolved;
 }

@@ -8,6 +8,13 @@
  *
  * One is made per term, with that term's Prep (buildReplica passes the factory); it hands every
  * proposal to the term's Ready (the peer carries it out: log, send, commit).
+ *
+ * Flow control (docs/architecture.md §7b): a write is decided only when Zab's in-flight window has
+ * room (`Leader.canPropose`). Until then it waits in the AdmissionQueue, in its session's order,
+ * and the queue hands out writes round-robin across sessions as commits make room (`pump`, which
+ * the peer calls after every Ready). Nothing a client sends is dropped or asserted on here: each
+ * origin's share of the queue is bounded by what its server's client doors admit, and a learner
+ * that forwards beyond `forwardedQueuedMax` is refused (`enqueueForwarded`), not queued.
  */
 import { ZkError, ZkErrorCode } from "../common/errors.js";
 import { hex64 } from "../common/hex.js";
@@ -23,6 +30,7 @@ import type { Prep } from "./prep.js";
 import type { ReconfigMembership } from "./reconfig-membership.js";
 import { decodeForwardedRequest } from "./request-codec.js";
 import type { ReconfigRequest, WriteRequest } from "./requests.js";
+import { AdmissionQueue } from "./admission-queue.js";
 import type { SessionTracker } from "./session-tracker.js";
 
 /** A write as admission takes it: a client's, or a new session's createSession. */
@@ -35,8 +43,22 @@ export interface ProposalSizes {
   max: number;
 }
 
+/** A write waiting for room in the window, with what it costs its origin. */
+type PendingWrite =
+  | { kind: "client"; origin: number; bytes: number; sessionId: bigint; cxid: number; request: AdmittedRequest; authInfo: readonly Id[] }
+  | { kind: "forwarded"; origin: number; bytes: number; forwarded: ZabReady["forwarded"][number] }
+  | { kind: "expire"; origin: number; bytes: number; sessionId: bigint };
+
+/** Writes, and bytes of them, one learner may have waiting here at once. */
+export interface ForwardedQueueBound {
+  count: number;
+  bytes: number;
+}
+
 export interface LeaderAdmissionDeps {
   serverId: number;
+  /** What one learner may have forwarded and waiting here; beyond it the learner is refused. */
+  forwardedQueuedMax: ForwardedQueueBound;
   /** ZooKeeper's reconfigEnabled: whether the reconfig operation is allowed. */
   reconfigEnabled: boolean;
   containerCheckIntervalMs: number;
@@ -67,6 +89,9 @@ export class LeaderAdmission {
   private readonly cleanup: CleanupScanner;
   private sizes: ProposalSizes = { last: -1, min: -1, max: -1 };
   private servingSinceMs = 0;
+  private readonly waiting = new AdmissionQueue<PendingWrite>();
+  /** Set while `pump` runs: a proposal's Ready comes back here through the peer, which must not pump again. */
+  private pumping = false;
 
   constructor(
     private readonly term: LeaderTerm,
@@ -86,6 +111,30 @@ export class LeaderAdmission {
     return this.servingSinceMs;
   }
 
+  /** Writes waiting for room in the window, and their bytes. */
+  get queued(): { count: number; bytes: number } {
+    return { count: this.waiting.count, bytes: this.waiting.bytes };
+  }
+
+  /**
+   * Decides waiting writes, round-robin across sessions, while the window has room. Called after
+   * every Ready of the term (acks and commits make room) and after each write that joins the queue.
+   */
+  pump(): void {
+    if (this.pumping || this.waiting.count === 0) return;
+    this.pumping = true;
+    try {
+      // A proposal can end this term (a failed write steps down): stop with it.
+      while (this.term.current() && this.term.leader.canPropose) {
+        const next = this.waiting.shift();
+        if (next === undefined) break;
+        this.decide(next);
+      }
+    } finally {
+      this.pumping = false;
+    }
+  }
+
   /**
    * The term serves: the leader owns expiry now, and every session gets a full timeout from this
    * moment. Owners are learned afresh: every client reconnects when a term begins.
@@ -97,8 +146,45 @@ export class LeaderAdmission {
     this.servingSinceMs = nowMs;
   }
 
+  /** A write of this server's own client (or a new session's createSession), decided in its turn. */
+  admit(sessionId: bigint, cxid: number, request: AdmittedRequest, authInfo: readonly Id[]): void {
+    const origin = this.deps.serverId;
+    this.waiting.push(sessionId, { kind: "client", origin, bytes: requestBytes(request), sessionId, cxid, request, authInfo });
+    this.pump();
+  }
+
+  /**
+   * A write a learner forwarded, decided in its turn; false (and nothing queued) when that learner
+   * already has `forwardedQueuedMax` waiting: a learner never forwards more than its own doors
+   * admit, so one that does is broken, and the host refuses it.
+   */
+  enqueueForwarded(forwarded: ZabReady["forwarded"][number]): boolean {
+    const share = this.waiting.queuedFrom(forwarded.from);
+    const bound = this.deps.forwardedQueuedMax;
+    if (share.count >= bound.count || share.bytes >= bound.bytes) return false;
+    this.waiting.push(forwarded.sessionId, { kind: "forwarded", origin: forwarded.from, bytes: forwarded.request.byteLength, forwarded });
+    this.pump();
+    return true;
+  }
+
+  private decide(write: PendingWrite): void {
+    switch (write.kind) {
+      case "client":
+        return this.decideWrite(write.sessionId, write.cxid, write.request, write.authInfo, write.origin);
+      case "forwarded":
+        return this.decideForwarded(write.forwarded);
+      case "expire": {
+        const zxid = this.term.leader.allocateZxid();
+        return this.propose(
+          { sessionId: write.sessionId, cxid: 0, zxid, timeMs: this.deps.clock.nowMs() },
+          this.prep.prepareCloseSession(write.sessionId, zxid),
+        );
+      }
+    }
+  }
+
   /** `origin`: the server whose client sent the request (this one, or the learner that forwarded it). */
-  admit(sessionId: bigint, cxid: number, request: AdmittedRequest, authInfo: readonly Id[], origin: number): void {
+  private decideWrite(sessionId: bigint, cxid: number, request: AdmittedRequest, authInfo: readonly Id[], origin: number): void {
     const { tracker, membership } = this.deps;
     const leader = this.term.leader;
     const zxid = leader.allocateZxid();
@@ -131,8 +217,8 @@ export class LeaderAdmission {
     this.propose({ sessionId, cxid, zxid, timeMs: this.deps.clock.nowMs() }, body, config);
   }
 
-  /** A write a learner forwarded: admitted as the learner's client sent it, or MARSHALLINGERROR if it does not decode. */
-  admitForwarded(forwarded: ZabReady["forwarded"][number]): void {
+  /** A write a learner forwarded: decided as the learner's client sent it, or MARSHALLINGERROR if it does not decode. */
+  private decideForwarded(forwarded: ZabReady["forwarded"][number]): void {
     let decoded;
     try {
       decoded = decodeForwardedRequest(forwarded.request);
@@ -146,7 +232,7 @@ export class LeaderAdmission {
       );
       return;
     }
-    this.admit(forwarded.sessionId, forwarded.cxid, decoded.request, decoded.authInfo, forwarded.from);
+    this.decideWrite(forwarded.sessionId, forwarded.cxid, decoded.request, decoded.authInfo, forwarded.from);
   }
 
   /**
@@ -169,10 +255,10 @@ export class LeaderAdmission {
     return true;
   }
 
-  /** The closeSession of a session this leader expired (server-made, cxid 0). */
+  /** The closeSession of a session this leader expired (server-made, cxid 0), after the session's waiting writes. */
   expire(sessionId: bigint): void {
-    const zxid = this.term.leader.allocateZxid();
-    this.propose({ sessionId, cxid: 0, zxid, timeMs: this.deps.clock.nowMs() }, this.prep.prepareCloseSession(sessionId, zxid));
+    this.waiting.push(sessionId, { kind: "expire", origin: this.deps.serverId, bytes: 0, sessionId });
+    this.pump();
   }
 
   /** The tree applied `zxid`: prep retires the changes it had in flight up to it. */
@@ -182,10 +268,11 @@ export class LeaderAdmission {
 
   /**
    * When a cleanup scan is due, propose a server-made delete (session 0, as ZooKeeper's
-   * deleteContainer) for each node it picked that prep still finds deletable. Candidates left over
-   * when the proposal window is full wait for the next scan.
+   * deleteContainer) for each node it picked that prep still finds deletable. Clients' writes go
+   * first: candidates left over while any wait, or when the window is full, wait for the next scan.
    */
   cleanUp(nowMs: number): void {
+    if (this.waiting.count > 0) return;
     const leader = this.term.leader;
     const paths = this.cleanup.poll(this.deps.state.tree, nowMs);
     const deleted: string[] = [];
@@ -234,5 +321,20 @@ export class LeaderAdmission {
     this.sizes = { last: bytes, min: sizes.min < 0 ? bytes : Math.min(sizes.min, bytes), max: Math.max(sizes.max, bytes) };
     this.deps.metrics?.proposed();
     this.term.carryOut(this.term.leader.propose(header.zxid, record, config === undefined ? undefined : quorumOf(config)));
+  }
+}
+
+/** What a waiting write is counted as: the bytes a client sent for it (a createSession's are few). */
+function requestBytes(request: AdmittedRequest): number {
+  switch (request.op) {
+    case "createSession":
+      return request.password.byteLength;
+    case "setData":
+    case "create":
+      return request.data.byteLength + request.path.length;
+    case "multi":
+      return request.ops.reduce((sum, op) => sum + op.path.length + ("data" in op ? op.data.byteLength : 0), 0);
+    default:
+      return "path" in request ? request.path.length : 0;
   }
 }

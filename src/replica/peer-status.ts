@@ -32,6 +32,10 @@ export interface LeaderStatus {
   uptimeMs: number;
   lastProposedZxid: number;
   proposalsInFlight: number;
+  /** Their bytes (bounded by proposalBytesInFlightMax). */
+  proposalBytesInFlight: number;
+  /** Writes waiting at this leader for room in its window, and their bytes. */
+  admissionQueued: { count: number; bytes: number };
   learners: LearnerStatus[];
 }
 
@@ -169,6 +173,8 @@ export class PeerStatus {
       uptimeMs: this.clock.nowMs() - role.admission.servingSince,
       lastProposedZxid: last,
       proposalsInFlight: zab.outstandingProposals,
+      proposalBytesInFlight: zab.outstandingBytes,
+      admissionQueued: role.admission.queued,
       learners: zab.learners().map((learner) => ({ ...learner, lagZxids: learner.role === "participant" ? lagOf(last, learner.ackedZxid) : undefined })),
     };
   }

@@ -55,6 +55,8 @@ export interface QuorumPeerConfig {
   initLimitTicks: number;
   syncLimitTicks: number;
   commitLogCount: number;
+  /** Bytes of proposals in flight the leader allows (proposed and not committed; sent to a follower and not acked). */
+  proposalBytesInFlightMax: number;
   containerCheckIntervalMs: number;
   containerMaxPerMinute: number;
   /** ZooKeeper's readonlymode.enabled: see READ_ONLY_AFTER_MS_MIN. */
@@ -298,7 +300,7 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
   submitWrite(sessionId: bigint, cxid: number, request: AdmittedRequest, authInfo: readonly Id[]): void {
     const role = this.current;
     if (role.state === "looking" || !role.zab.serving) return; // the connection is being ended; its client retries elsewhere
-    if (role.state === "leading") role.admission.admit(sessionId, cxid, request, authInfo, this.deps.config.serverId);
+    if (role.state === "leading") role.admission.admit(sessionId, cxid, request, authInfo);
     else this.handle(role.zab.forward(sessionId, cxid, encodeForwardedRequest(request, authInfo)), this.generation);
   }
 
@@ -438,6 +440,7 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
       initLimitTicks: config.initLimitTicks,
       syncLimitTicks: config.syncLimitTicks,
       committedLogRecordsMax: config.commitLogCount,
+      proposalBytesInFlightMax: config.proposalBytesInFlightMax,
       durable: { ...this.epochs, log: this.deps.recentLog.snapshot() },
       state: {
         snapshot: () => ({ zxid: database.tree.lastProcessedZxid, bytes: encodeSnapshot(database.tree) }),
@@ -542,9 +545,13 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
       }
       for (const forwarded of ready.forwarded) {
         // A learner forwards only once it serves, which needs this leader to be established.
-        if (generation !== this.generation || !role.zab.canPropose) break;
-        role.admission.admitForwarded(forwarded);
+        if (generation !== this.generation) break;
+        if (role.admission.enqueueForwarded(forwarded)) continue;
+        logger.warn({ learner: forwarded.from, queued: role.admission.queued }, "learner forwarded more writes than any server admits: closing its stream");
+        transport.closeLearner(forwarded.from);
       }
+      // Acks and commits make room in the window: writes waiting for it go now.
+      if (generation === this.generation) role.admission.pump();
     }
     if (ready.stepDown && generation === this.generation) {
       logger.warn({ reason: ready.stepDown.reason, role: role.state }, "zab stepped down");

@@ -1,13 +1,13 @@
 /**
  * The log records a new Zab core is built from, kept in memory so that a new term does not re-read
  * the log from disk: every record after the tree's zxid (not known to be committed, always kept)
- * and up to `windowMax` records before it (the leader's DIFF window).
+ * and the newest records before it within the DIFF window's bound (the leader's DIFF window).
  *
  * Every write passes through `append` and `applied`, so both are O(1) amortised (RecordWindow).
  */
 import { assert } from "../common/assert.js";
 import type { LogRecord } from "../consensus/messages.js";
-import { RecordWindow } from "../consensus/record-window.js";
+import { RecordWindow, type AppliedBound } from "../consensus/record-window.js";
 
 export class RecentLog {
   private readonly window: RecordWindow;
@@ -15,8 +15,8 @@ export class RecentLog {
   private appliedCount = 0;
   private appliedZxid: number;
 
-  constructor(treeZxid: number, unappliedTail: readonly LogRecord[], windowMax: number) {
-    this.window = new RecordWindow(windowMax);
+  constructor(treeZxid: number, unappliedTail: readonly LogRecord[], window: AppliedBound) {
+    this.window = new RecordWindow(window);
     this.appliedZxid = treeZxid;
     for (const record of unappliedTail) this.append(record);
   }
@@ -32,8 +32,7 @@ export class RecentLog {
   applied(zxid: number): void {
     this.appliedZxid = zxid;
     this.advance();
-    this.window.trimApplied(this.appliedCount);
-    this.appliedCount = Math.min(this.appliedCount, this.window.appliedMax);
+    this.appliedCount -= this.window.trimApplied(this.appliedCount).dropped;
   }
 
   /** Zab's TRUNC. */
@@ -54,9 +53,9 @@ export class RecentLog {
     return this.window.from(this.appliedCount);
   }
 
-  /** Oldest first: at most `windowMax` applied records, then every unapplied one. */
+  /** Oldest first: the applied records within the window's bound, then every unapplied one. */
   snapshot(): LogRecord[] {
-    return this.window.from(Math.max(0, this.appliedCount - this.window.appliedMax));
+    return this.window.from(this.window.beyondAppliedBound(this.appliedCount));
   }
 
   /** Counts as applied every record at or below the applied zxid (a record may be appended after it was applied). */

@@ -7,6 +7,7 @@
  * builds the same Replica over in-memory twins (test/sim). A standalone server is a cluster of one
  * voter, so there is one write path.
  */
+import { zabLimits } from "../consensus/constants.js";
 import type { QuorumMessage } from "../consensus/messages.js";
 import type { Notification } from "../election/types.js";
 import type { DataTree } from "../store/data-tree.js";
@@ -14,7 +15,7 @@ import type { AuditPort } from "./audit.js";
 import type { WriteBroadcast } from "./broadcast.js";
 import { ClientSessions } from "./client-sessions.js";
 import { configOfTree, membersReply } from "./cluster-config.js";
-import { LeaderAdmission, type LeaderTerm } from "./leader-admission.js";
+import { LeaderAdmission, type ForwardedQueueBound, type LeaderTerm } from "./leader-admission.js";
 import { PeerStatus } from "./peer-status.js";
 import { RequestPipeline, type RequestObserver } from "./pipeline.js";
 import type { Clock, Entropy, LogSink, PeerPort, RecoveredState, ReplicaMetrics, ReplicaStorage } from "./ports.js";
@@ -31,6 +32,8 @@ import { SessionTracker } from "./session-tracker.js";
 /** The part of a server's configuration the replica runs with. */
 export interface ReplicaConfig extends QuorumPeerConfig {
   snapshotEveryTxns: number;
+  /** Writes (and bytes) one learner may have forwarded and waiting at this server while it leads. */
+  forwardedQueuedMax: ForwardedQueueBound;
   /** ZooKeeper's superDigest ("" for none). */
   superDigest: string;
   ttlNodesEnabled: boolean;
@@ -134,7 +137,10 @@ export function buildReplica(config: ReplicaConfig, ports: ReplicaPorts): Replic
   // What the peer decides with: the leader's session liveness, read-only mode's, the membership.
   const tracker = new SessionTracker(config.tickMs, () => clock.nowMs());
   const readOnly = new ReadOnlyMode({ enabled: config.readOnlyModeEnabled, serverId: config.serverId, tickMs: config.tickMs, clock, logger });
-  const recentLog = new RecentLog(database.tree.lastProcessedZxid, ports.recovered.unappliedTail, config.commitLogCount);
+  const recentLog = new RecentLog(database.tree.lastProcessedZxid, ports.recovered.unappliedTail, {
+    count: config.commitLogCount,
+    bytes: zabLimits.committedLogBytesMax,
+  });
   const membership = new ReconfigMembership({
     serverId: config.serverId,
     initial: configOfTree(database.tree) ?? staticConfig(config.membershipText, config.servers),
@@ -170,6 +176,7 @@ export function buildReplica(config: ReplicaConfig, ports: ReplicaPorts): Replic
   const admitLeaderWrites = (term: LeaderTerm): LeaderAdmission =>
     new LeaderAdmission(term, new Prep(database.tree, prepOptions), {
       serverId: config.serverId,
+      forwardedQueuedMax: config.forwardedQueuedMax,
       reconfigEnabled: config.reconfigEnabled,
       containerCheckIntervalMs: config.containerCheckIntervalMs,
       containerMaxPerMinute: config.containerMaxPerMinute,

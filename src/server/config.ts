@@ -78,6 +78,14 @@ export interface ServerConfig {
    */
   commitLogCount: number;
   /**
+   * The leader's flow-control window, in bytes: what it has proposed and not committed, and what
+   * it has sent one follower and not had acked. A write waits for room before the leader decides
+   * it, and a follower slower than the quorum gets its next proposals once it acks. Smaller keeps a
+   * small write's latency low behind large ones; larger suits high-latency links. (Not in
+   * ZooKeeper, whose leader queues without bound.)
+   */
+  proposalBytesInFlightMax: number;
+  /**
    * ZooKeeper's zookeeper.DigestAuthenticationProvider.superDigest: "super:<base64 sha1>" (the
    * digest of "super:<password>"). A session that adds that digest authentication passes every ACL
    * check. "" = no super user.
@@ -208,6 +216,7 @@ export const FIELDS: Readonly<Record<keyof ServerConfig, FieldKind>> = {
   initLimitTicks: "int",
   syncLimitTicks: "int",
   commitLogCount: "int",
+  proposalBytesInFlightMax: "int",
   superDigest: "string",
   metricsPort: "int",
   metricsHost: "string",
@@ -242,6 +251,8 @@ export const FIELDS: Readonly<Record<keyof ServerConfig, FieldKind>> = {
   auditLogFile: "string",
 };
 
+const MiB = 1024 * 1024;
+
 /** What generateDigest yields: a user without a colon, then 28 base64 characters of SHA-1. */
 const SUPER_DIGEST = /^[^:]*:[A-Za-z0-9+/]{27}=$/;
 const LOG_LEVELS = new Set(["fatal", "error", "warn", "info", "debug", "trace", "silent"]);
@@ -268,6 +279,7 @@ export function defaultConfig(): Omit<ServerConfig, "minSessionTimeoutMs" | "max
     initLimitTicks: 10,
     syncLimitTicks: 5,
     commitLogCount: zabLimits.committedLogRecordsMax,
+    proposalBytesInFlightMax: 8 * MiB,
     superDigest: "",
     metricsPort: -1,
     metricsHost: "127.0.0.1",
@@ -442,6 +454,7 @@ export function validateConfig(config: ServerConfig): ServerConfig {
   range("initLimitTicks", 1, 10_000);
   range("syncLimitTicks", 1, 10_000);
   range("commitLogCount", 1, zabLimits.committedLogRecordsMax);
+  range("proposalBytesInFlightMax", limits.messageBytesMax, zabLimits.proposalBytesInFlightMax);
   range("containerCheckIntervalMs", 10, 24 * 3600 * 1000);
   range("containerMaxPerMinute", 1, 10_000_000);
   range("adminRateLimitIntervalMs", 0, 24 * 3600 * 1000);

@@ -101,6 +101,15 @@ const LEADER_GAUGES: Record<string, GaugeSpec<LeaderFigures, LeaderStatus>> = {
   max_proposal_size: { help: "Bytes of this leader's largest proposal this term (-1 before the first)", read: (figures) => figures.proposalSizeBytes.max },
   min_proposal_size: { help: "Bytes of this leader's smallest proposal this term (-1 before the first)", read: (figures) => figures.proposalSizeBytes.min },
   corral_proposals_in_flight: { help: "Proposals this leader sent and has not committed yet", read: (_figures, leader) => leader.proposalsInFlight },
+  corral_proposal_bytes_in_flight: {
+    help: "Bytes of the proposals this leader sent and has not committed yet (bounded by proposalBytesInFlightMax)",
+    read: (_figures, leader) => leader.proposalBytesInFlight,
+  },
+  corral_admission_queued_writes: {
+    help: "Writes waiting at this leader for room in its flow-control window (taken round-robin across sessions)",
+    read: (_figures, leader) => leader.admissionQueued.count,
+  },
+  corral_admission_queued_bytes: { help: "Bytes of those writes", read: (_figures, leader) => leader.admissionQueued.bytes },
 };
 
 /** corral's own; they follow corral_server_state in the export. */

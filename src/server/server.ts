@@ -2,6 +2,7 @@
  * One corral server process: recovers its database, then serves the client protocol over gRPC.
  * (The process entry point is src/cli/main.ts; tests embed this class or run the CLI as a child.)
  */
+import { FORWARDED_QUEUED_MAX, quorumQueueBytesMaxOf } from "./admission-bounds.js";
 import * as grpc from "@grpc/grpc-js";
 import { mkdirSync } from "node:fs";
 import { userInfo } from "node:os";
@@ -166,6 +167,7 @@ export class CorralServer {
         members: config.servers,
         logger,
         clientAddresses,
+        limits: { quorumQueueBytesMax: quorumQueueBytesMaxOf(config) },
         ...(tls.peerSecurity === undefined ? {} : { security: tls.peerSecurity }),
         handlers: {
           notification: (n) => replica?.onNotification(n),
@@ -181,7 +183,12 @@ export class CorralServer {
     const members = clustered ? config.servers : [{ id: config.serverId, role: "participant" as const }];
     replica = buildReplica(
       // A static configuration's version is 0, as ZooKeeper's.
-      { ...config, servers: members, membershipText: clustered ? formatMembership(memberAddresses(config.servers), 0n) : "" },
+      {
+        ...config,
+        servers: members,
+        membershipText: clustered ? formatMembership(memberAddresses(config.servers), 0n) : "",
+        forwardedQueuedMax: FORWARDED_QUEUED_MAX,
+      },
       {
         storage,
         recovered,

@@ -10,6 +10,7 @@
  * user against nodes with restrictive ACLs (acl-workload.ts), and every answer is checked. The
  * same seed replays the same run exactly.
  */
+import { zabLimits } from "../../src/consensus/constants.js";
 import { ZkErrorCode } from "../../src/common/errors.js";
 import type { QuorumMessage } from "../../src/consensus/messages.js";
 import type { QuorumVerifier } from "../../src/consensus/quorum.js";
@@ -296,6 +297,8 @@ export class Simulation implements Scheduler, ClientWorld {
       initLimitTicks: this.config.initLimitTicks,
       syncLimitTicks: this.config.syncLimitTicks,
       commitLogCount: this.config.committedLogRecordsMax,
+      proposalBytesInFlightMax: zabLimits.proposalBytesInFlightMax,
+      forwardedQueuedMax: { count: 1_000_000, bytes: 1024 * 1024 * 1024 },
       containerCheckIntervalMs: this.config.containerCheckIntervalMs,
       containerMaxPerMinute: CLEANUP_MAX_PER_MINUTE,
       snapshotEveryTxns: this.config.snapshotEveryTxns,

@@ -80,6 +80,10 @@ export class Harness {
   readonly quorum: QuorumVerifier;
   readonly trace: string[] = [];
   committedLogRecordsMax = 100;
+  /** The leader's flow-control window (undefined: zabLimits'). */
+  proposalsInFlightMax: number | undefined;
+  proposalBytesInFlightMax: number | undefined;
+  committedLogBytesMax: number | undefined;
   private readonly net = new SteppedScheduler();
   /** Which delivered messages reach their server (see `deliver`). */
   private admit: (m: WireMessage) => boolean = () => true;
@@ -139,6 +143,9 @@ export class Harness {
       state: { snapshot: () => ({ zxid: s.treeZxid, bytes: new TextEncoder().encode(JSON.stringify(s.applied)) }), lastZxid: () => s.treeZxid },
       nowMs: this.nowMs,
       committedLogRecordsMax: this.committedLogRecordsMax,
+      ...(this.proposalsInFlightMax === undefined ? {} : { proposalsInFlightMax: this.proposalsInFlightMax }),
+      ...(this.proposalBytesInFlightMax === undefined ? {} : { proposalBytesInFlightMax: this.proposalBytesInFlightMax }),
+      ...(this.committedLogBytesMax === undefined ? {} : { committedLogBytesMax: this.committedLogBytesMax }),
     });
     s.stepDown = undefined;
     this.handle(s, s.zab.start());

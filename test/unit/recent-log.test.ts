@@ -1,6 +1,7 @@
 /**
  * RecentLog against the plainest model of what it promises: keep every record; a snapshot is the
- * last `windowMax` records at or below the applied zxid, then every record above it.
+ * newest records at or below the applied zxid within the window's bound (at most `count` of them,
+ * at most `bytes` together, at least one), then every record above it.
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
@@ -8,7 +9,9 @@ import fc from "fast-check";
 import type { LogRecord } from "../../src/consensus/messages.js";
 import { RecentLog } from "../../src/replica/recent-log.js";
 
-const record = (zxid: number): LogRecord => ({ zxid, record: new Uint8Array([zxid & 0xff]) });
+/** Records of 1 to 5 bytes, so that the byte bound and the count bound each get to hold. */
+const sizeOf = (zxid: number): number => (zxid % 5) + 1;
+const record = (zxid: number): LogRecord => ({ zxid, record: new Uint8Array(sizeOf(zxid)) });
 
 type Op =
   | { kind: "append"; gap: number }
@@ -26,16 +29,20 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
 );
 
 test("snapshot() equals the model after any sequence of appends, applies, truncations and resets", () => {
+  const bound = fc.record({ count: fc.integer({ min: 1, max: 6 }), bytes: fc.integer({ min: 1, max: 20 }) });
   fc.assert(
-    fc.property(fc.integer({ min: 1, max: 6 }), fc.integer({ min: 0, max: 4 }), fc.array(opArb, { maxLength: 3_000 }), (windowMax, tail, ops) => {
+    fc.property(bound, fc.integer({ min: 0, max: 4 }), fc.array(opArb, { maxLength: 3_000 }), (window, tail, ops) => {
       const initial = Array.from({ length: tail }, (_, i) => record(11 + i));
-      const log = new RecentLog(10, initial, windowMax);
+      const log = new RecentLog(10, initial, window);
       let model = initial.map((r) => r.zxid);
       let appliedZxid = 10;
       let lastZxid = model.at(-1) ?? 10;
       const expected = (): number[] => {
         const applied = model.filter((z) => z <= appliedZxid);
-        return [...applied.slice(Math.max(0, applied.length - windowMax)), ...model.filter((z) => z > appliedZxid)];
+        let drop = Math.max(0, applied.length - window.count);
+        const bytesFrom = (i: number): number => applied.slice(i).reduce((sum, z) => sum + sizeOf(z), 0);
+        while (drop < applied.length - 1 && bytesFrom(drop) > window.bytes) drop += 1;
+        return [...applied.slice(drop), ...model.filter((z) => z > appliedZxid)];
       };
       for (const op of ops) {
         if (op.kind === "append") {
@@ -74,7 +81,7 @@ test("snapshot() equals the model after any sequence of appends, applies, trunca
 });
 
 test("a long run keeps at most the window plus the compaction slack in memory", () => {
-  const log = new RecentLog(0, [], 100);
+  const log = new RecentLog(0, [], { count: 100, bytes: 1_000_000 });
   for (let zxid = 1; zxid <= 50_000; zxid++) {
     log.append(record(zxid));
     log.applied(zxid);
@@ -85,4 +92,24 @@ test("a long run keeps at most the window plus the compaction slack in memory", 
   // The records array inside its RecordWindow.
   const records = (log as unknown as { window: { records: unknown[] } }).window.records;
   assert.ok(records.length <= 100 + 2 * 1024 + 2, "dead records are compacted away");
+});
+
+test("a window of large records keeps only as many applied ones as fit its byte bound, and at least one", () => {
+  const large = (zxid: number): LogRecord => ({ zxid, record: new Uint8Array(1000) });
+  const log = new RecentLog(0, [], { count: 100, bytes: 2_500 });
+  for (let zxid = 1; zxid <= 20; zxid++) {
+    log.append(large(zxid));
+    log.applied(zxid);
+  }
+  assert.deepEqual(
+    log.snapshot().map((r) => r.zxid),
+    [19, 20],
+  );
+  const alone = new RecentLog(0, [], { count: 100, bytes: 10 });
+  alone.append(large(1));
+  alone.applied(1);
+  assert.deepEqual(
+    alone.snapshot().map((r) => r.zxid),
+    [1],
+  );
 });

@@ -23,6 +23,8 @@ export interface PeerLimits {
   /**
    * Messages queued for one quorum stream while gRPC pushes back (write() returned false); beyond
    * this many, or beyond `quorumQueueBytesMax`, the stream is closed and the core resyncs the peer.
+   * A last line: the cores bound what they send (the server sets the byte bound above the leader's
+   * window plus a DIFF, and above what its doors let a learner forward: quorumQueueBytesMaxOf).
    */
   quorumQueueMessagesMax: number;
   quorumQueueBytesMax: number;

@@ -7,8 +7,10 @@
  * whatever else the same run sent), not a turn of the event loop later. While the stream has a
  * frame that grpc-js has not yet handed to its socket, what is sent meanwhile queues and leaves as
  * one frame (split at a byte bound) the moment that write completes — batching under load, none
- * when idle. When grpc-js pushes back (write() returns false) messages wait until 'drain'; a stream
- * whose queue passes its bound is closed (the core resyncs that learner).
+ * when idle. When grpc-js pushes back (write() returns false) messages wait until 'drain'. The
+ * cores bound what they send a stream (the leader's in-flight window per follower, a learner's
+ * forwarded writes by its client doors' bounds), so the queue's own bound is a last line that a
+ * correct server never reaches: a stream whose queue passes it is closed (the core resyncs).
  */
 import * as grpc from "@grpc/grpc-js";
 import type { Logger } from "pino";
@@ -141,9 +143,9 @@ export class QuorumStream implements Flushable {
     const queued = this.queuedMessages;
     if (queued <= limits.quorumQueueMessagesMax && this.queuedBytes <= limits.quorumQueueBytesMax) return false;
     this.ctx.counters.quorumStreamsOverflowed++;
-    this.logger.warn(
+    this.logger.error(
       { queuedMessages: queued, queuedBytes: this.queuedBytes, messagesMax: limits.quorumQueueMessagesMax, bytesMax: limits.quorumQueueBytesMax },
-      "peer is not keeping up: quorum queue over its bound, closing the stream",
+      "quorum stream queue over its bound (the core bounds what it sends, so this is a bug): closing the stream",
     );
     this.close({ code: grpc.status.RESOURCE_EXHAUSTED, details: "peer queue over its bound" });
     return true;

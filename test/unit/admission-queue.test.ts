@@ -1,0 +1,83 @@
+/**
+ * The leader's admission queue: each session's writes in its order, sessions taken in turn, and
+ * every origin's share counted.
+ */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { AdmissionQueue } from "../../src/replica/admission-queue.js";
+
+interface Write {
+  origin: number;
+  bytes: number;
+  name: string;
+}
+
+const write = (name: string, origin = 1, bytes = 10): Write => ({ origin, bytes, name });
+
+function drain(queue: AdmissionQueue<Write>): string[] {
+  const out: string[] = [];
+  for (let next = queue.shift(); next !== undefined; next = queue.shift()) out.push(next.name);
+  return out;
+}
+
+test("one session's backlog delays another session's single write by at most one turn", () => {
+  const queue = new AdmissionQueue<Write>();
+  for (let i = 0; i < 100; i++) queue.push(1n, write(`storm${i}`));
+  assert.equal(queue.shift()?.name, "storm0");
+  queue.push(2n, write("bystander"));
+  assert.deepEqual(drain(queue).slice(0, 3), ["storm1", "bystander", "storm2"]);
+});
+
+test("sessions take turns and each session's writes keep their order", () => {
+  const queue = new AdmissionQueue<Write>();
+  for (const [session, names] of [
+    [1n, ["a1", "a2", "a3"]],
+    [2n, ["b1"]],
+    [3n, ["c1", "c2"]],
+  ] as const) {
+    for (const name of names) queue.push(session, write(name));
+  }
+  assert.deepEqual(drain(queue), ["a1", "b1", "c1", "a2", "c2", "a3"]);
+  assert.equal(queue.count, 0);
+});
+
+test("a session that comes back after its lane emptied joins the end of the turns", () => {
+  const queue = new AdmissionQueue<Write>();
+  queue.push(1n, write("a1"));
+  queue.push(2n, write("b1"));
+  assert.equal(queue.shift()?.name, "a1");
+  queue.push(1n, write("a2"));
+  assert.deepEqual(drain(queue), ["b1", "a2"]);
+});
+
+test("each origin's waiting writes and bytes are counted, and released as they leave", () => {
+  const queue = new AdmissionQueue<Write>();
+  queue.push(1n, write("local", 1, 100));
+  queue.push(2n, write("from2", 2, 1_000));
+  queue.push(3n, write("from2 again", 2, 24));
+  assert.deepEqual(queue.queuedFrom(2), { count: 2, bytes: 1_024 });
+  assert.deepEqual(queue.queuedFrom(1), { count: 1, bytes: 100 });
+  assert.deepEqual([queue.count, queue.bytes], [3, 1_124]);
+  queue.shift();
+  queue.shift();
+  assert.deepEqual(queue.queuedFrom(2), { count: 1, bytes: 24 });
+  assert.deepEqual(queue.queuedFrom(1), { count: 0, bytes: 0 });
+  queue.shift();
+  assert.deepEqual([queue.count, queue.bytes], [0, 0]);
+});
+
+test("a long run of one busy session and many one-off sessions stays in turn order and compacts", () => {
+  const queue = new AdmissionQueue<Write>();
+  let expectedBusy = 0;
+  for (let round = 0; round < 5_000; round++) {
+    queue.push(1n, write(`busy${round}`));
+    queue.push(BigInt(100 + round), write(`once${round}`));
+    const first = queue.shift()!;
+    const second = queue.shift()!;
+    assert.ok(first.name === `busy${expectedBusy}` || second.name === `busy${expectedBusy}`, `round ${round}: ${first.name}, ${second.name}`);
+    expectedBusy += 1;
+  }
+  assert.equal(queue.count, 0);
+  const turns = (queue as unknown as { turns: unknown[] }).turns;
+  assert.ok(turns.length < 3_000, `dead turns are compacted away (${turns.length})`);
+});
