@@ -19,6 +19,11 @@
  * written — and evaluates SASL tokens (off the event loop's thread: the session holds what the
  * client sends meanwhile and goes on when the answer comes).
  *
+ * Flow control (docs/architecture.md §7b): every request read counts against the connection's and
+ * the server's inbound bounds (inbound-budget.ts) until it is answered. When a bound is reached the
+ * session tells its stream to stop reading (`pauseReading`), holds the few frames the door had
+ * already read, and tells it to read again once its own answers bring it back under the bound.
+ *
  * Deterministic: no clocks, sockets or timers. The gRPC door binds it to a bidi stream
  * (src/server/grpc-client-service.ts), the ZooKeeper door to a TCP socket
  * (src/server/zk-wire/zk-client-service.ts), and the simulator to its network, for both codecs.
@@ -26,6 +31,8 @@
 import { limits } from "../common/constants.js";
 import { ZkError, ZkErrorCode } from "../common/errors.js";
 import type { DataTree } from "../store/data-tree.js";
+import { ConnectionInbound, type InboundBudget } from "./inbound-budget.js";
+import { REQUEST_OVERHEAD_BYTES, requestBytes } from "./request-bytes.js";
 import type { Id, WatchEvent } from "../store/types.js";
 import { authenticationMissing, withAuthIds } from "./auth.js";
 import type { ClientConnection, RequestPipeline } from "./pipeline.js";
@@ -130,6 +137,10 @@ export interface SessionStream<Out> {
   finish(reason: ConnectionEnd): void;
   /** Evaluate a SASL token and call `done` once (a stream without it refuses a sasl frame). */
   authenticate?(token: Uint8Array, done: (outcome: SaslOutcome) => void): void;
+  /** Stop reading from the client (an inbound bound is reached); frames already read still arrive. */
+  pauseReading(): void;
+  /** Read from the client again. */
+  resumeReading(): void;
 }
 
 /** Why the server ends a connection after what it wrote: the session closed, expired or moved, or the client had not authenticated as required. */
@@ -141,6 +152,8 @@ export interface ConnectionSessionDeps {
   state: { readonly tree: DataTree };
   pipeline: RequestPipeline;
   sessions: SessionOpener;
+  /** The server's inbound bounds, shared by every connection of both doors. */
+  inbound: InboundBudget;
   /**
    * enforce.auth's schemes: a connection holding no id of one gets its door's answer to any frame
    * but an auth or sasl packet, and ends (ZooKeeper's AuthenticationHelper). Absent or empty:
@@ -160,6 +173,8 @@ export class ConnectionSession<In, Out> implements ClientConnection {
   private authenticatingValue = false;
   private sessionIdValue = 0n;
   private timeoutMsValue = 0;
+  /** Requests read and not answered, against the inbound bounds. */
+  private readonly inbound: ConnectionInbound;
   authInfo: readonly Id[];
 
   constructor(
@@ -171,6 +186,7 @@ export class ConnectionSession<In, Out> implements ClientConnection {
     initialAuthInfo: readonly Id[],
   ) {
     this.authInfo = initialAuthInfo;
+    this.inbound = new ConnectionInbound(deps.inbound);
   }
 
   get open(): boolean {
@@ -192,6 +208,16 @@ export class ConnectionSession<In, Out> implements ClientConnection {
     return this.authenticatingValue;
   }
 
+  /** Reading is stopped because an inbound bound is reached (see pauseReading). */
+  get throttled(): boolean {
+    return this.inbound.paused;
+  }
+
+  /** Requests this connection has read and not answered, and their bytes. */
+  get outstanding(): { count: number; bytes: number } {
+    return { count: this.inbound.count, bytes: this.inbound.bytes };
+  }
+
   /** The session this connection carries (0 until the connect is answered). */
   get sessionId(): bigint {
     return this.sessionIdValue;
@@ -211,21 +237,29 @@ export class ConnectionSession<In, Out> implements ClientConnection {
         // A client may pipeline behind its connect, as ZooKeeper allows: hold frames until the session exists.
         return this.hold(frame, "the connect answer");
       case "connected":
+        // The door stopped reading: what arrives now is the rest of its last read, held until resumed.
+        if (this.inbound.paused) {
+          this.held.push(frame);
+          return;
+        }
         return this.authenticatingValue ? this.hold(frame, "a sasl answer") : this.run(frame);
     }
   }
 
   sendReply(xid: number, reply: Reply): void {
     if (this.phase === "ended") return;
+    this.inbound.answered();
     let answer: ReplyFrame<Out> | undefined;
     try {
       answer = this.codec.reply(xid, reply);
     } catch (error) {
       return this.encodingFailed(error);
     }
-    if (answer === undefined) return;
-    this.write(answer.frame);
-    if (answer.last) this.end("closed");
+    if (answer !== undefined) {
+      this.write(answer.frame);
+      if (answer.last) return this.end("closed");
+    }
+    if (this.inbound.paused && !this.inbound.update()) this.resume();
   }
 
   sendEvent(event: WatchEvent): void {
@@ -263,6 +297,7 @@ export class ConnectionSession<In, Out> implements ClientConnection {
     const wasConnected = this.phase === "connected";
     this.phase = "ended";
     this.held = [];
+    this.inbound.release();
     if (wasConnected) this.deps.pipeline.detach(this.sessionIdValue, this);
   }
 
@@ -279,7 +314,21 @@ export class ConnectionSession<In, Out> implements ClientConnection {
 
   /** Runs the held frames in order, until one makes the connection wait again (or ends it). */
   private runHeld(): void {
-    while (this.held.length > 0 && this.phase === "connected" && this.readingFrames && !this.authenticatingValue) this.run(this.held.shift()!);
+    while (this.held.length > 0 && this.phase === "connected" && this.readingFrames && !this.authenticatingValue && !this.inbound.paused)
+      this.run(this.held.shift()!);
+  }
+
+  /** Back under the bounds: read again, starting with what was held. */
+  private resume(): void {
+    this.stream.resumeReading();
+    this.runHeld();
+  }
+
+  /** A request was read: it counts until answered, and it may bring the connection to a bound. */
+  private submitted(bytes: number, submit: () => void): void {
+    this.inbound.read(bytes);
+    submit();
+    if (this.phase !== "ended" && !this.inbound.paused && this.inbound.update()) this.stream.pauseReading();
   }
 
   private write(frame: Out): void {
@@ -306,12 +355,14 @@ export class ConnectionSession<In, Out> implements ClientConnection {
         pipeline.touch(this.sessionIdValue);
         this.write(this.codec.pong(this.deps.state.tree.lastProcessedZxid));
         return;
-      case "request":
+      case "request": {
         if (frame.last === true) this.readingFrames = false;
-        return pipeline.submit(this.sessionIdValue, this, frame.xid, frame.request);
+        const request = frame.request;
+        return this.submitted(requestBytes(request), () => pipeline.submit(this.sessionIdValue, this, frame.xid, request));
+      }
       case "rejected":
         if (frame.last === true) this.readingFrames = false;
-        return pipeline.submitRejected(this.sessionIdValue, this, frame.xid, frame.err);
+        return this.submitted(REQUEST_OVERHEAD_BYTES, () => pipeline.submitRejected(this.sessionIdValue, this, frame.xid, frame.err));
       case "sasl":
         return this.authenticate(frame.xid, frame.token);
       case "invalid":

@@ -31,6 +31,7 @@ import type { ReconfigMembership } from "./reconfig-membership.js";
 import { decodeForwardedRequest } from "./request-codec.js";
 import type { ReconfigRequest, WriteRequest } from "./requests.js";
 import { AdmissionQueue } from "./admission-queue.js";
+import { requestBytes } from "./request-bytes.js";
 import type { SessionTracker } from "./session-tracker.js";
 
 /** A write as admission takes it: a client's, or a new session's createSession. */
@@ -321,20 +322,5 @@ export class LeaderAdmission {
     this.sizes = { last: bytes, min: sizes.min < 0 ? bytes : Math.min(sizes.min, bytes), max: Math.max(sizes.max, bytes) };
     this.deps.metrics?.proposed();
     this.term.carryOut(this.term.leader.propose(header.zxid, record, config === undefined ? undefined : quorumOf(config)));
-  }
-}
-
-/** What a waiting write is counted as: the bytes a client sent for it (a createSession's are few). */
-function requestBytes(request: AdmittedRequest): number {
-  switch (request.op) {
-    case "createSession":
-      return request.password.byteLength;
-    case "setData":
-    case "create":
-      return request.data.byteLength + request.path.length;
-    case "multi":
-      return request.ops.reduce((sum, op) => sum + op.path.length + ("data" in op ? op.data.byteLength : 0), 0);
-    default:
-      return "path" in request ? request.path.length : 0;
   }
 }

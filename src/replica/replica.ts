@@ -15,6 +15,7 @@ import type { AuditPort } from "./audit.js";
 import type { WriteBroadcast } from "./broadcast.js";
 import { ClientSessions } from "./client-sessions.js";
 import { configOfTree, membersReply } from "./cluster-config.js";
+import { InboundBudget, type InboundLimits } from "./inbound-budget.js";
 import { LeaderAdmission, type ForwardedQueueBound, type LeaderTerm } from "./leader-admission.js";
 import { PeerStatus } from "./peer-status.js";
 import { RequestPipeline, type RequestObserver } from "./pipeline.js";
@@ -30,7 +31,7 @@ import { SessionIdGenerator, SessionOpener } from "./session-opener.js";
 import { SessionTracker } from "./session-tracker.js";
 
 /** The part of a server's configuration the replica runs with. */
-export interface ReplicaConfig extends QuorumPeerConfig {
+export interface ReplicaConfig extends QuorumPeerConfig, InboundLimits {
   snapshotEveryTxns: number;
   /** Writes (and bytes) one learner may have forwarded and waiting at this server while it leads. */
   forwardedQueuedMax: ForwardedQueueBound;
@@ -75,6 +76,8 @@ export class Replica {
     readonly peer: QuorumPeer,
     readonly broadcast: WriteBroadcast,
     readonly status: PeerStatus,
+    /** What both client doors have read and not answered, against the configured bounds. */
+    readonly inbound: InboundBudget,
   ) {}
 
   /** The tree as of the last applied txn (a learner's is replaced when it installs a SNAP). */
@@ -224,5 +227,11 @@ export function buildReplica(config: ReplicaConfig, ports: ReplicaPorts): Replic
     entropy: ports.entropy,
     negotiateTimeoutMs: (requested) => Math.min(config.maxSessionTimeoutMs, Math.max(config.minSessionTimeoutMs, requested)),
   });
-  return new Replica(database, pipeline, clientSessions, sessions, tracker, peer, peer, new PeerStatus(peer, membership, readOnly, clock));
+  const inbound = new InboundBudget({
+    globalOutstandingLimit: config.globalOutstandingLimit,
+    globalOutstandingBytesMax: config.globalOutstandingBytesMax,
+    connectionOutstandingMax: config.connectionOutstandingMax,
+    connectionOutstandingBytesMax: config.connectionOutstandingBytesMax,
+  });
+  return new Replica(database, pipeline, clientSessions, sessions, tracker, peer, peer, new PeerStatus(peer, membership, readOnly, clock), inbound);
 }

@@ -86,6 +86,20 @@ export interface ServerConfig {
    */
   proposalBytesInFlightMax: number;
   /**
+   * ZooKeeper's zookeeper.globalOutstandingLimit: requests this server has read from its clients
+   * and not answered, over every connection of both doors. At the bound a connection with a request
+   * outstanding stops being read until its answers come (TCP or HTTP/2 pushes back on its client);
+   * one with nothing outstanding is still read, so a client with one request at a time is never
+   * held behind a storm.
+   */
+  globalOutstandingLimit: number;
+  /** The same bound in bytes (not in ZooKeeper, whose limit counts requests, whatever their size). */
+  globalOutstandingBytesMax: number;
+  /** Requests one connection may have read and not answered before it stops being read (not in ZooKeeper). */
+  connectionOutstandingMax: number;
+  /** Their bytes. */
+  connectionOutstandingBytesMax: number;
+  /**
    * ZooKeeper's zookeeper.DigestAuthenticationProvider.superDigest: "super:<base64 sha1>" (the
    * digest of "super:<password>"). A session that adds that digest authentication passes every ACL
    * check. "" = no super user.
@@ -217,6 +231,10 @@ export const FIELDS: Readonly<Record<keyof ServerConfig, FieldKind>> = {
   syncLimitTicks: "int",
   commitLogCount: "int",
   proposalBytesInFlightMax: "int",
+  globalOutstandingLimit: "int",
+  globalOutstandingBytesMax: "int",
+  connectionOutstandingMax: "int",
+  connectionOutstandingBytesMax: "int",
   superDigest: "string",
   metricsPort: "int",
   metricsHost: "string",
@@ -279,7 +297,11 @@ export function defaultConfig(): Omit<ServerConfig, "minSessionTimeoutMs" | "max
     initLimitTicks: 10,
     syncLimitTicks: 5,
     commitLogCount: zabLimits.committedLogRecordsMax,
-    proposalBytesInFlightMax: 8 * MiB,
+    proposalBytesInFlightMax: 2 * MiB,
+    globalOutstandingLimit: 1000,
+    globalOutstandingBytesMax: 64 * MiB,
+    connectionOutstandingMax: 1000,
+    connectionOutstandingBytesMax: 4 * MiB,
     superDigest: "",
     metricsPort: -1,
     metricsHost: "127.0.0.1",
@@ -455,6 +477,10 @@ export function validateConfig(config: ServerConfig): ServerConfig {
   range("syncLimitTicks", 1, 10_000);
   range("commitLogCount", 1, zabLimits.committedLogRecordsMax);
   range("proposalBytesInFlightMax", limits.messageBytesMax, zabLimits.proposalBytesInFlightMax);
+  range("globalOutstandingLimit", 1, 10_000_000);
+  range("globalOutstandingBytesMax", limits.messageBytesMax, 64 * 1024 * MiB);
+  range("connectionOutstandingMax", 1, limits.sessionRequestsQueuedMax);
+  range("connectionOutstandingBytesMax", limits.messageBytesMax, 64 * 1024 * MiB);
   range("containerCheckIntervalMs", 10, 24 * 3600 * 1000);
   range("containerMaxPerMinute", 1, 10_000_000);
   range("adminRateLimitIntervalMs", 0, 24 * 3600 * 1000);

@@ -105,6 +105,10 @@ class GrpcClientConnection implements SessionStream<Buffer> {
       certificateIds,
       initialAuthInfo(remoteAddress, certificateIds),
     );
+    // grpc-js pulls a message from the HTTP/2 stream each time the call's readable side asks for
+    // one, and that side reads ahead up to its high-water mark even while paused: one message
+    // ahead, not sixteen, is what a paused session then holds.
+    setReadAhead(call, 1);
     call.on("data", (frame: IncomingFrame) => receiveClientFrame(this.session, frame));
     call.on("end", () => this.session.end("closed"));
     call.on("error", () => this.onGone());
@@ -141,9 +145,27 @@ class GrpcClientConnection implements SessionStream<Buffer> {
     this.sasl.authenticate(this.session, token, done);
   }
 
+  /** An inbound bound is reached: grpc-js stops pulling from the stream, and HTTP/2 flow control pushes back on the client. */
+  pauseReading(): void {
+    this.call.pause();
+  }
+
+  resumeReading(): void {
+    if (!this.ended) this.call.resume();
+  }
+
   private onGone(): void {
     this.ended = true;
     this.sasl.dispose();
     this.session.gone();
   }
+}
+
+/**
+ * Node's Readable has no public setter for its high-water mark, and grpc-js makes the call's
+ * stream with the object-mode default (16 messages, each up to the message size bound).
+ */
+function setReadAhead(call: grpc.ServerDuplexStream<IncomingFrame, Buffer>, messages: number): void {
+  const state = (call as unknown as { _readableState?: { highWaterMark?: number } })._readableState;
+  if (state !== undefined && typeof state.highWaterMark === "number") state.highWaterMark = messages;
 }

@@ -26,6 +26,7 @@ export const PROPERTIES = [
   "no write of a session that is gone is applied",
   "configurations form one chain",
   "an acknowledged reconfiguration is in force after healing",
+  "the client doors read within their inbound bounds",
 ] as const;
 export type Property = (typeof PROPERTIES)[number];
 

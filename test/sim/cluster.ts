@@ -10,6 +10,7 @@
  * user against nodes with restrictive ACLs (acl-workload.ts), and every answer is checked. The
  * same seed replays the same run exactly.
  */
+import { limits } from "../../src/common/constants.js";
 import { zabLimits } from "../../src/consensus/constants.js";
 import { ZkErrorCode } from "../../src/common/errors.js";
 import type { QuorumMessage } from "../../src/consensus/messages.js";
@@ -205,6 +206,12 @@ export interface SimMember {
   role: "participant" | "observer";
 }
 
+/**
+ * Inbound bounds below the workload's three pipelined requests a client (IN_FLIGHT_MAX), so that
+ * runs pause and resume client connections (the workload's requests are ~100 bytes each).
+ */
+export const SIM_INBOUND = { globalOutstandingLimit: 6, globalOutstandingBytesMax: 600, connectionOutstandingMax: 2, connectionOutstandingBytesMax: 250 } as const;
+
 export class Simulation implements Scheduler, ClientWorld {
   readonly prng: Prng;
   readonly config: SimConfig;
@@ -259,6 +266,8 @@ export class Simulation implements Scheduler, ClientWorld {
     /** Frames ZooKeeper's clients sent on a connection before its connect answer (the server holds them). */
     framesBehindConnect: 0,
     pings: 0,
+    /** Times a server stopped reading a client connection at an inbound bound (SIM_INBOUND). */
+    readsPaused: 0,
   };
   /** Armed by pauseOnNextWrite: what to do to the next follower a client write reaches. */
   private writeTrap: { durationMs: number; cutClients: boolean } | undefined;
@@ -299,6 +308,7 @@ export class Simulation implements Scheduler, ClientWorld {
       commitLogCount: this.config.committedLogRecordsMax,
       proposalBytesInFlightMax: zabLimits.proposalBytesInFlightMax,
       forwardedQueuedMax: { count: 1_000_000, bytes: 1024 * 1024 * 1024 },
+      ...SIM_INBOUND,
       containerCheckIntervalMs: this.config.containerCheckIntervalMs,
       containerMaxPerMinute: CLEANUP_MAX_PER_MINUTE,
       snapshotEveryTxns: this.config.snapshotEveryTxns,
@@ -607,7 +617,7 @@ export class Simulation implements Scheduler, ClientWorld {
     const server = this.server(id);
     const replica = server.replica;
     if (!server.up || replica === undefined) return undefined;
-    return { incarnation: server.incarnation, door: { serverId: id, state: replica.database, pipeline: replica.pipeline, sessions: replica.sessions } };
+    return { incarnation: server.incarnation, door: { serverId: id, state: replica.database, pipeline: replica.pipeline, sessions: replica.sessions, inbound: replica.inbound } };
   }
 
   trapWrite(serverId: number): boolean {
@@ -685,6 +695,34 @@ export class Simulation implements Scheduler, ClientWorld {
   private checkDigests(): void {
     for (const server of this.servers) {
       if (server.up && server.replica) this.checker.digestAt(server.id, server.tree.lastProcessedZxid, server.tree.digest());
+    }
+    this.checkInbound();
+  }
+
+  /**
+   * What each server's doors have read and not answered stays within SIM_INBOUND: a connection is
+   * read past the server's total only while it has nothing outstanding (ZooKeeper's rule), so each
+   * client's one connection may add one request, of at most one message, beyond it. A connection
+   * stops being read at its own bounds: it never holds more than connectionOutstandingMax, nor
+   * more bytes than connectionOutstandingBytesMax and the one request that crossed it.
+   */
+  checkInbound(serverId?: number, connection?: { count: number; bytes: number }): void {
+    if (connection !== undefined && (connection.count > SIM_INBOUND.connectionOutstandingMax || connection.bytes > SIM_INBOUND.connectionOutstandingBytesMax + limits.messageBytesMax))
+      this.checker.fail(
+        "the client doors read within their inbound bounds",
+        `a connection to server ${serverId} has read ${connection.count} requests (${connection.bytes} bytes) not answered, past ${SIM_INBOUND.connectionOutstandingMax}`,
+      );
+    const connections = this.config.clients;
+    for (const server of this.servers) {
+      const inbound = server.up ? server.replica?.inbound : undefined;
+      if (inbound === undefined) continue;
+      const countMax = SIM_INBOUND.globalOutstandingLimit + connections;
+      const bytesMax = SIM_INBOUND.globalOutstandingBytesMax + connections * limits.messageBytesMax;
+      if (inbound.count > countMax || inbound.bytes > bytesMax)
+        this.checker.fail(
+          "the client doors read within their inbound bounds",
+          `server ${server.id} has read ${inbound.count} requests (${inbound.bytes} bytes) not answered, past ${countMax} (${bytesMax} bytes)`,
+        );
     }
   }
 

@@ -486,6 +486,8 @@ export const JUTE_CLIENTS: SimClientKind = {
         write: (frame) => stream.write(frame, eventZxids.get(frame)),
         refuse: (reason, detail) => stream.refuse(reason, detail),
         finish: () => stream.finish(),
+        pauseReading: () => stream.pauseReading(),
+        resumeReading: () => stream.resumeReading(),
       },
       remoteAddress,
       [],
@@ -507,6 +509,9 @@ export const JUTE_CLIENTS: SimClientKind = {
         }
       },
       gone: () => session.gone(),
+      get outstanding() {
+        return session.outstanding;
+      },
     };
   },
 };

@@ -73,12 +73,15 @@ test("no write sent through a server a session has since left is applied (SESSIO
 test("no write of a closed or expired session is applied, and so no ephemeral outlives its session", () =>
   holds("no write of a session that is gone is applied"));
 
+test("a server's client doors never hold more read and unanswered requests than its inbound bounds allow", () =>
+  holds("the client doors read within their inbound bounds"));
+
 test("every server brings in the same membership for each configuration version (one chain of configurations)", () => holds("configurations form one chain"));
 test("after healing, every acknowledged reconfiguration is in force (or a later one is) at every member", () =>
   holds("an acknowledged reconfiguration is in force after healing"));
 
-test("the runs exercise what they claim to: elections, DIFF, TRUNC and SNAP syncs, acked writes through both doors, frames held behind a connect, pings, cleanup deletes, ACL refusals, minority-out convergences, reconfigurations", () => {
-  assert.equal(PROPERTIES.length, 20);
+test("the runs exercise what they claim to: elections, DIFF, TRUNC and SNAP syncs, acked writes through both doors, frames held behind a connect, pings, reads paused at inbound bounds, cleanup deletes, ACL refusals, minority-out convergences, reconfigurations", () => {
+  assert.equal(PROPERTIES.length, 21);
   const total = (key: keyof SimOutcome["stats"]) => outcomes.reduce((n, o) => n + o.stats[key], 0);
   assert.ok(outcomes.length === SEEDS);
   assert.ok(total("ackedWrites") > SEEDS * 10, "clients got writes acknowledged");
@@ -96,6 +99,7 @@ test("the runs exercise what they claim to: elections, DIFF, TRUNC and SNAP sync
   );
   assert.ok(total("framesBehindConnect") > SEEDS, "ZooKeeper's clients sent frames behind their connect, which the server held");
   assert.ok(total("pings") > SEEDS, "clients pinged");
+  assert.ok(total("readsPaused") > SEEDS, "servers stopped reading client connections at their inbound bounds");
   assert.ok(total("sessionMoves") > SEEDS / 4, "clients resumed their sessions on other connections");
   if (SEEDS >= 100) assert.ok(total("reconfigs") > SEEDS / 10 && total("reconfigsAcked") > 0, "reconfigurations came into force and were acknowledged");
 });

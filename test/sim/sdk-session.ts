@@ -145,12 +145,24 @@ export const SDK_CLIENTS: SimClientKind = {
     const session = new ConnectionSession(
       deps,
       codec,
-      { write: (frame) => stream.write(frame), refuse: (reason, detail) => stream.refuse(reason, detail), finish: () => stream.finish() },
+      {
+        write: (frame) => stream.write(frame),
+        refuse: (reason, detail) => stream.refuse(reason, detail),
+        finish: () => stream.finish(),
+        pauseReading: () => stream.pauseReading(),
+        resumeReading: () => stream.resumeReading(),
+      },
       remoteAddress,
       [],
       initialAuthInfo(remoteAddress),
     );
-    return { receive: (bytes) => receiveClientFrame(session, decodeClientFrame(bytes)), gone: () => session.gone() };
+    return {
+      receive: (bytes) => receiveClientFrame(session, decodeClientFrame(bytes)),
+      gone: () => session.gone(),
+      get outstanding() {
+        return session.outstanding;
+      },
+    };
   },
 };
 

@@ -35,6 +35,8 @@ export interface ClientWorld extends Scheduler {
   log(line: string): void;
   netDelay(): number;
   count(stat: ClientStat): void;
+  /** Check the servers' inbound bounds, and `connection`'s own (after a read, or the moment one stops reading). */
+  checkInbound(serverId?: number, connection?: { count: number; bytes: number }): void;
   /** A write is leaving on a connection to `serverId`: the checks at its first apply need to know who sent it, and from where. */
   writeSent(sessionId: bigint, xid: number, write: WriteRequest, clientId: number, serverId: number): void;
   /** A reconfig was acknowledged: the configuration of `version` must be in force once everything heals. */
@@ -55,7 +57,8 @@ export type ClientStat =
   | "juteAckedWrites"
   | "juteWatchEvents"
   | "framesBehindConnect"
-  | "pings";
+  | "pings"
+  | "readsPaused";
 
 export interface ServerProcess {
   incarnation: number;
@@ -72,6 +75,9 @@ interface Link {
   closed: boolean;
   lastArrivalToServer: number;
   lastArrivalToClient: number;
+  /** The server stopped reading (an inbound bound): what arrives waits here, as in a socket's buffers, until it reads again. */
+  paused: boolean;
+  unread: Uint8Array[];
 }
 
 export class SimClient {
@@ -306,7 +312,17 @@ export class SimClient {
   private open(session: SimSession<Token>, connection: number, serverId: number): void {
     const previous = this.link;
     if (previous) this.closeLink(previous);
-    const link: Link = { connection, serverId, incarnation: undefined, server: undefined, closed: false, lastArrivalToServer: 0, lastArrivalToClient: 0 };
+    const link: Link = {
+      connection,
+      serverId,
+      incarnation: undefined,
+      server: undefined,
+      closed: false,
+      lastArrivalToServer: 0,
+      lastArrivalToClient: 0,
+      paused: false,
+      unread: [],
+    };
     this.link = link;
     const arrival = this.arrivalToServer(link);
     this.world.at(
@@ -327,6 +343,16 @@ export class SimClient {
             link.closed = true;
             this.toClient(link, () => session.lost(connection, { serverBehind: false, message: "the server ended the connection" }), true);
           },
+          pauseReading: () => {
+            link.paused = true;
+            this.world.count("readsPaused");
+            this.world.checkInbound();
+          },
+          // The server reads again on a later turn, as a resumed socket does.
+          resumeReading: () => {
+            link.paused = false;
+            this.world.at(0, () => this.readUnread(link), serverId);
+          },
         };
         link.server = this.kind.serverEnd(server.door, stream, remoteAddress);
       },
@@ -337,7 +363,22 @@ export class SimClient {
   private send(connection: number, bytes: Uint8Array, write: boolean): void {
     const link = this.link;
     if (link === undefined || link.connection !== connection) return;
-    this.toServer(link, (server) => server.receive(bytes), write);
+    this.toServer(link, (server) => this.arrive(link, server, bytes), write);
+  }
+
+  /** Bytes reach the server: read, or left unread while it has stopped reading this connection. */
+  private arrive(link: Link, server: SimServerEnd, bytes: Uint8Array): void {
+    if (link.paused || link.unread.length > 0) link.unread.push(bytes);
+    else server.receive(bytes);
+    this.world.checkInbound(link.serverId, server.outstanding);
+  }
+
+  private readUnread(link: Link): void {
+    const server = this.serverSide(link);
+    while (server !== undefined && !link.paused && link.unread.length > 0) {
+      server.receive(link.unread.shift()!);
+      this.world.checkInbound(link.serverId, server.outstanding);
+    }
   }
 
   /** The client closes its end; the server notices after a delay. */

@@ -103,12 +103,16 @@ export interface SimServerStream {
   write(frame: Uint8Array, eventZxid?: number): void;
   refuse(reason: ConnectionRefusal, detail: string): void;
   finish(): void;
+  pauseReading(): void;
+  resumeReading(): void;
 }
 
 /** The server end of a simulated connection: the server's own connection session under one door's codec. */
 export interface SimServerEnd {
   receive(bytes: Uint8Array): void;
   gone(): void;
+  /** Requests the server's session has read on this connection and not answered, and their bytes. */
+  readonly outstanding: { count: number; bytes: number };
 }
 
 /** One kind of simulated client: its session, and the door its connections reach. */

@@ -81,3 +81,18 @@ test("a long run of one busy session and many one-off sessions stays in turn ord
   const turns = (queue as unknown as { turns: unknown[] }).turns;
   assert.ok(turns.length < 3_000, `dead turns are compacted away (${turns.length})`);
 });
+
+test("turns are weighed in bytes: a session of large writes does not put a large write ahead of each small one", () => {
+  const queue = new AdmissionQueue<Write>(1_000);
+  for (let i = 0; i < 4; i++) queue.push(1n, write(`big${i}`, 1, 4_000));
+  for (let i = 0; i < 8; i++) queue.push(2n, write(`small${i}`, 1, 100));
+  // A big write needs four turns of credit; the small session goes once a turn meanwhile.
+  assert.deepEqual(drain(queue).slice(0, 6), ["small0", "small1", "small2", "big0", "small3", "small4"]);
+});
+
+test("a write larger than many quanta still goes, after turns enough", () => {
+  const queue = new AdmissionQueue<Write>(10);
+  queue.push(1n, write("huge", 1, 1_000_000));
+  assert.equal(queue.shift()?.name, "huge");
+  assert.equal(queue.count, 0);
+});

@@ -2,7 +2,8 @@
  * The server's connection session (src/replica/connection-session.ts) under each door's codec, against a
  * recording pipeline and session opener: what is held behind a connect, what ends reading, how a
  * refusal and an expired session end the connection, enforce.auth and SASL, and the ZooKeeper
- * door's record shapes (the readOnly byte, auth and sasl answers, unknown opcodes). The simulator and the integration tests
+ * door's record shapes (the readOnly byte, auth and sasl answers, unknown opcodes), and the
+ * inbound bounds (when a connection stops being read, and when it reads again). The simulator and the integration tests
  * check the same session against the whole server; these name each door policy on its own.
  */
 import assert from "node:assert/strict";
@@ -10,6 +11,7 @@ import { describe, test } from "node:test";
 import { decodeServerFrame, encodeClientFrame } from "../../src/client/codec.js";
 import { limits } from "../../src/common/constants.js";
 import { ZkErrorCode } from "../../src/common/errors.js";
+import { InboundBudget, type InboundLimits } from "../../src/replica/inbound-budget.js";
 import { ConnectionSession, type ConnectionSessionDeps, type ConnectionRefusal, type SaslOutcome } from "../../src/replica/connection-session.js";
 import type { ClientConnection, RequestPipeline } from "../../src/replica/pipeline.js";
 import { EMPTY_BODY, type ClientRequest, type Reply } from "../../src/replica/requests.js";
@@ -27,8 +29,11 @@ const SERVER_ID = 4;
 const TREE_ZXID = 77;
 const EMPTY_REPLY: Reply = { err: 0, zxid: TREE_ZXID, body: EMPTY_BODY };
 
+/** Bounds no test reaches unless it means to. */
+const WIDE_INBOUND: InboundLimits = { globalOutstandingLimit: 1_000, globalOutstandingBytesMax: 1 << 30, connectionOutstandingMax: 1_000, connectionOutstandingBytesMax: 1 << 30 };
+
 /** A pipeline and session opener that record what the session asks of them. */
-function fakeReplica() {
+function fakeReplica(inbound: InboundBudget = new InboundBudget(WIDE_INBOUND)) {
   const submitted: { xid: number; request?: ClientRequest; err?: number }[] = [];
   const touched: bigint[] = [];
   let opening: { request: SessionRequest; door: SessionDoor } | undefined;
@@ -45,6 +50,7 @@ function fakeReplica() {
     state: { tree: { lastProcessedZxid: TREE_ZXID } as DataTree },
     pipeline: pipeline as unknown as RequestPipeline,
     sessions: sessions as unknown as SessionOpener,
+    inbound,
   };
   return {
     deps,
@@ -63,12 +69,19 @@ function recordingStream<Out>() {
   let ended: { refused: ConnectionRefusal; detail: string } | { finished: string } | undefined;
   /** SASL tokens handed to the door, each with the callback that answers it. */
   const tokens: { token: Uint8Array; done: (outcome: SaslOutcome) => void }[] = [];
+  /** Whether the door reads from the client (pauseReading / resumeReading). */
+  let reading = true;
   return {
     written,
     tokens,
     get ended() {
       return ended;
     },
+    get reading() {
+      return reading;
+    },
+    pauseReading: () => void (reading = false),
+    resumeReading: () => void (reading = true),
     write: (frame: Out) => void written.push(frame),
     refuse: (refused: ConnectionRefusal, detail: string) => void (ended = { refused, detail }),
     finish: (finished: string) => void (ended = { finished }),
@@ -410,5 +423,87 @@ describe("the server's connection session under the gRPC door's codec", () => {
       replica.submitted.map((s) => s.xid),
       [1],
     );
+  });
+});
+
+describe("the inbound bounds: a connection at a bound stops being read, nobody is dropped", () => {
+  /** An answer every request may have (a header alone). */
+  const NONODE_REPLY: Reply = { ...EMPTY_REPLY, err: ZkErrorCode.NONODE };
+  const getData = (xid: number) => requestFrame(xid, OpCode.getData, jute.GetDataRequest, { path: "/a", watch: false });
+
+  function boundedSession(inbound: InboundBudget) {
+    const replica = fakeReplica(inbound);
+    const stream = recordingStream<Uint8Array>();
+    const session = new ConnectionSession(replica.deps, new JuteSessionCodec(), stream, "10.0.0.1", [], [{ scheme: "ip", id: "10.0.0.1" }]);
+    establish(session, replica);
+    return { replica, stream, session };
+  }
+
+  test("a connection at its own outstanding count stops being read, holds what its door had already read, and reads on as its answers go out", () => {
+    const inbound = new InboundBudget({ ...WIDE_INBOUND, connectionOutstandingMax: 2 });
+    const { replica, stream, session } = boundedSession(inbound);
+    session.receive(getData(1));
+    assert.equal(stream.reading, true, "one outstanding, under the bound of two");
+    session.receive(getData(2));
+    assert.equal(stream.reading, false, "two outstanding: the door stops reading");
+    assert.equal(inbound.pausedConnections, 1);
+    session.receive(getData(3)); // the rest of the door's last read
+    assert.deepEqual(
+      replica.submitted.map((s) => s.xid),
+      [1, 2],
+      "the third is held, not run",
+    );
+    session.sendReply(1, NONODE_REPLY);
+    assert.deepEqual(
+      replica.submitted.map((s) => s.xid),
+      [1, 2, 3],
+      "an answer brought it under the bound: the held frame ran, in order",
+    );
+    assert.equal(stream.reading, false, "which brought it back to the bound");
+    session.sendReply(2, NONODE_REPLY);
+    assert.equal(stream.reading, true, "the next answer lets the door read again");
+    assert.equal(stream.ended, undefined, "nobody was dropped");
+    assert.equal(inbound.pausedConnections, 0);
+  });
+
+  test("a connection stops being read at its own byte bound", () => {
+    const inbound = new InboundBudget({ ...WIDE_INBOUND, connectionOutstandingBytesMax: 100_000 });
+    const { stream, session } = boundedSession(inbound);
+    const big = new Uint8Array(60_000);
+    session.receive(requestFrame(1, OpCode.setData, jute.SetDataRequest, { path: "/a", data: big, version: -1 }));
+    assert.equal(stream.reading, true, "60 kB outstanding");
+    session.receive(requestFrame(2, OpCode.setData, jute.SetDataRequest, { path: "/a", data: big, version: -1 }));
+    assert.equal(stream.reading, false, "120 kB outstanding, past 100 kB");
+    assert.equal(session.outstanding.count, 2);
+    assert.ok(session.outstanding.bytes >= 120_000);
+  });
+
+  test("at the server's total bound, a connection with a request outstanding stops being read and one with none is still read (ZooKeeper's globalOutstandingLimit)", () => {
+    const inbound = new InboundBudget({ ...WIDE_INBOUND, globalOutstandingLimit: 3 });
+    const storm = boundedSession(inbound);
+    const bystander = boundedSession(inbound);
+    for (const xid of [1, 2, 3]) storm.session.receive(getData(xid));
+    assert.equal(storm.stream.reading, false, "the storm's connection reached the total and stopped being read");
+    bystander.session.receive(getData(1));
+    assert.deepEqual(
+      bystander.replica.submitted.map((s) => s.xid),
+      [1],
+      "the bystander's one request was read and run beyond the total",
+    );
+    assert.equal(bystander.stream.reading, false, "and the bystander waits for its answer before sending more");
+    bystander.session.sendReply(1, NONODE_REPLY);
+    assert.equal(bystander.stream.reading, true);
+    assert.equal(inbound.count, 3);
+  });
+
+  test("a connection that ends no longer counts against the server's total", () => {
+    const inbound = new InboundBudget(WIDE_INBOUND);
+    const { session } = boundedSession(inbound);
+    session.receive(getData(1));
+    session.receive(getData(2));
+    assert.equal(inbound.count, 2);
+    session.gone();
+    assert.equal(inbound.count, 0);
+    assert.equal(inbound.bytes, 0);
   });
 });

@@ -29,11 +29,12 @@ export const NO_SASL: ClientDoorAuth = Object.freeze({
   outcomes: { authenticated: () => {} },
 });
 
-/** The session a door's SASL answers for: whether it still reads, and whether a token is being evaluated. */
+/** The session a door's SASL answers for: whether it still reads, whether a token is being evaluated, and whether an inbound bound holds it paused. */
 interface AuthenticatingSession {
   readonly sessionId: bigint;
   readonly open: boolean;
   readonly authenticating: boolean;
+  readonly throttled: boolean;
 }
 
 /**
@@ -56,7 +57,7 @@ export class DoorSasl {
     this.reading.pause();
     void this.sasl.answer(token, hex64(session.sessionId)).then((outcome) => {
       done(outcome);
-      if (session.open && !session.authenticating) this.reading.resume();
+      if (session.open && !session.authenticating && !session.throttled) this.reading.resume();
     });
   }
 

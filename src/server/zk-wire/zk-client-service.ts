@@ -151,8 +151,9 @@ export class ZkClientService {
 /**
  * One TCP connection: the socket edge of a client session read and written by the jute codec. What
  * stays here is the socket's: a four-letter word on the first bytes, frame splitting, corked writes,
- * the bound on answers the client leaves unread, the connection's statistics, and its SASL exchange
- * (evaluated off the event loop's thread, with the socket paused meanwhile).
+ * the bound on answers the client leaves unread, the connection's statistics, its SASL exchange
+ * (evaluated off the event loop's thread, with the socket paused meanwhile), and pausing the socket
+ * while the session is at an inbound bound.
  */
 class ZkSocketConnection implements SessionStream<Uint8Array> {
   readonly session: ConnectionSession<Uint8Array, Uint8Array>;
@@ -265,6 +266,15 @@ class ZkSocketConnection implements SessionStream<Uint8Array> {
   /** A sasl packet's token: the frames of the chunk being read aside (which the session holds), what the client sends meanwhile waits in the kernel. */
   authenticate(token: Uint8Array, done: (outcome: SaslOutcome) => void): void {
     this.sasl.authenticate(this.session, token, done);
+  }
+
+  /** An inbound bound is reached: the kernel's buffers fill and TCP pushes back on the client. */
+  pauseReading(): void {
+    this.socket.pause();
+  }
+
+  resumeReading(): void {
+    if (!this.closed && !this.session.authenticating) this.socket.resume();
   }
 
   private gone(): void {
