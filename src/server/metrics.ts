@@ -123,6 +123,18 @@ const CORRAL_GAUGES: ServerGauges = {
     help: "Sessions with a live connection to this server, through either client port",
     read: (_context, status) => status.clientSessions(),
   },
+  corral_inbound_outstanding_bytes: {
+    help: "Bytes of the requests both client doors have read and not answered (bounded by globalOutstandingBytesMax)",
+    read: (_context, status) => status.inbound.bytes,
+  },
+  corral_inbound_paused_connections: {
+    help: "Client connections not being read now because they or the server are at an inbound bound",
+    read: (_context, status) => status.inbound.pausedConnections,
+  },
+  corral_inbound_pauses: {
+    help: "Times since start a client connection stopped being read at an inbound bound",
+    read: (_context, status) => status.inbound.pauses,
+  },
 };
 
 /** One metric per entry of `table`, under the entry's key, made in the table's order. */

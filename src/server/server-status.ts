@@ -9,6 +9,7 @@
 import type { DataTree } from "../store/data-tree.js";
 import type { WriteBroadcast } from "../replica/broadcast.js";
 import type { ServerConfig } from "./config.js";
+import type { InboundBudget } from "../replica/inbound-budget.js";
 import type { RequestPipeline } from "../replica/pipeline.js";
 import type { ElectionSeen, LeaderStatus, PeerStatus } from "../replica/peer-status.js";
 import type { SessionTracker } from "../replica/session-tracker.js";
@@ -27,6 +28,8 @@ export interface ServerStatusDeps {
   /** Read through on every use: a learner's tree is replaced when it syncs by SNAP or TRUNC. */
   state: { readonly tree: DataTree };
   pipeline: RequestPipeline;
+  /** What both client doors have read and not answered, against the inbound bounds. */
+  inbound: InboundBudget;
   broadcast: WriteBroadcast;
   /** Who owns session expiry here: the standalone server's, or the cluster's (live only while leading). */
   tracker: SessionTracker;
@@ -91,6 +94,10 @@ export class ServerStatus {
   /** Sessions with a live connection here, through either client port. */
   clientSessions(): number {
     return this.deps.pipeline.connectedSessions();
+  }
+
+  get inbound(): InboundBudget {
+    return this.deps.inbound;
   }
 
   /** The sessions with a live connection here, through either client port. */

@@ -248,6 +248,7 @@ export class CorralServer {
       startedAt: new Date(),
       state: database,
       pipeline,
+      inbound: replica.inbound,
       broadcast,
       tracker,
       quorumPeer,
