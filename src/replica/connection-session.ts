@@ -438,6 +438,7 @@ export class ConnectionSession<In, Out> implements ClientConnection {
 
   private establish(sessionId: bigint, timeoutMs: number, password: Uint8Array, readOnly: boolean): void {
     this.sessionIdValue = sessionId;
+    this.inbound.sessionId = sessionId;
     this.timeoutMsValue = timeoutMs;
     this.phase = "connected";
     this.deps.pipeline.attach(sessionId, this);

@@ -3,9 +3,12 @@
  * total, in requests and bytes, and each connection's own. A connection whose next request would
  * pass a bound stops being read — the door pauses its socket or stream, and TCP or HTTP/2 flow
  * control pushes back on the client — until its own answers bring it back under; nobody is
- * dropped. The global bound is ZooKeeper's globalOutstandingLimit, with its rule: it stops only
- * connections that have a request outstanding, so a client with one request at a time (a bystander
- * beside a storm) is always read, and every stopped connection has an answer coming that resumes it.
+ * dropped. The global bound is ZooKeeper's globalOutstandingLimit (with a byte twin). At it,
+ * ZooKeeper stops every connection with a request outstanding; here only those holding at least
+ * their fair share of the bound that is reached (the bound over the connections with something
+ * outstanding), so a client with a few small requests in flight (a bystander beside a storm) is
+ * still read, and every stopped connection has an answer coming that resumes it. The total stays
+ * within the bound plus one request per connection.
  *
  * Deterministic: counts only; the doors own the sockets.
  */
@@ -26,8 +29,9 @@ export interface InboundLimits {
 export class InboundBudget {
   private countValue = 0;
   private bytesValue = 0;
-  private pausedValue = 0;
+  private readonly pausedSet = new Set<ConnectionInbound>();
   private pausesValue = 0;
+  private activeValue = 0;
 
   constructor(readonly limits: InboundLimits) {
     assert(limits.globalOutstandingLimit >= 1 && limits.connectionOutstandingMax >= 1, "inbound bounds let one request in");
@@ -45,7 +49,17 @@ export class InboundBudget {
 
   /** Connections not being read now because of a bound. */
   get pausedConnections(): number {
-    return this.pausedValue;
+    return this.pausedSet.size;
+  }
+
+  /**
+   * The sessions of the connections not being read now: the server holds their pings unread, so it
+   * keeps them alive itself while it does (the replica touches them every half tick).
+   */
+  pausedSessionIds(): bigint[] {
+    const ids: bigint[] = [];
+    for (const connection of this.pausedSet) if (connection.sessionId !== 0n) ids.push(connection.sessionId);
+    return ids;
   }
 
   /** Times a connection stopped being read because of a bound (a counter). */
@@ -53,9 +67,14 @@ export class InboundBudget {
     return this.pausesValue;
   }
 
-  /** Whether the server's total is at its bound (ZooKeeper's shouldThrottle, before the connection's own share). */
-  get full(): boolean {
-    return this.countValue >= this.limits.globalOutstandingLimit || this.bytesValue >= this.limits.globalOutstandingBytesMax;
+  /** Whether the server's total is at its bound, and a connection holding `count` requests of `bytes` holds at least its fair share of it. */
+  fullFor(count: number, bytes: number): boolean {
+    const { globalOutstandingLimit, globalOutstandingBytesMax } = this.limits;
+    const sharers = Math.max(1, this.activeValue);
+    return (
+      (this.countValue >= globalOutstandingLimit && count * sharers >= globalOutstandingLimit) ||
+      (this.bytesValue >= globalOutstandingBytesMax && bytes * sharers >= globalOutstandingBytesMax)
+    );
   }
 
   /** @internal ConnectionInbound's accounting. */
@@ -65,10 +84,22 @@ export class InboundBudget {
     assert(this.countValue >= 0 && this.bytesValue >= 0, "inbound totals never go below zero");
   }
 
+  /** Connections with a request read and not answered (the fair share's divisor). */
+  get activeConnections(): number {
+    return this.activeValue;
+  }
+
   /** @internal */
-  paused(delta: 1 | -1): void {
-    this.pausedValue += delta;
-    if (delta === 1) this.pausesValue += 1;
+  active(delta: 1 | -1): void {
+    this.activeValue += delta;
+  }
+
+  /** @internal */
+  paused(connection: ConnectionInbound, paused: boolean): void {
+    if (paused) {
+      this.pausedSet.add(connection);
+      this.pausesValue += 1;
+    } else this.pausedSet.delete(connection);
   }
 }
 
@@ -81,6 +112,8 @@ export class ConnectionInbound {
   private head = 0;
   private bytesValue = 0;
   private pausedValue = false;
+  /** The session the connection carries, once established (0 before). */
+  sessionId = 0n;
 
   constructor(private readonly budget: InboundBudget) {}
 
@@ -99,6 +132,7 @@ export class ConnectionInbound {
 
   /** A request of `bytes` was read. */
   read(bytes: number): void {
+    if (this.count === 0) this.budget.active(1);
     this.sizes.push(bytes);
     this.bytesValue += bytes;
     this.budget.add(1, bytes);
@@ -114,6 +148,7 @@ export class ConnectionInbound {
     if (this.head === this.sizes.length) {
       this.sizes = [];
       this.head = 0;
+      this.budget.active(-1);
     } else if (this.head > 1024 && this.head * 2 > this.sizes.length) {
       this.sizes = this.sizes.slice(this.head);
       this.head = 0;
@@ -122,6 +157,7 @@ export class ConnectionInbound {
 
   /** The connection is gone: what it had outstanding no longer counts (its answers have nowhere to go). */
   release(): void {
+    if (this.count > 0) this.budget.active(-1);
     this.budget.add(-this.count, -this.bytesValue);
     this.sizes = [];
     this.head = 0;
@@ -130,12 +166,17 @@ export class ConnectionInbound {
   }
 
   /**
-   * Whether the connection must stop being read now: it has a request outstanding, and it or the
-   * server is at a bound. Records the change; true → false and false → true are the door's cues.
+   * Whether the connection must stop being read now: it has a request outstanding, and it is at
+   * its own bound, or the server is at its bound and this connection holds its share of it.
+   * Records the change; true → false and false → true are the door's cues.
    */
   update(): boolean {
     const limits = this.budget.limits;
-    const over = this.count > 0 && (this.budget.full || this.count >= limits.connectionOutstandingMax || this.bytesValue >= limits.connectionOutstandingBytesMax);
+    const over =
+      this.count > 0 &&
+      (this.count >= limits.connectionOutstandingMax ||
+        this.bytesValue >= limits.connectionOutstandingBytesMax ||
+        this.budget.fullFor(this.count, this.bytesValue));
     this.settle(over);
     return over;
   }
@@ -143,6 +184,6 @@ export class ConnectionInbound {
   private settle(paused: boolean): void {
     if (paused === this.pausedValue) return;
     this.pausedValue = paused;
-    this.budget.paused(paused ? 1 : -1);
+    this.budget.paused(this, paused);
   }
 }

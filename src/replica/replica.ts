@@ -67,6 +67,8 @@ export interface ReplicaPorts {
 }
 
 export class Replica {
+  private stopTouching: (() => void) | undefined;
+
   constructor(
     readonly database: ReplicaDatabase,
     readonly pipeline: RequestPipeline,
@@ -78,6 +80,7 @@ export class Replica {
     readonly status: PeerStatus,
     /** What both client doors have read and not answered, against the configured bounds. */
     readonly inbound: InboundBudget,
+    private readonly keepPausedAlive: { clock: Clock; intervalMs: number },
   ) {}
 
   /** The tree as of the last applied txn (a learner's is replaced when it installs a SNAP). */
@@ -87,10 +90,17 @@ export class Replica {
 
   start(): void {
     this.peer.start();
+    // A connection the doors stopped reading has its pings waiting unread: the server, not the
+    // client, went quiet, so its session is kept alive for as long as that lasts.
+    const { clock, intervalMs } = this.keepPausedAlive;
+    this.stopTouching = clock.every(intervalMs, () => {
+      for (const sessionId of this.inbound.pausedSessionIds()) this.pipeline.touch(sessionId);
+    });
   }
 
   /** Stops serving at once; `stopped` once every durable write already asked for has landed. */
   stop(stopped: () => void): void {
+    this.stopTouching?.();
     this.peer.stop(stopped);
     this.clientSessions.reset();
   }
@@ -233,5 +243,8 @@ export function buildReplica(config: ReplicaConfig, ports: ReplicaPorts): Replic
     connectionOutstandingMax: config.connectionOutstandingMax,
     connectionOutstandingBytesMax: config.connectionOutstandingBytesMax,
   });
-  return new Replica(database, pipeline, clientSessions, sessions, tracker, peer, peer, new PeerStatus(peer, membership, readOnly, clock), inbound);
+  return new Replica(database, pipeline, clientSessions, sessions, tracker, peer, peer, new PeerStatus(peer, membership, readOnly, clock), inbound, {
+    clock,
+    intervalMs: Math.max(1, Math.floor(config.tickMs / 2)),
+  });
 }

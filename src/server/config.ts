@@ -87,10 +87,10 @@ export interface ServerConfig {
   proposalBytesInFlightMax: number;
   /**
    * ZooKeeper's zookeeper.globalOutstandingLimit: requests this server has read from its clients
-   * and not answered, over every connection of both doors. At the bound a connection with a request
-   * outstanding stops being read until its answers come (TCP or HTTP/2 pushes back on its client);
-   * one with nothing outstanding is still read, so a client with one request at a time is never
-   * held behind a storm.
+   * and not answered, over every connection of both doors. At the bound a connection holding its
+   * share of it (the bound over the connections with something outstanding) stops being read until
+   * its answers come (TCP or HTTP/2 pushes back on its client); one below its share, or with nothing
+   * outstanding, is still read, so a client with a few small requests is never held behind a storm.
    */
   globalOutstandingLimit: number;
   /** The same bound in bytes (not in ZooKeeper, whose limit counts requests, whatever their size). */
@@ -297,9 +297,9 @@ export function defaultConfig(): Omit<ServerConfig, "minSessionTimeoutMs" | "max
     initLimitTicks: 10,
     syncLimitTicks: 5,
     commitLogCount: zabLimits.committedLogRecordsMax,
-    proposalBytesInFlightMax: 2 * MiB,
+    proposalBytesInFlightMax: 8 * MiB,
     globalOutstandingLimit: 1000,
-    globalOutstandingBytesMax: 64 * MiB,
+    globalOutstandingBytesMax: 8 * MiB,
     connectionOutstandingMax: 1000,
     connectionOutstandingBytesMax: 4 * MiB,
     superDigest: "",

@@ -478,22 +478,41 @@ describe("the inbound bounds: a connection at a bound stops being read, nobody i
     assert.ok(session.outstanding.bytes >= 120_000);
   });
 
-  test("at the server's total bound, a connection with a request outstanding stops being read and one with none is still read (ZooKeeper's globalOutstandingLimit)", () => {
-    const inbound = new InboundBudget({ ...WIDE_INBOUND, globalOutstandingLimit: 3 });
+  test("at the server's total bound (ZooKeeper's globalOutstandingLimit), a connection holding its fair share stops being read and one below it is still read", () => {
+    const inbound = new InboundBudget({ ...WIDE_INBOUND, globalOutstandingLimit: 6 });
     const storm = boundedSession(inbound);
     const bystander = boundedSession(inbound);
-    for (const xid of [1, 2, 3]) storm.session.receive(getData(xid));
-    assert.equal(storm.stream.reading, false, "the storm's connection reached the total and stopped being read");
+    for (const xid of [1, 2, 3, 4, 5, 6]) storm.session.receive(getData(xid));
+    assert.equal(storm.stream.reading, false, "the storm's connection reached the total alone and stopped being read");
     bystander.session.receive(getData(1));
+    bystander.session.receive(getData(2));
     assert.deepEqual(
       bystander.replica.submitted.map((s) => s.xid),
-      [1],
-      "the bystander's one request was read and run beyond the total",
+      [1, 2],
+      "the bystander's requests were read beyond the total: two is below its share of six over two connections",
     );
-    assert.equal(bystander.stream.reading, false, "and the bystander waits for its answer before sending more");
+    assert.equal(bystander.stream.reading, true);
+    bystander.session.receive(getData(3));
+    assert.equal(bystander.stream.reading, false, "at three it holds its share, and waits for an answer");
     bystander.session.sendReply(1, NONODE_REPLY);
     assert.equal(bystander.stream.reading, true);
-    assert.equal(inbound.count, 3);
+    assert.equal(storm.stream.reading, false, "the storm's connection, over its share, waits for its own answers");
+    storm.session.sendReply(1, NONODE_REPLY);
+    storm.session.sendReply(2, NONODE_REPLY);
+    storm.session.sendReply(3, NONODE_REPLY);
+    assert.equal(storm.stream.reading, true, "below the total again");
+    assert.equal(inbound.count, 5);
+  });
+
+  test("the sessions of the connections not being read are listed, for the replica to keep alive while their pings wait unread", () => {
+    const inbound = new InboundBudget({ ...WIDE_INBOUND, connectionOutstandingMax: 2 });
+    const { session } = boundedSession(inbound);
+    session.receive(getData(1));
+    assert.deepEqual(inbound.pausedSessionIds(), []);
+    session.receive(getData(2));
+    assert.deepEqual(inbound.pausedSessionIds(), [0x1234n]);
+    session.sendReply(1, NONODE_REPLY);
+    assert.deepEqual(inbound.pausedSessionIds(), []);
   });
 
   test("a connection that ends no longer counts against the server's total", () => {
