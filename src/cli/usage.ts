@@ -36,7 +36,10 @@ export const FIELD_HELP: Readonly<Record<keyof ServerConfig, readonly [string, s
   syncLimitTicks: ["N", "ticks a learner may lag or fall silent before it is dropped"],
   commitLogCount: ["N", "committed txns the leader keeps in memory to DIFF a returning learner"],
   proposalBytesInFlightMax: ["BYTES", "the leader's flow-control window: bytes proposed and not committed, and sent to a follower and not acked"],
-  globalOutstandingLimit: ["N", "ZooKeeper's globalOutstandingLimit: requests read from clients and not answered, over every connection; at it, connections holding their share stop being read until answered"],
+  globalOutstandingLimit: [
+    "N",
+    "ZooKeeper's globalOutstandingLimit: requests read from clients and not answered, over every connection; at it, connections holding their share stop being read until answered",
+  ],
   globalOutstandingBytesMax: ["BYTES", "the same bound in bytes"],
   connectionOutstandingMax: ["N", "requests one connection may have read and not answered before it stops being read"],
   connectionOutstandingBytesMax: ["BYTES", "the same bound in bytes"],

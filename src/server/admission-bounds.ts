@@ -11,8 +11,9 @@ const MiB = 1024 * 1024;
 
 /**
  * What one learner may have forwarded and waiting at this server while it leads: past it the
- * learner is refused as broken. Its client doors admit at most sessionRequestsQueuedMax requests
- * per session, for as many sessions as connect, so this is a count of sessions' worth.
+ * learner is refused as broken. A learner forwards only what its client doors read, which its
+ * inbound bounds hold to globalOutstandingLimit (and bytes) plus one request per connection, so a
+ * correct learner stays far below this last line.
  */
 export const FORWARDED_QUEUED_MAX: ForwardedQueueBound = { count: 100 * limits.sessionRequestsQueuedMax, bytes: 8 * 1024 * MiB };
 

@@ -210,7 +210,12 @@ export interface SimMember {
  * Inbound bounds below the workload's three pipelined requests a client (IN_FLIGHT_MAX), so that
  * runs pause and resume client connections (the workload's requests are ~100 bytes each).
  */
-export const SIM_INBOUND = { globalOutstandingLimit: 6, globalOutstandingBytesMax: 600, connectionOutstandingMax: 2, connectionOutstandingBytesMax: 250 } as const;
+export const SIM_INBOUND = {
+  globalOutstandingLimit: 6,
+  globalOutstandingBytesMax: 600,
+  connectionOutstandingMax: 2,
+  connectionOutstandingBytesMax: 250,
+} as const;
 
 export class Simulation implements Scheduler, ClientWorld {
   readonly prng: Prng;
@@ -230,6 +235,8 @@ export class Simulation implements Scheduler, ClientWorld {
   clientsActive = true;
   /** Set once the faults stop: the oracle election then always picks well. */
   healing = false;
+  /** Every learner a leader dropped, with the leader's reason (its evidence). */
+  readonly learnersDropped: string[] = [];
   stats = {
     events: 0,
     commits: 0,
@@ -482,6 +489,9 @@ export class Simulation implements Scheduler, ClientWorld {
         case "zab stepped down":
           this.stats.stepDowns += 1;
           break;
+        case "zab learnerDropped":
+          this.learnersDropped.push(`server ${server.id} dropped ${String(f["learner"])}: ${String(f["reason"])}`);
+          break;
         case "session expired":
           this.stats.sessionsExpired += 1;
           break;
@@ -617,7 +627,10 @@ export class Simulation implements Scheduler, ClientWorld {
     const server = this.server(id);
     const replica = server.replica;
     if (!server.up || replica === undefined) return undefined;
-    return { incarnation: server.incarnation, door: { serverId: id, state: replica.database, pipeline: replica.pipeline, sessions: replica.sessions, inbound: replica.inbound } };
+    return {
+      incarnation: server.incarnation,
+      door: { serverId: id, state: replica.database, pipeline: replica.pipeline, sessions: replica.sessions, inbound: replica.inbound },
+    };
   }
 
   trapWrite(serverId: number): boolean {
@@ -707,7 +720,10 @@ export class Simulation implements Scheduler, ClientWorld {
    * more bytes than connectionOutstandingBytesMax and the one request that crossed it.
    */
   checkInbound(serverId?: number, connection?: { count: number; bytes: number }): void {
-    if (connection !== undefined && (connection.count > SIM_INBOUND.connectionOutstandingMax || connection.bytes > SIM_INBOUND.connectionOutstandingBytesMax + limits.messageBytesMax))
+    if (
+      connection !== undefined &&
+      (connection.count > SIM_INBOUND.connectionOutstandingMax || connection.bytes > SIM_INBOUND.connectionOutstandingBytesMax + limits.messageBytesMax)
+    )
       this.checker.fail(
         "the client doors read within their inbound bounds",
         `a connection to server ${serverId} has read ${connection.count} requests (${connection.bytes} bytes) not answered, past ${SIM_INBOUND.connectionOutstandingMax}`,

@@ -30,7 +30,12 @@ const TREE_ZXID = 77;
 const EMPTY_REPLY: Reply = { err: 0, zxid: TREE_ZXID, body: EMPTY_BODY };
 
 /** Bounds no test reaches unless it means to. */
-const WIDE_INBOUND: InboundLimits = { globalOutstandingLimit: 1_000, globalOutstandingBytesMax: 1 << 30, connectionOutstandingMax: 1_000, connectionOutstandingBytesMax: 1 << 30 };
+const WIDE_INBOUND: InboundLimits = {
+  globalOutstandingLimit: 1_000,
+  globalOutstandingBytesMax: 1 << 30,
+  connectionOutstandingMax: 1_000,
+  connectionOutstandingBytesMax: 1 << 30,
+};
 
 /** A pipeline and session opener that record what the session asks of them. */
 function fakeReplica(inbound: InboundBudget = new InboundBudget(WIDE_INBOUND)) {
