@@ -53,7 +53,7 @@ function tlsCredentials(tls: ClientTlsOptions): grpc.ChannelCredentials {
 interface GrpcConnection {
   readonly channel: grpc.Client;
   readonly call: grpc.ClientDuplexStream<Buffer, DecodedServerFrame>;
-  readonly outbox: FrameOutbox;
+  readonly outbox: FrameOutbox<ClientFrame>;
 }
 
 export class GrpcTransport {
@@ -99,11 +99,15 @@ export class GrpcTransport {
     const connection: GrpcConnection = {
       channel,
       call,
-      outbox: new FrameOutbox((message, done) => {
-        // A batch still queued when its connection closed is dropped with it.
-        if (this.connections.get(id) === connection) call.write(message, done);
-        else done();
-      }, encodeClientFrameBatch),
+      outbox: new FrameOutbox(
+        (message, done) => {
+          // A batch still queued when its connection closed is dropped with it.
+          if (this.connections.get(id) === connection) call.write(message, done);
+          else done();
+        },
+        encodeClientFrameBatch,
+        encodeClientFrame,
+      ),
     };
     this.connections.set(id, connection);
     call.on("data", (frame: DecodedServerFrame) => this.session.receive(id, frame));
@@ -112,27 +116,27 @@ export class GrpcTransport {
   }
 
   /**
-   * Every frame leaves through here, in order. A `batchable` frame waits in the outbox for the
-   * end of this run of microtasks, or for the write before it, so that a burst of requests shares
-   * one message.
+   * Every frame leaves through here, in order. A `batchable` frame waits in the outbox, unencoded,
+   * for the end of this run of microtasks or for the write before it, so that a burst of requests
+   * shares one message and the stream takes no more than HTTP/2 flow control lets through.
    */
   private send(id: number, frame: ClientFrame, batchable: boolean): void {
     const connection = this.connections.get(id);
     if (connection === undefined) return;
-    const bytes = encodeClientFrame(frame);
     if (batchable) {
-      connection.outbox.push(bytes);
+      connection.outbox.push(frame);
       return;
     }
     // Whatever is queued went first.
-    connection.outbox.flush();
-    connection.call.write(bytes);
+    connection.outbox.flushAll();
+    connection.call.write(encodeClientFrame(frame));
   }
 
   private close(id: number): void {
     const connection = this.connections.get(id);
     if (connection === undefined) return;
     this.connections.delete(id);
+    connection.outbox.discard();
     try {
       connection.call.cancel();
     } catch {

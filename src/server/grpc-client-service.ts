@@ -75,10 +75,14 @@ class GrpcClientConnection implements SessionStream<Buffer> {
   private readonly sasl: DoorSasl;
   private ended = false;
   /** Used once the session speaks protocol 2: answers ready together share a message. */
-  private readonly outbox = new FrameOutbox((message, done) => {
-    if (this.ended) done();
-    else this.call.write(message, done);
-  }, encodeServerFrameBatch);
+  private readonly outbox = new FrameOutbox(
+    (message, done) => {
+      if (this.ended) done();
+      else this.call.write(message, done);
+    },
+    encodeServerFrameBatch,
+    (frame: Buffer) => frame,
+  );
 
   constructor(
     readonly id: number,
@@ -126,7 +130,7 @@ class GrpcClientConnection implements SessionStream<Buffer> {
     if (this.ended) return;
     if (reason === "expired" && this.session.sessionId === 0n) this.logger.info("resume refused: session expired, unknown or wrong password");
     else if (reason !== "closed") this.logger.debug({ session: hex64(this.session.sessionId), reason }, "connection ended by server");
-    this.outbox.flush();
+    this.outbox.flushAll();
     this.ended = true;
     this.call.end();
   }
@@ -156,6 +160,7 @@ class GrpcClientConnection implements SessionStream<Buffer> {
 
   private onGone(): void {
     this.ended = true;
+    this.outbox.discard();
     this.sasl.dispose();
     this.session.gone();
   }

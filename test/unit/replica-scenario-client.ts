@@ -259,6 +259,9 @@ export class ScriptedClient {
       write: (frame: Uint8Array) => this.scenario.send(() => this.receive(conn, frame)),
       refuse: (reason: string, detail: string) => this.scenario.send(() => this.lost(conn, `refused (${reason}): ${detail}`)),
       finish: () => this.scenario.send(() => this.lost(conn, "the server ended the connection")),
+      // The scripts' few small requests never reach an inbound bound.
+      pauseReading: () => {},
+      resumeReading: () => {},
     };
     const kind = this.door === "zk" ? JUTE_CLIENTS : SDK_CLIENTS;
     conn.end = kind.serverEnd(door.deps, stream, `10.0.0.${this.name.slice(1)}`);

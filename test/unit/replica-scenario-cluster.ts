@@ -13,6 +13,7 @@
  * notifications, the Zab pings between servers, and everything until `start` has every server
  * serving.
  */
+import { zabLimits } from "../../src/consensus/constants.js";
 import type { QuorumMessage } from "../../src/consensus/messages.js";
 import { zkErrorName } from "../../src/common/errors.js";
 import { formatMembership, type MemberAddress } from "../../src/common/membership.js";
@@ -103,6 +104,13 @@ export class ReplicaScenario {
       enforceQuota: false,
       minSessionTimeoutMs: 2 * TICK_MS,
       maxSessionTimeoutMs: SESSION_TIMEOUT_MS,
+      // Flow control as a server's defaults: the scripts' few small requests never reach it.
+      proposalBytesInFlightMax: zabLimits.proposalBytesInFlightMax,
+      forwardedQueuedMax: { count: 1_000_000, bytes: 1024 * 1024 * 1024 },
+      globalOutstandingLimit: 1000,
+      globalOutstandingBytesMax: 8 * 1024 * 1024,
+      connectionOutstandingMax: 1000,
+      connectionOutstandingBytesMax: 4 * 1024 * 1024,
     };
     for (const id of voters) this.servers.set(id, { id, storage: new MemoryStorage(this.timeline, id, () => 1), replica: undefined, incarnation: 0 });
   }
@@ -180,7 +188,10 @@ export class ReplicaScenario {
     const server = this.server(serverId);
     const replica = server.replica;
     if (replica === undefined) return undefined;
-    return { incarnation: server.incarnation, deps: { serverId, state: replica.database, pipeline: replica.pipeline, sessions: replica.sessions } };
+    return {
+      incarnation: server.incarnation,
+      deps: { serverId, state: replica.database, pipeline: replica.pipeline, sessions: replica.sessions, inbound: replica.inbound },
+    };
   }
 
   isRunning(serverId: number, incarnation: number): boolean {
