@@ -43,6 +43,16 @@ export const FIELD_HELP: Readonly<Record<keyof ServerConfig, readonly [string, s
   globalOutstandingBytesMax: ["BYTES", "the same bound in bytes"],
   connectionOutstandingMax: ["N", "requests one connection may have read and not answered before it stops being read"],
   connectionOutstandingBytesMax: ["BYTES", "the same bound in bytes"],
+  maxClientCnxns: [
+    "N",
+    "ZooKeeper's maxClientCnxns: connections one client address may hold open over every client port; past it a new one is closed at once; 0 no limit",
+  ],
+  connectionThrottleTokens: [
+    "N",
+    "ZooKeeper's connection_throttle_tokens: a bucket of this many tokens, one taken by each connect request; an empty bucket refuses the connect; 0 off",
+  ],
+  connectionThrottleFillTimeMs: ["MS", "ZooKeeper's connection_throttle_fill_time: how often the bucket gains connectionThrottleFillCount tokens"],
+  connectionThrottleFillCount: ["N", "ZooKeeper's connection_throttle_fill_count: tokens added every connectionThrottleFillTimeMs"],
   superDigest: ["DIGEST", "the super user, super:<base64 SHA-1 of super:password>; the same on every server"],
   metricsPort: ["PORT", "the Prometheus /metrics port, -1 none, 0 any free; in a cluster, this server's entry's"],
   metricsHost: ["HOST", "the address the metrics port binds"],

@@ -154,6 +154,8 @@ export interface ConnectionSessionDeps {
   sessions: SessionOpener;
   /** The server's inbound bounds, shared by every connection of both doors. */
   inbound: InboundBudget;
+  /** ZooKeeper's connection token bucket: whether a ConnectRequest may go on (it takes a token); absent: every one may. */
+  connectThrottle?: { admit(): boolean };
   /**
    * enforce.auth's schemes: a connection holding no id of one gets its door's answer to any frame
    * but an auth or sasl packet, and ends (ZooKeeper's AuthenticationHelper). Absent or empty:
@@ -424,6 +426,8 @@ export class ConnectionSession<In, Out> implements ClientConnection {
 
   private onConnect(connect: ConnectFrameRead): void {
     if (connect.frame === "invalid") return this.refuse("invalid", connect.detail);
+    // ZooKeeper closes the connection (ClientCnxnLimitException) and its client retries.
+    if (this.deps.connectThrottle?.admit() === false) return this.refuse("exhausted", "connection throttled: too many connection requests");
     this.phase = "connecting";
     this.deps.sessions.open(connect.request, {
       waiting: () => this.phase === "connecting",

@@ -100,6 +100,21 @@ export interface ServerConfig {
   /** Their bytes. */
   connectionOutstandingBytesMax: number;
   /**
+   * ZooKeeper's maxClientCnxns: connections one client address may hold open to this server, over
+   * every client port (a gRPC session stream counts as one); past it a new one is closed at once.
+   * 0: no limit.
+   */
+  maxClientCnxns: number;
+  /**
+   * ZooKeeper's connection token bucket (zookeeper.connection_throttle_tokens, _fill_time,
+   * _fill_count): each ConnectRequest takes a token from a bucket of this many, refilled by
+   * connectionThrottleFillCount every connectionThrottleFillTimeMs; an empty bucket refuses the
+   * connect and closes its connection. 0 (ZooKeeper's default): off.
+   */
+  connectionThrottleTokens: number;
+  connectionThrottleFillTimeMs: number;
+  connectionThrottleFillCount: number;
+  /**
    * ZooKeeper's zookeeper.DigestAuthenticationProvider.superDigest: "super:<base64 sha1>" (the
    * digest of "super:<password>"). A session that adds that digest authentication passes every ACL
    * check. "" = no super user.
@@ -235,6 +250,10 @@ export const FIELDS: Readonly<Record<keyof ServerConfig, FieldKind>> = {
   globalOutstandingBytesMax: "int",
   connectionOutstandingMax: "int",
   connectionOutstandingBytesMax: "int",
+  maxClientCnxns: "int",
+  connectionThrottleTokens: "int",
+  connectionThrottleFillTimeMs: "int",
+  connectionThrottleFillCount: "int",
   superDigest: "string",
   metricsPort: "int",
   metricsHost: "string",
@@ -302,6 +321,10 @@ export function defaultConfig(): Omit<ServerConfig, "minSessionTimeoutMs" | "max
     globalOutstandingBytesMax: 8 * MiB,
     connectionOutstandingMax: 1000,
     connectionOutstandingBytesMax: 4 * MiB,
+    maxClientCnxns: 60,
+    connectionThrottleTokens: 0,
+    connectionThrottleFillTimeMs: 1,
+    connectionThrottleFillCount: 1,
     superDigest: "",
     metricsPort: -1,
     metricsHost: "127.0.0.1",
@@ -481,6 +504,10 @@ export function validateConfig(config: ServerConfig): ServerConfig {
   range("globalOutstandingBytesMax", limits.messageBytesMax, 64 * 1024 * MiB);
   range("connectionOutstandingMax", 1, limits.sessionRequestsQueuedMax);
   range("connectionOutstandingBytesMax", limits.messageBytesMax, 64 * 1024 * MiB);
+  range("maxClientCnxns", 0, 10_000_000);
+  range("connectionThrottleTokens", 0, 10_000_000);
+  range("connectionThrottleFillTimeMs", 1, 24 * 3600 * 1000);
+  range("connectionThrottleFillCount", 1, 10_000_000);
   range("containerCheckIntervalMs", 10, 24 * 3600 * 1000);
   range("containerMaxPerMinute", 1, 10_000_000);
   range("adminRateLimitIntervalMs", 0, 24 * 3600 * 1000);

@@ -10,6 +10,7 @@ import * as grpc from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import { hex64 } from "../common/hex.js";
 import { FrameOutbox } from "../protocol/frame-outbox.js";
+import type { ConnectionsPerAddress } from "./connections-per-address.js";
 import { corralServiceDefinition } from "../protocol/client-wire.js";
 import { certificateAuthIds, initialAuthInfo, remoteAddressOfPeer, type CertificateAuthOptions } from "../replica/auth.js";
 import { subjectOfPeer } from "./tls.js";
@@ -40,6 +41,8 @@ export interface ClientServiceDeps extends Omit<ConnectionSessionDeps, "enforced
   certificateAuth?: CertificateAuthOptions;
   /** SASL and the schemes a client must authenticate with; none when absent. */
   auth?: ClientDoorAuth;
+  /** maxClientCnxns, counted over every client port (a session stream is a connection here); no limit when absent. */
+  connectionsPerAddress?: ConnectionsPerAddress;
 }
 
 /**
@@ -63,9 +66,28 @@ export function clientServiceHandlers(deps: ClientServiceDeps): grpc.UntypedServ
   let nextConnectionId = 1;
   return {
     Session: (call: grpc.ServerDuplexStream<IncomingFrame, Buffer>) => {
+      if (!admitAddress(call, deps.connectionsPerAddress)) return;
       new GrpcClientConnection(nextConnectionId++, call, deps);
     },
   };
+}
+
+/** maxClientCnxns for a new session stream: past it the stream is refused before anything is read. */
+function admitAddress(call: grpc.ServerDuplexStream<IncomingFrame, Buffer>, limit: ConnectionsPerAddress | undefined): boolean {
+  if (limit === undefined) return true;
+  const address = remoteAddressOfPeer(call.getPeer());
+  if (!limit.admit(address)) {
+    call.emit("error", { code: grpc.status.RESOURCE_EXHAUSTED, details: `too many connections from ${address} - max is ${limit.maxClientCnxns}` });
+    return false;
+  }
+  let released = false;
+  const release = (): void => {
+    if (released) return;
+    released = true;
+    limit.release(address);
+  };
+  for (const event of ["close", "cancelled", "error"]) call.once(event, release);
+  return true;
 }
 
 /** One gRPC stream: the stream edge of a connection session read and written by the gRPC codec. */

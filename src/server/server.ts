@@ -26,6 +26,8 @@ import { adminHandler, HttpListener, metricsHandler, type AdminExtension, type A
 import { BackupCommands } from "./admin/backup-commands.js";
 import { readFileSync } from "node:fs";
 import type { Logger } from "./log.js";
+import { ConnectionThrottle } from "./connection-throttle.js";
+import { ConnectionsPerAddress } from "./connections-per-address.js";
 import { ServerMetrics } from "./metrics.js";
 import { PeerTransport, type PeerTransportSecurity } from "./peer/peer-transport.js";
 import { advertisedClientAddress, directoryFromConfig } from "./client-address-directory.js";
@@ -212,6 +214,12 @@ export class CorralServer {
     const database = replica.database;
     const quorumPeer = clustered ? replica.status : undefined;
 
+    const connectionsPerAddress = new ConnectionsPerAddress(config.maxClientCnxns, logger, () => metrics.connectionRejected());
+    const connectThrottle = new ConnectionThrottle(
+      { tokens: config.connectionThrottleTokens, fillTimeMs: config.connectionThrottleFillTimeMs, fillCount: config.connectionThrottleFillCount },
+      () => performance.now(),
+      () => metrics.connectionRejected(),
+    );
     const grpcServer = new grpc.Server({
       ...GRPC_SERVER_CHANNEL_OPTIONS,
       "grpc.keepalive_permit_without_calls": 1,
@@ -230,6 +238,8 @@ export class CorralServer {
         logger,
         certificateAuth,
         auth: doorAuth,
+        connectionsPerAddress,
+        connectThrottle,
       }),
     );
     let clientPort: number;
@@ -275,6 +285,8 @@ export class CorralServer {
           logger,
           totals: zkTotals,
           auth: doorAuth,
+          connectionsPerAddress,
+          connectThrottle,
         };
         if (config.zkClientPort >= 0) zkService = await ZkClientService.listen(config.clientHost, config.zkClientPort, zkDeps);
         if (config.secureZkClientPort >= 0) {

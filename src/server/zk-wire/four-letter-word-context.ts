@@ -80,7 +80,7 @@ export function fourLetterWordContext(source: FourLetterWordSource): FourLetterW
       dataLogDir: config.dataDir,
       dataLogSizeBytes: 0,
       tickTimeMs: config.tickMs,
-      maxClientConnectionsPerHost: 0,
+      maxClientConnectionsPerHost: config.maxClientCnxns,
       minSessionTimeoutMs: config.minSessionTimeoutMs,
       maxSessionTimeoutMs: config.maxSessionTimeoutMs,
       clientPortListenBacklog: -1,

@@ -29,6 +29,7 @@ import {
   type SaslOutcome,
   type SessionStream,
 } from "../../replica/connection-session.js";
+import type { ConnectionsPerAddress } from "../connections-per-address.js";
 import { DoorSasl, NO_SASL, type ClientDoorAuth } from "../sasl/door-auth.js";
 import type { TlsClientAuth } from "../config.js";
 import { subjectOfPeer, tlsServerOptions, type PemFiles } from "../tls.js";
@@ -52,6 +53,8 @@ export interface ZkClientServiceDeps extends Omit<ConnectionSessionDeps, "enforc
   totals?: PortStats;
   /** SASL and the schemes a client must authenticate with; none when absent. */
   auth?: ClientDoorAuth;
+  /** maxClientCnxns, counted over every client port; no limit when absent. */
+  connectionsPerAddress?: ConnectionsPerAddress;
 }
 
 /** The secure port's TLS: the certificate files (watched) and ZooKeeper's ssl.clientAuth. */
@@ -59,6 +62,22 @@ export interface ZkTlsOptions {
   files: PemFiles;
   clientAuth: TlsClientAuth;
   certificateAuth: CertificateAuthOptions;
+}
+
+/**
+ * maxClientCnxns at accept: a connection past it is closed before anything is read (ZooKeeper
+ * closes the channel without an answer); one let in counts until its socket closes.
+ */
+function admitAddress(socket: Socket, deps: ZkClientServiceDeps): boolean {
+  const limit = deps.connectionsPerAddress;
+  if (limit === undefined) return true;
+  const address = remoteAddressOfPeer(`${socket.remoteAddress ?? ""}:${socket.remotePort ?? 0}`);
+  if (!limit.admit(address)) {
+    socket.destroy();
+    return false;
+  }
+  socket.once("close", () => limit.release(address));
+  return true;
 }
 
 /** The listening port and its live connections. */
@@ -81,6 +100,7 @@ export class ZkClientService {
     if (tls === undefined) {
       server = createServer({ noDelay: true });
       server.on("connection", (socket: Socket) => {
+        if (!admitAddress(socket, deps)) return;
         service?.track(socket);
         service?.accept(socket, deps, []);
       });
@@ -88,7 +108,10 @@ export class ZkClientService {
       const tlsServer = createTlsServer({ ...tlsServerOptions(tls.files.current, tls.clientAuth), noDelay: true });
       tls.files.onChange((material) => tlsServer.setSecureContext(tlsServerOptions(material, tls.clientAuth)));
       // Tracked from the TCP accept: a stop must not wait for a handshake that never ends.
-      tlsServer.on("connection", (socket: Socket) => service?.track(socket));
+      tlsServer.on("connection", (socket: Socket) => {
+        // Counted before the handshake, as ZooKeeper does: a refused client costs no TLS work.
+        if (admitAddress(socket, deps)) service?.track(socket);
+      });
       tlsServer.on("secureConnection", (socket: TLSSocket) => service?.acceptTls(socket, deps, tls));
       tlsServer.on("tlsClientError", (error: Error, socket: TLSSocket) => {
         deps.logger.info(
