@@ -53,6 +53,7 @@ export const FIELD_HELP: Readonly<Record<keyof ServerConfig, readonly [string, s
   ],
   connectionThrottleFillTimeMs: ["MS", "ZooKeeper's connection_throttle_fill_time: how often the bucket gains connectionThrottleFillCount tokens"],
   connectionThrottleFillCount: ["N", "ZooKeeper's connection_throttle_fill_count: tokens added every connectionThrottleFillTimeMs"],
+  throttledOpWaitTimeMs: ["MS", "ZooKeeper's throttled_op_wait_time: a write that waited at the leader longer than this is answered THROTTLEDOP; 0 off"],
   superDigest: ["DIGEST", "the super user, super:<base64 SHA-1 of super:password>; the same on every server"],
   metricsPort: ["PORT", "the Prometheus /metrics port, -1 none, 0 any free; in a cluster, this server's entry's"],
   metricsHost: ["HOST", "the address the metrics port binds"],

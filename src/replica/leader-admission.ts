@@ -45,10 +45,11 @@ export interface ProposalSizes {
 }
 
 /** A write waiting for room in the window, with what it costs its origin. */
-type PendingWrite =
+type PendingWrite = { queuedMs: number } & (
   | { kind: "client"; origin: number; bytes: number; sessionId: bigint; cxid: number; request: AdmittedRequest; authInfo: readonly Id[] }
   | { kind: "forwarded"; origin: number; bytes: number; forwarded: ZabReady["forwarded"][number] }
-  | { kind: "expire"; origin: number; bytes: number; sessionId: bigint };
+  | { kind: "expire"; origin: number; bytes: number; sessionId: bigint }
+);
 
 /** Writes, and bytes of them, one learner may have waiting here at once. */
 export interface ForwardedQueueBound {
@@ -60,6 +61,13 @@ export interface LeaderAdmissionDeps {
   serverId: number;
   /** What one learner may have forwarded and waiting here; beyond it the learner is refused. */
   forwardedQueuedMax: ForwardedQueueBound;
+  /**
+   * ZooKeeper's throttledOpWaitTime (zookeeper.throttled_op_wait_time): a client's write that
+   * waited here longer than this for room in the window is not applied but answered THROTTLEDOP,
+   * as ZooKeeper answers a request that waited longer in its RequestThrottler; a new session's
+   * createSession and a close are never. 0 (ZooKeeper's default): off.
+   */
+  throttledOpWaitTimeMs: number;
   /** ZooKeeper's reconfigEnabled: whether the reconfig operation is allowed. */
   reconfigEnabled: boolean;
   containerCheckIntervalMs: number;
@@ -150,7 +158,16 @@ export class LeaderAdmission {
   /** A write of this server's own client (or a new session's createSession), decided in its turn. */
   admit(sessionId: bigint, cxid: number, request: AdmittedRequest, authInfo: readonly Id[]): void {
     const origin = this.deps.serverId;
-    this.waiting.push(sessionId, { kind: "client", origin, bytes: requestBytes(request), sessionId, cxid, request, authInfo });
+    this.waiting.push(sessionId, {
+      kind: "client",
+      origin,
+      bytes: requestBytes(request),
+      sessionId,
+      cxid,
+      request,
+      authInfo,
+      queuedMs: this.deps.clock.nowMs(),
+    });
     this.pump();
   }
 
@@ -163,7 +180,13 @@ export class LeaderAdmission {
     const share = this.waiting.queuedFrom(forwarded.from);
     const bound = this.deps.forwardedQueuedMax;
     if (share.count >= bound.count || share.bytes >= bound.bytes) return false;
-    this.waiting.push(forwarded.sessionId, { kind: "forwarded", origin: forwarded.from, bytes: forwarded.request.byteLength, forwarded });
+    this.waiting.push(forwarded.sessionId, {
+      kind: "forwarded",
+      origin: forwarded.from,
+      bytes: forwarded.request.byteLength,
+      forwarded,
+      queuedMs: this.deps.clock.nowMs(),
+    });
     this.pump();
     return true;
   }
@@ -171,9 +194,10 @@ export class LeaderAdmission {
   private decide(write: PendingWrite): void {
     switch (write.kind) {
       case "client":
+        if (this.waitedTooLong(write) && throttlable(write.request)) return this.answerThrottled(write.sessionId, write.cxid);
         return this.decideWrite(write.sessionId, write.cxid, write.request, write.authInfo, write.origin);
       case "forwarded":
-        return this.decideForwarded(write.forwarded);
+        return this.decideForwarded(write.forwarded, this.waitedTooLong(write));
       case "expire": {
         const zxid = this.term.leader.allocateZxid();
         return this.propose(
@@ -182,6 +206,19 @@ export class LeaderAdmission {
         );
       }
     }
+  }
+
+  /** Whether a write waited here longer than throttledOpWaitTimeMs (when that is on). */
+  private waitedTooLong(write: PendingWrite): boolean {
+    const waitMax = this.deps.throttledOpWaitTimeMs;
+    return waitMax > 0 && this.deps.clock.nowMs() - write.queuedMs > waitMax;
+  }
+
+  /** THROTTLEDOP in an error txn: it answers the client in its session's order, wherever the client is. */
+  private answerThrottled(sessionId: bigint, cxid: number): void {
+    this.deps.metrics?.throttledOp();
+    const zxid = this.term.leader.allocateZxid();
+    this.propose({ sessionId, cxid, zxid, timeMs: this.deps.clock.nowMs() }, { type: "error", err: ZkErrorCode.THROTTLEDOP });
   }
 
   /** `origin`: the server whose client sent the request (this one, or the learner that forwarded it). */
@@ -218,8 +255,11 @@ export class LeaderAdmission {
     this.propose({ sessionId, cxid, zxid, timeMs: this.deps.clock.nowMs() }, body, config);
   }
 
-  /** A write a learner forwarded: decided as the learner's client sent it, or MARSHALLINGERROR if it does not decode. */
-  private decideForwarded(forwarded: ZabReady["forwarded"][number]): void {
+  /**
+   * A write a learner forwarded: decided as the learner's client sent it, or MARSHALLINGERROR if it
+   * does not decode, or THROTTLEDOP if it `waitedTooLong` and may be throttled.
+   */
+  private decideForwarded(forwarded: ZabReady["forwarded"][number], waitedTooLong: boolean): void {
     let decoded;
     try {
       decoded = decodeForwardedRequest(forwarded.request);
@@ -233,6 +273,7 @@ export class LeaderAdmission {
       );
       return;
     }
+    if (waitedTooLong && throttlable(decoded.request)) return this.answerThrottled(forwarded.sessionId, forwarded.cxid);
     this.decideWrite(forwarded.sessionId, forwarded.cxid, decoded.request, decoded.authInfo, forwarded.from);
   }
 
@@ -258,7 +299,7 @@ export class LeaderAdmission {
 
   /** The closeSession of a session this leader expired (server-made, cxid 0), after the session's waiting writes. */
   expire(sessionId: bigint): void {
-    this.waiting.push(sessionId, { kind: "expire", origin: this.deps.serverId, bytes: 0, sessionId });
+    this.waiting.push(sessionId, { kind: "expire", origin: this.deps.serverId, bytes: 0, sessionId, queuedMs: this.deps.clock.nowMs() });
     this.pump();
   }
 
@@ -323,4 +364,9 @@ export class LeaderAdmission {
     this.deps.metrics?.proposed();
     this.term.carryOut(this.term.leader.propose(header.zxid, record, config === undefined ? undefined : quorumOf(config)));
   }
+}
+
+/** ZooKeeper's Request.isThrottlable: anything but a new session's createSession and a close. */
+function throttlable(request: AdmittedRequest): boolean {
+  return request.op !== "createSession" && request.op !== "close";
 }

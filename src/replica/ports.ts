@@ -105,4 +105,6 @@ export interface ReplicaMetrics {
   committed(count: number): void;
   learnerProposalsReceived(count: number): void;
   learnerCommitsReceived(count: number): void;
+  /** The leader answered a write THROTTLEDOP: it waited for the window past throttledOpWaitTimeMs (ZooKeeper's throttled_ops). */
+  throttledOp(): void;
 }

@@ -35,6 +35,8 @@ export interface ReplicaConfig extends QuorumPeerConfig, InboundLimits {
   snapshotEveryTxns: number;
   /** Writes (and bytes) one learner may have forwarded and waiting at this server while it leads. */
   forwardedQueuedMax: ForwardedQueueBound;
+  /** ZooKeeper's throttledOpWaitTime: see LeaderAdmissionDeps; absent or 0, off. */
+  throttledOpWaitTimeMs?: number;
   /** ZooKeeper's superDigest ("" for none). */
   superDigest: string;
   ttlNodesEnabled: boolean;
@@ -190,6 +192,7 @@ export function buildReplica(config: ReplicaConfig, ports: ReplicaPorts): Replic
     new LeaderAdmission(term, new Prep(database.tree, prepOptions), {
       serverId: config.serverId,
       forwardedQueuedMax: config.forwardedQueuedMax,
+      throttledOpWaitTimeMs: config.throttledOpWaitTimeMs ?? 0,
       reconfigEnabled: config.reconfigEnabled,
       containerCheckIntervalMs: config.containerCheckIntervalMs,
       containerMaxPerMinute: config.containerMaxPerMinute,

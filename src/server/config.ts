@@ -112,6 +112,12 @@ export interface ServerConfig {
    * connect and closes its connection. 0 (ZooKeeper's default): off.
    */
   connectionThrottleTokens: number;
+  /**
+   * ZooKeeper's throttledOpWaitTime (zookeeper.throttled_op_wait_time): a write that waited at the
+   * leader longer than this for room in its flow-control window is answered THROTTLEDOP instead of
+   * being applied. 0 (ZooKeeper's default): off; clients older than ZooKeeper 3.6 do not know the code.
+   */
+  throttledOpWaitTimeMs: number;
   connectionThrottleFillTimeMs: number;
   connectionThrottleFillCount: number;
   /**
@@ -252,6 +258,7 @@ export const FIELDS: Readonly<Record<keyof ServerConfig, FieldKind>> = {
   connectionOutstandingBytesMax: "int",
   maxClientCnxns: "int",
   connectionThrottleTokens: "int",
+  throttledOpWaitTimeMs: "int",
   connectionThrottleFillTimeMs: "int",
   connectionThrottleFillCount: "int",
   superDigest: "string",
@@ -323,6 +330,7 @@ export function defaultConfig(): Omit<ServerConfig, "minSessionTimeoutMs" | "max
     connectionOutstandingBytesMax: 4 * MiB,
     maxClientCnxns: 60,
     connectionThrottleTokens: 0,
+    throttledOpWaitTimeMs: 0,
     connectionThrottleFillTimeMs: 1,
     connectionThrottleFillCount: 1,
     superDigest: "",
@@ -506,6 +514,7 @@ export function validateConfig(config: ServerConfig): ServerConfig {
   range("connectionOutstandingBytesMax", limits.messageBytesMax, 64 * 1024 * MiB);
   range("maxClientCnxns", 0, 10_000_000);
   range("connectionThrottleTokens", 0, 10_000_000);
+  range("throttledOpWaitTimeMs", 0, 24 * 3600 * 1000);
   range("connectionThrottleFillTimeMs", 1, 24 * 3600 * 1000);
   range("connectionThrottleFillCount", 1, 10_000_000);
   range("containerCheckIntervalMs", 10, 24 * 3600 * 1000);

@@ -58,6 +58,7 @@ const COUNTERS = {
   commit_count: "Txns this server committed as leader (ZooKeeper's COMMIT_COUNT)",
   learner_proposal_received_count: "Proposals this server received as a learner (ZooKeeper's LEARNER_PROPOSAL_RECEIVED_COUNT)",
   learner_commit_received_count: "Committed txns this server applied as a learner (ZooKeeper's LEARNER_COMMIT_RECEIVED_COUNT)",
+  throttled_ops: "Writes answered THROTTLEDOP: they waited at this leader past throttledOpWaitTimeMs (ZooKeeper's THROTTLED_OPS)",
   connection_rejected: "Client connections closed at accept: their address already held maxClientCnxns (ZooKeeper's CONNECTION_REJECTED)",
   corral_audit_events_dropped_count: "Audit events dropped because the audit log file fell behind (audit.enable)",
 } satisfies Record<string, string>;
@@ -289,6 +290,10 @@ export class ServerMetrics {
   quotaLimitExceeded(event: QuotaExceeded): void {
     this.quotaExceeded.inc({ limit: event.limit, hard: String(event.hard) });
     if (event.refused) this.quotaErrors.inc({ key: topNamespace(event.path) });
+  }
+
+  throttledOp(): void {
+    this.counters.throttled_ops.inc();
   }
 
   connectionRejected(): void {
