@@ -112,14 +112,14 @@ export interface ServerConfig {
    * connect and closes its connection. 0 (ZooKeeper's default): off.
    */
   connectionThrottleTokens: number;
+  connectionThrottleFillTimeMs: number;
+  connectionThrottleFillCount: number;
   /**
    * ZooKeeper's throttledOpWaitTime (zookeeper.throttled_op_wait_time): a write that waited at the
    * leader longer than this for room in its flow-control window is answered THROTTLEDOP instead of
    * being applied. 0 (ZooKeeper's default): off; clients older than ZooKeeper 3.6 do not know the code.
    */
   throttledOpWaitTimeMs: number;
-  connectionThrottleFillTimeMs: number;
-  connectionThrottleFillCount: number;
   /**
    * ZooKeeper's zookeeper.DigestAuthenticationProvider.superDigest: "super:<base64 sha1>" (the
    * digest of "super:<password>"). A session that adds that digest authentication passes every ACL
@@ -258,9 +258,9 @@ export const FIELDS: Readonly<Record<keyof ServerConfig, FieldKind>> = {
   connectionOutstandingBytesMax: "int",
   maxClientCnxns: "int",
   connectionThrottleTokens: "int",
-  throttledOpWaitTimeMs: "int",
   connectionThrottleFillTimeMs: "int",
   connectionThrottleFillCount: "int",
+  throttledOpWaitTimeMs: "int",
   superDigest: "string",
   metricsPort: "int",
   metricsHost: "string",
