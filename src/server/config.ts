@@ -330,9 +330,9 @@ export function defaultConfig(): Omit<ServerConfig, "minSessionTimeoutMs" | "max
     connectionOutstandingBytesMax: 4 * MiB,
     maxClientCnxns: 60,
     connectionThrottleTokens: 0,
-    throttledOpWaitTimeMs: 0,
     connectionThrottleFillTimeMs: 1,
     connectionThrottleFillCount: 1,
+    throttledOpWaitTimeMs: 0,
     superDigest: "",
     metricsPort: -1,
     metricsHost: "127.0.0.1",
@@ -514,9 +514,9 @@ export function validateConfig(config: ServerConfig): ServerConfig {
   range("connectionOutstandingBytesMax", limits.messageBytesMax, 64 * 1024 * MiB);
   range("maxClientCnxns", 0, 10_000_000);
   range("connectionThrottleTokens", 0, 10_000_000);
-  range("throttledOpWaitTimeMs", 0, 24 * 3600 * 1000);
   range("connectionThrottleFillTimeMs", 1, 24 * 3600 * 1000);
   range("connectionThrottleFillCount", 1, 10_000_000);
+  range("throttledOpWaitTimeMs", 0, 24 * 3600 * 1000);
   range("containerCheckIntervalMs", 10, 24 * 3600 * 1000);
   range("containerMaxPerMinute", 1, 10_000_000);
   range("adminRateLimitIntervalMs", 0, 24 * 3600 * 1000);
