@@ -105,6 +105,8 @@ export interface StartOptions {
   tickMs: number;
   /** ZooKeeper only: more zoo.cfg lines. */
   zooKeeperConfig?: readonly string[];
+  /** corral only: its servers' log level (their logs are kept in memory; see CorralCluster.logOf). */
+  logLevel?: string;
 }
 
 /** Three corral voters; fsync on (corral's default), every four-letter word allowed (mntr is not by default). */
@@ -124,8 +126,14 @@ export class CorralCluster implements ClusterUnderTest {
       initLimitTicks: 10,
       syncLimitTicks: 5,
       config: { fourLetterWordWhitelist: "*" },
+      ...(options.logLevel === undefined ? {} : { env: { CORRAL_LOG_LEVEL: options.logLevel } }),
     });
     return new CorralCluster(cluster);
+  }
+
+  /** Everything server `id` logged. */
+  logOf(id: number): string {
+    return this.cluster.server(id).stderr;
   }
 
   zkHost(id: number): string {

@@ -15,7 +15,8 @@
  * sits in the bystander's event loop. One JSON line per run on stdout; the table on stderr.
  */
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { CorralCluster, someFollower, waitWholeQuorum, ZooKeeperCluster, type ClusterUnderTest } from "./cluster-under-test.js";
@@ -43,6 +44,8 @@ export const OVERLOAD_USAGE = `usage: npm run bench:overload -- [flags]
   --capacity LIST        the capacity run's clients x in flight ("4x4"); "none" skips [4x4]
   --interval-ms I        the bystander's pace                                        [20]
   --tick-ms T            both clusters' tickTime                                     [2000]
+  --trace-dir DIR        corral's servers log every write's hops (log level trace)
+                         into DIR/<run>-server-<id>.log (an investigation: it slows them)
   --help`;
 
 interface OverloadOptions {
@@ -55,6 +58,7 @@ interface OverloadOptions {
   capacity: { clients: number; inflight: number } | undefined;
   intervalMs: number;
   tickMs: number;
+  traceDir: string | undefined;
 }
 
 export interface OverloadRow {
@@ -84,6 +88,7 @@ function parseOptions(argv: string[]): OverloadOptions | "help" {
       capacity: { type: "string", default: "4x4" },
       "interval-ms": { type: "string", default: "20" },
       "tick-ms": { type: "string", default: "2000" },
+      "trace-dir": { type: "string" },
       help: { type: "boolean", default: false },
     },
   });
@@ -113,6 +118,7 @@ function parseOptions(argv: string[]): OverloadOptions | "help" {
     capacity,
     intervalMs: positive("interval-ms", values["interval-ms"]),
     tickMs: positive("tick-ms", values["tick-ms"]),
+    traceDir: values["trace-dir"],
   };
 }
 
@@ -204,7 +210,7 @@ async function runOne(run: RunName, options: OverloadOptions): Promise<OverloadR
   const cluster: ClusterUnderTest =
     run === "zookeeper"
       ? await ZooKeeperCluster.start({ tickMs: options.tickMs, zooKeeperConfig: ["maxClientCnxns=0"] })
-      : await CorralCluster.start({ tickMs: options.tickMs });
+      : await CorralCluster.start({ tickMs: options.tickMs, ...(options.traceDir === undefined ? {} : { logLevel: "trace" }) });
   const onExit = () => cluster.killNowAndRemove();
   process.once("exit", onExit);
   try {
@@ -301,6 +307,10 @@ async function runOne(run: RunName, options: OverloadOptions): Promise<OverloadR
   } finally {
     await cluster.stop();
     process.off("exit", onExit);
+    if (options.traceDir !== undefined && cluster instanceof CorralCluster) {
+      mkdirSync(options.traceDir, { recursive: true });
+      for (const id of cluster.serverIds) writeFileSync(join(options.traceDir, `${run}-server-${id}.log`), cluster.logOf(id));
+    }
   }
 }
 

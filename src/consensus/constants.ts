@@ -22,6 +22,15 @@ export const zabLimits = {
   proposalsInFlightMax: 10_000,
   /** …and in bytes (the largest window a host may configure; the server's default is smaller). */
   proposalBytesInFlightMax: 256 * MiB,
+  /**
+   * A proposal of at most this many bytes is small: it may pass a full window in bytes (the
+   * leader's, and a follower's) by up to `smallProposalsReserveBytes`, so that one session's small
+   * write (a lock, a heartbeat znode) is proposed and sent without waiting for room behind other
+   * sessions' large ones. The host's admission alternates small and large writes by bytes, so
+   * small ones cannot keep large ones out of the window.
+   */
+  smallProposalBytesMax: 20 * 1024,
+  smallProposalsReserveBytes: 1 * MiB,
   /** Txns in one syncTxns message. */
   syncTxnsPerMessageMax: 1_000,
   /** Bytes of txns in one syncTxns message (one oversized txn still travels alone). */

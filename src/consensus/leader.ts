@@ -174,10 +174,34 @@ export class Leader extends ZabCoreBase {
    * under both in-flight bounds (count and bytes; the proposal that crosses the byte bound goes).
    */
   get canPropose(): boolean {
+    return this.roomInFlight(0);
+  }
+
+  /** Whether `allocateZxid` may be called for a small proposal (zabLimits.smallProposalBytesMax): past the byte bound by the small reserve. */
+  get canProposeSmall(): boolean {
+    return this.roomInFlight(zabLimits.smallProposalsReserveBytes);
+  }
+
+  /**
+   * Room for one more proposal: what is proposed and not committed is under both bounds, and no
+   * follower that is up to date and making progress is more than two windows behind. The quorum alone
+   * would let the leader run ahead of a slower follower without end, and that follower's clients
+   * would wait for everything in between before their own writes are applied there. A follower
+   * with no ack progress for half a tick is not waited for (it is dropped at syncLimit if it
+   * never moves again; see onTick).
+   */
+  private roomInFlight(reserveBytes: number): boolean {
     if (!this.serving) return false;
     const { count, bytes } = this.history.span(this.history.committedZxid, this.history.lastZxid);
     const allocated = this.lastAllocatedZxid - this.history.lastZxid;
-    return count + allocated < this.options.proposalsInFlightMax && bytes < this.options.proposalBytesInFlightMax;
+    const windowBytes = this.options.proposalBytesInFlightMax;
+    if (count + allocated >= this.options.proposalsInFlightMax || bytes >= windowBytes + reserveBytes) return false;
+    for (const peer of this.peers.values()) {
+      const pacing = peer.role === "participant" && peer.stage === "upToDate";
+      if (!pacing || (peer.waitingSinceMs !== undefined && this.nowMs - peer.waitingSinceMs > this.options.tickMs / 2)) continue;
+      if (this.history.span(peer.ackedZxid, this.history.lastZxid).bytes >= 2 * windowBytes + reserveBytes) return false;
+    }
+    return true;
   }
 
   /** The learners and where each stands (for status pages and tests). */
@@ -198,7 +222,7 @@ export class Leader extends ZabCoreBase {
 
   /** Reserves the next zxid of this epoch; the host preps the txn with it and then proposes it. */
   allocateZxid(): number {
-    assert(this.canPropose, "allocateZxid while not able to propose");
+    assert(this.canProposeSmall, "allocateZxid while not able to propose");
     this.lastAllocatedZxid = nextZxidInEpoch(this.newEpoch!, this.lastAllocatedZxid);
     return this.lastAllocatedZxid;
   }
@@ -626,20 +650,31 @@ export class Leader extends ZabCoreBase {
     if (peer.role !== "participant" || !isForwarding(peer)) return;
     const history = this.history;
     const inFlight = peer.inFlight;
+    // The commit point first: behind a window of new proposals, it would wait for all of them to
+    // cross the stream before the follower could apply (and answer its clients' writes).
+    this.sendCommitPoint(peer);
     while (peer.sentZxid < history.lastZxid) {
-      if (inFlight.count > 0 && (inFlight.count >= this.options.proposalsInFlightMax || inFlight.bytes >= this.options.proposalBytesInFlightMax)) break;
       const next = history.recordAfter(peer.sentZxid);
       if (next === "trimmed") {
         this.dropLearner(peer.sid, `not keeping up: fell behind the history, its next txn is no longer kept; ${this.progressOf(peer)}`, true);
         return;
       }
       if (next === undefined) break;
+      const reserve = next.record.byteLength <= zabLimits.smallProposalBytesMax ? zabLimits.smallProposalsReserveBytes : 0;
+      if (inFlight.count > 0 && (inFlight.count >= this.options.proposalsInFlightMax || inFlight.bytes >= this.options.proposalBytesInFlightMax + reserve))
+        break;
       if (inFlight.count === 0) peer.waitingSinceMs = this.nowMs;
       this.send(peer.sid, { type: "proposal", zxid: next.zxid, record: next.record });
       peer.sentZxid = next.zxid;
       inFlight.sent(next.zxid, next.record.byteLength);
     }
-    const commitZxid = Math.min(history.committedZxid, peer.sentZxid);
+    // A follower far behind may have been sent committed records just now.
+    this.sendCommitPoint(peer);
+  }
+
+  /** Tells `peer` the commit point, as far as it has been sent the records. */
+  private sendCommitPoint(peer: LearnerPeer): void {
+    const commitZxid = Math.min(this.history.committedZxid, peer.sentZxid);
     if (commitZxid > peer.commitSentZxid) {
       peer.commitSentZxid = commitZxid;
       this.send(peer.sid, { type: "commit", zxid: commitZxid });

@@ -1,24 +1,38 @@
 /**
- * Writes waiting at the leader for room in Zab's in-flight window (docs/architecture.md §7b): one
- * FIFO per session, taken round-robin across sessions — at most one write of a session per turn —
- * so that one session's backlog delays another session's single write by at most one turn,
- * wherever each session's server is. Turns are weighed in bytes (deficit round robin, Shreedhar and
- * Varghese): each turn gives a session `quantumBytes` of credit and its next write goes once its
- * credit covers it, so a session of 512 KiB writes takes as many bytes per round as a session of
- * small ones, not 512 KiB per turn ahead of them. Every origin's share (this server's own clients,
- * and each learner that forwards) is counted in writes and bytes, so that the host can hold each to
- * a bound.
+ * Writes waiting for their turn (docs/architecture.md §7b): one FIFO per session, sessions taken in
+ * turn, so that one session's backlog never holds another session's writes behind all of it. The
+ * leader holds its writes here until Zab's in-flight window has room; a learner holds what it
+ * has not forwarded yet.
+ *
+ * Two rings of turns, by the size of each session's next write. A session whose next write is
+ * small (at most `quantumBytes`) waits in the small ring, taken one write a turn; one whose next
+ * write is large waits in the large ring, whose turns are weighed in bytes (deficit round robin,
+ * Shreedhar and Varghese: each turn gives `quantumBytes` of credit, and the write goes once the
+ * credit covers it). Between the rings, bytes alternate: after a large write, small ones may take
+ * as many bytes before the next large one. So a session with one small write (a lock, a heartbeat
+ * znode) waits behind at most one large write and one small write of each session ahead of it,
+ * however many MiB the large sessions have waiting, and neither ring starves the other. A session
+ * keeps its own order whichever ring it is in.
+ *
+ * Every origin's share (this server's own clients, and each learner that forwards) is counted in
+ * writes and bytes, so that the host can hold each to a bound.
  */
 import { assert } from "../common/assert.js";
 
 interface SessionLane<T> {
   items: T[];
   head: number;
-  /** Bytes its turns have given it and its writes not spent (at most one quantum beyond its next write). */
+  /** Large-ring credit its turns have given it and its writes not spent (at most one quantum beyond its next write). */
   credit: number;
 }
 
-/** The credit one turn gives a session (small writes go one a turn; a large one waits for turns enough). */
+/** A turn ring: session ids in turn order, `head` the next one's index. */
+interface Ring {
+  ids: bigint[];
+  head: number;
+}
+
+/** A write this large or smaller is small: it goes one a turn. Larger ones take turns enough of this much credit. */
 export const ADMISSION_QUANTUM_BYTES = 16 * 1024;
 
 /** What one waiting write costs its origin. */
@@ -33,9 +47,10 @@ export class AdmissionQueue<T extends Queued> {
   }
 
   private readonly lanes = new Map<bigint, SessionLane<T>>();
-  /** Sessions with a waiting write, in turn order; `turnHead` is the next one's index. */
-  private turns: bigint[] = [];
-  private turnHead = 0;
+  private readonly small: Ring = { ids: [], head: 0 };
+  private readonly large: Ring = { ids: [], head: 0 };
+  /** Bytes of small writes that may go before the next large one (what the last large one took). */
+  private smallAllowance = 0;
   private readonly perOrigin = new Map<number, { count: number; bytes: number }>();
   private countValue = 0;
   private bytesValue = 0;
@@ -58,53 +73,78 @@ export class AdmissionQueue<T extends Queued> {
   push(sessionId: bigint, item: T): void {
     let lane = this.lanes.get(sessionId);
     if (lane === undefined) {
-      lane = { items: [], head: 0, credit: 0 };
+      lane = { items: [item], head: 0, credit: 0 };
       this.lanes.set(sessionId, lane);
-      this.turns.push(sessionId);
-    }
-    lane.items.push(item);
+      this.enter(sessionId, item);
+    } else lane.items.push(item);
     this.account(item, 1);
   }
 
   /**
-   * The next write in turn: the oldest of the first session, in turn order, whose credit covers it.
-   * Each turn passed adds a quantum, so a write of b bytes goes within b / quantum rounds.
+   * The next write in turn (see the module comment). `onlySmall`: only if that is a small one —
+   * what a host whose bound has room for small writes alone may take (a small reserve past it).
    */
-  shift(): T | undefined {
+  shift(onlySmall = false): T | undefined {
     if (this.countValue === 0) return undefined;
+    const largeWaiting = this.large.head < this.large.ids.length;
+    if (this.small.head < this.small.ids.length && (this.smallAllowance > 0 || !largeWaiting)) {
+      const sessionId = this.next(this.small);
+      const item = this.take(sessionId);
+      if (largeWaiting) this.smallAllowance -= Math.max(1, item.bytes);
+      return item;
+    }
+    if (onlySmall) return undefined;
+    // Only sessions whose next write is large are in this ring, and each pass adds credit: one goes.
     for (;;) {
-      assert(this.turnHead < this.turns.length, "a waiting write has a session in turn");
-      const sessionId = this.turns[this.turnHead]!;
-      this.turnHead += 1;
-      const lane = this.lanes.get(sessionId);
-      assert(lane !== undefined && lane.head < lane.items.length, "a session in turn has a write waiting");
-      const item = lane.items[lane.head]!;
+      const sessionId = this.next(this.large);
+      const lane = this.lanes.get(sessionId)!;
+      const bytes = lane.items[lane.head]!.bytes;
       lane.credit += this.quantumBytes;
-      if (item.bytes > lane.credit) {
-        this.turns.push(sessionId);
-        this.compactTurns();
+      if (bytes > lane.credit) {
+        this.pushTurn(this.large, sessionId);
         continue;
       }
-      lane.credit = Math.min(lane.credit - item.bytes, this.quantumBytes);
-      lane.head += 1;
-      if (lane.head === lane.items.length) this.lanes.delete(sessionId);
-      else {
-        this.turns.push(sessionId);
-        if (lane.head > 256 && lane.head * 2 > lane.items.length) {
-          lane.items = lane.items.slice(lane.head);
-          lane.head = 0;
-        }
-      }
-      this.compactTurns();
-      this.account(item, -1);
-      return item;
+      lane.credit = Math.min(lane.credit - bytes, this.quantumBytes);
+      this.smallAllowance = bytes;
+      return this.take(sessionId);
     }
   }
 
-  private compactTurns(): void {
-    if (this.turnHead > 1024 && this.turnHead * 2 > this.turns.length) {
-      this.turns = this.turns.slice(this.turnHead);
-      this.turnHead = 0;
+  /** The session's next write leaves; the session waits in the ring its next one belongs to, if any. */
+  private take(sessionId: bigint): T {
+    const lane = this.lanes.get(sessionId);
+    assert(lane !== undefined && lane.head < lane.items.length, "a session in turn has a write waiting");
+    const item = lane.items[lane.head]!;
+    lane.head += 1;
+    if (lane.head === lane.items.length) this.lanes.delete(sessionId);
+    else {
+      if (lane.head > 256 && lane.head * 2 > lane.items.length) {
+        lane.items = lane.items.slice(lane.head);
+        lane.head = 0;
+      }
+      this.enter(sessionId, lane.items[lane.head]!);
+    }
+    this.account(item, -1);
+    return item;
+  }
+
+  /** A session whose next write is `item` takes its place at the end of that write's ring. */
+  private enter(sessionId: bigint, item: T): void {
+    this.pushTurn(item.bytes <= this.quantumBytes ? this.small : this.large, sessionId);
+  }
+
+  private next(ring: Ring): bigint {
+    assert(ring.head < ring.ids.length, "a ring in use has a session in turn");
+    const sessionId = ring.ids[ring.head]!;
+    ring.head += 1;
+    return sessionId;
+  }
+
+  private pushTurn(ring: Ring, sessionId: bigint): void {
+    ring.ids.push(sessionId);
+    if (ring.head > 1024 && ring.head * 2 > ring.ids.length) {
+      ring.ids = ring.ids.slice(ring.head);
+      ring.head = 0;
     }
   }
 

@@ -10,9 +10,9 @@
  * proposal to the term's Ready (the peer carries it out: log, send, commit).
  *
  * Flow control (docs/architecture.md §7b): a write is decided only when Zab's in-flight window has
- * room (`Leader.canPropose`). Until then it waits in the AdmissionQueue, in its session's order,
- * and the queue hands out writes round-robin across sessions as commits make room (`pump`, which
- * the peer calls after every Ready). Nothing a client sends is dropped or asserted on here: each
+ * room (`Leader.canPropose`; for a small write, `canProposeSmall`). Until then it waits in the
+ * AdmissionQueue, in its session's order, and the queue hands out writes in turn across sessions
+ * as commits make room (`pump`, which the peer calls after every Ready). Nothing a client sends is dropped or asserted on here: each
  * origin's share of the queue is bounded by what its server's client doors admit, and a learner
  * that forwards beyond `forwardedQueuedMax` is refused (`enqueueForwarded`), not queued.
  */
@@ -25,7 +25,7 @@ import type { DataTree } from "../store/data-tree.js";
 import { encodeTxn } from "../store/txn-codec.js";
 import type { Id, Txn, TxnBody } from "../store/types.js";
 import { planReconfig, quorumOf, reconfigTxnData, type ClusterConfig } from "./cluster-config.js";
-import type { Clock, LogSink, ReplicaMetrics } from "./ports.js";
+import type { Clock, HopTrace, LogSink, ReplicaMetrics } from "./ports.js";
 import type { Prep } from "./prep.js";
 import type { ReconfigMembership } from "./reconfig-membership.js";
 import { decodeForwardedRequest } from "./request-codec.js";
@@ -80,6 +80,7 @@ export interface LeaderAdmissionDeps {
   clock: Clock;
   logger: LogSink;
   metrics?: ReplicaMetrics;
+  hops?: HopTrace;
 }
 
 /** What a leader's term gives its admission: the core, and where its Readies go. */
@@ -133,9 +134,11 @@ export class LeaderAdmission {
     if (this.pumping || this.waiting.count === 0) return;
     this.pumping = true;
     try {
-      // A proposal can end this term (a failed write steps down): stop with it.
-      while (this.term.current() && this.term.leader.canPropose) {
-        const next = this.waiting.shift();
+      // A proposal can end this term (a failed write steps down): stop with it. Past a full
+      // window, a small write may still go within Zab's small reserve.
+      while (this.term.current()) {
+        const leader = this.term.leader;
+        const next = leader.canPropose ? this.waiting.shift() : leader.canProposeSmall ? this.waiting.shift(true) : undefined;
         if (next === undefined) break;
         this.decide(next);
       }
@@ -168,6 +171,7 @@ export class LeaderAdmission {
       authInfo,
       queuedMs: this.deps.clock.nowMs(),
     });
+    this.deps.hops?.hop("submit", { session: hex64(sessionId), cxid, queuedBytes: this.waiting.bytes });
     this.pump();
   }
 
@@ -186,6 +190,13 @@ export class LeaderAdmission {
       bytes: forwarded.request.byteLength,
       forwarded,
       queuedMs: this.deps.clock.nowMs(),
+    });
+    this.deps.hops?.hop("arrive", {
+      session: hex64(forwarded.sessionId),
+      cxid: forwarded.cxid,
+      from: forwarded.from,
+      bytes: forwarded.request.byteLength,
+      queuedBytes: this.waiting.bytes,
     });
     this.pump();
     return true;
@@ -362,6 +373,15 @@ export class LeaderAdmission {
     const bytes = record.byteLength;
     this.sizes = { last: bytes, min: sizes.min < 0 ? bytes : Math.min(sizes.min, bytes), max: Math.max(sizes.max, bytes) };
     this.deps.metrics?.proposed();
+    this.deps.hops?.hop("propose", {
+      session: hex64(header.sessionId),
+      cxid: header.cxid,
+      zxid: header.zxid,
+      bytes,
+      inFlightBytes: this.term.leader.outstandingBytes,
+      queuedBytes: this.waiting.bytes,
+      queued: this.waiting.count,
+    });
     this.term.carryOut(this.term.leader.propose(header.zxid, record, config === undefined ? undefined : quorumOf(config)));
   }
 }

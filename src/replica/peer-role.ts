@@ -4,10 +4,12 @@
  * observing with a learner core. What a role holds exists only in that role: switching on `state`
  * gives the leader's core and admission, or a learner's core, with nothing left to check.
  */
+import { zabLimits } from "../consensus/constants.js";
 import type { ZabOptions } from "../consensus/options.js";
 import { createZab, type Leader, type Learner } from "../consensus/zab.js";
 import type { Decision } from "../election/fast-leader-election.js";
 import { assert } from "../common/assert.js";
+import { ForwardQueue } from "./forward-queue.js";
 import type { LeaderAdmission, LeaderTerm } from "./leader-admission.js";
 
 export interface Looking {
@@ -25,6 +27,8 @@ export interface Learning {
   state: "following" | "observing";
   leaderId: number;
   zab: Learner;
+  /** Client writes waiting to be forwarded, and the bound on those forwarded and not answered. */
+  forwards: ForwardQueue;
 }
 
 export type PeerRole = Looking | Leading | Learning;
@@ -37,6 +41,15 @@ export const LOOKING: Looking = Object.freeze({ state: "looking" });
 /** The role an election's decision gives this server. */
 export function termStateOf(decision: Decision): InTerm["state"] {
   return decision.state === "leading" ? "leading" : decision.state === "following" ? "following" : "observing";
+}
+
+/**
+ * A learner's bound on the writes it has forwarded and not had answered: twice the leader's
+ * in-flight window, so that the leader always has this learner's next writes waiting when its
+ * window opens, and a write forwarded behind them waits for little more than one window.
+ */
+export function forwardBytesMaxOf(proposalBytesInFlightMax: number): number {
+  return 2 * proposalBytesInFlightMax;
 }
 
 /**
@@ -53,5 +66,5 @@ export function beginTerm(decision: Decision, options: ZabOptions, term: Omit<Le
   }
   const zab = createZab({ kind: state === "following" ? "follower" : "observer", leaderId }, options);
   assert(zab.kind !== "leader", "a learning term runs a Learner core");
-  return { state, leaderId, zab };
+  return { state, leaderId, zab, forwards: new ForwardQueue(forwardBytesMaxOf(options.proposalBytesInFlightMax ?? zabLimits.proposalBytesInFlightMax)) };
 }

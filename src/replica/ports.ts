@@ -94,6 +94,15 @@ export interface LogSink {
   error(fields: object, message?: string): void;
 }
 
+/**
+ * Where a client write is on its way (door → forward → leader's queue → proposal → log → apply), one
+ * call per hop, for finding where a write waits under load. Investigation only: a server passes one
+ * when its log level is trace, never otherwise, so the hot path pays one undefined check.
+ */
+export interface HopTrace {
+  hop(name: "submit" | "forward" | "arrive" | "propose" | "log" | "durable" | "apply", fields: Record<string, number | string>): void;
+}
+
 /** What the replica counts (ZooKeeper's ServerMetrics); production exports them to Prometheus. */
 export interface ReplicaMetrics {
   lookingStarted(): void;

@@ -29,7 +29,7 @@ import type { AdmittedRequest, LeaderAdmissionFactory } from "./leader-admission
 import { beginTerm, LOOKING, termStateOf, type InTerm, type Learning, type PeerRole } from "./peer-role.js";
 import { ElectionHistory, type StatusSource } from "./peer-status.js";
 import { PersistQueue } from "./persist-queue.js";
-import type { Clock, LogSink, PeerPort, ReplicaMetrics, ReplicaStorage } from "./ports.js";
+import type { Clock, HopTrace, LogSink, PeerPort, ReplicaMetrics, ReplicaStorage } from "./ports.js";
 import type { ReadOnlyMode } from "./read-only-mode.js";
 import type { RecentLog } from "./recent-log.js";
 import { learnerPlaceChange, mayLead, notificationViews, outsideEveryConfig, type ReconfigMembership } from "./reconfig-membership.js";
@@ -108,6 +108,7 @@ export interface QuorumPeerDeps {
   unsafeCommitOnOwnAck?: boolean;
   /** Where elections, syncs, proposals and commits are counted (ZooKeeper's ServerMetrics). */
   metrics?: ReplicaMetrics;
+  hops?: HopTrace;
   /**
    * SIMULATION ONLY: another election in FastLeaderElection's place (the simulator's oracle, which
    * sometimes picks a leader that is not the most up to date: Zab must stay safe whoever leads).
@@ -300,8 +301,21 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
   submitWrite(sessionId: bigint, cxid: number, request: AdmittedRequest, authInfo: readonly Id[]): void {
     const role = this.current;
     if (role.state === "looking" || !role.zab.serving) return; // the connection is being ended; its client retries elsewhere
-    if (role.state === "leading") role.admission.admit(sessionId, cxid, request, authInfo);
-    else this.handle(role.zab.forward(sessionId, cxid, encodeForwardedRequest(request, authInfo)), this.generation);
+    if (role.state === "leading") return role.admission.admit(sessionId, cxid, request, authInfo);
+    const forwarded = encodeForwardedRequest(request, authInfo);
+    this.deps.hops?.hop("submit", { session: hex64(sessionId), cxid, bytes: forwarded.byteLength, queuedBytes: role.forwards.queued.bytes });
+    role.forwards.push(sessionId, cxid, forwarded);
+    this.forwardWaiting(role);
+  }
+
+  /** Forwards a learner's waiting writes, in their sessions' turns, while its bound has room. */
+  private forwardWaiting(role: Learning): void {
+    for (let next = role.forwards.take(); next !== undefined; next = role.forwards.take()) {
+      this.deps.hops?.hop("forward", { session: hex64(next.sessionId), cxid: next.cxid, bytes: next.bytes });
+      this.handle(role.zab.forward(next.sessionId, next.cxid, next.request), this.generation);
+      // A forward can end the term (the core steps down): its writes end with it.
+      if (this.current !== role || !role.zab.serving) return;
+    }
   }
 
   /**
@@ -507,9 +521,11 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
       const txn = decodeTxn(record.record);
       if (!(txn.header.zxid === record.zxid)) assert(false, `record ${hex(record.zxid)} holds txn ${hex(txn.header.zxid)}`);
       database.apply(txn, this.deps.sessions);
+      this.deps.hops?.hop("apply", { session: hex64(txn.header.sessionId), cxid: txn.header.cxid, zxid: record.zxid });
       // Read afresh: an apply answers clients, whose next writes may end this term.
       const now = this.current;
       if (now.state === "leading") now.admission.applied(record.zxid);
+      else if (now.state !== "looking") now.forwards.applied(txn.header.sessionId, txn.header.cxid);
       this.deps.recentLog.applied(record.zxid);
       if (txn.body.type === "reconfig") membership.activate(configOfTxnData(txn.body.data, record.zxid));
       // The leader owns expiry: a session is tracked from the moment it exists, wherever it was opened.
@@ -552,6 +568,9 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
       }
       // Acks and commits make room in the window: writes waiting for it go now.
       if (generation === this.generation) role.admission.pump();
+    } else if (ready.apply.length > 0 && generation === this.generation && ready.serving) {
+      // Applied writes were answered: room for more of this learner's waiting writes.
+      this.forwardWaiting(role);
     }
     if (ready.stepDown && generation === this.generation) {
       logger.warn({ reason: ready.stepDown.reason, role: role.state }, "zab stepped down");
@@ -595,9 +614,14 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
         // records, and a pooled one would pin a whole 8 KiB pool slab for as long.
         const record = { zxid: action.zxid, record: action.record.slice() };
         recentLog.append(record);
+        const hops = this.deps.hops;
+        hops?.hop("log", { zxid: action.zxid, bytes: action.record.byteLength });
         this.persist.append(
           (done) => storage.log.append(action.zxid, action.record, done),
-          () => this.answer(generation, { type: "logDurable", zxid: action.zxid }),
+          () => {
+            hops?.hop("durable", { zxid: action.zxid });
+            this.answer(generation, { type: "logDurable", zxid: action.zxid });
+          },
         );
         return;
       }

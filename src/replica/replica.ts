@@ -19,7 +19,7 @@ import { InboundBudget, type InboundLimits } from "./inbound-budget.js";
 import { LeaderAdmission, type ForwardedQueueBound, type LeaderTerm } from "./leader-admission.js";
 import { PeerStatus } from "./peer-status.js";
 import { RequestPipeline, type RequestObserver } from "./pipeline.js";
-import type { Clock, Entropy, LogSink, PeerPort, RecoveredState, ReplicaMetrics, ReplicaStorage } from "./ports.js";
+import type { Clock, Entropy, HopTrace, LogSink, PeerPort, RecoveredState, ReplicaMetrics, ReplicaStorage } from "./ports.js";
 import { Prep, type PrepOptions } from "./prep.js";
 import { QuorumPeer, type QuorumPeerConfig, type QuorumPeerDeps } from "./quorum-peer.js";
 import type { QuotaExceeded } from "./quota-guard.js";
@@ -53,6 +53,8 @@ export interface ReplicaPorts {
   entropy: Entropy;
   logger: LogSink;
   metrics?: ReplicaMetrics & { quotaLimitExceeded(event: QuotaExceeded): void };
+  /** Each hop of a client write (investigation only: see HopTrace). */
+  hops?: HopTrace;
   /** Told how long each client request took to answer (the server's latency metrics). */
   requestObserver?: RequestObserver;
   /** Where audit events go (audit.enable); absent: nothing is audited. */
@@ -202,6 +204,7 @@ export function buildReplica(config: ReplicaConfig, ports: ReplicaPorts): Replic
       clock,
       logger,
       ...(metrics === undefined ? {} : { metrics }),
+      ...(ports.hops === undefined ? {} : { hops: ports.hops }),
     });
   // admission, propose and log: the quorum peer; committed txns go to apply (the database), whose
   // results go to answer (the client sessions).
@@ -222,6 +225,7 @@ export function buildReplica(config: ReplicaConfig, ports: ReplicaPorts): Replic
     onFatal: ports.onFatal,
     ...(ports.unsafeCommitOnOwnAck === true ? { unsafeCommitOnOwnAck: true } : {}),
     ...(metrics === undefined ? {} : { metrics }),
+    ...(ports.hops === undefined ? {} : { hops: ports.hops }),
     ...(ports.election === undefined ? {} : { election: ports.election }),
   });
   // session order: a door's requests join their session's queue; writes and syncs go to admission.

@@ -80,9 +80,11 @@ export interface ServerConfig {
   /**
    * The leader's flow-control window, in bytes: what it has proposed and not committed, and what
    * it has sent one follower and not had acked. A write waits for room before the leader decides
-   * it, and a follower slower than the quorum gets its next proposals once it acks. Smaller keeps a
-   * small write's latency low behind large ones; larger suits high-latency links. (Not in
-   * ZooKeeper, whose leader queues without bound.)
+   * it, and a follower slower than the quorum gets its next proposals once it acks. Every write is
+   * applied behind everything proposed before it, so this (and the two windows an acking follower
+   * may lag) is what a small write waits behind on a busy cluster: the default, the largest
+   * message, keeps that near 100 ms at this machine's disk rate. Larger suits high-latency links.
+   * (Not in ZooKeeper, whose leader queues without bound.)
    */
   proposalBytesInFlightMax: number;
   /**
@@ -323,7 +325,7 @@ export function defaultConfig(): Omit<ServerConfig, "minSessionTimeoutMs" | "max
     initLimitTicks: 10,
     syncLimitTicks: 5,
     commitLogCount: zabLimits.committedLogRecordsMax,
-    proposalBytesInFlightMax: 8 * MiB,
+    proposalBytesInFlightMax: limits.messageBytesMax,
     globalOutstandingLimit: 1000,
     globalOutstandingBytesMax: 8 * MiB,
     connectionOutstandingMax: 1000,

@@ -208,6 +208,8 @@ export class CorralServer {
         ...(auditLog === undefined ? {} : { audit: auditLog.log }),
         onFatal,
         ...(unsafeCommitOnOwnAck ? { unsafeCommitOnOwnAck } : {}),
+        // Where each write waits, hop by hop: only at log level trace (an investigation, not production).
+        ...(logger.isLevelEnabled("trace") ? { hops: { hop: (name, fields) => logger.trace({ hop: name, ...fields }, "hop") } } : {}),
       },
     );
     const { pipeline, sessions, broadcast, tracker } = replica;
