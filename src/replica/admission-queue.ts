@@ -24,12 +24,17 @@ interface SessionLane<T> {
   head: number;
   /** Large-ring credit its turns have given it and its writes not spent (at most one quantum beyond its next write). */
   credit: number;
+  /** Which turn in a ring is its live one; any other of its turns is stale (its head left out of turn). */
+  turn: number;
+  ring: Ring;
 }
 
-/** A turn ring: session ids in turn order, `head` the next one's index. */
+/** A turn ring: sessions in turn order (with the turn each was given), `head` the next one's index; `live` turns not stale. */
 interface Ring {
   ids: bigint[];
+  turns: number[];
   head: number;
+  live: number;
 }
 
 /** A write this large or smaller is small: it goes one a turn. Larger ones take turns enough of this much credit. */
@@ -47,8 +52,9 @@ export class AdmissionQueue<T extends Queued> {
   }
 
   private readonly lanes = new Map<bigint, SessionLane<T>>();
-  private readonly small: Ring = { ids: [], head: 0 };
-  private readonly large: Ring = { ids: [], head: 0 };
+  private readonly small: Ring = { ids: [], turns: [], head: 0, live: 0 };
+  private readonly large: Ring = { ids: [], turns: [], head: 0, live: 0 };
+  private turnsGiven = 0;
   /** Bytes of small writes that may go before the next large one (what the last large one took). */
   private smallAllowance = 0;
   private readonly perOrigin = new Map<number, { count: number; bytes: number }>();
@@ -71,11 +77,11 @@ export class AdmissionQueue<T extends Queued> {
   }
 
   push(sessionId: bigint, item: T): void {
-    let lane = this.lanes.get(sessionId);
+    const lane = this.lanes.get(sessionId);
     if (lane === undefined) {
-      lane = { items: [item], head: 0, credit: 0 };
-      this.lanes.set(sessionId, lane);
-      this.enter(sessionId, item);
+      const created: SessionLane<T> = { items: [item], head: 0, credit: 0, turn: 0, ring: this.small };
+      this.lanes.set(sessionId, created);
+      this.enter(sessionId, created);
     } else lane.items.push(item);
     this.account(item, 1);
   }
@@ -86,14 +92,13 @@ export class AdmissionQueue<T extends Queued> {
    */
   shift(onlySmall = false): T | undefined {
     if (this.countValue === 0) return undefined;
-    const largeWaiting = this.large.head < this.large.ids.length;
-    if (this.small.head < this.small.ids.length && (this.smallAllowance > 0 || !largeWaiting)) {
-      const sessionId = this.next(this.small);
-      const item = this.take(sessionId);
+    const largeWaiting = this.large.live > 0;
+    if (this.small.live > 0 && (this.smallAllowance > 0 || !largeWaiting)) {
+      const item = this.take(this.next(this.small));
       if (largeWaiting) this.smallAllowance -= Math.max(1, item.bytes);
       return item;
     }
-    if (onlySmall) return undefined;
+    if (onlySmall || !largeWaiting) return undefined;
     // Only sessions whose next write is large are in this ring, and each pass adds credit: one goes.
     for (;;) {
       const sessionId = this.next(this.large);
@@ -101,13 +106,27 @@ export class AdmissionQueue<T extends Queued> {
       const bytes = lane.items[lane.head]!.bytes;
       lane.credit += this.quantumBytes;
       if (bytes > lane.credit) {
-        this.pushTurn(this.large, sessionId);
+        this.enter(sessionId, lane);
         continue;
       }
       lane.credit = Math.min(lane.credit - bytes, this.quantumBytes);
       this.smallAllowance = bytes;
       return this.take(sessionId);
     }
+  }
+
+  /** `sessionId`'s next write, out of turn (its place in the turns goes to the write after it). */
+  shiftSession(sessionId: bigint): T | undefined {
+    const lane = this.lanes.get(sessionId);
+    if (lane === undefined) return undefined;
+    lane.ring.live -= 1;
+    lane.turn = -1;
+    return this.take(sessionId);
+  }
+
+  /** Whether `sessionId` has a write waiting. */
+  has(sessionId: bigint): boolean {
+    return this.lanes.has(sessionId);
   }
 
   /** The session's next write leaves; the session waits in the ring its next one belongs to, if any. */
@@ -122,29 +141,37 @@ export class AdmissionQueue<T extends Queued> {
         lane.items = lane.items.slice(lane.head);
         lane.head = 0;
       }
-      this.enter(sessionId, lane.items[lane.head]!);
+      this.enter(sessionId, lane);
     }
     this.account(item, -1);
     return item;
   }
 
-  /** A session whose next write is `item` takes its place at the end of that write's ring. */
-  private enter(sessionId: bigint, item: T): void {
-    this.pushTurn(item.bytes <= this.quantumBytes ? this.small : this.large, sessionId);
-  }
-
-  private next(ring: Ring): bigint {
-    assert(ring.head < ring.ids.length, "a ring in use has a session in turn");
-    const sessionId = ring.ids[ring.head]!;
-    ring.head += 1;
-    return sessionId;
-  }
-
-  private pushTurn(ring: Ring, sessionId: bigint): void {
+  /** A session takes its place at the end of the ring its next write belongs to, with a new turn. */
+  private enter(sessionId: bigint, lane: SessionLane<T>): void {
+    const ring = lane.items[lane.head]!.bytes <= this.quantumBytes ? this.small : this.large;
+    lane.ring = ring;
+    lane.turn = ++this.turnsGiven;
     ring.ids.push(sessionId);
+    ring.turns.push(lane.turn);
+    ring.live += 1;
     if (ring.head > 1024 && ring.head * 2 > ring.ids.length) {
       ring.ids = ring.ids.slice(ring.head);
+      ring.turns = ring.turns.slice(ring.head);
       ring.head = 0;
+    }
+  }
+
+  /** The next live turn of `ring` (stale ones, left by writes taken out of turn, are skipped). */
+  private next(ring: Ring): bigint {
+    for (;;) {
+      assert(ring.head < ring.ids.length, "a ring with a live turn has a session in turn");
+      const sessionId = ring.ids[ring.head]!;
+      const turn = ring.turns[ring.head]!;
+      ring.head += 1;
+      if (this.lanes.get(sessionId)?.turn !== turn) continue;
+      ring.live -= 1;
+      return sessionId;
     }
   }
 

@@ -7,6 +7,13 @@
  * txn carries a refusal) — and holds the rest in an AdmissionQueue, taken in its sessions' turns:
  * a session's one small write goes ahead of another's backlog, here as at the leader.
  *
+ * One write per session goes whatever the bound: a session with nothing unanswered forwards its
+ * next write at once. The leader takes writes round-robin over the sessions it has writes of, so a
+ * learner that held some of its sessions back would starve them there (measured: a follower's
+ * storm sessions got a fifth of the leader's own sessions' writes, and lost their connections for
+ * hearing nothing). Each such write was read within its connection's inbound bounds, which admit
+ * one request per connection whatever the server's total, so this holds no more than the doors.
+ *
  * One per learning term: a term that ends ends every client connection, and its writes with it.
  * Deterministic: counts only.
  */
@@ -29,6 +36,8 @@ export class ForwardQueue {
   /** Per session, the cxids and bytes of its writes forwarded and not yet applied here, oldest first. */
   private readonly unanswered = new Map<bigint, { cxid: number; bytes: number }[]>();
   private unansweredBytes = 0;
+  /** Sessions that may have nothing unanswered and a write waiting (checked again when taken). */
+  private idle: bigint[] = [];
 
   constructor(private readonly bytesMax: number) {
     assert(bytesMax >= 1, "a learner forwards something");
@@ -46,6 +55,7 @@ export class ForwardQueue {
 
   push(sessionId: bigint, cxid: number, request: Uint8Array): void {
     this.waiting.push(sessionId, { origin: 0, bytes: request.byteLength, sessionId, cxid, request });
+    if (!this.unanswered.has(sessionId)) this.idle.push(sessionId);
   }
 
   /**
@@ -56,9 +66,9 @@ export class ForwardQueue {
    */
   take(): Forward | undefined {
     const unanswered = this.unansweredBytes;
-    let next: Forward | undefined;
-    if (unanswered === 0 || unanswered < this.bytesMax) next = this.waiting.shift();
-    else if (unanswered < this.bytesMax + zabLimits.smallProposalsReserveBytes) next = this.waiting.shift(true);
+    let next = this.takeIdle();
+    if (next === undefined && (unanswered === 0 || unanswered < this.bytesMax)) next = this.waiting.shift();
+    else if (next === undefined && unanswered < this.bytesMax + zabLimits.smallProposalsReserveBytes) next = this.waiting.shift(true);
     if (next === undefined) return undefined;
     const ofSession = this.unanswered.get(next.sessionId);
     const entry = { cxid: next.cxid, bytes: next.bytes };
@@ -77,6 +87,17 @@ export class ForwardQueue {
     const ofSession = this.unanswered.get(sessionId);
     if (ofSession === undefined || ofSession[0]!.cxid !== cxid) return;
     this.unansweredBytes -= ofSession.shift()!.bytes;
-    if (ofSession.length === 0) this.unanswered.delete(sessionId);
+    if (ofSession.length > 0) return;
+    this.unanswered.delete(sessionId);
+    if (this.waiting.has(sessionId)) this.idle.push(sessionId);
+  }
+
+  /** The next write of a session with nothing unanswered, out of its turn. */
+  private takeIdle(): Forward | undefined {
+    while (this.idle.length > 0) {
+      const sessionId = this.idle.pop()!;
+      if (!this.unanswered.has(sessionId) && this.waiting.has(sessionId)) return this.waiting.shiftSession(sessionId);
+    }
+    return undefined;
   }
 }

@@ -121,3 +121,11 @@ test("a write larger than many quanta still goes, after turns enough", () => {
   assert.equal(queue.shift()?.name, "huge");
   assert.equal(queue.count, 0);
 });
+
+test("a session's next write taken out of turn leaves the others' turns as they were", () => {
+  const queue = new AdmissionQueue<Write>();
+  for (const session of [1n, 2n, 3n]) for (const i of [1, 2]) queue.push(session, write(`s${session}.${i}`));
+  assert.equal(queue.shiftSession(2n)?.name, "s2.1");
+  assert.equal(queue.shiftSession(4n), undefined);
+  assert.deepEqual(drain(queue), ["s1.1", "s3.1", "s2.2", "s1.2", "s3.2"]);
+});

@@ -64,3 +64,13 @@ test("a txn that answers none of this server's writes (another server's client, 
   queue.applied(1n, 7);
   assert.equal(queue.inFlightBytes, 0);
 });
+
+test("every session with nothing unanswered forwards its next write whatever the bound, so the leader sees all of them", () => {
+  const queue = new ForwardQueue(1_024 * KiB);
+  for (let session = 1n; session <= 8n; session++) for (let cxid = 1; cxid <= 3; cxid++) queue.push(session, cxid, bytes(512 * KiB));
+  const first = takeAll(queue);
+  assert.deepEqual(first.filter((w) => w.endsWith("/1")).length, 8, `one write of each session: ${first.join(" ")}`);
+  assert.equal(first.length, 8, "and nothing more past the bound");
+  queue.applied(5n, 1);
+  assert.deepEqual(takeAll(queue), ["5/2"], "a session answered forwards its next write at once, out of turn");
+});
