@@ -28,6 +28,7 @@ export const FIELD_HELP: Readonly<Record<keyof ServerConfig, readonly [string, s
   readOnlyModeEnabled: ["true|false", "a member cut off from its quorum serves reads to clients that allow read-only (ZooKeeper's readonlymode.enabled)"],
   reconfigEnabled: ["true|false", "allow the reconfig operation: membership changes without restarts, by the super user (ZooKeeper's reconfigEnabled)"],
   enforceQuota: ["true|false", "refuse writes past a quota's hard limit with QUOTAEXCEEDED"],
+  spaceQuotaBytes: ["BYTES", "the space quota: past this estimate of the tree's memory, writes that grow it are QUOTAEXCEEDED; 0 half the heap limit"],
   containerCheckIntervalMs: ["MS", "how often the leader deletes empty containers and expired TTL nodes"],
   containerMaxPerMinute: ["N", "at most this many of those deletions a minute"],
   logLevel: ["LEVEL", "fatal, error, warn, info, debug, trace or silent"],

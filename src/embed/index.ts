@@ -44,6 +44,8 @@ export interface EmbeddedSettings {
   reconfigEnabled?: boolean;
   /** Refuse writes past a quota's hard limit with QUOTAEXCEEDED (default false). */
   enforceQuota?: boolean;
+  /** The space quota: past this estimate of the tree's memory, writes that grow it are QUOTAEXCEEDED (default 0: half the heap limit). */
+  spaceQuotaBytes?: number;
   /** The super user, `super:<base64 SHA-1 of "super:password">` as `generateDigest("super:password")` gives it (default none). */
   superDigest?: string;
   /** How often the leader deletes empty containers and expired TTL nodes, in ms (default 60000). */

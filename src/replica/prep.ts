@@ -34,6 +34,8 @@ import {
 } from "../store/types.js";
 import { QUOTA_ROOT } from "../common/quota.js";
 import { QuotaGuard, type QuotaExceeded } from "./quota-guard.js";
+import { SpaceGuard, type SpaceAlarm } from "./space-quota.js";
+import { aclCostBytes, znodeCostBytes } from "../store/znode-cost.js";
 import type { CheckRequest, CreateRequest, DeleteRequest, MultiOpRequest, SetAclRequest, SetDataRequest, WriteRequest } from "./requests.js";
 import { checkAcl, fixupAcl } from "./acl.js";
 
@@ -45,6 +47,7 @@ interface NodeRecord {
   aversion: number;
   numChildren: number;
   ephemeralOwner: bigint;
+  dataLength: number;
 }
 
 /** A change in flight: the node as it will be once txn `zxid` is applied (`node` null = deleted). */
@@ -63,6 +66,8 @@ export interface PrepOptions {
   enforceQuota?: boolean;
   /** Every write past a quota limit, refused or not (the server logs and counts them). */
   onQuotaExceeded?: (event: QuotaExceeded) => void;
+  /** The server's space quota (spaceQuotaBytes) and its alarm; absent, the tree may grow without a ceiling. */
+  spaceAlarm?: SpaceAlarm;
 }
 
 const RESERVED_ROOT = "/zookeeper";
@@ -76,12 +81,14 @@ export class Prep {
   private changesHead = 0;
 
   private readonly quota: QuotaGuard;
+  private readonly space: SpaceGuard | undefined;
 
   constructor(
     private readonly tree: DataTree,
     private readonly options: PrepOptions,
   ) {
     this.quota = new QuotaGuard(tree, options.enforceQuota ?? false, options.onQuotaExceeded ?? (() => undefined));
+    this.space = options.spaceAlarm === undefined ? undefined : new SpaceGuard(tree, options.spaceAlarm);
   }
 
   /**
@@ -100,10 +107,10 @@ export class Prep {
     const overlay = new Map<string, ChangeRecord>();
     try {
       const body = this.prepareOne(request, sessionId, zxid, authInfo, overlay, zooKeeperChecks);
-      this.commitOverlay(overlay);
+      this.commitOverlay(overlay, zxid);
       return body;
     } catch (error) {
-      this.quota.discard();
+      this.discardCharges();
       return errorTxn(error);
     }
   }
@@ -143,7 +150,7 @@ export class Prep {
       });
       overlay.set(path, { zxid, path, node: null });
     }
-    this.commitOverlay(overlay);
+    this.commitOverlay(overlay, zxid);
     return { type: "closeSession" };
   }
 
@@ -168,6 +175,7 @@ export class Prep {
         [parentPath, { zxid, path: parentPath, node: { ...parent, cversion: parent.cversion + 1, numChildren: parent.numChildren - 1 } }],
         [path, { zxid, path, node: null }],
       ]),
+      zxid,
     );
     return { zxid, body: { type: "delete", path } };
   }
@@ -181,6 +189,7 @@ export class Prep {
       this.changesHead += 1;
     }
     this.quota.applied(zxid);
+    this.space?.applied(zxid);
     if (this.changesHead > 1024 && this.changesHead * 2 > this.changesInOrder.length) {
       this.changesInOrder.splice(0, this.changesHead);
       this.changesHead = 0;
@@ -190,6 +199,7 @@ export class Prep {
   /** Forget every in-flight change (a new leader or a resync starts from the tree alone). */
   reset(): void {
     this.quota.reset();
+    this.space?.reset();
     this.changesByPath.clear();
     this.changesInOrder.length = 0;
     this.changesHead = 0;
@@ -219,8 +229,8 @@ export class Prep {
         failed = true;
       }
     }
-    if (failed) this.quota.discard();
-    else this.commitOverlay(overlay);
+    if (failed) this.discardCharges();
+    else this.commitOverlay(overlay, zxid);
     return { type: "multi", ops: txns };
   }
 
@@ -280,6 +290,7 @@ export class Prep {
       throw new ZkError("NOCHILDRENFOREPHEMERALS", undefined, parentPath);
     }
     this.quota.charge(path, 1, request.data.length, zxid);
+    this.space?.charge(path, znodeCostBytes(path, request.data.length, acl));
     const parentCversion = parent.cversion + 1;
     overlay.set(parentPath, {
       zxid,
@@ -289,7 +300,7 @@ export class Prep {
     overlay.set(path, {
       zxid,
       path,
-      node: { acl, version: 0, cversion: 0, aversion: 0, numChildren: 0, ephemeralOwner },
+      node: { acl, version: 0, cversion: 0, aversion: 0, numChildren: 0, ephemeralOwner, dataLength: request.data.length },
     });
     return { type: "create", path, data: request.data, acl, ephemeralOwner, parentCversion };
   }
@@ -321,6 +332,7 @@ export class Prep {
     checkVersion(request.version, node.version, request.path);
     if (node.numChildren > 0) throw new ZkError("NOTEMPTY", undefined, request.path);
     this.quota.charge(request.path, -1, -(this.tree.getNode(request.path)?.data.length ?? 0), zxid);
+    this.space?.charge(request.path, -znodeCostBytes(request.path, node.dataLength, node.acl));
     overlay.set(parentPath, {
       zxid,
       path: parentPath,
@@ -340,8 +352,9 @@ export class Prep {
     // ZooKeeper checks the quota before the version.
     this.quota.charge(request.path, 0, request.data.length - (this.tree.getNode(request.path)?.data.length ?? 0), zxid);
     checkVersion(request.version, node.version, request.path);
+    this.space?.charge(request.path, request.data.length - node.dataLength);
     const version = node.version + 1;
-    overlay.set(request.path, { zxid, path: request.path, node: { ...node, version } });
+    overlay.set(request.path, { zxid, path: request.path, node: { ...node, version, dataLength: request.data.length } });
     return { type: "setData", path: request.path, data: request.data, version };
   }
 
@@ -354,6 +367,7 @@ export class Prep {
     if (!node) throw new ZkError("NONODE", undefined, request.path);
     checkAcl(node.acl, Perms.ADMIN, authInfo, request.path);
     checkVersion(request.version, node.aversion, request.path);
+    this.space?.charge(request.path, aclCostBytes(acl) - aclCostBytes(node.acl));
     const aversion = node.aversion + 1;
     overlay.set(request.path, { zxid, path: request.path, node: { ...node, acl, aversion } });
     return { type: "setAcl", path: request.path, acl, aversion };
@@ -382,11 +396,18 @@ export class Prep {
       aversion: stat.aversion,
       numChildren: stat.numChildren,
       ephemeralOwner: stat.ephemeralOwner,
+      dataLength: stat.dataLength,
     };
   }
 
-  private commitOverlay(overlay: Map<string, ChangeRecord>): void {
+  private discardCharges(): void {
+    this.quota.discard();
+    this.space?.discard();
+  }
+
+  private commitOverlay(overlay: Map<string, ChangeRecord>, zxid: number): void {
     this.quota.commit();
+    this.space?.commit(zxid);
     for (const change of overlay.values()) {
       this.changesByPath.set(change.path, change);
       this.changesInOrder.push(change);

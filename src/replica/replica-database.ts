@@ -12,6 +12,7 @@ import { decodeSnapshot } from "../store/snapshot-codec.js";
 import type { Txn, TxnResult, WatchDelivery } from "../store/types.js";
 import { formatZxid } from "../store/zxid.js";
 import type { Entropy, LogSink, ReplicaStorage } from "./ports.js";
+import type { SpaceAlarm } from "./space-quota.js";
 
 /** The stage an applied txn goes to: it answers the waiting request and fires the watches. */
 export interface AnswerStage {
@@ -40,6 +41,8 @@ export class ReplicaDatabase {
     private readonly logger: LogSink,
     /** What /zookeeper/config says on this server ("" for a standalone one, as ZooKeeper's). */
     private readonly membershipText: string,
+    /** Told the tree's size after every change, so that clearing space clears it. */
+    private readonly spaceAlarm?: Pick<SpaceAlarm, "settle">,
     private readonly observer?: TreeObserver,
   ) {
     this.txnsBeforeSnapshot = this.drawSnapshotThreshold();
@@ -68,6 +71,7 @@ export class ReplicaDatabase {
     this.observer?.applying(txn, this.currentTree);
     const { result, deliveries } = this.currentTree.apply(txn);
     answer.applied(txn, result, deliveries);
+    this.spaceAlarm?.settle(this.currentTree.estimatedBytes());
     this.txnsSinceSnapshot += 1;
     if (this.txnsSinceSnapshot >= this.txnsBeforeSnapshot && this.snapshotWaiters === undefined) this.takeSnapshot(() => {});
   }
@@ -103,6 +107,7 @@ export class ReplicaDatabase {
     this.currentTree = tree;
     this.writeMembership();
     this.txnsSinceSnapshot = 0;
+    this.spaceAlarm?.settle(tree.estimatedBytes());
     this.observer?.replaced(tree);
     this.logger.info({ zxid: formatZxid(zxid), nodes: tree.nodeCount() }, "tree replaced by the leader's snapshot");
   }

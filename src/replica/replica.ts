@@ -29,6 +29,7 @@ import { ReconfigMembership, staticConfig } from "./reconfig-membership.js";
 import { ReplicaDatabase, type TreeObserver } from "./replica-database.js";
 import { SessionIdGenerator, SessionOpener } from "./session-opener.js";
 import { SessionTracker } from "./session-tracker.js";
+import { SpaceAlarm, type SpaceRefusal } from "./space-quota.js";
 
 /** The part of a server's configuration the replica runs with. */
 export interface ReplicaConfig extends QuorumPeerConfig, InboundLimits {
@@ -41,6 +42,8 @@ export interface ReplicaConfig extends QuorumPeerConfig, InboundLimits {
   superDigest: string;
   ttlNodesEnabled: boolean;
   enforceQuota: boolean;
+  /** The space quota: the tree's estimated bytes past which the leader refuses writes that grow it. */
+  spaceQuotaBytes: number;
   minSessionTimeoutMs: number;
   maxSessionTimeoutMs: number;
 }
@@ -52,7 +55,7 @@ export interface ReplicaPorts {
   clock: Clock;
   entropy: Entropy;
   logger: LogSink;
-  metrics?: ReplicaMetrics & { quotaLimitExceeded(event: QuotaExceeded): void };
+  metrics?: ReplicaMetrics & { quotaLimitExceeded(event: QuotaExceeded): void; spaceQuotaRefused(refusal: SpaceRefusal): void };
   /** Each hop of a client write (investigation only: see HopTrace). */
   hops?: HopTrace;
   /** Told how long each client request took to answer (the server's latency metrics). */
@@ -84,6 +87,8 @@ export class Replica {
     readonly status: PeerStatus,
     /** What both client doors have read and not answered, against the configured bounds. */
     readonly inbound: InboundBudget,
+    /** Raised while the leader here refuses writes for space (spaceQuotaBytes). */
+    readonly spaceAlarm: SpaceAlarm,
     private readonly keepPausedAlive: { clock: Clock; intervalMs: number },
   ) {}
 
@@ -142,6 +147,11 @@ export class Replica {
  */
 export function buildReplica(config: ReplicaConfig, ports: ReplicaPorts): Replica {
   const { clock, logger, metrics } = ports;
+  const spaceAlarm = new SpaceAlarm(config.spaceQuotaBytes, {
+    refused: (refusal) => metrics?.spaceQuotaRefused(refusal),
+    raised: (refusal) => logger.warn(refusal, "space quota alarm: writes that grow the tree are refused (QUOTAEXCEEDED) until space is cleared"),
+    cleared: (usedBytes) => logger.info({ usedBytes, quotaBytes: config.spaceQuotaBytes }, "space quota alarm cleared"),
+  });
   const database = new ReplicaDatabase(
     ports.recovered.tree,
     ports.storage,
@@ -149,6 +159,7 @@ export function buildReplica(config: ReplicaConfig, ports: ReplicaPorts): Replic
     ports.entropy,
     logger,
     config.membershipText,
+    spaceAlarm,
     ports.treeObserver,
   );
   // What the peer decides with: the leader's session liveness, read-only mode's, the membership.
@@ -185,6 +196,7 @@ export function buildReplica(config: ReplicaConfig, ports: ReplicaPorts): Replic
     reconfigEnabled: config.reconfigEnabled,
     ttlNodesEnabled: config.ttlNodesEnabled,
     enforceQuota: config.enforceQuota,
+    spaceAlarm,
     onQuotaExceeded: (event) => {
       metrics?.quotaLimitExceeded(event);
       logger.warn(event, "quota exceeded");
@@ -250,8 +262,20 @@ export function buildReplica(config: ReplicaConfig, ports: ReplicaPorts): Replic
     connectionOutstandingMax: config.connectionOutstandingMax,
     connectionOutstandingBytesMax: config.connectionOutstandingBytesMax,
   });
-  return new Replica(database, pipeline, clientSessions, sessions, tracker, peer, peer, new PeerStatus(peer, membership, readOnly, clock), inbound, {
-    clock,
-    intervalMs: Math.max(1, Math.floor(config.tickMs / 2)),
-  });
+  return new Replica(
+    database,
+    pipeline,
+    clientSessions,
+    sessions,
+    tracker,
+    peer,
+    peer,
+    new PeerStatus(peer, membership, readOnly, clock),
+    inbound,
+    spaceAlarm,
+    {
+      clock,
+      intervalMs: Math.max(1, Math.floor(config.tickMs / 2)),
+    },
+  );
 }

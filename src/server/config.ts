@@ -58,6 +58,12 @@ export interface ServerConfig {
   /** Refuse writes past a hard quota limit (QUOTAEXCEEDED); soft limits are only logged. */
   enforceQuota: boolean;
   /**
+   * The space quota (etcd's --quota-backend-bytes): the tree's estimated memory, in bytes, past which
+   * the leader refuses writes that would grow it (QUOTAEXCEEDED) and raises the space alarm; reads,
+   * deletes and writes that do not grow the tree go on. 0: half the V8 heap limit of the process.
+   */
+  spaceQuotaBytes: number;
+  /**
    * How often the leader looks for empty containers and expired TTL nodes to delete (ZooKeeper's
    * znode.container.checkIntervalMs). A container is deleted only once it has been found empty
    * at two scans in a row, so an emptied container goes within one to two intervals.
@@ -246,6 +252,7 @@ export const FIELDS: Readonly<Record<keyof ServerConfig, FieldKind>> = {
   readOnlyModeEnabled: "bool",
   reconfigEnabled: "bool",
   enforceQuota: "bool",
+  spaceQuotaBytes: "int",
   containerCheckIntervalMs: "int",
   containerMaxPerMinute: "int",
   logLevel: "string",
@@ -318,6 +325,7 @@ export function defaultConfig(): Omit<ServerConfig, "minSessionTimeoutMs" | "max
     readOnlyModeEnabled: false,
     reconfigEnabled: false,
     enforceQuota: false,
+    spaceQuotaBytes: 0,
     containerCheckIntervalMs: 60_000,
     containerMaxPerMinute: 10_000,
     logLevel: "info",
@@ -519,6 +527,7 @@ export function validateConfig(config: ServerConfig): ServerConfig {
   range("connectionThrottleFillTimeMs", 1, 24 * 3600 * 1000);
   range("connectionThrottleFillCount", 1, 10_000_000);
   range("throttledOpWaitTimeMs", 0, 24 * 3600 * 1000);
+  range("spaceQuotaBytes", 0, Number.MAX_SAFE_INTEGER);
   range("containerCheckIntervalMs", 10, 24 * 3600 * 1000);
   range("containerMaxPerMinute", 1, 10_000_000);
   range("adminRateLimitIntervalMs", 0, 24 * 3600 * 1000);

@@ -60,6 +60,7 @@ const COUNTERS = {
   learner_commit_received_count: "Committed txns this server applied as a learner (ZooKeeper's LEARNER_COMMIT_RECEIVED_COUNT)",
   throttled_ops: "Writes answered THROTTLEDOP: they waited at this leader past throttledOpWaitTimeMs (ZooKeeper's THROTTLED_OPS)",
   connection_rejected: "Client connections closed at accept: their address already held maxClientCnxns (ZooKeeper's CONNECTION_REJECTED)",
+  corral_space_quota_refusals: "Writes this server refused as leader with QUOTAEXCEEDED because they would grow the tree past spaceQuotaBytes",
   corral_audit_events_dropped_count: "Audit events dropped because the audit log file fell behind (audit.enable)",
 } satisfies Record<string, string>;
 
@@ -136,6 +137,18 @@ const CORRAL_GAUGES: ServerGauges = {
   corral_inbound_pauses: {
     help: "Times since start a client connection stopped being read at an inbound bound",
     read: (_context, status) => status.inbound.pauses,
+  },
+  corral_space_quota_bytes: {
+    help: "The space quota (spaceQuotaBytes): the tree's estimated bytes past which writes that grow it are refused",
+    read: (_context, status) => status.space().quotaBytes,
+  },
+  corral_space_used_bytes: {
+    help: "The tree's estimated memory in bytes, as the space quota measures it (each znode's records, path and data)",
+    read: (_context, status) => status.space().usedBytes,
+  },
+  corral_space_alarm: {
+    help: "1 while this server's leader prep refuses writes for space (from the first refusal until the write last refused would fit)",
+    read: (_context, status) => (status.space().alarm ? 1 : 0),
   },
 };
 
@@ -290,6 +303,10 @@ export class ServerMetrics {
   quotaLimitExceeded(event: QuotaExceeded): void {
     this.quotaExceeded.inc({ limit: event.limit, hard: String(event.hard) });
     if (event.refused) this.quotaErrors.inc({ key: topNamespace(event.path) });
+  }
+
+  spaceQuotaRefused(): void {
+    this.counters.corral_space_quota_refusals.inc();
   }
 
   throttledOp(): void {

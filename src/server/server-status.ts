@@ -13,6 +13,7 @@ import type { InboundBudget } from "../replica/inbound-budget.js";
 import type { RequestPipeline } from "../replica/pipeline.js";
 import type { ElectionSeen, LeaderStatus, PeerStatus } from "../replica/peer-status.js";
 import type { SessionTracker } from "../replica/session-tracker.js";
+import type { SpaceAlarm } from "../replica/space-quota.js";
 import { fourLetterWordContext } from "./zk-wire/four-letter-word-context.js";
 import type { FourLetterWordContext, FourLetterWordServerMode } from "./zk-wire/four-letter-words.js";
 import type { ZkClientService } from "./zk-wire/zk-client-service.js";
@@ -30,6 +31,8 @@ export interface ServerStatusDeps {
   pipeline: RequestPipeline;
   /** What both client doors have read and not answered, against the inbound bounds. */
   inbound: InboundBudget;
+  /** The space quota's alarm (spaceQuotaBytes), raised where the leader refuses writes for space. */
+  spaceAlarm: SpaceAlarm;
   broadcast: WriteBroadcast;
   /** Who owns session expiry here: the standalone server's, or the cluster's (live only while leading). */
   tracker: SessionTracker;
@@ -98,6 +101,12 @@ export class ServerStatus {
 
   get inbound(): InboundBudget {
     return this.deps.inbound;
+  }
+
+  /** The space quota: its ceiling, the tree's estimated bytes against it, and whether its alarm is raised. */
+  space(): { quotaBytes: number; usedBytes: number; alarm: boolean } {
+    const alarm = this.deps.spaceAlarm;
+    return { quotaBytes: alarm.quotaBytes, usedBytes: this.tree.estimatedBytes(), alarm: alarm.active };
   }
 
   /** The sessions with a live connection here, through either client port. */

@@ -34,6 +34,7 @@ import { advertisedClientAddress, directoryFromConfig } from "./client-address-d
 import { DISK_FAULT_ENV, type DiskFaultPlan } from "./disk-faults.js";
 import { clientDoorAuth } from "./sasl/sasl-login.js";
 import { openAuditLogFile, type AuditLogFile } from "./audit-log.js";
+import { spaceQuotaBytesOf } from "./space-quota-default.js";
 
 /** corral's own version (package.json), which the ZooKeeper port reports inside a 3.8.0 version string. */
 const CORRAL_VERSION = readCorralVersion();
@@ -190,6 +191,7 @@ export class CorralServer {
         servers: members,
         membershipText: clustered ? formatMembership(memberAddresses(config.servers), 0n) : "",
         forwardedQueuedMax: FORWARDED_QUEUED_MAX,
+        spaceQuotaBytes: spaceQuotaBytesOf(config.spaceQuotaBytes),
       },
       {
         storage,
@@ -261,6 +263,7 @@ export class CorralServer {
       state: database,
       pipeline,
       inbound: replica.inbound,
+      spaceAlarm: replica.spaceAlarm,
       broadcast,
       tracker,
       quorumPeer,

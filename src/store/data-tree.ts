@@ -42,6 +42,7 @@ import type {
 import { OPEN_ACL_UNSAFE, ownerKind, PERSISTENT_OWNER, WatchEventType } from "./types.js";
 import { READ_ACL_UNSAFE } from "../common/znode.js";
 import { WatchManager } from "./watch-manager.js";
+import { aclCostBytes, znodeCostBytes } from "./znode-cost.js";
 import {
   formatQuotaFigures,
   isQuotaAccounted,
@@ -134,6 +135,8 @@ export class DataTree {
   private readonly quotaRoots = new Set<string>();
   private readonly sessionRecords = new Map<bigint, SessionRecord>();
   private lastZxid = 0;
+  /** znodeCostBytes summed over every node, kept as nodes change (what the space quota measures). */
+  private costBytes = 0;
   /** Per open capture: pre-images of the nodes changed since it began. */
   private openCaptures: Map<string, ZNode>[] = [];
 
@@ -152,6 +155,7 @@ export class DataTree {
       node.stat.numChildren = node.children.size;
       node.stat.cversion = -node.children.size;
     }
+    this.recountCost();
   }
 
   /**
@@ -164,7 +168,9 @@ export class DataTree {
     assert(node !== undefined, "every tree has /zookeeper/config");
     // A reconfiguration wrote it: replicated from then on, and what the server runs with.
     if (node.stat.mzxid !== 0) return;
-    node.data = UTF8.encode(text);
+    const data = UTF8.encode(text);
+    this.costBytes += data.length - node.data.length;
+    node.data = data;
     node.stat.dataLength = node.data.length;
     node.stat.version = -1;
   }
@@ -202,6 +208,7 @@ export class DataTree {
     }
     for (const [sessionId, record] of sessions) tree.sessionRecords.set(sessionId, record);
     tree.lastZxid = lastProcessedZxid;
+    tree.recountCost();
     return tree;
   }
 
@@ -222,6 +229,11 @@ export class DataTree {
 
   nodeCount(): number {
     return this.nodes.size;
+  }
+
+  /** The tree's estimated memory: znodeCostBytes summed over its nodes, kept current (no walk). */
+  estimatedBytes(): number {
+    return this.costBytes;
   }
 
   /** Paths of the ephemeral nodes a session owns. */
@@ -385,6 +397,7 @@ export class DataTree {
       pzxid: zxid,
     };
     this.nodes.set(path, { data: txn.data, acl: txn.acl, stat, children: NO_CHILDREN });
+    this.costBytes += znodeCostBytes(path, txn.data.length, txn.acl);
     if (owner !== PERSISTENT_OWNER) this.indexOwner(path, owner);
     const quota = quotaNodeTarget(path);
     if (quota?.kind === "limits") this.quotaRoots.add(quota.target);
@@ -416,6 +429,7 @@ export class DataTree {
     parentStat.numChildren--;
     if (parent.children.size === 0) parent.children = NO_CHILDREN;
     this.nodes.delete(path);
+    this.costBytes -= znodeCostBytes(path, node.data.length, node.acl);
     const owner = node.stat.ephemeralOwner;
     if (owner !== PERSISTENT_OWNER) this.unindexOwner(path, owner);
     const quota = quotaNodeTarget(path);
@@ -433,6 +447,7 @@ export class DataTree {
     if (txn.version !== ((stat.version + 1) | 0)) assert(false, `setData ${txn.path}: version ${txn.version} does not follow ${stat.version}`);
     this.chargeQuota(txn.path, 0, txn.data.length - node.data.length);
     this.preserve(txn.path, node);
+    this.costBytes += txn.data.length - node.data.length;
     node.data = txn.data;
     stat.version = txn.version;
     stat.mzxid = header.zxid;
@@ -447,6 +462,7 @@ export class DataTree {
     const node = this.nodes.get(CONFIG);
     assert(node !== undefined, "every tree has /zookeeper/config");
     this.preserve(CONFIG, node);
+    this.costBytes += txn.data.length - node.data.length;
     node.data = txn.data;
     node.stat.mzxid = header.zxid;
     node.stat.mtime = header.timeMs;
@@ -461,6 +477,7 @@ export class DataTree {
     const stat = node.stat;
     if (txn.aversion !== ((stat.aversion + 1) | 0)) assert(false, `setAcl ${txn.path}: aversion ${txn.aversion} does not follow ${stat.aversion}`);
     this.preserve(txn.path, node);
+    this.costBytes += aclCostBytes(txn.acl) - aclCostBytes(node.acl);
     node.acl = txn.acl;
     stat.aversion = txn.aversion;
     return stat;
@@ -495,7 +512,9 @@ export class DataTree {
 
   private writeQuotaUsage(statsPath: string, stats: ZNode, usage: QuotaFigures): void {
     this.preserve(statsPath, stats);
-    stats.data = UTF8.encode(formatQuotaFigures(usage));
+    const data = UTF8.encode(formatQuotaFigures(usage));
+    this.costBytes += data.length - stats.data.length;
+    stats.data = data;
     stats.stat.dataLength = stats.data.length;
   }
 
@@ -512,6 +531,13 @@ export class DataTree {
     this.sessionRecords.delete(sessionId);
     this.watches.removeWatcher(sessionId);
     return deleted;
+  }
+
+  /** Once, for a tree built whole (a fresh one, a restored one); after that every change adjusts the total. */
+  private recountCost(): void {
+    let bytes = 0;
+    for (const [path, node] of this.nodes) bytes += znodeCostBytes(path, node.data.length, node.acl);
+    this.costBytes = bytes;
   }
 
   private indexOwner(path: string, owner: bigint): void {

@@ -325,6 +325,7 @@ export class Simulation implements Scheduler, ClientWorld {
       membershipText: formatMembership(initial, 0n),
       reconfigEnabled: this.config.reconfig,
       enforceQuota: false,
+      spaceQuotaBytes: 1024 * 1024 * 1024,
       minSessionTimeoutMs: SESSION_TIMEOUT_MS,
       maxSessionTimeoutMs: SESSION_TIMEOUT_MS,
     };

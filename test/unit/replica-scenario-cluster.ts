@@ -102,6 +102,7 @@ export class ReplicaScenario {
       membershipText: formatMembership(members, 0n),
       reconfigEnabled: false,
       enforceQuota: false,
+      spaceQuotaBytes: 1024 * 1024 * 1024,
       minSessionTimeoutMs: 2 * TICK_MS,
       maxSessionTimeoutMs: SESSION_TIMEOUT_MS,
       // Flow control as a server's defaults: the scripts' few small requests never reach it.

@@ -131,10 +131,23 @@ export function adminHandler(status: ServerStatus, extension?: AdminExtension, b
     if (path === "/readyz") {
       const ready = status.serving;
       const leaderId = status.leaderId();
+      const space = status.space();
+      // Still ready with the space alarm raised: reads, deletes and shrinking writes are served, and
+      // sending clients elsewhere would not help (every server forwards writes to the same leader).
       return sendJson(response, ready ? 200 : 503, {
         ready,
         server_state: status.state(),
         ...(leaderId === undefined ? {} : { leader_id: leaderId }),
+        ...(space.alarm
+          ? {
+              alarms: [
+                {
+                  name: "NOSPACE",
+                  reason: `writes that grow the tree are refused: it holds ${space.usedBytes} of ${space.quotaBytes} bytes (spaceQuotaBytes)`,
+                },
+              ],
+            }
+          : {}),
       });
     }
     if (path === COMMAND_URL || path === `${COMMAND_URL}/`) {
