@@ -108,6 +108,12 @@ export interface ServerConfig {
   /** Their bytes. */
   connectionOutstandingBytesMax: number;
   /**
+   * Bytes of answers and watch events one connection may leave unread (written, not yet taken by
+   * its client's TCP or HTTP/2 window) before the server ends it; its session stays, and its client
+   * reconnects and re-registers its watches. (ZooKeeper queues them without bound.)
+   */
+  connectionUnsentBytesMax: number;
+  /**
    * ZooKeeper's maxClientCnxns: connections one client address may hold open to this server, over
    * every client port (a gRPC session stream counts as one); past it a new one is closed at once.
    * 0: no limit.
@@ -265,6 +271,7 @@ export const FIELDS: Readonly<Record<keyof ServerConfig, FieldKind>> = {
   globalOutstandingBytesMax: "int",
   connectionOutstandingMax: "int",
   connectionOutstandingBytesMax: "int",
+  connectionUnsentBytesMax: "int",
   maxClientCnxns: "int",
   connectionThrottleTokens: "int",
   connectionThrottleFillTimeMs: "int",
@@ -338,6 +345,7 @@ export function defaultConfig(): Omit<ServerConfig, "minSessionTimeoutMs" | "max
     globalOutstandingBytesMax: 8 * MiB,
     connectionOutstandingMax: 1000,
     connectionOutstandingBytesMax: 4 * MiB,
+    connectionUnsentBytesMax: 64 * MiB,
     maxClientCnxns: 60,
     connectionThrottleTokens: 0,
     connectionThrottleFillTimeMs: 1,
@@ -522,6 +530,7 @@ export function validateConfig(config: ServerConfig): ServerConfig {
   range("globalOutstandingBytesMax", limits.messageBytesMax, 64 * 1024 * MiB);
   range("connectionOutstandingMax", 1, limits.sessionRequestsQueuedMax);
   range("connectionOutstandingBytesMax", limits.messageBytesMax, 64 * 1024 * MiB);
+  range("connectionUnsentBytesMax", 64 * 1024, 64 * 1024 * MiB);
   range("maxClientCnxns", 0, 10_000_000);
   range("connectionThrottleTokens", 0, 10_000_000);
   range("connectionThrottleFillTimeMs", 1, 24 * 3600 * 1000);

@@ -43,6 +43,8 @@ export interface ClientServiceDeps extends Omit<ConnectionSessionDeps, "enforced
   auth?: ClientDoorAuth;
   /** maxClientCnxns, counted over every client port (a session stream is a connection here); no limit when absent. */
   connectionsPerAddress?: ConnectionsPerAddress;
+  /** connectionUnsentBytesMax: past it a stream whose client does not read is ended (its session stays). */
+  unsentBytesMax: number;
 }
 
 /**
@@ -96,15 +98,30 @@ class GrpcClientConnection implements SessionStream<Buffer> {
   private readonly logger: Logger;
   private readonly sasl: DoorSasl;
   private ended = false;
+  /**
+   * Bytes written and not yet taken by HTTP/2 (which stops taking them when the client stops
+   * reading), plus those waiting in the outbox: what a client that does not read makes the server
+   * hold, bounded by unsentBytesMax.
+   */
+  private unsentBytes = 0;
   /** Used once the session speaks protocol 2: answers ready together share a message. */
   private readonly outbox = new FrameOutbox(
     (message, done) => {
-      if (this.ended) done();
-      else this.call.write(message, done);
+      if (this.ended) return done();
+      this.unsentBytes += message.length;
+      this.call.write(message, () => {
+        this.unsentBytes -= message.length;
+        done();
+      });
     },
     encodeServerFrameBatch,
-    (frame: Buffer) => frame,
+    // A frame leaves the outbox for a message, which counts from then on.
+    (frame: Buffer) => {
+      this.unsentBytes -= frame.length;
+      return frame;
+    },
   );
+  private readonly unsentBytesMax: number;
 
   constructor(
     readonly id: number,
@@ -112,6 +129,7 @@ class GrpcClientConnection implements SessionStream<Buffer> {
     deps: ClientServiceDeps,
   ) {
     const peer = call.getPeer();
+    this.unsentBytesMax = deps.unsentBytesMax;
     this.logger = deps.logger.child({ connection: id, peer });
     const remoteAddress = remoteAddressOfPeer(peer);
     // Over TLS, a client certificate the server verified is the connection's x509 identity
@@ -142,10 +160,13 @@ class GrpcClientConnection implements SessionStream<Buffer> {
     call.on("close", () => this.onGone());
   }
 
+  /** As the ZooKeeper port's: a client that leaves more than unsentBytesMax unread is cut off before more is queued. */
   write(frame: Buffer, batchable: boolean): void {
     if (this.ended) return;
+    if (this.unsentBytes > this.unsentBytesMax) return this.session.refuse("exhausted", "the client does not read its answers");
+    this.unsentBytes += frame.length;
     if (batchable) this.outbox.push(frame);
-    else this.call.write(frame);
+    else this.call.write(frame, () => (this.unsentBytes -= frame.length));
   }
 
   finish(reason: ConnectionEnd): void {

@@ -244,6 +244,7 @@ export class CorralServer {
         auth: doorAuth,
         connectionsPerAddress,
         connectThrottle,
+        unsentBytesMax: config.connectionUnsentBytesMax,
       }),
     );
     let clientPort: number;
@@ -292,6 +293,7 @@ export class CorralServer {
           auth: doorAuth,
           connectionsPerAddress,
           connectThrottle,
+          unsentBytesMax: config.connectionUnsentBytesMax,
         };
         if (config.zkClientPort >= 0) zkService = await ZkClientService.listen(config.clientHost, config.zkClientPort, zkDeps);
         if (config.secureZkClientPort >= 0) {

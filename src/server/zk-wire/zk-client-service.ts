@@ -39,9 +39,6 @@ import { FrameSplitter } from "./frames.js";
 import { JuteError } from "./jute.js";
 import { JuteSessionCodec } from "./zk-session-codec.js";
 
-/** A client that does not read its answers is cut off rather than buffered without bound. */
-const UNREAD_BYTES_MAX = 64 * 1024 * 1024;
-
 export interface ZkClientServiceDeps extends Omit<ConnectionSessionDeps, "enforcedSchemes"> {
   /** The words enabled on this port (parseFourLetterWordWhitelist). */
   fourLetterWords: ReadonlySet<string>;
@@ -55,6 +52,8 @@ export interface ZkClientServiceDeps extends Omit<ConnectionSessionDeps, "enforc
   auth?: ClientDoorAuth;
   /** maxClientCnxns, counted over every client port; no limit when absent. */
   connectionsPerAddress?: ConnectionsPerAddress;
+  /** connectionUnsentBytesMax: a client that does not read its answers is cut off rather than buffered without bound. */
+  unsentBytesMax: number;
 }
 
 /** The secure port's TLS: the certificate files (watched) and ZooKeeper's ssl.clientAuth. */
@@ -242,12 +241,12 @@ class ZkSocketConnection implements SessionStream<Uint8Array> {
 
   /**
    * Sends one framed record, of any size (ZooKeeper bounds what it reads, not what it sends). A
-   * client that leaves more than UNREAD_BYTES_MAX of earlier answers unread is cut off before more
-   * are queued.
+   * client that leaves more than unsentBytesMax of earlier answers unread is cut off before more
+   * are queued (its session stays; ZooKeeper queues them without bound).
    */
   write(frame: Uint8Array): void {
     if (this.closed) return;
-    if (this.socket.writableLength > UNREAD_BYTES_MAX) return this.session.refuse("exhausted", "the client does not read its answers");
+    if (this.socket.writableLength > this.deps.unsentBytesMax) return this.session.refuse("exhausted", "the client does not read its answers");
     this.stats.sent();
     // A commit answers a connection's pipelined writes in one synchronous run: gathered, they
     // cost one writev instead of a syscall each, and the client reads them in one event.
