@@ -119,6 +119,15 @@ export class JuteClient {
     this.socket.write(bytes);
   }
 
+  /** Stops reading from the socket: TCP pushes back on the server's writes (a client that does not read). */
+  pauseReading(): void {
+    this.socket.pause();
+  }
+
+  resumeReading(): void {
+    this.socket.resume();
+  }
+
   close(): Promise<void> {
     this.socket.destroy();
     return this.closed;

@@ -99,6 +99,15 @@ export class RawStream {
     }
   }
 
+  /** Stops reading the stream: HTTP/2 flow control pushes back on the server's writes (a client that does not read). */
+  pauseReading(): void {
+    this.call.pause();
+  }
+
+  resumeReading(): void {
+    this.call.resume();
+  }
+
   /** Drop the connection without a close request: the session lives on until it expires. */
   abandon(): void {
     this.call.cancel();
