@@ -7,13 +7,12 @@ import { describe, test } from "node:test";
 import { ZkErrorCode } from "../../src/common/errors.js";
 import { Prep } from "../../src/replica/prep.js";
 import type { QuotaExceeded } from "../../src/replica/quota-guard.js";
-import type { CreateRequest, WriteRequest } from "../../src/replica/requests.js";
+import type { CreateRequest } from "../../src/replica/requests.js";
 import { DataTree } from "../../src/store/data-tree.js";
 import { formatQuotaFigures, limitsPathOf, parseQuotaFigures, statsPathOf } from "../../src/common/quota.js";
 import { decodeSnapshot, encodeSnapshot } from "../../src/store/snapshot-codec.js";
-import type { TxnBody } from "../../src/store/types.js";
+import { PREP_SESSION, prepRunner } from "../helpers/prep-runner.js";
 
-const SESSION = 0x0100000000000001n;
 const bytes = (s: string) => new TextEncoder().encode(s);
 const text = (b: Uint8Array) => new TextDecoder().decode(b);
 
@@ -24,17 +23,7 @@ function fixture(options: { enforceQuota?: boolean } = {}) {
   const tree = new DataTree();
   const events: QuotaExceeded[] = [];
   const prep = new Prep(tree, { ttlNodesEnabled: false, enforceQuota: options.enforceQuota ?? false, onQuotaExceeded: (e) => events.push(e) });
-  let zxid = 0;
-  const prepare = (request: WriteRequest): { zxid: number; body: TxnBody } => {
-    zxid += 1;
-    return { zxid, body: prep.prepare(request, SESSION, zxid, []) };
-  };
-  const apply = ({ zxid: z, body }: { zxid: number; body: TxnBody }) => {
-    tree.apply({ header: { sessionId: SESSION, cxid: 1, zxid: z, timeMs: 1000 + z }, body });
-    prep.applied(z);
-    return body;
-  };
-  const run = (request: WriteRequest) => apply(prepare(request));
+  const { prepare, apply, run } = prepRunner(tree, prep);
   /** What zkCli's setquota writes: the quota path's parents, the limits node, then the stats node. */
   const setQuota = (path: string, limits: string) => {
     let at = "/zookeeper/quota";
@@ -93,7 +82,7 @@ describe("the tree keeps a quota's stats node current", () => {
     const restored = decodeSnapshot(encodeSnapshot(tree));
     assert.equal(restored.quotaRootOf("/app/x/y"), "/app", "quota roots are rebuilt from the restored nodes");
     restored.apply({
-      header: { sessionId: SESSION, cxid: 1, zxid: 1000, timeMs: 1 },
+      header: { sessionId: PREP_SESSION, cxid: 1, zxid: 1000, timeMs: 1 },
       body: { type: "create", path: "/app/y", data: bytes("22"), acl: [], ephemeralOwner: 0n, parentCversion: 2 },
     });
     assert.equal(text(restored.getData(statsPathOf("/app")).data), "count=3,bytes=3");

@@ -7,14 +7,14 @@ import { describe, test } from "node:test";
 import { ZkErrorCode } from "../../src/common/errors.js";
 import { limitsPathOf, statsPathOf } from "../../src/common/quota.js";
 import { Prep } from "../../src/replica/prep.js";
-import type { CreateRequest, DeleteRequest, SetDataRequest, WriteRequest } from "../../src/replica/requests.js";
+import type { CreateRequest, DeleteRequest, SetDataRequest } from "../../src/replica/requests.js";
 import { SpaceAlarm, type SpaceRefusal } from "../../src/replica/space-quota.js";
 import { DataTree } from "../../src/store/data-tree.js";
 import { decodeSnapshot, encodeSnapshot } from "../../src/store/snapshot-codec.js";
 import type { TxnBody } from "../../src/store/types.js";
+import { prepRunner } from "../helpers/prep-runner.js";
 import { aclCostBytes, znodeCostBytes, ZNODE_OVERHEAD_BYTES } from "../../src/store/znode-cost.js";
 
-const SESSION = 0x0100000000000001n;
 const bytes = (size: number) => new Uint8Array(size);
 const create = (path: string, size = 0, mode: CreateRequest["mode"] = "persistent"): CreateRequest => ({
   op: "create",
@@ -45,19 +45,8 @@ function fixture(quotaBytes = 1_000_000) {
     cleared: () => reports.push("cleared"),
   });
   const prep = new Prep(tree, { ttlNodesEnabled: false, spaceAlarm: alarm });
-  let zxid = 0;
-  const prepare = (request: WriteRequest): { zxid: number; body: TxnBody } => {
-    zxid += 1;
-    return { zxid, body: prep.prepare(request, SESSION, zxid, []) };
-  };
-  /** As the replica does: apply, retire from prep, and let the alarm see the tree's new size. */
-  const apply = ({ zxid: z, body }: { zxid: number; body: TxnBody }) => {
-    tree.apply({ header: { sessionId: SESSION, cxid: 1, zxid: z, timeMs: 1000 + z }, body });
-    prep.applied(z);
-    alarm.settle(tree.estimatedBytes());
-    return body;
-  };
-  const run = (request: WriteRequest) => apply(prepare(request));
+  // As the replica does after each applied txn: the alarm looks at the tree's new size.
+  const { prepare, apply, run } = prepRunner(tree, prep, () => alarm.settle(tree.estimatedBytes()));
   return { tree, alarm, reports, refusals, prepare, apply, run };
 }
 
