@@ -29,11 +29,12 @@ import { waitFor } from "../helpers/wait.js";
 
 const FULL = process.env["STORM_SCALE"] === "full";
 /**
- * Full: the overload issue's sizes, except the fan-out's 20,000 sessions where it asks 100,000 (one
- * client address has about 28,000 ephemeral ports to connect from).
+ * Full: the overload issue's sizes, except the fan-out's 10,000 sessions where it asks 100,000: this
+ * process holds one file descriptor per session (within a usual ulimit -n), and one client address
+ * has about 28,000 ephemeral ports to connect from.
  */
 const SIZES = FULL
-  ? { connectAttempts: 10_000, watchers: 20_000, writesMax: 200_000, listers: 100, children: 1_000_000, expiring: 10_000 }
+  ? { connectAttempts: 10_000, watchers: 10_000, writesMax: 200_000, listers: 100, children: 1_000_000, expiring: 10_000 }
   : { connectAttempts: 2_000, watchers: 600, writesMax: 40_000, listers: 100, children: 10_000, expiring: 600 };
 
 const OPEN_ACL = [{ perms: Perms.ALL, id: { scheme: "world", id: "anyone" } }];
@@ -106,7 +107,12 @@ describe("a connection storm from one address", () => {
     const attempts = await inBatches(range(SIZES.connectAttempts), 500, () => connectAttempt(zkPort));
     const answered = attempts.filter((attempt) => attempt.answered).length;
     const held = attempts.filter((attempt) => attempt.answered && attempt.open()).length;
-    assert.ok(held <= MAX_CLIENT_CNXNS - bystanders.length - 1, `${held} storm sessions open beside 5 bystanders (maxClientCnxns ${MAX_CLIENT_CNXNS})`);
+    // The SDK's stream counts too while it is open (under the full storm it may drop and come back).
+    const sdkStreams = sdk.connected ? 1 : 0;
+    assert.ok(
+      held + bystanders.length + sdkStreams <= MAX_CLIENT_CNXNS,
+      `${held} storm sessions open beside ${bystanders.length + sdkStreams} bystander connections (maxClientCnxns ${MAX_CLIENT_CNXNS})`,
+    );
     assert.ok(held >= 1, "the storm was let in up to the bound");
     const rejected = (await Scrape.of(server.metricsUrl)).value("connection_rejected");
     assert.ok(rejected >= SIZES.connectAttempts - answered - TOKENS, `connection_rejected ${rejected} of ${SIZES.connectAttempts} attempts`);
@@ -155,17 +161,21 @@ describe("storms on a three-voter cluster", () => {
   test("the watch fan-out: every session watching a znode gets its event when it changes", async () => {
     await writer.create("/fan", "0");
     const addresses = zkAddresses();
-    const watchers = await inBatches(range(SIZES.watchers), 200, async (i) => {
-      const client = await JuteClient.connect(addresses[i % 3]!, { timeoutMs: SESSION_TIMEOUT_MS });
-      const reply = await client.request(OpCode.exists, ExistsRequest, { path: "/fan", watch: true });
-      assert.equal(reply.header.err, 0);
-      return client;
-    });
-    await writer.setData("/fan", "1");
-    await waitFor("every watcher's event", () => (watchers.every((w) => w.events.length > 0) ? true : undefined), 60_000);
-    for (const watcher of watchers) assert.deepEqual(watcher.events, [{ type: 3, state: 3, path: "/fan" }], "one NodeDataChanged each");
-    for (const id of [1, 2, 3]) assert.ok(cluster.server(id).running, `server ${id} is up`);
-    await inBatches(watchers, 200, (watcher) => watcher.close());
+    const watchers: JuteClient[] = [];
+    try {
+      await inBatches(range(SIZES.watchers), 200, async (i) => {
+        const client = await JuteClient.connect(addresses[i % 3]!, { timeoutMs: SESSION_TIMEOUT_MS });
+        watchers.push(client);
+        const reply = await client.request(OpCode.exists, ExistsRequest, { path: "/fan", watch: true });
+        assert.equal(reply.header.err, 0);
+      });
+      await writer.setData("/fan", "1");
+      await waitFor("every watcher's event", () => (watchers.every((w) => w.events.length > 0) ? true : undefined), 60_000);
+      for (const watcher of watchers) assert.deepEqual(watcher.events, [{ type: 3, state: 3, path: "/fan" }], "one NodeDataChanged each");
+      for (const id of [1, 2, 3]) assert.ok(cluster.server(id).running, `server ${id} is up`);
+    } finally {
+      await inBatches(watchers, 200, (watcher) => watcher.close());
+    }
   });
 
   test("a recursive watch on / that stops reading is ended at connectionUnsentBytesMax on either door; a reading one gets every event", async () => {
