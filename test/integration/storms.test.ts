@@ -86,7 +86,7 @@ describe("a connection storm from one address", () => {
       zkPort: await freePort(),
       metricsPort: await freePort(),
       extraArgs: [
-        ...["--max-client-cnxns", String(MAX_CLIENT_CNXNS)],
+        ...["--max-client-cnxns", String(MAX_CLIENT_CNXNS), "--max-session-timeout-ms", String(SESSION_TIMEOUT_MS)],
         ...["--connection-throttle-tokens", String(TOKENS), "--connection-throttle-fill-time-ms", "1000", "--connection-throttle-fill-count", "1"],
       ],
     });
