@@ -45,6 +45,7 @@ export const FIELD_HELP: Readonly<Record<keyof ServerConfig, readonly [string, s
   connectionOutstandingMax: ["N", "requests one connection may have read and not answered before it stops being read"],
   connectionOutstandingBytesMax: ["BYTES", "the same bound in bytes"],
   connectionUnsentBytesMax: ["BYTES", "answers and watch events one connection may leave unread before the server ends it (its session stays)"],
+  globalUnsentBytesMax: ["BYTES", "answers all client connections may hold unwritten; at it, reads wait their turn"],
   maxClientCnxns: [
     "N",
     "ZooKeeper's maxClientCnxns: connections one client address may hold open over every client port; past it a new one is closed at once; 0 no limit",

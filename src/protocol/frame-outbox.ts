@@ -30,9 +30,10 @@ export class FrameOutbox<T> {
   constructor(
     /**
      * Writes one message to the stream (a single frame, or a batch) and calls `done` once the
-     * stream has taken it — or at once, if it drops the message (the stream is gone).
+     * stream has taken it — or at once, if it drops the message (the stream is gone). `frameBytes`:
+     * the encoded frames it carries, for a caller that counts what it holds.
      */
-    private readonly send: (message: Buffer, done: () => void) => void,
+    private readonly send: (message: Buffer, done: () => void, frameBytes: number) => void,
     /** Wraps several encoded frames into one batch frame. */
     private readonly batch: (frames: readonly Buffer[]) => Buffer,
     /** Encodes one frame (when its message is made). */
@@ -64,7 +65,7 @@ export class FrameOutbox<T> {
         const message = this.nextMessage();
         if (message === undefined) break;
         this.writing = true;
-        this.send(message, this.written);
+        this.send(message.bytes, this.written, message.frameBytes);
       }
     } finally {
       this.flushing = false;
@@ -73,7 +74,7 @@ export class FrameOutbox<T> {
 
   /** Writes everything waiting now, whatever is still being written (the stream is about to end). */
   flushAll(): void {
-    for (let message = this.nextMessage(); message !== undefined; message = this.nextMessage()) this.send(message, () => {});
+    for (let message = this.nextMessage(); message !== undefined; message = this.nextMessage()) this.send(message.bytes, () => {}, message.frameBytes);
   }
 
   /** The stream is gone: what waits is dropped unencoded. */
@@ -84,7 +85,7 @@ export class FrameOutbox<T> {
   }
 
   /** Encodes waiting frames in order until the next would take the message past the batch bound. */
-  private nextMessage(): Buffer | undefined {
+  private nextMessage(): { bytes: Buffer; frameBytes: number } | undefined {
     const frames: Buffer[] = [];
     let bytes = 0;
     for (;;) {
@@ -110,6 +111,6 @@ export class FrameOutbox<T> {
       this.head = 0;
     }
     if (frames.length === 0) return undefined;
-    return frames.length === 1 ? frames[0]! : this.batch(frames);
+    return { bytes: frames.length === 1 ? frames[0]! : this.batch(frames), frameBytes: bytes };
   }
 }

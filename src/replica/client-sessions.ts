@@ -34,6 +34,7 @@ import {
   type ZooKeeperChecks,
 } from "./requests.js";
 import type { ClientSessionControl } from "./quorum-peer.js";
+import type { OutboundBudget } from "./outbound-budget.js";
 
 export type EntryKind = "read" | "write" | "sync";
 
@@ -79,16 +80,23 @@ export interface ClientSessionsDeps {
   members?: () => ClusterMembersReply;
   /** Told each audited write as it is answered (audit.enable); absent: nothing is audited, at no cost. */
   audit?: AuditPort;
+  /** The server's bound on answers queued and not written out: at it, reads wait their turn; absent: reads never wait. */
+  outbound?: OutboundBudget;
 }
 
 export class ClientSessions implements ClientSessionControl {
   private readonly sessions = new Map<bigint, SessionState>();
   private readonly syncWaiters = new Set<SessionState>();
+  /** Sessions whose next read waits for the outbound bound, in the order they came to it. */
+  private readonly readWaiters = new Set<SessionState>();
+  private resumingReads = false;
   private readonly pendingCreates = new Map<bigint, (accepted: boolean) => void>();
   /** Sessions a read-only server opened: no txn made them, and they end when read-only mode does. */
   private readonly localSessions = new Map<bigint, { timeoutMs: number; password: Uint8Array }>();
 
-  constructor(private readonly deps: ClientSessionsDeps) {}
+  constructor(private readonly deps: ClientSessionsDeps) {
+    deps.outbound?.onOpen(() => this.resumeReads());
+  }
 
   private get tree(): DataTree {
     return this.deps.state.tree;
@@ -268,6 +276,7 @@ export class ClientSessions implements ClientSessionControl {
     this.sessions.clear();
     this.localSessions.clear();
     this.syncWaiters.clear();
+    this.readWaiters.clear();
     for (const session of sessions) {
       this.tree.watches.removeWatcher(session.id);
       session.connection?.end("closed");
@@ -313,8 +322,24 @@ export class ClientSessions implements ClientSessionControl {
     this.drain(session);
     this.sessions.delete(sessionId);
     this.syncWaiters.delete(session);
+    this.readWaiters.delete(session);
     session.connection?.end(askedFor ? "closed" : "expired");
     session.connection = undefined;
+  }
+
+  /** The outbound total fell under its bound: the sessions waiting read, in turn, while it stays under. */
+  private resumeReads(): void {
+    if (this.resumingReads) return;
+    this.resumingReads = true;
+    try {
+      for (const session of this.readWaiters) {
+        if (this.deps.outbound?.open === false) break;
+        this.readWaiters.delete(session);
+        this.drain(session);
+      }
+    } finally {
+      this.resumingReads = false;
+    }
   }
 
   /** Answer, in order, every request at the head of the session's queue that can be answered now. */
@@ -336,6 +361,10 @@ export class ClientSessions implements ClientSessionControl {
           // connection and fire on the session's next one. (ZooKeeper binds a watch to the connection
           // that set it; here a watch belongs to the session, so a dead connection sets none.)
           entry.reply = this.errorReply(ZkErrorCode.CONNECTIONLOSS);
+        } else if (this.deps.outbound?.open === false) {
+          if (!this.readWaiters.has(session)) this.deps.outbound.waited();
+          this.readWaiters.add(session);
+          break;
         } else {
           entry.reply = this.executeRead(session, entry.request as ReadRequest, entry.authInfo);
         }

@@ -29,6 +29,7 @@ import { ReconfigMembership, staticConfig } from "./reconfig-membership.js";
 import { ReplicaDatabase, type TreeObserver } from "./replica-database.js";
 import { SessionIdGenerator, SessionOpener } from "./session-opener.js";
 import { SessionTracker } from "./session-tracker.js";
+import { OutboundBudget } from "./outbound-budget.js";
 import { SpaceAlarm, type SpaceRefusal } from "./space-quota.js";
 
 /** The part of a server's configuration the replica runs with. */
@@ -46,6 +47,8 @@ export interface ReplicaConfig extends QuorumPeerConfig, InboundLimits {
   spaceQuotaBytes: number;
   minSessionTimeoutMs: number;
   maxSessionTimeoutMs: number;
+  /** Answers both client doors may hold encoded and not written out, over every connection; absent: no bound (reads never wait). */
+  globalUnsentBytesMax?: number;
 }
 
 export interface ReplicaPorts {
@@ -87,6 +90,8 @@ export class Replica {
     readonly status: PeerStatus,
     /** What both client doors have read and not answered, against the configured bounds. */
     readonly inbound: InboundBudget,
+    /** What both client doors hold encoded and not written out, against globalUnsentBytesMax. */
+    readonly outbound: OutboundBudget,
     /** Raised while the leader here refuses writes for space (spaceQuotaBytes). */
     readonly spaceAlarm: SpaceAlarm,
     private readonly keepPausedAlive: { clock: Clock; intervalMs: number },
@@ -180,8 +185,10 @@ export function buildReplica(config: ReplicaConfig, ports: ReplicaPorts): Replic
     logger,
   });
 
-  // answer: each session's queue answers in order; reads run when they reach its head.
+  const outbound = new OutboundBudget(config.globalUnsentBytesMax ?? Number.MAX_SAFE_INTEGER);
+  // answer: each session's queue answers in order; reads run when they reach its head (and the outbound bound lets them).
   const clientSessions = new ClientSessions({
+    outbound,
     state: database,
     forget: (sessionId) => {
       tracker.forget(sessionId);
@@ -272,6 +279,7 @@ export function buildReplica(config: ReplicaConfig, ports: ReplicaPorts): Replic
     peer,
     new PeerStatus(peer, membership, readOnly, clock),
     inbound,
+    outbound,
     spaceAlarm,
     {
       clock,

@@ -114,6 +114,14 @@ export interface ServerConfig {
    */
   connectionUnsentBytesMax: number;
   /**
+   * Answers and watch events both client doors may hold encoded and not yet written out, over every
+   * connection: at it, a read waits for its turn before it runs (nothing is refused), so many
+   * clients asking for big answers at once (listings of a parent with a million children) cost at
+   * most this plus one answer. Kept well above connectionUnsentBytesMax: a client that stops reading
+   * holds its share until its connection is ended.
+   */
+  globalUnsentBytesMax: number;
+  /**
    * ZooKeeper's maxClientCnxns: connections one client address may hold open to this server, over
    * every client port (a gRPC session stream counts as one); past it a new one is closed at once.
    * 0: no limit.
@@ -272,6 +280,7 @@ export const FIELDS: Readonly<Record<keyof ServerConfig, FieldKind>> = {
   connectionOutstandingMax: "int",
   connectionOutstandingBytesMax: "int",
   connectionUnsentBytesMax: "int",
+  globalUnsentBytesMax: "int",
   maxClientCnxns: "int",
   connectionThrottleTokens: "int",
   connectionThrottleFillTimeMs: "int",
@@ -346,6 +355,7 @@ export function defaultConfig(): Omit<ServerConfig, "minSessionTimeoutMs" | "max
     connectionOutstandingMax: 1000,
     connectionOutstandingBytesMax: 4 * MiB,
     connectionUnsentBytesMax: 64 * MiB,
+    globalUnsentBytesMax: 256 * MiB,
     maxClientCnxns: 60,
     connectionThrottleTokens: 0,
     connectionThrottleFillTimeMs: 1,
@@ -531,6 +541,7 @@ export function validateConfig(config: ServerConfig): ServerConfig {
   range("connectionOutstandingMax", 1, limits.sessionRequestsQueuedMax);
   range("connectionOutstandingBytesMax", limits.messageBytesMax, 64 * 1024 * MiB);
   range("connectionUnsentBytesMax", 64 * 1024, 64 * 1024 * MiB);
+  range("globalUnsentBytesMax", 64 * 1024, 64 * 1024 * MiB);
   range("maxClientCnxns", 0, 10_000_000);
   range("connectionThrottleTokens", 0, 10_000_000);
   range("connectionThrottleFillTimeMs", 1, 24 * 3600 * 1000);

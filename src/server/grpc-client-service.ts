@@ -10,6 +10,7 @@ import * as grpc from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import { hex64 } from "../common/hex.js";
 import { FrameOutbox } from "../protocol/frame-outbox.js";
+import type { ConnectionOutbound, OutboundBudget } from "../replica/outbound-budget.js";
 import type { ConnectionsPerAddress } from "./connections-per-address.js";
 import { corralServiceDefinition } from "../protocol/client-wire.js";
 import { certificateAuthIds, initialAuthInfo, remoteAddressOfPeer, type CertificateAuthOptions } from "../replica/auth.js";
@@ -45,6 +46,8 @@ export interface ClientServiceDeps extends Omit<ConnectionSessionDeps, "enforced
   connectionsPerAddress?: ConnectionsPerAddress;
   /** connectionUnsentBytesMax: past it a stream whose client does not read is ended (its session stays). */
   unsentBytesMax: number;
+  /** globalUnsentBytesMax: what every connection holds unwritten, shared with the ZooKeeper door. */
+  outbound: OutboundBudget;
 }
 
 /**
@@ -104,22 +107,22 @@ class GrpcClientConnection implements SessionStream<Buffer> {
    * hold, bounded by unsentBytesMax.
    */
   private unsentBytes = 0;
+  /** The same bytes, in the server's total. */
+  private readonly outbound: ConnectionOutbound;
   /** Used once the session speaks protocol 2: answers ready together share a message. */
   private readonly outbox = new FrameOutbox(
-    (message, done) => {
+    (message, done, frameBytes) => {
       if (this.ended) return done();
-      this.unsentBytes += message.length;
+      // Its frames counted from when they were queued: only a batch's framing is new. (Counted
+      // without a dip, so that the server's total never seems to fall under its bound meanwhile.)
+      this.unsent(message.length - frameBytes);
       this.call.write(message, () => {
-        this.unsentBytes -= message.length;
+        this.unsent(-message.length);
         done();
       });
     },
     encodeServerFrameBatch,
-    // A frame leaves the outbox for a message, which counts from then on.
-    (frame: Buffer) => {
-      this.unsentBytes -= frame.length;
-      return frame;
-    },
+    (frame: Buffer) => frame,
   );
   private readonly unsentBytesMax: number;
 
@@ -130,6 +133,7 @@ class GrpcClientConnection implements SessionStream<Buffer> {
   ) {
     const peer = call.getPeer();
     this.unsentBytesMax = deps.unsentBytesMax;
+    this.outbound = deps.outbound.connection();
     this.logger = deps.logger.child({ connection: id, peer });
     const remoteAddress = remoteAddressOfPeer(peer);
     // Over TLS, a client certificate the server verified is the connection's x509 identity
@@ -164,9 +168,15 @@ class GrpcClientConnection implements SessionStream<Buffer> {
   write(frame: Buffer, batchable: boolean): void {
     if (this.ended) return;
     if (this.unsentBytes > this.unsentBytesMax) return this.session.refuse("exhausted", "the client does not read its answers");
-    this.unsentBytes += frame.length;
+    this.unsent(frame.length);
     if (batchable) this.outbox.push(frame);
-    else this.call.write(frame, () => (this.unsentBytes -= frame.length));
+    else this.call.write(frame, () => this.unsent(-frame.length));
+  }
+
+  /** `bytes` were queued (positive) or taken by HTTP/2 (negative). */
+  private unsent(bytes: number): void {
+    this.unsentBytes += bytes;
+    this.outbound.add(bytes);
   }
 
   finish(reason: ConnectionEnd): void {
@@ -204,6 +214,7 @@ class GrpcClientConnection implements SessionStream<Buffer> {
   private onGone(): void {
     this.ended = true;
     this.outbox.discard();
+    this.outbound.release();
     this.sasl.dispose();
     this.session.gone();
   }

@@ -138,6 +138,18 @@ const CORRAL_GAUGES: ServerGauges = {
     help: "Times since start a client connection stopped being read at an inbound bound",
     read: (_context, status) => status.inbound.pauses,
   },
+  corral_outbound_unsent_bytes: {
+    help: "Bytes of answers and watch events both client doors hold encoded and not yet written out (bounded by globalUnsentBytesMax plus one answer)",
+    read: (_context, status) => status.outbound.bytes,
+  },
+  corral_outbound_unsent_bytes_peak: {
+    help: "The most bytes both client doors have held encoded and not yet written out at once since start",
+    read: (_context, status) => status.outbound.peakBytes,
+  },
+  corral_outbound_reads_waited: {
+    help: "Reads since start that waited for their turn because the server was at globalUnsentBytesMax",
+    read: (_context, status) => status.outbound.readsWaited,
+  },
   corral_space_quota_bytes: {
     help: "The space quota (spaceQuotaBytes): the tree's estimated bytes past which writes that grow it are refused",
     read: (_context, status) => status.space().quotaBytes,

@@ -10,6 +10,7 @@ import type { DataTree } from "../store/data-tree.js";
 import type { WriteBroadcast } from "../replica/broadcast.js";
 import type { ServerConfig } from "./config.js";
 import type { InboundBudget } from "../replica/inbound-budget.js";
+import type { OutboundBudget } from "../replica/outbound-budget.js";
 import type { RequestPipeline } from "../replica/pipeline.js";
 import type { ElectionSeen, LeaderStatus, PeerStatus } from "../replica/peer-status.js";
 import type { SessionTracker } from "../replica/session-tracker.js";
@@ -31,6 +32,8 @@ export interface ServerStatusDeps {
   pipeline: RequestPipeline;
   /** What both client doors have read and not answered, against the inbound bounds. */
   inbound: InboundBudget;
+  /** What both client doors hold encoded and not written out, against globalUnsentBytesMax. */
+  outbound: OutboundBudget;
   /** The space quota's alarm (spaceQuotaBytes), raised where the leader refuses writes for space. */
   spaceAlarm: SpaceAlarm;
   broadcast: WriteBroadcast;
@@ -101,6 +104,10 @@ export class ServerStatus {
 
   get inbound(): InboundBudget {
     return this.deps.inbound;
+  }
+
+  get outbound(): OutboundBudget {
+    return this.deps.outbound;
   }
 
   /** The space quota: its ceiling, the tree's estimated bytes against it, and whether its alarm is raised. */

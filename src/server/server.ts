@@ -245,6 +245,7 @@ export class CorralServer {
         connectionsPerAddress,
         connectThrottle,
         unsentBytesMax: config.connectionUnsentBytesMax,
+        outbound: replica.outbound,
       }),
     );
     let clientPort: number;
@@ -264,6 +265,7 @@ export class CorralServer {
       state: database,
       pipeline,
       inbound: replica.inbound,
+      outbound: replica.outbound,
       spaceAlarm: replica.spaceAlarm,
       broadcast,
       tracker,
@@ -294,6 +296,7 @@ export class CorralServer {
           connectionsPerAddress,
           connectThrottle,
           unsentBytesMax: config.connectionUnsentBytesMax,
+          outbound: replica.outbound,
         };
         if (config.zkClientPort >= 0) zkService = await ZkClientService.listen(config.clientHost, config.zkClientPort, zkDeps);
         if (config.secureZkClientPort >= 0) {

@@ -7,7 +7,8 @@
  * - a recursive watch on "/" whose client stops reading during a write storm: the server ends that
  *   connection at connectionUnsentBytesMax instead of holding its events without bound, on either
  *   door, while a watcher that reads gets every event;
- * - many clients listing a parent of many children at once all get the whole list;
+ * - many clients listing a parent of many children at once all get the whole list, and with a small
+ *   globalUnsentBytesMax the server holds at most that bound plus one answer unwritten;
  * - many sessions expiring in the same tick: no election, and the leader keeps answering.
  *
  * The sizes here keep each storm within seconds on a 2-core machine; `npm run bench:storms` runs the
@@ -17,7 +18,15 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { Client, op } from "../../src/index.js";
 import { Perms } from "../../src/common/znode.js";
-import { AddWatchRequest, CreateRequest, ExistsRequest, OpCode } from "../../src/server/zk-wire/records.js";
+import {
+  AddWatchRequest,
+  CreateRequest,
+  decodeRecord,
+  ExistsRequest,
+  GetChildrenRequest,
+  GetChildrenResponse,
+  OpCode,
+} from "../../src/server/zk-wire/records.js";
 import { connectTo, waitForLeader } from "../helpers/cluster-client.js";
 import { ClusterProcess } from "../helpers/cluster-process.js";
 import { JuteClient } from "../helpers/jute-client.js";
@@ -129,6 +138,68 @@ describe("a connection storm from one address", () => {
     assert.ok(server.running);
     await sdk.close();
     await Promise.all(bystanders.map((bystander) => bystander.close()));
+  });
+});
+
+describe("wide listings at the server's outbound bound", () => {
+  let server: ServerProcess;
+  let removeDir: () => Promise<void>;
+  const GLOBAL_UNSENT_BYTES_MAX = 1024 * 1024;
+  const CHILDREN = 100_000;
+  const LISTERS_PER_DOOR = 12;
+
+  before(async () => {
+    const dir = await makeTempDir();
+    removeDir = dir.remove;
+    server = await ServerProcess.start({
+      dataDir: dir.path,
+      zkPort: await freePort(),
+      metricsPort: await freePort(),
+      extraArgs: ["--global-unsent-bytes-max", String(GLOBAL_UNSENT_BYTES_MAX), "--max-session-timeout-ms", String(SESSION_TIMEOUT_MS)],
+    });
+  });
+
+  after(async () => {
+    await server?.stop();
+    await removeDir?.();
+  });
+
+  test("many clients listing a wide parent at once through both doors all get every child, and the server holds at most its bound plus one answer", async () => {
+    const writer = await Client.connect(server.connectString);
+    await writer.create("/wide", "");
+    for (let at = 0; at < CHILDREN; at += 1000) {
+      await writer.multi(range(1000).map((i) => op.create(`/wide/child-${String(at + i).padStart(7, "0")}`, "")));
+    }
+    const sdkListers = await Promise.all(range(LISTERS_PER_DOOR).map(() => Client.connect(server.connectString)));
+    const zkListers = await Promise.all(
+      range(LISTERS_PER_DOOR).map(() => JuteClient.connect(`127.0.0.1:${server.options.zkPort!}`, { timeoutMs: SESSION_TIMEOUT_MS })),
+    );
+    try {
+      const answerBytes: number[] = [];
+      const listThroughZk = async (lister: JuteClient): Promise<number> => {
+        const reply = await lister.request(OpCode.getChildren, GetChildrenRequest, { path: "/wide", watch: false });
+        assert.equal(reply.header.err, 0);
+        answerBytes.push(reply.body.byteLength);
+        return (decodeRecord(GetChildrenResponse, reply.body).children ?? []).length;
+      };
+      const counts = await Promise.all([...sdkListers.map(async (lister) => (await lister.getChildren("/wide")).length), ...zkListers.map(listThroughZk)]);
+      assert.deepEqual(
+        counts,
+        range(2 * LISTERS_PER_DOOR).map(() => CHILDREN),
+        "every lister got every child",
+      );
+      const scrape = await Scrape.of(server.metricsUrl);
+      // The jute answer is the larger encoding of the two doors' (4 bytes of length a name against
+      // protobuf's 2); a little room for the pongs and connect answers that never wait.
+      const oneAnswer = Math.max(...answerBytes) + 64 * 1024;
+      const peak = scrape.value("corral_outbound_unsent_bytes_peak");
+      assert.ok(peak <= GLOBAL_UNSENT_BYTES_MAX + oneAnswer, `at most the bound plus one answer held unwritten: ${peak} bytes`);
+      assert.ok(scrape.value("corral_outbound_reads_waited") >= 1, "listings waited for their turn at the bound");
+      assert.equal(scrape.value("corral_outbound_unsent_bytes"), 0, "everything was written out");
+      assert.ok(server.running);
+    } finally {
+      await Promise.all([...sdkListers.map((lister) => lister.close()), ...zkListers.map((lister) => lister.close()), writer.close()]);
+    }
   });
 });
 

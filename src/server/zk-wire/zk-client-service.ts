@@ -30,6 +30,7 @@ import {
   type SessionStream,
 } from "../../replica/connection-session.js";
 import type { ConnectionsPerAddress } from "../connections-per-address.js";
+import type { ConnectionOutbound, OutboundBudget } from "../../replica/outbound-budget.js";
 import { DoorSasl, NO_SASL, type ClientDoorAuth } from "../sasl/door-auth.js";
 import type { TlsClientAuth } from "../config.js";
 import { subjectOfPeer, tlsServerOptions, type PemFiles } from "../tls.js";
@@ -54,6 +55,8 @@ export interface ZkClientServiceDeps extends Omit<ConnectionSessionDeps, "enforc
   connectionsPerAddress?: ConnectionsPerAddress;
   /** connectionUnsentBytesMax: a client that does not read its answers is cut off rather than buffered without bound. */
   unsentBytesMax: number;
+  /** globalUnsentBytesMax: what every connection holds unwritten, shared with the gRPC door. */
+  outbound: OutboundBudget;
 }
 
 /** The secure port's TLS: the certificate files (watched) and ZooKeeper's ssl.clientAuth. */
@@ -190,6 +193,8 @@ class ZkSocketConnection implements SessionStream<Uint8Array> {
   private readonly logger: Logger;
   private readonly auth: ClientDoorAuth;
   private readonly sasl: DoorSasl;
+  /** Bytes written and not yet taken by the kernel, in the server's total. */
+  private readonly outbound: ConnectionOutbound;
 
   constructor(
     readonly id: number,
@@ -206,6 +211,7 @@ class ZkSocketConnection implements SessionStream<Uint8Array> {
     this.codec = new JuteSessionCodec(this.stats);
     this.auth = deps.auth ?? NO_SASL;
     this.sasl = new DoorSasl(this.auth, this.logger, socket);
+    this.outbound = deps.outbound.connection();
     const sessionDeps = { ...deps, enforcedSchemes: this.auth.enforcedSchemes };
     this.session = new ConnectionSession(sessionDeps, this.codec, this, remoteAddress, certificateIds, initialAuthInfo(remoteAddress, certificateIds));
     socket.on("data", (chunk: Buffer) => this.onData(chunk));
@@ -258,7 +264,9 @@ class ZkSocketConnection implements SessionStream<Uint8Array> {
         this.socket.uncork();
       });
     }
-    this.socket.write(frame);
+    const bytes = frame.byteLength;
+    this.outbound.add(bytes);
+    this.socket.write(frame, () => this.outbound.add(-bytes));
   }
 
   /** The connection ends after what was written. */
@@ -302,6 +310,7 @@ class ZkSocketConnection implements SessionStream<Uint8Array> {
   private gone(): void {
     if (this.closed) return;
     this.closed = true;
+    this.outbound.release();
     this.sasl.dispose();
     this.session.gone();
     this.onClosed();

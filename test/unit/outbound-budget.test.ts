@@ -1,0 +1,120 @@
+/**
+ * globalUnsentBytesMax (src/replica/outbound-budget.ts): at the bound a read waits in its session's
+ * queue instead of running, and the sessions waiting run in the order they came as the doors write
+ * their bytes out; a connection that goes away stops counting.
+ */
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import type { WriteBroadcast } from "../../src/replica/broadcast.js";
+import { ClientSessions } from "../../src/replica/client-sessions.js";
+import { OutboundBudget, type ConnectionOutbound } from "../../src/replica/outbound-budget.js";
+import { RequestPipeline } from "../../src/replica/pipeline.js";
+import type { Reply } from "../../src/replica/requests.js";
+import { DataTree } from "../../src/store/data-tree.js";
+import { RecordingConnection } from "../helpers/recording-connection.js";
+
+const BOUND = 1000;
+
+/** Applies a new session at once; these tests send reads only. */
+function broadcastOver(tree: DataTree, sessions: () => ClientSessions): WriteBroadcast {
+  let zxid = 0;
+  return {
+    serving: true,
+    readOnly: false,
+    submitWrite: () => assert.fail("no writes here"),
+    submitCreateSession(sessionId, timeoutMs, password) {
+      zxid += 1;
+      const txn = { header: { sessionId, cxid: 0, zxid, timeMs: zxid }, body: { type: "createSession" as const, timeoutMs, password } };
+      const { result, deliveries } = tree.apply(txn);
+      sessions().applied(txn, result, deliveries);
+    },
+    touchSession() {},
+    requestSync: (ready) => ready(zxid),
+    revalidateSession: (_sessionId, _timeoutMs, done) => done("valid"),
+  };
+}
+
+/** A connection whose every answer queues `answerBytes` in the server's total, as a door's would. */
+class CountingConnection extends RecordingConnection {
+  readonly account: ConnectionOutbound;
+  readonly order: string[];
+
+  constructor(
+    budget: OutboundBudget,
+    readonly name: string,
+    order: string[],
+    private readonly answerBytes: number,
+  ) {
+    super();
+    this.account = budget.connection();
+    this.order = order;
+  }
+
+  override sendReply(xid: number, reply: Reply): void {
+    super.sendReply(xid, reply);
+    this.order.push(`${this.name}:${xid}`);
+    this.account.add(this.answerBytes);
+  }
+}
+
+function fixture(answerBytes: number) {
+  const tree = new DataTree();
+  const budget = new OutboundBudget(BOUND);
+  const sessions: ClientSessions = new ClientSessions({ state: { tree }, forget() {}, outbound: budget });
+  const pipeline = new RequestPipeline({ sessions, admission: broadcastOver(tree, () => sessions), authOptions: { superDigest: "" } });
+  const order: string[] = [];
+  let nextSession = 1n;
+  const connect = (name: string): { connection: CountingConnection; read: (xid: number) => void } => {
+    const sessionId = nextSession++;
+    pipeline.createSession(sessionId, 4000, new Uint8Array(16), () => {});
+    const connection = new CountingConnection(budget, name, order, answerBytes);
+    pipeline.attach(sessionId, connection);
+    return { connection, read: (xid) => pipeline.submit(sessionId, connection, xid, { op: "exists", path: "/", watch: false }) };
+  };
+  return { budget, order, connect };
+}
+
+describe("reads at the server's outbound bound", () => {
+  test("a read at the bound waits unanswered and runs once the doors write out under it", () => {
+    const { budget, connect, order } = fixture(10);
+    const stalled = budget.connection();
+    stalled.add(BOUND);
+    const reader = connect("reader");
+    reader.read(1);
+    reader.read(2);
+    assert.deepEqual(order, [], "nothing answered at the bound");
+    assert.equal(budget.readsWaited, 1);
+    stalled.add(-BOUND);
+    assert.deepEqual(order, ["reader:1", "reader:2"], "both answered, in order, once under the bound");
+  });
+
+  test("sessions waiting run in the order they came, each only while the total is under the bound", () => {
+    const { budget, connect, order } = fixture(BOUND);
+    const stalled = budget.connection();
+    stalled.add(BOUND);
+    const first = connect("first");
+    const second = connect("second");
+    first.read(1);
+    second.read(1);
+    assert.equal(budget.readsWaited, 2);
+    stalled.add(-BOUND);
+    assert.deepEqual(order, ["first:1"], "the first answer takes the total back to the bound: the second waits");
+    assert.ok(budget.bytes <= 2 * BOUND, "at most the bound plus one answer");
+    first.connection.account.add(-BOUND);
+    assert.deepEqual(order, ["first:1", "second:1"]);
+  });
+
+  test("a connection that goes away stops counting, and what it writes later is not counted again", () => {
+    const { budget } = fixture(0);
+    const gone = budget.connection();
+    gone.add(BOUND + 5);
+    assert.equal(budget.open, false);
+    gone.release();
+    assert.equal(budget.bytes, 0);
+    assert.equal(budget.open, true);
+    gone.add(-5);
+    gone.add(7);
+    assert.equal(budget.bytes, 0);
+    assert.equal(budget.peakBytes, BOUND + 5);
+  });
+});
