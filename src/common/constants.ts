@@ -23,6 +23,12 @@ export const limits = {
   logBatchTxnsMax: 10_000,
   /** Bytes of frames packed into one client-stream batch; a larger frame travels alone. */
   frameBatchBytesMax: 256 * 1024,
+  /**
+   * Bytes of answers the client doors may queue in one turn of the event loop before reads wait
+   * for the next (a listing of a million children is ~15 MB and a few hundred milliseconds to
+   * make): the loop gets back to the quorum's messages and its ticks between big answers.
+   */
+  answerBytesPerTurnMax: 4 * 1024 * 1024,
   /** Ids one connection may be authenticated as (its ip id included); beyond it addAuthInfo is AUTHFAILED. */
   authIdsPerConnectionMax: 16,
   /** Bytes of one addAuthInfo's credentials; more is AUTHFAILED. Every forwarded write carries the ids. */

@@ -8,6 +8,12 @@
  * order they came as the doors write out — so the total passes the bound by at most the one answer
  * that crossed it. Nothing is refused; writes, syncs, pings and events do not wait.
  *
+ * The same count paces answers by turns of the event loop, where the host gives the replica its
+ * turns: once the answers queued in one turn pass answerBytesPerTurnMax, reads wait for the next
+ * turn. Encoding a listing of a million children takes a few hundred milliseconds; a hundred of
+ * them in one turn would hold the loop for tens of seconds, and with it the quorum's messages and
+ * the ticks that tell a live follower from a dead one (the leader stepped down under that storm).
+ *
  * A client that stops reading holds its bytes until the door ends its connection (at
  * connectionUnsentBytesMax, or when its session expires for want of pings), so the bound is kept well
  * above one connection's.
@@ -16,14 +22,27 @@
  */
 import { assert } from "../common/assert.js";
 
+export interface OutboundLimits {
+  /** globalUnsentBytesMax: bytes queued and not yet written, over every connection. */
+  bytesMax: number;
+  /** Bytes queued in one turn of the event loop past which reads wait for the next. */
+  turnBytesMax: number;
+}
+
 export class OutboundBudget {
   private bytesValue = 0;
+  private turnBytes = 0;
+  private turnScheduled = false;
   private peakBytesValue = 0;
   private readsWaitedValue = 0;
   private listener: (() => void) | undefined;
 
-  constructor(readonly bytesMax: number) {
-    assert(bytesMax >= 1, "the outbound bound lets one answer out");
+  constructor(
+    readonly limits: OutboundLimits,
+    /** Runs `run` at the event loop's next turn; absent: answers are not paced by turns. */
+    private readonly nextTurn?: (run: () => void) => void,
+  ) {
+    assert(limits.bytesMax >= 1 && limits.turnBytesMax >= 1, "the outbound bounds let one answer out");
   }
 
   /** Bytes queued and not yet written, over every connection. */
@@ -43,7 +62,7 @@ export class OutboundBudget {
 
   /** Whether a read may run now. */
   get open(): boolean {
-    return this.bytesValue < this.bytesMax;
+    return this.bytesValue < this.limits.bytesMax && this.turnBytes < this.limits.turnBytesMax;
   }
 
   /** A read waits for the bound (counted once per wait). */
@@ -67,6 +86,20 @@ export class OutboundBudget {
     this.bytesValue += delta;
     assert(this.bytesValue >= 0, "outbound total never goes below zero");
     if (this.bytesValue > this.peakBytesValue) this.peakBytesValue = this.bytesValue;
+    if (delta > 0 && this.nextTurn !== undefined) {
+      this.turnBytes += delta;
+      if (this.turnBytes >= this.limits.turnBytesMax && !this.turnScheduled) {
+        this.turnScheduled = true;
+        this.nextTurn(() => this.turnEnded());
+      }
+    }
+    if (!wasOpen && this.open) this.listener?.();
+  }
+
+  private turnEnded(): void {
+    const wasOpen = this.open;
+    this.turnScheduled = false;
+    this.turnBytes = 0;
     if (!wasOpen && this.open) this.listener?.();
   }
 }

@@ -7,6 +7,7 @@
  * builds the same Replica over in-memory twins (test/sim). A standalone server is a cluster of one
  * voter, so there is one write path.
  */
+import { limits } from "../common/constants.js";
 import { zabLimits } from "../consensus/constants.js";
 import type { QuorumMessage } from "../consensus/messages.js";
 import type { Notification } from "../election/types.js";
@@ -69,6 +70,8 @@ export interface ReplicaPorts {
   clientAddressOf?: (serverId: number) => { host: string; port: number } | undefined;
   /** A durable write failed: the replica has stopped and the process must not go on (fail-stop). */
   onFatal: (error: unknown) => void;
+  /** Runs `run` at the event loop's next turn (setImmediate): the client doors' answers are paced by turns; absent, they are not. */
+  nextTurn?: (run: () => void) => void;
   /** TEST ONLY: a leader that commits on its own ack alone (the chaos checkers' broken build). */
   unsafeCommitOnOwnAck?: boolean;
   /** SIMULATION ONLY: see TreeObserver and QuorumPeerDeps.election. */
@@ -185,7 +188,10 @@ export function buildReplica(config: ReplicaConfig, ports: ReplicaPorts): Replic
     logger,
   });
 
-  const outbound = new OutboundBudget(config.globalUnsentBytesMax ?? Number.MAX_SAFE_INTEGER);
+  const outbound = new OutboundBudget(
+    { bytesMax: config.globalUnsentBytesMax ?? Number.MAX_SAFE_INTEGER, turnBytesMax: limits.answerBytesPerTurnMax },
+    ports.nextTurn,
+  );
   // answer: each session's queue answers in order; reads run when they reach its head (and the outbound bound lets them).
   const clientSessions = new ClientSessions({
     outbound,

@@ -198,6 +198,7 @@ export class CorralServer {
         recovered,
         peers: transport ?? noPeers,
         clock: systemClock,
+        nextTurn: (run) => setImmediate(run),
         entropy: systemEntropy,
         logger,
         metrics,

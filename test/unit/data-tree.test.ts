@@ -178,6 +178,25 @@ describe("apply: create", () => {
   });
 });
 
+describe("getChildren", () => {
+  test("a listing after a child is created or deleted shows the change, though listings in between share one sorted list", () => {
+    const script = new TxnScript();
+    script.create("/app");
+    script.create("/app/b");
+    script.create("/app/a");
+    const tree = script.tree;
+    const first = tree.getChildren("/app").children;
+    assert.deepEqual(first, ["a", "b"]);
+    assert.equal(tree.getChildren("/app").children, first, "unchanged children: the same list");
+    script.create("/app/c");
+    assert.deepEqual(tree.getChildren("/app").children, ["a", "b", "c"]);
+    script.delete("/app/a");
+    script.create("/app/d");
+    assert.deepEqual(tree.getChildren("/app").children, ["b", "c", "d"], "a delete and a create of the same count");
+    assert.deepEqual(first, ["a", "b"], "an earlier listing is never changed");
+  });
+});
+
 describe("apply: delete", () => {
   test("removes the node; the parent's cversion +1, pzxid = zxid, numChildren -1", () => {
     const script = new TxnScript();

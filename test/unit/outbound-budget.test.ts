@@ -57,9 +57,9 @@ class CountingConnection extends RecordingConnection {
   }
 }
 
-function fixture(answerBytes: number) {
+function fixture(answerBytes: number, turns?: { turnBytesMax: number; nextTurn: (run: () => void) => void }) {
   const tree = new DataTree();
-  const budget = new OutboundBudget(BOUND);
+  const budget = new OutboundBudget({ bytesMax: BOUND, turnBytesMax: turns?.turnBytesMax ?? Number.MAX_SAFE_INTEGER }, turns?.nextTurn);
   const sessions: ClientSessions = new ClientSessions({ state: { tree }, forget() {}, outbound: budget });
   const pipeline = new RequestPipeline({ sessions, admission: broadcastOver(tree, () => sessions), authOptions: { superDigest: "" } });
   const order: string[] = [];
@@ -102,6 +102,18 @@ describe("reads at the server's outbound bound", () => {
     assert.ok(budget.bytes <= 2 * BOUND, "at most the bound plus one answer");
     first.connection.account.add(-BOUND);
     assert.deepEqual(order, ["first:1", "second:1"]);
+  });
+
+  test("past the bytes one turn may queue, reads wait for the next turn even under the bound", () => {
+    const turns: (() => void)[] = [];
+    const { budget, connect, order } = fixture(100, { turnBytesMax: 150, nextTurn: (run) => turns.push(run) });
+    const reader = connect("reader");
+    for (const xid of [1, 2, 3]) reader.read(xid);
+    assert.deepEqual(order, ["reader:1", "reader:2"], "the second answer passes the turn's bytes: the third waits");
+    assert.ok(budget.bytes < BOUND);
+    assert.equal(turns.length, 1, "one next turn asked for");
+    turns.shift()!();
+    assert.deepEqual(order, ["reader:1", "reader:2", "reader:3"]);
   });
 
   test("a connection that goes away stops counting, and what it writes later is not counted again", () => {
