@@ -26,6 +26,7 @@ import { nextZxidInEpoch, ZabCoreBase } from "./core-base.js";
 import type { ZabReady } from "./core-io.js";
 import type { LogRecord, QuorumMessage, SessionTouch } from "./messages.js";
 import { lastLoggedZxidOf, type ZabOptions } from "./options.js";
+import { RELEASED_RECORD } from "./record-window.js";
 
 export interface LearnerOptions extends ZabOptions {
   role: MemberRole;
@@ -425,6 +426,8 @@ export class Learner extends ZabCoreBase {
     while (this.pendingCount > 0) {
       const record = this.pending[this.pendingHead]!;
       if (record.zxid > upTo) break;
+      // Its slot lets the record go now, not when the array is next compacted.
+      this.pending[this.pendingHead] = RELEASED_RECORD;
       this.pendingHead += 1;
       this.appliedZxid = record.zxid;
       this.out.apply.push(record);

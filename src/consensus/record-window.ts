@@ -4,6 +4,12 @@ import type { LogRecord } from "./messages.js";
 /** The array is compacted once this many records at its front are dead, and they are half of it. */
 const COMPACT_AFTER = 1024;
 
+/**
+ * What the slot of a record no longer kept holds until the array is compacted: records are up to a
+ * message's size, and a thousand dead ones of 512 KiB held on would be half a GiB past the bound.
+ */
+export const RELEASED_RECORD: LogRecord = { zxid: 0, record: new Uint8Array(0) };
+
 /** How many applied records a window keeps: at most `count` of them, holding at most `bytes` together. */
 export interface AppliedBound {
   count: number;
@@ -90,6 +96,7 @@ export class RecordWindow {
     const drop = this.beyondAppliedBound(applied);
     if (drop <= 0) return { dropped: 0, newestDropped: undefined };
     const newestDropped = this.at(drop - 1);
+    for (let k = this.head; k < this.head + drop; k++) this.records[k] = RELEASED_RECORD;
     this.head += drop;
     if (this.head > COMPACT_AFTER && this.head * 2 > this.records.length) {
       this.start = this.ends[this.head - 1]!;

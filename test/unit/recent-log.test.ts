@@ -94,6 +94,20 @@ test("a long run keeps at most the window plus the compaction slack in memory", 
   assert.ok(records.length <= 100 + 2 * 1024 + 2, "dead records are compacted away");
 });
 
+test("records dropped from the window are let go at once, not when its array is next compacted", () => {
+  const large = (zxid: number): LogRecord => ({ zxid, record: new Uint8Array(1000) });
+  const log = new RecentLog(0, [], { count: 100, bytes: 2_500 });
+  for (let zxid = 1; zxid <= 200; zxid++) {
+    log.append(large(zxid));
+    log.applied(zxid);
+  }
+  // The records array inside its RecordWindow: 198 dead slots, not yet compacted (under 1024).
+  const records = (log as unknown as { window: { records: LogRecord[] } }).window.records;
+  assert.equal(records.length, 200);
+  const heldBytes = records.reduce((sum, r) => sum + r.record.byteLength, 0);
+  assert.equal(heldBytes, 2_000, "only the two records kept hold their bytes");
+});
+
 test("a window of large records keeps only as many applied ones as fit its byte bound, and at least one", () => {
   const large = (zxid: number): LogRecord => ({ zxid, record: new Uint8Array(1000) });
   const log = new RecentLog(0, [], { count: 100, bytes: 2_500 });
