@@ -55,7 +55,8 @@ export interface QueueEntry {
 
 export class SessionState {
   connection: ClientConnection | undefined;
-  readonly queue: QueueEntry[] = [];
+  /** From `head` on: the requests not yet answered. Before it: answered ones' slots, emptied, until the queue is next cut. */
+  readonly queue: (QueueEntry | undefined)[] = [];
   head = 0;
   /** A closeSession (asked for or expiry) is in flight: new requests are refused. */
   closing = false;
@@ -369,6 +370,8 @@ export class ClientSessions implements ClientSessionControl {
           entry.reply = this.executeRead(session, entry.request as ReadRequest, entry.authInfo);
         }
       }
+      // Its slot lets the request go now (a write's data may be a MiB), not when the queue is cut.
+      queue[session.head] = undefined;
       session.head += 1;
       if (!entry.connection.open) continue;
       // SESSIONMOVED is a connection-level error in ZooKeeper (FinalRequestProcessor closes the

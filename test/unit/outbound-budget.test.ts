@@ -1,7 +1,8 @@
 /**
  * globalUnsentBytesMax (src/replica/outbound-budget.ts): at the bound a read waits in its session's
  * queue instead of running, and the sessions waiting run in the order they came as the doors write
- * their bytes out; a connection that goes away stops counting.
+ * their bytes out; a connection that goes away stops counting. And what a session's queue holds
+ * of requests already answered.
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
@@ -64,14 +65,14 @@ function fixture(answerBytes: number, turns?: { turnBytesMax: number; nextTurn: 
   const pipeline = new RequestPipeline({ sessions, admission: broadcastOver(tree, () => sessions), authOptions: { superDigest: "" } });
   const order: string[] = [];
   let nextSession = 1n;
-  const connect = (name: string): { connection: CountingConnection; read: (xid: number) => void } => {
+  const connect = (name: string): { connection: CountingConnection; read: (xid: number) => void; sessionId: bigint } => {
     const sessionId = nextSession++;
     pipeline.createSession(sessionId, 4000, new Uint8Array(16), () => {});
     const connection = new CountingConnection(budget, name, order, answerBytes);
     pipeline.attach(sessionId, connection);
-    return { connection, read: (xid) => pipeline.submit(sessionId, connection, xid, { op: "exists", path: "/", watch: false }) };
+    return { connection, sessionId, read: (xid) => pipeline.submit(sessionId, connection, xid, { op: "exists", path: "/", watch: false }) };
   };
-  return { budget, order, connect };
+  return { budget, order, connect, sessions };
 }
 
 describe("reads at the server's outbound bound", () => {
@@ -128,5 +129,21 @@ describe("reads at the server's outbound bound", () => {
     gone.add(7);
     assert.equal(budget.bytes, 0);
     assert.equal(budget.peakBytes, BOUND + 5);
+  });
+});
+
+describe("a session's queue", () => {
+  test("holds nothing of the requests it has answered while later ones still wait", () => {
+    const { budget, connect, sessions } = fixture(BOUND / 2);
+    const stalled = budget.connection();
+    stalled.add(BOUND);
+    const reader = connect("reader");
+    for (const xid of [1, 2, 3]) reader.read(xid);
+    stalled.add(-BOUND);
+    const session = sessions.get(reader.sessionId)!;
+    assert.equal(session.head, 2, "two answered; the third waits at the bound");
+    assert.ok(budget.bytes >= BOUND);
+    assert.deepEqual(session.queue.slice(0, session.head), [undefined, undefined]);
+    assert.equal(session.queued(), 1);
   });
 });
