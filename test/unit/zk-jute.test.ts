@@ -482,3 +482,16 @@ test("a partial frame is held until the rest arrives", () => {
   assert.equal(splitter.pendingBytes, 5);
   assert.deepStrictEqual(splitter.push(frame.subarray(5)), [Uint8Array.of(1, 2, 3)]);
 });
+
+test("a ustring is its length then the UTF-8 TextEncoder makes, lone surrogates and all, however the writer grows", () => {
+  const strings = ["", "a", "é", "日本語", "😀", "\ud800", "a\udc00b", "x".repeat(5000), "ж".repeat(3000)];
+  const writer = new JuteWriter(16);
+  for (const s of strings) writer.writeUstring(s);
+  const expected = strings.flatMap((s) => {
+    const bytes = new TextEncoder().encode(s);
+    const length = new Uint8Array(4);
+    new DataView(length.buffer).setInt32(0, bytes.byteLength, false);
+    return [...length, ...bytes];
+  });
+  assert.deepEqual([...writer.toBytes()], expected);
+});

@@ -57,7 +57,6 @@ export interface JuteReaderOptions {
 }
 
 const UTF8_DECODER = new TextDecoder("utf-8", { fatal: false });
-const UTF8_ENCODER = new TextEncoder();
 
 /** Reads jute primitives from one record's bytes. */
 export class JuteReader {
@@ -181,11 +180,14 @@ const INT64_MAX = (1n << 63n) - 1n;
 export class JuteWriter {
   private bytes: Uint8Array;
   private view: DataView;
+  /** The same bytes as a Buffer: strings are encoded into it in place (a listing writes a million). */
+  private text: Buffer;
   private length = 0;
 
   constructor(initialCapacityBytes = 256) {
     this.bytes = pooledBytes(Math.max(16, initialCapacityBytes));
     this.view = new DataView(this.bytes.buffer, this.bytes.byteOffset, this.bytes.byteLength);
+    this.text = Buffer.from(this.bytes.buffer, this.bytes.byteOffset, this.bytes.byteLength);
   }
 
   private reserve(count: number): void {
@@ -196,6 +198,7 @@ export class JuteWriter {
     grown.set(this.bytes.subarray(0, this.length));
     this.bytes = grown;
     this.view = new DataView(grown.buffer, grown.byteOffset, grown.byteLength);
+    this.text = Buffer.from(grown.buffer, grown.byteOffset, grown.byteLength);
   }
 
   writeInt(value: number): this {
@@ -230,7 +233,12 @@ export class JuteWriter {
 
   writeUstring(value: string | null): this {
     if (value === null) return this.writeInt(-1);
-    return this.writeBuffer(UTF8_ENCODER.encode(value));
+    // UTF-8 takes at most three bytes per UTF-16 unit (a lone surrogate becomes U+FFFD, as TextEncoder makes it).
+    this.reserve(4 + 3 * value.length);
+    const written = this.text.write(value, this.length + 4, "utf8");
+    this.view.setInt32(this.length, written, false);
+    this.length += 4 + written;
+    return this;
   }
 
   writeVector<T>(items: readonly T[] | null, writeItem: (writer: JuteWriter, item: T) => void): this {
