@@ -36,7 +36,10 @@ export const FIELD_HELP: Readonly<Record<keyof ServerConfig, readonly [string, s
   initLimitTicks: ["N", "ticks a learner may take to connect to and sync with the leader"],
   syncLimitTicks: ["N", "ticks a learner may lag or fall silent before it is dropped"],
   commitLogCount: ["N", "committed txns the leader keeps in memory to DIFF a returning learner"],
-  proposalBytesInFlightMax: ["BYTES", "the leader's flow-control window: bytes proposed and not committed, and sent to a follower and not acked"],
+  proposalBytesInFlightMax: [
+    "BYTES",
+    "the leader's flow-control window: bytes proposed and not committed, and sent to a follower and not acked; the leader also proposes nothing while an up-to-date follower that is acking is two windows behind, and a learner forwards at most two windows of writes not yet answered. Small writes (\u2264 20 KiB) may pass these bounds by 1 MiB, so one session's small write never waits for room behind others' large ones",
+  ],
   globalOutstandingLimit: [
     "N",
     "ZooKeeper's globalOutstandingLimit: requests read from clients and not answered, over every connection; at it, connections holding their share stop being read until answered",
@@ -45,7 +48,10 @@ export const FIELD_HELP: Readonly<Record<keyof ServerConfig, readonly [string, s
   connectionOutstandingMax: ["N", "requests one connection may have read and not answered before it stops being read"],
   connectionOutstandingBytesMax: ["BYTES", "the same bound in bytes"],
   connectionUnsentBytesMax: ["BYTES", "answers and watch events one connection may leave unread before the server ends it (its session stays)"],
-  globalUnsentBytesMax: ["BYTES", "answers all client connections may hold unwritten; at it, reads wait their turn"],
+  globalUnsentBytesMax: [
+    "BYTES",
+    "answers and watch events all client connections together may hold encoded and not yet written out; at it a read waits for its turn before it runs (nothing is refused), so many big answers at once cost at most this plus one answer",
+  ],
   maxClientCnxns: [
     "N",
     "ZooKeeper's maxClientCnxns: connections one client address may hold open over every client port; past it a new one is closed at once; 0 no limit",
