@@ -80,33 +80,47 @@ async function connectAttempt(port: number): Promise<{ answered: boolean; open: 
   return { answered, open: () => !closed, client };
 }
 
-describe("a connection storm from one address", () => {
-  let server: ServerProcess;
-  let removeDir: () => Promise<void>;
-  const MAX_CLIENT_CNXNS = 40;
-  const TOKENS = 200;
-
+/**
+ * A standalone server with a ZooKeeper port and metrics, for the tests of the describe that calls
+ * this: started before them with `extraArgs` (its raw clients' long sessions granted), stopped and
+ * its data dir removed after them.
+ */
+function standaloneServer(extraArgs: readonly string[]): { readonly server: ServerProcess } {
+  let started: ServerProcess | undefined;
+  let removeDir: (() => Promise<void>) | undefined;
   before(async () => {
     const dir = await makeTempDir();
     removeDir = dir.remove;
-    // The bucket refills one token a second: within the storm it is the bound, not the refill.
-    server = await ServerProcess.start({
+    started = await ServerProcess.start({
       dataDir: dir.path,
       zkPort: await freePort(),
       metricsPort: await freePort(),
-      extraArgs: [
-        ...["--max-client-cnxns", String(MAX_CLIENT_CNXNS), "--max-session-timeout-ms", String(SESSION_TIMEOUT_MS)],
-        ...["--connection-throttle-tokens", String(TOKENS), "--connection-throttle-fill-time-ms", "1000", "--connection-throttle-fill-count", "1"],
-      ],
+      extraArgs: [...extraArgs, "--max-session-timeout-ms", String(SESSION_TIMEOUT_MS)],
     });
   });
-
   after(async () => {
-    await server?.stop();
+    await started?.stop();
     await removeDir?.();
   });
+  return {
+    get server(): ServerProcess {
+      if (started === undefined) throw new Error("the server is started before the tests");
+      return started;
+    },
+  };
+}
+
+describe("a connection storm from one address", () => {
+  const MAX_CLIENT_CNXNS = 40;
+  const TOKENS = 200;
+  // The bucket refills one token a second: within the storm it is the bound, not the refill.
+  const standalone = standaloneServer([
+    ...["--max-client-cnxns", String(MAX_CLIENT_CNXNS)],
+    ...["--connection-throttle-tokens", String(TOKENS), "--connection-throttle-fill-time-ms", "1000", "--connection-throttle-fill-count", "1"],
+  ]);
 
   test("maxClientCnxns and the token bucket hold, and the sessions already open keep working", async () => {
+    const server = standalone.server;
     const zkPort = server.options.zkPort!;
     const bystanders = await Promise.all(range(4).map(() => JuteClient.connect(`127.0.0.1:${zkPort}`, { timeoutMs: SESSION_TIMEOUT_MS })));
     const sdk = await Client.connect(server.connectString);
@@ -142,29 +156,13 @@ describe("a connection storm from one address", () => {
 });
 
 describe("wide listings at the server's outbound bound", () => {
-  let server: ServerProcess;
-  let removeDir: () => Promise<void>;
   const GLOBAL_UNSENT_BYTES_MAX = 1024 * 1024;
   const CHILDREN = 100_000;
   const LISTERS_PER_DOOR = 12;
-
-  before(async () => {
-    const dir = await makeTempDir();
-    removeDir = dir.remove;
-    server = await ServerProcess.start({
-      dataDir: dir.path,
-      zkPort: await freePort(),
-      metricsPort: await freePort(),
-      extraArgs: ["--global-unsent-bytes-max", String(GLOBAL_UNSENT_BYTES_MAX), "--max-session-timeout-ms", String(SESSION_TIMEOUT_MS)],
-    });
-  });
-
-  after(async () => {
-    await server?.stop();
-    await removeDir?.();
-  });
+  const standalone = standaloneServer(["--global-unsent-bytes-max", String(GLOBAL_UNSENT_BYTES_MAX)]);
 
   test("many clients listing a wide parent at once through both doors all get every child, and the server holds at most its bound plus one answer", async () => {
+    const server = standalone.server;
     const writer = await Client.connect(server.connectString);
     await writer.create("/wide", "");
     for (let at = 0; at < CHILDREN; at += 1000) {
