@@ -76,6 +76,12 @@ export interface SimConfig {
   spares: number;
 }
 
+/**
+ * For scripted scenarios: the real election over a network that loses, duplicates and breaks
+ * nothing, so that only the faults a test applies happen.
+ */
+export const SCRIPTED_NETWORK = { election: "fle", electionLoss: 0, electionDuplicate: 0, streamBreak: 0 } as const satisfies Partial<SimConfig>;
+
 export function defaultConfig(prng: Prng): SimConfig {
   return {
     voters: prng.pick([3, 3, 5]),
