@@ -12,8 +12,9 @@ import { ConsoleService } from "../console/console-service.js";
 import { ConfigError } from "../server/config-error.js";
 import { loadConfig, type ServerConfig } from "../server/config.js";
 import { diskFaultPlanFromEnv } from "../server/disk-faults.js";
+import { DataDamagedError } from "../server/disk-storage.js";
 import { createLogger } from "../server/log.js";
-import { CorralServer } from "../server/server.js";
+import { CorralServer, DATA_DAMAGED_EXIT_CODE } from "../server/server.js";
 import { dropIpServerNameWarning } from "./quiet-warnings.js";
 import { readFlags } from "./tool-command.js";
 
@@ -170,6 +171,10 @@ main(process.argv.slice(2)).catch((error: unknown) => {
   if (error instanceof ConfigError) {
     process.stderr.write(`${error.message}\n`);
     process.exit(2);
+  }
+  if (error instanceof DataDamagedError) {
+    process.stderr.write(`corral: ${error.message}\n`);
+    process.exit(DATA_DAMAGED_EXIT_CODE);
   }
   process.stderr.write(`corral: ${(error as Error).stack ?? String(error)}\n`);
   process.exit(1);

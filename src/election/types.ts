@@ -46,4 +46,10 @@ export interface Notification {
    * configuration in force was left out of the committed history, and never joins it.
    */
   applied?: number;
+  /**
+   * The sender repairs damaged durable state from a leader (it holds no good copy, and votes for
+   * nobody of its own): what a repairing server counts to tell whether enough good copies are left
+   * for a quorum. The election itself ignores it.
+   */
+  repairing?: boolean;
 }

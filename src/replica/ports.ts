@@ -48,6 +48,12 @@ export interface ReplicaStorage {
   snapshots: SnapshotPort;
 }
 
+/** Durable state that does not read back as written: the file (or LevelDB directory) and what is wrong. */
+export interface StorageDamage {
+  file: string;
+  reason: string;
+}
+
 /** What the storage held when the replica was built (read before, by whoever opened it). */
 export interface RecoveredState {
   /** The newest snapshot's tree (committed txns only). */
@@ -56,6 +62,12 @@ export interface RecoveredState {
   unappliedTail: LogRecord[];
   acceptedEpoch: number;
   currentEpoch: number;
+  /**
+   * Set when the storage found its files damaged (or an earlier repair unfinished): the tree and
+   * log above are empty, and the replica must not serve nor count toward a quorum's discovery
+   * until the leader's full snapshot is durable in their place (the storage's `install`).
+   */
+  repairing?: StorageDamage;
 }
 
 /** The election and quorum links to the other members. Inbound traffic calls the Replica's `on*` methods. */

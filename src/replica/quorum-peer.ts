@@ -24,15 +24,16 @@ import { decodeTxn } from "../store/txn-codec.js";
 import type { Id } from "../store/types.js";
 import { formatZxid as hex } from "../store/zxid.js";
 import type { RevalidationOutcome, WriteBroadcast } from "./broadcast.js";
-import { configOfTree, configOfTxnData } from "./cluster-config.js";
+import { configOfTree, configOfTxnData, quorumOf } from "./cluster-config.js";
 import type { AdmittedRequest, LeaderAdmissionFactory } from "./leader-admission.js";
 import { beginTerm, LOOKING, termStateOf, type InTerm, type Learning, type PeerRole } from "./peer-role.js";
 import { ElectionHistory, type StatusSource } from "./peer-status.js";
 import { PersistQueue } from "./persist-queue.js";
-import type { Clock, LogSink, PeerPort, ReplicaMetrics, ReplicaStorage } from "./ports.js";
+import type { Clock, LogSink, PeerPort, ReplicaMetrics, ReplicaStorage, StorageDamage } from "./ports.js";
 import type { ReadOnlyMode } from "./read-only-mode.js";
 import type { RecentLog } from "./recent-log.js";
 import { learnerPlaceChange, mayLead, notificationViews, outsideEveryConfig, type ReconfigMembership } from "./reconfig-membership.js";
+import type { RepairState } from "./repair.js";
 import type { AnswerStage, ReplicaDatabase } from "./replica-database.js";
 import { encodeForwardedRequest } from "./request-codec.js";
 import type { SessionTracker } from "./session-tracker.js";
@@ -92,6 +93,8 @@ export interface QuorumPeerDeps {
   recentLog: RecentLog;
   membership: ReconfigMembership;
   readOnly: ReadOnlyMode;
+  /** Whether this member repairs state it cannot vouch for (repair.ts). */
+  repair: RepairState;
   /** Makes each leading term's write admission (with that term's Prep). */
   admitLeaderWrites: LeaderAdmissionFactory;
   transport: PeerPort;
@@ -168,6 +171,11 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
     return this.deps.readOnly.active;
   }
 
+  /** What this member repairs from its leader (damaged files, a diverged tree); undefined when it holds a good copy. */
+  get repairing(): StorageDamage | undefined {
+    return this.deps.repair.damage;
+  }
+
   start(): void {
     const intervalMs = Math.max(5, Math.min(TICK_INTERVAL_MS_MAX, Math.floor(this.deps.config.tickMs / 4)));
     this.stopTicking = this.deps.clock.every(intervalMs, () => this.onTick());
@@ -213,7 +221,18 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
         this.startLooking("a pending reconfiguration never commits");
       }
     }
+    const { repair } = this.deps;
+    repair.heardFrom(notification.from, notification.repairing === true);
+    if (repair.active && this.refuseIfUnrepairable()) return;
     if (this.election) this.handleElection(this.election.receive(notification, clock.nowMs()));
+  }
+
+  /** A repairing member with too few good copies left for a quorum stops for good (repair.ts). */
+  private refuseIfUnrepairable(): boolean {
+    const refusal = this.deps.repair.verdict(quorumOf(this.deps.membership.configInForce));
+    if (refusal === undefined) return false;
+    this.fatal(refusal);
+    return true;
   }
 
   /** A newer configuration is in force: whoever leads here may not lead there; a learner whose place changed re-elects. */
@@ -367,8 +386,14 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
     logger.info({ role: "looking", reason }, "role changed");
     const view = membership.electionViewToLook();
     const election = this.electionFor(view.role, view.quorum);
-    const self = { lastZxid: database.lastLoggedZxid(), currentEpoch: this.epochs.currentEpoch, mayLead: mayLead(membership.state) };
+    // A repairing member proposes nobody either: what it holds is not a leader's history.
+    const self = {
+      lastZxid: database.lastLoggedZxid(),
+      currentEpoch: this.epochs.currentEpoch,
+      mayLead: mayLead(membership.state) && !this.deps.repair.active,
+    };
     this.handleElection(election.startLooking(self, clock.nowMs()));
+    if (this.deps.repair.active) this.refuseIfUnrepairable();
   }
 
   private electionFor(role: MemberRole, quorum: JointQuorum): LeaderElection {
@@ -397,9 +422,10 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
     // Every notification carries our configuration in force and the latest reconfiguration we logged
     // and have not seen committed (a standalone server, which cannot be reconfigured, sends none).
     const views = membership.reconfigurable && output.send.length > 0 ? notificationViews(membership.state) : {};
+    const repairing = this.deps.repair.active ? { repairing: true } : {};
     for (const { to, notification } of output.send) {
       logger.debug({ to, notification: { ...notification, vote: { ...notification.vote } } }, "notification sent");
-      transport.sendNotification(to, { ...notification, ...views });
+      transport.sendNotification(to, { ...notification, ...views, ...repairing });
     }
     // A server outside every configuration in play never takes part in a term.
     if (output.decided && !outsideEveryConfig(membership.state)) this.startTerm(output.decided);
@@ -415,11 +441,13 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
   }
 
   private buildCore(decision: Decision, generation: number): void {
-    const { config, database, transport, membership, clock, metrics } = this.deps;
+    const { config, database, transport, membership, clock, metrics, repair } = this.deps;
     const state = termStateOf(decision);
     // Elected on votes for a place this server's own log does not give it (the election never
     // proposes such a server, but a stale vote may name it): a leader core would not count it a voter.
     if (state === "leading" && !mayLead(membership.state)) return this.startLooking("elected, but a voter only through a reconfiguration not logged here");
+    // Likewise a member without a good copy, which never leads.
+    if (state === "leading" && repair.active) return this.startLooking("repairing: this server cannot lead");
     this.termStartedMs = clock.nowMs();
     // ZooKeeper times an election for its voters (Leader.lead, Follower.followLeader), not observers.
     if (state !== "observing") metrics?.electionDecided(this.termStartedMs - this.lookingSinceMs);
@@ -445,6 +473,7 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
       },
       nowMs: clock.nowMs(),
       ...(this.deps.unsafeCommitOnOwnAck === true ? { unsafeCommitOnOwnAck: true } : {}),
+      ...(repair.active ? { repairing: true } : {}),
     };
     if (state !== "leading") transport.followLeader(decision.leader);
     const term = { carryOut: (ready: ZabReady) => this.handle(ready, generation), current: () => generation === this.generation };
@@ -533,8 +562,9 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
       this.pendingRevalidations.delete(sessionId);
       for (const done of waiting) done(valid ? "valid" : "expired");
     }
-    this.acceptingClients = ready.serving;
-    if (ready.serving && !wasServing) this.beginServing(role);
+    // A repairing member serves only once its snapshot from the leader is installed.
+    this.acceptingClients = ready.serving && !this.deps.repair.active;
+    if (this.acceptingClients && !wasServing) this.beginServing(role);
     if (role.state === "leading") {
       for (const { from, sessionId, timeoutMs } of ready.revalidations) {
         if (generation !== this.generation) break;
@@ -617,7 +647,14 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
         recentLog.reset(action.zxid);
         this.persist.exclusive(
           (done) => storage.snapshots.install(action.zxid, action.snapshot, done),
-          () => this.answer(generation, { type: "snapshotInstalled", zxid: action.zxid }),
+          () => {
+            // The leader's image is durable in place of what this member could not vouch for.
+            if (this.deps.repair.active) {
+              this.deps.repair.finished();
+              this.deps.logger.warn({ zxid: hex(action.zxid) }, "repair finished: the leader's snapshot is installed");
+            }
+            this.answer(generation, { type: "snapshotInstalled", zxid: action.zxid });
+          },
         );
         return;
       }

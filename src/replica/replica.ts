@@ -23,6 +23,7 @@ import { QuorumPeer, type QuorumPeerConfig, type QuorumPeerDeps } from "./quorum
 import type { QuotaExceeded } from "./quota-guard.js";
 import { ReadOnlyMode } from "./read-only-mode.js";
 import { RecentLog } from "./recent-log.js";
+import { RepairState } from "./repair.js";
 import { ReconfigMembership, staticConfig } from "./reconfig-membership.js";
 import { ReplicaDatabase, type TreeObserver } from "./replica-database.js";
 import { SessionIdGenerator, SessionOpener } from "./session-opener.js";
@@ -190,6 +191,7 @@ export function buildReplica(config: ReplicaConfig, ports: ReplicaPorts): Replic
     recentLog,
     membership,
     readOnly,
+    repair: new RepairState(config.serverId, ports.recovered.repairing),
     admitLeaderWrites,
     transport: ports.peers,
     sessions: clientSessions,

@@ -44,6 +44,9 @@ function readCorralVersion(): string {
   }
 }
 
+/** A server refusing to start on damaged data it cannot repair (EX_DATAERR). */
+export const DATA_DAMAGED_EXIT_CODE = 65;
+
 export interface ServerHooks {
   /**
    * A durable write failed (txn log, epochs, truncation, SNAP install): the server has stopped
@@ -97,6 +100,11 @@ export class CorralServer {
     const reportFatal =
       hooks.onFatal ??
       ((error: unknown) => {
+        if ((error as { code?: unknown }).code === "CANNOT_REPAIR") {
+          // Damaged data with too few good copies left to repair it from: a person must act.
+          logger.fatal({ err: error }, (error as Error).message);
+          process.exit(DATA_DAMAGED_EXIT_CODE);
+        }
         logger.fatal({ err: error }, "a durable write failed: stopping without answering (fail-stop)");
         process.exit(70);
       });
@@ -141,6 +149,8 @@ export class CorralServer {
         config.dataDir,
         {
           snapshotRetainCount: config.snapshotRetainCount,
+          // A member repairs damaged files from its leader; a standalone server holds the only copy.
+          onDamage: clustered ? "repair" : "refuse",
           // Whichever write fails the log — a group-commit batch, an epoch, a truncation, the purge
           // after a background snapshot — the server stops at once rather than carry on with a dead log.
           log: { onFailed: onFatal, onBatchDurable: (records, ms) => metrics.logBatchDurable(records, ms), ...(faults ? { faults } : {}) },

@@ -117,7 +117,7 @@ export class Harness {
   }
 
   /** Starts server `id` as leader (leaderId undefined) or as a learner of `leaderId`, from what is durable. */
-  start(id: number, leaderId?: number, pendingConfigs: readonly PendingConfig[] = []): ZabCore {
+  start(id: number, leaderId?: number, pendingConfigs: readonly PendingConfig[] = [], options: { repairing?: boolean } = {}): ZabCore {
     const s = this.server(id);
     const role =
       leaderId === undefined
@@ -139,6 +139,7 @@ export class Harness {
       state: { snapshot: () => ({ zxid: s.treeZxid, bytes: new TextEncoder().encode(JSON.stringify(s.applied)) }), lastZxid: () => s.treeZxid },
       nowMs: this.nowMs,
       committedLogRecordsMax: this.committedLogRecordsMax,
+      ...(options.repairing === true ? { repairing: true } : {}),
     });
     s.stepDown = undefined;
     this.handle(s, s.zab.start());
@@ -235,7 +236,7 @@ export class Harness {
 export function describe(m: QuorumMessage): string {
   switch (m.type) {
     case "learnerInfo":
-      return `learnerInfo(${m.role}, accepted ${m.acceptedEpoch}, last ${formatZxid(m.lastZxid)})`;
+      return `learnerInfo(${m.role}, accepted ${m.acceptedEpoch}, last ${formatZxid(m.lastZxid)}${m.repairing === true ? ", repairing" : ""})`;
     case "leaderInfo":
       return `leaderInfo(${m.newEpoch})`;
     case "ackEpoch":
@@ -258,6 +259,8 @@ export function describe(m: QuorumMessage): string {
       return `ping(${m.touches.length})`;
     case "request":
       return `request(${m.cxid})`;
+    case "treeDigest":
+      return `treeDigest(${formatZxid(m.zxid)}${m.digest === undefined ? "" : ` ${m.digest}`})`;
     case "sync":
       return `sync(${m.syncId})`;
     case "syncDone":

@@ -14,7 +14,9 @@ import {
   stableKey,
   zxidOfLogKey,
 } from "./keys.js";
+import { levelDbDamage, StorageDamagedError } from "./damage.js";
 import { type DiskFaults, type DiskWriteKind, writeWithFaults } from "./faults.js";
+import { decodeLogRecord, encodeLogRecord, LogChain, tornTailLength } from "./log-record.js";
 
 export { type DiskFaults, type DiskWriteKind, type InjectedFaultTiming, InjectedWriteFault } from "./faults.js";
 
@@ -22,6 +24,8 @@ export { type DiskFaults, type DiskWriteKind, type InjectedFaultTiming, Injected
 export interface LogEntry {
   zxid: number;
   record: Uint8Array;
+  /** The record before it in this log (log-record.ts); undefined for a record of the format before that. */
+  prevZxid?: number | undefined;
 }
 
 export interface TxnLogStats {
@@ -42,8 +46,8 @@ export interface TxnLogStats {
 export interface TxnLog {
   /**
    * Resolves once `record` is fsynced; promises resolve in append order. zxids strictly increase
-   * across calls (a bug otherwise: throws AssertionError at once). The log holds on to `record`
-   * until it is written: do not reuse the buffer before the promise settles.
+   * across calls (a bug otherwise: throws AssertionError at once). The record is stored with its
+   * checksum and the zxid it follows (log-record.ts), copied before the call returns.
    */
   append(zxid: number, record: Uint8Array): Promise<void>;
   /** The highest zxid handed to append (durable or not); 0 when the log is empty. */
@@ -54,7 +58,11 @@ export interface TxnLog {
   firstZxid(): number;
   /** Records with a zxid below this may have been purged; 0 if the log was never purged. */
   purgedBeforeZxid(): number;
-  /** Durable records with zxid > afterZxid, in zxid order, as of when iteration starts. */
+  /**
+   * Durable records with zxid > afterZxid, in zxid order, as of when iteration starts, each
+   * checked: a record that fails its checksum, one missing between two others, or a LevelDB file
+   * LevelDB cannot read ends the iteration with StorageDamagedError.
+   */
   readFrom(afterZxid: number): AsyncIterable<LogEntry>;
   /** Durably drops every record with zxid > zxid (Zab TRUNC). Waits for earlier appends first. */
   truncateAfter(zxid: number): Promise<void>;
@@ -93,6 +101,8 @@ export interface LevelTxnLogOptions {
    * it carried and how long its `sync: true` write took (the server's fsynctime and batch size).
    */
   onBatchDurable?: (records: number, durationMs: number) => void;
+  /** Told when open cut a torn write off the log's end: how many records, and the zxid the log now ends at. */
+  onTornTail?: (records: number, endZxid: number) => void;
 }
 
 /** Default byte budget of one group-commit batch. */
@@ -119,7 +129,11 @@ export class TxnLogClosedError extends Error {
 
 interface PendingAppend {
   zxid: number;
-  record: Uint8Array;
+  key: Buffer;
+  /** As stored: header and payload (log-record.ts). */
+  stored: Uint8Array;
+  /** The payload's length (what the stats count). */
+  recordBytes: number;
   done: AppendDone;
 }
 
@@ -154,6 +168,13 @@ export class LevelTxnLog implements TxnLog {
   private idleWaiters: (() => void)[] = [];
 
   private lastAppended: number;
+  /**
+   * What the next record follows (its stored prevZxid): the last record appended, or when the log
+   * holds none, the snapshot it continues (continueFrom, reset).
+   */
+  private chainTail: number;
+  /** The snapshot an empty log continues (0: none known). */
+  private chainBase = 0;
   private lastDurable: number;
   private first: number;
   private purgedBefore: number;
@@ -173,8 +194,17 @@ export class LevelTxnLog implements TxnLog {
     largestBatchRecords: 0,
   };
 
-  private constructor(db: Db, first: number, last: number, purgedBefore: number, options: LevelTxnLogOptions) {
+  private constructor(
+    db: Db,
+    /** The database's directory: what a damage report names when LevelDB names no file. */
+    readonly dir: string,
+    first: number,
+    last: number,
+    purgedBefore: number,
+    options: LevelTxnLogOptions,
+  ) {
     this.db = db;
+    this.chainTail = last;
     this.first = first;
     this.purgedBefore = purgedBefore;
     this.lastAppended = last;
@@ -192,7 +222,11 @@ export class LevelTxnLog implements TxnLog {
     };
   }
 
-  /** Opens (creating if needed) the LevelDB database in `dir`, e.g. `<dataDir>/log`. */
+  /**
+   * Opens (creating if needed) the LevelDB database in `dir`, e.g. `<dataDir>/log`. Throws
+   * StorageDamagedError when LevelDB cannot read its own files back (a damaged table, manifest or
+   * CURRENT file).
+   */
   static async open(dir: string, options: LevelTxnLogOptions = {}): Promise<LevelTxnLog> {
     await mkdir(dir, { recursive: true });
     const db: Db = new Level<Buffer, Uint8Array>(dir, {
@@ -200,15 +234,20 @@ export class LevelTxnLog implements TxnLog {
       valueEncoding: "view",
       createIfMissing: true,
     });
-    await db.open();
     try {
-      const first = await boundaryZxid(db, false);
-      const last = await boundaryZxid(db, true);
-      const purgedBefore = await db.get(META_PURGED_BEFORE_KEY);
-      return new LevelTxnLog(db, first, last, purgedBefore === undefined ? 0 : decodeStableNumber(purgedBefore), options);
+      await db.open();
+    } catch (error) {
+      throw levelDbDamage(error, dir) ?? error;
+    }
+    try {
+      await cutTornTail(db, dir, options);
+      const first = await boundaryZxid(db, dir, false);
+      const last = await boundaryZxid(db, dir, true);
+      const purgedBefore = await readNumber(db, dir, META_PURGED_BEFORE_KEY);
+      return new LevelTxnLog(db, dir, first, last, purgedBefore ?? 0, options);
     } catch (error) {
       await db.close();
-      throw error;
+      throw levelDbDamage(error, dir) ?? error;
     }
   }
 
@@ -237,9 +276,22 @@ export class LevelTxnLog implements TxnLog {
     assertZxid(zxid, "append");
     if (!(zxid > this.lastAppended)) assert(false, `append out of order: zxid ${zxid} after ${this.lastAppended}`);
     assert(record instanceof Uint8Array, "record must be a Uint8Array");
+    const key = logKey(zxid);
+    const stored = encodeLogRecord(key, this.chainTail, record);
     this.lastAppended = zxid;
-    this.queued.push({ zxid, record, done });
+    this.chainTail = zxid;
+    this.queued.push({ zxid, key, stored, recordBytes: record.byteLength, done });
     this.scheduleFlush();
+  }
+
+  /**
+   * The log continues the snapshot at `zxid` (recovery calls it with the snapshot it replays onto):
+   * when it holds no record after it, the next record appended follows the snapshot.
+   */
+  continueFrom(zxid: number): void {
+    assertZxid(zxid, "continueFrom");
+    this.chainBase = zxid;
+    if (this.chainTail < zxid) this.chainTail = zxid;
   }
 
   lastAppendedZxid(): number {
@@ -270,11 +322,25 @@ export class LevelTxnLog implements TxnLog {
     // LevelDB iterators read from an implicit snapshot taken here; the bound keeps a batch that
     // is still being written (not yet acknowledged durable) out of the answer.
     const iterator = this.db.iterator({ gt: logKey(afterZxid), lte: logKey(upper) });
+    const chain = new LogChain();
     try {
       for (;;) {
-        const entries = await iterator.nextv(1000);
+        let entries: [Buffer, Uint8Array][];
+        try {
+          entries = await iterator.nextv(1000);
+        } catch (error) {
+          throw levelDbDamage(error, this.dir) ?? error;
+        }
         if (entries.length === 0) return;
-        for (const [key, value] of entries) yield { zxid: zxidOfLogKey(key), record: value };
+        for (const [key, value] of entries) {
+          const zxid = zxidOfLogKey(key);
+          if (zxid === undefined) throw new StorageDamagedError(this.dir, `a log key that is no zxid: ${key.toString("hex")}`);
+          const decoded = decodeLogRecord(key, value);
+          if (!decoded.ok) throw new StorageDamagedError(this.dir, `record ${hexZxid(zxid)}: ${decoded.reason}`);
+          const broken = chain.next(zxid, decoded.prevZxid);
+          if (broken !== undefined) throw new StorageDamagedError(this.dir, broken);
+          yield { zxid, record: decoded.payload, prevZxid: decoded.prevZxid };
+        }
       }
     } finally {
       await iterator.close();
@@ -300,15 +366,27 @@ export class LevelTxnLog implements TxnLog {
           ),
         );
       }
-      const last = await boundaryZxid(this.db, true);
+      const last = await boundaryZxid(this.db, this.dir, true);
       assert(last <= zxid, "truncate left a record above its bound");
       this.lastAppended = last;
       this.lastDurable = last;
+      this.chainTail = Math.max(last, this.chainBase);
       if (last === 0) this.first = 0;
     });
     return run.finally(() => {
       this.truncatesPending -= 1;
     });
+  }
+
+  /**
+   * Durably drops every record and makes the log continue the snapshot at `zxid` (Zab's SNAP: the
+   * leader's image replaces what this log held).
+   */
+  async reset(zxid: number): Promise<void> {
+    assertZxid(zxid, "reset");
+    await this.truncateAfter(0);
+    this.chainBase = zxid;
+    this.chainTail = zxid;
   }
 
   purgeBefore(zxid: number): Promise<void> {
@@ -324,10 +402,10 @@ export class LevelTxnLog implements TxnLog {
       // a crash part-way leaves a suffix of the log, still a valid log) — a JS batch of 100k deletes
       // stalled the event loop for ~100 ms after every snapshot. Neither is synced: a purge lost in
       // a crash only brings back records nobody needs.
-      await this.write("purge", () => this.db.put(META_PURGED_BEFORE_KEY, encodeStableNumber(purgedBefore)));
+      await this.write("purge", () => this.db.put(META_PURGED_BEFORE_KEY, encodeStableNumber(META_PURGED_BEFORE_KEY, purgedBefore)));
       this.purgedBefore = purgedBefore;
       await this.write("purge", () => this.db.clear({ gt: LOG_RANGE_START, lt: logKey(zxid) }));
-      this.first = await boundaryZxid(this.db, false);
+      this.first = await boundaryZxid(this.db, this.dir, false);
     });
   }
 
@@ -371,7 +449,7 @@ export class LevelTxnLog implements TxnLog {
     const batch = this.cutBatch();
     this.inFlight = batch;
     let recordBytes = 0;
-    for (const pending of batch) recordBytes += pending.record.byteLength;
+    for (const pending of batch) recordBytes += pending.recordBytes;
     const startedMs = performance.now();
     try {
       await this.write("append", () => this.writeRecords(batch));
@@ -405,7 +483,7 @@ export class LevelTxnLog implements TxnLog {
   private writeRecords(batch: readonly PendingAppend[]): Promise<void> {
     const chained = this.db.batch();
     try {
-      for (const pending of batch) chained.put(logKey(pending.zxid), pending.record);
+      for (const pending of batch) chained.put(pending.key, pending.stored);
     } catch (error) {
       void chained.close();
       throw error;
@@ -419,8 +497,8 @@ export class LevelTxnLog implements TxnLog {
     while (count < this.queued.length && count < this.batchTxnsMax) {
       const next = this.queued[count];
       assert(next !== undefined, "queue index in range");
-      if (count > 0 && bytes + next.record.byteLength > this.batchBytesMax) break;
-      bytes += next.record.byteLength;
+      if (count > 0 && bytes + next.recordBytes > this.batchBytesMax) break;
+      bytes += next.recordBytes;
       count += 1;
     }
     return this.queued.splice(0, count);
@@ -483,26 +561,84 @@ export class LevelTxnLog implements TxnLog {
 
   // --- stable store -----------------------------------------------------------------------------
 
+  /** Rejects with StorageDamagedError when the stored number does not read back. */
   private getNumber(name: string): Promise<number | undefined> {
     const key = stableKey(name);
     if (this.failure !== undefined) return Promise.reject(this.failure);
     if (this.closing) return Promise.reject(new TxnLogClosedError());
-    return this.db.get(key).then((bytes) => (bytes === undefined ? undefined : decodeStableNumber(bytes)));
+    return readNumber(this.db, this.dir, key);
   }
 
   /** Argument errors throw at once (a bug); disk errors reject. */
   private putNumber(name: string, value: number): Promise<void> {
     const key = stableKey(name);
-    const bytes = encodeStableNumber(value);
+    const bytes = encodeStableNumber(key, value);
     if (this.failure !== undefined) return Promise.reject(this.failure);
     if (this.closing) return Promise.reject(new TxnLogClosedError());
     return this.write("stable", () => this.db.put(key, bytes, { sync: true }));
   }
 }
 
+/**
+ * Cuts a torn write off the log's end (log-record.ts, tornTailLength), durably, before anything
+ * reads the log. LevelDB drops a torn write of its own files itself; this covers records whose own
+ * bytes came out torn.
+ */
+async function cutTornTail(db: Db, dir: string, options: LevelTxnLogOptions): Promise<void> {
+  const batchMax = options.batchTxnsMax ?? limits.logBatchTxnsMax;
+  const newestAt = async (limit: number): Promise<[Buffer, Uint8Array][]> => {
+    try {
+      return await db.iterator({ gt: LOG_RANGE_START, lt: LOG_RANGE_END, reverse: true, limit }).all();
+    } catch (error) {
+      throw levelDbDamage(error, dir) ?? error;
+    }
+  };
+  // Almost always the newest record is whole: one read. Only a damaged one makes it read a batch's worth.
+  const [newest] = await newestAt(1);
+  if (newest === undefined || decodeLogRecord(newest[0], newest[1]).ok) return;
+  const newestFirst = await newestAt(batchMax + 1);
+  const torn = tornTailLength(
+    newestFirst.map(([key, stored]) => ({ key, stored })),
+    batchMax,
+  );
+  if (torn === undefined || torn === 0) return;
+  await db.batch(
+    newestFirst.slice(0, torn).map(([key]) => ({ type: "del" as const, key })),
+    { sync: true },
+  );
+  const end = newestFirst[torn]?.[0];
+  options.onTornTail?.(torn, end === undefined ? 0 : (zxidOfLogKey(end) ?? 0));
+}
+
 /** The lowest (or highest) zxid stored in the log range, 0 when it is empty. */
-async function boundaryZxid(db: Db, highest: boolean): Promise<number> {
-  const keys = await db.keys({ gt: LOG_RANGE_START, lt: LOG_RANGE_END, reverse: highest, limit: 1 }).all();
+async function boundaryZxid(db: Db, dir: string, highest: boolean): Promise<number> {
+  let keys: Buffer[];
+  try {
+    keys = await db.keys({ gt: LOG_RANGE_START, lt: LOG_RANGE_END, reverse: highest, limit: 1 }).all();
+  } catch (error) {
+    throw levelDbDamage(error, dir) ?? error;
+  }
   const key = keys[0];
-  return key === undefined ? 0 : zxidOfLogKey(key);
+  if (key === undefined) return 0;
+  const zxid = zxidOfLogKey(key);
+  if (zxid === undefined) throw new StorageDamagedError(dir, `a log key that is no zxid: ${key.toString("hex")}`);
+  return zxid;
+}
+
+/** A stored number (log metadata, a stable number), or undefined when it was never put. */
+async function readNumber(db: Db, dir: string, key: Buffer): Promise<number | undefined> {
+  let bytes: Uint8Array | undefined;
+  try {
+    bytes = await db.get(key);
+  } catch (error) {
+    throw levelDbDamage(error, dir) ?? error;
+  }
+  if (bytes === undefined) return undefined;
+  const decoded = decodeStableNumber(key, bytes);
+  if (!decoded.ok) throw new StorageDamagedError(dir, `stored number ${key.subarray(1).toString("utf8")}: ${decoded.reason}`);
+  return decoded.value;
+}
+
+function hexZxid(zxid: number): string {
+  return `0x${zxid.toString(16)}`;
 }

@@ -1,0 +1,45 @@
+/** A repairing member's verdict on whether enough good copies are left to repair it from. */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { CannotRepairError, RepairState } from "../../src/replica/repair.js";
+
+const damage = { file: "/data/3/log", reason: "records missing between 0x10 and 0x13" };
+const threeVoters = { voters: new Set([1, 2, 3]), quorumSize: 2 };
+
+test("a member holding a good copy never refuses", () => {
+  const state = new RepairState(3, undefined);
+  state.heardFrom(1, true);
+  state.heardFrom(2, true);
+  assert.equal(state.verdict(threeVoters), undefined);
+});
+
+test("a repairing member waits while a voter it has not heard from may be a good copy", () => {
+  const state = new RepairState(3, damage);
+  state.heardFrom(1, true);
+  assert.equal(state.verdict(threeVoters), undefined);
+});
+
+test("a repairing member refuses once every voter is heard from and the good copies make no quorum, naming the damage and what to do", () => {
+  const state = new RepairState(3, damage);
+  state.heardFrom(1, true);
+  state.heardFrom(2, false);
+  const refusal = state.verdict(threeVoters);
+  assert.ok(refusal instanceof CannotRepairError);
+  assert.match(refusal.message, /\/data\/3\/log: records missing/);
+  assert.match(refusal.message, /of the 3 voters only 1 hold a good copy \(servers 2\), and a quorum needs 2/);
+  assert.match(refusal.message, /restore .* from a backup/);
+});
+
+test("a repairing member goes on while the good copies make a quorum, and a finished repair clears the state", () => {
+  const state = new RepairState(1, damage);
+  state.heardFrom(2, false);
+  state.heardFrom(3, false);
+  assert.equal(state.verdict(threeVoters), undefined);
+  state.finished();
+  assert.equal(state.active, false);
+  assert.equal(state.damage, undefined);
+});
+
+test("the only voter (a standalone server) refuses at once: there is no other copy", () => {
+  assert.ok(new RepairState(1, damage).verdict({ voters: new Set([1]), quorumSize: 1 }) instanceof CannotRepairError);
+});
