@@ -133,6 +133,8 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
   /** Learner only: connects waiting for the leader's answer to their session's revalidation. */
   private readonly pendingRevalidations = new Map<bigint, ((outcome: RevalidationOutcome) => void)[]>();
   private readonly heldLearnerMessages = new Map<number, QuorumMessage[]>();
+  /** Set while a repairing member lingers before refusing to go on (refuseIfUnrepairable). */
+  private refusingAtMs: number | undefined;
   /** When this server last left service (entered LOOKING) while serving or at start; cleared when it serves again. */
   private unavailableSinceMs: number | undefined;
   /** When the current election began, and when the current term's core was built. */
@@ -227,12 +229,30 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
     if (this.election) this.handleElection(this.election.receive(notification, clock.nowMs()));
   }
 
-  /** A repairing member with too few good copies left for a quorum stops for good (repair.ts). */
+  /**
+   * A repairing member with too few good copies left for a quorum stops for good (repair.ts) — after
+   * lingering for two notification intervals, still telling the others it repairs, so that another
+   * damaged member that has not heard it yet learns why nobody can repair it either.
+   */
   private refuseIfUnrepairable(): boolean {
     const refusal = this.deps.repair.verdict(quorumOf(this.deps.membership.configInForce));
-    if (refusal === undefined) return false;
-    this.fatal(refusal);
-    return true;
+    const nowMs = this.deps.clock.nowMs();
+    if (refusal === undefined) {
+      this.refusingAtMs = undefined;
+      return false;
+    }
+    if (this.refusingAtMs === undefined) {
+      this.refusingAtMs = nowMs + 2 * this.notificationIntervalMaxMs();
+      this.deps.logger.error({ damage: refusal.damage }, refusal.message);
+    } else if (nowMs >= this.refusingAtMs) {
+      this.fatal(refusal);
+      return true;
+    }
+    return false;
+  }
+
+  private notificationIntervalMaxMs(): number {
+    return 4 * this.deps.config.tickMs + 1_000;
   }
 
   /** A newer configuration is in force: whoever leads here may not lead there; a learner whose place changed re-elects. */
@@ -269,6 +289,7 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
     if (this.stopped) return;
     const { clock, tracker, logger, sessions, config } = this.deps;
     const nowMs = clock.nowMs();
+    if (this.refusingAtMs !== undefined && this.refuseIfUnrepairable()) return;
     if (this.current.state !== "looking") {
       this.step({ type: "tick", nowMs });
       // Read afresh after anything that may carry out a Ready: a Ready can end the term.
@@ -410,7 +431,7 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
       myId: config.serverId,
       role,
       quorum,
-      maxNotificationIntervalMs: 4 * config.tickMs + 1_000,
+      maxNotificationIntervalMs: this.notificationIntervalMaxMs(),
       ...(alone ? { finalizeWaitMs: 0 } : {}),
     };
     this.election = this.deps.election?.(options) ?? new FastLeaderElection(options);

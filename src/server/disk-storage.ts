@@ -8,7 +8,7 @@ import { rename } from "node:fs/promises";
 import { join } from "node:path";
 import { ByteWriter } from "../store/bytes.js";
 import { decodeSnapshot, SnapshotEncoder } from "../store/snapshot-codec.js";
-import { StorageDamagedError } from "../store/disk/damage.js";
+import { levelDbDamage, StorageDamagedError } from "../store/disk/damage.js";
 import { dataDirLayout, purgeOld, recover, RecoveryError } from "../store/disk/recovery.js";
 import type { DiskFaults } from "../store/disk/faults.js";
 import { clearRepairMarker, readRepairMarker, writeRepairMarker } from "../store/disk/repair-marker.js";
@@ -117,10 +117,24 @@ export class DiskStorage implements ReplicaStorage {
     options: DiskStorageOptions,
     logger: Logger,
   ): Promise<{ storage: DiskStorage; recovered: RecoveredState }> {
+    const onFailed = options.log?.onFailed;
     const recovered = await recover(dataDir, {
       log: {
         ...options.log,
         onTornTail: (records, endZxid) => logger.warn({ records, endZxid: formatZxid(endZxid) }, "txn log: a torn write at its end was cut back"),
+        // A write that fails because LevelDB found its own files damaged (a compaction reading a
+        // bad table): the server stops as for any failed write, and repairs when it starts again.
+        onFailed: (error) => {
+          const damage = levelDbDamage(error.cause, dataDirLayout(dataDir).logDir);
+          if (damage !== undefined) {
+            writeRepairMarker(dataDir, damage, new Date());
+            logger.error(
+              { damage: { file: damage.file, reason: damage.reason } },
+              "the txn log's files are damaged: this server repairs from the leader when it starts again",
+            );
+          }
+          onFailed?.(error);
+        },
       },
       ...(options.snapshotFaults ? { snapshotFaults: options.snapshotFaults } : {}),
       onInvalidSnapshot: (invalid) => logger.warn({ snapshot: invalid }, "skipping invalid snapshot"),
@@ -166,7 +180,7 @@ export class DiskStorage implements ReplicaStorage {
     moveLogAside: boolean,
   ): Promise<{ storage: DiskStorage; recovered: RecoveredState }> {
     const layout = dataDirLayout(dataDir);
-    await writeRepairMarker(dataDir, damage, new Date());
+    writeRepairMarker(dataDir, damage, new Date());
     if (moveLogAside) await moveAside(layout.logDir, logger);
     let log: LevelTxnLog;
     try {

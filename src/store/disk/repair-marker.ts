@@ -6,7 +6,8 @@
  *
  * `<dataDir>/REPAIRING`, JSON: { file, reason, since } — what was found damaged, and when.
  */
-import { open, readFile, rename, rm } from "node:fs/promises";
+import { closeSync, fsyncSync, openSync, renameSync, writeSync } from "node:fs";
+import { readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 
 import { fsyncDirectory } from "./snapshot-store.js";
@@ -41,19 +42,27 @@ export async function readRepairMarker(dataDir: string): Promise<RepairMarker | 
   return { file: join(dataDir, REPAIR_MARKER_FILE), reason: "an earlier repair did not finish (its mark does not say why)", since: "unknown" };
 }
 
-/** Durably leaves the mark (temp file, rename, directory fsync). */
-export async function writeRepairMarker(dataDir: string, damage: { file: string; reason: string }, now: Date): Promise<RepairMarker> {
+/**
+ * Durably leaves the mark (temp file, fsync, rename, directory fsync). Synchronous: it is also
+ * left from a failing log's last callback, on the way to the process's exit.
+ */
+export function writeRepairMarker(dataDir: string, damage: { file: string; reason: string }, now: Date): RepairMarker {
   const marker: RepairMarker = { file: damage.file, reason: damage.reason, since: now.toISOString() };
   const temp = join(dataDir, `${REPAIR_MARKER_FILE}.tmp`);
-  const handle = await open(temp, "w");
+  const fd = openSync(temp, "w");
   try {
-    await handle.writeFile(`${JSON.stringify(marker)}\n`);
-    await handle.sync();
+    writeSync(fd, `${JSON.stringify(marker)}\n`);
+    fsyncSync(fd);
   } finally {
-    await handle.close();
+    closeSync(fd);
   }
-  await rename(temp, join(dataDir, REPAIR_MARKER_FILE));
-  await fsyncDirectory(dataDir);
+  renameSync(temp, join(dataDir, REPAIR_MARKER_FILE));
+  const dir = openSync(dataDir, "r");
+  try {
+    fsyncSync(dir);
+  } finally {
+    closeSync(dir);
+  }
   return marker;
 }
 

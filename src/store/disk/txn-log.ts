@@ -7,10 +7,13 @@ import {
   assertZxid,
   decodeStableNumber,
   encodeStableNumber,
+  LOG_KEY_PREFIX,
   LOG_RANGE_END,
   LOG_RANGE_START,
   logKey,
+  META_KEY_PREFIX,
   META_PURGED_BEFORE_KEY,
+  STABLE_KEY_PREFIX,
   stableKey,
   zxidOfLogKey,
 } from "./keys.js";
@@ -241,6 +244,7 @@ export class LevelTxnLog implements TxnLog {
     }
     try {
       await cutTornTail(db, dir, options);
+      await verifyDatabase(db, dir);
       const first = await boundaryZxid(db, dir, false);
       const last = await boundaryZxid(db, dir, true);
       const purgedBefore = await readNumber(db, dir, META_PURGED_BEFORE_KEY);
@@ -608,6 +612,45 @@ async function cutTornTail(db: Db, dir: string, options: LevelTxnLogOptions): Pr
   );
   const end = newestFirst[torn]?.[0];
   options.onTornTail?.(torn, end === undefined ? 0 : (zxidOfLogKey(end) ?? 0));
+}
+
+/**
+ * Reads the whole database once and checks every value in it: each record's checksum and link, each
+ * stored number's checksum. Recovery itself reads only the log after the newest snapshot; a table
+ * LevelDB cannot read back anywhere else would otherwise surface later, in the middle of a write.
+ */
+async function verifyDatabase(db: Db, dir: string): Promise<void> {
+  const iterator = db.iterator();
+  const chain = new LogChain();
+  try {
+    for (;;) {
+      let entries: [Buffer, Uint8Array][];
+      try {
+        entries = await iterator.nextv(1000);
+      } catch (error) {
+        throw levelDbDamage(error, dir) ?? error;
+      }
+      if (entries.length === 0) return;
+      for (const [key, value] of entries) {
+        const prefix = key[0];
+        if (prefix === LOG_KEY_PREFIX) {
+          const zxid = zxidOfLogKey(key);
+          if (zxid === undefined) throw new StorageDamagedError(dir, `a log key that is no zxid: ${key.toString("hex")}`);
+          const decoded = decodeLogRecord(key, value);
+          if (!decoded.ok) throw new StorageDamagedError(dir, `record ${hexZxid(zxid)}: ${decoded.reason}`);
+          const broken = chain.next(zxid, decoded.prevZxid);
+          if (broken !== undefined) throw new StorageDamagedError(dir, broken);
+        } else if (prefix === META_KEY_PREFIX || prefix === STABLE_KEY_PREFIX) {
+          const decoded = decodeStableNumber(key, value);
+          if (!decoded.ok) throw new StorageDamagedError(dir, `stored number ${key.subarray(1).toString("utf8")}: ${decoded.reason}`);
+        } else {
+          throw new StorageDamagedError(dir, `a key this log never writes: ${key.toString("hex")}`);
+        }
+      }
+    }
+  } finally {
+    await iterator.close();
+  }
 }
 
 /** The lowest (or highest) zxid stored in the log range, 0 when it is empty. */
