@@ -78,11 +78,10 @@ export type QuorumMessage =
   // ---- replica checks (the hosts exchange these; the Zab cores never see them)
   /**
    * Leader → learner: its tree's digest (DataTree.digest, 16 hex digits) as of `zxid`, for the
-   * learner to compare with its own tree's at that zxid. Without `digest`, an announcement sent
-   * with a sync: the leader is digesting its tree at `zxid`, and the learner digests its own when
-   * it gets there, before it serves.
+   * learner to compare with its own tree's at that zxid (src/replica/tree-digest-check.ts): once
+   * per interval, and after every sync, so that the learner is checked before it serves.
    */
-  | { type: "treeDigest"; zxid: number; digest?: string };
+  | { type: "treeDigest"; zxid: number; digest: string };
 
 /** "This session was heard from, with this timeout": how learners keep the leader's expiry table fresh. */
 export interface SessionTouch {

@@ -104,6 +104,8 @@ export interface LogSink {
   info(fields: object | string, message?: string): void;
   warn(fields: object | string, message?: string): void;
   error(fields: object, message?: string): void;
+  /** What a person must see at once (the server goes on, or stops, by its own decision). */
+  fatal(fields: object, message?: string): void;
 }
 
 /** What the replica counts (ZooKeeper's ServerMetrics); production exports them to Prometheus. */
@@ -117,4 +119,6 @@ export interface ReplicaMetrics {
   committed(count: number): void;
   learnerProposalsReceived(count: number): void;
   learnerCommitsReceived(count: number): void;
+  /** A learner's tree digest differed from its leader's (ZooKeeper's digest_mismatches_count). */
+  treeDigestMismatch(): void;
 }

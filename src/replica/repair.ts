@@ -42,6 +42,8 @@ export class RepairState {
   private damageNow: StorageDamage | undefined;
   /** The other voters heard from since this repair began, and whether each said it repairs too. */
   private readonly heard = new Map<number, boolean>();
+  /** Set while lingering before a refusal (see refusal). */
+  private refusingAtMs: number | undefined;
 
   constructor(
     private readonly myId: number,
@@ -69,11 +71,33 @@ export class RepairState {
   finished(): void {
     this.damageNow = undefined;
     this.heard.clear();
+    this.refusingAtMs = undefined;
   }
 
   /** A voter's notification said whether it repairs. */
   heardFrom(serverId: number, repairing: boolean): void {
     if (serverId !== this.myId) this.heard.set(serverId, repairing);
+  }
+
+  /** Found unrepairable, and lingering before it refuses to go on. */
+  get lingering(): boolean {
+    return this.refusingAtMs !== undefined;
+  }
+
+  /**
+   * The verdict, acted on after lingering for `lingerMs` — still telling the others it repairs, so
+   * that another damaged member that has not heard it yet learns why nobody can repair it either.
+   * `first`: the verdict is new (worth a log line); `due`: the lingering is over, stop now.
+   */
+  refusal(quorum: RepairQuorum, nowMs: number, lingerMs: number): { error: CannotRepairError; first: boolean; due: boolean } | undefined {
+    const error = this.verdict(quorum);
+    if (error === undefined) {
+      this.refusingAtMs = undefined;
+      return undefined;
+    }
+    const first = this.refusingAtMs === undefined;
+    if (first) this.refusingAtMs = nowMs + lingerMs;
+    return { error, first, due: !first && nowMs >= this.refusingAtMs! };
   }
 
   /**

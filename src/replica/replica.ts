@@ -24,6 +24,7 @@ import type { QuotaExceeded } from "./quota-guard.js";
 import { ReadOnlyMode } from "./read-only-mode.js";
 import { RecentLog } from "./recent-log.js";
 import { RepairState } from "./repair.js";
+import { TREE_DIGEST_INTERVAL_MS, TreeDigestCheck } from "./tree-digest-check.js";
 import { ReconfigMembership, staticConfig } from "./reconfig-membership.js";
 import { ReplicaDatabase, type TreeObserver } from "./replica-database.js";
 import { SessionIdGenerator, SessionOpener } from "./session-opener.js";
@@ -192,6 +193,7 @@ export function buildReplica(config: ReplicaConfig, ports: ReplicaPorts): Replic
     membership,
     readOnly,
     repair: new RepairState(config.serverId, ports.recovered.repairing),
+    digests: new TreeDigestCheck(config.treeDigestIntervalMs ?? TREE_DIGEST_INTERVAL_MS, () => database.tree),
     admitLeaderWrites,
     transport: ports.peers,
     sessions: clientSessions,

@@ -59,6 +59,8 @@ const COUNTERS = {
   learner_proposal_received_count: "Proposals this server received as a learner (ZooKeeper's LEARNER_PROPOSAL_RECEIVED_COUNT)",
   learner_commit_received_count: "Committed txns this server applied as a learner (ZooKeeper's LEARNER_COMMIT_RECEIVED_COUNT)",
   corral_audit_events_dropped_count: "Audit events dropped because the audit log file fell behind (audit.enable)",
+  digest_mismatches_count:
+    "Times this learner's tree digest differed from its leader's, each followed by a repair from the leader's snapshot (ZooKeeper's DIGEST_MISMATCHES_COUNT)",
 } satisfies Record<string, string>;
 
 /** A gauge's help and what it reads at scrape time: ZooKeeper's registerGauge(name, supplier). */
@@ -262,6 +264,10 @@ export class ServerMetrics {
 
   learnerCommitsReceived(count: number): void {
     this.counters.learner_commit_received_count.inc(count);
+  }
+
+  treeDigestMismatch(): void {
+    this.counters.digest_mismatches_count.inc();
   }
 
   quotaLimitExceeded(event: QuotaExceeded): void {

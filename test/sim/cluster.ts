@@ -33,6 +33,7 @@ import { SimClient, type ClientStat, type ClientWorld, type ServerProcess } from
 import { MemoryStorage } from "./twins/memory-storage.js";
 import { EventQueue, type Scheduler } from "./twins/scheduler.js";
 import { SimNetwork } from "./twins/sim-network.js";
+import { TREE_DIVERGED } from "../../src/replica/tree-digest-check.js";
 
 export interface SimConfig {
   voters: number;
@@ -139,6 +140,8 @@ export class SimServer {
   term = 0;
   /** The next ack this follower sends is its NEWLEADER ack (the only one that may name an older epoch). */
   firstAckPending = false;
+  /** Its tree was changed behind its back (alterTree): no digest of it is checked until a snapshot replaces it. */
+  treeAltered = false;
 
   constructor(
     readonly id: number,
@@ -264,7 +267,11 @@ export class Simulation implements Scheduler, ClientWorld {
     /** Frames ZooKeeper's clients sent on a connection before its connect answer (the server holds them). */
     framesBehindConnect: 0,
     pings: 0,
+    /** Learners that found their tree's digest differ from their leader's. */
+    treeDivergences: 0,
   };
+  /** Each learner that found its tree's digest differ from its leader's, and when. */
+  readonly treeDivergences: { serverId: number; atMs: number }[] = [];
   /** Armed by pauseOnNextWrite: what to do to the next follower a client write reaches. */
   private writeTrap: { durationMs: number; cutClients: boolean } | undefined;
   /** Writes sent, by session and xid, until their txn is first applied and checked. */
@@ -334,6 +341,14 @@ export class Simulation implements Scheduler, ClientWorld {
 
   server(id: number): SimServer {
     return this.servers[id - 1]!;
+  }
+
+  /** Changes a node's data in one server's tree as no txn did (DataTree.alterBehindItsBackForTest). */
+  alterTree(serverId: number, path: string, data: Uint8Array): void {
+    const server = this.server(serverId);
+    server.tree.alterBehindItsBackForTest(path, data);
+    server.treeAltered = true;
+    this.log(`${serverId} tree altered at ${path}`);
   }
 
   log(line: string): void {
@@ -427,7 +442,10 @@ export class Simulation implements Scheduler, ClientWorld {
         onFatal: (error) => this.checker.fail("committed prefixes agree", `server ${server.id} stopped on a failed durable write: ${String(error)}`),
         treeObserver: {
           applying: (txn, tree) => this.applying(server, txn, tree),
-          replaced: (tree) => this.checker.resetServer(server.id, tree.lastProcessedZxid, tree.digest()),
+          replaced: (tree) => {
+            server.treeAltered = false;
+            this.checker.resetServer(server.id, tree.lastProcessedZxid, tree.digest());
+          },
         },
         ...(this.config.election === "oracle"
           ? {
@@ -478,6 +496,10 @@ export class Simulation implements Scheduler, ClientWorld {
         case "session expired":
           this.stats.sessionsExpired += 1;
           break;
+        case TREE_DIVERGED:
+          this.stats.treeDivergences += 1;
+          this.treeDivergences.push({ serverId: server.id, atMs: this.nowMs });
+          break;
         case "configuration in force":
           this.configInForce(server.id, Number.parseInt(String(f["version"]).slice(2), 16), String(f["members"]));
           break;
@@ -489,7 +511,7 @@ export class Simulation implements Scheduler, ClientWorld {
       // hex64 writes the id unsigned; the txns carry it signed.
       this.sessionOwnerSet(server, BigInt.asIntN(64, BigInt(f.session)), f.owner);
     };
-    return { debug, info: line, warn: line, error: line };
+    return { debug, info: line, warn: line, error: line, fatal: line };
   }
 
   /** Every txn, just before a server applies it: the checkers' view of the committed sequence. */
@@ -687,7 +709,7 @@ export class Simulation implements Scheduler, ClientWorld {
 
   private checkDigests(): void {
     for (const server of this.servers) {
-      if (server.up && server.replica) this.checker.digestAt(server.id, server.tree.lastProcessedZxid, server.tree.digest());
+      if (server.up && server.replica && !server.treeAltered) this.checker.digestAt(server.id, server.tree.lastProcessedZxid, server.tree.digest());
     }
   }
 

@@ -75,7 +75,7 @@ const quorumMessage: fc.Arbitrary<QuorumMessage> = fc.oneof(
     },
     { requiredKeys: ["type", "sid", "role", "acceptedEpoch", "lastZxid", "protocolVersion"] },
   ),
-  fc.record({ type: fc.constant("treeDigest" as const), zxid, digest: treeDigest }, { requiredKeys: ["type", "zxid"] }),
+  fc.record({ type: fc.constant("treeDigest" as const), zxid, digest: treeDigest }),
   fc.record({ type: fc.constant("leaderInfo" as const), newEpoch: uint53, protocolVersion: uint32 }),
   fc.record({ type: fc.constant("ackEpoch" as const), currentEpoch: uint53, lastZxid: zxid }),
   fc.record({ type: fc.constant("diff" as const), lastZxid: zxid }),
@@ -165,7 +165,7 @@ function toLoader(m: QuorumMessage): Record<string, unknown> {
         },
       };
     case "treeDigest":
-      return { treeDigest: { zxid: z(m.zxid), digest: m.digest === undefined ? Buffer.alloc(0) : Buffer.from(m.digest, "hex") } };
+      return { treeDigest: { zxid: z(m.zxid), digest: Buffer.from(m.digest, "hex") } };
     case "leaderInfo":
       return { leaderInfo: { newEpoch: z(m.newEpoch), protocolVersion: m.protocolVersion } };
     case "ackEpoch":
@@ -221,10 +221,8 @@ function fromLoader(entry: { message: string } & Record<string, unknown>): Quoru
         protocolVersion: body["protocolVersion"] as number,
         ...(body["repairing"] === true ? { repairing: true } : {}),
       };
-    case "treeDigest": {
-      const digest = body["digest"] as Buffer;
-      return digest.length === 0 ? { type: "treeDigest", zxid: n("zxid") } : { type: "treeDigest", zxid: n("zxid"), digest: digest.toString("hex") };
-    }
+    case "treeDigest":
+      return { type: "treeDigest", zxid: n("zxid"), digest: (body["digest"] as Buffer).toString("hex") };
     case "leaderInfo":
       return { type: "leaderInfo", newEpoch: n("newEpoch"), protocolVersion: body["protocolVersion"] as number };
     case "ackEpoch":

@@ -131,10 +131,12 @@ export function adminHandler(status: ServerStatus, extension?: AdminExtension, b
     if (path === "/readyz") {
       const ready = status.serving;
       const leaderId = status.leaderId();
+      const repairing = status.repairing;
       return sendJson(response, ready ? 200 : 503, {
         ready,
         server_state: status.state(),
         ...(leaderId === undefined ? {} : { leader_id: leaderId }),
+        ...(repairing === undefined ? {} : { reason: `repairing from the leader: ${repairing.file}: ${repairing.reason}` }),
       });
     }
     if (path === COMMAND_URL || path === `${COMMAND_URL}/`) {

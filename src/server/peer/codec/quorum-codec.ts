@@ -121,7 +121,7 @@ export function quorumBodySize(m: QuorumMessage): number {
     case "upToDate":
       return 0;
     case "treeDigest":
-      return uint53Field(m.zxid) + (m.digest === undefined ? 0 : bytesField(digestBytes(m.digest)));
+      return uint53Field(m.zxid) + bytesField(digestBytes(m.digest));
     default:
       throw new AssertionError(`unknown quorum message ${JSON.stringify((m as { type?: unknown }).type)}`);
   }
@@ -218,7 +218,7 @@ function putQuorumBody(o: Uint8Array, p: number, m: QuorumMessage): number {
       return p;
     case "treeDigest":
       p = putUint53Field(o, p, 0x08, m.zxid);
-      return m.digest === undefined ? p : putBytesField(o, p, 0x12, digestBytes(m.digest));
+      return putBytesField(o, p, 0x12, digestBytes(m.digest));
   }
 }
 
@@ -453,13 +453,13 @@ function readQuorumBody(r: ProtoReader, field: number, end: number): QuorumMessa
         const tag = r.tag(end);
         if (tag === 0x08) zxid = r.uint53(end);
         else if (tag === 0x12) {
-          // Proto3: empty bytes are the default, an announcement.
           const bytes = r.bytesView(end);
-          if (bytes.length !== 0 && bytes.length !== 8) throw new PeerCodecError(`tree digest of ${bytes.length} bytes`);
-          digest = bytes.length === 0 ? undefined : Buffer.from(bytes.buffer, bytes.byteOffset, 8).toString("hex");
+          if (bytes.length !== 8) throw new PeerCodecError(`tree digest of ${bytes.length} bytes`);
+          digest = Buffer.from(bytes.buffer, bytes.byteOffset, 8).toString("hex");
         } else r.skip(tag, end);
       }
-      return digest === undefined ? { type: "treeDigest", zxid } : { type: "treeDigest", zxid, digest };
+      if (digest === undefined) throw new PeerCodecError("tree digest without its digest");
+      return { type: "treeDigest", zxid, digest };
     }
     default:
       throw new PeerCodecError(`quorum message member ${field}`);
