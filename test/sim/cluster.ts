@@ -30,7 +30,7 @@ import { Prng } from "./prng.js";
 import { JUTE_CLIENTS } from "./jute-session.js";
 import { SDK_CLIENTS } from "./sdk-session.js";
 import { SimClient, type ClientStat, type ClientWorld, type ServerProcess } from "./sim-client.js";
-import { MemoryStorage } from "./twins/memory-storage.js";
+import { MemoryStorage, type DamageKind } from "./twins/memory-storage.js";
 import { EventQueue, type Scheduler } from "./twins/scheduler.js";
 import { SimNetwork } from "./twins/sim-network.js";
 import { TREE_DIVERGED } from "../../src/replica/tree-digest-check.js";
@@ -75,6 +75,17 @@ export interface SimConfig {
    * added does (their own view lists them as participants); reconfigurations add them.
    */
   spares: number;
+  /**
+   * Storage faults (twins/memory-storage.ts): a crash may tear the write in flight, and a restart
+   * may find one of the server's records or its snapshot damaged — on one server at a time, so that
+   * a quorum of good copies always exists. Not in runs with reconfigurations, whose smaller
+   * configurations may have no copy to spare.
+   */
+  storageFaults: boolean;
+  /** SIMULATION SABOTAGE: every storage twin reads back without checking (MemoryStorage.uncheckedReads). */
+  uncheckedReads: boolean;
+  /** SIMULATION SABOTAGE: a server that found damage does not say it repairs (MemoryStorage.silentRepair). */
+  silentRepair: boolean;
 }
 
 /**
@@ -108,8 +119,16 @@ export function defaultConfig(prng: Prng): SimConfig {
     reconfig: prng.chance(0.4),
     spares: prng.pick([0, 1, 2]),
     juteClientShare: prng.pick([1 / 3, 1 / 2]),
+    storageFaults: prng.chance(0.5),
+    uncheckedReads: false,
+    silentRepair: false,
   };
 }
+
+/** A crash tears the write in flight this often, and a restart finds damage this often (storageFaults). */
+const TORN_WRITE_CHANCE = 0.3;
+const DAMAGE_AT_RESTART_CHANCE = 0.3;
+const DAMAGE_KINDS: readonly DamageKind[] = ["bitFlip", "zeroed", "truncated", "misdirected"];
 
 /** How often the convergence and digest checks look. */
 const DIGEST_CHECK_INTERVAL_MS = 500;
@@ -142,6 +161,11 @@ export class SimServer {
   firstAckPending = false;
   /** Its tree was changed behind its back (alterTree): no digest of it is checked until a snapshot replaces it. */
   treeAltered = false;
+  /**
+   * Its files were damaged at its last restart, and it has not yet got back everything it held
+   * durable then (it applied up to `damagedEnd`, a repair included): not a good copy until it has.
+   */
+  damagedEnd: number | undefined;
 
   constructor(
     readonly id: number,
@@ -269,6 +293,9 @@ export class Simulation implements Scheduler, ClientWorld {
     pings: 0,
     /** Learners that found their tree's digest differ from their leader's. */
     treeDivergences: 0,
+    /** Storage faults: writes torn by a crash, and servers restarted with damaged files. */
+    tornWrites: 0,
+    damagedRestarts: 0,
   };
   /** Each learner that found its tree's digest differ from its leader's, and when. */
   readonly treeDivergences: { serverId: number; atMs: number }[] = [];
@@ -292,7 +319,7 @@ export class Simulation implements Scheduler, ClientWorld {
     this.prng = new Prng(seed);
     const drawn = { ...defaultConfig(this.prng.fork()), ...config };
     // Client 3 is the super user (acl-workload.ts): a run with reconfigurations has one to send them.
-    this.config = drawn.reconfig ? { ...drawn, clients: Math.max(3, drawn.clients) } : drawn;
+    this.config = drawn.reconfig ? { ...drawn, clients: Math.max(3, drawn.clients), storageFaults: false } : drawn;
     const voters = Array.from({ length: this.config.voters }, (_, i) => i + 1);
     const observers = Array.from({ length: this.config.observers }, (_, i) => this.config.voters + i + 1);
     const spares = this.config.reconfig ? Array.from({ length: this.config.spares }, (_, i) => this.config.voters + this.config.observers + i + 1) : [];
@@ -324,6 +351,8 @@ export class Simulation implements Scheduler, ClientWorld {
     for (const id of [...voters, ...observers, ...spares]) {
       const fsyncMsMax = id === this.config.slowDiskServer ? 10 * this.config.fsyncMsMax : this.config.fsyncMsMax;
       const storage = new MemoryStorage(this, id, () => 1 + this.prng.int(fsyncMsMax));
+      storage.uncheckedReads = this.config.uncheckedReads;
+      storage.silentRepair = this.config.silentRepair;
       const view = spares.includes(id) ? [...initial, simMember(id, "participant")] : initial;
       this.servers.push(new SimServer(id, observers.includes(id), storage, view));
     }
@@ -499,6 +528,9 @@ export class Simulation implements Scheduler, ClientWorld {
         case TREE_DIVERGED:
           this.stats.treeDivergences += 1;
           this.treeDivergences.push({ serverId: server.id, atMs: this.nowMs });
+          // The trees of a correct cluster never differ (checkDigests): an alarm nothing caused is a false one.
+          if (!server.treeAltered)
+            this.checker.fail("committed prefixes agree", `server ${server.id} raised a tree digest alarm with its tree unaltered: ${text}`);
           break;
         case "configuration in force":
           this.configInForce(server.id, Number.parseInt(String(f["version"]).slice(2), 16), String(f["members"]));
@@ -899,14 +931,33 @@ export class Simulation implements Scheduler, ClientWorld {
     server.up = false;
     server.pausedUntilMs = 0;
     server.deferred = [];
-    server.storage.crash();
+    const tear = this.config.storageFaults && this.prng.chance(TORN_WRITE_CHANCE);
+    if (tear) this.stats.tornWrites += 1;
+    server.storage.crash(tear);
     server.crashed();
   }
 
   private restart(server: SimServer): void {
     if (server.up) return;
     server.up = true;
+    if (this.config.storageFaults && this.prng.chance(DAMAGE_AT_RESTART_CHANCE) && this.servers.every((s) => s === server || !this.stillDamaged(s))) {
+      const end = server.storage.durableEnd();
+      const done = server.storage.damage(this.prng.pick(DAMAGE_KINDS), this.prng);
+      if (done !== undefined) {
+        this.stats.damagedRestarts += 1;
+        server.damagedEnd = end;
+        this.log(`${server.id} restarts with damaged files: ${done}`);
+      }
+    }
     this.boot(server);
+  }
+
+  /** Whether `server`'s files were damaged and it has not got back all it held then (one such server at a time). */
+  private stillDamaged(server: SimServer): boolean {
+    const end = server.damagedEnd;
+    if (end === undefined) return false;
+    if (server.up && server.serving && server.storage.durable.repairing === undefined && server.tree.lastProcessedZxid >= end) server.damagedEnd = undefined;
+    return server.damagedEnd !== undefined;
   }
 
   healAll(): void {
@@ -1025,6 +1076,14 @@ export class Simulation implements Scheduler, ClientWorld {
       this.log("a restarted server logged a reconfiguration that needs the minority: none stays out");
       minority = { crashed: [], isolated: [] };
       out.clear();
+    }
+    // A member whose files were damaged is no good copy until it has got back what it held: with one
+    // among the rest, the rest may hold too few good copies for a quorum (the property needs them).
+    if (out.size > 0 && this.servers.some((s) => !out.has(s.id) && this.stillDamaged(s))) {
+      this.log("a member with damaged files is among the rest: none stays out");
+      minority = { crashed: [], isolated: [] };
+      out.clear();
+      for (const server of this.servers) if (!server.up) this.applyFault({ kind: "restart", server: server.id });
     }
     for (const id of minority.crashed) this.applyFault({ kind: "crash", server: id });
     this.cutOff(new Set(minority.isolated));

@@ -63,11 +63,11 @@ export class HarnessServer {
   }
 
   get log(): LogRecord[] {
-    return this.storage.durable.log;
+    return this.storage.durableRecords;
   }
 
   set log(records: LogRecord[]) {
-    this.storage.durable.log = records;
+    this.storage.durableRecords = records;
   }
 
   get treeZxid(): number {

@@ -91,8 +91,8 @@ test("a follower with an uncommitted tail from an older epoch is TRUNCated, then
     { zxid: z(1, 2), record: enc("b") },
   ];
   for (const id of [1, 2, 3]) Object.assign(h.server(id), { acceptedEpoch: 2, currentEpoch: 2, log: committed.slice() });
-  h.server(1).log.push({ zxid: z(2, 1), record: enc("c") });
-  h.server(3).log.push({ zxid: z(1, 3), record: enc("stale") });
+  h.server(1).log = [...h.server(1).log, { zxid: z(2, 1), record: enc("c") }];
+  h.server(3).log = [...h.server(3).log, { zxid: z(1, 3), record: enc("stale") }];
   establish(h, 1, [2, 3]);
   assert.ok(h.events().includes("# 1 sync 3 TRUNC 0x100000002..0x200000001: learner has a txn the leader's history lacks"));
   assert.ok(h.events().includes("# 1 sync 2 DIFF 0x100000002..0x200000001: learner's last zxid is in the committed-log window"));
