@@ -227,7 +227,7 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
       }
     }
     const { repair } = this.deps;
-    repair.heardFrom(notification.from, notification.repairing === true);
+    repair.heardFrom(notification.from, notification.repairing === true, clock.nowMs());
     if (repair.active && this.refuseIfUnrepairable()) return;
     if (this.election) this.handleElection(this.election.receive(notification, clock.nowMs()));
   }

@@ -40,8 +40,8 @@ export interface RepairQuorum {
 
 export class RepairState {
   private damageNow: StorageDamage | undefined;
-  /** The other voters heard from since this repair began, and whether each said it repairs too. */
-  private readonly heard = new Map<number, boolean>();
+  /** The other voters heard from since this repair began: whether each said it repairs too, and when. */
+  private readonly heard = new Map<number, { repairing: boolean; atMs: number }>();
   /** Set while lingering before a refusal (see refusal). */
   private refusingAtMs: number | undefined;
 
@@ -75,8 +75,8 @@ export class RepairState {
   }
 
   /** A voter's notification said whether it repairs. */
-  heardFrom(serverId: number, repairing: boolean): void {
-    if (serverId !== this.myId) this.heard.set(serverId, repairing);
+  heardFrom(serverId: number, repairing: boolean, nowMs = 0): void {
+    if (serverId !== this.myId) this.heard.set(serverId, { repairing, atMs: nowMs });
   }
 
   /** Found unrepairable, and lingering before it refuses to go on. */
@@ -87,10 +87,12 @@ export class RepairState {
   /**
    * The verdict, acted on after lingering for `lingerMs` — still telling the others it repairs, so
    * that another damaged member that has not heard it yet learns why nobody can repair it either.
+   * Only what was heard within `lingerMs` counts: a notification re-sent from before a voter's own
+   * repair finished, or a voter paused since, must not stop a server for good.
    * `first`: the verdict is new (worth a log line); `due`: the lingering is over, stop now.
    */
   refusal(quorum: RepairQuorum, nowMs: number, lingerMs: number): { error: CannotRepairError; first: boolean; due: boolean } | undefined {
-    const error = this.verdict(quorum);
+    const error = this.verdict(quorum, nowMs - lingerMs);
     if (error === undefined) {
       this.refusingAtMs = undefined;
       return undefined;
@@ -101,19 +103,19 @@ export class RepairState {
   }
 
   /**
-   * While repairing: the refusal, once every other voter has been heard from and the good copies
-   * among them cannot make a quorum (a standalone server, the only voter, at once). Undefined
-   * otherwise: a voter not heard from may be a good copy that comes back.
+   * While repairing: the refusal, once every other voter has been heard from (after `heardSinceMs`)
+   * and the good copies among them cannot make a quorum (a standalone server, the only voter, at
+   * once). Undefined otherwise: a voter not heard from may be a good copy that comes back.
    */
-  verdict(quorum: RepairQuorum): CannotRepairError | undefined {
+  verdict(quorum: RepairQuorum, heardSinceMs = -Infinity): CannotRepairError | undefined {
     const damage = this.damageNow;
     if (damage === undefined) return undefined;
     const good: number[] = [];
     for (const voter of quorum.voters) {
       if (voter === this.myId) continue;
-      const repairing = this.heard.get(voter);
-      if (repairing === undefined) return undefined;
-      if (!repairing) good.push(voter);
+      const heard = this.heard.get(voter);
+      if (heard === undefined || heard.atMs <= heardSinceMs) return undefined;
+      if (!heard.repairing) good.push(voter);
     }
     if (good.length >= quorum.quorumSize) return undefined;
     return new CannotRepairError(

@@ -9,7 +9,7 @@
  * tree took a change the others did not (a lost or extra txn, a bug in apply) holds another one.
  * It is a check against accidents, not against an adversary: a sum can be steered to a collision.
  */
-import { Hasher } from "./hasher.js";
+import { fmix32, Hasher } from "./hasher.js";
 import type { Acl, Stat } from "./types.js";
 
 /** What of a node is hashed: everything replicated (path, data, ACL, raw stat). */
@@ -127,15 +127,6 @@ class WordHash {
     const b = fmix32(this.b ^ a);
     return [a >>> 0, b >>> 0];
   }
-}
-
-function fmix32(h: number): number {
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h;
 }
 
 /** The digest as members compare it: 16 hex digits over the zxid, the counts and both sums. */

@@ -17,10 +17,11 @@ interface Args {
   election: "fle" | "oracle" | undefined;
   /** SIMULATION SABOTAGE, to see the storage damage properties fail (RunOptions.sabotage). */
   sabotage: "uncheckedReads" | "silentRepair" | undefined;
+  storageFaults: boolean;
 }
 
 function parseArgs(argv: string[]): Args {
-  const args: Args = { seeds: 20, seed: undefined, steps: 12, verbose: false, first: 0, election: undefined, sabotage: undefined };
+  const args: Args = { seeds: 20, seed: undefined, steps: 12, verbose: false, first: 0, election: undefined, sabotage: undefined, storageFaults: false };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const value = (): number => {
@@ -35,13 +36,14 @@ function parseArgs(argv: string[]): Args {
     else if (flag === "--verbose") args.verbose = true;
     else if (flag === "--unchecked-reads") args.sabotage = "uncheckedReads";
     else if (flag === "--silent-repair") args.sabotage = "silentRepair";
+    else if (flag === "--storage-faults") args.storageFaults = true;
     else if (flag === "--election") {
       const kind = argv[++i];
       if (kind !== "fle" && kind !== "oracle") throw new Error("--election takes fle or oracle");
       args.election = kind;
     } else
       throw new Error(
-        `unknown flag ${flag} (use --seeds N, --seed S, --steps K, --first F, --election fle|oracle, --unchecked-reads, --silent-repair, --verbose)`,
+        `unknown flag ${flag} (use --seeds N, --seed S, --steps K, --first F, --election fle|oracle, --storage-faults, --unchecked-reads, --silent-repair, --verbose)`,
       );
   }
   return args;
@@ -58,6 +60,7 @@ for (const seed of seeds) {
     steps: args.steps,
     ...(args.election === undefined ? {} : { election: args.election }),
     ...(args.sabotage === undefined ? {} : { sabotage: args.sabotage }),
+    ...(args.storageFaults ? { storageFaults: true } : {}),
   });
   for (const [key, value] of Object.entries(outcome.stats)) if (key !== "events") totals[key] = (totals[key] ?? 0) + value;
   if (outcome.violations.length > 0 || args.verbose) {
@@ -70,7 +73,8 @@ for (const seed of seeds) {
     if (args.verbose) for (const line of outcome.trace) console.log(`  | ${line}`);
     const election = args.election === undefined ? "" : ` --election ${args.election}`;
     const sabotage = args.sabotage === undefined ? "" : args.sabotage === "uncheckedReads" ? " --unchecked-reads" : " --silent-repair";
-    console.log(`  replay: node ${script} --seed ${seed} --steps ${args.steps}${election}${sabotage} --verbose`);
+    const storage = args.storageFaults ? " --storage-faults" : "";
+    console.log(`  replay: node ${script} --seed ${seed} --steps ${args.steps}${election}${sabotage}${storage} --verbose`);
   }
 }
 const seconds = ((Date.now() - started) / 1000).toFixed(1);

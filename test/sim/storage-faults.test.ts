@@ -19,7 +19,7 @@ const SCANNED_SEEDS = 30;
 test("storage read back unchecked serves damaged records on some of the first seeds, and the committed-prefix checker catches each; checked, those seeds pass", () => {
   const caught: number[] = [];
   for (let seed = 0; seed < SCANNED_SEEDS; seed++) {
-    const sabotaged = runSeed(seed, { steps: 12, sabotage: "uncheckedReads" });
+    const sabotaged = runSeed(seed, { steps: 12, storageFaults: true, sabotage: "uncheckedReads" });
     if (sabotaged.violations.length === 0) continue;
     assert.ok(sabotaged.stats.damagedRestarts + sabotaged.stats.tornWrites > 0, `seed ${seed} failed without storage damage`);
     assert.ok(
@@ -29,7 +29,7 @@ test("storage read back unchecked serves damaged records on some of the first se
     caught.push(seed);
   }
   assert.ok(caught.length >= 3, `caught on seeds ${caught.join(", ")}`);
-  for (const seed of caught) assert.deepEqual(runSeed(seed, { steps: 12 }).violations, [], `seed ${seed} with checked reads`);
+  for (const seed of caught) assert.deepEqual(runSeed(seed, { steps: 12, storageFaults: true }).violations, [], `seed ${seed} with checked reads`);
 });
 
 /**

@@ -40,6 +40,24 @@ test("a repairing member goes on while the good copies make a quorum, and a fini
   assert.equal(state.damage, undefined);
 });
 
+test("a repairing member refuses only on what it heard within the linger, and only once the linger is over", () => {
+  const state = new RepairState(3, damage);
+  state.heardFrom(1, true, 1_000);
+  state.heardFrom(2, false, 1_000);
+  const first = state.refusal(threeVoters, 1_000, 2_800);
+  assert.deepEqual([first?.first, first?.due], [true, false], "found, lingering");
+  // Server 1 said it repairs 2.8 s ago and nothing since (it finished, or it is paused): no refusal.
+  assert.equal(state.refusal(threeVoters, 3_800, 2_800), undefined);
+  assert.equal(state.lingering, false);
+  // Heard afresh throughout the linger: the refusal is due.
+  state.heardFrom(1, true, 3_900);
+  state.heardFrom(2, false, 3_900);
+  state.refusal(threeVoters, 3_900, 2_800);
+  state.heardFrom(1, true, 6_600);
+  state.heardFrom(2, false, 6_600);
+  assert.equal(state.refusal(threeVoters, 6_700, 2_800)?.due, true);
+});
+
 test("the only voter (a standalone server) refuses at once: there is no other copy", () => {
   assert.ok(new RepairState(1, damage).verdict({ voters: new Set([1]), quorumSize: 1 }) instanceof CannotRepairError);
 });

@@ -325,29 +325,9 @@ export class LevelTxnLog implements TxnLog {
     if (upper <= afterZxid) return;
     // LevelDB iterators read from an implicit snapshot taken here; the bound keeps a batch that
     // is still being written (not yet acknowledged durable) out of the answer.
-    const iterator = this.db.iterator({ gt: logKey(afterZxid), lte: logKey(upper) });
     const chain = new LogChain();
-    try {
-      for (;;) {
-        let entries: [Buffer, Uint8Array][];
-        try {
-          entries = await iterator.nextv(1000);
-        } catch (error) {
-          throw levelDbDamage(error, this.dir) ?? error;
-        }
-        if (entries.length === 0) return;
-        for (const [key, value] of entries) {
-          const zxid = zxidOfLogKey(key);
-          if (zxid === undefined) throw new StorageDamagedError(this.dir, `a log key that is no zxid: ${key.toString("hex")}`);
-          const decoded = decodeLogRecord(key, value);
-          if (!decoded.ok) throw new StorageDamagedError(this.dir, `record ${hexZxid(zxid)}: ${decoded.reason}`);
-          const broken = chain.next(zxid, decoded.prevZxid);
-          if (broken !== undefined) throw new StorageDamagedError(this.dir, broken);
-          yield { zxid, record: decoded.payload, prevZxid: decoded.prevZxid };
-        }
-      }
-    } finally {
-      await iterator.close();
+    for await (const [key, value] of entriesOf(this.db.iterator({ gt: logKey(afterZxid), lte: logKey(upper) }), this.dir)) {
+      yield checkedRecord(key, value, chain, this.dir);
     }
   }
 
@@ -620,8 +600,24 @@ async function cutTornTail(db: Db, dir: string, options: LevelTxnLogOptions): Pr
  * LevelDB cannot read back anywhere else would otherwise surface later, in the middle of a write.
  */
 async function verifyDatabase(db: Db, dir: string): Promise<void> {
-  const iterator = db.iterator();
   const chain = new LogChain();
+  for await (const [key, value] of entriesOf(db.iterator(), dir)) {
+    const prefix = key[0];
+    if (prefix === LOG_KEY_PREFIX) checkedRecord(key, value, chain, dir);
+    else if (prefix === META_KEY_PREFIX || prefix === STABLE_KEY_PREFIX) {
+      const decoded = decodeStableNumber(key, value);
+      if (!decoded.ok) throw new StorageDamagedError(dir, `stored number ${key.subarray(1).toString("utf8")}: ${decoded.reason}`);
+    } else {
+      throw new StorageDamagedError(dir, `a key this log never writes: ${key.toString("hex")}`);
+    }
+  }
+}
+
+/** An iterator's entries, read a thousand at a time; LevelDB refusing to read a file back is damage. */
+async function* entriesOf(
+  iterator: { nextv(size: number): Promise<[Buffer, Uint8Array][]>; close(): Promise<void> },
+  dir: string,
+): AsyncGenerator<[Buffer, Uint8Array]> {
   try {
     for (;;) {
       let entries: [Buffer, Uint8Array][];
@@ -631,26 +627,22 @@ async function verifyDatabase(db: Db, dir: string): Promise<void> {
         throw levelDbDamage(error, dir) ?? error;
       }
       if (entries.length === 0) return;
-      for (const [key, value] of entries) {
-        const prefix = key[0];
-        if (prefix === LOG_KEY_PREFIX) {
-          const zxid = zxidOfLogKey(key);
-          if (zxid === undefined) throw new StorageDamagedError(dir, `a log key that is no zxid: ${key.toString("hex")}`);
-          const decoded = decodeLogRecord(key, value);
-          if (!decoded.ok) throw new StorageDamagedError(dir, `record ${hexZxid(zxid)}: ${decoded.reason}`);
-          const broken = chain.next(zxid, decoded.prevZxid);
-          if (broken !== undefined) throw new StorageDamagedError(dir, broken);
-        } else if (prefix === META_KEY_PREFIX || prefix === STABLE_KEY_PREFIX) {
-          const decoded = decodeStableNumber(key, value);
-          if (!decoded.ok) throw new StorageDamagedError(dir, `stored number ${key.subarray(1).toString("utf8")}: ${decoded.reason}`);
-        } else {
-          throw new StorageDamagedError(dir, `a key this log never writes: ${key.toString("hex")}`);
-        }
-      }
+      yield* entries;
     }
   } finally {
     await iterator.close();
   }
+}
+
+/** One stored txn record, checked: its key, its checksum, and its link to the record read before it. */
+function checkedRecord(key: Buffer, value: Uint8Array, chain: LogChain, dir: string): LogEntry {
+  const zxid = zxidOfLogKey(key);
+  if (zxid === undefined) throw new StorageDamagedError(dir, `a log key that is no zxid: ${key.toString("hex")}`);
+  const decoded = decodeLogRecord(key, value);
+  if (!decoded.ok) throw new StorageDamagedError(dir, `record ${hexZxid(zxid)}: ${decoded.reason}`);
+  const broken = chain.next(zxid, decoded.prevZxid);
+  if (broken !== undefined) throw new StorageDamagedError(dir, broken);
+  return { zxid, record: decoded.payload, prevZxid: decoded.prevZxid };
 }
 
 /** The lowest (or highest) zxid stored in the log range, 0 when it is empty. */
