@@ -227,7 +227,7 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
       }
     }
     const { repair } = this.deps;
-    repair.heardFrom(notification.from, notification.repairing === true, clock.nowMs());
+    repair.heardFrom(notification.from, notification.repairing);
     if (repair.active && this.refuseIfUnrepairable()) return;
     if (this.election) this.handleElection(this.election.receive(notification, clock.nowMs()));
   }
@@ -235,7 +235,8 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
   /**
    * A repairing member with too few good copies left for a quorum stops for good (repair.ts) — after
    * lingering for two notification intervals, still telling the others it repairs, so that another
-   * damaged member that has not heard it yet learns why nobody can repair it either.
+   * damaged member that has not heard it yet learns why nobody can repair it either, and once each
+   * voter it counts as repairing has said so again since.
    */
   private refuseIfUnrepairable(): boolean {
     const { repair, membership, clock, logger } = this.deps;
@@ -447,10 +448,10 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
     // Every notification carries our configuration in force and the latest reconfiguration we logged
     // and have not seen committed (a standalone server, which cannot be reconfigured, sends none).
     const views = membership.reconfigurable && output.send.length > 0 ? notificationViews(membership.state) : {};
-    const repairing = this.deps.repair.active ? { repairing: true } : {};
     for (const { to, notification } of output.send) {
       logger.debug({ to, notification: { ...notification, vote: { ...notification.vote } } }, "notification sent");
-      transport.sendNotification(to, { ...notification, ...views, ...repairing });
+      const repairing = this.deps.repair.nextNotificationNumber();
+      transport.sendNotification(to, { ...notification, ...views, ...(repairing === undefined ? {} : { repairing }) });
     }
     // A server outside every configuration in play never takes part in a term.
     if (output.decided && !outsideEveryConfig(membership.state)) this.startTerm(output.decided);

@@ -8,7 +8,11 @@
  *
  * When the other voters have all been heard from and too few of them hold good copies to form a
  * quorum, nobody can repair this member: it refuses to go on (CannotRepairError), naming what was
- * damaged and what a person can do.
+ * damaged and what a person can do. Refusing is for good, so it rests on fresh words only: each
+ * voter counted as repairing must have sent a notification since the verdict was first reached.
+ * A transport re-sends a peer's last notification on every new link (as ZooKeeper's does), and
+ * that may be from before the peer's own repair finished; a voter paused or down since sends no
+ * new one, and may be a good copy that comes back.
  */
 import type { StorageDamage } from "./ports.js";
 
@@ -38,12 +42,17 @@ export interface RepairQuorum {
   readonly quorumSize: number;
 }
 
+/** A voter's last word: 0 for a good copy, else the number its repairing notification carried. */
+type Word = number;
+
 export class RepairState {
   private damageNow: StorageDamage | undefined;
-  /** The other voters heard from since this repair began: whether each said it repairs too, and when. */
-  private readonly heard = new Map<number, { repairing: boolean; atMs: number }>();
-  /** Set while lingering before a refusal (see refusal). */
-  private refusingAtMs: number | undefined;
+  /** The other voters heard from since this repair began, and the last word of each. */
+  private readonly heard = new Map<number, Word>();
+  /** Set while lingering before a refusal (see refusal): when it is due, and the words heard when it began. */
+  private lingeringNow: { dueAtMs: number; wordsAtStart: ReadonlyMap<number, Word> } | undefined;
+  /** Notifications sent while repairing (Notification.repairing numbers them). */
+  private notificationsSent = 0;
 
   constructor(
     private readonly myId: number,
@@ -71,51 +80,69 @@ export class RepairState {
   finished(): void {
     this.damageNow = undefined;
     this.heard.clear();
-    this.refusingAtMs = undefined;
+    this.lingeringNow = undefined;
   }
 
-  /** A voter's notification said whether it repairs. */
-  heardFrom(serverId: number, repairing: boolean, nowMs = 0): void {
-    if (serverId !== this.myId) this.heard.set(serverId, { repairing, atMs: nowMs });
+  /** A voter's notification: `repairing` as it carried it (Notification.repairing), absent from a good copy. */
+  heardFrom(serverId: number, repairing: number | undefined): void {
+    if (serverId !== this.myId) this.heard.set(serverId, repairing ?? 0);
+  }
+
+  /** What the next notification this member sends carries as Notification.repairing; undefined when it holds a good copy. */
+  nextNotificationNumber(): number | undefined {
+    if (this.damageNow === undefined) return undefined;
+    this.notificationsSent += 1;
+    return this.notificationsSent;
   }
 
   /** Found unrepairable, and lingering before it refuses to go on. */
   get lingering(): boolean {
-    return this.refusingAtMs !== undefined;
+    return this.lingeringNow !== undefined;
   }
 
   /**
    * The verdict, acted on after lingering for `lingerMs` — still telling the others it repairs, so
-   * that another damaged member that has not heard it yet learns why nobody can repair it either.
-   * Only what was heard within `lingerMs` counts: a notification re-sent from before a voter's own
-   * repair finished, or a voter paused since, must not stop a server for good.
-   * `first`: the verdict is new (worth a log line); `due`: the lingering is over, stop now.
+   * that another damaged member that has not heard it yet learns why nobody can repair it either —
+   * and once each voter counted as repairing has said so again since the lingering began (see the
+   * file note). `first`: the verdict is new (worth a log line); `due`: stop now.
    */
   refusal(quorum: RepairQuorum, nowMs: number, lingerMs: number): { error: CannotRepairError; first: boolean; due: boolean } | undefined {
-    const error = this.verdict(quorum, nowMs - lingerMs);
+    const error = this.verdict(quorum);
     if (error === undefined) {
-      this.refusingAtMs = undefined;
+      this.lingeringNow = undefined;
       return undefined;
     }
-    const first = this.refusingAtMs === undefined;
-    if (first) this.refusingAtMs = nowMs + lingerMs;
-    return { error, first, due: !first && nowMs >= this.refusingAtMs! };
+    const lingering = this.lingeringNow;
+    if (lingering === undefined) {
+      this.lingeringNow = { dueAtMs: nowMs + lingerMs, wordsAtStart: new Map(this.heard) };
+      return { error, first: true, due: false };
+    }
+    return { error, first: false, due: nowMs >= lingering.dueAtMs && this.repairingSaidAgain(quorum, lingering.wordsAtStart) };
+  }
+
+  /** Whether every voter whose last word is that it repairs has sent that word anew since `wordsAtStart`. */
+  private repairingSaidAgain(quorum: RepairQuorum, wordsAtStart: ReadonlyMap<number, Word>): boolean {
+    for (const voter of quorum.voters) {
+      const word = this.heard.get(voter);
+      if (word !== undefined && word !== 0 && word === wordsAtStart.get(voter)) return false;
+    }
+    return true;
   }
 
   /**
-   * While repairing: the refusal, once every other voter has been heard from (after `heardSinceMs`)
-   * and the good copies among them cannot make a quorum (a standalone server, the only voter, at
-   * once). Undefined otherwise: a voter not heard from may be a good copy that comes back.
+   * While repairing: the refusal, once every other voter has been heard from and the good copies
+   * among them cannot make a quorum (a standalone server, the only voter, at once). Undefined
+   * otherwise: a voter not heard from may be a good copy that comes back.
    */
-  verdict(quorum: RepairQuorum, heardSinceMs = -Infinity): CannotRepairError | undefined {
+  verdict(quorum: RepairQuorum): CannotRepairError | undefined {
     const damage = this.damageNow;
     if (damage === undefined) return undefined;
     const good: number[] = [];
     for (const voter of quorum.voters) {
       if (voter === this.myId) continue;
-      const heard = this.heard.get(voter);
-      if (heard === undefined || heard.atMs <= heardSinceMs) return undefined;
-      if (!heard.repairing) good.push(voter);
+      const word = this.heard.get(voter);
+      if (word === undefined) return undefined;
+      if (word === 0) good.push(voter);
     }
     if (good.length >= quorum.quorumSize) return undefined;
     return new CannotRepairError(

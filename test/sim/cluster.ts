@@ -119,8 +119,7 @@ export function defaultConfig(prng: Prng): SimConfig {
     reconfig: prng.chance(0.4),
     spares: prng.pick([0, 1, 2]),
     juteClientShare: prng.pick([1 / 3, 1 / 2]),
-    // Off in the random runs until the false refusal they find is fixed (runner's storageFaults turns them on).
-    storageFaults: false,
+    storageFaults: prng.chance(0.5),
     uncheckedReads: false,
     silentRepair: false,
   };

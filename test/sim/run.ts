@@ -2,6 +2,7 @@
  * The simulator's command line (VOPR-style):
  *   npm run sim -- --seeds 200                        # 200 random seeds
  *   npm run sim -- --seed 1234 --steps 20 --verbose
+ *   npm run sim -- --seeds 200 --storage-faults         # storage faults in every run without reconfigurations
  *   npm run sim -- --seeds 200 --unchecked-reads        # sabotage: storage reads back unchecked
  *   npm run sim -- --seeds 200 --silent-repair          # sabotage: a damaged server does not say it repairs
  * Prints every failing seed with the command that replays it exactly; exits 1 on any failure.

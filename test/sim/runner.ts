@@ -20,7 +20,7 @@ export interface RunOptions {
   election?: "fle" | "oracle";
   /** SIMULATION SABOTAGE: storage reads back without checking, or a damaged server does not say it repairs (SimConfig). */
   sabotage?: "uncheckedReads" | "silentRepair";
-  /** Storage faults (SimConfig.storageFaults) on, in runs without reconfigurations. */
+  /** Storage faults (SimConfig.storageFaults) on in every run without reconfigurations, not in about half. */
   storageFaults?: boolean;
 }
 

@@ -124,7 +124,7 @@ const notificationFrom = (from: number): fc.Arbitrary<Notification> =>
       pending: fc.record({ version: zxid, text: configText }, { noNullPrototype: true }),
       // Zero is not sent (proto3), so an absent `applied` stands for it.
       applied: uint53.filter((z) => z > 0),
-      repairing: fc.constant(true),
+      repairing: fc.integer({ min: 1, max: 0xffffffff }),
     },
     { noNullPrototype: true, requiredKeys: ["from", "state", "vote", "round"] },
   );
@@ -143,7 +143,7 @@ type LoaderNotificationBatch = {
     pendingConfigVersion: string;
     pendingConfig: string;
     appliedZxid: string;
-    repairing: boolean;
+    repairing: number;
   }[];
 };
 
@@ -493,7 +493,7 @@ test("notification frames cross-check with proto-loader both ways and byte for b
     pendingConfigVersion: String(n.pending?.version ?? 0),
     pendingConfig: n.pending?.text ?? "",
     appliedZxid: String(n.applied ?? 0),
-    repairing: n.repairing === true,
+    repairing: n.repairing ?? 0,
   });
   fc.assert(
     fc.property(notificationBatch, (notifications) => {
@@ -506,7 +506,7 @@ test("notification frames cross-check with proto-loader both ways and byte for b
         ...(n.config === "" ? {} : { config: { version: Number(n.configVersion), text: n.config } }),
         ...(n.pendingConfig === "" ? {} : { pending: { version: Number(n.pendingConfigVersion), text: n.pendingConfig } }),
         ...(n.appliedZxid === "0" ? {} : { applied: Number(n.appliedZxid) }),
-        ...(n.repairing ? { repairing: true } : {}),
+        ...(n.repairing === 0 ? {} : { repairing: n.repairing }),
       }));
       assert.deepStrictEqual(decoded, notifications);
       const theirs = loaderEncodeNotifications({ notifications: notifications.map(toLoaderNotification) });

@@ -5,24 +5,25 @@ import { CannotRepairError, RepairState } from "../../src/replica/repair.js";
 
 const damage = { file: "/data/3/log", reason: "records missing between 0x10 and 0x13" };
 const threeVoters = { voters: new Set([1, 2, 3]), quorumSize: 2 };
+const pick = (refusal: { first: boolean; due: boolean } | undefined) => (refusal === undefined ? undefined : { first: refusal.first, due: refusal.due });
 
 test("a member holding a good copy never refuses", () => {
   const state = new RepairState(3, undefined);
-  state.heardFrom(1, true);
-  state.heardFrom(2, true);
+  state.heardFrom(1, 1);
+  state.heardFrom(2, 1);
   assert.equal(state.verdict(threeVoters), undefined);
 });
 
 test("a repairing member waits while a voter it has not heard from may be a good copy", () => {
   const state = new RepairState(3, damage);
-  state.heardFrom(1, true);
+  state.heardFrom(1, 1);
   assert.equal(state.verdict(threeVoters), undefined);
 });
 
 test("a repairing member refuses once every voter is heard from and the good copies make no quorum, naming the damage and what to do", () => {
   const state = new RepairState(3, damage);
-  state.heardFrom(1, true);
-  state.heardFrom(2, false);
+  state.heardFrom(1, 1);
+  state.heardFrom(2, undefined);
   const refusal = state.verdict(threeVoters);
   assert.ok(refusal instanceof CannotRepairError);
   assert.match(refusal.message, /\/data\/3\/log: records missing/);
@@ -32,30 +33,45 @@ test("a repairing member refuses once every voter is heard from and the good cop
 
 test("a repairing member goes on while the good copies make a quorum, and a finished repair clears the state", () => {
   const state = new RepairState(1, damage);
-  state.heardFrom(2, false);
-  state.heardFrom(3, false);
+  state.heardFrom(2, undefined);
+  state.heardFrom(3, undefined);
   assert.equal(state.verdict(threeVoters), undefined);
   state.finished();
   assert.equal(state.active, false);
   assert.equal(state.damage, undefined);
 });
 
-test("a repairing member refuses only on what it heard within the linger, and only once the linger is over", () => {
+test("a repairing member refuses once the linger is over and each voter it counts as repairing has said so again", () => {
   const state = new RepairState(3, damage);
-  state.heardFrom(1, true, 1_000);
-  state.heardFrom(2, false, 1_000);
-  const first = state.refusal(threeVoters, 1_000, 2_800);
-  assert.deepEqual([first?.first, first?.due], [true, false], "found, lingering");
-  // Server 1 said it repairs 2.8 s ago and nothing since (it finished, or it is paused): no refusal.
-  assert.equal(state.refusal(threeVoters, 3_800, 2_800), undefined);
+  state.heardFrom(1, 7);
+  state.heardFrom(2, undefined);
+  assert.deepEqual(pick(state.refusal(threeVoters, 1_000, 2_800)), { first: true, due: false }, "found, lingering");
+  state.heardFrom(1, 8);
+  assert.deepEqual(pick(state.refusal(threeVoters, 2_000, 2_800)), { first: false, due: false }, "still lingering");
+  assert.deepEqual(pick(state.refusal(threeVoters, 3_800, 2_800)), { first: false, due: true });
+});
+
+test("a voter's notification re-sent from before its repair finished never makes a repairing member refuse; its next word clears the verdict", () => {
+  const state = new RepairState(1, damage);
+  // Server 3 repaired and was paused since; its transport re-sends what it last sent, as often as links come back.
+  state.heardFrom(3, 4);
+  state.heardFrom(2, undefined);
+  assert.equal(state.refusal(threeVoters, 1_000, 2_800)?.first, true);
+  for (const nowMs of [2_000, 3_800, 10_000, 60_000]) {
+    state.heardFrom(3, 4);
+    assert.equal(state.refusal(threeVoters, nowMs, 2_800)?.due, false, `at ${nowMs} ms`);
+  }
+  // Server 3 resumes and answers as the good copy it is.
+  state.heardFrom(3, undefined);
+  assert.equal(state.refusal(threeVoters, 61_000, 2_800), undefined);
   assert.equal(state.lingering, false);
-  // Heard afresh throughout the linger: the refusal is due.
-  state.heardFrom(1, true, 3_900);
-  state.heardFrom(2, false, 3_900);
-  state.refusal(threeVoters, 3_900, 2_800);
-  state.heardFrom(1, true, 6_600);
-  state.heardFrom(2, false, 6_600);
-  assert.equal(state.refusal(threeVoters, 6_700, 2_800)?.due, true);
+});
+
+test("a repairing member numbers its notifications while it repairs, and not once its repair is finished", () => {
+  const state = new RepairState(1, damage);
+  assert.deepEqual([state.nextNotificationNumber(), state.nextNotificationNumber()], [1, 2]);
+  state.finished();
+  assert.equal(state.nextNotificationNumber(), undefined);
 });
 
 test("the only voter (a standalone server) refuses at once: there is no other copy", () => {

@@ -55,7 +55,7 @@ function notificationBodySize(n: Notification, state: number, configBytes: numbe
     uint53Field(n.round) +
     configFieldsSize(n.config, configBytes) +
     configFieldsSize(n.pending, pendingBytes) +
-    (n.repairing === true ? 2 : 0) +
+    (n.repairing === undefined ? 0 : uint32Field(n.repairing)) +
     uint53Field(n.applied ?? 0)
   );
 }
@@ -100,7 +100,7 @@ export function encodeNotificationBatch(notifications: readonly Notification[], 
     p = putUint53Field(frame, p, 0x18, n.round);
     p = putConfigFields(frame, p, 0x20, 0x2a, n.config, configBytes);
     p = putConfigFields(frame, p, 0x30, 0x3a, n.pending, pendingBytes);
-    if (n.repairing === true) p = putUint32Field(frame, p, 0x40, 1);
+    if (n.repairing !== undefined) p = putUint32Field(frame, p, 0x40, n.repairing);
     p = putUint53Field(frame, p, 0x48, n.applied ?? 0);
   }
   if (p !== total) assert(false, `notification batch sized ${total} but wrote ${p}`);
@@ -120,7 +120,7 @@ function readNotification(r: ProtoReader, from: number, end: number): Notificati
   let configText = "";
   let pendingVersion = 0;
   let pendingText = "";
-  let repairing = false;
+  let repairing = 0;
   let applied = 0;
   while (r.pos < end) {
     const tag = r.tag(end);
@@ -143,14 +143,14 @@ function readNotification(r: ProtoReader, from: number, end: number): Notificati
     else if (tag === 0x2a) configText = readConfigText(r, end);
     else if (tag === 0x30) pendingVersion = r.uint53(end);
     else if (tag === 0x3a) pendingText = readConfigText(r, end);
-    else if (tag === 0x40) repairing = r.bool(end);
+    else if (tag === 0x40) repairing = r.varint32(end);
     else if (tag === 0x48) applied = r.uint53(end);
     else r.skip(tag, end);
   }
   const n: Notification = { from, state, vote: { leader, zxid, peerEpoch }, round };
   if (configText !== "") n.config = { version: configVersion, text: configText };
   if (pendingText !== "") n.pending = { version: pendingVersion, text: pendingText };
-  if (repairing) n.repairing = true;
+  if (repairing !== 0) n.repairing = repairing;
   if (applied !== 0) n.applied = applied;
   return n;
 }
