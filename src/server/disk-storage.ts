@@ -121,7 +121,6 @@ export class DiskStorage implements ReplicaStorage {
     const recovered = await recover(dataDir, {
       log: {
         ...options.log,
-        onTornTail: (records, endZxid) => logger.warn({ records, endZxid: formatZxid(endZxid) }, "txn log: a torn write at its end was cut back"),
         // A write that fails because LevelDB found its own files damaged (a compaction reading a
         // bad table): the server stops as for any failed write, and repairs when it starts again.
         onFailed: (error) => {

@@ -76,8 +76,8 @@ export interface SimConfig {
    */
   spares: number;
   /**
-   * Storage faults (twins/memory-storage.ts): a crash may tear the write in flight, and a restart
-   * may find one of the server's records or its snapshot damaged — on one server at a time, so that
+   * Storage faults (twins/memory-storage.ts): a restart may find one of the server's records (the
+   * last one too) or its snapshot damaged — on one server at a time, so that
    * a quorum of good copies always exists. Not in runs with reconfigurations, whose smaller
    * configurations may have no copy to spare.
    */
@@ -125,8 +125,7 @@ export function defaultConfig(prng: Prng): SimConfig {
   };
 }
 
-/** A crash tears the write in flight this often, and a restart finds damage this often (storageFaults). */
-const TORN_WRITE_CHANCE = 0.3;
+/** A restart finds damage this often (storageFaults). */
 const DAMAGE_AT_RESTART_CHANCE = 0.3;
 const DAMAGE_KINDS: readonly DamageKind[] = ["bitFlip", "zeroed", "truncated", "misdirected"];
 
@@ -293,8 +292,7 @@ export class Simulation implements Scheduler, ClientWorld {
     pings: 0,
     /** Learners that found their tree's digest differ from their leader's. */
     treeDivergences: 0,
-    /** Storage faults: writes torn by a crash, and servers restarted with damaged files. */
-    tornWrites: 0,
+    /** Storage faults: servers restarted with damaged files. */
     damagedRestarts: 0,
   };
   /** Each learner that found its tree's digest differ from its leader's, and when. */
@@ -931,9 +929,7 @@ export class Simulation implements Scheduler, ClientWorld {
     server.up = false;
     server.pausedUntilMs = 0;
     server.deferred = [];
-    const tear = this.config.storageFaults && this.prng.chance(TORN_WRITE_CHANCE);
-    if (tear) this.stats.tornWrites += 1;
-    server.storage.crash(tear);
+    server.storage.crash();
     server.crashed();
   }
 

@@ -98,5 +98,5 @@ test("the runs exercise what they claim to: elections, DIFF, TRUNC and SNAP sync
   assert.ok(total("pings") > SEEDS, "clients pinged");
   assert.ok(total("sessionMoves") > SEEDS / 4, "clients resumed their sessions on other connections");
   if (SEEDS >= 100) assert.ok(total("reconfigs") > SEEDS / 10 && total("reconfigsAcked") > 0, "reconfigurations came into force and were acknowledged");
-  if (SEEDS >= 100) assert.ok(total("tornWrites") > 0 && total("damagedRestarts") > 0, "crashes tore writes and servers restarted with damaged files");
+  if (SEEDS >= 100) assert.ok(total("damagedRestarts") > 0, "servers restarted with damaged files");
 });

@@ -15,9 +15,20 @@
  *
  * The checksum finds a damaged record; `prevZxid` chains the records, so that a record missing from
  * the middle (LevelDB's recovery skips a damaged block of its write-ahead log silently) or a log
- * that does not continue its snapshot is found too. Version 1 (corral before this format) stored the
- * bare encoded txn: it is still read, with only what can be checked without a checksum (records of
- * one epoch have consecutive counters), and never written.
+ * that does not continue its snapshot is found too.
+ *
+ * A damaged record is damage wherever it lies, the last one included; nothing here cuts a "torn
+ * tail" back. The log acknowledges a record only once the LevelDB batch holding it is durable
+ * (`sync: true`), and LevelDB writes each batch as one checksummed record of its write-ahead log,
+ * whose recovery drops a record a crash cut short whole: no crash leaves one of these records torn.
+ * A damaged last record was acknowledged whole, so a member may have promised it to a leader, and
+ * cutting it back would drop an acknowledged write without a word; the member repairs instead. A
+ * writer that can tear a record (a journal of its own) must likewise drop a write cut short whole,
+ * by a framing of its own, before this layer reads it.
+ *
+ * Version 1 (corral before this format) stored the bare encoded txn: it is still read, with only
+ * what can be checked without a checksum (records of one epoch have consecutive counters), and
+ * never written.
  */
 import { crc32 } from "./crc32.js";
 
@@ -66,22 +77,6 @@ function recordChecksum(key: Uint8Array, stored: Uint8Array): number {
   let crc = crc32(key);
   crc = crc32(stored.subarray(0, 9), crc);
   return crc32(stored.subarray(LOG_RECORD_HEADER_BYTES), crc);
-}
-
-/**
- * How many records at the end of a log are a torn write, read newest first: the damaged records
- * before the first whole one. A write cut short by a crash can leave only its own batch damaged,
- * and was never acknowledged, so those are cut back; more than `batchMax` damaged records, or a
- * damaged record with a whole one after it, is damage (undefined here: readers report it).
- */
-export function tornTailLength(newestFirst: Iterable<{ key: Uint8Array; stored: Uint8Array }>, batchMax: number): number | undefined {
-  let torn = 0;
-  for (const { key, stored } of newestFirst) {
-    if (decodeLogRecord(key, stored).ok) return torn;
-    torn += 1;
-    if (torn > batchMax) return undefined;
-  }
-  return torn;
 }
 
 /**

@@ -19,7 +19,7 @@ import {
 } from "./keys.js";
 import { levelDbDamage, StorageDamagedError } from "./damage.js";
 import { type DiskFaults, type DiskWriteKind, writeWithFaults } from "./faults.js";
-import { decodeLogRecord, encodeLogRecord, LogChain, tornTailLength } from "./log-record.js";
+import { decodeLogRecord, encodeLogRecord, LogChain } from "./log-record.js";
 
 export { type DiskFaults, type DiskWriteKind, type InjectedFaultTiming, InjectedWriteFault } from "./faults.js";
 
@@ -104,8 +104,6 @@ export interface LevelTxnLogOptions {
    * it carried and how long its `sync: true` write took (the server's fsynctime and batch size).
    */
   onBatchDurable?: (records: number, durationMs: number) => void;
-  /** Told when open cut a torn write off the log's end: how many records, and the zxid the log now ends at. */
-  onTornTail?: (records: number, endZxid: number) => void;
 }
 
 /** Default byte budget of one group-commit batch. */
@@ -243,7 +241,6 @@ export class LevelTxnLog implements TxnLog {
       throw levelDbDamage(error, dir) ?? error;
     }
     try {
-      await cutTornTail(db, dir, options);
       await verifyDatabase(db, dir);
       const first = await boundaryZxid(db, dir, false);
       const last = await boundaryZxid(db, dir, true);
@@ -561,37 +558,6 @@ export class LevelTxnLog implements TxnLog {
     if (this.closing) return Promise.reject(new TxnLogClosedError());
     return this.write("stable", () => this.db.put(key, bytes, { sync: true }));
   }
-}
-
-/**
- * Cuts a torn write off the log's end (log-record.ts, tornTailLength), durably, before anything
- * reads the log. LevelDB drops a torn write of its own files itself; this covers records whose own
- * bytes came out torn.
- */
-async function cutTornTail(db: Db, dir: string, options: LevelTxnLogOptions): Promise<void> {
-  const batchMax = options.batchTxnsMax ?? limits.logBatchTxnsMax;
-  const newestAt = async (limit: number): Promise<[Buffer, Uint8Array][]> => {
-    try {
-      return await db.iterator({ gt: LOG_RANGE_START, lt: LOG_RANGE_END, reverse: true, limit }).all();
-    } catch (error) {
-      throw levelDbDamage(error, dir) ?? error;
-    }
-  };
-  // Almost always the newest record is whole: one read. Only a damaged one makes it read a batch's worth.
-  const [newest] = await newestAt(1);
-  if (newest === undefined || decodeLogRecord(newest[0], newest[1]).ok) return;
-  const newestFirst = await newestAt(batchMax + 1);
-  const torn = tornTailLength(
-    newestFirst.map(([key, stored]) => ({ key, stored })),
-    batchMax,
-  );
-  if (torn === undefined || torn === 0) return;
-  await db.batch(
-    newestFirst.slice(0, torn).map(([key]) => ({ type: "del" as const, key })),
-    { sync: true },
-  );
-  const end = newestFirst[torn]?.[0];
-  options.onTornTail?.(torn, end === undefined ? 0 : (zxidOfLogKey(end) ?? 0));
 }
 
 /**

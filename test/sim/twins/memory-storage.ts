@@ -5,17 +5,18 @@
  *
  * Bytes are kept as the disk keeps them — txn records in corral's checked record format
  * (src/store/disk/log-record.ts), snapshots in the snapshot file format — so that the twin can also
- * return damage: a crash may tear the write in flight (`crash(true)`), and `damage` changes a down
- * server's files (a flipped bit, a record zeroed or cut short, a record written over another's key).
- * A restart checks them as DiskStorage.open does: a torn tail is cut back, anything else damaged
- * makes the server start empty and repair from its leader (RecoveredState.repairing), marked as
- * repairing until the leader's snapshot lands, across further restarts.
+ * return damage: `damage` changes a down server's files (a flipped bit, a record zeroed or cut short,
+ * a record written over another's key). A restart checks them as DiskStorage.open does: anything
+ * damaged, the last record included, makes the server start empty and repair from its leader
+ * (RecoveredState.repairing), marked as repairing until the leader's snapshot lands, across further
+ * restarts. A crash tears no record: the write in flight is lost whole, as LevelDB's recovery drops
+ * a batch a crash cut short (log-record.ts says why a damaged last record is never a torn write).
  */
 import type { LogRecord } from "../../../src/consensus/messages.js";
 import type { Done, RecoveredState, ReplicaStorage, SnapshotPort, StableStorePort, StorageDamage, TxnLogPort } from "../../../src/replica/ports.js";
 import { DataTree } from "../../../src/store/data-tree.js";
 import { logKey } from "../../../src/store/disk/keys.js";
-import { decodeLogRecord, encodeLogRecord, LOG_RECORD_HEADER_BYTES, LogChain, tornTailLength } from "../../../src/store/disk/log-record.js";
+import { decodeLogRecord, encodeLogRecord, LOG_RECORD_HEADER_BYTES, LogChain } from "../../../src/store/disk/log-record.js";
 import { decodeSnapshotFile, encodeSnapshotFile, SNAPSHOT_HEADER_BYTES } from "../../../src/store/disk/snapshot-store.js";
 import { decodeSnapshot, encodeSnapshot } from "../../../src/store/snapshot-codec.js";
 import { epochOf } from "../../../src/store/zxid.js";
@@ -43,8 +44,6 @@ export type DamageKind = "bitFlip" | "zeroed" | "truncated" | "misdirected";
 
 /** Log records kept below a snapshot, so that a restarted leader can still DIFF a little. */
 const LOG_RECORDS_KEPT_BELOW_SNAPSHOT = 4;
-/** What a torn write can have left damaged at the log's end (one group commit; the twin writes a record at a time). */
-const TORN_RECORDS_MAX = 1;
 
 export class MemoryStorage implements ReplicaStorage {
   readonly durable: DurableState = { acceptedEpoch: undefined, currentEpoch: undefined, log: [], snapshot: undefined, repairing: undefined };
@@ -69,8 +68,6 @@ export class MemoryStorage implements ReplicaStorage {
   private incarnation = 0;
   /** When the last queued write completes: the disk writes in order. */
   private lastDoneAtMs = 0;
-  /** Writes asked for and not landed yet, oldest first; an append's record is what a crash may tear. */
-  private inFlight: { append?: StoredRecord }[] = [];
 
   constructor(
     private readonly scheduler: Scheduler,
@@ -83,7 +80,7 @@ export class MemoryStorage implements ReplicaStorage {
         const prevZxid = this.logView[this.logView.length - 1]?.zxid ?? this.chainBase;
         this.logView.push({ zxid, record });
         const append = { zxid, stored: Uint8Array.from(encodeLogRecord(logKey(zxid), prevZxid, record)) };
-        this.write(done, () => this.durable.log.push(append), append);
+        this.write(done, () => this.durable.log.push(append));
       },
       truncateAfter: (zxid, done) => {
         this.logView = this.logView.filter((r) => r.zxid <= zxid);
@@ -123,14 +120,8 @@ export class MemoryStorage implements ReplicaStorage {
     };
   }
 
-  /**
-   * The process died: writes in flight are lost, and their callers are never answered. `tear`: the
-   * first of them, if an append, landed in part (a torn write).
-   */
-  crash(tear = false): void {
-    const torn = this.inFlight[0]?.append;
-    if (tear && torn !== undefined) this.durable.log.push({ zxid: torn.zxid, stored: torn.stored.subarray(0, Math.floor(torn.stored.length / 2)) });
-    this.inFlight = [];
+  /** The process died: writes in flight are lost, and their callers are never answered. */
+  crash(): void {
     this.incarnation += 1;
     this.lastDoneAtMs = 0;
   }
@@ -164,7 +155,7 @@ export class MemoryStorage implements ReplicaStorage {
   recover(): RecoveredState {
     const d = this.durable;
     if (d.repairing === undefined && !this.uncheckedReads) {
-      const damage = this.cutTornTail() ?? this.checkLog();
+      const damage = this.checkLog();
       if (damage !== undefined) d.repairing = damage;
     }
     if (d.repairing !== undefined) return this.startRepairing(d.repairing);
@@ -206,19 +197,6 @@ export class MemoryStorage implements ReplicaStorage {
     return Math.max(this.durable.log[this.durable.log.length - 1]?.zxid ?? 0, this.durable.snapshot?.zxid ?? 0);
   }
 
-  /** A torn write at the log's end is cut back (durably); more damage there than a torn write leaves is damage. */
-  private cutTornTail(): StorageDamage | undefined {
-    const log = this.durable.log;
-    const newestFirst = log
-      .slice(-(TORN_RECORDS_MAX + 1))
-      .reverse()
-      .map(({ zxid, stored }) => ({ key: logKey(zxid), stored }));
-    const torn = tornTailLength(newestFirst, TORN_RECORDS_MAX);
-    if (torn === undefined) return { file: "txn log", reason: "damaged records at the end of the log" };
-    log.splice(log.length - torn, torn);
-    return undefined;
-  }
-
   /** Every record whole, each following the one before, the first after the snapshot following it. */
   private checkLog(): StorageDamage | undefined {
     const snapshotZxid = this.durable.snapshot?.zxid ?? 0;
@@ -253,17 +231,14 @@ export class MemoryStorage implements ReplicaStorage {
     return { ...state, repairing: damage };
   }
 
-  private write(done: Done | (() => void), land: () => void, append?: StoredRecord): void {
+  private write(done: Done | (() => void), land: () => void): void {
     const incarnation = this.incarnation;
-    const pending = append === undefined ? {} : { append };
-    this.inFlight.push(pending);
     const doneAtMs = Math.max(this.lastDoneAtMs, this.scheduler.nowMs + this.fsyncMs());
     this.lastDoneAtMs = doneAtMs;
     this.scheduler.at(
       doneAtMs - this.scheduler.nowMs,
       () => {
         if (incarnation !== this.incarnation) return;
-        this.inFlight.splice(this.inFlight.indexOf(pending), 1);
         land();
         done();
       },
