@@ -143,9 +143,12 @@ export class PeerStatus {
     return pending === undefined ? [] : [pending];
   }
 
-  /** Whether this server may lead: a voter of the configuration in force or of one it logged (see reconfig-membership's mayLead). */
+  /**
+   * Whether this server may lead: a voter of the configuration in force or of one it logged (see
+   * reconfig-membership's mayLead) that holds a good copy (a repairing one proposes nobody).
+   */
   get mayLead(): boolean {
-    return mayLead(this.membership.state);
+    return mayLead(this.membership.state) && this.peer.repairing === undefined;
   }
 
   /** The elections this server saw decided, oldest first (the console's cluster view). */
