@@ -1,7 +1,8 @@
 /**
  * The chaos runs CI makes: 60 s per nemesis (partition, kill, pause) on three voters, each judged
- * by every checker; and the proof that the checkers can fail — a deliberately broken leader
- * (commits on its own ack, CORRAL_TEST_UNSAFE_SOLO_COMMIT=1) must be caught by a partition run.
+ * by every checker; a shorter run of the unique-id workload alone under partitions and kills; and
+ * the proof that the checkers can fail — a deliberately broken leader (commits on its own ack,
+ * CORRAL_TEST_UNSAFE_SOLO_COMMIT=1) must be caught by a partition run.
  *
  * CHAOS_SECONDS shortens or lengthens the runs; CHAOS_SEED replays a fault schedule. A failing
  * run keeps its report directory (history, faults, verdicts, timeline, server logs) and names it.
@@ -11,6 +12,7 @@ import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, test } from "node:test";
+import { UNIQUE_IDS_CHECKER } from "./checkers/index.js";
 import type { NemesisName } from "./nemesis.js";
 import { runChaos, type ChaosRunOptions, type ChaosRunResult } from "./run-chaos.js";
 
@@ -46,6 +48,30 @@ describe(`chaos: ${SECONDS} s per nemesis on three voters`, () => {
       await rm(dir, { recursive: true, force: true });
     });
   }
+
+  test(
+    "unique ids: sequential creates under partitions and kills take ids never handed out twice, increasing in real time, none lost",
+    { timeout: RUN_LIMIT_MS },
+    async () => {
+      const { result, seed, dir } = await run("ids", {
+        voters: 3,
+        timeMs: Math.min(SECONDS, 30) * 1000,
+        nemeses: ["partition", "kill"],
+        registerWorkers: 0,
+        setWorkers: 0,
+        lockWorkers: 0,
+        idWorkers: 4,
+      });
+      assert.ok(result.faults.length > 0, "the nemesis injected faults");
+      const ids = result.verdicts.find((v) => v.checker === UNIQUE_IDS_CHECKER);
+      assert.ok(
+        (ids?.stats["acknowledged"] ?? 0) > 100 && (ids?.stats["serversRead"] ?? 0) === 3,
+        `ids were taken and read back: ${JSON.stringify(ids?.stats)}`,
+      );
+      assert.equal(result.valid, true, explain(result, seed, dir));
+      await rm(dir, { recursive: true, force: true });
+    },
+  );
 
   test("a leader that commits on its own ack alone is caught by a partition run", { timeout: RUN_LIMIT_MS + 120_000 }, async () => {
     const { result, seed, dir } = await run("broken-leader", {

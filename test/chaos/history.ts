@@ -58,6 +58,17 @@ export interface AddOp extends OpBase {
 }
 
 /**
+ * Unique-id workload: a persistent-sequential create of `<parent>/<tag>-` (the tag unique per op);
+ * the id is the sequence number the server appended, `result.id` as the answer's path carried it.
+ */
+export interface TakeIdOp extends OpBase {
+  f: "take-id";
+  parent: string;
+  tag: string;
+  result?: { id: number };
+}
+
+/**
  * Lock workload. "acquire" ends ok with the fencing token (decimal string); "use" is one write to
  * the fenced resource made while the worker believed it held the lock (ok: accepted, fail:
  * refused as stale, error "FENCED"); "release" ends ok when the worker let the lock go.
@@ -77,7 +88,7 @@ export interface ReleaseOp extends OpBase {
   token: string;
 }
 
-export type Op = WriteOp | CasOp | ReadOp | AddOp | AcquireOp | UseOp | ReleaseOp;
+export type Op = WriteOp | CasOp | ReadOp | AddOp | TakeIdOp | AcquireOp | UseOp | ReleaseOp;
 
 /** The register key every register op names; keys start at version 0 holding INITIAL_VALUE. */
 export const INITIAL_VALUE = "init";
@@ -86,6 +97,19 @@ export const INITIAL_VALUE = "init";
 export interface FinalSetRead {
   server: number;
   elements: string[];
+}
+
+/** What the unique-id workload found at the end on one server, after a sync: every node under every id parent. */
+export interface FinalIdRead {
+  server: number;
+  /** `<parent>/<tag>-<id, ten digits>` */
+  nodes: string[];
+}
+
+/** Everything read from the servers at the end. */
+export interface FinalReads {
+  sets: readonly FinalSetRead[];
+  ids: readonly FinalIdRead[];
 }
 
 /** One fault the nemesis injected, with when it started and (if healed) ended. */

@@ -88,7 +88,7 @@ export interface Bucket {
 export const DEFAULT_BUCKET_MS = 1_000;
 
 /** Fixed order so per-kind tables read the same from run to run. */
-export const OP_KINDS: readonly OpKind[] = ["write", "cas", "read", "add", "acquire", "use", "release"];
+export const OP_KINDS: readonly OpKind[] = ["write", "cas", "read", "add", "take-id", "acquire", "use", "release"];
 
 // ---------------------------------------------------------------------------------------------
 // Pure computations over the history

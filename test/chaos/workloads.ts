@@ -6,19 +6,22 @@
  *   znode per key; keys are retired after a few hundred operations so that every key's history
  *   stays small enough to check exhaustively.
  * - set: creates of unique nodes (spread over directories), read back from every server at the end.
+ * - ids: sequential creates, each node named by a tag unique to its create; the sequence number the
+ *   server appends is the id (spread over parents, each parent's ids its own sequence).
  * - lock: the Lock recipe guarding a fenced resource that refuses a token lower than one it has
  *   seen; a holder that lost its lock without noticing keeps writing with its old token.
  */
 import { Client, type ClientState, type Stat, ZkError } from "../../src/index.js";
 import { Lock } from "../../src/recipes/lock.js";
 import type { Prng } from "../sim/prng.js";
-import type { AcquireOp, AddOp, CasOp, Op, ReadOp, ReleaseOp, UseOp, WriteOp } from "./history.js";
+import type { AcquireOp, AddOp, CasOp, Op, ReadOp, ReleaseOp, TakeIdOp, UseOp, WriteOp } from "./history.js";
 import { INITIAL_VALUE } from "./history.js";
 
 export const ROOT = "/chaos";
 export const REGISTER_ROOT = `${ROOT}/register`;
 export const SET_ROOT = `${ROOT}/set`;
 export const LOCK_ROOT = `${ROOT}/lock`;
+export const IDS_ROOT = `${ROOT}/ids`;
 
 /** Errors that prove an operation did not take effect. Anything else leaves it unknown. */
 const DEFINITE_FAILURES = new Set(["BADVERSION", "NONODE", "NODEEXISTS", "NOTEMPTY", "BADARGUMENTS", "NOCHILDRENFOREPHEMERALS", "NOAUTH", "INVALIDACL"]);
@@ -224,6 +227,11 @@ export function setDirectories(elementsPerDir: number): NodeRing {
   return new NodeRing(SET_ROOT, "d", "", elementsPerDir);
 }
 
+/** Id parents: each hands out `idsPerParent` ids before the workers move on to a fresh one. */
+export function idParents(idsPerParent: number): NodeRing {
+  return new NodeRing(IDS_ROOT, "p", "", idsPerParent);
+}
+
 export async function registerWorker(process: number, context: WorkerContext, keys: NodeRing, prng: Prng): Promise<void> {
   const session = new WorkerSession(context);
   const { history } = context;
@@ -279,6 +287,32 @@ export async function setWorker(process: number, context: WorkerContext, directo
       const element = `e-${process}-${counter++}`;
       await context.history.run<AddOp, string>({ process, session: sessionOf(client), f: "add", element }, () =>
         client.create(directories.path(`${directories.take(client)}/${element}`), ""),
+      );
+      await sleep(context.thinkMs);
+    }
+  } finally {
+    await session.close();
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// ids
+
+export async function idWorker(process: number, context: WorkerContext, parents: NodeRing): Promise<void> {
+  const session = new WorkerSession(context);
+  let counter = 0;
+  try {
+    while (!context.stopping()) {
+      const client = await session.ready();
+      if (client === undefined) break;
+      const parent = parents.path(parents.take(client));
+      const tag = `t${process}.${counter++}`;
+      await context.history.run<TakeIdOp, string>(
+        { process, session: sessionOf(client), f: "take-id", parent, tag },
+        () => client.create(`${parent}/${tag}-`, "", { mode: "persistent-sequential" }),
+        (op, path) => {
+          op.result = { id: Number(path.slice(path.lastIndexOf("-") + 1)) };
+        },
       );
       await sleep(context.thinkMs);
     }

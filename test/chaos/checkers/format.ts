@@ -34,6 +34,10 @@ export function describeOp(op: Op): string {
     }
     case "add":
       return `${head} add ${JSON.stringify(op.element)} ${outcomeText(op)} ${span(op)}`;
+    case "take-id": {
+      const answer = op.result === undefined ? "" : ` id ${op.result.id}`;
+      return `${head} take-id ${op.parent}/${op.tag}- ${outcomeText(op)}${answer} ${span(op)}`;
+    }
     case "acquire":
       return `${head} acquire ${outcomeText(op)}${op.token === undefined ? "" : ` token ${op.token}`} ${span(op)}`;
     case "use":
