@@ -277,17 +277,14 @@ export async function registerWorker(process: number, context: WorkerContext, ke
 // ------------------------------------------------------------------------------------------------
 // set
 
-export async function setWorker(process: number, context: WorkerContext, directories: NodeRing): Promise<void> {
+/** A worker whose every operation is one `step` through a ready client, a think pause after each, until the run stops. */
+async function stepWorker(context: WorkerContext, step: (client: Client, session: string) => Promise<unknown>): Promise<void> {
   const session = new WorkerSession(context);
-  let counter = 0;
   try {
     while (!context.stopping()) {
       const client = await session.ready();
       if (client === undefined) break;
-      const element = `e-${process}-${counter++}`;
-      await context.history.run<AddOp, string>({ process, session: sessionOf(client), f: "add", element }, () =>
-        client.create(directories.path(`${directories.take(client)}/${element}`), ""),
-      );
+      await step(client, sessionOf(client));
       await sleep(context.thinkMs);
     }
   } finally {
@@ -295,30 +292,32 @@ export async function setWorker(process: number, context: WorkerContext, directo
   }
 }
 
+export function setWorker(process: number, context: WorkerContext, directories: NodeRing): Promise<void> {
+  let counter = 0;
+  return stepWorker(context, (client, session) => {
+    const element = `e-${process}-${counter++}`;
+    return context.history.run<AddOp, string>({ process, session, f: "add", element }, () =>
+      client.create(directories.path(`${directories.take(client)}/${element}`), ""),
+    );
+  });
+}
+
 // ------------------------------------------------------------------------------------------------
 // ids
 
-export async function idWorker(process: number, context: WorkerContext, parents: NodeRing): Promise<void> {
-  const session = new WorkerSession(context);
+export function idWorker(process: number, context: WorkerContext, parents: NodeRing): Promise<void> {
   let counter = 0;
-  try {
-    while (!context.stopping()) {
-      const client = await session.ready();
-      if (client === undefined) break;
-      const parent = parents.path(parents.take(client));
-      const tag = `t${process}.${counter++}`;
-      await context.history.run<TakeIdOp, string>(
-        { process, session: sessionOf(client), f: "take-id", parent, tag },
-        () => client.create(`${parent}/${tag}-`, "", { mode: "persistent-sequential" }),
-        (op, path) => {
-          op.result = { id: Number(path.slice(path.lastIndexOf("-") + 1)) };
-        },
-      );
-      await sleep(context.thinkMs);
-    }
-  } finally {
-    await session.close();
-  }
+  return stepWorker(context, (client, session) => {
+    const parent = parents.path(parents.take(client));
+    const tag = `t${process}.${counter++}`;
+    return context.history.run<TakeIdOp, string>(
+      { process, session, f: "take-id", parent, tag },
+      () => client.create(`${parent}/${tag}-`, "", { mode: "persistent-sequential" }),
+      (op, path) => {
+        op.result = { id: Number(path.slice(path.lastIndexOf("-") + 1)) };
+      },
+    );
+  });
 }
 
 // ------------------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { Simulation } from "./cluster.js";
+import { Simulation, type SimConfig } from "./cluster.js";
 import { runSeed } from "./runner.js";
 
 /** The random runs' first seeds (12 steps), with storage faults on in each (none in those with reconfigurations). */
@@ -32,6 +32,21 @@ test("storage read back unchecked serves damaged records on some of the first se
   for (const seed of caught) assert.deepEqual(runSeed(seed, { steps: 12, storageFaults: true }).violations, [], `seed ${seed} with checked reads`);
 });
 
+/** The scripted runs' cluster: three voters, the real election, no random faults (the script makes them). */
+const SCRIPTED: Partial<SimConfig> = {
+  voters: 3,
+  observers: 0,
+  clients: 2,
+  reconfig: false,
+  storageFaults: false,
+  election: "fle",
+  electionLoss: 0,
+  electionDuplicate: 0,
+  streamBreak: 0,
+  slowDiskServer: 0,
+  snapshotEveryTxns: 1000,
+};
+
 /** Flips one bit in `serverId`'s first or last logged record while it is down. */
 function damageRecord(sim: Simulation, serverId: number, which: "first" | "last"): void {
   const log = sim.server(serverId).storage.durable.log;
@@ -47,20 +62,7 @@ function damageRecord(sim: Simulation, serverId: number, which: "first" | "last"
  * acknowledged write kept.
  */
 function damagedMemberWithAStaleOne(silentRepair: boolean, damaged: "first" | "last" = "first"): Simulation {
-  const sim = new Simulation(11, {
-    voters: 3,
-    observers: 0,
-    clients: 2,
-    reconfig: false,
-    storageFaults: false,
-    silentRepair,
-    election: "fle",
-    electionLoss: 0,
-    electionDuplicate: 0,
-    streamBreak: 0,
-    slowDiskServer: 0,
-    snapshotEveryTxns: 1000,
-  });
+  const sim = new Simulation(11, { ...SCRIPTED, silentRepair });
   sim.runFor(2_000);
   sim.applyFault({ kind: "isolate", server: 3 });
   const ackedBefore = sim.stats.ackedWrites;
@@ -98,19 +100,7 @@ test("a member that found damage but does not say it repairs makes a quorum with
 });
 
 test("a damaged member does not refuse on a voter's notification re-sent from before that voter's own repair finished: it waits, and repairs once the voter answers", () => {
-  const sim = new Simulation(5, {
-    voters: 3,
-    observers: 0,
-    clients: 2,
-    reconfig: false,
-    storageFaults: false,
-    election: "fle",
-    electionLoss: 0,
-    electionDuplicate: 0,
-    streamBreak: 0,
-    slowDiskServer: 0,
-    snapshotEveryTxns: 1000,
-  });
+  const sim = new Simulation(5, SCRIPTED);
   sim.runFor(2_000);
   // Server 3 finds damage at restart, says so to the others while it looks for a leader, and repairs.
   sim.applyFault({ kind: "crash", server: 3 });
