@@ -91,7 +91,8 @@ export class RepairState {
   /** What the next notification this member sends carries as Notification.repairing; undefined when it holds a good copy. */
   nextNotificationNumber(): number | undefined {
     if (this.damageNow === undefined) return undefined;
-    this.notificationsSent += 1;
+    // 1 … 2^32 - 1 round and round (a uint32 on the wire; 0 is a good copy's): only a change counts.
+    this.notificationsSent = (this.notificationsSent % 0xffffffff) + 1;
     return this.notificationsSent;
   }
 
