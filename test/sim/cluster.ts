@@ -77,9 +77,9 @@ export interface SimConfig {
   spares: number;
   /**
    * Storage faults (twins/memory-storage.ts): a restart may find one of the server's records (the
-   * last one too) or its snapshot damaged — on one server at a time, so that
-   * a quorum of good copies always exists. Not in runs with reconfigurations, whose smaller
-   * configurations may have no copy to spare.
+   * last one too) or its snapshot damaged — on one server at a time, so that a quorum of good
+   * copies always exists. Not in runs with reconfigurations, whose smaller configurations may have
+   * no copy to spare.
    */
   storageFaults: boolean;
   /** SIMULATION SABOTAGE: every storage twin reads back without checking (MemoryStorage.uncheckedReads). */
