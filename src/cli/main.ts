@@ -43,6 +43,9 @@ async function runServer(config: ServerConfig, banner: boolean): Promise<void> {
   const diskFaults = diskFaultPlanFromEnv(process.env);
   // TEST ONLY: the deliberately broken leader the chaos tests must catch (see ServerHooks).
   const unsafeCommitOnOwnAck = process.env["CORRAL_TEST_UNSAFE_SOLO_COMMIT"] === "1";
+  // TEST ONLY: the server that loses watch events, which the chaos watch checker must catch.
+  const dropEvery = Number(process.env["CORRAL_TEST_UNSAFE_DROP_WATCH_EVENTS"] ?? 0);
+  const unsafeDropEveryNthWatchEvent = Number.isSafeInteger(dropEvery) && dropEvery > 0 ? dropEvery : undefined;
   // The admin `restore` command: this process stops the server, restores its data dir, starts it again.
   let restarting: Promise<void> | undefined;
   const start = (): Promise<CorralServer> =>
@@ -50,6 +53,7 @@ async function runServer(config: ServerConfig, banner: boolean): Promise<void> {
       adminExtension: (context) => new ConsoleService(context),
       ...(diskFaults ? { diskFaults } : {}),
       ...(unsafeCommitOnOwnAck ? { unsafeCommitOnOwnAck } : {}),
+      ...(unsafeDropEveryNthWatchEvent === undefined ? {} : { unsafeDropEveryNthWatchEvent }),
       restoreAndRestart: (file) => {
         restarting ??= (async () => {
           await server.stop();

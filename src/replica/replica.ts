@@ -59,6 +59,8 @@ export interface ReplicaPorts {
   onFatal: (error: unknown) => void;
   /** TEST ONLY: a leader that commits on its own ack alone (the chaos checkers' broken build). */
   unsafeCommitOnOwnAck?: boolean;
+  /** TEST ONLY: every n-th watch event a txn fires is lost (the watch checker's broken build). */
+  unsafeDropEveryNthWatchEvent?: number;
   /** SIMULATION ONLY: see TreeObserver and QuorumPeerDeps.election. */
   treeObserver?: TreeObserver;
   election?: QuorumPeerDeps["election"];
@@ -158,6 +160,7 @@ export function buildReplica(config: ReplicaConfig, ports: ReplicaPorts): Replic
     ...(ports.requestObserver === undefined ? {} : { observer: ports.requestObserver }),
     members: () => membersReply(membership.configInForce, ports.clientAddressOf),
     ...(ports.audit === undefined ? {} : { audit: ports.audit }),
+    ...(ports.unsafeDropEveryNthWatchEvent === undefined ? {} : { unsafeDropEveryNthWatchEvent: ports.unsafeDropEveryNthWatchEvent }),
   });
   // admission on the leader, one per term: session and owner checks, then prep (fresh each term).
   const prepOptions: PrepOptions = {

@@ -61,6 +61,11 @@ export interface ServerHooks {
    * server's own ack alone. The chaos tests use it to prove their checkers catch lost writes.
    */
   unsafeCommitOnOwnAck?: boolean;
+  /**
+   * TEST ONLY, deliberately broken (CORRAL_TEST_UNSAFE_DROP_WATCH_EVENTS=<n>): every n-th watch
+   * event a txn fires is never sent. The chaos tests use it to prove their watch checker catches it.
+   */
+  unsafeDropEveryNthWatchEvent?: number;
   /** What the admin port serves beside ZooKeeper's commands: the web console (src/console), from the CLI. */
   adminExtension?: (context: AdminExtensionContext) => AdminExtension;
   /**
@@ -186,6 +191,9 @@ export class CorralServer {
       });
     }
     const unsafeCommitOnOwnAck = hooks.unsafeCommitOnOwnAck === true;
+    const dropEvery = hooks.unsafeDropEveryNthWatchEvent;
+    if (dropEvery !== undefined)
+      logger.warn(`TEST ONLY: CORRAL_TEST_UNSAFE_DROP_WATCH_EVENTS=${dropEvery}: this server loses every ${dropEvery}th watch event`);
     if (unsafeCommitOnOwnAck) logger.warn("TEST ONLY: CORRAL_TEST_UNSAFE_SOLO_COMMIT=1: as leader this server commits without a quorum and loses writes");
     // A standalone server is a cluster of one voter: the same replica, with nobody to talk to.
     const members = clustered ? config.servers : [{ id: config.serverId, role: "participant" as const }];
@@ -209,6 +217,7 @@ export class CorralServer {
         ...(auditLog === undefined ? {} : { audit: auditLog.log }),
         onFatal,
         ...(unsafeCommitOnOwnAck ? { unsafeCommitOnOwnAck } : {}),
+        ...(dropEvery === undefined ? {} : { unsafeDropEveryNthWatchEvent: dropEvery }),
       },
     );
     const { pipeline, sessions, broadcast, tracker } = replica;

@@ -1,6 +1,7 @@
 /**
  * The chaos runs CI makes: 60 s per nemesis (partition, kill, pause) on three voters, each judged
- * by every checker; a shorter run of the unique-id workload alone under partitions and kills; and
+ * by every checker; shorter runs of the unique-id workload alone under partitions and kills, and of
+ * the queue, counter and watch workloads under partitions, kills and pauses; and
  * the proof that the checkers can fail — a deliberately broken leader (commits on its own ack,
  * CORRAL_TEST_UNSAFE_SOLO_COMMIT=1) must be caught by a partition run.
  *
@@ -12,7 +13,7 @@ import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, test } from "node:test";
-import { UNIQUE_IDS_CHECKER } from "./checkers/index.js";
+import { COUNTER_CHECKER, QUEUE_CHECKER, UNIQUE_IDS_CHECKER, WATCHES_CHECKER } from "./checkers/index.js";
 import type { NemesisName } from "./nemesis.js";
 import { runChaos, type ChaosRunOptions, type ChaosRunResult } from "./run-chaos.js";
 
@@ -67,6 +68,38 @@ describe(`chaos: ${SECONDS} s per nemesis on three voters`, () => {
       assert.ok(
         (ids?.stats["acknowledged"] ?? 0) > 100 && (ids?.stats["serversRead"] ?? 0) === 3,
         `ids were taken and read back: ${JSON.stringify(ids?.stats)}`,
+      );
+      assert.equal(result.valid, true, explain(result, seed, dir));
+      await rm(dir, { recursive: true, force: true });
+    },
+  );
+
+  test(
+    "queue, counter and watches under partitions, kills and pauses: items taken at most once and none lost, increments counted, every watcher in step",
+    { timeout: RUN_LIMIT_MS },
+    async () => {
+      const { result, seed, dir } = await run("recipes", {
+        voters: 3,
+        timeMs: Math.min(SECONDS, 30) * 1000,
+        nemeses: ["partition", "kill", "pause"],
+        registerWorkers: 0,
+        setWorkers: 0,
+        lockWorkers: 0,
+        idWorkers: 0,
+        queueWorkers: 3,
+        counterWorkers: 3,
+        watchWorkers: 4,
+      });
+      assert.ok(result.faults.length > 0, "the nemesis injected faults");
+      const stats = (checker: string) => result.verdicts.find((v) => v.checker === checker)?.stats ?? {};
+      const queue = stats(QUEUE_CHECKER);
+      const counter = stats(COUNTER_CHECKER);
+      const watches = stats(WATCHES_CHECKER);
+      assert.ok((queue["taken"] ?? 0) > 50 && queue["serversRead"] === 3, `items were queued and taken: ${JSON.stringify(queue)}`);
+      assert.ok((counter["acknowledged"] ?? 0) > 50 && (counter["reads"] ?? 0) > 20, `the counter was incremented and read: ${JSON.stringify(counter)}`);
+      assert.ok(
+        (watches["oneShotEvents"] ?? 0) > 20 && (watches["persistentEvents"] ?? 0) > 50,
+        `watchers of both kinds were told of changes: ${JSON.stringify(watches)}`,
       );
       assert.equal(result.valid, true, explain(result, seed, dir));
       await rm(dir, { recursive: true, force: true });

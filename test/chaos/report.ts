@@ -88,7 +88,24 @@ export interface Bucket {
 export const DEFAULT_BUCKET_MS = 1_000;
 
 /** Fixed order so per-kind tables read the same from run to run. */
-export const OP_KINDS: readonly OpKind[] = ["write", "cas", "read", "add", "take-id", "acquire", "use", "release"];
+export const OP_KINDS: readonly OpKind[] = [
+  "write",
+  "cas",
+  "read",
+  "add",
+  "take-id",
+  "acquire",
+  "use",
+  "release",
+  "enqueue",
+  "dequeue",
+  "increment",
+  "counter-read",
+  "watch-write",
+  "watch-read",
+  "watch-event",
+  "watch-lost",
+];
 
 // ---------------------------------------------------------------------------------------------
 // Pure computations over the history

@@ -22,6 +22,9 @@ export const REGISTER_ROOT = `${ROOT}/register`;
 export const SET_ROOT = `${ROOT}/set`;
 export const LOCK_ROOT = `${ROOT}/lock`;
 export const IDS_ROOT = `${ROOT}/ids`;
+export const QUEUE_ROOT = `${ROOT}/queue`;
+export const COUNTER_PATH = `${ROOT}/counter`;
+export const WATCHED_PATH = `${ROOT}/watched`;
 
 /** Errors that prove an operation did not take effect. Anything else leaves it unknown. */
 const DEFINITE_FAILURES = new Set(["BADVERSION", "NONODE", "NODEEXISTS", "NOTEMPTY", "BADARGUMENTS", "NOCHILDRENFOREPHEMERALS", "NOAUTH", "INVALIDACL"]);
@@ -29,11 +32,11 @@ const DEFINITE_FAILURES = new Set(["BADVERSION", "NONODE", "NODEEXISTS", "NOTEMP
 /** A harness-side bound on one operation: past it the outcome is unknown and the worker moves on. */
 const OPERATION_LIMIT_MS = 15_000;
 
-const text = (bytes: Uint8Array) => Buffer.from(bytes).toString("utf8");
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-const isConnected = (state: ClientState) => state === "connected" || state === "reconnected";
+export const text = (bytes: Uint8Array) => Buffer.from(bytes).toString("utf8");
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+export const isConnected = (state: ClientState) => state === "connected" || state === "reconnected";
 
-type OpInput<T extends Op> = Omit<T, "id" | "invokedAt" | "completedAt" | "outcome" | "error" | "result" | (T extends AcquireOp ? "token" : never)>;
+export type OpInput<T extends Op> = Omit<T, "id" | "invokedAt" | "completedAt" | "outcome" | "error" | "result" | (T extends AcquireOp ? "token" : never)>;
 
 /** The shared history: operations appended at invocation, completed in place. */
 export class HistoryRecorder {
@@ -99,7 +102,7 @@ export interface WorkerContext {
  * One worker's session: a fresh one after expiry (guarantees are per session, and the history
  * names the session each operation went through).
  */
-class WorkerSession {
+export class WorkerSession {
   private client: Client | undefined;
   /** Clients this session ever opened, all closed at the end. */
   private readonly opened: Client[] = [];
@@ -144,7 +147,7 @@ function waitForState(client: Client, ms: number): Promise<void> {
   });
 }
 
-const sessionOf = (client: Client) => client.sessionId.toString(16);
+export const sessionOf = (client: Client) => client.sessionId.toString(16);
 
 // ------------------------------------------------------------------------------------------------
 // register
@@ -278,7 +281,7 @@ export async function registerWorker(process: number, context: WorkerContext, ke
 // set
 
 /** A worker whose every operation is one `step` through a ready client, a think pause after each, until the run stops. */
-async function stepWorker(context: WorkerContext, step: (client: Client, session: string) => Promise<unknown>): Promise<void> {
+export async function stepWorker(context: WorkerContext, step: (client: Client, session: string) => Promise<unknown>): Promise<void> {
   const session = new WorkerSession(context);
   try {
     while (!context.stopping()) {

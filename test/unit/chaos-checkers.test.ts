@@ -14,13 +14,16 @@ import {
   checkRegisterLinearizable,
   checkSet,
   checkUniqueIds,
+  COUNTER_CHECKER,
   FENCED_LOCK_CHECKER,
   idNodePath,
   liveness,
+  QUEUE_CHECKER,
   READ_CONSISTENCY_CHECKER,
   REGISTER_CHECKER,
   SET_CHECKER,
   UNIQUE_IDS_CHECKER,
+  WATCHES_CHECKER,
 } from "../chaos/checkers/index.js";
 import {
   INITIAL_VALUE,
@@ -678,9 +681,11 @@ describe("unique ids", () => {
   });
 });
 
+const NO_FINALS = { sets: [], ids: [], queues: [], counters: [], watched: [] };
+
 describe("checkAll", () => {
   test("a history with none of a checker's ops gets a trivially valid verdict over 0 ops", () => {
-    const verdicts = checkAll([], { sets: [], ids: [] });
+    const verdicts = checkAll([], NO_FINALS);
     assert.deepEqual(
       verdicts.map((v) => [v.checker, v.valid, v.stats.ops]),
       [
@@ -689,6 +694,9 @@ describe("checkAll", () => {
         [SET_CHECKER, true, 0],
         [UNIQUE_IDS_CHECKER, true, 0],
         [FENCED_LOCK_CHECKER, true, 0],
+        [QUEUE_CHECKER, true, 0],
+        [COUNTER_CHECKER, true, 0],
+        [WATCHES_CHECKER, true, 0],
       ],
     );
   });
@@ -703,11 +711,11 @@ describe("checkAll", () => {
       takeId([0, 1], "t", 0),
       acquire([0, 1], "7"),
     );
-    const finals = { sets: [{ server: 1, elements: ["e"] }], ids: [{ server: 1, nodes: [idNodePath("/ids/a", "t", 0)] }] };
+    const finals = { ...NO_FINALS, sets: [{ server: 1, elements: ["e"] }], ids: [{ server: 1, nodes: [idNodePath("/ids/a", "t", 0)] }] };
     const verdicts = checkAll(ops, finals);
     assert.deepEqual(
       verdicts.map((v) => v.valid),
-      [true, true, true, true, true],
+      [true, true, true, true, true, true, true, true],
     );
     assert.equal(verdicts[0]!.stats.opsChecked, 3);
     assert.equal(verdicts[3]!.stats.acknowledged, 1);

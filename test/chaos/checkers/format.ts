@@ -44,6 +44,26 @@ export function describeOp(op: Op): string {
       return `${head} use token ${op.token} ${outcomeText(op)} ${span(op)}`;
     case "release":
       return `${head} release token ${op.token} ${outcomeText(op)} ${span(op)}`;
+    case "enqueue":
+      return `${head} enqueue ${op.item} ${outcomeText(op)} ${span(op)}`;
+    case "dequeue":
+      return `${head} dequeue ${op.path} (${op.item}) ${outcomeText(op)} ${span(op)}`;
+    case "increment":
+      return `${head} increment from ${op.expectedVersion} ${outcomeText(op)}${op.result === undefined ? "" : ` count ${op.result.value}`} ${span(op)}`;
+    case "counter-read":
+      return `${head} counter-read ${outcomeText(op)}${op.result === undefined ? "" : ` count ${op.result.value}`} ${span(op)}`;
+    case "watch-write": {
+      const answer = op.result === undefined ? "" : ` v${op.result.version} zxid ${op.result.mzxid}`;
+      return `${head} watch-write ${JSON.stringify(op.value)} ${outcomeText(op)}${answer} ${span(op)}`;
+    }
+    case "watch-read": {
+      const answer = op.result === undefined ? "" : ` ${JSON.stringify(op.result.value)} v${op.result.version} zxid ${op.result.mzxid}`;
+      return `${head} ${op.mode} watch-read ${outcomeText(op)}${answer} session ${op.session} ${span(op)}`;
+    }
+    case "watch-event":
+      return `${head} ${op.mode} watch-event zxid ${op.zxid} session ${op.session} at ${op.invokedAt}`;
+    case "watch-lost":
+      return `${head} ${op.mode} watcher ${op.state} session ${op.session} at ${op.invokedAt}`;
   }
 }
 

@@ -7,9 +7,17 @@ import type { Op, Verdict } from "../history.js";
 
 export const LIVENESS_CHECKER = "liveness";
 
-export type Workload = "register" | "set" | "ids" | "lock";
+export type Workload = "register" | "set" | "ids" | "lock" | "queue" | "counter" | "watches";
 
-const PROGRESS: Record<Workload, readonly Op["f"][]> = { register: ["write", "cas", "read"], set: ["add"], ids: ["take-id"], lock: ["acquire"] };
+const PROGRESS: Record<Workload, readonly Op["f"][]> = {
+  register: ["write", "cas", "read"],
+  set: ["add"],
+  ids: ["take-id"],
+  lock: ["acquire"],
+  queue: ["enqueue", "dequeue"],
+  counter: ["increment"],
+  watches: ["watch-write"],
+};
 
 /** When `workload` first completed an operation successfully at or after `from` (for the lock: a grant). */
 export function firstProgressAfter(ops: readonly Op[], workload: Workload, from: number): number | undefined {
