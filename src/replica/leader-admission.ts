@@ -128,7 +128,7 @@ export class LeaderAdmission {
       body = this.prep.prepare(request, sessionId, zxid, authInfo);
     }
     // Stamped once decided, as ZooKeeper stamps a txn after prep.
-    this.propose({ sessionId, cxid, zxid, timeMs: this.deps.clock.nowMs() }, body, config);
+    this.propose({ sessionId, cxid, zxid, timeMs: this.deps.clock.wallMs() }, body, config);
   }
 
   /** A write a learner forwarded: admitted as the learner's client sent it, or MARSHALLINGERROR if it does not decode. */
@@ -141,7 +141,7 @@ export class LeaderAdmission {
       // The learner's client still needs its answer, in order: an error txn carries it.
       const zxid = this.term.leader.allocateZxid();
       this.propose(
-        { sessionId: forwarded.sessionId, cxid: forwarded.cxid, zxid, timeMs: this.deps.clock.nowMs() },
+        { sessionId: forwarded.sessionId, cxid: forwarded.cxid, zxid, timeMs: this.deps.clock.wallMs() },
         { type: "error", err: ZkErrorCode.MARSHALLINGERROR },
       );
       return;
@@ -172,7 +172,7 @@ export class LeaderAdmission {
   /** The closeSession of a session this leader expired (server-made, cxid 0). */
   expire(sessionId: bigint): void {
     const zxid = this.term.leader.allocateZxid();
-    this.propose({ sessionId, cxid: 0, zxid, timeMs: this.deps.clock.nowMs() }, this.prep.prepareCloseSession(sessionId, zxid));
+    this.propose({ sessionId, cxid: 0, zxid, timeMs: this.deps.clock.wallMs() }, this.prep.prepareCloseSession(sessionId, zxid));
   }
 
   /** The tree applied `zxid`: prep retires the changes it had in flight up to it. */

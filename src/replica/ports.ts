@@ -86,9 +86,17 @@ export interface PeerPort {
   closeLearner(learnerId: number): void;
 }
 
-/** Wall-clock time (txn times, session expiry, TTLs) and the replica's one periodic tick. */
+/**
+ * The replica's two clocks and its one periodic tick. Every deadline and duration (session expiry,
+ * election and sync timeouts, digest intervals) is measured on `nowMs`, which never jumps; only
+ * what ZooKeeper stamps with wall time (txn times, hence ctime and mtime, TTL expiry against
+ * them, session id seeds) reads `wallMs`, so setting the system clock moves no deadline.
+ */
 export interface Clock {
+  /** Monotonic milliseconds: never goes back, unmoved by changes to the system clock. */
   nowMs(): number;
+  /** Wall-clock milliseconds since the epoch: may jump either way. */
+  wallMs(): number;
   /** Call `run` every `intervalMs` until the returned function is called. */
   every(intervalMs: number, run: () => void): () => void;
 }

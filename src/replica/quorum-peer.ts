@@ -306,7 +306,7 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
         }
         // An expiry proposal may have ended the term: look again.
         role = this.role;
-        if (role.state === "leading" && role.zab.serving) role.admission.cleanUp(nowMs);
+        if (role.state === "leading" && role.zab.serving) role.admission.cleanUp(clock.wallMs());
         const digest = this.deps.digests.due(nowMs);
         if (digest !== undefined && role === this.role) this.sendDigest(digest, (learner) => learner.stage === "upToDate");
       }

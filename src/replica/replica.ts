@@ -220,7 +220,7 @@ export function buildReplica(config: ReplicaConfig, ports: ReplicaPorts): Replic
     state: database,
     pipeline,
     broadcast: peer,
-    sessionIds: new SessionIdGenerator(config.serverId, clock.nowMs()),
+    sessionIds: new SessionIdGenerator(config.serverId, clock.wallMs()),
     entropy: ports.entropy,
     negotiateTimeoutMs: (requested) => Math.min(config.maxSessionTimeoutMs, Math.max(config.minSessionTimeoutMs, requested)),
   });

@@ -423,6 +423,7 @@ export class Simulation implements Scheduler, ClientWorld {
     const alive = () => server.up && server.incarnation === incarnation;
     const clock: Clock = {
       nowMs: () => this.clock(server),
+      wallMs: () => this.clock(server),
       every: (intervalMs, run) => {
         let stopped = false;
         const tick = (): void => {

@@ -267,6 +267,7 @@ export class ReplicaScenario {
     const alive = (): boolean => server.incarnation === incarnation && server.replica !== undefined;
     const clock: Clock = {
       nowMs: () => this.timeline.nowMs,
+      wallMs: () => this.timeline.nowMs,
       every: (intervalMs, run) => {
         let stopped = false;
         const tick = (): void => {
