@@ -15,6 +15,7 @@ import { diskFaultPlanFromEnv } from "../server/disk-faults.js";
 import { DataDamagedError } from "../server/disk-storage.js";
 import { createLogger } from "../server/log.js";
 import { CorralServer, DATA_DAMAGED_EXIT_CODE } from "../server/server.js";
+import { skewedClock, TEST_CLOCK_ENV } from "../server/test-clock.js";
 import { dropIpServerNameWarning } from "./quiet-warnings.js";
 import { readFlags } from "./tool-command.js";
 
@@ -46,6 +47,9 @@ async function runServer(config: ServerConfig, banner: boolean): Promise<void> {
   // TEST ONLY: the server that loses watch events, which the chaos watch checker must catch.
   const dropEvery = Number(process.env["CORRAL_TEST_UNSAFE_DROP_WATCH_EVENTS"] ?? 0);
   const unsafeDropEveryNthWatchEvent = Number.isSafeInteger(dropEvery) && dropEvery > 0 ? dropEvery : undefined;
+  // TEST ONLY: the chaos clock nemesis's skewed clock (see src/server/test-clock.ts).
+  const clockFile = process.env[TEST_CLOCK_ENV];
+  const clock = clockFile === undefined || clockFile === "" ? undefined : skewedClock(clockFile);
   // The admin `restore` command: this process stops the server, restores its data dir, starts it again.
   let restarting: Promise<void> | undefined;
   const start = (): Promise<CorralServer> =>
@@ -53,6 +57,7 @@ async function runServer(config: ServerConfig, banner: boolean): Promise<void> {
       adminExtension: (context) => new ConsoleService(context),
       ...(diskFaults ? { diskFaults } : {}),
       ...(unsafeCommitOnOwnAck ? { unsafeCommitOnOwnAck } : {}),
+      ...(clock === undefined ? {} : { clock }),
       ...(unsafeDropEveryNthWatchEvent === undefined ? {} : { unsafeDropEveryNthWatchEvent }),
       restoreAndRestart: (file) => {
         restarting ??= (async () => {

@@ -14,7 +14,7 @@ import { channelCredentials, PemFiles, selfConnectionTls, serverCredentials } fr
 import { DiskStorage } from "./disk-storage.js";
 import { noPeers, systemClock, systemEntropy } from "./runtime-ports.js";
 import { buildReplica, type Replica } from "../replica/replica.js";
-import type { RecoveredState } from "../replica/ports.js";
+import type { Clock, RecoveredState } from "../replica/ports.js";
 import { formatZxid as hex } from "../store/zxid.js";
 import { clientServiceDefinition, clientServiceHandlers } from "./grpc-client-service.js";
 import { ZkClientService } from "./zk-wire/zk-client-service.js";
@@ -66,6 +66,8 @@ export interface ServerHooks {
    * event a txn fires is never sent. The chaos tests use it to prove their watch checker catches it.
    */
   unsafeDropEveryNthWatchEvent?: number;
+  /** TEST ONLY: the replica's clock, skewed by the chaos clock nemesis (CORRAL_TEST_CLOCK_FILE, see test-clock.ts). */
+  clock?: Clock;
   /** What the admin port serves beside ZooKeeper's commands: the web console (src/console), from the CLI. */
   adminExtension?: (context: AdminExtensionContext) => AdminExtension;
   /**
@@ -170,7 +172,9 @@ export class CorralServer {
       throw error;
     }
     metrics.databaseLoaded(performance.now() - loadStartedMs);
-    const now = () => systemClock.nowMs();
+    const clock = hooks.clock ?? systemClock;
+    if (hooks.clock !== undefined) logger.warn("TEST ONLY: the replica's clock is skewed as a test file says (CORRAL_TEST_CLOCK_FILE)");
+    const now = () => clock.nowMs();
     let replica: Replica | undefined;
     let transport: PeerTransport | undefined;
     // Every server's client address, for getMembers: the peers tell theirs over the peer links.
@@ -204,7 +208,7 @@ export class CorralServer {
         storage,
         recovered,
         peers: transport ?? noPeers,
-        clock: systemClock,
+        clock,
         entropy: systemEntropy,
         logger,
         metrics,

@@ -1,7 +1,9 @@
 /**
  * The chaos runs CI makes: 60 s per nemesis (partition, kill, pause) on three voters, each judged
  * by every checker; shorter runs of the unique-id workload alone under partitions and kills, and of
- * the queue, counter and watch workloads under partitions, kills and pauses; and
+ * the queue, counter and watch workloads under partitions, kills and pauses; a run on five voters
+ * and an observer whose membership changes while clocks jump, files are damaged and servers die
+ * (the same nemeses at length: `npm run chaos:all`); and
  * the proof that the checkers can fail — a deliberately broken leader (commits on its own ack,
  * CORRAL_TEST_UNSAFE_SOLO_COMMIT=1) must be caught by a partition run.
  *
@@ -101,6 +103,24 @@ describe(`chaos: ${SECONDS} s per nemesis on three voters`, () => {
         (watches["oneShotEvents"] ?? 0) > 20 && (watches["persistentEvents"] ?? 0) > 50,
         `watchers of both kinds were told of changes: ${JSON.stringify(watches)}`,
       );
+      assert.equal(result.valid, true, explain(result, seed, dir));
+      await rm(dir, { recursive: true, force: true });
+    },
+  );
+
+  test(
+    "five voters and an observer: reconfiguration while clocks jump and strobe, files are damaged and servers are killed",
+    { timeout: RUN_LIMIT_MS + 120_000 },
+    async () => {
+      const { result, seed, dir } = await run("membership", {
+        voters: 5,
+        observers: 1,
+        timeMs: SECONDS * 1000,
+        nemeses: ["reconfig", "clock", "corrupt", "kill"],
+      });
+      const kinds = new Set(result.faults.map((f) => f.kind));
+      assert.ok(kinds.has("reconfig") && kinds.size >= 3, `membership changed beside other faults: ${[...kinds].join(", ")}`);
+      assert.ok(result.ops.filter((op) => op.outcome === "ok").length > 100, "the workload did work");
       assert.equal(result.valid, true, explain(result, seed, dir));
       await rm(dir, { recursive: true, force: true });
     },

@@ -1,25 +1,45 @@
 /**
  * The nemesis: injects one fault at a time into a ChaosCluster, holds it, heals it, lets the
- * cluster recover for a moment, and repeats until told to stop. Every choice comes from a seeded
- * Prng, so a run's fault schedule replays from its seed (the processes' timing does not).
+ * cluster recover for a moment, and repeats until told to stop. Reconfiguration runs beside the
+ * others, in a loop of its own, so that membership changes while other faults are in force. Every
+ * choice comes from a seeded Prng, so a run's fault schedule replays from its seed (the processes'
+ * timing does not).
+ *
+ * - partition, delay: the link proxies (see chaos-cluster.ts).
+ * - kill: kill -9 of one server (sometimes of all), restarted at the heal; pause: SIGSTOP/SIGCONT.
+ * - clock: one server's clock jumps (by up to two minutes either way) or strobes (back and forth
+ *   every few hundred ms), through the server's test clock (src/server/test-clock.ts).
+ * - corrupt: one server is killed, one of its files damaged (a flipped bit, a cut, a zeroed page,
+ *   a torn tail, in a LevelDB file or a snapshot), and it is started again at the heal: it must
+ *   repair from the others (or refuse to start, which the run reports as a dead server).
+ * - reconfig: see MembershipNemesis.
  */
+import { damageFile, DAMAGES, FILE_KINDS, fileOf } from "../helpers/file-damage.js";
 import { Prng } from "../sim/prng.js";
 import type { FaultRecord } from "./history.js";
 import { type ChaosCluster, CLIENTS } from "./chaos-cluster.js";
+import { MembershipNemesis } from "./membership-nemesis.js";
 
-export const NEMESES = ["partition", "kill", "pause", "delay"] as const;
+export const NEMESES = ["partition", "kill", "pause", "delay", "clock", "corrupt", "reconfig"] as const;
 export type NemesisName = (typeof NEMESES)[number];
 
+/** A comma-separated list of nemeses; `all` names every one. */
 export function parseNemeses(list: string): NemesisName[] {
   const names = list
     .split(",")
     .map((s) => s.trim())
-    .filter((s) => s.length > 0);
+    .filter((s) => s.length > 0)
+    .flatMap((name) => (name === "all" ? [...NEMESES] : [name]));
   for (const name of names) {
-    if (!(NEMESES as readonly string[]).includes(name)) throw new Error(`unknown nemesis "${name}" (known: ${NEMESES.join(", ")})`);
+    if (!(NEMESES as readonly string[]).includes(name)) throw new Error(`unknown nemesis "${name}" (known: ${NEMESES.join(", ")}, all)`);
   }
   if (names.length === 0) throw new Error("no nemesis named");
-  return names as NemesisName[];
+  return [...new Set(names)] as NemesisName[];
+}
+
+/** What the cluster must be started with for `nemeses` to work on it. */
+export function clusterNeeds(nemeses: readonly NemesisName[]): { reconfig: boolean; clockSkew: boolean } {
+  return { reconfig: nemeses.includes("reconfig"), clockSkew: nemeses.includes("clock") };
 }
 
 export interface NemesisOptions {
@@ -44,7 +64,7 @@ export const PARTITION_SHAPES = ["isolate-leader", "isolate-one", "halves", "one
 export type PartitionShape = (typeof PARTITION_SHAPES)[number];
 
 /** A fault in force: how to describe it and how to undo it. */
-interface ActiveFault {
+export interface ActiveFault {
   kind: string;
   description: string;
   heal: () => Promise<void>;
@@ -54,7 +74,8 @@ export class Nemesis {
   readonly faults: FaultRecord[] = [];
   private readonly prng: Prng;
   private stopping = false;
-  private wake: (() => void) | undefined;
+  /** The loops' sleeps, woken early by stop(). */
+  private readonly sleepers = new Set<() => void>();
 
   constructor(
     private readonly cluster: ChaosCluster,
@@ -63,15 +84,29 @@ export class Nemesis {
     this.prng = new Prng(options.seed);
   }
 
-  /** Runs faults until `stop()`; always leaves the cluster healed, every server running. */
+  /** Runs faults until `stop()`; always leaves the cluster healed, every server running, every member back. */
   async run(): Promise<void> {
+    const others = this.options.nemeses.filter((name) => name !== "reconfig");
+    const membership = this.options.nemeses.includes("reconfig") ? new MembershipNemesis(this.cluster, this.prng.fork()) : undefined;
+    try {
+      await Promise.all([
+        others.length === 0 ? Promise.resolve() : this.loop(() => this.inject(this.prng.pick(others))),
+        membership === undefined ? Promise.resolve() : this.loop(() => membership.change()),
+      ]);
+    } finally {
+      await this.cluster.healAll();
+      await membership?.restore();
+    }
+  }
+
+  /** Faults from `inject`, one at a time, each held, healed and followed by a quiet spell. */
+  private async loop(inject: () => Promise<ActiveFault | undefined>): Promise<void> {
     const [faultLo, faultHi] = this.options.faultMs ?? [2_000, 7_000];
     const [quietLo, quietHi] = this.options.quietMs ?? [1_500, 4_000];
-    try {
-      await this.sleep(this.prng.between(quietLo, quietHi));
-      while (!this.stopping) {
-        const name = this.prng.pick(this.options.nemeses);
-        const active = await this.inject(name);
+    await this.sleep(this.prng.between(quietLo, quietHi));
+    while (!this.stopping) {
+      const active = await inject();
+      if (active !== undefined) {
         const record: FaultRecord = { kind: active.kind, description: active.description, startedAt: this.options.now() };
         this.faults.push(record);
         this.options.onFault?.(record);
@@ -79,31 +114,30 @@ export class Nemesis {
         await active.heal();
         record.endedAt = this.options.now();
         this.options.onFault?.(record);
-        await this.sleep(this.prng.between(quietLo, quietHi));
       }
-    } finally {
-      await this.cluster.healAll();
+      await this.sleep(this.prng.between(quietLo, quietHi));
     }
   }
 
   stop(): void {
     this.stopping = true;
-    this.wake?.();
+    for (const wake of this.sleepers) wake();
   }
 
   private sleep(ms: number): Promise<void> {
     if (this.stopping) return Promise.resolve();
     return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
+      const done = () => {
         clearTimeout(timer);
+        this.sleepers.delete(done);
         resolve();
-      }
-      this.wake = done;
+      };
+      const timer = setTimeout(done, ms);
+      this.sleepers.add(done);
     });
   }
 
-  private inject(name: NemesisName): Promise<ActiveFault> {
+  private inject(name: Exclude<NemesisName, "reconfig">): Promise<ActiveFault> {
     switch (name) {
       case "partition":
         return Promise.resolve(this.partition());
@@ -113,6 +147,10 @@ export class Nemesis {
         return Promise.resolve(this.pause());
       case "delay":
         return Promise.resolve(this.delay());
+      case "clock":
+        return this.clock();
+      case "corrupt":
+        return this.corrupt();
     }
   }
 
@@ -215,6 +253,46 @@ export class Nemesis {
         this.cluster.setDelay([], 0);
         return Promise.resolve();
       },
+    };
+  }
+
+  private async clock(): Promise<ActiveFault> {
+    const { id, leader } = this.target();
+    const sign = this.prng.chance(0.5) ? 1 : -1;
+    const who = `server ${id}${leader ? " (leader)" : ""}`;
+    let description: string;
+    if (this.prng.chance(0.5)) {
+      const offsetMs = sign * this.prng.between(5_000, 120_000);
+      await this.cluster.setClockSkew(id, { offsetMs });
+      description = `${who}'s clock jumps ${offsetMs > 0 ? "ahead" : "back"} ${Math.abs(offsetMs / 1000).toFixed(0)} s`;
+    } else {
+      const deltaMs = sign * this.prng.between(5_000, 60_000);
+      const periodMs = this.prng.between(50, 500);
+      await this.cluster.setClockSkew(id, { strobe: { deltaMs, periodMs } });
+      description = `${who}'s clock strobes ${deltaMs > 0 ? "+" : "-"}${Math.abs(deltaMs / 1000).toFixed(0)} s and back every ${periodMs} ms`;
+    }
+    return { kind: "clock", description, heal: () => this.cluster.setClockSkew(id, {}) };
+  }
+
+  /** Kills a server, damages one of its files, and starts it again at the heal. */
+  private async corrupt(): Promise<ActiveFault> {
+    const { id, leader } = this.target();
+    await this.cluster.kill(id);
+    const damage = this.prng.pick(DAMAGES);
+    let done = "nothing to damage";
+    // The newest file of a kind, trying kinds in a random order: early on there may be no table or snapshot yet.
+    for (const kind of this.shuffle(FILE_KINDS)) {
+      const file = await fileOf(this.cluster.dataDir(id), kind).catch(() => undefined);
+      if (file === undefined) continue;
+      const what = await damageFile(file, damage, this.prng.nextUint32()).catch((error: unknown) => `${String(error)}`);
+      done = `${damage} in its ${kind} file (${what})`;
+      break;
+    }
+    return {
+      kind: "corrupt",
+      description: `kill -9 server ${id}${leader ? " (leader)" : ""}, ${done}, start it again`,
+      // One that refuses its damaged files stays down: the run's servers-alive verdict names it.
+      heal: () => this.cluster.restart(id).catch(() => undefined),
     };
   }
 

@@ -10,7 +10,7 @@ import { waitFor } from "../helpers/wait.js";
 import { ChaosCluster } from "./chaos-cluster.js";
 import { checkAll, firstProgressAfter, liveness, type Workload } from "./checkers/index.js";
 import type { FaultRecord, FinalCounterRead, FinalIdRead, FinalQueueRead, FinalReads, FinalSetRead, FinalWatchedRead, Op, Verdict } from "./history.js";
-import { Nemesis, type NemesisName, type PartitionShape } from "./nemesis.js";
+import { clusterNeeds, Nemesis, type NemesisName, type PartitionShape } from "./nemesis.js";
 import { counterWorker, oneShotWatcher, persistentWatcher, queueWorker, setUpRecipeWorkloads, WATCHED_INITIAL, watchWriter } from "./recipe-workloads.js";
 import { summarize, writeReport } from "./report.js";
 import {
@@ -95,6 +95,7 @@ export async function runChaos(options: ChaosRunOptions): Promise<ChaosRunResult
     observers: options.observers ?? 0,
     tickMs,
     ...(options.serverEnv === undefined ? {} : { env: options.serverEnv }),
+    ...clusterNeeds(options.nemeses),
   });
   const started = performance.now();
   const now = () => Math.round((performance.now() - started) * 10) / 10;

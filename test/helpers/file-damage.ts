@@ -58,3 +58,30 @@ export async function filesMatching(dir: string, pattern: RegExp): Promise<strin
     .sort()
     .map((name) => join(dir, name));
 }
+
+/** The kinds of file in a member's data dir: LevelDB's (the txn log) and the snapshots. */
+export type FileKind = "leveldb .log" | "leveldb table" | "MANIFEST" | "CURRENT" | "snapshot";
+export const FILE_KINDS: readonly FileKind[] = ["leveldb .log", "leveldb table", "MANIFEST", "CURRENT", "snapshot"];
+
+/** The file of `kind` in a member's data dir: the newest one of its kind. */
+export async function fileOf(dataDir: string, kind: FileKind): Promise<string> {
+  const logDir = join(dataDir, "log");
+  const pick = async (dir: string, pattern: RegExp): Promise<string> => {
+    const files = await filesMatching(dir, pattern);
+    const newest = files[files.length - 1];
+    if (newest === undefined) throw new Error(`no ${kind} file in ${dir}`);
+    return newest;
+  };
+  switch (kind) {
+    case "leveldb .log":
+      return pick(logDir, /^\d+\.log$/);
+    case "leveldb table":
+      return pick(logDir, /^\d+\.ldb$/);
+    case "MANIFEST":
+      return pick(logDir, /^MANIFEST-\d+$/);
+    case "CURRENT":
+      return join(logDir, "CURRENT");
+    case "snapshot":
+      return pick(join(dataDir, "snapshots"), /^snapshot\.[0-9a-f]{16}$/);
+  }
+}

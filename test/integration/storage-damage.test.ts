@@ -12,11 +12,10 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { join } from "node:path";
 import { Client, ZkError } from "../../src/index.js";
 import { connectTo, waitForLeader } from "../helpers/cluster-client.js";
 import { ClusterProcess } from "../helpers/cluster-process.js";
-import { damageFile, DAMAGES, filesMatching } from "../helpers/file-damage.js";
+import { damageFile, DAMAGES, FILE_KINDS, fileOf } from "../helpers/file-damage.js";
 import { ServerProcess } from "../helpers/server-process.js";
 import { makeTempDir } from "../helpers/temp-dir.js";
 import { waitFor } from "../helpers/wait.js";
@@ -24,32 +23,6 @@ import { waitFor } from "../helpers/wait.js";
 const DATA_DAMAGED_EXIT_CODE = 65;
 const KEYS = 64;
 const text = (bytes: Uint8Array) => Buffer.from(bytes).toString("utf8");
-
-type FileKind = "leveldb .log" | "leveldb table" | "MANIFEST" | "CURRENT" | "snapshot";
-const FILE_KINDS: readonly FileKind[] = ["leveldb .log", "leveldb table", "MANIFEST", "CURRENT", "snapshot"];
-
-/** The file of `kind` in a member's data dir: the newest one of its kind. */
-async function fileOf(dataDir: string, kind: FileKind): Promise<string> {
-  const logDir = join(dataDir, "log");
-  const pick = async (dir: string, pattern: RegExp): Promise<string> => {
-    const files = await filesMatching(dir, pattern);
-    const newest = files[files.length - 1];
-    if (newest === undefined) throw new Error(`no ${kind} file in ${dir}`);
-    return newest;
-  };
-  switch (kind) {
-    case "leveldb .log":
-      return pick(logDir, /^\d+\.log$/);
-    case "leveldb table":
-      return pick(logDir, /^\d+\.ldb$/);
-    case "MANIFEST":
-      return pick(logDir, /^MANIFEST-\d+$/);
-    case "CURRENT":
-      return join(logDir, "CURRENT");
-    case "snapshot":
-      return pick(join(dataDir, "snapshots"), /^snapshot\.[0-9a-f]{16}$/);
-  }
-}
 
 /**
  * Writes to /d/k-<n> through any member, remembering every value ever sent for each key (sent, not
