@@ -39,6 +39,7 @@ import {
   type Verdict,
   type WriteOp,
 } from "../chaos/history.js";
+import { history } from "../helpers/chaos-history.js";
 
 // ---------------------------------------------------------------------------------------------
 // Builders. Ops get their ids from `history`, in invocation order as the format promises.
@@ -109,13 +110,6 @@ function use(span: Span, token: string, outcome: Outcome, who: Who = {}): UseOp 
 
 function release(span: Span, token: string, who: Who = {}): ReleaseOp {
   return { ...base(span, who, "ok"), f: "release", token };
-}
-
-function history(...ops: Op[]): Op[] {
-  return ops
-    .map((op, written) => ({ op, written }))
-    .sort((a, b) => a.op.invokedAt - b.op.invokedAt || a.written - b.written)
-    .map(({ op }, id) => ({ ...op, id }));
 }
 
 function assertValid(verdict: Verdict): void {

@@ -20,6 +20,7 @@ import type {
   WatchReadOp,
   WatchWriteOp,
 } from "../chaos/history.js";
+import { history } from "../helpers/chaos-history.js";
 
 type Span = readonly [number, number?];
 
@@ -36,14 +37,6 @@ function base(span: Span, outcome: Outcome, p = 1, session = `s${p}`) {
     outcome,
     ...(error === undefined ? {} : { error }),
   };
-}
-
-/** Ops in invocation order (instants at their time), numbered as the recorder numbers them. */
-function history(...ops: Op[]): Op[] {
-  return ops
-    .map((op, written) => ({ op, written }))
-    .sort((a, b) => a.op.invokedAt - b.op.invokedAt || a.written - b.written)
-    .map(({ op }, id) => ({ ...op, id }));
 }
 
 function assertValid(verdict: Verdict): void {

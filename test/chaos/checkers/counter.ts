@@ -7,7 +7,7 @@
  * arrived returns at least that count.
  */
 import type { CounterReadOp, FinalCounterRead, IncrementOp, Op, Verdict } from "../history.js";
-import { describeOp, Findings } from "./format.js";
+import { describeOp, Findings, verdictOf } from "./format.js";
 
 export const COUNTER_CHECKER = "counter";
 
@@ -44,13 +44,11 @@ export function checkCounter(ops: readonly Op[], finals: readonly FinalCounterRe
   const answered = [...acked, ...reads.filter((op) => op.outcome === "ok")] as Answered[];
   checkRealTimeOrder(answered, findings);
 
-  const undecided = finals.length === 0 && acked.length > 0;
-  if (undecided) findings.add("no final read of the counter: acknowledged increments cannot be checked");
-  return {
-    checker: COUNTER_CHECKER,
-    valid: undecided ? "unknown" : findings.total === 0,
-    violations: findings.list(),
-    stats: {
+  const unread = finals.length === 0 && acked.length > 0 ? "no final read of the counter: acknowledged increments cannot be checked" : undefined;
+  return verdictOf(
+    COUNTER_CHECKER,
+    findings,
+    {
       acknowledged: acked.length,
       unknown,
       refused: increments.filter((op) => op.outcome === "fail").length,
@@ -58,7 +56,8 @@ export function checkCounter(ops: readonly Op[], finals: readonly FinalCounterRe
       final: finals[0]?.value ?? -1,
       serversRead: finals.length,
     },
-  };
+    unread,
+  );
 }
 
 /** A read cannot count an increment that had not been invoked (and not definitively refused) by its answer. */

@@ -3,7 +3,7 @@
  * op in the history by id) and a bounded list of findings (a badly broken run would otherwise
  * produce a report nobody reads to the end).
  */
-import type { Op } from "../history.js";
+import type { Op, Verdict } from "../history.js";
 
 function span(op: Op): string {
   // An unknown outcome has no completion bound whatever the harness recorded as its end.
@@ -83,6 +83,16 @@ export class Findings {
     const more = this.total - this.listed.length;
     return more > 0 ? [...this.listed, `… and ${more} more`] : [...this.listed];
   }
+}
+
+/**
+ * A checker's verdict from its findings. With `unread` (acknowledged operations but no final read
+ * to judge them against) nothing was verified, and calling that valid would pass a broken run: the
+ * verdict is unknown, and `unread` says why.
+ */
+export function verdictOf(checker: string, findings: Findings, stats: Record<string, number>, unread?: string): Verdict {
+  if (unread !== undefined) findings.add(unread);
+  return { checker, valid: unread !== undefined ? "unknown" : findings.total === 0, violations: findings.list(), stats };
 }
 
 /** A zxid or fencing token from its decimal text; undefined when the text is not one. */

@@ -5,7 +5,7 @@
  * is not still queued, and the servers agree on what is left.
  */
 import type { DequeueOp, EnqueueOp, FinalQueueRead, Op, Verdict } from "../history.js";
-import { describeOp, Findings } from "./format.js";
+import { describeOp, Findings, verdictOf } from "./format.js";
 
 export const QUEUE_CHECKER = "queue";
 
@@ -56,13 +56,11 @@ export function checkQueue(ops: readonly Op[], finals: readonly FinalQueueRead[]
     }
   }
 
-  const undecided = finals.length === 0 && acknowledged.length > 0;
-  if (undecided) findings.add("no final read of the queue: acknowledged items cannot be checked");
-  return {
-    checker: QUEUE_CHECKER,
-    valid: undecided ? "unknown" : findings.total === 0,
-    violations: findings.list(),
-    stats: {
+  const unread = finals.length === 0 && acknowledged.length > 0 ? "no final read of the queue: acknowledged items cannot be checked" : undefined;
+  return verdictOf(
+    QUEUE_CHECKER,
+    findings,
+    {
       enqueued: acknowledged.length,
       enqueueUnknown: [...enqueues.values()].filter((op) => op.outcome === "unknown").length,
       taken: taken.size,
@@ -70,5 +68,6 @@ export function checkQueue(ops: readonly Op[], finals: readonly FinalQueueRead[]
       leftQueued: reference?.items.length ?? 0,
       serversRead: finals.length,
     },
-  };
+    unread,
+  );
 }

@@ -6,7 +6,7 @@
  * servers agree.
  */
 import type { FinalIdRead, Op, TakeIdOp, Verdict } from "../history.js";
-import { describeOp, Findings } from "./format.js";
+import { describeOp, Findings, verdictOf } from "./format.js";
 
 export const UNIQUE_IDS_CHECKER = "unique-ids";
 
@@ -78,20 +78,19 @@ export function checkUniqueIds(ops: readonly Op[], finals: readonly FinalIdRead[
     }
   }
 
-  const undecided = finals.length === 0 && acknowledged.length > 0;
-  if (undecided) findings.add("no final read of the id parents: acknowledged ids cannot be checked");
-  return {
-    checker: UNIQUE_IDS_CHECKER,
-    valid: undecided ? "unknown" : findings.total === 0,
-    violations: findings.list(),
-    stats: {
+  const unread = finals.length === 0 && acknowledged.length > 0 ? "no final read of the id parents: acknowledged ids cannot be checked" : undefined;
+  return verdictOf(
+    UNIQUE_IDS_CHECKER,
+    findings,
+    {
       attempted: takes.length,
       acknowledged: acknowledged.length,
       unknown: takes.filter((op) => op.outcome === "unknown").length,
       parents: byParent.size,
       serversRead: finals.length,
     },
-  };
+    unread,
+  );
 }
 
 /**

@@ -10,7 +10,7 @@
  * versions, so its reads count too).
  */
 import type { Op, Verdict, WatchEventOp, WatchLostOp, WatchReadOp, WatchWriteOp } from "../history.js";
-import { describeOp, Findings, parseZxid } from "./format.js";
+import { describeOp, Findings, parseZxid, verdictOf } from "./format.js";
 
 export const WATCHES_CHECKER = "watches";
 
@@ -48,32 +48,27 @@ export function checkWatches(ops: readonly Op[], initialValue: string): Verdict 
   }
 
   const events = watcherOps.filter((op): op is WatchEventOp => op.f === "watch-event");
-  return {
-    checker: WATCHES_CHECKER,
-    valid: findings.total === 0,
-    violations: findings.list(),
-    stats: {
-      writes: acked.length,
-      writesUnknown: writes.filter((op) => op.outcome === "unknown").length,
-      watchers: byWatcher.size,
-      oneShotEvents: events.filter((op) => op.mode === "one-shot").length,
-      persistentEvents: events.filter((op) => op.mode === "persistent").length,
-      reads: reads.length,
-      connectionsLost: watcherOps.filter((op) => op.f === "watch-lost").length,
-    },
-  };
+  return verdictOf(WATCHES_CHECKER, findings, {
+    writes: acked.length,
+    writesUnknown: writes.filter((op) => op.outcome === "unknown").length,
+    watchers: byWatcher.size,
+    oneShotEvents: events.filter((op) => op.mode === "one-shot").length,
+    persistentEvents: events.filter((op) => op.mode === "persistent").length,
+    reads: reads.length,
+    connectionsLost: watcherOps.filter((op) => op.f === "watch-lost").length,
+  });
 }
 
 /** One version, one value, one zxid — across the writer's answers and every watcher's reads. */
 function checkStates(writes: readonly WatchWriteOp[], reads: readonly WatchReadOp[], initialValue: string, findings: Findings): void {
   const writeOf = new Map(writes.map((op) => [op.value, op]));
-  const byVersion = new Map<number, { value: string; mzxid: string; op: Op | undefined }>();
+  const byVersion = new Map<number, { value: string; mzxid: string; op: Op }>();
   const record = (version: number, value: string, mzxid: string, op: Op) => {
     const seen = byVersion.get(version);
     if (seen === undefined) byVersion.set(version, { value, mzxid, op });
     else if (seen.value !== value || seen.mzxid !== mzxid)
       findings.add(
-        `version ${version} seen as ${JSON.stringify(seen.value)} at zxid ${seen.mzxid}${seen.op ? ` (${describeOp(seen.op)})` : ""} and as ${JSON.stringify(value)} at zxid ${mzxid}: ${describeOp(op)}`,
+        `version ${version} seen as ${JSON.stringify(seen.value)} at zxid ${seen.mzxid} (${describeOp(seen.op)}) and as ${JSON.stringify(value)} at zxid ${mzxid}: ${describeOp(op)}`,
       );
   };
   for (const op of writes) if (op.outcome === "ok" && op.result !== undefined) record(op.result.version, op.value, op.result.mzxid, op);
