@@ -11,6 +11,7 @@ import { decodeSnapshot, SnapshotEncoder } from "../store/snapshot-codec.js";
 import { levelDbDamage, StorageDamagedError } from "../store/disk/damage.js";
 import { dataDirLayout, purgeOld, recover, RecoveryError } from "../store/disk/recovery.js";
 import type { DiskFaults } from "../store/disk/faults.js";
+import { DurableWatermark, WATERMARK_FILE } from "../store/disk/durable-watermark.js";
 import { clearRepairMarker, readRepairMarker, writeRepairMarker } from "../store/disk/repair-marker.js";
 import { fsyncDirectory, snapshotFileName, SnapshotStore } from "../store/disk/snapshot-store.js";
 import { LevelTxnLog, type LevelTxnLogOptions } from "../store/disk/txn-log.js";
@@ -181,14 +182,19 @@ export class DiskStorage implements ReplicaStorage {
     const layout = dataDirLayout(dataDir);
     writeRepairMarker(dataDir, damage, new Date());
     if (moveLogAside) await moveAside(layout.logDir, logger);
+    // What the damaged log once held durably no longer counts: the repair starts a log over.
+    const watermark = await DurableWatermark.fresh(join(dataDir, WATERMARK_FILE));
     let log: LevelTxnLog;
     try {
-      log = await LevelTxnLog.open(layout.logDir, options.log ?? {});
+      log = await LevelTxnLog.open(layout.logDir, { ...options.log, watermark });
     } catch (error) {
       // The log of an earlier, unfinished repair is damaged in turn: it held nothing checked yet.
-      if (!(error instanceof StorageDamagedError)) throw error;
+      if (!(error instanceof StorageDamagedError)) {
+        await watermark.close();
+        throw error;
+      }
       await moveAside(layout.logDir, logger);
-      log = await LevelTxnLog.open(layout.logDir, options.log ?? {});
+      log = await LevelTxnLog.open(layout.logDir, { ...options.log, watermark });
     }
     try {
       // Records an unfinished repair synced were never checked against the snapshot they follow.

@@ -190,6 +190,31 @@ describe("damage that cannot be repaired", () => {
     assert.match(said, /restore .* from a backup \(corral restore\)/);
   });
 
+  for (const damage of ["tornTail", "truncation"] as const) {
+    test(`a standalone server whose LevelDB .log lost its end (${damage}) refuses to start: the watermark says records were durable past it`, async () => {
+      const dir = await makeTempDir();
+      cleanups.push(dir.remove);
+      const server = await ServerProcess.start({ dataDir: dir.path, tickMs: 100 });
+      cleanups.push(() => server.stop());
+      const zk = await Client.connect(server.connectString, { sessionTimeoutMs: 2_000 });
+      await zk.create("/d", "");
+      // Each create acknowledged only once its batch is durable: every one of them was synced.
+      for (let i = 0; i < 300; i++) await zk.create(`/d/n-${i}`, "x".repeat(100));
+      await zk.close();
+      await server.crash();
+      const done = await damageFile(await fileOf(dir.path, "leveldb .log"), damage);
+      const mark = server.stderr.length;
+      await assert.rejects(server.restart(), /server exited before listening/);
+      assert.equal(await server.waitForExit(), DATA_DAMAGED_EXIT_CODE, `${done}: ${server.stderr.slice(mark).slice(-2_000)}`);
+      const said = server.stderr.slice(mark);
+      assert.match(
+        said,
+        /refusing to start: the data in .* is damaged \(.*the log ends at zxid 0x[0-9a-f]+ but records up to 0x[0-9a-f]+ were durable \(LOG-WATERMARK\)/,
+      );
+      assert.match(said, /restore .* from a backup \(corral restore\)/);
+    });
+  }
+
   test("a member whose damage leaves too few good copies for a quorum refuses to start, naming the file", async () => {
     const cluster = await ClusterProcess.start({ voters: 3, tickMs: 100, initLimitTicks: 20, syncLimitTicks: 10 });
     cleanups.push(() => cluster.stop());

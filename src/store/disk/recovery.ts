@@ -2,6 +2,7 @@ import { join } from "node:path";
 
 import { assert } from "../../common/assert.js";
 import { StorageDamagedError } from "./damage.js";
+import { DurableWatermark, WATERMARK_FILE } from "./durable-watermark.js";
 import type { DiskFaults } from "./faults.js";
 import { LogChain } from "./log-record.js";
 import { type LoadedSnapshot, type InvalidSnapshot, SnapshotStore } from "./snapshot-store.js";
@@ -62,10 +63,26 @@ export async function recover(dataDir: string, options: RecoverOptions = {}): Pr
     ...(options.onInvalidSnapshot === undefined ? {} : { onInvalid: options.onInvalidSnapshot }),
     ...(options.snapshotFaults === undefined ? {} : { faults: options.snapshotFaults }),
   });
-  const log = await LevelTxnLog.open(layout.logDir, options.log ?? {});
+  const watermark = await DurableWatermark.open(join(dataDir, WATERMARK_FILE));
+  let log: LevelTxnLog;
+  try {
+    log = await LevelTxnLog.open(layout.logDir, { ...options.log, watermark });
+  } catch (error) {
+    await watermark.close();
+    throw error;
+  }
   try {
     const snapshot = await snapshots.loadNewestValid();
     const from = snapshot?.zxid ?? 0;
+    // LevelDB drops a damaged or cut-short end of its write-ahead file as if it had never been
+    // written; records it once reported durable are missing all the same.
+    const end = Math.max(log.lastDurableZxid(), from);
+    if (watermark.atOpen !== undefined && watermark.atOpen > end) {
+      throw new StorageDamagedError(
+        layout.logDir,
+        `the log ends at zxid 0x${end.toString(16)} but records up to 0x${watermark.atOpen.toString(16)} were durable (${WATERMARK_FILE}): the end of LevelDB's write-ahead file was lost`,
+      );
+    }
     // Records below purgedBefore are gone; the snapshot must cover all of them (zxid >= bound - 1).
     const purgedBefore = log.purgedBeforeZxid();
     if (purgedBefore > 0 && from + 1 < purgedBefore) {

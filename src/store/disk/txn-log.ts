@@ -19,6 +19,7 @@ import {
 } from "./keys.js";
 import { levelDbDamage, StorageDamagedError } from "./damage.js";
 import { type DiskFaults, type DiskWriteKind, writeWithFaults } from "./faults.js";
+import type { DurableWatermark } from "./durable-watermark.js";
 import { decodeLogRecord, encodeLogRecord, LogChain } from "./log-record.js";
 
 export { type DiskFaults, type DiskWriteKind, type InjectedFaultTiming, InjectedWriteFault } from "./faults.js";
@@ -104,6 +105,8 @@ export interface LevelTxnLogOptions {
    * it carried and how long its `sync: true` write took (the server's fsynctime and batch size).
    */
   onBatchDurable?: (records: number, durationMs: number) => void;
+  /** The durable watermark kept beside the database (durable-watermark.ts); none for a log opened only to be read. */
+  watermark?: DurableWatermark;
 }
 
 /** Default byte budget of one group-commit batch. */
@@ -160,6 +163,9 @@ export class LevelTxnLog implements TxnLog {
   private readonly faults: TxnLogFaults;
   private readonly onFailed: ((error: TxnLogFailedError) => void) | undefined;
   private readonly onBatchDurable: ((records: number, durationMs: number) => void) | undefined;
+  private readonly watermark: DurableWatermark | undefined;
+  /** What the watermark file holds. */
+  private watermarkZxid: number;
 
   /** Appended, not yet handed to LevelDB, in zxid order. */
   private queued: PendingAppend[] = [];
@@ -215,6 +221,8 @@ export class LevelTxnLog implements TxnLog {
     this.faults = options.faults ?? {};
     this.onFailed = options.onFailed;
     this.onBatchDurable = options.onBatchDurable;
+    this.watermark = options.watermark;
+    this.watermarkZxid = options.watermark?.atOpen ?? 0;
     assert(Number.isSafeInteger(this.batchTxnsMax) && this.batchTxnsMax >= 1, "batchTxnsMax >= 1");
     assert(Number.isSafeInteger(this.batchBytesMax) && this.batchBytesMax >= 1, "batchBytesMax >= 1");
     this.stable = {
@@ -336,6 +344,8 @@ export class LevelTxnLog implements TxnLog {
     const run = this.exclusive(async () => {
       await this.drain();
       this.checkUsable();
+      // Lowered first: a crash part-way must not leave it above the records that remain.
+      if (zxid < this.watermarkZxid) await this.moveWatermark(zxid);
       // Highest keys first: a crash part-way leaves a shorter log, never a log with a hole.
       for (;;) {
         const keys = await this.db.keys({ gt: logKey(zxid), lt: LOG_RANGE_END, reverse: true, limit: DELETE_CHUNK_KEYS_MAX }).all();
@@ -402,6 +412,7 @@ export class LevelTxnLog implements TxnLog {
         await this.drain();
         await this.maintenance.catch(() => undefined);
         await this.db.close();
+        await this.watermark?.close();
       })();
     }
     return this.closed;
@@ -434,6 +445,7 @@ export class LevelTxnLog implements TxnLog {
     const startedMs = performance.now();
     try {
       await this.write("append", () => this.writeRecords(batch));
+      await this.moveWatermark(batch.at(-1)?.zxid ?? this.lastDurable);
     } catch {
       // write() has already failed the log and rejected every pending append, this batch included.
       return;
@@ -483,6 +495,18 @@ export class LevelTxnLog implements TxnLog {
       count += 1;
     }
     return this.queued.splice(0, count);
+  }
+
+  /** Durably moves the watermark to `zxid`; a failure fail-stops the log like any write's. */
+  private async moveWatermark(zxid: number): Promise<void> {
+    if (this.watermark === undefined) return;
+    if (this.failure !== undefined) throw this.failure;
+    try {
+      await this.watermark.set(zxid);
+    } catch (cause) {
+      throw this.fail(cause);
+    }
+    this.watermarkZxid = zxid;
   }
 
   /** Runs one database write; any failure (real or injected) fail-stops the whole log. */
