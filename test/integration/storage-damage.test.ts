@@ -15,7 +15,7 @@ import { after, before, describe, test } from "node:test";
 import { Client, ZkError } from "../../src/index.js";
 import { connectTo, waitForLeader } from "../helpers/cluster-client.js";
 import { ClusterProcess } from "../helpers/cluster-process.js";
-import { damageFile, DAMAGES, FILE_KINDS, fileOf } from "../helpers/file-damage.js";
+import { type Damage, damageFile, DAMAGES, FILE_KINDS, fileOf } from "../helpers/file-damage.js";
 import { ServerProcess } from "../helpers/server-process.js";
 import { makeTempDir } from "../helpers/temp-dir.js";
 import { waitFor } from "../helpers/wait.js";
@@ -170,48 +170,40 @@ describe("damage that cannot be repaired", () => {
     for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
   });
 
-  test("a standalone server with a damaged txn log refuses to start, naming the file and what to do", async () => {
+  /**
+   * A standalone server that acknowledged `creates` creates (each only once its batch was durable),
+   * killed -9, `damage` done to its newest LevelDB .log, started again: answers what it said as it
+   * refused, having checked that it did refuse.
+   */
+  async function refusalAfter(creates: number, damage: Damage): Promise<string> {
     const dir = await makeTempDir();
     cleanups.push(dir.remove);
     const server = await ServerProcess.start({ dataDir: dir.path, tickMs: 100 });
     cleanups.push(() => server.stop());
     const zk = await Client.connect(server.connectString, { sessionTimeoutMs: 2_000 });
     await zk.create("/d", "");
-    for (let i = 0; i < 2_000; i++) await zk.create(`/d/n-${i}`, "x".repeat(100));
+    for (let i = 0; i < creates; i++) await zk.create(`/d/n-${i}`, "x".repeat(100));
     await zk.close();
     await server.crash();
-    const file = await fileOf(dir.path, "leveldb .log");
-    await damageFile(file, "zeroedPage");
+    const done = await damageFile(await fileOf(dir.path, "leveldb .log"), damage);
     const mark = server.stderr.length;
     await assert.rejects(server.restart(), /server exited before listening/);
-    assert.equal(await server.waitForExit(), DATA_DAMAGED_EXIT_CODE);
+    assert.equal(await server.waitForExit(), DATA_DAMAGED_EXIT_CODE, `${done}: ${server.stderr.slice(mark).slice(-2_000)}`);
     const said = server.stderr.slice(mark);
-    assert.match(said, /refusing to start: the data in .* is damaged \(.*log: records missing between/);
     assert.match(said, /restore .* from a backup \(corral restore\)/);
+    return said;
+  }
+
+  test("a standalone server with a damaged txn log refuses to start, naming the file and what to do", async () => {
+    assert.match(await refusalAfter(2_000, "zeroedPage"), /refusing to start: the data in .* is damaged \(.*log: records missing between/);
   });
 
   for (const damage of ["tornTail", "truncation"] as const) {
     test(`a standalone server whose LevelDB .log lost its end (${damage}) refuses to start: the watermark says records were durable past it`, async () => {
-      const dir = await makeTempDir();
-      cleanups.push(dir.remove);
-      const server = await ServerProcess.start({ dataDir: dir.path, tickMs: 100 });
-      cleanups.push(() => server.stop());
-      const zk = await Client.connect(server.connectString, { sessionTimeoutMs: 2_000 });
-      await zk.create("/d", "");
-      // Each create acknowledged only once its batch is durable: every one of them was synced.
-      for (let i = 0; i < 300; i++) await zk.create(`/d/n-${i}`, "x".repeat(100));
-      await zk.close();
-      await server.crash();
-      const done = await damageFile(await fileOf(dir.path, "leveldb .log"), damage);
-      const mark = server.stderr.length;
-      await assert.rejects(server.restart(), /server exited before listening/);
-      assert.equal(await server.waitForExit(), DATA_DAMAGED_EXIT_CODE, `${done}: ${server.stderr.slice(mark).slice(-2_000)}`);
-      const said = server.stderr.slice(mark);
       assert.match(
-        said,
+        await refusalAfter(300, damage),
         /refusing to start: the data in .* is damaged \(.*the log ends at zxid 0x[0-9a-f]+ but records up to 0x[0-9a-f]+ were durable \(LOG-WATERMARK\)/,
       );
-      assert.match(said, /restore .* from a backup \(corral restore\)/);
     });
   }
 
