@@ -87,11 +87,14 @@ export class Nemesis {
   /** Runs faults until `stop()`; always leaves the cluster healed, every server running, every member back. */
   async run(): Promise<void> {
     const others = this.options.nemeses.filter((name) => name !== "reconfig");
-    const membership = this.options.nemeses.includes("reconfig") ? new MembershipNemesis(this.cluster, this.prng.fork()) : undefined;
+    // The reconfiguration loop draws from a stream of its own, so that the schedule replays from
+    // the seed however the two loops' turns interleave.
+    const membershipPrng = this.options.nemeses.includes("reconfig") ? this.prng.fork() : undefined;
+    const membership = membershipPrng === undefined ? undefined : new MembershipNemesis(this.cluster, membershipPrng.fork());
     try {
       await Promise.all([
-        others.length === 0 ? Promise.resolve() : this.loop(() => this.inject(this.prng.pick(others))),
-        membership === undefined ? Promise.resolve() : this.loop(() => membership.change()),
+        others.length === 0 ? Promise.resolve() : this.loop(this.prng, () => this.inject(this.prng.pick(others))),
+        membership === undefined ? Promise.resolve() : this.loop(membershipPrng!, () => membership.change()),
       ]);
     } finally {
       await this.cluster.healAll();
@@ -100,22 +103,22 @@ export class Nemesis {
   }
 
   /** Faults from `inject`, one at a time, each held, healed and followed by a quiet spell. */
-  private async loop(inject: () => Promise<ActiveFault | undefined>): Promise<void> {
+  private async loop(prng: Prng, inject: () => Promise<ActiveFault | undefined>): Promise<void> {
     const [faultLo, faultHi] = this.options.faultMs ?? [2_000, 7_000];
     const [quietLo, quietHi] = this.options.quietMs ?? [1_500, 4_000];
-    await this.sleep(this.prng.between(quietLo, quietHi));
+    await this.sleep(prng.between(quietLo, quietHi));
     while (!this.stopping) {
       const active = await inject();
       if (active !== undefined) {
         const record: FaultRecord = { kind: active.kind, description: active.description, startedAt: this.options.now() };
         this.faults.push(record);
         this.options.onFault?.(record);
-        await this.sleep(this.prng.between(faultLo, faultHi));
+        await this.sleep(prng.between(faultLo, faultHi));
         await active.heal();
         record.endedAt = this.options.now();
         this.options.onFault?.(record);
       }
-      await this.sleep(this.prng.between(quietLo, quietHi));
+      await this.sleep(prng.between(quietLo, quietHi));
     }
   }
 

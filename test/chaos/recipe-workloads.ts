@@ -168,22 +168,25 @@ class WatchRecorder {
 export async function oneShotWatcher(process: number, context: WorkerContext): Promise<void> {
   const session = new WorkerSession(context);
   const recorder = new WatchRecorder(process, "one-shot", context);
+  // One function per client, as for the persistent watcher: a read that failed may have set the
+  // watch, and the next read must set the same one, not a second that fires for the same change.
+  const watchers = new WeakMap<Client, (event: WatchedEvent) => void>();
+  const watch = { fired: false };
   try {
     while (!context.stopping()) {
       const client = await session.ready();
       if (client === undefined) break;
       recorder.follow(client);
-      let fired = false;
-      const read = await recorder.read(
-        client,
-        recorder.watcher(client, () => (fired = true)),
-      );
+      let watcher = watchers.get(client);
+      if (watcher === undefined) watchers.set(client, (watcher = recorder.watcher(client, () => (watch.fired = true))));
+      watch.fired = false;
+      const read = await recorder.read(client, watcher);
       if (read === undefined) {
         await sleep(context.thinkMs);
         continue;
       }
       // A watch set stays set across reconnects within the session (the client sets it again).
-      while (!fired && !context.stopping() && client.state !== "expired" && client.state !== "closed") await sleep(20);
+      while (!watch.fired && !context.stopping() && client.state !== "expired" && client.state !== "closed") await sleep(20);
     }
   } finally {
     await session.close();
@@ -195,6 +198,9 @@ export async function persistentWatcher(process: number, context: WorkerContext)
   const session = new WorkerSession(context);
   const recorder = new WatchRecorder(process, "persistent", context);
   const registered = new WeakSet<Client>();
+  // One function per client: an addWatch whose answer was lost may have registered it, and the
+  // retry must add the same watch again, not a second one that records every event twice.
+  const watchers = new WeakMap<Client, (event: WatchedEvent) => void>();
   try {
     while (!context.stopping()) {
       const client = await session.ready();
@@ -202,7 +208,9 @@ export async function persistentWatcher(process: number, context: WorkerContext)
       recorder.follow(client);
       if (!registered.has(client)) {
         try {
-          await client.addWatch(WATCHED_PATH, recorder.watcher(client), "persistent");
+          let watcher = watchers.get(client);
+          if (watcher === undefined) watchers.set(client, (watcher = recorder.watcher(client)));
+          await client.addWatch(WATCHED_PATH, watcher, "persistent");
           registered.add(client);
         } catch {
           await sleep(context.thinkMs);
