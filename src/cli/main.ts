@@ -12,8 +12,10 @@ import { ConsoleService } from "../console/console-service.js";
 import { ConfigError } from "../server/config-error.js";
 import { loadConfig, type ServerConfig } from "../server/config.js";
 import { diskFaultPlanFromEnv } from "../server/disk-faults.js";
+import { DataDamagedError } from "../server/disk-storage.js";
 import { createLogger } from "../server/log.js";
-import { CorralServer } from "../server/server.js";
+import { CorralServer, DATA_DAMAGED_EXIT_CODE } from "../server/server.js";
+import { skewedClock, TEST_CLOCK_ENV } from "../server/test-clock.js";
 import { dropIpServerNameWarning } from "./quiet-warnings.js";
 import { readFlags } from "./tool-command.js";
 
@@ -42,6 +44,12 @@ async function runServer(config: ServerConfig, banner: boolean): Promise<void> {
   const diskFaults = diskFaultPlanFromEnv(process.env);
   // TEST ONLY: the deliberately broken leader the chaos tests must catch (see ServerHooks).
   const unsafeCommitOnOwnAck = process.env["CORRAL_TEST_UNSAFE_SOLO_COMMIT"] === "1";
+  // TEST ONLY: the server that loses watch events, which the chaos watch checker must catch.
+  const dropEvery = Number(process.env["CORRAL_TEST_UNSAFE_DROP_WATCH_EVENTS"] ?? 0);
+  const unsafeDropEveryNthWatchEvent = Number.isSafeInteger(dropEvery) && dropEvery > 0 ? dropEvery : undefined;
+  // TEST ONLY: the chaos clock nemesis's skewed clock (see src/server/test-clock.ts).
+  const clockFile = process.env[TEST_CLOCK_ENV];
+  const clock = clockFile === undefined || clockFile === "" ? undefined : skewedClock(clockFile);
   // The admin `restore` command: this process stops the server, restores its data dir, starts it again.
   let restarting: Promise<void> | undefined;
   const start = (): Promise<CorralServer> =>
@@ -49,6 +57,8 @@ async function runServer(config: ServerConfig, banner: boolean): Promise<void> {
       adminExtension: (context) => new ConsoleService(context),
       ...(diskFaults ? { diskFaults } : {}),
       ...(unsafeCommitOnOwnAck ? { unsafeCommitOnOwnAck } : {}),
+      ...(clock === undefined ? {} : { clock }),
+      ...(unsafeDropEveryNthWatchEvent === undefined ? {} : { unsafeDropEveryNthWatchEvent }),
       restoreAndRestart: (file) => {
         restarting ??= (async () => {
           await server.stop();
@@ -170,6 +180,10 @@ main(process.argv.slice(2)).catch((error: unknown) => {
   if (error instanceof ConfigError) {
     process.stderr.write(`${error.message}\n`);
     process.exit(2);
+  }
+  if (error instanceof DataDamagedError) {
+    process.stderr.write(`corral: ${error.message}\n`);
+    process.exit(DATA_DAMAGED_EXIT_CODE);
   }
   process.stderr.write(`corral: ${(error as Error).stack ?? String(error)}\n`);
   process.exit(1);

@@ -9,8 +9,13 @@ import { limits } from "../common/constants.js";
 const MiB = 1024 * 1024;
 
 export const zabLimits = {
-  /** Protocol version carried in learnerInfo / leaderInfo. */
-  protocolVersion: 1,
+  /**
+   * Protocol version carried in learnerInfo / leaderInfo. 2: learners take treeDigest messages (a
+   * leader sends them only to learners that said 2 or more, so that older ones keep their streams).
+   */
+  protocolVersion: 2,
+  /** The first version whose learners take treeDigest messages. */
+  treeDigestProtocolVersion: 2,
   /** Committed txns the leader keeps in memory to DIFF learners (ZooKeeper's committedLog, 500 there). */
   committedLogRecordsMax: 10_000,
   /** …and their bytes: with large txns the byte bound is the one that holds (ZooKeeper has none). */

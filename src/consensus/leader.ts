@@ -40,7 +40,7 @@ import { InFlight } from "./in-flight.js";
 import type { LogRecord, QuorumMessage } from "./messages.js";
 import { chunkRecords, lastLoggedZxidOf, type ZabOptions } from "./options.js";
 import { JointQuorum, type PendingConfig, type QuorumVerifier } from "./quorum.js";
-import { planLearnerSync, type HistoryIndex } from "./sync-plan.js";
+import { planLearnerSync, type HistoryIndex, type LearnerSyncPlan } from "./sync-plan.js";
 
 /**
  * Where one learner stands with us:
@@ -53,6 +53,10 @@ export type LearnerStage = "connected" | "epochProposed" | "epochAcked" | "synci
 interface LearnerPeer {
   sid: number;
   role: MemberRole;
+  /** Its learnerInfo said it repairs damaged state: no discovery vote, and a SNAP (see QuorumMessage). */
+  repairing: boolean;
+  /** The Zab protocol version its learnerInfo carried. */
+  protocolVersion: number;
   stage: LearnerStage;
   acceptedEpoch: number;
   /** The learner's last logged zxid, from learnerInfo / ackEpoch. */
@@ -204,11 +208,11 @@ export class Leader extends ZabCoreBase {
     return true;
   }
 
-  /** The learners and where each stands (for status pages and tests). */
-  learners(): { sid: number; role: MemberRole; stage: LearnerStage; ackedZxid: number; sentZxid: number }[] {
+  /** The learners and where each stands (for status pages, tests, and the host's digest checks). */
+  learners(): { sid: number; role: MemberRole; stage: LearnerStage; ackedZxid: number; sentZxid: number; protocolVersion: number }[] {
     return [...this.peers.values()]
       .sort((a, b) => a.sid - b.sid)
-      .map((p) => ({ sid: p.sid, role: p.role, stage: p.stage, ackedZxid: p.ackedZxid, sentZxid: p.sentZxid }));
+      .map((p) => ({ sid: p.sid, role: p.role, stage: p.stage, ackedZxid: p.ackedZxid, sentZxid: p.sentZxid, protocolVersion: p.protocolVersion }));
   }
 
   // ---- inputs
@@ -349,6 +353,7 @@ export class Leader extends ZabCoreBase {
 
   private onLearnerInfo(from: number, message: Extract<QuorumMessage, { type: "learnerInfo" }>): void {
     const { sid, role, acceptedEpoch, lastZxid } = message;
+    const repairing = message.repairing === true;
     // Any server may learn from us (ZooKeeper's non-voting followers: a server about to be added
     // syncs first): only a voter's acks count, and each count asks its configuration who votes.
     const roleFits = role === "participant" || role === "observer";
@@ -366,6 +371,8 @@ export class Leader extends ZabCoreBase {
     const peer: LearnerPeer = {
       sid,
       role,
+      repairing,
+      protocolVersion: message.protocolVersion,
       stage: "connected",
       acceptedEpoch,
       lastZxid,
@@ -398,6 +405,7 @@ export class Leader extends ZabCoreBase {
       // Our history must be the most recent of the quorum we establish with (Zab's discovery step).
       const ahead =
         peer.role === "participant" &&
+        !peer.repairing &&
         this.quorum.isVoter(peer.sid) &&
         (currentEpoch > this.startCurrentEpoch || (currentEpoch === this.startCurrentEpoch && lastZxid > this.startLastZxid));
       if (ahead) {
@@ -501,7 +509,10 @@ export class Leader extends ZabCoreBase {
   private maybeDecideEpoch(): void {
     if (this.newEpoch !== undefined) return;
     const participants = [...this.peers.values()].filter((p) => p.role === "participant");
-    if (!this.quorum.containsQuorum([this.myId, ...participants.map((p) => p.sid)])) return;
+    // A repairing learner's promises may have been lost with its files: it is no part of the
+    // quorum that decides the epoch (its accepted epoch only raises the one proposed).
+    const vouching = participants.filter((p) => !p.repairing);
+    if (!this.quorum.containsQuorum([this.myId, ...vouching.map((p) => p.sid)])) return;
     const newEpoch = Math.max(this.acceptedEpoch, ...participants.map((p) => p.acceptedEpoch)) + 1;
     this.newEpoch = newEpoch;
     this.acceptEpoch(newEpoch);
@@ -530,7 +541,9 @@ export class Leader extends ZabCoreBase {
   }
 
   private maybeFinishDiscovery(): void {
-    if (this.phaseNow !== "discovery" || !this.acceptedEpochDurable || !this.quorumAtStage("epochAcked")) return;
+    // Discovery needs a quorum of good copies: every committed txn is then in one of them, and
+    // so in the history we establish (a repairing learner may have lost its own).
+    if (this.phaseNow !== "discovery" || !this.acceptedEpochDurable || !this.quorumAtStage("epochAcked", true)) return;
     this.enterPhase("synchronization");
     this.out.persist.push({ kind: "currentEpoch", epoch: this.newEpoch! });
     for (const peer of [...this.peers.values()]) if (peer.stage === "epochAcked") this.syncLearner(peer);
@@ -544,7 +557,9 @@ export class Leader extends ZabCoreBase {
     // records are (observers get nothing else: in-flight ones reach them as informs).
     const committedForSync = establishing ? this.history.lastZxid : this.history.committedZxid;
     const lastForPeer = peer.role === "observer" ? committedForSync : this.history.lastZxid;
-    const plan = planLearnerSync(peer.lastZxid, this.historyUpTo(lastForPeer));
+    const plan: LearnerSyncPlan = peer.repairing
+      ? { mode: "SNAP", snapshotZxid: this.history.snapshotZxid, reason: "learner is repairing damaged state" }
+      : planLearnerSync(peer.lastZxid, this.historyUpTo(lastForPeer));
     let fromZxid: number;
     switch (plan.mode) {
       case "DIFF":
@@ -768,10 +783,12 @@ export class Leader extends ZabCoreBase {
 
   // ---- plumbing
 
-  /** Whether we, with the followers at `stage`, make a quorum: each phase ends on one. */
-  private quorumAtStage(stage: LearnerStage): boolean {
+  /** Whether we, with the followers at `stage` (but repairing ones when `vouching`), make a quorum: each phase ends on one. */
+  private quorumAtStage(stage: LearnerStage, vouching = false): boolean {
     const sids = [this.myId];
-    for (const peer of this.peers.values()) if (peer.role === "participant" && peer.stage === stage) sids.push(peer.sid);
+    for (const peer of this.peers.values()) {
+      if (peer.role === "participant" && peer.stage === stage && !(vouching && peer.repairing)) sids.push(peer.sid);
+    }
     return this.quorum.containsQuorum(sids);
   }
 

@@ -40,6 +40,7 @@ export class Learner extends ZabCoreBase {
   readonly kind: "follower" | "observer";
   readonly leaderId: number;
   readonly role: MemberRole;
+  private readonly repairing: boolean;
 
   /** The epoch of the leader we follow, once its leaderInfo is accepted. */
   private leaderEpoch: number | undefined;
@@ -70,6 +71,7 @@ export class Learner extends ZabCoreBase {
     super(options);
     this.leaderId = options.leaderId;
     this.role = options.role;
+    this.repairing = options.repairing === true;
     this.kind = options.role === "participant" ? "follower" : "observer";
     // Whom to follow and as what is the host's choice: a server about to be added follows as a
     // participant the leader does not count yet, and a leader's configuration may be newer than ours.
@@ -109,6 +111,7 @@ export class Learner extends ZabCoreBase {
       acceptedEpoch: this.acceptedEpoch,
       lastZxid: this.lastLoggedZxid,
       protocolVersion: zabLimits.protocolVersion,
+      ...(this.repairing ? { repairing: true } : {}),
     });
     return this.finish();
   }
@@ -293,7 +296,8 @@ export class Learner extends ZabCoreBase {
   }
 
   private onSnap(zxid: number, snapshot: Uint8Array): void {
-    if (!isZxid(zxid) || zxid < this.appliedZxid || !(snapshot instanceof Uint8Array)) {
+    // A repairing learner's applied state is what it is repairing: any snapshot replaces it.
+    if (!isZxid(zxid) || (zxid < this.appliedZxid && !this.repairing) || !(snapshot instanceof Uint8Array)) {
       this.stepDown(`SNAP at ${zxid} below our applied ${this.appliedZxid}`);
       return;
     }

@@ -14,8 +14,12 @@ export interface LogRecord {
 
 export type QuorumMessage =
   // ---- discovery
-  /** Learner → leader, first message (FOLLOWERINFO / OBSERVERINFO). */
-  | { type: "learnerInfo"; sid: number; role: MemberRole; acceptedEpoch: number; lastZxid: number; protocolVersion: number }
+  /**
+   * Learner → leader, first message (FOLLOWERINFO / OBSERVERINFO). `repairing`: the learner's
+   * durable state was found damaged (or its tree diverged); it holds nothing it can vouch for, so
+   * it never counts toward discovery, and its sync is a SNAP whatever its zxid.
+   */
+  | { type: "learnerInfo"; sid: number; role: MemberRole; acceptedEpoch: number; lastZxid: number; protocolVersion: number; repairing?: boolean }
   /** Leader → learner: the epoch it proposes (max accepted epoch of a quorum + 1). */
   | { type: "leaderInfo"; newEpoch: number; protocolVersion: number }
   /** Learner → leader, after persisting acceptedEpoch = newEpoch. */
@@ -70,7 +74,14 @@ export type QuorumMessage =
    * from then on) and answers `revalidated`. The learner completes the client's connect only then.
    */
   | { type: "revalidate"; sessionId: bigint; timeoutMs: number }
-  | { type: "revalidated"; sessionId: bigint; valid: boolean };
+  | { type: "revalidated"; sessionId: bigint; valid: boolean }
+  // ---- replica checks (the hosts exchange these; the Zab cores never see them)
+  /**
+   * Leader → learner: its tree's digest (DataTree.digest, 16 hex digits) as of `zxid`, for the
+   * learner to compare with its own tree's at that zxid (src/replica/tree-digest-check.ts): once
+   * per interval, and after every sync, so that the learner is checked before it serves.
+   */
+  | { type: "treeDigest"; zxid: number; digest: string };
 
 /** "This session was heard from, with this timeout": how learners keep the leader's expiry table fresh. */
 export interface SessionTouch {

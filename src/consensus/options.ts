@@ -59,6 +59,11 @@ export interface ZabOptions {
   proposalBytesInFlightMax?: number;
   syncTxnsPerMessageMax?: number;
   /**
+   * Learner only: the host's state is not to be trusted (damaged files, a diverged tree). Its
+   * learnerInfo says so, the leader syncs it with a SNAP, and it takes any snapshot as its state.
+   */
+  repairing?: boolean;
+  /**
    * TEST ONLY, deliberately broken: the leader commits on its own durable ack alone. The chaos
    * tests switch it on to prove their checkers catch a server that loses acknowledged writes.
    */

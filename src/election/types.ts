@@ -46,4 +46,12 @@ export interface Notification {
    * configuration in force was left out of the committed history, and never joins it.
    */
   applied?: number;
+  /**
+   * Set when the sender repairs damaged durable state from a leader (it holds no good copy, and
+   * votes for nobody of its own): what a repairing server counts to tell whether enough good copies
+   * are left for a quorum. The election itself ignores it. The number grows with each notification
+   * the sender sends while repairing (1, 2, …), so a receiver tells a voter still repairing from its
+   * last notification re-sent on a new link, which may be from before its repair finished.
+   */
+  repairing?: number;
 }

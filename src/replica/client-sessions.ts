@@ -83,6 +83,11 @@ export interface ClientSessionsDeps {
   audit?: AuditPort;
   /** The server's bound on answers queued and not written out: at it, reads wait their turn; absent: reads never wait. */
   outbound?: OutboundBudget;
+  /**
+   * TEST ONLY, deliberately broken: every n-th watch event a txn fires is never sent. The chaos
+   * tests switch it on to prove their watch checker catches a server that loses notifications.
+   */
+  unsafeDropEveryNthWatchEvent?: number;
 }
 
 export class ClientSessions implements ClientSessionControl {
@@ -94,6 +99,8 @@ export class ClientSessions implements ClientSessionControl {
   private readonly pendingCreates = new Map<bigint, (accepted: boolean) => void>();
   /** Sessions a read-only server opened: no txn made them, and they end when read-only mode does. */
   private readonly localSessions = new Map<bigint, { timeoutMs: number; password: Uint8Array }>();
+  /** Watch events fired by txns so far (for unsafeDropEveryNthWatchEvent only). */
+  private eventsFired = 0;
 
   constructor(private readonly deps: ClientSessionsDeps) {
     deps.outbound?.onOpen(() => this.resumeReads());
@@ -223,7 +230,9 @@ export class ClientSessions implements ClientSessionControl {
 
   /** The database applied `txn`: fire its watches, answer its request, release what waited on it. */
   applied(txn: Txn, result: TxnResult, deliveries: WatchDelivery[]): void {
+    const dropEvery = this.deps.unsafeDropEveryNthWatchEvent;
     for (const delivery of deliveries) {
+      if (dropEvery !== undefined && ++this.eventsFired % dropEvery === 0) continue;
       const target = this.sessions.get(delivery.watcher)?.connection;
       if (target?.open) target.sendEvent(delivery.event);
     }

@@ -212,7 +212,7 @@ export class LeaderAdmission {
       case "expire": {
         const zxid = this.term.leader.allocateZxid();
         return this.propose(
-          { sessionId: write.sessionId, cxid: 0, zxid, timeMs: this.deps.clock.nowMs() },
+          { sessionId: write.sessionId, cxid: 0, zxid, timeMs: this.deps.clock.wallMs() },
           this.prep.prepareCloseSession(write.sessionId, zxid),
         );
       }
@@ -229,7 +229,7 @@ export class LeaderAdmission {
   private answerThrottled(sessionId: bigint, cxid: number): void {
     this.deps.metrics?.throttledOp();
     const zxid = this.term.leader.allocateZxid();
-    this.propose({ sessionId, cxid, zxid, timeMs: this.deps.clock.nowMs() }, { type: "error", err: ZkErrorCode.THROTTLEDOP });
+    this.propose({ sessionId, cxid, zxid, timeMs: this.deps.clock.wallMs() }, { type: "error", err: ZkErrorCode.THROTTLEDOP });
   }
 
   /** `origin`: the server whose client sent the request (this one, or the learner that forwarded it). */
@@ -263,7 +263,7 @@ export class LeaderAdmission {
       body = this.prep.prepare(request, sessionId, zxid, authInfo);
     }
     // Stamped once decided, as ZooKeeper stamps a txn after prep.
-    this.propose({ sessionId, cxid, zxid, timeMs: this.deps.clock.nowMs() }, body, config);
+    this.propose({ sessionId, cxid, zxid, timeMs: this.deps.clock.wallMs() }, body, config);
   }
 
   /**
@@ -279,7 +279,7 @@ export class LeaderAdmission {
       // The learner's client still needs its answer, in order: an error txn carries it.
       const zxid = this.term.leader.allocateZxid();
       this.propose(
-        { sessionId: forwarded.sessionId, cxid: forwarded.cxid, zxid, timeMs: this.deps.clock.nowMs() },
+        { sessionId: forwarded.sessionId, cxid: forwarded.cxid, zxid, timeMs: this.deps.clock.wallMs() },
         { type: "error", err: ZkErrorCode.MARSHALLINGERROR },
       );
       return;

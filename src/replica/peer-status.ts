@@ -11,7 +11,7 @@ import type { ClusterConfig } from "./cluster-config.js";
 import type { ProposalSizes } from "./leader-admission.js";
 import type { ServerState } from "../election/types.js";
 import type { PeerRole } from "./peer-role.js";
-import type { Clock } from "./ports.js";
+import type { Clock, StorageDamage } from "./ports.js";
 import type { ReadOnlyMode } from "./read-only-mode.js";
 import { configsInPlay, mayLead, pendingReconfig, type ReconfigMembership } from "./reconfig-membership.js";
 
@@ -71,6 +71,7 @@ export interface StatusSource {
   /** The epoch this server last persisted as current (ZooKeeper's currentEpoch file). */
   readonly currentEpoch: number;
   readonly elections: ElectionHistory;
+  readonly repairing: StorageDamage | undefined;
 }
 
 const NO_PROPOSALS: ProposalSizes = Object.freeze({ last: -1, min: -1, max: -1 });
@@ -96,6 +97,11 @@ export class PeerStatus {
   /** Serving read-only sessions: cut off from a quorum, with read-only mode on. */
   get readOnly(): boolean {
     return this.readOnlyMode.active;
+  }
+
+  /** What this member repairs from its leader instead of serving; undefined when it holds a good copy. */
+  get repairing(): StorageDamage | undefined {
+    return this.peer.repairing;
   }
 
   /** The leader of the current term, once decided (undefined while looking). */
@@ -141,9 +147,12 @@ export class PeerStatus {
     return pending === undefined ? [] : [pending];
   }
 
-  /** Whether this server may lead: a voter of the configuration in force or of one it logged (see reconfig-membership's mayLead). */
+  /**
+   * Whether this server may lead: a voter of the configuration in force or of one it logged (see
+   * reconfig-membership's mayLead) that holds a good copy (a repairing one proposes nobody).
+   */
   get mayLead(): boolean {
-    return mayLead(this.membership.state);
+    return mayLead(this.membership.state) && this.peer.repairing === undefined;
   }
 
   /** The elections this server saw decided, oldest first (the console's cluster view). */

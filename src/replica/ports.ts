@@ -48,6 +48,12 @@ export interface ReplicaStorage {
   snapshots: SnapshotPort;
 }
 
+/** Durable state that does not read back as written: the file (or LevelDB directory) and what is wrong. */
+export interface StorageDamage {
+  file: string;
+  reason: string;
+}
+
 /** What the storage held when the replica was built (read before, by whoever opened it). */
 export interface RecoveredState {
   /** The newest snapshot's tree (committed txns only). */
@@ -56,6 +62,12 @@ export interface RecoveredState {
   unappliedTail: LogRecord[];
   acceptedEpoch: number;
   currentEpoch: number;
+  /**
+   * Set when the storage found its files damaged (or an earlier repair unfinished): the tree and
+   * log above are empty, and the replica must not serve nor count toward a quorum's discovery
+   * until the leader's full snapshot is durable in their place (the storage's `install`).
+   */
+  repairing?: StorageDamage;
 }
 
 /** The election and quorum links to the other members. Inbound traffic calls the Replica's `on*` methods. */
@@ -74,9 +86,17 @@ export interface PeerPort {
   closeLearner(learnerId: number): void;
 }
 
-/** Wall-clock time (txn times, session expiry, TTLs) and the replica's one periodic tick. */
+/**
+ * The replica's two clocks and its one periodic tick. Every deadline and duration (session expiry,
+ * election and sync timeouts, digest intervals) is measured on `nowMs`, which never jumps; only
+ * what ZooKeeper stamps with wall time (txn times, hence ctime and mtime, TTL expiry against
+ * them, session id seeds) reads `wallMs`, so setting the system clock moves no deadline.
+ */
 export interface Clock {
+  /** Monotonic milliseconds: never goes back, unmoved by changes to the system clock. */
   nowMs(): number;
+  /** Wall-clock milliseconds since the epoch: may jump either way. */
+  wallMs(): number;
   /** Call `run` every `intervalMs` until the returned function is called. */
   every(intervalMs: number, run: () => void): () => void;
 }
@@ -92,6 +112,8 @@ export interface LogSink {
   info(fields: object | string, message?: string): void;
   warn(fields: object | string, message?: string): void;
   error(fields: object, message?: string): void;
+  /** What a person must see at once (the server goes on, or stops, by its own decision). */
+  fatal(fields: object, message?: string): void;
 }
 
 /**
@@ -116,4 +138,6 @@ export interface ReplicaMetrics {
   learnerCommitsReceived(count: number): void;
   /** The leader answered a write THROTTLEDOP: it waited for the window past throttledOpWaitTimeMs (ZooKeeper's throttled_ops). */
   throttledOp(): void;
+  /** A learner's tree digest differed from its leader's (ZooKeeper's digest_mismatches_count). */
+  treeDigestMismatch(): void;
 }

@@ -9,12 +9,14 @@
  *
  * What it decides with lives beside it: the role (peer-role.ts), leader write admission
  * (leader-admission.ts), reconfiguration membership (reconfig-membership.ts), read-only mode
- * (read-only-mode.ts); what it tells of itself is read through peer-status.ts.
+ * (read-only-mode.ts), repair (repair.ts) and the tree digest checks (tree-digest-check.ts); durable
+ * writes are carried out by durable-writes.ts; what it tells of itself is read through peer-status.ts.
  */
 import { hex64 } from "../common/hex.js";
 import { assert } from "../common/assert.js";
 import type { MemberRole } from "../common/membership.js";
-import type { PersistAction, ZabInput, ZabReady } from "../consensus/core-io.js";
+import { zabLimits } from "../consensus/constants.js";
+import type { ZabInput, ZabReady } from "../consensus/core-io.js";
 import type { QuorumMessage } from "../consensus/messages.js";
 import type { JointQuorum } from "../consensus/quorum.js";
 import { FastLeaderElection, type Decision, type ElectionOutput, type FastLeaderElectionOptions } from "../election/fast-leader-election.js";
@@ -24,18 +26,20 @@ import { decodeTxn } from "../store/txn-codec.js";
 import type { Id } from "../store/types.js";
 import { formatZxid as hex } from "../store/zxid.js";
 import type { RevalidationOutcome, WriteBroadcast } from "./broadcast.js";
-import { configOfTree, configOfTxnData } from "./cluster-config.js";
+import { configOfTxnData, quorumOf } from "./cluster-config.js";
 import type { AdmittedRequest, LeaderAdmissionFactory } from "./leader-admission.js";
 import { beginTerm, LOOKING, termStateOf, type InTerm, type Learning, type PeerRole } from "./peer-role.js";
 import { ElectionHistory, type StatusSource } from "./peer-status.js";
-import { PersistQueue } from "./persist-queue.js";
-import type { Clock, HopTrace, LogSink, PeerPort, ReplicaMetrics, ReplicaStorage } from "./ports.js";
+import { DurableWrites } from "./durable-writes.js";
+import type { Clock, HopTrace, LogSink, PeerPort, ReplicaMetrics, ReplicaStorage, StorageDamage } from "./ports.js";
 import type { ReadOnlyMode } from "./read-only-mode.js";
 import type { RecentLog } from "./recent-log.js";
 import { learnerPlaceChange, mayLead, notificationViews, outsideEveryConfig, type ReconfigMembership } from "./reconfig-membership.js";
+import type { RepairState } from "./repair.js";
 import type { AnswerStage, ReplicaDatabase } from "./replica-database.js";
 import { encodeForwardedRequest } from "./request-codec.js";
 import type { SessionTracker } from "./session-tracker.js";
+import { TREE_DIVERGED, type TreeDigestCheck, type TreeDigestMessage, type TreeDivergence } from "./tree-digest-check.js";
 
 /** Messages kept from one learner that connected before this server decided to lead. */
 const HELD_LEARNER_MESSAGES_MAX = 64;
@@ -69,6 +73,8 @@ export interface QuorumPeerConfig {
   membershipText: string;
   /** ZooKeeper's reconfigEnabled: whether the reconfig operation is allowed. */
   reconfigEnabled: boolean;
+  /** How often a leader sends its learners its tree digest (TREE_DIGEST_INTERVAL_MS unless set). */
+  treeDigestIntervalMs?: number;
 }
 
 /**
@@ -94,6 +100,10 @@ export interface QuorumPeerDeps {
   recentLog: RecentLog;
   membership: ReconfigMembership;
   readOnly: ReadOnlyMode;
+  /** Whether this member repairs state it cannot vouch for (repair.ts). */
+  repair: RepairState;
+  /** The tree digests the leader sends and its learners compare (tree-digest-check.ts). */
+  digests: TreeDigestCheck;
   /** Makes each leading term's write admission (with that term's Prep). */
   admitLeaderWrites: LeaderAdmissionFactory;
   transport: PeerPort;
@@ -119,11 +129,10 @@ export interface QuorumPeerDeps {
 export class QuorumPeer implements WriteBroadcast, StatusSource {
   /** Undefined until this server is a member of some configuration it knows (and elects). */
   private election: LeaderElection | undefined;
-  private readonly persist: PersistQueue;
+  private readonly writes: DurableWrites;
   private current: PeerRole = LOOKING;
   /** Bumped whenever a core is dropped: answers to a dropped core's writes are ignored. */
   private generation = 0;
-  private readonly epochs: { acceptedEpoch: number; currentEpoch: number };
   private stopTicking: (() => void) | undefined;
   private stopped = false;
   /** Mirrors the current core's `serving` as of its last Ready; clients are accepted only while it is true. */
@@ -148,8 +157,7 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
       config.servers.some((s) => s.id === config.serverId),
       `server ${config.serverId} is in its own config`,
     );
-    this.persist = new PersistQueue((error) => this.fatal(error));
-    this.epochs = { ...deps.epochs };
+    this.writes = new DurableWrites(deps, (error) => this.fatal(error));
   }
 
   /** The role this server plays now (its status is read through PeerStatus). */
@@ -158,7 +166,7 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
   }
 
   get currentEpoch(): number {
-    return this.epochs.currentEpoch;
+    return this.writes.epochs.currentEpoch;
   }
 
   /** Whether clients may open sessions here now (as of the current core's last Ready). */
@@ -169,6 +177,11 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
   /** Serving read-only sessions instead: cut off from a quorum, with read-only mode on. */
   get readOnly(): boolean {
     return this.deps.readOnly.active;
+  }
+
+  /** What this member repairs from its leader (damaged files, a diverged tree); undefined when it holds a good copy. */
+  get repairing(): StorageDamage | undefined {
+    return this.deps.repair.damage;
   }
 
   start(): void {
@@ -192,7 +205,7 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
     this.releaseServingWaiters();
     this.generation += 1;
     this.current = LOOKING;
-    this.persist.whenIdle(stopped);
+    this.writes.whenIdle(stopped);
   }
 
   // ---- inputs: the transport
@@ -216,7 +229,29 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
         this.startLooking("a pending reconfiguration never commits");
       }
     }
+    const { repair } = this.deps;
+    repair.heardFrom(notification.from, notification.repairing);
+    if (repair.active && this.refuseIfUnrepairable()) return;
     if (this.election) this.handleElection(this.election.receive(notification, clock.nowMs()));
+  }
+
+  /**
+   * A repairing member with too few good copies left for a quorum stops for good (repair.ts) — after
+   * lingering for two notification intervals, still telling the others it repairs, so that another
+   * damaged member that has not heard it yet learns why nobody can repair it either, and once each
+   * voter it counts as repairing has said so again since.
+   */
+  private refuseIfUnrepairable(): boolean {
+    const { repair, membership, clock, logger } = this.deps;
+    const refusal = repair.refusal(quorumOf(membership.configInForce), clock.nowMs(), 2 * this.notificationIntervalMaxMs());
+    if (refusal?.first === true) logger.error({ damage: refusal.error.damage }, refusal.error.message);
+    if (refusal?.due !== true) return false;
+    this.fatal(refusal.error);
+    return true;
+  }
+
+  private notificationIntervalMaxMs(): number {
+    return 4 * this.deps.config.tickMs + 1_000;
   }
 
   /** A newer configuration is in force: whoever leads here may not lead there; a learner whose place changed re-elects. */
@@ -232,6 +267,13 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
 
   onQuorumMessage(from: number, message: QuorumMessage): void {
     const role = this.current;
+    // The hosts' own check: the Zab cores never see it.
+    if (message.type === "treeDigest") {
+      const divergence =
+        role.state !== "looking" && role.state !== "leading" && from === role.leaderId ? this.deps.digests.heard(message.zxid, message.digest) : undefined;
+      if (divergence !== undefined) this.divergedFromLeader(divergence);
+      return;
+    }
     if (role.state === "leading" || (role.state !== "looking" && from === role.leaderId)) return this.step({ type: "message", from, message });
     if (role.state !== "looking") return;
     // A learner that decided before we did is already talking to us: hold its messages until our
@@ -253,6 +295,7 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
     if (this.stopped) return;
     const { clock, tracker, logger, sessions, config } = this.deps;
     const nowMs = clock.nowMs();
+    if (this.deps.repair.lingering && this.refuseIfUnrepairable()) return;
     if (this.current.state !== "looking") {
       this.step({ type: "tick", nowMs });
       // Read afresh after anything that may carry out a Ready: a Ready can end the term.
@@ -266,7 +309,9 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
         }
         // An expiry proposal may have ended the term: look again.
         role = this.role;
-        if (role.state === "leading" && role.zab.serving) role.admission.cleanUp(nowMs);
+        if (role.state === "leading" && role.zab.serving) role.admission.cleanUp(clock.wallMs());
+        const digest = this.deps.digests.due(nowMs);
+        if (digest !== undefined && role === this.role) this.sendDigest(digest, (learner) => learner.stage === "upToDate");
       }
       return;
     }
@@ -383,8 +428,14 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
     logger.info({ role: "looking", reason }, "role changed");
     const view = membership.electionViewToLook();
     const election = this.electionFor(view.role, view.quorum);
-    const self = { lastZxid: database.lastLoggedZxid(), currentEpoch: this.epochs.currentEpoch, mayLead: mayLead(membership.state) };
+    // A repairing member proposes nobody either: what it holds is not a leader's history.
+    const self = {
+      lastZxid: database.lastLoggedZxid(),
+      currentEpoch: this.writes.epochs.currentEpoch,
+      mayLead: mayLead(membership.state) && !this.deps.repair.active,
+    };
     this.handleElection(election.startLooking(self, clock.nowMs()));
+    if (this.deps.repair.active) this.refuseIfUnrepairable();
   }
 
   private electionFor(role: MemberRole, quorum: JointQuorum): LeaderElection {
@@ -401,7 +452,7 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
       myId: config.serverId,
       role,
       quorum,
-      maxNotificationIntervalMs: 4 * config.tickMs + 1_000,
+      maxNotificationIntervalMs: this.notificationIntervalMaxMs(),
       ...(alone ? { finalizeWaitMs: 0 } : {}),
     };
     this.election = this.deps.election?.(options) ?? new FastLeaderElection(options);
@@ -415,7 +466,8 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
     const views = membership.reconfigurable && output.send.length > 0 ? notificationViews(membership.state) : {};
     for (const { to, notification } of output.send) {
       logger.debug({ to, notification: { ...notification, vote: { ...notification.vote } } }, "notification sent");
-      transport.sendNotification(to, { ...notification, ...views });
+      const repairing = this.deps.repair.nextNotificationNumber();
+      transport.sendNotification(to, { ...notification, ...views, ...(repairing === undefined ? {} : { repairing }) });
     }
     // A server outside every configuration in play never takes part in a term.
     if (output.decided && !outsideEveryConfig(membership.state)) this.startTerm(output.decided);
@@ -425,18 +477,21 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
     const generation = ++this.generation;
     // A new core is built from what is durable: let the previous term's writes land first. (If one
     // of them failed, the queue has reported it and no term may start on top of it: never called.)
-    this.persist.whenIdle(() => {
+    this.writes.whenIdle(() => {
       if (generation === this.generation && !this.stopped) this.buildCore(decision, generation);
     });
   }
 
   private buildCore(decision: Decision, generation: number): void {
-    const { config, database, transport, membership, clock, metrics } = this.deps;
+    const { config, database, transport, membership, clock, metrics, repair } = this.deps;
     const state = termStateOf(decision);
     // Elected on votes for a place this server's own log does not give it (the election never
     // proposes such a server, but a stale vote may name it): a leader core would not count it a voter.
     if (state === "leading" && !mayLead(membership.state)) return this.startLooking("elected, but a voter only through a reconfiguration not logged here");
+    // Likewise a member without a good copy, which never leads.
+    if (state === "leading" && repair.active) return this.startLooking("repairing: this server cannot lead");
     this.termStartedMs = clock.nowMs();
+    this.deps.digests.newTerm();
     // ZooKeeper times an election for its voters (Leader.lead, Follower.followLeader), not observers.
     if (state !== "observing") metrics?.electionDecided(this.termStartedMs - this.lookingSinceMs);
     this.deps.logger.info({ role: state, leader: decision.leader, round: decision.round }, "role changed");
@@ -455,13 +510,14 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
       syncLimitTicks: config.syncLimitTicks,
       committedLogRecordsMax: config.commitLogCount,
       proposalBytesInFlightMax: config.proposalBytesInFlightMax,
-      durable: { ...this.epochs, log: this.deps.recentLog.snapshot() },
+      durable: { ...this.writes.epochs, log: this.deps.recentLog.snapshot() },
       state: {
         snapshot: () => ({ zxid: database.tree.lastProcessedZxid, bytes: encodeSnapshot(database.tree) }),
         lastZxid: () => database.tree.lastProcessedZxid,
       },
       nowMs: clock.nowMs(),
       ...(this.deps.unsafeCommitOnOwnAck === true ? { unsafeCommitOnOwnAck: true } : {}),
+      ...(repair.active ? { repairing: true } : {}),
     };
     if (state !== "leading") transport.followLeader(decision.leader);
     const term = { carryOut: (ready: ZabReady) => this.handle(ready, generation), current: () => generation === this.generation };
@@ -515,8 +571,9 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
     }
     for (const action of ready.persist) {
       if (metrics && wasServing && action.kind === "appendLog" && !leading) metrics.learnerProposalsReceived(1);
-      this.carryOut(action, generation);
+      this.writes.carryOut(action, (input) => this.answer(generation, input));
     }
+    let divergence: TreeDivergence | undefined;
     for (const record of ready.apply) {
       const txn = decodeTxn(record.record);
       if (!(txn.header.zxid === record.zxid)) assert(false, `record ${hex(record.zxid)} holds txn ${hex(txn.header.zxid)}`);
@@ -530,10 +587,13 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
       if (txn.body.type === "reconfig") membership.activate(configOfTxnData(txn.body.data, record.zxid));
       // The leader owns expiry: a session is tracked from the moment it exists, wherever it was opened.
       if (leading && txn.body.type === "createSession") tracker.touch(txn.header.sessionId, txn.body.timeoutMs);
+      if (!leading) divergence ??= this.deps.digests.applied();
     }
     for (const event of ready.events) {
       logger.info(event, `zab ${event.event}`);
       if (event.event === "syncMode") metrics?.learnerSyncSent(event.mode);
+      // After its sync data, so that the learner checks its tree before it serves.
+      if (event.event === "syncMode") this.sendDigest(this.deps.digests.current(), (learner) => learner.sid === event.learner);
       // Latecomers learn the leader from our answers: they should carry the epoch it established.
       const decision = this.election?.decision;
       // Every member must answer with the same vote, or a joiner never sees a quorum agree on one.
@@ -552,8 +612,9 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
       this.pendingRevalidations.delete(sessionId);
       for (const done of waiting) done(valid ? "valid" : "expired");
     }
-    this.acceptingClients = ready.serving;
-    if (ready.serving && !wasServing) this.beginServing(role);
+    // A repairing member serves only once its snapshot from the leader is installed; a diverged one not at all.
+    this.acceptingClients = ready.serving && !this.deps.repair.active && divergence === undefined;
+    if (this.acceptingClients && !wasServing) this.beginServing(role);
     if (role.state === "leading") {
       for (const { from, sessionId, timeoutMs } of ready.revalidations) {
         if (generation !== this.generation) break;
@@ -577,10 +638,34 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
       this.startLooking(ready.stepDown.reason);
       return;
     }
+    if (divergence !== undefined && generation === this.generation) return this.divergedFromLeader(divergence);
     if (generation === this.generation && membership.takeChanged() && role.state !== "leading") {
       const changed = this.placeChanged(role);
       if (changed !== undefined) this.startLooking(changed);
     }
+  }
+
+  /** Leader: `message` to each learner `to` picks that takes tree digests. */
+  private sendDigest(message: TreeDigestMessage, to: (learner: { sid: number; stage: string }) => boolean): void {
+    const role = this.current;
+    if (role.state !== "leading") return;
+    for (const learner of role.zab.learners()) {
+      if (to(learner) && learner.protocolVersion >= zabLimits.treeDigestProtocolVersion) this.deps.transport.sendToLearner(learner.sid, message);
+    }
+  }
+
+  /**
+   * This learner's tree is not the one its leader's txns make (a txn lost or applied twice, a bug
+   * in apply, memory gone bad): the alarm, then a repair from the leader's snapshot, as for damaged files.
+   */
+  private divergedFromLeader(divergence: TreeDivergence): void {
+    const { repair, logger, metrics } = this.deps;
+    const { zxid, ownDigest, leaderDigest } = divergence;
+    metrics?.treeDigestMismatch();
+    const reason = `the tree's digest ${ownDigest} differs from the leader's ${leaderDigest} at zxid ${hex(zxid)}`;
+    logger.fatal({ zxid: hex(zxid), ownDigest, leaderDigest, reason }, TREE_DIVERGED);
+    repair.begin({ file: "the tree in memory", reason });
+    this.startLooking("tree diverged from the leader's");
   }
 
   /** A learner whose role or leader the configuration in force changed re-elects (see learnerPlaceChange). */
@@ -601,71 +686,6 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
     membership.serving();
     logger.info({ role: role.state, epoch: role.zab.epoch, lastZxid: hex(database.tree.lastProcessedZxid) }, "serving clients");
     this.releaseServingWaiters();
-  }
-
-  /** One durable write a Ready asks for; its answer goes back to the core that asked, if it is still current. */
-  private carryOut(action: PersistAction, generation: number): void {
-    const { database, storage } = this.deps;
-    const recentLog = this.deps.recentLog;
-    switch (action.kind) {
-      case "appendLog": {
-        // A learner's records are views into received frames: keep a copy, not the whole frame.
-        // Its own ArrayBuffer, not a pooledBytes view: the recent log keeps up to commitLogCount
-        // records, and a pooled one would pin a whole 8 KiB pool slab for as long.
-        const record = { zxid: action.zxid, record: action.record.slice() };
-        recentLog.append(record);
-        const hops = this.deps.hops;
-        hops?.hop("log", { zxid: action.zxid, bytes: action.record.byteLength });
-        this.persist.append(
-          (done) => storage.log.append(action.zxid, action.record, done),
-          () => {
-            hops?.hop("durable", { zxid: action.zxid });
-            this.answer(generation, { type: "logDurable", zxid: action.zxid });
-          },
-        );
-        return;
-      }
-      case "truncateLog":
-        // The tree holds committed txns only, and a committed txn is never truncated.
-        if (!(database.tree.lastProcessedZxid <= action.zxid))
-          assert(false, `TRUNC to ${hex(action.zxid)} would cut committed txns (tree at ${hex(database.tree.lastProcessedZxid)})`);
-        recentLog.truncateAfter(action.zxid);
-        this.persist.exclusive(
-          (done) => storage.log.truncateAfter(action.zxid, done),
-          // The log's new end; records under the snapshot may be purged, so the tree's zxid counts too.
-          () =>
-            this.answer(generation, {
-              type: "truncated",
-              zxid: Math.min(action.zxid, Math.max(storage.log.lastAppendedZxid(), database.tree.lastProcessedZxid)),
-            }),
-        );
-        return;
-      case "installSnapshot": {
-        // The tree is replaced now so that what the leader sends next applies on top of it.
-        database.replaceTree(action.zxid, action.snapshot);
-        const inTree = configOfTree(database.tree);
-        if (inTree !== undefined) this.deps.membership.activate(inTree);
-        recentLog.reset(action.zxid);
-        this.persist.exclusive(
-          (done) => storage.snapshots.install(action.zxid, action.snapshot, done),
-          () => this.answer(generation, { type: "snapshotInstalled", zxid: action.zxid }),
-        );
-        return;
-      }
-      case "acceptedEpoch":
-      case "currentEpoch": {
-        const which = action.kind === "acceptedEpoch" ? "accepted" : "current";
-        this.persist.exclusive(
-          (done) => storage.stable.saveEpoch(which, action.epoch, done),
-          () => {
-            if (which === "accepted") this.epochs.acceptedEpoch = action.epoch;
-            else this.epochs.currentEpoch = action.epoch;
-            this.answer(generation, { type: "epochDurable", which, epoch: action.epoch });
-          },
-        );
-        return;
-      }
-    }
   }
 
   private isLooking(): boolean {

@@ -403,9 +403,9 @@ export class ReconfigMembership {
    * election view changed (an election under way must restart).
    */
   hearApplied(from: number, peer: PeerApplied): boolean {
-    const before = electionView(this.state);
     const leftOut = hearApplied(this.state, peer);
     if (leftOut === undefined) return false;
+    const before = electionView(this.state);
     const added = [...leftOut].filter((version) => !this.leftOut.has(version));
     this.leftOut = leftOut;
     this.deps.logger.info(

@@ -26,6 +26,8 @@ import { QuorumPeer, type QuorumPeerConfig, type QuorumPeerDeps } from "./quorum
 import type { QuotaExceeded } from "./quota-guard.js";
 import { ReadOnlyMode } from "./read-only-mode.js";
 import { RecentLog } from "./recent-log.js";
+import { RepairState } from "./repair.js";
+import { TREE_DIGEST_INTERVAL_MS, TreeDigestCheck } from "./tree-digest-check.js";
 import { ReconfigMembership, staticConfig } from "./reconfig-membership.js";
 import { ReplicaDatabase, type TreeObserver } from "./replica-database.js";
 import { SessionIdGenerator, SessionOpener } from "./session-opener.js";
@@ -74,6 +76,8 @@ export interface ReplicaPorts {
   nextTurn?: (run: () => void) => void;
   /** TEST ONLY: a leader that commits on its own ack alone (the chaos checkers' broken build). */
   unsafeCommitOnOwnAck?: boolean;
+  /** TEST ONLY: every n-th watch event a txn fires is lost (the watch checker's broken build). */
+  unsafeDropEveryNthWatchEvent?: number;
   /** SIMULATION ONLY: see TreeObserver and QuorumPeerDeps.election. */
   treeObserver?: TreeObserver;
   election?: QuorumPeerDeps["election"];
@@ -203,6 +207,7 @@ export function buildReplica(config: ReplicaConfig, ports: ReplicaPorts): Replic
     ...(ports.requestObserver === undefined ? {} : { observer: ports.requestObserver }),
     members: () => membersReply(membership.configInForce, ports.clientAddressOf),
     ...(ports.audit === undefined ? {} : { audit: ports.audit }),
+    ...(ports.unsafeDropEveryNthWatchEvent === undefined ? {} : { unsafeDropEveryNthWatchEvent: ports.unsafeDropEveryNthWatchEvent }),
   });
   // admission on the leader, one per term: session and owner checks, then prep (fresh each term).
   const prepOptions: PrepOptions = {
@@ -241,6 +246,8 @@ export function buildReplica(config: ReplicaConfig, ports: ReplicaPorts): Replic
     recentLog,
     membership,
     readOnly,
+    repair: new RepairState(config.serverId, ports.recovered.repairing),
+    digests: new TreeDigestCheck(config.treeDigestIntervalMs ?? TREE_DIGEST_INTERVAL_MS, () => database.tree),
     admitLeaderWrites,
     transport: ports.peers,
     sessions: clientSessions,
@@ -265,7 +272,7 @@ export function buildReplica(config: ReplicaConfig, ports: ReplicaPorts): Replic
     state: database,
     pipeline,
     broadcast: peer,
-    sessionIds: new SessionIdGenerator(config.serverId, clock.nowMs()),
+    sessionIds: new SessionIdGenerator(config.serverId, clock.wallMs()),
     entropy: ports.entropy,
     negotiateTimeoutMs: (requested) => Math.min(config.maxSessionTimeoutMs, Math.max(config.minSessionTimeoutMs, requested)),
   });

@@ -4,16 +4,21 @@
  * valid snapshot's tree, the log records after it (not known to be committed: Zab applies them once
  * it knows), and the epochs.
  */
+import { rename } from "node:fs/promises";
+import { join } from "node:path";
 import { ByteWriter } from "../store/bytes.js";
 import { decodeSnapshot, SnapshotEncoder } from "../store/snapshot-codec.js";
-import { purgeOld, recover } from "../store/disk/recovery.js";
+import { levelDbDamage, StorageDamagedError } from "../store/disk/damage.js";
+import { dataDirLayout, purgeOld, recover, RecoveryError } from "../store/disk/recovery.js";
 import type { DiskFaults } from "../store/disk/faults.js";
-import type { SnapshotStore } from "../store/disk/snapshot-store.js";
-import type { LevelTxnLog, LevelTxnLogOptions } from "../store/disk/txn-log.js";
+import { DurableWatermark, WATERMARK_FILE } from "../store/disk/durable-watermark.js";
+import { clearRepairMarker, readRepairMarker, writeRepairMarker } from "../store/disk/repair-marker.js";
+import { fsyncDirectory, snapshotFileName, SnapshotStore } from "../store/disk/snapshot-store.js";
+import { LevelTxnLog, type LevelTxnLogOptions } from "../store/disk/txn-log.js";
 import { DataTree } from "../store/data-tree.js";
 import { epochOf, formatZxid } from "../store/zxid.js";
 import type { LogRecord } from "../consensus/messages.js";
-import type { Done, RecoveredState, ReplicaStorage, SnapshotPort, StableStorePort, TxnLogPort } from "../replica/ports.js";
+import type { Done, RecoveredState, ReplicaStorage, SnapshotPort, StableStorePort, StorageDamage, TxnLogPort } from "../replica/ports.js";
 import type { Logger } from "./log.js";
 
 /** Nodes encoded per event-loop turn while a snapshot is written: about 0.3 ms of work, what a write's hop may wait behind. */
@@ -37,6 +42,12 @@ const CURRENT_EPOCH = EPOCH_NAMES.current;
 
 export interface DiskStorageOptions {
   snapshotRetainCount: number;
+  /**
+   * Damaged files found at start: a cluster member repairs them from its leader ("repair": the
+   * damaged txn log is kept aside, and the member starts empty, marked as repairing); a standalone
+   * server holds the only copy and refuses to start ("refuse": DataDamagedError, nothing touched).
+   */
+  onDamage: "repair" | "refuse";
   log?: LevelTxnLogOptions;
   /** Test only: the snapshot store's fault hook (src/server/disk-faults.ts). */
   snapshotFaults?: DiskFaults;
@@ -58,8 +69,11 @@ export class DiskStorage implements ReplicaStorage {
   readonly snapshots: SnapshotPort;
   private snapshotInFlight: Promise<void> | undefined;
   private closed = false;
+  /** Until a snapshot from the leader is installed: the data dir holds the repair mark. */
+  private repairing = false;
 
   private constructor(
+    private readonly dataDir: string,
     private readonly levelLog: LevelTxnLog,
     private readonly snapshotStore: SnapshotStore,
     private readonly options: DiskStorageOptions,
@@ -82,13 +96,51 @@ export class DiskStorage implements ReplicaStorage {
   }
 
   static async open(dataDir: string, options: DiskStorageOptions, logger: Logger): Promise<{ storage: DiskStorage; recovered: RecoveredState }> {
+    const unfinished = await readRepairMarker(dataDir);
+    if (unfinished !== undefined) {
+      logger.warn({ damage: unfinished }, "an earlier repair did not finish: repairing from the leader again");
+      return DiskStorage.openRepairing(dataDir, unfinished, options, logger, false);
+    }
+    try {
+      return await DiskStorage.openRecovered(dataDir, options, logger);
+    } catch (error) {
+      const damage = damageOf(error, dataDir);
+      if (damage === undefined) throw error;
+      if (options.onDamage === "refuse") throw new DataDamagedError(dataDir, damage, { cause: error });
+      logger.error({ damage }, "damaged files found: this server will not serve from them; it keeps them aside and fetches a full snapshot from the leader");
+      return DiskStorage.openRepairing(dataDir, damage, options, logger, true);
+    }
+  }
+
+  /** The normal start: the newest valid snapshot's tree, the log after it, the epochs; throws on damage. */
+  private static async openRecovered(
+    dataDir: string,
+    options: DiskStorageOptions,
+    logger: Logger,
+  ): Promise<{ storage: DiskStorage; recovered: RecoveredState }> {
+    const onFailed = options.log?.onFailed;
     const recovered = await recover(dataDir, {
-      ...(options.log ? { log: options.log } : {}),
+      log: {
+        ...options.log,
+        // A write that fails because LevelDB found its own files damaged (a compaction reading a
+        // bad table): the server stops as for any failed write, and repairs when it starts again.
+        onFailed: (error) => {
+          const damage = levelDbDamage(error.cause, dataDirLayout(dataDir).logDir);
+          if (damage !== undefined) {
+            writeRepairMarker(dataDir, damage, new Date());
+            logger.error(
+              { damage: { file: damage.file, reason: damage.reason } },
+              "the txn log's files are damaged: this server repairs from the leader when it starts again",
+            );
+          }
+          onFailed?.(error);
+        },
+      },
       ...(options.snapshotFaults ? { snapshotFaults: options.snapshotFaults } : {}),
       onInvalidSnapshot: (invalid) => logger.warn({ snapshot: invalid }, "skipping invalid snapshot"),
     });
     try {
-      const tree = recovered.snapshot ? decodeSnapshot(recovered.snapshot.bytes) : new DataTree();
+      const tree = recovered.snapshot ? decodeSnapshotFile(recovered.snapshots, recovered.snapshot.zxid, recovered.snapshot.bytes) : new DataTree();
       const unappliedTail: LogRecord[] = [];
       for await (const entry of recovered.tail) unappliedTail.push({ zxid: entry.zxid, record: entry.record });
       const lastLoggedZxid = Math.max(tree.lastProcessedZxid, recovered.log.lastAppendedZxid());
@@ -106,10 +158,56 @@ export class DiskStorage implements ReplicaStorage {
         },
         "database recovered",
       );
-      const storage = new DiskStorage(recovered.log, recovered.snapshots, options, logger);
+      const storage = new DiskStorage(dataDir, recovered.log, recovered.snapshots, options, logger);
       return { storage, recovered: { tree, unappliedTail, acceptedEpoch, currentEpoch } };
     } catch (error) {
       await recovered.log.close();
+      throw error;
+    }
+  }
+
+  /**
+   * A member repairing damaged files: marked as such (repair-marker.ts) until the leader's snapshot
+   * is installed, its damaged txn log moved aside for inspection (`moveLogAside`) and a fresh one
+   * opened; it starts with an empty tree and log, so that nothing it serves or votes with comes
+   * from the damage.
+   */
+  private static async openRepairing(
+    dataDir: string,
+    damage: StorageDamage,
+    options: DiskStorageOptions,
+    logger: Logger,
+    moveLogAside: boolean,
+  ): Promise<{ storage: DiskStorage; recovered: RecoveredState }> {
+    const layout = dataDirLayout(dataDir);
+    writeRepairMarker(dataDir, damage, new Date());
+    if (moveLogAside) await moveAside(layout.logDir, logger);
+    // What the damaged log once held durably no longer counts: the repair starts a log over.
+    const watermark = await DurableWatermark.fresh(join(dataDir, WATERMARK_FILE));
+    let log: LevelTxnLog;
+    try {
+      log = await LevelTxnLog.open(layout.logDir, { ...options.log, watermark });
+    } catch (error) {
+      // The log of an earlier, unfinished repair is damaged in turn: it held nothing checked yet.
+      if (!(error instanceof StorageDamagedError)) {
+        await watermark.close();
+        throw error;
+      }
+      await moveAside(layout.logDir, logger);
+      log = await LevelTxnLog.open(layout.logDir, { ...options.log, watermark });
+    }
+    try {
+      // Records an unfinished repair synced were never checked against the snapshot they follow.
+      if (log.lastAppendedZxid() > 0) await log.reset(0);
+      const snapshots = await SnapshotStore.open(layout.snapshotDir, options.snapshotFaults ? { faults: options.snapshotFaults } : {});
+      const epoch = async (name: string): Promise<number> => (await log.stable.getNumber(name).catch(() => undefined)) ?? 0;
+      const acceptedEpoch = await epoch(ACCEPTED_EPOCH);
+      const currentEpoch = Math.min(acceptedEpoch, await epoch(CURRENT_EPOCH));
+      const storage = new DiskStorage(dataDir, log, snapshots, options, logger);
+      storage.repairing = true;
+      return { storage, recovered: { tree: new DataTree(), unappliedTail: [], acceptedEpoch, currentEpoch, repairing: damage } };
+    } catch (error) {
+      await log.close();
       throw error;
     }
   }
@@ -171,12 +269,20 @@ export class DiskStorage implements ReplicaStorage {
     this.logger.info({ zxid: formatZxid(zxid) }, "log truncated");
   }
 
-  /** Zab's SNAP: the snapshot is made durable first, then the log is emptied, so a crash in between recovers from the new snapshot. */
+  /**
+   * Zab's SNAP: the snapshot is made durable first, then the log is emptied, so a crash in between
+   * recovers from the new snapshot. A repair ends here: the leader's snapshot is the good copy.
+   */
   private async installSnapshot(zxid: number, bytes: Uint8Array): Promise<void> {
     await this.snapshotInFlight;
     await this.snapshotStore.save(zxid, bytes);
-    await this.levelLog.truncateAfter(0);
+    await this.levelLog.reset(zxid);
     await this.snapshotStore.removeNewerThan(zxid);
+    if (this.repairing) {
+      await clearRepairMarker(this.dataDir);
+      this.repairing = false;
+      this.logger.warn({ zxid: formatZxid(zxid) }, "repaired: the leader's snapshot replaced the damaged files");
+    }
   }
 
   /** The last `count` logged records, oldest first (tests read what the log holds). */
@@ -194,6 +300,68 @@ export class DiskStorage implements ReplicaStorage {
     await this.snapshotInFlight;
     await this.levelLog.close();
   }
+}
+
+/**
+ * A standalone server's data is damaged: the only copy, so it refuses to start and says what to do.
+ * The damaged files are left as they are.
+ */
+export class DataDamagedError extends Error {
+  readonly code = "DATA_DAMAGED";
+  constructor(
+    readonly dataDir: string,
+    readonly damage: StorageDamage,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      `refusing to start: the data in ${dataDir} is damaged (${damage.file}: ${damage.reason}). This server holds the only copy, ` +
+        `so it cannot repair itself from a leader, and serving what is left could answer with data that was never written. ` +
+        `To recover: restore ${dataDir} from a backup (corral restore), or, accepting the loss of every znode, move ${dataDir} ` +
+        `aside and start with an empty data directory. The damaged files are left as they are for inspection (corral data).`,
+      options,
+    );
+    this.name = "DataDamagedError";
+  }
+}
+
+/** The damage `error` reports (files that do not read back), or undefined for any other failure. */
+function damageOf(error: unknown, dataDir: string): StorageDamage | undefined {
+  if (error instanceof StorageDamagedError) return { file: error.file, reason: error.reason };
+  // Records the snapshots do not cover were purged: the snapshots that covered them are damaged.
+  if (error instanceof RecoveryError) return { file: dataDirLayout(dataDir).snapshotDir, reason: error.message };
+  if (error instanceof SnapshotUndecodable) return { file: error.file, reason: error.message };
+  return undefined;
+}
+
+/** A snapshot whose checksums hold but whose body does not decode: damage all the same, never a crash. */
+class SnapshotUndecodable extends Error {
+  constructor(
+    readonly file: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+function decodeSnapshotFile(snapshots: SnapshotStore, zxid: number, bytes: Uint8Array): DataTree {
+  try {
+    return decodeSnapshot(bytes);
+  } catch (error) {
+    throw new SnapshotUndecodable(join(snapshots.dir, snapshotFileName(zxid)), `the snapshot does not decode: ${(error as Error).message}`);
+  }
+}
+
+/** Renames a damaged LevelDB directory to `<dir>.damaged-<time>`, kept for inspection. */
+async function moveAside(dir: string, logger: Logger): Promise<void> {
+  const aside = `${dir}.damaged-${new Date().toISOString().replace(/[:.]/g, "-")}`;
+  try {
+    await rename(dir, aside);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
+    throw error;
+  }
+  await fsyncDirectory(join(dir, ".."));
+  logger.warn({ from: dir, to: aside }, "damaged txn log kept aside");
 }
 
 /**

@@ -62,6 +62,8 @@ const COUNTERS = {
   connection_rejected: "Client connections closed at accept: their address already held maxClientCnxns (ZooKeeper's CONNECTION_REJECTED)",
   corral_space_quota_refusals: "Writes this server refused as leader with QUOTAEXCEEDED because they would grow the tree past spaceQuotaBytes",
   corral_audit_events_dropped_count: "Audit events dropped because the audit log file fell behind (audit.enable)",
+  digest_mismatches_count:
+    "Times this learner's tree digest differed from its leader's, each followed by a repair from the leader's snapshot (ZooKeeper's DIGEST_MISMATCHES_COUNT)",
 } satisfies Record<string, string>;
 
 /** A gauge's help and what it reads at scrape time: ZooKeeper's registerGauge(name, supplier). */
@@ -310,6 +312,10 @@ export class ServerMetrics {
 
   learnerCommitsReceived(count: number): void {
     this.counters.learner_commit_received_count.inc(count);
+  }
+
+  treeDigestMismatch(): void {
+    this.counters.digest_mismatches_count.inc();
   }
 
   quotaLimitExceeded(event: QuotaExceeded): void {

@@ -15,6 +15,7 @@ import type { RequestPipeline } from "../replica/pipeline.js";
 import type { ElectionSeen, LeaderStatus, PeerStatus } from "../replica/peer-status.js";
 import type { SessionTracker } from "../replica/session-tracker.js";
 import type { SpaceAlarm } from "../replica/space-quota.js";
+import type { StorageDamage } from "../replica/ports.js";
 import { fourLetterWordContext } from "./zk-wire/four-letter-word-context.js";
 import type { FourLetterWordContext, FourLetterWordServerMode } from "./zk-wire/four-letter-words.js";
 import type { ZkClientService } from "./zk-wire/zk-client-service.js";
@@ -66,6 +67,11 @@ export class ServerStatus {
   /** Serving clients: standalone, or part of a quorum with an established leader (/readyz). */
   get serving(): boolean {
     return this.deps.broadcast.serving;
+  }
+
+  /** What this member repairs from its leader instead of serving (damaged files, a tree whose digest differed). */
+  get repairing(): StorageDamage | undefined {
+    return this.deps.quorumPeer?.repairing;
   }
 
   state(): ServerState {

@@ -15,7 +15,7 @@ import { channelCredentials, PemFiles, selfConnectionTls, serverCredentials } fr
 import { DiskStorage } from "./disk-storage.js";
 import { noPeers, systemClock, systemEntropy } from "./runtime-ports.js";
 import { buildReplica, type Replica } from "../replica/replica.js";
-import type { RecoveredState } from "../replica/ports.js";
+import type { Clock, RecoveredState } from "../replica/ports.js";
 import { formatZxid as hex } from "../store/zxid.js";
 import { clientServiceDefinition, clientServiceHandlers } from "./grpc-client-service.js";
 import { ZkClientService } from "./zk-wire/zk-client-service.js";
@@ -48,6 +48,9 @@ function readCorralVersion(): string {
   }
 }
 
+/** A server refusing to start on damaged data it cannot repair (EX_DATAERR). */
+export const DATA_DAMAGED_EXIT_CODE = 65;
+
 export interface ServerHooks {
   /**
    * A durable write failed (txn log, epochs, truncation, SNAP install): the server has stopped
@@ -62,6 +65,13 @@ export interface ServerHooks {
    * server's own ack alone. The chaos tests use it to prove their checkers catch lost writes.
    */
   unsafeCommitOnOwnAck?: boolean;
+  /**
+   * TEST ONLY, deliberately broken (CORRAL_TEST_UNSAFE_DROP_WATCH_EVENTS=<n>): every n-th watch
+   * event a txn fires is never sent. The chaos tests use it to prove their watch checker catches it.
+   */
+  unsafeDropEveryNthWatchEvent?: number;
+  /** TEST ONLY: the replica's clock, skewed by the chaos clock nemesis (CORRAL_TEST_CLOCK_FILE, see test-clock.ts). */
+  clock?: Clock;
   /** What the admin port serves beside ZooKeeper's commands: the web console (src/console), from the CLI. */
   adminExtension?: (context: AdminExtensionContext) => AdminExtension;
   /**
@@ -101,6 +111,11 @@ export class CorralServer {
     const reportFatal =
       hooks.onFatal ??
       ((error: unknown) => {
+        if ((error as { code?: unknown }).code === "CANNOT_REPAIR") {
+          // Damaged data with too few good copies left to repair it from: a person must act.
+          logger.fatal({ err: error }, (error as Error).message);
+          process.exit(DATA_DAMAGED_EXIT_CODE);
+        }
         logger.fatal({ err: error }, "a durable write failed: stopping without answering (fail-stop)");
         process.exit(70);
       });
@@ -145,6 +160,8 @@ export class CorralServer {
         config.dataDir,
         {
           snapshotRetainCount: config.snapshotRetainCount,
+          // A member repairs damaged files from its leader; a standalone server holds the only copy.
+          onDamage: clustered ? "repair" : "refuse",
           // Whichever write fails the log — a group-commit batch, an epoch, a truncation, the purge
           // after a background snapshot — the server stops at once rather than carry on with a dead log.
           log: { onFailed: onFatal, onBatchDurable: (records, ms) => metrics.logBatchDurable(records, ms), ...(faults ? { faults } : {}) },
@@ -159,7 +176,9 @@ export class CorralServer {
       throw error;
     }
     metrics.databaseLoaded(performance.now() - loadStartedMs);
-    const now = () => systemClock.nowMs();
+    const clock = hooks.clock ?? systemClock;
+    if (hooks.clock !== undefined) logger.warn("TEST ONLY: the replica's clock is skewed as a test file says (CORRAL_TEST_CLOCK_FILE)");
+    const now = () => clock.nowMs();
     let replica: Replica | undefined;
     let transport: PeerTransport | undefined;
     // Every server's client address, for getMembers: the peers tell theirs over the peer links.
@@ -181,6 +200,9 @@ export class CorralServer {
       });
     }
     const unsafeCommitOnOwnAck = hooks.unsafeCommitOnOwnAck === true;
+    const dropEvery = hooks.unsafeDropEveryNthWatchEvent;
+    if (dropEvery !== undefined)
+      logger.warn(`TEST ONLY: CORRAL_TEST_UNSAFE_DROP_WATCH_EVENTS=${dropEvery}: this server loses every ${dropEvery}th watch event`);
     if (unsafeCommitOnOwnAck) logger.warn("TEST ONLY: CORRAL_TEST_UNSAFE_SOLO_COMMIT=1: as leader this server commits without a quorum and loses writes");
     // A standalone server is a cluster of one voter: the same replica, with nobody to talk to.
     const members = clustered ? config.servers : [{ id: config.serverId, role: "participant" as const }];
@@ -197,7 +219,7 @@ export class CorralServer {
         storage,
         recovered,
         peers: transport ?? noPeers,
-        clock: systemClock,
+        clock,
         nextTurn: (run) => setImmediate(run),
         entropy: systemEntropy,
         logger,
@@ -213,6 +235,7 @@ export class CorralServer {
         ...(unsafeCommitOnOwnAck ? { unsafeCommitOnOwnAck } : {}),
         // Where each write waits, hop by hop: only at log level trace (an investigation, not production).
         ...(logger.isLevelEnabled("trace") ? { hops: { hop: (name, fields) => logger.trace({ hop: name, ...fields }, "hop") } } : {}),
+        ...(dropEvery === undefined ? {} : { unsafeDropEveryNthWatchEvent: dropEvery }),
       },
     );
     const { pipeline, sessions, broadcast, tracker } = replica;

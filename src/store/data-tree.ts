@@ -23,7 +23,7 @@
 import { assert } from "../common/assert.js";
 import { ZkError, ZkErrorCode } from "../common/errors.js";
 import type { AddWatchMode } from "../common/watch-modes.js";
-import { Hasher } from "./hasher.js";
+import { DigestSum, formatDigest, nodeHash, sessionHash } from "./tree-digest.js";
 import type {
   Acl,
   CreateTxn,
@@ -145,6 +145,14 @@ export class DataTree {
   private costBytes = 0;
   /** Per open capture: pre-images of the nodes changed since it began. */
   private openCaptures: Map<string, ZNode>[] = [];
+  /** The digest's sums (tree-digest.ts), kept as the tree changes. */
+  private nodeDigest = new DigestSum();
+  private sessionDigest = new DigestSum();
+  /**
+   * Nodes the txn being applied changed, each hashed back into the digest once it is applied:
+   * true when its hash from before the txn was taken out (false: created by the txn).
+   */
+  private readonly changing = new Map<string, boolean>();
 
   /**
    * A fresh tree: "/", "/zookeeper", "/zookeeper/quota" and "/zookeeper/config", every stat zero
@@ -162,6 +170,7 @@ export class DataTree {
       node.stat.cversion = -node.children.size;
     }
     this.recountCost();
+    this.recountDigest();
   }
 
   /**
@@ -215,6 +224,7 @@ export class DataTree {
     for (const [sessionId, record] of sessions) tree.sessionRecords.set(sessionId, record);
     tree.lastZxid = lastProcessedZxid;
     tree.recountCost();
+    tree.recountDigest();
     return tree;
   }
 
@@ -300,7 +310,7 @@ export class DataTree {
         result = { type: "multi", results: this.applyMulti(body, header, deliveries) };
         break;
       case "createSession":
-        this.sessionRecords.set(header.sessionId, { timeoutMs: body.timeoutMs, password: body.password });
+        this.setSessionRecord(header.sessionId, { timeoutMs: body.timeoutMs, password: body.password });
         result = { type: "createSession" };
         break;
       case "closeSession":
@@ -313,6 +323,7 @@ export class DataTree {
         assert(false, `unknown txn type ${(body as { type: string }).type}`);
     }
     this.lastZxid = header.zxid;
+    this.hashInChanged();
     return { result, deliveries };
   }
 
@@ -381,7 +392,7 @@ export class DataTree {
       assert(false, `create ${path}: parentCversion ${txn.parentCversion} does not follow ${parentStat.cversion}`);
     }
 
-    this.preserve(parentPath, parent);
+    this.beforeChange(parentPath, parent);
     parentStat.cversion = txn.parentCversion;
     parentStat.pzxid = zxid;
     parentStat.numChildren++;
@@ -405,6 +416,7 @@ export class DataTree {
     };
     this.nodes.set(path, { data: txn.data, acl: txn.acl, stat, children: NO_CHILDREN });
     this.costBytes += znodeCostBytes(path, txn.data.length, txn.acl);
+    if (!this.changing.has(path)) this.changing.set(path, false);
     if (owner !== PERSISTENT_OWNER) this.indexOwner(path, owner);
     const quota = quotaNodeTarget(path);
     if (quota?.kind === "limits") this.quotaRoots.add(quota.target);
@@ -426,8 +438,8 @@ export class DataTree {
     const parentPath = slash === 0 ? ROOT : path.slice(0, slash);
     const parent = this.nodes.get(parentPath);
     if (parent === undefined) assert(false, `delete ${path}: no parent`);
-    this.preserve(path, node);
-    this.preserve(parentPath, parent);
+    this.beforeChange(path, node);
+    this.beforeChange(parentPath, parent);
     this.sortedChildren.delete(parent.children);
     if (!parent.children.delete(path.slice(slash + 1))) assert(false, `delete ${path}: not a child of its parent`);
 
@@ -454,7 +466,7 @@ export class DataTree {
     const stat = node.stat;
     if (txn.version !== ((stat.version + 1) | 0)) assert(false, `setData ${txn.path}: version ${txn.version} does not follow ${stat.version}`);
     this.chargeQuota(txn.path, 0, txn.data.length - node.data.length);
-    this.preserve(txn.path, node);
+    this.beforeChange(txn.path, node);
     this.costBytes += txn.data.length - node.data.length;
     node.data = txn.data;
     stat.version = txn.version;
@@ -469,7 +481,7 @@ export class DataTree {
   private reconfig(txn: ReconfigTxn, header: TxnHeader, deliveries: WatchDelivery[]): Stat {
     const node = this.nodes.get(CONFIG);
     assert(node !== undefined, "every tree has /zookeeper/config");
-    this.preserve(CONFIG, node);
+    this.beforeChange(CONFIG, node);
     this.costBytes += txn.data.length - node.data.length;
     node.data = txn.data;
     node.stat.mzxid = header.zxid;
@@ -484,7 +496,7 @@ export class DataTree {
     if (node === undefined) assert(false, `setAcl ${txn.path}: no node`);
     const stat = node.stat;
     if (txn.aversion !== ((stat.aversion + 1) | 0)) assert(false, `setAcl ${txn.path}: aversion ${txn.aversion} does not follow ${stat.aversion}`);
-    this.preserve(txn.path, node);
+    this.beforeChange(txn.path, node);
     this.costBytes += aclCostBytes(txn.acl) - aclCostBytes(node.acl);
     node.acl = txn.acl;
     stat.aversion = txn.aversion;
@@ -519,7 +531,7 @@ export class DataTree {
   }
 
   private writeQuotaUsage(statsPath: string, stats: ZNode, usage: QuotaFigures): void {
-    this.preserve(statsPath, stats);
+    this.beforeChange(statsPath, stats);
     const data = UTF8.encode(formatQuotaFigures(usage));
     this.costBytes += data.length - stats.data.length;
     stats.data = data;
@@ -536,7 +548,7 @@ export class DataTree {
       for (const path of deleted) this.deleteNode(path, header.zxid, deliveries);
       assert(!this.ephemerals.has(sessionId), "ephemeral index still holds a closed session");
     }
-    this.sessionRecords.delete(sessionId);
+    this.setSessionRecord(sessionId, undefined);
     this.watches.removeWatcher(sessionId);
     return deleted;
   }
@@ -579,6 +591,59 @@ export class DataTree {
         return paths;
       }
     }
+  }
+
+  /** Called before `node` changes: its hash leaves the digest until the txn is applied, and captures keep it as it was. */
+  private beforeChange(path: string, node: ZNode): void {
+    if (!this.changing.has(path)) {
+      this.changing.set(path, true);
+      this.hashNode(path, node, -1);
+    }
+    this.preserve(path, node);
+  }
+
+  /** The nodes the txn changed, as they are now, back into the digest (deleted ones stay out). */
+  private hashInChanged(): void {
+    for (const path of this.changing.keys()) {
+      const node = this.nodes.get(path);
+      if (node !== undefined) this.hashNode(path, node, 1);
+    }
+    this.changing.clear();
+  }
+
+  private hashNode(path: string, node: ZNode, sign: 1 | -1): void {
+    // /zookeeper/config is each server's own until a reconfiguration writes it (see digest()).
+    if (path === CONFIG && node.stat.mzxid === 0) return;
+    if (sign === 1) this.nodeDigest.add(nodeHash(path, node));
+    else this.nodeDigest.subtract(nodeHash(path, node));
+  }
+
+  private setSessionRecord(sessionId: bigint, record: SessionRecord | undefined): void {
+    const previous = this.sessionRecords.get(sessionId);
+    if (previous !== undefined) this.sessionDigest.subtract(sessionHash(sessionId, previous));
+    if (record === undefined) {
+      this.sessionRecords.delete(sessionId);
+      return;
+    }
+    this.sessionRecords.set(sessionId, record);
+    this.sessionDigest.add(sessionHash(sessionId, record));
+  }
+
+  /** The digest's sums computed afresh from every node and session record. */
+  private recountDigest(): void {
+    const { nodes, sessions } = this.sumEverything();
+    this.nodeDigest = nodes;
+    this.sessionDigest = sessions;
+  }
+
+  private sumEverything(): { nodes: DigestSum; sessions: DigestSum } {
+    const nodes = new DigestSum();
+    const sessions = new DigestSum();
+    for (const [path, node] of this.nodes) {
+      if (path !== CONFIG || node.stat.mzxid !== 0) nodes.add(nodeHash(path, node));
+    }
+    for (const [sessionId, record] of this.sessionRecords) sessions.add(sessionHash(sessionId, record));
+    return { nodes, sessions };
   }
 
   /** Keeps `node` as it is now for every open capture that has no pre-image of it yet. */
@@ -769,38 +834,33 @@ export class DataTree {
 
   /**
    * A deterministic hash of everything replicated: every node (path, data, ACL, raw stat), the
-   * session records, and lastProcessedZxid. Two servers at the same zxid must agree on it.
+   * session records, and lastProcessedZxid (tree-digest.ts). Two servers at the same zxid must
+   * agree on it; kept as the tree changes, so reading it costs nothing.
    * /zookeeper/config is each server's own view until a reconfiguration writes it (a server about
    * to be added lists itself), as in ZooKeeper: only then is it replicated and hashed.
    */
   digest(): string {
-    const hasher = new Hasher();
-    hasher.number(this.lastZxid).number(this.nodes.size);
-    this.walk((path, node) => {
-      const stat = node.stat;
-      if (path === CONFIG && stat.mzxid === 0) return;
-      hasher.string(path).bytes(node.data).uint32(node.acl.length);
-      for (const acl of node.acl) hasher.uint32(acl.perms).string(acl.id.scheme).string(acl.id.id);
-      hasher
-        .number(stat.czxid)
-        .number(stat.mzxid)
-        .number(stat.ctime)
-        .number(stat.mtime)
-        .number(stat.version)
-        .number(stat.cversion)
-        .number(stat.aversion)
-        .bigint(stat.ephemeralOwner)
-        .number(stat.dataLength)
-        .number(stat.numChildren)
-        .number(stat.pzxid);
-    });
-    const sessionIds = [...this.sessionRecords.keys()].sort(compareBigInt);
-    hasher.number(sessionIds.length);
-    for (const sessionId of sessionIds) {
-      const record = this.sessionRecords.get(sessionId)!;
-      hasher.bigint(sessionId).number(record.timeoutMs).bytes(record.password);
-    }
-    return hasher.hex();
+    return formatDigest(this.lastZxid, this.nodeDigest, this.nodes.size, this.sessionDigest, this.sessionRecords.size);
+  }
+
+  /**
+   * TEST ONLY: sets a node's data as no txn did — what a lost or doubled txn, or a bug in apply,
+   * leaves behind — for the tests of the replicas' digest checks. The digest follows, as it follows
+   * every change to the tree.
+   */
+  alterBehindItsBackForTest(path: string, data: Uint8Array): void {
+    const node = this.nodes.get(path);
+    assert(node !== undefined, `alter ${path}: no node`);
+    this.beforeChange(path, node);
+    node.data = data;
+    node.stat.dataLength = data.length;
+    this.hashInChanged();
+  }
+
+  /** The digest computed from scratch, walking every node: what digest() must always equal. */
+  recomputedDigest(): string {
+    const { nodes, sessions } = this.sumEverything();
+    return formatDigest(this.lastZxid, nodes, this.nodes.size, sessions, this.sessionRecords.size);
   }
 }
 

@@ -65,7 +65,8 @@ export class Hasher {
   }
 }
 
-function fmix32(h: number): number {
+/** murmur3's 32-bit finalizer: every input bit reaches every output bit. */
+export function fmix32(h: number): number {
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);
   h ^= h >>> 13;

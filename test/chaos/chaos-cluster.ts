@@ -9,8 +9,10 @@
  * nodes 1..N and CLIENTS: a proxy's forward direction carries dialler → listener traffic, so it
  * drops when (dialler, listener) is blocked, and its backward direction when (listener, dialler) is.
  */
-import { mkdir, writeFile } from "node:fs/promises";
+import { mkdir, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { generateDigest } from "../../src/index.js";
+import { TEST_CLOCK_ENV } from "../../src/server/test-clock.js";
 import { agreedLeaderOf, rolesOf, type RoleLine } from "../helpers/cluster-process.js";
 import { freePort, ServerProcess } from "../helpers/server-process.js";
 import { makeTempDir } from "../helpers/temp-dir.js";
@@ -29,7 +31,14 @@ export interface ChaosClusterOptions {
   env?: Record<string, string>;
   /** Give every server a metrics port (the soak reads its sessions and watches there). */
   metrics?: boolean;
+  /** Turn on reconfig (and the super user that may run it, SUPER_CREDENTIAL). */
+  reconfig?: boolean;
+  /** Give every server a test clock file (CORRAL_TEST_CLOCK_FILE) that setClockSkew writes. */
+  clockSkew?: boolean;
 }
+
+/** The digest super user of a cluster started with `reconfig`, as addAuthInfo("digest", …) takes it. */
+export const SUPER_CREDENTIAL = "super:chaos";
 
 interface Entry {
   id: number;
@@ -47,6 +56,9 @@ export class ChaosCluster {
   private readonly clientLinks = new Map<number, LinkProxy>();
   private blocked = new Set<string>();
   private readonly paused = new Set<number>();
+  /** Each server's view of the others: its config file's entries (the peers' ports are its link proxies). */
+  private readonly views = new Map<number, Entry[]>();
+  private readonly clockFiles = new Map<number, string>();
 
   private constructor(
     readonly ids: readonly number[],
@@ -104,8 +116,17 @@ export class ChaosCluster {
           tickMs,
           initLimitTicks: options.initLimitTicks ?? 20,
           syncLimitTicks: options.syncLimitTicks ?? 5,
+          ...(options.reconfig === true ? { reconfigEnabled: true, superDigest: generateDigest(SUPER_CREDENTIAL) } : {}),
           servers: view.map((e) => ({ ...e, host: "127.0.0.1" })),
         };
+        cluster.views.set(me.id, view);
+        const env = { ...options.env };
+        if (options.clockSkew === true) {
+          const clockFile = join(dir.path, `clock-${me.id}.json`);
+          cluster.clockFiles.set(me.id, clockFile);
+          await writeFile(clockFile, "{}");
+          env[TEST_CLOCK_ENV] = clockFile;
+        }
         await writeFile(configFile, JSON.stringify(config, null, 2));
         cluster.clientLinks.set(me.id, await LinkProxy.start(`clients→${me.id}`, await freePort(), me.clientPort));
         const server = await ServerProcess.start({
@@ -117,7 +138,7 @@ export class ChaosCluster {
           snapshotEveryTxns: 2_000,
           ...(options.metrics === true ? { metricsPort: await freePort() } : {}),
           extraArgs: ["--config", configFile],
-          ...(options.env === undefined ? {} : { env: options.env }),
+          env,
         });
         cluster.servers.set(me.id, server);
       }
@@ -203,11 +224,39 @@ export class ChaosCluster {
     await Promise.all(this.ids.map((id) => this.server(id).restart()));
   }
 
-  /** Heals the network, resumes paused servers and restarts dead ones. */
+  /** Heals the network and the clocks, resumes paused servers and restarts dead ones. */
   async healAll(): Promise<void> {
     this.healNetwork();
+    await Promise.all([...this.clockFiles.keys()].map((id) => this.setClockSkew(id, {})));
     for (const id of [...this.paused]) this.resume(id);
-    await Promise.all(this.ids.map((id) => this.restart(id)));
+    // A server that will not start (one refusing its damaged files) stays down: the run reports it.
+    await Promise.allSettled(this.ids.map((id) => this.restart(id)));
+  }
+
+  // ---- clocks, files, membership
+
+  /** Skews server `id`'s clock as test-clock.ts reads it ({} for none); needs `clockSkew`. */
+  async setClockSkew(id: number, skew: object): Promise<void> {
+    const file = this.clockFiles.get(id);
+    if (file === undefined) throw new Error(`server ${id} has no test clock (start the cluster with clockSkew)`);
+    // Whole or not at all: the server polls the file and must never read half of it.
+    await writeFile(`${file}.next`, JSON.stringify(skew));
+    await rename(`${file}.next`, file);
+  }
+
+  dataDir(id: number): string {
+    return this.server(id).options.dataDir;
+  }
+
+  /**
+   * Server `id`'s line for reconfig as `viewOf` sees it: its peer ports are `viewOf`'s link proxies
+   * to it (so the leader that runs the change dials it through its own links), its client port the
+   * clients' proxy.
+   */
+  memberLine(id: number, role: "participant" | "observer", viewOf: number): string {
+    const entry = this.views.get(viewOf)?.find((e) => e.id === id);
+    if (entry === undefined) throw new Error(`no server ${id} in server ${viewOf}'s view`);
+    return `server.${id}=127.0.0.1:${entry.quorumPort}:${entry.electionPort}:${role};127.0.0.1:${this.clientLinks.get(id)!.port}`;
   }
 
   // ---- roles

@@ -58,6 +58,17 @@ export interface AddOp extends OpBase {
 }
 
 /**
+ * Unique-id workload: a persistent-sequential create of `<parent>/<tag>-` (the tag unique per op);
+ * the id is the sequence number the server appended, `result.id` as the answer's path carried it.
+ */
+export interface TakeIdOp extends OpBase {
+  f: "take-id";
+  parent: string;
+  tag: string;
+  result?: { id: number };
+}
+
+/**
  * Lock workload. "acquire" ends ok with the fencing token (decimal string); "use" is one write to
  * the fenced resource made while the worker believed it held the lock (ok: accepted, fail:
  * refused as stale, error "FENCED"); "release" ends ok when the worker let the lock go.
@@ -77,7 +88,90 @@ export interface ReleaseOp extends OpBase {
   token: string;
 }
 
-export type Op = WriteOp | CasOp | ReadOp | AddOp | AcquireOp | UseOp | ReleaseOp;
+/**
+ * Queue workload (ZooKeeper's queue recipe): "enqueue" is a persistent-sequential create under the
+ * queue holding `item` (unique per op); "dequeue" is the delete of one child, `path`, whose data a
+ * getData just before read as `item` — a take is the first dequeue that ends ok after a
+ * getChildren, the lowest child first; NONODE (someone else took it) ends a dequeue as fail.
+ */
+export interface EnqueueOp extends OpBase {
+  f: "enqueue";
+  item: string;
+}
+
+export interface DequeueOp extends OpBase {
+  f: "dequeue";
+  path: string;
+  item: string;
+}
+
+/**
+ * Counter workload: one znode holding a decimal count, "0" at version 0. "increment" read
+ * `expectedVersion` and wrote `expectedVersion + 1` only if the version was still that (so value
+ * and version stay equal); "counter-read" is a sync then a getData.
+ */
+export interface IncrementOp extends OpBase {
+  f: "increment";
+  expectedVersion: number;
+  result?: { value: number };
+}
+
+export interface CounterReadOp extends OpBase {
+  f: "counter-read";
+  result?: { value: number };
+}
+
+/**
+ * Watch workload: one writer sets the watched key to `value` (unique per write); watchers read it
+ * and keep a watch on it, "one-shot" (re-armed by the getData that reads each value) or
+ * "persistent" (addWatch, read with a plain getData after each (re)registration). "watch-event"
+ * records each NodeDataChanged a watcher was called with, "watch-lost" each time its connection
+ * left the connected state (`state` the state it went to), both as they happened.
+ */
+export type WatchMode = "one-shot" | "persistent";
+
+export interface WatchWriteOp extends OpBase {
+  f: "watch-write";
+  value: string;
+  result?: { version: number; mzxid: string };
+}
+
+export interface WatchReadOp extends OpBase {
+  f: "watch-read";
+  mode: WatchMode;
+  result?: { value: string; version: number; mzxid: string };
+}
+
+export interface WatchEventOp extends OpBase {
+  f: "watch-event";
+  mode: WatchMode;
+  /** The zxid of the txn that fired it (decimal). */
+  zxid: string;
+}
+
+export interface WatchLostOp extends OpBase {
+  f: "watch-lost";
+  mode: WatchMode;
+  state: string;
+}
+
+export type Op =
+  | WriteOp
+  | CasOp
+  | ReadOp
+  | AddOp
+  | TakeIdOp
+  | AcquireOp
+  | UseOp
+  | ReleaseOp
+  | EnqueueOp
+  | DequeueOp
+  | IncrementOp
+  | CounterReadOp
+  | WatchWriteOp
+  | WatchReadOp
+  | WatchEventOp
+  | WatchLostOp;
 
 /** The register key every register op names; keys start at version 0 holding INITIAL_VALUE. */
 export const INITIAL_VALUE = "init";
@@ -86,6 +180,42 @@ export const INITIAL_VALUE = "init";
 export interface FinalSetRead {
   server: number;
   elements: string[];
+}
+
+/** What the unique-id workload found at the end on one server, after a sync: every node under every id parent. */
+export interface FinalIdRead {
+  server: number;
+  /** `<parent>/<tag>-<id, ten digits>` */
+  nodes: string[];
+}
+
+/** What the queue workload found at the end on one server: the items still queued, in queue order. */
+export interface FinalQueueRead {
+  server: number;
+  items: string[];
+}
+
+/** The counter's value on one server at the end. */
+export interface FinalCounterRead {
+  server: number;
+  value: number;
+}
+
+/** The watched key on one server at the end. */
+export interface FinalWatchedRead {
+  server: number;
+  value: string;
+  version: number;
+  mzxid: string;
+}
+
+/** Everything read from the servers at the end. */
+export interface FinalReads {
+  sets: readonly FinalSetRead[];
+  ids: readonly FinalIdRead[];
+  queues: readonly FinalQueueRead[];
+  counters: readonly FinalCounterRead[];
+  watched: readonly FinalWatchedRead[];
 }
 
 /** One fault the nemesis injected, with when it started and (if healed) ended. */

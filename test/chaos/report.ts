@@ -58,6 +58,8 @@ export interface RunStats {
   faultsInjected: number;
   /** In order of each kind's first injection. */
   faultsByKind: Record<string, number>;
+  /** Faults a nemesis chose not to inject (see isDeferral), by kind. */
+  deferredByKind: Record<string, number>;
   /** The longest stretch with no operation of any kind completing ok. */
   longestUnavailability: SecondsWindow;
   validity: Validity;
@@ -88,7 +90,24 @@ export interface Bucket {
 export const DEFAULT_BUCKET_MS = 1_000;
 
 /** Fixed order so per-kind tables read the same from run to run. */
-export const OP_KINDS: readonly OpKind[] = ["write", "cas", "read", "add", "acquire", "use", "release"];
+export const OP_KINDS: readonly OpKind[] = [
+  "write",
+  "cas",
+  "read",
+  "add",
+  "take-id",
+  "acquire",
+  "use",
+  "release",
+  "enqueue",
+  "dequeue",
+  "increment",
+  "counter-read",
+  "watch-write",
+  "watch-read",
+  "watch-event",
+  "watch-lost",
+];
 
 // ---------------------------------------------------------------------------------------------
 // Pure computations over the history
@@ -199,6 +218,14 @@ function countOutcomesByKind(ops: readonly Op[]): Partial<Record<OpKind, Outcome
   return byKind;
 }
 
+/**
+ * A record of a fault a nemesis chose not to inject, and why (a corruption the damage budget did not
+ * allow): its kind ends in "-deferred"; it lasts no time and injected nothing.
+ */
+export function isDeferral(fault: FaultRecord): boolean {
+  return fault.kind.endsWith("-deferred");
+}
+
 /** Built through a Map and Object.fromEntries so a kind such as "__proto__" stays an ordinary key. */
 function countFaultsByKind(faults: readonly FaultRecord[]): Record<string, number> {
   const counts = new Map<string, number>();
@@ -216,8 +243,9 @@ export function computeStats(run: ChaosRun): RunStats {
     operations: countOutcomes(run.ops),
     pendingAtEnd: run.ops.filter((op) => op.outcome === "unknown" && op.completedAt === undefined).length,
     byKind: countOutcomesByKind(run.ops),
-    faultsInjected: run.faults.length,
-    faultsByKind: countFaultsByKind(run.faults),
+    faultsInjected: run.faults.filter((f) => !isDeferral(f)).length,
+    faultsByKind: countFaultsByKind(run.faults.filter((f) => !isDeferral(f))),
+    deferredByKind: countFaultsByKind(run.faults.filter(isDeferral)),
     longestUnavailability: toSeconds(longestUnavailability(run.ops, run.durationMs)),
     validity: overallValidity(run.verdicts),
     invalidCheckers: run.verdicts.filter((v) => v.valid === false).map((v) => v.checker),
@@ -258,9 +286,11 @@ function operationsSentence(stats: RunStats): string {
 }
 
 function faultsSentence(stats: RunStats): string {
-  if (stats.faultsInjected === 0) return "No faults injected.";
+  const deferred = Object.entries(stats.deferredByKind).map(([kind, n]) => `${kind} ${formatCount(n)}`);
+  const deferrals = deferred.length === 0 ? "" : ` Deferred: ${deferred.join(", ")}.`;
+  if (stats.faultsInjected === 0) return `No faults injected.${deferrals}`;
   const perKind = Object.entries(stats.faultsByKind).map(([kind, n]) => `${kind} ${formatCount(n)}`);
-  return `${plural(stats.faultsInjected, "fault")} injected (${perKind.join(", ")}).`;
+  return `${plural(stats.faultsInjected, "fault")} injected (${perKind.join(", ")}).${deferrals}`;
 }
 
 function unavailabilitySentence(stats: RunStats, durationMs: number): string {
@@ -469,6 +499,7 @@ function group(className: string, parts: readonly string[]): string {
 
 /** Shaded across both panels and the label strip above them; open-ended faults run to durationMs. */
 function renderFaults(faults: readonly FaultRecord[], durationMs: number, x: Scale): string {
+  faults = faults.filter((f) => !isDeferral(f));
   if (faults.length === 0) return "";
   // A stable sort on start time alone: ties keep the caller's order, so output depends on nothing else.
   const ordered = [...faults].sort((a, b) => a.startedAt - b.startedAt);
@@ -759,8 +790,9 @@ function rectSwatch(colour: string): string {
   return `<rect x="0" y="-6" width="18" height="12" fill="${colour}" fill-opacity="0.3" stroke="${colour}"/>`;
 }
 
+/** The kinds of the faults injected (deferrals are not drawn). */
 function distinctKinds(faults: readonly FaultRecord[]): string[] {
-  return [...new Set(faults.map((f) => f.kind))];
+  return [...new Set(faults.filter((f) => !isDeferral(f)).map((f) => f.kind))];
 }
 
 function renderFootnote(buckets: readonly Bucket[], bucketMs: number): string {
@@ -803,7 +835,7 @@ export function summaryText(paragraph: string, stats: RunStats): string {
     `validity: ${stats.validity}`,
     `operations: ${outcomeLine(stats.operations)}; pending at end ${stats.pendingAtEnd}`,
     ...Object.entries(stats.byKind).map(([kind, counts]) => `  ${kind}: ${outcomeLine(counts)}`),
-    `faults: ${stats.faultsInjected}${Object.entries(stats.faultsByKind)
+    `faults: ${stats.faultsInjected}${Object.entries({ ...stats.faultsByKind, ...stats.deferredByKind })
       .map(([kind, n]) => `; ${kind} ${n}`)
       .join("")}`,
     `longest unavailability: ${window.lengthS.toFixed(3)} s, from ${window.startS.toFixed(3)} s to ${window.endS.toFixed(3)} s`,

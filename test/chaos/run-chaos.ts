@@ -9,14 +9,20 @@ import { Prng } from "../sim/prng.js";
 import { waitFor } from "../helpers/wait.js";
 import { ChaosCluster } from "./chaos-cluster.js";
 import { checkAll, firstProgressAfter, liveness, type Workload } from "./checkers/index.js";
-import type { FaultRecord, FinalSetRead, Op, Verdict } from "./history.js";
-import { Nemesis, type NemesisName, type PartitionShape } from "./nemesis.js";
+import type { FaultRecord, FinalCounterRead, FinalIdRead, FinalQueueRead, FinalReads, FinalSetRead, FinalWatchedRead, Op, Verdict } from "./history.js";
+import { clusterNeeds, Nemesis, type NemesisName, type PartitionShape } from "./nemesis.js";
+import { counterWorker, oneShotWatcher, persistentWatcher, queueWorker, setUpRecipeWorkloads, WATCHED_INITIAL, watchWriter } from "./recipe-workloads.js";
 import { summarize, writeReport } from "./report.js";
 import {
+  COUNTER_PATH,
   FencedResource,
   HistoryRecorder,
+  IDS_ROOT,
+  idParents,
+  idWorker,
   lockWorker,
   type NodeRing,
+  QUEUE_ROOT,
   REGISTER_ROOT,
   registerKeys,
   registerWorker,
@@ -25,6 +31,8 @@ import {
   SET_ROOT,
   setDirectories,
   setWorker,
+  text,
+  WATCHED_PATH,
   type WorkerContext,
   withLimit,
 } from "./workloads.js";
@@ -45,10 +53,15 @@ export interface ChaosRunOptions {
   quietMs?: readonly [number, number];
   registerWorkers?: number;
   setWorkers?: number;
+  idWorkers?: number;
   lockWorkers?: number;
+  queueWorkers?: number;
+  counterWorkers?: number;
+  /** Watchers of the watched key, one-shot and persistent in turn; with any, one writer too. */
+  watchWorkers?: number;
   /** Operations per register key before the workers move on to a fresh key. */
   opsPerKey?: number;
-  /** Set elements per directory (one getChildren answer must hold a directory). */
+  /** Set elements per directory, ids per id parent (one getChildren answer must hold either). */
   elementsPerDir?: number;
   /** Progress lines (fault log, phases); silent when absent. */
   log?: (line: string) => void;
@@ -82,12 +95,13 @@ export async function runChaos(options: ChaosRunOptions): Promise<ChaosRunResult
     observers: options.observers ?? 0,
     tickMs,
     ...(options.serverEnv === undefined ? {} : { env: options.serverEnv }),
+    ...clusterNeeds(options.nemeses),
   });
   const started = performance.now();
   const now = () => Math.round((performance.now() - started) * 10) / 10;
   const history = new HistoryRecorder(now);
   const extraVerdicts: Verdict[] = [];
-  let finals: FinalSetRead[];
+  let finals: FinalReads;
   let nemesis: Nemesis | undefined;
   let workloadEnd: number;
   try {
@@ -95,7 +109,8 @@ export async function runChaos(options: ChaosRunOptions): Promise<ChaosRunResult
     await waitFor("a leader", () => cluster.agreedLeader(), RECOVERY_LIMIT_MS);
     const keys = registerKeys(options.opsPerKey ?? 200);
     const directories = setDirectories(options.elementsPerDir ?? 1_000);
-    await setUp(cluster.connectString, [keys, directories]);
+    const parents = idParents(options.elementsPerDir ?? 1_000);
+    await setUp(cluster.connectString, [keys, directories, parents]);
 
     let stopping = false;
     const context: WorkerContext = {
@@ -111,8 +126,13 @@ export async function runChaos(options: ChaosRunOptions): Promise<ChaosRunResult
     const counts = workerCounts(options);
     for (let i = 0; i < counts.register; i++) workers.push(registerWorker(process++, context, keys, prng.fork()));
     for (let i = 0; i < counts.set; i++) workers.push(setWorker(process++, context, directories));
+    for (let i = 0; i < counts.ids; i++) workers.push(idWorker(process++, context, parents));
     const resource = new FencedResource();
     for (let i = 0; i < counts.lock; i++) workers.push(lockWorker(process++, context, resource, prng.fork()));
+    for (let i = 0; i < counts.queue; i++) workers.push(queueWorker(process++, context, prng.fork()));
+    for (let i = 0; i < counts.counter; i++) workers.push(counterWorker(process++, context, prng.fork()));
+    if (counts.watches > 0) workers.push(watchWriter(process++, context));
+    for (let i = 0; i < counts.watches; i++) workers.push((i % 2 === 0 ? oneShotWatcher : persistentWatcher)(process++, context));
 
     nemesis = new Nemesis(cluster, {
       nemeses: options.nemeses,
@@ -139,7 +159,7 @@ export async function runChaos(options: ChaosRunOptions): Promise<ChaosRunResult
       () => false,
     );
     // The workers run on against the healed cluster until every workload has made progress again
-    // (a register op, a set add, a lock grant), and at least a few seconds.
+    // (a register op, a set add, an id, a lock grant), and at least a few seconds.
     const healedAt = now();
     const workloads = (Object.keys(counts) as Workload[]).filter((w) => counts[w] > 0);
     const progressed = () => workloads.every((w) => firstProgressAfter(history.ops, w, healedAt) !== undefined);
@@ -172,14 +192,14 @@ export async function runChaos(options: ChaosRunOptions): Promise<ChaosRunResult
       cluster,
       cluster.ids.filter((id) => cluster.isRunning(id)),
     );
-    finals = final.sets;
+    finals = { sets: final.sets, ids: final.ids, queues: final.queues, counters: final.counters, watched: final.watched };
     extraVerdicts.push(convergence(final.registers, final.unreadable));
   } finally {
     if (options.outDir !== undefined) await cluster.saveLogs(options.outDir).catch(() => undefined);
     await cluster.stop();
   }
 
-  const verdicts = [...checkAll(history.ops, finals), ...extraVerdicts];
+  const verdicts = [...checkAll(history.ops, finals, { watchedInitial: WATCHED_INITIAL }), ...extraVerdicts];
   const faults = nemesis?.faults ?? [];
   const run = {
     durationMs: workloadEnd > 0 ? workloadEnd : now(),
@@ -206,14 +226,23 @@ export async function runChaos(options: ChaosRunOptions): Promise<ChaosRunResult
 
 /** How many workers each workload runs (the defaults when the options say nothing). */
 function workerCounts(options: ChaosRunOptions): Record<Workload, number> {
-  return { register: options.registerWorkers ?? 5, set: options.setWorkers ?? 2, lock: options.lockWorkers ?? 3 };
+  return {
+    register: options.registerWorkers ?? 5,
+    set: options.setWorkers ?? 2,
+    ids: options.idWorkers ?? 2,
+    lock: options.lockWorkers ?? 3,
+    queue: options.queueWorkers ?? 2,
+    counter: options.counterWorkers ?? 2,
+    watches: options.watchWorkers ?? 4,
+  };
 }
 
 async function setUp(connectString: string, rings: readonly NodeRing[]): Promise<void> {
   const client = await Client.connect(connectString, { connectTimeoutMs: 30_000 });
   try {
-    for (const path of [ROOT, REGISTER_ROOT, SET_ROOT, LOCK_ROOT]) await client.create(path, "");
+    for (const path of [ROOT, REGISTER_ROOT, SET_ROOT, IDS_ROOT, LOCK_ROOT]) await client.create(path, "");
     for (const ring of rings) await ring.init(client);
+    await setUpRecipeWorkloads(client);
   } finally {
     await client.close();
   }
@@ -221,39 +250,66 @@ async function setUp(connectString: string, rings: readonly NodeRing[]): Promise
 
 interface FinalState {
   sets: FinalSetRead[];
+  ids: FinalIdRead[];
+  queues: FinalQueueRead[];
+  counters: FinalCounterRead[];
+  watched: FinalWatchedRead[];
   /** Per server: key → "version:value". */
   registers: Map<number, Map<string, string>>;
   unreadable: string[];
 }
 
 /** Every live server's view, each read through a direct connection after a sync. */
-async function readFinalState(cluster: ChaosCluster, ids: readonly number[]): Promise<FinalState> {
+async function readFinalState(cluster: ChaosCluster, serverIds: readonly number[]): Promise<FinalState> {
   const sets: FinalSetRead[] = [];
+  const ids: FinalIdRead[] = [];
+  const queues: FinalQueueRead[] = [];
+  const counters: FinalCounterRead[] = [];
+  const watched: FinalWatchedRead[] = [];
   const registers = new Map<number, Map<string, string>>();
   const unreadable: string[] = [];
-  for (const id of ids) {
+  for (const id of serverIds) {
     try {
       const view = await withRetries(() => readServer(cluster.directConnectString(id)));
       sets.push({ server: id, elements: view.elements });
+      ids.push({ server: id, nodes: view.idNodes });
+      queues.push({ server: id, items: view.queued });
+      counters.push({ server: id, value: view.count });
+      watched.push({ server: id, ...view.watched });
       registers.set(id, view.registers);
     } catch (error) {
       unreadable.push(`server ${id} could not be read after the run: ${error instanceof Error ? error.message : String(error)}`);
     }
   }
-  return { sets, registers, unreadable };
+  return { sets, ids, queues, counters, watched, registers, unreadable };
 }
 
 function lastLines(text: string, count: number): string {
   return text.trimEnd().split("\n").slice(-count).join("\n");
 }
 
-async function readServer(connectString: string): Promise<{ elements: string[]; registers: Map<string, string> }> {
+interface ServerView {
+  elements: string[];
+  idNodes: string[];
+  registers: Map<string, string>;
+  /** The queue's items, lowest child first. */
+  queued: string[];
+  count: number;
+  watched: { value: string; version: number; mzxid: string };
+}
+
+async function readServer(connectString: string): Promise<ServerView> {
   const client = await Client.connect(connectString, { connectTimeoutMs: 10_000 });
   try {
     await client.sync(ROOT);
     const elements: string[] = [];
     for (const directory of await client.getChildren(SET_ROOT)) elements.push(...(await client.getChildren(`${SET_ROOT}/${directory}`)));
     elements.sort();
+    const idNodes: string[] = [];
+    for (const parent of await client.getChildren(IDS_ROOT)) {
+      for (const name of await client.getChildren(`${IDS_ROOT}/${parent}`)) idNodes.push(`${IDS_ROOT}/${parent}/${name}`);
+    }
+    idNodes.sort();
     const registers = new Map<string, string>();
     const keys = (await client.getChildren(REGISTER_ROOT)).sort();
     for (let i = 0; i < keys.length; i += 100) {
@@ -261,7 +317,14 @@ async function readServer(connectString: string): Promise<{ elements: string[]; 
       const reads = await Promise.all(chunk.map((key) => client.getData(`${REGISTER_ROOT}/${key}`)));
       chunk.forEach((key, j) => registers.set(key, `${reads[j]!.stat.version}:${Buffer.from(reads[j]!.data).toString("utf8")}`));
     }
-    return { elements, registers };
+    const queued: string[] = [];
+    for (const child of (await client.getChildren(QUEUE_ROOT)).sort()) {
+      // A child listed here is still there: nothing deletes while the final state is read.
+      queued.push(text((await client.getData(`${QUEUE_ROOT}/${child}`)).data));
+    }
+    const count = Number(text((await client.getData(COUNTER_PATH)).data));
+    const { data, stat } = await client.getData(WATCHED_PATH);
+    return { elements, idNodes, registers, queued, count, watched: { value: text(data), version: stat.version, mzxid: stat.mzxid.toString() } };
   } finally {
     await client.close();
   }

@@ -2,6 +2,8 @@
  * `npm run chaos -- --time 300 --nemesis partition,kill,pause [--voters 3] [--observers 0]
  * [--seed N] [--out DIR]`: one chaos run against real server processes; writes the report
  * directory, prints its summary, exits 1 on any violation (2 when a checker could not decide).
+ * Nemeses: partition, kill, pause, delay, clock, corrupt, reconfig, or `all` for every one
+ * (e.g. `--nemesis all --voters 5 --observers 1`).
  */
 import { join } from "node:path";
 import { parseArgs } from "node:util";

@@ -11,7 +11,7 @@ import { Prng } from "../sim/prng.js";
 import { Scrape } from "../helpers/prometheus.js";
 import { waitFor } from "../helpers/wait.js";
 import { ChaosCluster } from "./chaos-cluster.js";
-import { Nemesis, type NemesisName } from "./nemesis.js";
+import { clusterNeeds, Nemesis, type NemesisName } from "./nemesis.js";
 import { judgeSoak, median, type LatencyWindow, type ProcessSample, type SoakVerdict } from "./soak-judge.js";
 import { withLimit } from "./workloads.js";
 
@@ -191,7 +191,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   const log = options.log ?? (() => undefined);
   const sampleMs = options.sampleMs ?? 5_000;
   const warmUpMs = options.warmUpMs ?? Math.min(60_000, options.durationMs / 5);
-  const cluster = await ChaosCluster.start({ voters: options.voters, tickMs: TICK_MS, metrics: true });
+  const cluster = await ChaosCluster.start({ voters: options.voters, tickMs: TICK_MS, metrics: true, ...clusterNeeds(options.nemeses) });
   const started = performance.now();
   const now = () => performance.now() - started;
   try {

@@ -6,19 +6,25 @@
  *   znode per key; keys are retired after a few hundred operations so that every key's history
  *   stays small enough to check exhaustively.
  * - set: creates of unique nodes (spread over directories), read back from every server at the end.
+ * - ids: sequential creates, each node named by a tag unique to its create; the sequence number the
+ *   server appends is the id (spread over parents, each parent's ids its own sequence).
  * - lock: the Lock recipe guarding a fenced resource that refuses a token lower than one it has
  *   seen; a holder that lost its lock without noticing keeps writing with its old token.
  */
 import { Client, type ClientState, type Stat, ZkError } from "../../src/index.js";
 import { Lock } from "../../src/recipes/lock.js";
 import type { Prng } from "../sim/prng.js";
-import type { AcquireOp, AddOp, CasOp, Op, ReadOp, ReleaseOp, UseOp, WriteOp } from "./history.js";
+import type { AcquireOp, AddOp, CasOp, Op, ReadOp, ReleaseOp, TakeIdOp, UseOp, WriteOp } from "./history.js";
 import { INITIAL_VALUE } from "./history.js";
 
 export const ROOT = "/chaos";
 export const REGISTER_ROOT = `${ROOT}/register`;
 export const SET_ROOT = `${ROOT}/set`;
 export const LOCK_ROOT = `${ROOT}/lock`;
+export const IDS_ROOT = `${ROOT}/ids`;
+export const QUEUE_ROOT = `${ROOT}/queue`;
+export const COUNTER_PATH = `${ROOT}/counter`;
+export const WATCHED_PATH = `${ROOT}/watched`;
 
 /** Errors that prove an operation did not take effect. Anything else leaves it unknown. */
 const DEFINITE_FAILURES = new Set(["BADVERSION", "NONODE", "NODEEXISTS", "NOTEMPTY", "BADARGUMENTS", "NOCHILDRENFOREPHEMERALS", "NOAUTH", "INVALIDACL"]);
@@ -26,11 +32,11 @@ const DEFINITE_FAILURES = new Set(["BADVERSION", "NONODE", "NODEEXISTS", "NOTEMP
 /** A harness-side bound on one operation: past it the outcome is unknown and the worker moves on. */
 const OPERATION_LIMIT_MS = 15_000;
 
-const text = (bytes: Uint8Array) => Buffer.from(bytes).toString("utf8");
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-const isConnected = (state: ClientState) => state === "connected" || state === "reconnected";
+export const text = (bytes: Uint8Array) => Buffer.from(bytes).toString("utf8");
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+export const isConnected = (state: ClientState) => state === "connected" || state === "reconnected";
 
-type OpInput<T extends Op> = Omit<T, "id" | "invokedAt" | "completedAt" | "outcome" | "error" | "result" | (T extends AcquireOp ? "token" : never)>;
+export type OpInput<T extends Op> = Omit<T, "id" | "invokedAt" | "completedAt" | "outcome" | "error" | "result" | (T extends AcquireOp ? "token" : never)>;
 
 /** The shared history: operations appended at invocation, completed in place. */
 export class HistoryRecorder {
@@ -96,7 +102,7 @@ export interface WorkerContext {
  * One worker's session: a fresh one after expiry (guarantees are per session, and the history
  * names the session each operation went through).
  */
-class WorkerSession {
+export class WorkerSession {
   private client: Client | undefined;
   /** Clients this session ever opened, all closed at the end. */
   private readonly opened: Client[] = [];
@@ -141,7 +147,7 @@ function waitForState(client: Client, ms: number): Promise<void> {
   });
 }
 
-const sessionOf = (client: Client) => client.sessionId.toString(16);
+export const sessionOf = (client: Client) => client.sessionId.toString(16);
 
 // ------------------------------------------------------------------------------------------------
 // register
@@ -224,6 +230,11 @@ export function setDirectories(elementsPerDir: number): NodeRing {
   return new NodeRing(SET_ROOT, "d", "", elementsPerDir);
 }
 
+/** Id parents: each hands out `idsPerParent` ids before the workers move on to a fresh one. */
+export function idParents(idsPerParent: number): NodeRing {
+  return new NodeRing(IDS_ROOT, "p", "", idsPerParent);
+}
+
 export async function registerWorker(process: number, context: WorkerContext, keys: NodeRing, prng: Prng): Promise<void> {
   const session = new WorkerSession(context);
   const { history } = context;
@@ -269,22 +280,47 @@ export async function registerWorker(process: number, context: WorkerContext, ke
 // ------------------------------------------------------------------------------------------------
 // set
 
-export async function setWorker(process: number, context: WorkerContext, directories: NodeRing): Promise<void> {
+/** A worker whose every operation is one `step` through a ready client, a think pause after each, until the run stops. */
+export async function stepWorker(context: WorkerContext, step: (client: Client, session: string) => Promise<unknown>): Promise<void> {
   const session = new WorkerSession(context);
-  let counter = 0;
   try {
     while (!context.stopping()) {
       const client = await session.ready();
       if (client === undefined) break;
-      const element = `e-${process}-${counter++}`;
-      await context.history.run<AddOp, string>({ process, session: sessionOf(client), f: "add", element }, () =>
-        client.create(directories.path(`${directories.take(client)}/${element}`), ""),
-      );
+      await step(client, sessionOf(client));
       await sleep(context.thinkMs);
     }
   } finally {
     await session.close();
   }
+}
+
+export function setWorker(process: number, context: WorkerContext, directories: NodeRing): Promise<void> {
+  let counter = 0;
+  return stepWorker(context, (client, session) => {
+    const element = `e-${process}-${counter++}`;
+    return context.history.run<AddOp, string>({ process, session, f: "add", element }, () =>
+      client.create(directories.path(`${directories.take(client)}/${element}`), ""),
+    );
+  });
+}
+
+// ------------------------------------------------------------------------------------------------
+// ids
+
+export function idWorker(process: number, context: WorkerContext, parents: NodeRing): Promise<void> {
+  let counter = 0;
+  return stepWorker(context, (client, session) => {
+    const parent = parents.path(parents.take(client));
+    const tag = `t${process}.${counter++}`;
+    return context.history.run<TakeIdOp, string>(
+      { process, session, f: "take-id", parent, tag },
+      () => client.create(`${parent}/${tag}-`, "", { mode: "persistent-sequential" }),
+      (op, path) => {
+        op.result = { id: Number(path.slice(path.lastIndexOf("-") + 1)) };
+      },
+    );
+  });
 }
 
 // ------------------------------------------------------------------------------------------------

@@ -17,15 +17,20 @@ import { ClusterProcess } from "../helpers/cluster-process.js";
 import { TcpProxy } from "../helpers/tcp-proxy.js";
 import { waitFor } from "../helpers/wait.js";
 
-/** The most these servers grant (20 ticks of 200 ms): an election is over well within it. */
-const SESSION_TIMEOUT_MS = 4_000;
+/**
+ * Granted by these servers' maxSessionTimeoutMs: a move is noticed at once (the connection is
+ * destroyed), and the session outlives an election on a loaded machine.
+ */
+const SESSION_TIMEOUT_MS = 20_000;
 
+/** Resolves on `wanted`; fails, rather than waiting for good, if the session ends first. */
 function nextState(client: Client, wanted: ClientState): Promise<void> {
-  return new Promise((resolve) => {
+  return new Promise((resolve, reject) => {
     const listener = (state: ClientState): void => {
-      if (state !== wanted) return;
+      if (state !== wanted && state !== "expired" && state !== "closed") return;
       client.off("state", listener);
-      resolve();
+      if (state === wanted) resolve();
+      else reject(new Error(`the session ended (${state}) instead of becoming ${wanted}`));
     };
     client.on("state", listener);
   });
@@ -102,7 +107,13 @@ describe("a persistent recursive watch across a move to another server", () => {
   const clients: Client[] = [];
   const proxies: TcpProxy[] = [];
   before(async () => {
-    cluster = await ClusterProcess.start({ voters: 3, tickMs: 200, initLimitTicks: 20, syncLimitTicks: 10 });
+    cluster = await ClusterProcess.start({
+      voters: 3,
+      tickMs: 200,
+      initLimitTicks: 20,
+      syncLimitTicks: 10,
+      config: { maxSessionTimeoutMs: SESSION_TIMEOUT_MS },
+    });
     await waitForLeader(cluster);
   });
   after(async () => {

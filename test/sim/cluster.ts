@@ -32,9 +32,10 @@ import { Prng } from "./prng.js";
 import { JUTE_CLIENTS } from "./jute-session.js";
 import { SDK_CLIENTS } from "./sdk-session.js";
 import { SimClient, type ClientStat, type ClientWorld, type ServerProcess } from "./sim-client.js";
-import { MemoryStorage } from "./twins/memory-storage.js";
+import { MemoryStorage, type DamageKind } from "./twins/memory-storage.js";
 import { EventQueue, type Scheduler } from "./twins/scheduler.js";
 import { SimNetwork } from "./twins/sim-network.js";
+import { TREE_DIVERGED } from "../../src/replica/tree-digest-check.js";
 
 export interface SimConfig {
   voters: number;
@@ -76,7 +77,24 @@ export interface SimConfig {
    * added does (their own view lists them as participants); reconfigurations add them.
    */
   spares: number;
+  /**
+   * Storage faults (twins/memory-storage.ts): a restart may find one of the server's records (the
+   * last one too) or its snapshot damaged — on one server at a time, so that a quorum of good
+   * copies always exists. Not in runs with reconfigurations, whose smaller configurations may have
+   * no copy to spare.
+   */
+  storageFaults: boolean;
+  /** SIMULATION SABOTAGE: every storage twin reads back without checking (MemoryStorage.uncheckedReads). */
+  uncheckedReads: boolean;
+  /** SIMULATION SABOTAGE: a server that found damage does not say it repairs (MemoryStorage.silentRepair). */
+  silentRepair: boolean;
 }
+
+/**
+ * For scripted scenarios: the real election over a network that loses, duplicates and breaks
+ * nothing, so that only the faults a test applies happen.
+ */
+export const SCRIPTED_NETWORK = { election: "fle", electionLoss: 0, electionDuplicate: 0, streamBreak: 0 } as const satisfies Partial<SimConfig>;
 
 export function defaultConfig(prng: Prng): SimConfig {
   return {
@@ -103,8 +121,15 @@ export function defaultConfig(prng: Prng): SimConfig {
     reconfig: prng.chance(0.4),
     spares: prng.pick([0, 1, 2]),
     juteClientShare: prng.pick([1 / 3, 1 / 2]),
+    storageFaults: prng.chance(0.5),
+    uncheckedReads: false,
+    silentRepair: false,
   };
 }
+
+/** A restart finds damage this often (storageFaults). */
+const DAMAGE_AT_RESTART_CHANCE = 0.3;
+const DAMAGE_KINDS: readonly DamageKind[] = ["bitFlip", "zeroed", "truncated", "misdirected"];
 
 /** How often the convergence and digest checks look. */
 const DIGEST_CHECK_INTERVAL_MS = 500;
@@ -135,6 +160,13 @@ export class SimServer {
   term = 0;
   /** The next ack this follower sends is its NEWLEADER ack (the only one that may name an older epoch). */
   firstAckPending = false;
+  /** Its tree was changed behind its back (alterTree): no digest of it is checked until a snapshot replaces it. */
+  treeAltered = false;
+  /**
+   * Its files were damaged at its last restart, and it has not yet got back everything it held
+   * durable then (it applied up to `damagedEnd`, a repair included): not a good copy until it has.
+   */
+  damagedEnd: number | undefined;
 
   constructor(
     readonly id: number,
@@ -275,7 +307,13 @@ export class Simulation implements Scheduler, ClientWorld {
     pings: 0,
     /** Times a server stopped reading a client connection at an inbound bound (SIM_INBOUND). */
     readsPaused: 0,
+    /** Learners that found their tree's digest differ from their leader's. */
+    treeDivergences: 0,
+    /** Storage faults: servers restarted with damaged files. */
+    damagedRestarts: 0,
   };
+  /** Each learner that found its tree's digest differ from its leader's, and when. */
+  readonly treeDivergences: { serverId: number; atMs: number }[] = [];
   /** Armed by pauseOnNextWrite: what to do to the next follower a client write reaches. */
   private writeTrap: { durationMs: number; cutClients: boolean } | undefined;
   /** Writes sent, by session and xid, until their txn is first applied and checked. */
@@ -296,7 +334,7 @@ export class Simulation implements Scheduler, ClientWorld {
     this.prng = new Prng(seed);
     const drawn = { ...defaultConfig(this.prng.fork()), ...config };
     // Client 3 is the super user (acl-workload.ts): a run with reconfigurations has one to send them.
-    this.config = drawn.reconfig ? { ...drawn, clients: Math.max(3, drawn.clients) } : drawn;
+    this.config = drawn.reconfig ? { ...drawn, clients: Math.max(3, drawn.clients), storageFaults: false } : drawn;
     const voters = Array.from({ length: this.config.voters }, (_, i) => i + 1);
     const observers = Array.from({ length: this.config.observers }, (_, i) => this.config.voters + i + 1);
     const spares = this.config.reconfig ? Array.from({ length: this.config.spares }, (_, i) => this.config.voters + this.config.observers + i + 1) : [];
@@ -332,6 +370,8 @@ export class Simulation implements Scheduler, ClientWorld {
     for (const id of [...voters, ...observers, ...spares]) {
       const fsyncMsMax = id === this.config.slowDiskServer ? 10 * this.config.fsyncMsMax : this.config.fsyncMsMax;
       const storage = new MemoryStorage(this, id, () => 1 + this.prng.int(fsyncMsMax));
+      storage.uncheckedReads = this.config.uncheckedReads;
+      storage.silentRepair = this.config.silentRepair;
       const view = spares.includes(id) ? [...initial, simMember(id, "participant")] : initial;
       this.servers.push(new SimServer(id, observers.includes(id), storage, view));
     }
@@ -349,6 +389,14 @@ export class Simulation implements Scheduler, ClientWorld {
 
   server(id: number): SimServer {
     return this.servers[id - 1]!;
+  }
+
+  /** Changes a node's data in one server's tree as no txn did (DataTree.alterBehindItsBackForTest). */
+  alterTree(serverId: number, path: string, data: Uint8Array): void {
+    const server = this.server(serverId);
+    server.tree.alterBehindItsBackForTest(path, data);
+    server.treeAltered = true;
+    this.log(`${serverId} tree altered at ${path}`);
   }
 
   log(line: string): void {
@@ -396,6 +444,7 @@ export class Simulation implements Scheduler, ClientWorld {
     const alive = () => server.up && server.incarnation === incarnation;
     const clock: Clock = {
       nowMs: () => this.clock(server),
+      wallMs: () => this.clock(server),
       every: (intervalMs, run) => {
         let stopped = false;
         const tick = (): void => {
@@ -442,7 +491,10 @@ export class Simulation implements Scheduler, ClientWorld {
         onFatal: (error) => this.checker.fail("committed prefixes agree", `server ${server.id} stopped on a failed durable write: ${String(error)}`),
         treeObserver: {
           applying: (txn, tree) => this.applying(server, txn, tree),
-          replaced: (tree) => this.checker.resetServer(server.id, tree.lastProcessedZxid, tree.digest()),
+          replaced: (tree) => {
+            server.treeAltered = false;
+            this.checker.resetServer(server.id, tree.lastProcessedZxid, tree.digest());
+          },
         },
         ...(this.config.election === "oracle"
           ? {
@@ -496,6 +548,13 @@ export class Simulation implements Scheduler, ClientWorld {
         case "session expired":
           this.stats.sessionsExpired += 1;
           break;
+        case TREE_DIVERGED:
+          this.stats.treeDivergences += 1;
+          this.treeDivergences.push({ serverId: server.id, atMs: this.nowMs });
+          // The trees of a correct cluster never differ (checkDigests): an alarm nothing caused is a false one.
+          if (!server.treeAltered)
+            this.checker.fail("committed prefixes agree", `server ${server.id} raised a tree digest alarm with its tree unaltered: ${text}`);
+          break;
         case "configuration in force":
           this.configInForce(server.id, Number.parseInt(String(f["version"]).slice(2), 16), String(f["members"]));
           break;
@@ -507,7 +566,7 @@ export class Simulation implements Scheduler, ClientWorld {
       // hex64 writes the id unsigned; the txns carry it signed.
       this.sessionOwnerSet(server, BigInt.asIntN(64, BigInt(f.session)), f.owner);
     };
-    return { debug, info: line, warn: line, error: line };
+    return { debug, info: line, warn: line, error: line, fatal: line };
   }
 
   /** Every txn, just before a server applies it: the checkers' view of the committed sequence. */
@@ -708,7 +767,7 @@ export class Simulation implements Scheduler, ClientWorld {
 
   private checkDigests(): void {
     for (const server of this.servers) {
-      if (server.up && server.replica) this.checker.digestAt(server.id, server.tree.lastProcessedZxid, server.tree.digest());
+      if (server.up && server.replica && !server.treeAltered) this.checker.digestAt(server.id, server.tree.lastProcessedZxid, server.tree.digest());
     }
     this.checkInbound();
   }
@@ -936,7 +995,24 @@ export class Simulation implements Scheduler, ClientWorld {
   private restart(server: SimServer): void {
     if (server.up) return;
     server.up = true;
+    if (this.config.storageFaults && this.prng.chance(DAMAGE_AT_RESTART_CHANCE) && this.servers.every((s) => s === server || !this.stillDamaged(s))) {
+      const end = server.storage.durableEnd();
+      const done = server.storage.damage(this.prng.pick(DAMAGE_KINDS), this.prng);
+      if (done !== undefined) {
+        this.stats.damagedRestarts += 1;
+        server.damagedEnd = end;
+        this.log(`${server.id} restarts with damaged files: ${done}`);
+      }
+    }
     this.boot(server);
+  }
+
+  /** Whether `server`'s files were damaged and it has not got back all it held then (one such server at a time). */
+  private stillDamaged(server: SimServer): boolean {
+    const end = server.damagedEnd;
+    if (end === undefined) return false;
+    if (server.up && server.serving && server.storage.durable.repairing === undefined && server.tree.lastProcessedZxid >= end) server.damagedEnd = undefined;
+    return server.damagedEnd !== undefined;
   }
 
   healAll(): void {
@@ -1055,6 +1131,14 @@ export class Simulation implements Scheduler, ClientWorld {
       this.log("a restarted server logged a reconfiguration that needs the minority: none stays out");
       minority = { crashed: [], isolated: [] };
       out.clear();
+    }
+    // A member whose files were damaged is no good copy until it has got back what it held: with one
+    // among the rest, the rest may hold too few good copies for a quorum (the property needs them).
+    if (out.size > 0 && this.servers.some((s) => !out.has(s.id) && this.stillDamaged(s))) {
+      this.log("a member with damaged files is among the rest: none stays out");
+      minority = { crashed: [], isolated: [] };
+      out.clear();
+      for (const server of this.servers) if (!server.up) this.applyFault({ kind: "restart", server: server.id });
     }
     for (const id of minority.crashed) this.applyFault({ kind: "crash", server: id });
     this.cutOff(new Set(minority.isolated));

@@ -80,7 +80,7 @@ test("every server brings in the same membership for each configuration version 
 test("after healing, every acknowledged reconfiguration is in force (or a later one is) at every member", () =>
   holds("an acknowledged reconfiguration is in force after healing"));
 
-test("the runs exercise what they claim to: elections, DIFF, TRUNC and SNAP syncs, acked writes through both doors, frames held behind a connect, pings, reads paused at inbound bounds, cleanup deletes, ACL refusals, minority-out convergences, reconfigurations", () => {
+test("the runs exercise what they claim to: elections, DIFF, TRUNC and SNAP syncs, acked writes through both doors, frames held behind a connect, pings, reads paused at inbound bounds, cleanup deletes, ACL refusals, minority-out convergences, reconfigurations, storage damage", () => {
   assert.equal(PROPERTIES.length, 21);
   const total = (key: keyof SimOutcome["stats"]) => outcomes.reduce((n, o) => n + o.stats[key], 0);
   assert.ok(outcomes.length === SEEDS);
@@ -102,4 +102,5 @@ test("the runs exercise what they claim to: elections, DIFF, TRUNC and SNAP sync
   assert.ok(total("readsPaused") > SEEDS, "servers stopped reading client connections at their inbound bounds");
   assert.ok(total("sessionMoves") > SEEDS / 4, "clients resumed their sessions on other connections");
   if (SEEDS >= 100) assert.ok(total("reconfigs") > SEEDS / 10 && total("reconfigsAcked") > 0, "reconfigurations came into force and were acknowledged");
+  if (SEEDS >= 100) assert.ok(total("damagedRestarts") > 0, "servers restarted with damaged files");
 });

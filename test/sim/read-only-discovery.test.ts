@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { Simulation, type SimServer } from "./cluster.js";
+import { SCRIPTED_NETWORK, Simulation, type SimServer } from "./cluster.js";
 
 const TICK_MS = 100;
 /** Long enough that read-only mode (2 s out of service) starts before the term gives up. */
@@ -17,13 +17,10 @@ function strandedLeader(seed: number): { sim: Simulation; stranded: SimServer } 
     voters: 3,
     observers: 0,
     clients: 0,
-    election: "fle",
+    ...SCRIPTED_NETWORK,
     readOnlyMode: true,
     tickMs: TICK_MS,
     initLimitTicks: INIT_LIMIT_TICKS,
-    electionLoss: 0,
-    electionDuplicate: 0,
-    streamBreak: 0,
     netDelayMsMax: 20,
   });
   sim.runFor(2_000);

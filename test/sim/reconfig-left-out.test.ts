@@ -11,7 +11,7 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { Simulation, type SimServer } from "./cluster.js";
+import { SCRIPTED_NETWORK, Simulation, type SimServer } from "./cluster.js";
 
 const OBSERVER = 6;
 
@@ -30,10 +30,7 @@ function promotionLoggedByTwo(seed: number): Stranded | undefined {
     spares: 0,
     clients: 3,
     reconfig: true,
-    election: "fle",
-    electionLoss: 0,
-    electionDuplicate: 0,
-    streamBreak: 0,
+    ...SCRIPTED_NETWORK,
     netDelayMsMax: 20,
     clientThinkMsMax: 200,
   });

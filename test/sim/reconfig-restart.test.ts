@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { Simulation, type SimMember } from "./cluster.js";
+import { SCRIPTED_NETWORK, Simulation, type SimMember } from "./cluster.js";
 
 function reconfigure(sim: Simulation, change: { joining?: SimMember[]; leaving?: number[] }, expectVoters: number[]): void {
   const before = sim.latestConfig.version;
@@ -35,10 +35,7 @@ test("a cluster restarted after 3 → 5 → 3 voters, before any snapshot, elect
       spares: 2,
       clients: 3,
       reconfig: true,
-      election: "fle",
-      electionLoss: 0,
-      electionDuplicate: 0,
-      streamBreak: 0,
+      ...SCRIPTED_NETWORK,
       snapshotEveryTxns: 100_000,
       committedLogRecordsMax: 500,
       clientThinkMsMax: 500,

@@ -9,7 +9,7 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { Simulation, type SimServer } from "./cluster.js";
+import { SCRIPTED_NETWORK, Simulation, type SimServer } from "./cluster.js";
 
 const OBSERVER = 4;
 
@@ -21,10 +21,7 @@ function promotionStranded(seed: number): { sim: Simulation; crashed: SimServer 
     spares: 0,
     clients: 3,
     reconfig: true,
-    election: "fle",
-    electionLoss: 0,
-    electionDuplicate: 0,
-    streamBreak: 0,
+    ...SCRIPTED_NETWORK,
     netDelayMsMax: 20,
     clientThinkMsMax: 500,
   });

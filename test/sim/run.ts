@@ -2,6 +2,9 @@
  * The simulator's command line (VOPR-style):
  *   npm run sim -- --seeds 200                        # 200 random seeds
  *   npm run sim -- --seed 1234 --steps 20 --verbose
+ *   npm run sim -- --seeds 200 --storage-faults         # storage faults in every run without reconfigurations
+ *   npm run sim -- --seeds 200 --unchecked-reads        # sabotage: storage reads back unchecked
+ *   npm run sim -- --seeds 200 --silent-repair          # sabotage: a damaged server does not say it repairs
  * Prints every failing seed with the command that replays it exactly; exits 1 on any failure.
  */
 import { runSeed } from "./runner.js";
@@ -13,10 +16,13 @@ interface Args {
   verbose: boolean;
   first: number;
   election: "fle" | "oracle" | undefined;
+  /** SIMULATION SABOTAGE, to see the storage damage properties fail (RunOptions.sabotage). */
+  sabotage: "uncheckedReads" | "silentRepair" | undefined;
+  storageFaults: boolean;
 }
 
 function parseArgs(argv: string[]): Args {
-  const args: Args = { seeds: 20, seed: undefined, steps: 12, verbose: false, first: 0, election: undefined };
+  const args: Args = { seeds: 20, seed: undefined, steps: 12, verbose: false, first: 0, election: undefined, sabotage: undefined, storageFaults: false };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const value = (): number => {
@@ -29,11 +35,17 @@ function parseArgs(argv: string[]): Args {
     else if (flag === "--steps") args.steps = value();
     else if (flag === "--first") args.first = value();
     else if (flag === "--verbose") args.verbose = true;
+    else if (flag === "--unchecked-reads") args.sabotage = "uncheckedReads";
+    else if (flag === "--silent-repair") args.sabotage = "silentRepair";
+    else if (flag === "--storage-faults") args.storageFaults = true;
     else if (flag === "--election") {
       const kind = argv[++i];
       if (kind !== "fle" && kind !== "oracle") throw new Error("--election takes fle or oracle");
       args.election = kind;
-    } else throw new Error(`unknown flag ${flag} (use --seeds N, --seed S, --steps K, --first F, --election fle|oracle, --verbose)`);
+    } else
+      throw new Error(
+        `unknown flag ${flag} (use --seeds N, --seed S, --steps K, --first F, --election fle|oracle, --storage-faults, --unchecked-reads, --silent-repair, --verbose)`,
+      );
   }
   return args;
 }
@@ -45,7 +57,12 @@ let failed = 0;
 const started = Date.now();
 const totals: Record<string, number> = {};
 for (const seed of seeds) {
-  const outcome = runSeed(seed, args.election === undefined ? { steps: args.steps } : { steps: args.steps, election: args.election });
+  const outcome = runSeed(seed, {
+    steps: args.steps,
+    ...(args.election === undefined ? {} : { election: args.election }),
+    ...(args.sabotage === undefined ? {} : { sabotage: args.sabotage }),
+    ...(args.storageFaults ? { storageFaults: true } : {}),
+  });
   for (const [key, value] of Object.entries(outcome.stats)) if (key !== "events") totals[key] = (totals[key] ?? 0) + value;
   if (outcome.violations.length > 0 || args.verbose) {
     console.log(`seed ${seed}: ${outcome.violations.length === 0 ? "ok" : "FAILED"} ${JSON.stringify(outcome.stats)}`);
@@ -56,7 +73,9 @@ for (const seed of seeds) {
     for (const v of outcome.violations.slice(0, 5)) console.log(`  [${v.property}] ${v.message}`);
     if (args.verbose) for (const line of outcome.trace) console.log(`  | ${line}`);
     const election = args.election === undefined ? "" : ` --election ${args.election}`;
-    console.log(`  replay: node ${script} --seed ${seed} --steps ${args.steps}${election} --verbose`);
+    const sabotage = args.sabotage === undefined ? "" : args.sabotage === "uncheckedReads" ? " --unchecked-reads" : " --silent-repair";
+    const storage = args.storageFaults ? " --storage-faults" : "";
+    console.log(`  replay: node ${script} --seed ${seed} --steps ${args.steps}${election}${sabotage}${storage} --verbose`);
   }
 }
 const seconds = ((Date.now() - started) / 1000).toFixed(1);

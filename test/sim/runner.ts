@@ -18,10 +18,18 @@ export interface RunOptions {
   schedule?: ScheduledFault[];
   /** Force one election (default: drawn from the seed, mostly the real FastLeaderElection). */
   election?: "fle" | "oracle";
+  /** SIMULATION SABOTAGE: storage reads back without checking, or a damaged server does not say it repairs (SimConfig). */
+  sabotage?: "uncheckedReads" | "silentRepair";
+  /** Storage faults (SimConfig.storageFaults) on in every run without reconfigurations, not in about half. */
+  storageFaults?: boolean;
 }
 
 export function runSeed(seed: number, options: RunOptions = {}): SimOutcome {
-  const sim = new Simulation(seed, options.election === undefined ? {} : { election: options.election });
+  const sim = new Simulation(seed, {
+    ...(options.election === undefined ? {} : { election: options.election }),
+    ...(options.sabotage === undefined ? {} : { [options.sabotage]: true }),
+    ...(options.storageFaults === true ? { storageFaults: true } : {}),
+  });
   const scheduleRng = sim.prng.fork();
   const schedule = options.schedule ?? randomSchedule(scheduleRng, sim.servers.length, sim.config.voters, options.steps ?? 12, sim.config.reconfig);
   try {

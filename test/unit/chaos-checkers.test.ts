@@ -13,11 +13,17 @@ import {
   checkReadConsistency,
   checkRegisterLinearizable,
   checkSet,
+  checkUniqueIds,
+  COUNTER_CHECKER,
   FENCED_LOCK_CHECKER,
+  idNodePath,
   liveness,
+  QUEUE_CHECKER,
   READ_CONSISTENCY_CHECKER,
   REGISTER_CHECKER,
   SET_CHECKER,
+  UNIQUE_IDS_CHECKER,
+  WATCHES_CHECKER,
 } from "../chaos/checkers/index.js";
 import {
   INITIAL_VALUE,
@@ -28,10 +34,12 @@ import {
   type Outcome,
   type ReadOp,
   type ReleaseOp,
+  type TakeIdOp,
   type UseOp,
   type Verdict,
   type WriteOp,
 } from "../chaos/history.js";
+import { history } from "../helpers/chaos-history.js";
 
 // ---------------------------------------------------------------------------------------------
 // Builders. Ops get their ids from `history`, in invocation order as the format promises.
@@ -85,6 +93,13 @@ function add(span: Span, element: string, outcome: Outcome, who: Who = {}): AddO
   return { ...base(span, who, outcome, outcome === "ok" ? undefined : outcome === "fail" ? "NODEEXISTS" : "CONNECTIONLOSS"), f: "add", element };
 }
 
+/** A sequential create under `parent` ("/ids/a" unless said), tagged `tag`; `id` when it was acknowledged. */
+function takeId(span: Span, tag: string, id: number | "unknown" | "fail", parent = "/ids/a", who: Who = {}): TakeIdOp {
+  const outcome: Outcome = typeof id === "number" ? "ok" : id;
+  const error = outcome === "ok" ? undefined : outcome === "fail" ? "NONODE" : "CONNECTIONLOSS";
+  return { ...base(span, who, outcome, error), f: "take-id", parent, tag, ...(typeof id === "number" ? { result: { id } } : {}) };
+}
+
 function acquire(span: Span, token: string | undefined, who: Who = {}): AcquireOp {
   return { ...base(span, who, token === undefined ? "unknown" : "ok"), f: "acquire", ...(token === undefined ? {} : { token }) };
 }
@@ -95,13 +110,6 @@ function use(span: Span, token: string, outcome: Outcome, who: Who = {}): UseOp 
 
 function release(span: Span, token: string, who: Who = {}): ReleaseOp {
   return { ...base(span, who, "ok"), f: "release", token };
-}
-
-function history(...ops: Op[]): Op[] {
-  return ops
-    .map((op, written) => ({ op, written }))
-    .sort((a, b) => a.op.invokedAt - b.op.invokedAt || a.written - b.written)
-    .map(({ op }, id) => ({ ...op, id }));
 }
 
 function assertValid(verdict: Verdict): void {
@@ -617,16 +625,72 @@ describe("liveness after the final heal", () => {
   });
 });
 
+describe("unique ids", () => {
+  const node = (tag: string, id: number, parent = "/ids/a") => idNodePath(parent, tag, id);
+
+  test("ids unique and increasing in real time, every acknowledged one on every server: valid", () => {
+    const ops = history(takeId([0, 2], "a", 0), takeId([1, 3], "b", 2), takeId([1, 4], "c", 1), takeId([5, 6], "d", 3), takeId([5, 9], "e", "unknown"));
+    const nodes = [node("a", 0), node("b", 2), node("c", 1), node("d", 3), node("e", 4)];
+    const verdict = checkUniqueIds(ops, [
+      { server: 1, nodes },
+      { server: 2, nodes },
+    ]);
+    assert.deepEqual(verdict.violations, []);
+    assert.equal(verdict.valid, true);
+  });
+
+  test("one id handed out twice under a parent is a violation; the same id under another parent is not", () => {
+    const ops = history(takeId([0, 2], "a", 5), takeId([1, 3], "b", 5), takeId([1, 3], "c", 5, "/ids/b"));
+    const nodes = [node("a", 5), node("b", 5), node("c", 5, "/ids/b")];
+    const verdict = checkUniqueIds(ops, [{ server: 1, nodes }]);
+    assert.deepEqual(verdict.violations.length, 2, verdict.violations.join("\n"));
+    assert.match(verdict.violations[0]!, /id 5 under \/ids\/a handed out twice/);
+    assert.match(verdict.violations[1]!, /server 1 holds two nodes with id 5 under \/ids\/a$/);
+  });
+
+  test("an id taken after a larger one was answered is a violation (concurrent creates may come in either order)", () => {
+    const ops = history(takeId([0, 1], "a", 7), takeId([2, 3], "b", 6), takeId([0, 5], "c", 3));
+    const verdict = checkUniqueIds(ops, [{ server: 1, nodes: [node("a", 7), node("b", 6), node("c", 3)] }]);
+    assert.deepEqual(verdict.violations.length, 1, verdict.violations.join("\n"));
+    assert.match(verdict.violations[0]!, /id 6 taken after id 7 was answered/);
+  });
+
+  test("a lost acknowledged id, a node no create attempted, one whose create failed, two nodes of one create, and diverging servers are each found", () => {
+    const ops = history(takeId([0, 1], "a", 0), takeId([0, 1], "b", "fail"), takeId([2, 3], "c", "unknown"));
+    const verdict = checkUniqueIds(ops, [
+      { server: 1, nodes: [node("a", 0), node("b", 1), node("x", 2), node("c", 3), node("c", 4)] },
+      { server: 2, nodes: [] },
+    ]);
+    const text = verdict.violations.join("\n");
+    assert.match(text, /server 2 lacks the node of an acknowledged id/);
+    assert.match(text, /holds \/ids\/a\/x-0000000002, which no create attempted/);
+    assert.match(text, /holds \/ids\/a\/b-0000000001 although its create definitively failed/);
+    assert.match(text, /server 1 holds two nodes of one create \(tag c\)/);
+    assert.match(text, /servers 1 and 2 diverge/);
+    assert.equal(verdict.valid, false);
+  });
+
+  test("acknowledged ids with no final read cannot be judged: unknown, not valid", () => {
+    assert.equal(checkUniqueIds(history(takeId([0, 1], "a", 0)), []).valid, "unknown");
+  });
+});
+
+const NO_FINALS = { sets: [], ids: [], queues: [], counters: [], watched: [] };
+
 describe("checkAll", () => {
   test("a history with none of a checker's ops gets a trivially valid verdict over 0 ops", () => {
-    const verdicts = checkAll([], []);
+    const verdicts = checkAll([], NO_FINALS);
     assert.deepEqual(
       verdicts.map((v) => [v.checker, v.valid, v.stats.ops]),
       [
         [REGISTER_CHECKER, true, 0],
         [READ_CONSISTENCY_CHECKER, true, 0],
         [SET_CHECKER, true, 0],
+        [UNIQUE_IDS_CHECKER, true, 0],
         [FENCED_LOCK_CHECKER, true, 0],
+        [QUEUE_CHECKER, true, 0],
+        [COUNTER_CHECKER, true, 0],
+        [WATCHES_CHECKER, true, 0],
       ],
     );
   });
@@ -638,15 +702,18 @@ describe("checkAll", () => {
       write([4, 5], "c", { v: 3, z: 120 }),
       read([6, 7], "a", 1, 100, { p: 2 }),
       add([0, 1], "e", "ok"),
+      takeId([0, 1], "t", 0),
       acquire([0, 1], "7"),
     );
-    const verdicts = checkAll(ops, [{ server: 1, elements: ["e"] }]);
+    const finals = { ...NO_FINALS, sets: [{ server: 1, elements: ["e"] }], ids: [{ server: 1, nodes: [idNodePath("/ids/a", "t", 0)] }] };
+    const verdicts = checkAll(ops, finals);
     assert.deepEqual(
       verdicts.map((v) => v.valid),
-      [true, true, true, true],
+      [true, true, true, true, true, true, true, true],
     );
     assert.equal(verdicts[0]!.stats.opsChecked, 3);
-    assert.equal(checkAll(ops, [{ server: 1, elements: ["e"] }], { register: { budgetStates: 1 } })[0]!.valid, "unknown");
+    assert.equal(verdicts[3]!.stats.acknowledged, 1);
+    assert.equal(checkAll(ops, finals, { register: { budgetStates: 1 } })[0]!.valid, "unknown");
   });
 });
 

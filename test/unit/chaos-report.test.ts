@@ -291,6 +291,22 @@ describe("summarize", () => {
     assert.deepEqual(stats.longestUnavailability, { startS: 1.2, endS: 3.6, lengthS: 2.4 });
   });
 
+  it("counts deferred faults apart from those injected, and draws none of them", () => {
+    const deferral = {
+      kind: "corrupt-deferred",
+      description: "no server may be damaged: voters {1,2,3} would keep 1 good copies",
+      startedAt: 900,
+      endedAt: 900,
+    };
+    const deferredRun = { ...run, faults: [...FAULTS, deferral] };
+    const { paragraph, stats } = summarize(deferredRun);
+    assert.equal(stats.faultsInjected, 3);
+    assert.deepEqual(stats.faultsByKind, { partition: 1, kill: 1, pause: 1 });
+    assert.deepEqual(stats.deferredByKind, { "corrupt-deferred": 1 });
+    assert.match(paragraph, /3 faults injected \(partition 1, kill 1, pause 1\)\. Deferred: corrupt-deferred 1\./);
+    assert.doesNotMatch(renderTimelineSvg(deferredRun.ops, deferredRun.faults, { durationMs: 60_000, title: "deferred" }), /corrupt-deferred/);
+  });
+
   it("names each invalid checker with its first violation", () => {
     const { paragraph, stats } = summarize({
       ...run,

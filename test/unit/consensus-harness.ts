@@ -63,11 +63,11 @@ export class HarnessServer {
   }
 
   get log(): LogRecord[] {
-    return this.storage.durable.log;
+    return this.storage.durableRecords;
   }
 
   set log(records: LogRecord[]) {
-    this.storage.durable.log = records;
+    this.storage.durableRecords = records;
   }
 
   get treeZxid(): number {
@@ -121,7 +121,7 @@ export class Harness {
   }
 
   /** Starts server `id` as leader (leaderId undefined) or as a learner of `leaderId`, from what is durable. */
-  start(id: number, leaderId?: number, pendingConfigs: readonly PendingConfig[] = []): ZabCore {
+  start(id: number, leaderId?: number, pendingConfigs: readonly PendingConfig[] = [], options: { repairing?: boolean } = {}): ZabCore {
     const s = this.server(id);
     const role =
       leaderId === undefined
@@ -146,6 +146,7 @@ export class Harness {
       ...(this.proposalsInFlightMax === undefined ? {} : { proposalsInFlightMax: this.proposalsInFlightMax }),
       ...(this.proposalBytesInFlightMax === undefined ? {} : { proposalBytesInFlightMax: this.proposalBytesInFlightMax }),
       ...(this.committedLogBytesMax === undefined ? {} : { committedLogBytesMax: this.committedLogBytesMax }),
+      ...(options.repairing === true ? { repairing: true } : {}),
     });
     s.stepDown = undefined;
     this.handle(s, s.zab.start());
@@ -242,7 +243,7 @@ export class Harness {
 export function describe(m: QuorumMessage): string {
   switch (m.type) {
     case "learnerInfo":
-      return `learnerInfo(${m.role}, accepted ${m.acceptedEpoch}, last ${formatZxid(m.lastZxid)})`;
+      return `learnerInfo(${m.role}, accepted ${m.acceptedEpoch}, last ${formatZxid(m.lastZxid)}${m.repairing === true ? ", repairing" : ""})`;
     case "leaderInfo":
       return `leaderInfo(${m.newEpoch})`;
     case "ackEpoch":
@@ -265,6 +266,8 @@ export function describe(m: QuorumMessage): string {
       return `ping(${m.touches.length})`;
     case "request":
       return `request(${m.cxid})`;
+    case "treeDigest":
+      return `treeDigest(${formatZxid(m.zxid)}${m.digest === undefined ? "" : ` ${m.digest}`})`;
     case "sync":
       return `sync(${m.syncId})`;
     case "syncDone":

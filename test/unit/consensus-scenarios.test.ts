@@ -91,8 +91,8 @@ test("a follower with an uncommitted tail from an older epoch is TRUNCated, then
     { zxid: z(1, 2), record: enc("b") },
   ];
   for (const id of [1, 2, 3]) Object.assign(h.server(id), { acceptedEpoch: 2, currentEpoch: 2, log: committed.slice() });
-  h.server(1).log.push({ zxid: z(2, 1), record: enc("c") });
-  h.server(3).log.push({ zxid: z(1, 3), record: enc("stale") });
+  h.server(1).log = [...h.server(1).log, { zxid: z(2, 1), record: enc("c") }];
+  h.server(3).log = [...h.server(3).log, { zxid: z(1, 3), record: enc("stale") }];
   establish(h, 1, [2, 3]);
   assert.ok(h.events().includes("# 1 sync 3 TRUNC 0x100000002..0x200000001: learner has a txn the leader's history lacks"));
   assert.ok(h.events().includes("# 1 sync 2 DIFF 0x100000002..0x200000001: learner's last zxid is in the committed-log window"));
@@ -413,4 +413,43 @@ test("a new term with a reconfiguration in its history establishes only on a quo
   h.deliver();
   assert.equal(leader.serving, true, "1 and 4 make the new configuration's quorum as well");
   assert.ok(h.events().includes(`# 1 configActivated 0x${z(1, 1).toString(16)}`), "established, its whole history commits: the reconfiguration is in force");
+});
+
+test("a repairing learner is no part of the quorum that decides the epoch, and is synced by SNAP whatever its zxid", () => {
+  const h = new Harness([1, 2, 3]);
+  h.start(1);
+  h.start(2, 1, [], { repairing: true });
+  h.deliver();
+  assert.ok(h.trace.includes("2→1 learnerInfo(participant, accepted 0, last 0x0, repairing)"));
+  assert.ok(!h.events().some((e) => e.includes("newEpoch")), "the leader and a repairing learner are no quorum of good copies");
+  h.start(3, 1);
+  h.deliver();
+  assert.ok(h.events().includes("# 1 newEpoch 1"));
+  assert.ok(h.events().includes("# 1 sync 2 SNAP 0x0..0x0: learner is repairing damaged state"), h.events().join("\n"));
+  assert.ok(h.events().includes("# 1 sync 3 DIFF 0x0..0x0: learner is in sync"));
+  for (const id of [1, 2, 3]) assert.ok(h.server(id).serving, `server ${id} serves`);
+  const zxid = h.propose("after the repair");
+  h.deliver();
+  for (const id of [1, 2, 3]) assert.deepEqual(h.server(id).applied, [zxid], `server ${id}`);
+});
+
+test("a repairing learner takes a snapshot below what it had applied (its state is what it repairs)", () => {
+  const h = new Harness([1, 2, 3]);
+  establish(h, 1, [2, 3]);
+  for (let i = 0; i < 3; i++) h.propose(`t${i}`);
+  h.deliver();
+  // Server 2's tree went bad at 0x100000003; the leader it finds next starts from its snapshot at 0x100000001.
+  const leaderLog = h.server(1).log.slice(0, 1);
+  Object.assign(h.server(1), { log: leaderLog, applied: [z(1, 1)] });
+  Object.assign(h.server(3), { log: leaderLog.slice(), applied: [z(1, 1)] });
+  h.start(1);
+  h.start(3, 1);
+  h.start(2, 1, [], { repairing: true });
+  h.deliver();
+  assert.ok(
+    h.events().some((e) => e.startsWith("# 1 sync 2 SNAP 0x100000001..")),
+    h.events().join("\n"),
+  );
+  assert.ok(h.server(2).serving, "the repaired learner serves");
+  assert.deepEqual(h.server(2).applied, h.server(1).applied);
 });

@@ -15,6 +15,7 @@ import {
   type WatchDelivery,
   type WatchEventTypeValue,
 } from "../../src/store/types.js";
+import { decodeSnapshot, encodeSnapshot } from "../../src/store/snapshot-codec.js";
 import { bytes, T, TxnScript, Z } from "../helpers/store-txns.js";
 
 const { NodeCreated, NodeDeleted, NodeDataChanged, NodeChildrenChanged } = WatchEventType;
@@ -786,6 +787,28 @@ describe("digest", () => {
     return script;
   }
 
+  test("a snapshot restored, or a tree rebuilt, holds the digest of the tree it was taken from", () => {
+    const script = base();
+    script.setData("/a", bytes("changed"));
+    assert.equal(decodeSnapshot(encodeSnapshot(script.tree)).digest(), script.tree.digest());
+  });
+
+  test("a multi that creates a node and deletes it again leaves the digest of an error txn", () => {
+    const script = base();
+    const twin = base();
+    script.apply({
+      type: "multi",
+      ops: [
+        { type: "create", path: "/a/tmp", data: bytes("x"), acl: OPEN_ACL_UNSAFE as Acl[], ephemeralOwner: 0n, parentCversion: 2 },
+        { type: "delete", path: "/a/tmp" },
+      ],
+    });
+    twin.error(-1);
+    // The parent's cversion and pzxid moved: not the twin's digest, but the one a full walk gives.
+    assert.notEqual(script.tree.digest(), twin.tree.digest());
+    assert.equal(script.tree.digest(), script.tree.recomputedDigest());
+  });
+
   test("two trees built by the same txns agree", () => {
     assert.equal(base().tree.digest(), base().tree.digest());
     assert.match(base().tree.digest(), /^[0-9a-f]{16}$/);
@@ -808,6 +831,7 @@ describe("digest", () => {
       mutate(script);
       const after = script.tree.digest();
       assert.notEqual(after, before);
+      assert.equal(after, script.tree.recomputedDigest(), "kept as the tree changed, it is what a full walk gives");
       for (const [other, digest] of seen) assert.notEqual(after, digest, `same digest as after ${other}`);
       seen.set(name, after);
     });

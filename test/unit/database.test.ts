@@ -2,7 +2,12 @@
 import assert from "node:assert/strict";
 import { after, test } from "node:test";
 import { pino } from "pino";
-import { DiskStorage } from "../../src/server/disk-storage.js";
+import { readdir, readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { Level } from "level";
+import { DataDamagedError, DiskStorage } from "../../src/server/disk-storage.js";
+import { logKey } from "../../src/store/disk/keys.js";
+import { REPAIR_MARKER_FILE } from "../../src/store/disk/repair-marker.js";
 import { DataTree } from "../../src/store/data-tree.js";
 import { encodeSnapshot } from "../../src/store/snapshot-codec.js";
 import { decodeTxn, encodeTxn } from "../../src/store/txn-codec.js";
@@ -30,7 +35,7 @@ function completion(run: (done: Done) => void): Promise<void> {
   );
 }
 
-const open = (dir: string) => DiskStorage.open(dir, { snapshotRetainCount: 3 }, logger);
+const open = (dir: string, onDamage: "refuse" | "repair" = "refuse") => DiskStorage.open(dir, { snapshotRetainCount: 3, onDamage }, logger);
 
 /** Logs `zxids` (and applies them to a tree), snapshotting the tree after `snapshotAfter`. */
 async function openWith(zxids: number[], snapshotAfter?: number) {
@@ -119,4 +124,62 @@ test("epochs persist across a reopen and default to the last logged zxid's epoch
     [0x2_0000_0001],
   );
   await third.storage.close();
+});
+
+/** Drops log record `zxid` behind the storage's back, as LevelDB's recovery does with a damaged block. */
+async function loseRecord(dir: string, zxid: number): Promise<void> {
+  const db = new Level<Buffer, Uint8Array>(join(dir, "log"), { keyEncoding: "buffer", valueEncoding: "view" });
+  await db.open();
+  await db.del(logKey(zxid));
+  await db.close();
+}
+
+test("a standalone server's damaged data is refused with what to do, and nothing in the data dir is touched", async () => {
+  const { storage, dir } = await openWith([1, 2, 3, 4, 5, 6], 2);
+  await storage.close();
+  await loseRecord(dir, 4);
+  const before = (await readdir(dir)).sort();
+  await assert.rejects(open(dir, "refuse"), (error: unknown) => {
+    assert.ok(error instanceof DataDamagedError);
+    assert.match(error.message, /refusing to start: the data in .* is damaged \(.*log: records missing between 0x3 and 0x5/);
+    assert.match(error.message, /restore .* from a backup/);
+    return true;
+  });
+  assert.deepEqual((await readdir(dir)).sort(), before);
+});
+
+test("a cluster member's damaged log is kept aside; it starts empty, marked as repairing, until a snapshot is installed", async () => {
+  const { storage, dir } = await openWith([1, 2, 3, 4, 5, 6], 2);
+  await storage.close();
+  await loseRecord(dir, 4);
+  const { storage: repairing, recovered } = await open(dir, "repair");
+  assert.match(recovered.repairing?.reason ?? "", /records missing between 0x3 and 0x5/);
+  assert.equal(recovered.tree.lastProcessedZxid, 0);
+  assert.deepEqual(recovered.unappliedTail, []);
+  assert.equal(repairing.log.lastAppendedZxid(), 0);
+  const entries = await readdir(dir);
+  assert.ok(
+    entries.some((name) => name.startsWith("log.damaged-")),
+    `the damaged log is kept: ${entries.join(", ")}`,
+  );
+  assert.match(await readFile(join(dir, REPAIR_MARKER_FILE), "utf8"), /records missing/);
+  await repairing.close();
+
+  // Stopped mid-repair: it repairs again, from an empty state, whatever the new log holds.
+  const { storage: again, recovered: againRecovered } = await open(dir, "repair");
+  assert.ok(againRecovered.repairing !== undefined);
+  const leader = new DataTree();
+  for (const zxid of [1, 2, 3, 4, 5, 6]) leader.apply(createTxn(zxid));
+  await completion((done) => again.snapshots.install(6, encodeSnapshot(leader), done));
+  assert.deepEqual(
+    (await readdir(dir)).filter((name) => name === REPAIR_MARKER_FILE),
+    [],
+    "the repair mark is gone",
+  );
+  await again.close();
+
+  const { storage: repaired, recovered: after } = await open(dir, "refuse");
+  assert.equal(after.repairing, undefined);
+  assert.equal(after.tree.digest(), leader.digest());
+  await repaired.close();
 });

@@ -414,3 +414,23 @@ test("a looking voter's vote for nobody in a later round pulls the others into t
   m.receive(note(3, "looking", 4, vote(1, 1, 5)), 2);
   assert.equal(m.tick(1_000).decided?.state, "leading");
 });
+
+test("a voter that may not lead proposes nobody even with the better log, and counts toward the quorum of the vote it adopts", () => {
+  const m = machine(3);
+  const out = m.startLooking({ ...SELF, lastZxid: makeZxid(1, 9), mayLead: false }, 0);
+  assert.deepEqual(sent(out), ["1: looking r1 nobody", "2: looking r1 nobody"], "its better log does not make it a candidate");
+  m.receive(note(1, "looking", 1, vote(1, 1, 2)), 1);
+  assert.equal(formatVote(m.currentVote), "1(e1 z1:2)");
+  const decided = m.tick(1 + 200);
+  assert.equal(decided.decided?.leader, 1, "it and server 1 make the quorum that elects 1");
+  assert.equal(decided.decided?.state, "following");
+});
+
+test("voters that may not lead never decide among themselves on nobody", () => {
+  const m = machine(1, quorum(3));
+  m.startLooking({ ...SELF, mayLead: false }, 0);
+  m.receive(note(2, "looking", 1, { ...NO_VOTE }), 1);
+  m.receive(note(3, "looking", 1, { ...NO_VOTE }), 2);
+  assert.equal(m.tick(10_000).decided, undefined);
+  assert.equal(m.state, "looking");
+});

@@ -59,15 +59,23 @@ const bytes = fc.oneof(
 const logRecord: fc.Arbitrary<LogRecord> = fc.record({ zxid, record: bytes });
 const touch: fc.Arbitrary<SessionTouch> = fc.record({ sessionId: int64, timeoutMs: uint32 });
 
+/** A tree digest as DataTree.digest writes it: 16 lower-case hex digits. */
+const treeDigest = fc.uint8Array({ minLength: 8, maxLength: 8 }).map((b) => Buffer.from(b).toString("hex"));
+
 const quorumMessage: fc.Arbitrary<QuorumMessage> = fc.oneof(
-  fc.record({
-    type: fc.constant("learnerInfo" as const),
-    sid: uint32,
-    role: fc.constantFrom("participant" as const, "observer" as const),
-    acceptedEpoch: uint53,
-    lastZxid: zxid,
-    protocolVersion: uint32,
-  }),
+  fc.record(
+    {
+      type: fc.constant("learnerInfo" as const),
+      sid: uint32,
+      role: fc.constantFrom("participant" as const, "observer" as const),
+      acceptedEpoch: uint53,
+      lastZxid: zxid,
+      protocolVersion: uint32,
+      repairing: fc.constant(true),
+    },
+    { requiredKeys: ["type", "sid", "role", "acceptedEpoch", "lastZxid", "protocolVersion"] },
+  ),
+  fc.record({ type: fc.constant("treeDigest" as const), zxid, digest: treeDigest }),
   fc.record({ type: fc.constant("leaderInfo" as const), newEpoch: uint53, protocolVersion: uint32 }),
   fc.record({ type: fc.constant("ackEpoch" as const), currentEpoch: uint53, lastZxid: zxid }),
   fc.record({ type: fc.constant("diff" as const), lastZxid: zxid }),
@@ -116,6 +124,7 @@ const notificationFrom = (from: number): fc.Arbitrary<Notification> =>
       pending: fc.record({ version: zxid, text: configText }, { noNullPrototype: true }),
       // Zero is not sent (proto3), so an absent `applied` stands for it.
       applied: uint53.filter((z) => z > 0),
+      repairing: fc.integer({ min: 1, max: 0xffffffff }),
     },
     { noNullPrototype: true, requiredKeys: ["from", "state", "vote", "round"] },
   );
@@ -134,6 +143,7 @@ type LoaderNotificationBatch = {
     pendingConfigVersion: string;
     pendingConfig: string;
     appliedZxid: string;
+    repairing: number;
   }[];
 };
 
@@ -151,8 +161,11 @@ function toLoader(m: QuorumMessage): Record<string, unknown> {
           acceptedEpoch: z(m.acceptedEpoch),
           lastZxid: z(m.lastZxid),
           protocolVersion: m.protocolVersion,
+          repairing: m.repairing === true,
         },
       };
+    case "treeDigest":
+      return { treeDigest: { zxid: z(m.zxid), digest: Buffer.from(m.digest, "hex") } };
     case "leaderInfo":
       return { leaderInfo: { newEpoch: z(m.newEpoch), protocolVersion: m.protocolVersion } };
     case "ackEpoch":
@@ -206,7 +219,10 @@ function fromLoader(entry: { message: string } & Record<string, unknown>): Quoru
         acceptedEpoch: n("acceptedEpoch"),
         lastZxid: n("lastZxid"),
         protocolVersion: body["protocolVersion"] as number,
+        ...(body["repairing"] === true ? { repairing: true } : {}),
       };
+    case "treeDigest":
+      return { type: "treeDigest", zxid: n("zxid"), digest: (body["digest"] as Buffer).toString("hex") };
     case "leaderInfo":
       return { type: "leaderInfo", newEpoch: n("newEpoch"), protocolVersion: body["protocolVersion"] as number };
     case "ackEpoch":
@@ -477,6 +493,7 @@ test("notification frames cross-check with proto-loader both ways and byte for b
     pendingConfigVersion: String(n.pending?.version ?? 0),
     pendingConfig: n.pending?.text ?? "",
     appliedZxid: String(n.applied ?? 0),
+    repairing: n.repairing ?? 0,
   });
   fc.assert(
     fc.property(notificationBatch, (notifications) => {
@@ -489,6 +506,7 @@ test("notification frames cross-check with proto-loader both ways and byte for b
         ...(n.config === "" ? {} : { config: { version: Number(n.configVersion), text: n.config } }),
         ...(n.pendingConfig === "" ? {} : { pending: { version: Number(n.pendingConfigVersion), text: n.pendingConfig } }),
         ...(n.appliedZxid === "0" ? {} : { applied: Number(n.appliedZxid) }),
+        ...(n.repairing === 0 ? {} : { repairing: n.repairing }),
       }));
       assert.deepStrictEqual(decoded, notifications);
       const theirs = loaderEncodeNotifications({ notifications: notifications.map(toLoaderNotification) });

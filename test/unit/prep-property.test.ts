@@ -107,6 +107,7 @@ test("prep never throws, its txns always apply, and in-flight decisions equal on
       ).length;
       assert.deepEqual(pipelined.bodies, serial.bodies);
       assert.equal(pipelined.tree.digest(), serial.tree.digest());
+      assert.equal(serial.tree.digest(), serial.tree.recomputedDigest(), "the digest kept as the tree changed is the one a full walk gives");
       assert.equal(pipelinedPrep.inFlightChanges(), 0);
     }),
     { numRuns: 400 },

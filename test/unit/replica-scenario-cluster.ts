@@ -1,17 +1,17 @@
 /**
  * A few production replicas (`buildReplica`, the chain `corral server` runs) over the simulator's
  * twins (test/sim/twins: the peer network, memory storage, one stepped scheduler), every delay
- * fixed: each message and each fsync takes 1 ms. What little the twins still draw (whether a broken
- * stream tells its ends) and the session passwords come from a PRNG with a fixed seed, so a script
- * gives the same trace every run.
+ * fixed: each message and each fsync takes 1 ms, and a stream a cut or a crash breaks breaks
+ * silently (only timeouts tell). The session passwords come from a PRNG with a fixed seed, so a
+ * script gives the same trace every run.
  * A script drives it step by step (replica-scenarios.test.ts): it holds and releases the quorum
  * traffic of one link, crashes and partitions servers, runs until quiet or for a while, and reads
  * what happened as a trace — quorum messages as they arrive, records as they become durable, txns
  * as they are applied, client frames in and answers out (replica-scenario-client.ts).
  *
  * Hidden from the trace, being the election and Zab goldens' subject or noise here: election
- * notifications, the Zab pings between servers, and everything until `start` has every server
- * serving.
+ * notifications, the Zab pings between servers, the leader's periodic tree digests (the digest
+ * checks' own tests are in test/sim), and everything until `start` has every server serving.
  */
 import { zabLimits } from "../../src/consensus/constants.js";
 import type { QuorumMessage } from "../../src/consensus/messages.js";
@@ -29,6 +29,9 @@ import { MemoryStorage } from "../sim/twins/memory-storage.js";
 import { SteppedScheduler } from "../sim/twins/scheduler.js";
 import { SimNetwork } from "../sim/twins/sim-network.js";
 import { describe as describeZabMessage } from "./consensus-harness.js";
+
+/** Quorum messages kept out of the trace (see the file note). */
+const HIDDEN: ReadonlySet<QuorumMessage["type"]> = new Set(["ping", "treeDigest"]);
 
 /** ZooKeeper's default tick; the peer still ticks its cores every 50 ms. */
 const TICK_MS = 2_000;
@@ -77,7 +80,8 @@ export class ReplicaScenario {
   readonly crashListeners: ((serverId: number) => void)[] = [];
 
   constructor(readonly voters: readonly number[]) {
-    const faults = { netDelayMsMax: 0, electionLoss: 0, electionDuplicate: 0, streamBreak: 0 };
+    // Every choice fixed, so that no trace hangs on how many draws came before (hidden messages draw too).
+    const faults = { netDelayMsMax: 0, electionLoss: 0, electionDuplicate: 0, streamBreak: 0, silentBreak: 1 };
     this.network = new SimNetwork(this.timeline, this.prng, faults, (line) => this.trace(line), voters);
     const members: MemberAddress[] = voters.map((id) => ({
       serverId: id,
@@ -275,6 +279,7 @@ export class ReplicaScenario {
     const alive = (): boolean => server.incarnation === incarnation && server.replica !== undefined;
     const clock: Clock = {
       nowMs: () => this.timeline.nowMs,
+      wallMs: () => this.timeline.nowMs,
       every: (intervalMs, run) => {
         let stopped = false;
         const tick = (): void => {
@@ -334,14 +339,14 @@ export class ReplicaScenario {
       const { role, leader } = fields as { role: string; leader?: number };
       this.trace(`${serverId} is now ${role}${leader === undefined || role === "leading" ? "" : ` ${leader}`}`);
     };
-    return { debug: () => {}, info: line, warn: line, error: line };
+    return { debug: () => {}, info: line, warn: line, error: line, fatal: line };
   }
 
   // ---- quorum traffic
 
   private arrive(from: number, to: number, message: QuorumMessage): void {
     if (this.holds.has(`${from}>${to}`)) {
-      if (message.type !== "ping") this.trace(`${from}→${to} ${this.describeMessage(message)} [held]`);
+      if (!HIDDEN.has(message.type)) this.trace(`${from}→${to} ${this.describeMessage(message)} [held]`);
       this.held.push({ from, to, message });
       return;
     }
@@ -351,7 +356,7 @@ export class ReplicaScenario {
   private deliver(from: number, to: number, message: QuorumMessage): void {
     const replica = this.server(to).replica;
     if (replica === undefined) return;
-    if (message.type !== "ping") this.trace(`${from}→${to} ${this.describeMessage(message)}`);
+    if (!HIDDEN.has(message.type)) this.trace(`${from}→${to} ${this.describeMessage(message)}`);
     replica.onQuorumMessage(from, message);
   }
 

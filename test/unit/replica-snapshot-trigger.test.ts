@@ -11,7 +11,7 @@ import type { Entropy, LogSink, ReplicaStorage } from "../../src/replica/ports.j
 import { DataTree } from "../../src/store/data-tree.js";
 import type { Txn } from "../../src/store/types.js";
 
-const silent: LogSink = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
+const silent: LogSink = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {}, fatal: () => {} };
 
 function createTxn(n: number): Txn {
   return {

@@ -134,6 +134,7 @@ export function adminHandler(status: ServerStatus, extension?: AdminExtension, b
       const space = status.space();
       // Still ready with the space alarm raised: reads, deletes and shrinking writes are served, and
       // sending clients elsewhere would not help (every server forwards writes to the same leader).
+      const repairing = status.repairing;
       return sendJson(response, ready ? 200 : 503, {
         ready,
         server_state: status.state(),
@@ -148,6 +149,7 @@ export function adminHandler(status: ServerStatus, extension?: AdminExtension, b
               ],
             }
           : {}),
+        ...(repairing === undefined ? {} : { reason: `repairing from the leader: ${repairing.file}: ${repairing.reason}` }),
       });
     }
     if (path === COMMAND_URL || path === `${COMMAND_URL}/`) {

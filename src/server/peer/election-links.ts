@@ -13,6 +13,7 @@
  * a notification for one with no stream to this server is dropped: it is the caller, and it calls
  * again. Notifications to oneself are looped back.
  */
+import { performance } from "node:perf_hooks";
 import * as grpc from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import { assert } from "../../common/assert.js";
@@ -29,7 +30,7 @@ class ElectionLink {
   outbox: NotificationOutbox | undefined;
   /** The callee answered with the right id: the link works. */
   confirmed = false;
-  /** No new call before this time (ms, Date.now()). */
+  /** No new call before this time (ms, performance.now(): a change to the system clock moves no backoff). */
   retryAtMs = 0;
   backoffMs: number;
   /**
@@ -206,7 +207,7 @@ export class ElectionLinks {
   /** Opens a stream for `link`'s unsure latest notification now, or schedules it for when the back-off ends. */
   private retry(link: ElectionLink): void {
     if (link.outbox || !link.latestUnsure || !this.ctx.running()) return;
-    const waitMs = link.retryAtMs - Date.now();
+    const waitMs = link.retryAtMs - performance.now();
     if (waitMs > 0) {
       link.retryTimer ??= setTimeout(() => {
         link.retryTimer = undefined;
@@ -284,9 +285,9 @@ export class ElectionLinks {
     const limits = this.ctx.limits;
     this.ctx.counters.electionLinkFailures++;
     if (link.confirmed) {
-      link.retryAtMs = Date.now() + limits.reconnectBackoffMsMin;
+      link.retryAtMs = performance.now() + limits.reconnectBackoffMsMin;
     } else {
-      link.retryAtMs = Date.now() + link.backoffMs;
+      link.retryAtMs = performance.now() + link.backoffMs;
       link.backoffMs = Math.min(link.backoffMs * 2, limits.reconnectBackoffMsMax);
     }
     this.dropLink(link);

@@ -1,11 +1,16 @@
 import { assert } from "../../common/assert.js";
+import { crc32 } from "./crc32.js";
 
 /**
  * Key layout inside the one LevelDB database that holds the log and the stable numbers.
  *
  *   0x4c 'L' + zxid as 8 bytes big-endian  → one txn record (opaque bytes)
- *   0x4d 'M' + UTF-8 name                  → the log's own metadata (8-byte int64), e.g. purgedBefore
- *   0x53 'S' + UTF-8 name                  → one stable number (8 bytes, big-endian int64)
+ *   0x4d 'M' + UTF-8 name                  → the log's own metadata (a stored number), e.g. purgedBefore
+ *   0x53 'S' + UTF-8 name                  → one stable number (a stored number)
+ *
+ * A stored number is 12 bytes: the value as a big-endian int64, then the CRC-32 of the key and
+ * those 8 bytes. Builds before the checksum stored the 8 bytes alone; those are still read.
+ * Log records have their own format (log-record.ts).
  *
  * Big-endian zxids make LevelDB's bytewise key order equal to zxid order.
  */
@@ -34,12 +39,12 @@ export function logKey(zxid: number): Buffer {
   return key;
 }
 
-export function zxidOfLogKey(key: Uint8Array): number {
-  assert(key.length === LOG_KEY_BYTES && key[0] === LOG_KEY_PREFIX, "not a log key");
+/** The zxid of a key read from the log range, or undefined when the key is not one this log writes (damage). */
+export function zxidOfLogKey(key: Uint8Array): number | undefined {
+  if (key.length !== LOG_KEY_BYTES || key[0] !== LOG_KEY_PREFIX) return undefined;
   const view = new DataView(key.buffer, key.byteOffset, key.byteLength);
-  const zxid = view.getBigUint64(1, false);
-  assert(zxid <= BigInt(Number.MAX_SAFE_INTEGER), `stored zxid ${zxid} is beyond 2^53`);
-  return Number(zxid);
+  const zxid = view.getUint32(1) * 0x100000000 + view.getUint32(5);
+  return Number.isSafeInteger(zxid) ? zxid : undefined;
 }
 
 /** The first key after every log key: the exclusive upper bound of the log range. */
@@ -55,17 +60,23 @@ export function stableKey(name: string): Buffer {
   return Buffer.concat([Buffer.from([STABLE_KEY_PREFIX]), nameBytes]);
 }
 
-export function encodeStableNumber(value: number): Buffer {
+const STORED_NUMBER_BYTES = 12;
+const LEGACY_NUMBER_BYTES = 8;
+
+export function encodeStableNumber(key: Uint8Array, value: number): Buffer {
   assert(Number.isSafeInteger(value), `stable numbers are safe integers, got ${value}`);
-  const bytes = Buffer.allocUnsafe(8);
+  const bytes = Buffer.allocUnsafe(STORED_NUMBER_BYTES);
   bytes.writeBigInt64BE(BigInt(value), 0);
+  bytes.writeUInt32BE(crc32(bytes.subarray(0, 8), crc32(key)), 8);
   return bytes;
 }
 
-export function decodeStableNumber(bytes: Uint8Array): number {
-  assert(bytes.length === 8, `stable number must be 8 bytes, got ${bytes.length}`);
+/** The stored number, or why it cannot be read back (damage: never thrown, answered). */
+export function decodeStableNumber(key: Uint8Array, bytes: Uint8Array): { ok: true; value: number } | { ok: false; reason: string } {
+  if (bytes.length !== STORED_NUMBER_BYTES && bytes.length !== LEGACY_NUMBER_BYTES) return { ok: false, reason: `a stored number of ${bytes.length} bytes` };
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (bytes.length === STORED_NUMBER_BYTES && view.getUint32(8) !== crc32(bytes.subarray(0, 8), crc32(key))) return { ok: false, reason: "checksum mismatch" };
   const value = view.getBigInt64(0, false);
-  assert(value <= BigInt(Number.MAX_SAFE_INTEGER) && value >= BigInt(Number.MIN_SAFE_INTEGER), `stored stable number ${value} is not a safe integer`);
-  return Number(value);
+  if (value > BigInt(Number.MAX_SAFE_INTEGER) || value < BigInt(Number.MIN_SAFE_INTEGER)) return { ok: false, reason: `${value} is not a safe integer` };
+  return { ok: true, value: Number(value) };
 }

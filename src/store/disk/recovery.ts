@@ -1,7 +1,10 @@
 import { join } from "node:path";
 
 import { assert } from "../../common/assert.js";
+import { StorageDamagedError } from "./damage.js";
+import { DurableWatermark, WATERMARK_FILE } from "./durable-watermark.js";
 import type { DiskFaults } from "./faults.js";
+import { LogChain } from "./log-record.js";
 import { type LoadedSnapshot, type InvalidSnapshot, SnapshotStore } from "./snapshot-store.js";
 import { type LevelTxnLogOptions, type LogEntry, LevelTxnLog, type TxnLog } from "./txn-log.js";
 
@@ -30,7 +33,11 @@ export interface Recovered {
   snapshots: SnapshotStore;
   /** The newest valid snapshot, or undefined: start from an empty tree. */
   snapshot: LoadedSnapshot | undefined;
-  /** Every durable log record after the snapshot's zxid (after 0 without one), in zxid order. */
+  /**
+   * Every durable log record after the snapshot's zxid (after 0 without one), in zxid order,
+   * checked as read: iterating throws StorageDamagedError when a record is damaged or missing, or
+   * when the log does not continue the snapshot.
+   */
   tail: AsyncIterable<LogEntry>;
 }
 
@@ -46,8 +53,9 @@ export class RecoveryError extends Error {
 /**
  * Opens `<dataDir>/log` and `<dataDir>/snapshots` and answers what a server needs to rebuild its
  * tree: the newest valid snapshot plus the log records after it. Throws RecoveryError when records
- * the snapshot does not cover were purged (every newer snapshot being corrupt): the server must
- * then not serve from this directory, but fetch a SNAP from the leader.
+ * the snapshot does not cover were purged (every newer snapshot being corrupt), and
+ * StorageDamagedError when LevelDB cannot open its files: the server must then not serve from this
+ * directory, but fetch a SNAP from the leader.
  */
 export async function recover(dataDir: string, options: RecoverOptions = {}): Promise<Recovered> {
   const layout = dataDirLayout(dataDir);
@@ -55,10 +63,26 @@ export async function recover(dataDir: string, options: RecoverOptions = {}): Pr
     ...(options.onInvalidSnapshot === undefined ? {} : { onInvalid: options.onInvalidSnapshot }),
     ...(options.snapshotFaults === undefined ? {} : { faults: options.snapshotFaults }),
   });
-  const log = await LevelTxnLog.open(layout.logDir, options.log ?? {});
+  const watermark = await DurableWatermark.open(join(dataDir, WATERMARK_FILE));
+  let log: LevelTxnLog;
+  try {
+    log = await LevelTxnLog.open(layout.logDir, { ...options.log, watermark });
+  } catch (error) {
+    await watermark.close();
+    throw error;
+  }
   try {
     const snapshot = await snapshots.loadNewestValid();
     const from = snapshot?.zxid ?? 0;
+    // LevelDB drops a damaged or cut-short end of its write-ahead file as if it had never been
+    // written; records it once reported durable are missing all the same.
+    const end = Math.max(log.lastDurableZxid(), from);
+    if (watermark.atOpen !== undefined && watermark.atOpen > end) {
+      throw new StorageDamagedError(
+        layout.logDir,
+        `the log ends at zxid 0x${end.toString(16)} but records up to 0x${watermark.atOpen.toString(16)} were durable (${WATERMARK_FILE}): the end of LevelDB's write-ahead file was lost`,
+      );
+    }
     // Records below purgedBefore are gone; the snapshot must cover all of them (zxid >= bound - 1).
     const purgedBefore = log.purgedBeforeZxid();
     if (purgedBefore > 0 && from + 1 < purgedBefore) {
@@ -66,10 +90,25 @@ export async function recover(dataDir: string, options: RecoverOptions = {}): Pr
         `log purged below zxid ${purgedBefore} but the newest valid snapshot is ` + (snapshot === undefined ? "none" : `at zxid ${from}`),
       );
     }
-    return { log, snapshots, snapshot, tail: log.readFrom(from) };
+    log.continueFrom(from);
+    return { log, snapshots, snapshot, tail: continuing(log, from) };
   } catch (error) {
     await log.close();
     throw error;
+  }
+}
+
+/** The log after `from`, whose first record must follow the snapshot at `from` (readFrom checks the rest of the chain). */
+async function* continuing(log: LevelTxnLog, from: number): AsyncGenerator<LogEntry> {
+  const chain = new LogChain(from);
+  let first = true;
+  for await (const entry of log.readFrom(from)) {
+    if (first) {
+      first = false;
+      const broken = chain.next(entry.zxid, entry.prevZxid);
+      if (broken !== undefined) throw new StorageDamagedError(log.dir, broken);
+    }
+    yield entry;
   }
 }
 

@@ -69,6 +69,11 @@ function snapshotFileHeader(zxid: number, bodyBytes: number, bodyCrc: number): B
   return header;
 }
 
+/** A whole snapshot file in one piece (the store writes its files a slice at a time; the simulator's storage twin keeps them whole). */
+export function encodeSnapshotFile(zxid: number, body: Uint8Array): Uint8Array {
+  return Buffer.concat([snapshotFileHeader(zxid, body.byteLength, crc32(body)), body]);
+}
+
 /** Validates a whole snapshot file; `bytes` of the answer is a view into `file`. */
 export function decodeSnapshotFile(file: Uint8Array, expectedZxid: number): { ok: true; bytes: Uint8Array } | { ok: false; reason: string } {
   const header = checkSnapshotHeader(file, file.byteLength, expectedZxid);

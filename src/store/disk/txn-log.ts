@@ -7,14 +7,20 @@ import {
   assertZxid,
   decodeStableNumber,
   encodeStableNumber,
+  LOG_KEY_PREFIX,
   LOG_RANGE_END,
   LOG_RANGE_START,
   logKey,
+  META_KEY_PREFIX,
   META_PURGED_BEFORE_KEY,
+  STABLE_KEY_PREFIX,
   stableKey,
   zxidOfLogKey,
 } from "./keys.js";
+import { levelDbDamage, StorageDamagedError } from "./damage.js";
 import { type DiskFaults, type DiskWriteKind, writeWithFaults } from "./faults.js";
+import type { DurableWatermark } from "./durable-watermark.js";
+import { decodeLogRecord, encodeLogRecord, LogChain } from "./log-record.js";
 
 export { type DiskFaults, type DiskWriteKind, type InjectedFaultTiming, InjectedWriteFault } from "./faults.js";
 
@@ -22,6 +28,8 @@ export { type DiskFaults, type DiskWriteKind, type InjectedFaultTiming, Injected
 export interface LogEntry {
   zxid: number;
   record: Uint8Array;
+  /** The record before it in this log (log-record.ts); undefined for a record of the format before that. */
+  prevZxid?: number | undefined;
 }
 
 export interface TxnLogStats {
@@ -42,8 +50,8 @@ export interface TxnLogStats {
 export interface TxnLog {
   /**
    * Resolves once `record` is fsynced; promises resolve in append order. zxids strictly increase
-   * across calls (a bug otherwise: throws AssertionError at once). The log holds on to `record`
-   * until it is written: do not reuse the buffer before the promise settles.
+   * across calls (a bug otherwise: throws AssertionError at once). The record is stored with its
+   * checksum and the zxid it follows (log-record.ts), copied before the call returns.
    */
   append(zxid: number, record: Uint8Array): Promise<void>;
   /** The highest zxid handed to append (durable or not); 0 when the log is empty. */
@@ -54,7 +62,11 @@ export interface TxnLog {
   firstZxid(): number;
   /** Records with a zxid below this may have been purged; 0 if the log was never purged. */
   purgedBeforeZxid(): number;
-  /** Durable records with zxid > afterZxid, in zxid order, as of when iteration starts. */
+  /**
+   * Durable records with zxid > afterZxid, in zxid order, as of when iteration starts, each
+   * checked: a record that fails its checksum, one missing between two others, or a LevelDB file
+   * LevelDB cannot read ends the iteration with StorageDamagedError.
+   */
   readFrom(afterZxid: number): AsyncIterable<LogEntry>;
   /** Durably drops every record with zxid > zxid (Zab TRUNC). Waits for earlier appends first. */
   truncateAfter(zxid: number): Promise<void>;
@@ -93,6 +105,8 @@ export interface LevelTxnLogOptions {
    * it carried and how long its `sync: true` write took (the server's fsynctime and batch size).
    */
   onBatchDurable?: (records: number, durationMs: number) => void;
+  /** The durable watermark kept beside the database (durable-watermark.ts); none for a log opened only to be read. */
+  watermark?: DurableWatermark;
 }
 
 /** Default byte budget of one group-commit batch. */
@@ -119,7 +133,11 @@ export class TxnLogClosedError extends Error {
 
 interface PendingAppend {
   zxid: number;
-  record: Uint8Array;
+  key: Buffer;
+  /** As stored: header and payload (log-record.ts). */
+  stored: Uint8Array;
+  /** The payload's length (what the stats count). */
+  recordBytes: number;
   done: AppendDone;
 }
 
@@ -145,6 +163,9 @@ export class LevelTxnLog implements TxnLog {
   private readonly faults: TxnLogFaults;
   private readonly onFailed: ((error: TxnLogFailedError) => void) | undefined;
   private readonly onBatchDurable: ((records: number, durationMs: number) => void) | undefined;
+  private readonly watermark: DurableWatermark | undefined;
+  /** What the watermark file holds. */
+  private watermarkZxid: number;
 
   /** Appended, not yet handed to LevelDB, in zxid order. */
   private queued: PendingAppend[] = [];
@@ -154,6 +175,13 @@ export class LevelTxnLog implements TxnLog {
   private idleWaiters: (() => void)[] = [];
 
   private lastAppended: number;
+  /**
+   * What the next record follows (its stored prevZxid): the last record appended, or when the log
+   * holds none, the snapshot it continues (continueFrom, reset).
+   */
+  private chainTail: number;
+  /** The snapshot an empty log continues (0: none known). */
+  private chainBase = 0;
   private lastDurable: number;
   private first: number;
   private purgedBefore: number;
@@ -173,8 +201,17 @@ export class LevelTxnLog implements TxnLog {
     largestBatchRecords: 0,
   };
 
-  private constructor(db: Db, first: number, last: number, purgedBefore: number, options: LevelTxnLogOptions) {
+  private constructor(
+    db: Db,
+    /** The database's directory: what a damage report names when LevelDB names no file. */
+    readonly dir: string,
+    first: number,
+    last: number,
+    purgedBefore: number,
+    options: LevelTxnLogOptions,
+  ) {
     this.db = db;
+    this.chainTail = last;
     this.first = first;
     this.purgedBefore = purgedBefore;
     this.lastAppended = last;
@@ -184,6 +221,8 @@ export class LevelTxnLog implements TxnLog {
     this.faults = options.faults ?? {};
     this.onFailed = options.onFailed;
     this.onBatchDurable = options.onBatchDurable;
+    this.watermark = options.watermark;
+    this.watermarkZxid = options.watermark?.atOpen ?? 0;
     assert(Number.isSafeInteger(this.batchTxnsMax) && this.batchTxnsMax >= 1, "batchTxnsMax >= 1");
     assert(Number.isSafeInteger(this.batchBytesMax) && this.batchBytesMax >= 1, "batchBytesMax >= 1");
     this.stable = {
@@ -192,7 +231,11 @@ export class LevelTxnLog implements TxnLog {
     };
   }
 
-  /** Opens (creating if needed) the LevelDB database in `dir`, e.g. `<dataDir>/log`. */
+  /**
+   * Opens (creating if needed) the LevelDB database in `dir`, e.g. `<dataDir>/log`. Throws
+   * StorageDamagedError when LevelDB cannot read its own files back (a damaged table, manifest or
+   * CURRENT file).
+   */
   static async open(dir: string, options: LevelTxnLogOptions = {}): Promise<LevelTxnLog> {
     await mkdir(dir, { recursive: true });
     const db: Db = new Level<Buffer, Uint8Array>(dir, {
@@ -200,15 +243,20 @@ export class LevelTxnLog implements TxnLog {
       valueEncoding: "view",
       createIfMissing: true,
     });
-    await db.open();
     try {
-      const first = await boundaryZxid(db, false);
-      const last = await boundaryZxid(db, true);
-      const purgedBefore = await db.get(META_PURGED_BEFORE_KEY);
-      return new LevelTxnLog(db, first, last, purgedBefore === undefined ? 0 : decodeStableNumber(purgedBefore), options);
+      await db.open();
+    } catch (error) {
+      throw levelDbDamage(error, dir) ?? error;
+    }
+    try {
+      await verifyDatabase(db, dir);
+      const first = await boundaryZxid(db, dir, false);
+      const last = await boundaryZxid(db, dir, true);
+      const purgedBefore = await readNumber(db, dir, META_PURGED_BEFORE_KEY);
+      return new LevelTxnLog(db, dir, first, last, purgedBefore ?? 0, options);
     } catch (error) {
       await db.close();
-      throw error;
+      throw levelDbDamage(error, dir) ?? error;
     }
   }
 
@@ -237,9 +285,22 @@ export class LevelTxnLog implements TxnLog {
     assertZxid(zxid, "append");
     if (!(zxid > this.lastAppended)) assert(false, `append out of order: zxid ${zxid} after ${this.lastAppended}`);
     assert(record instanceof Uint8Array, "record must be a Uint8Array");
+    const key = logKey(zxid);
+    const stored = encodeLogRecord(key, this.chainTail, record);
     this.lastAppended = zxid;
-    this.queued.push({ zxid, record, done });
+    this.chainTail = zxid;
+    this.queued.push({ zxid, key, stored, recordBytes: record.byteLength, done });
     this.scheduleFlush();
+  }
+
+  /**
+   * The log continues the snapshot at `zxid` (recovery calls it with the snapshot it replays onto):
+   * when it holds no record after it, the next record appended follows the snapshot.
+   */
+  continueFrom(zxid: number): void {
+    assertZxid(zxid, "continueFrom");
+    this.chainBase = zxid;
+    if (this.chainTail < zxid) this.chainTail = zxid;
   }
 
   lastAppendedZxid(): number {
@@ -269,15 +330,9 @@ export class LevelTxnLog implements TxnLog {
     if (upper <= afterZxid) return;
     // LevelDB iterators read from an implicit snapshot taken here; the bound keeps a batch that
     // is still being written (not yet acknowledged durable) out of the answer.
-    const iterator = this.db.iterator({ gt: logKey(afterZxid), lte: logKey(upper) });
-    try {
-      for (;;) {
-        const entries = await iterator.nextv(1000);
-        if (entries.length === 0) return;
-        for (const [key, value] of entries) yield { zxid: zxidOfLogKey(key), record: value };
-      }
-    } finally {
-      await iterator.close();
+    const chain = new LogChain();
+    for await (const [key, value] of entriesOf(this.db.iterator({ gt: logKey(afterZxid), lte: logKey(upper) }), this.dir)) {
+      yield checkedRecord(key, value, chain, this.dir);
     }
   }
 
@@ -289,6 +344,8 @@ export class LevelTxnLog implements TxnLog {
     const run = this.exclusive(async () => {
       await this.drain();
       this.checkUsable();
+      // Lowered first: a crash part-way must not leave it above the records that remain.
+      if (zxid < this.watermarkZxid) await this.moveWatermark(zxid);
       // Highest keys first: a crash part-way leaves a shorter log, never a log with a hole.
       for (;;) {
         const keys = await this.db.keys({ gt: logKey(zxid), lt: LOG_RANGE_END, reverse: true, limit: DELETE_CHUNK_KEYS_MAX }).all();
@@ -300,15 +357,27 @@ export class LevelTxnLog implements TxnLog {
           ),
         );
       }
-      const last = await boundaryZxid(this.db, true);
+      const last = await boundaryZxid(this.db, this.dir, true);
       assert(last <= zxid, "truncate left a record above its bound");
       this.lastAppended = last;
       this.lastDurable = last;
+      this.chainTail = Math.max(last, this.chainBase);
       if (last === 0) this.first = 0;
     });
     return run.finally(() => {
       this.truncatesPending -= 1;
     });
+  }
+
+  /**
+   * Durably drops every record and makes the log continue the snapshot at `zxid` (Zab's SNAP: the
+   * leader's image replaces what this log held).
+   */
+  async reset(zxid: number): Promise<void> {
+    assertZxid(zxid, "reset");
+    await this.truncateAfter(0);
+    this.chainBase = zxid;
+    this.chainTail = zxid;
   }
 
   purgeBefore(zxid: number): Promise<void> {
@@ -324,10 +393,10 @@ export class LevelTxnLog implements TxnLog {
       // a crash part-way leaves a suffix of the log, still a valid log) — a JS batch of 100k deletes
       // stalled the event loop for ~100 ms after every snapshot. Neither is synced: a purge lost in
       // a crash only brings back records nobody needs.
-      await this.write("purge", () => this.db.put(META_PURGED_BEFORE_KEY, encodeStableNumber(purgedBefore)));
+      await this.write("purge", () => this.db.put(META_PURGED_BEFORE_KEY, encodeStableNumber(META_PURGED_BEFORE_KEY, purgedBefore)));
       this.purgedBefore = purgedBefore;
       await this.write("purge", () => this.db.clear({ gt: LOG_RANGE_START, lt: logKey(zxid) }));
-      this.first = await boundaryZxid(this.db, false);
+      this.first = await boundaryZxid(this.db, this.dir, false);
     });
   }
 
@@ -343,6 +412,7 @@ export class LevelTxnLog implements TxnLog {
         await this.drain();
         await this.maintenance.catch(() => undefined);
         await this.db.close();
+        await this.watermark?.close();
       })();
     }
     return this.closed;
@@ -371,10 +441,11 @@ export class LevelTxnLog implements TxnLog {
     const batch = this.cutBatch();
     this.inFlight = batch;
     let recordBytes = 0;
-    for (const pending of batch) recordBytes += pending.record.byteLength;
+    for (const pending of batch) recordBytes += pending.recordBytes;
     const startedMs = performance.now();
     try {
       await this.write("append", () => this.writeRecords(batch));
+      await this.moveWatermark(batch.at(-1)?.zxid ?? this.lastDurable);
     } catch {
       // write() has already failed the log and rejected every pending append, this batch included.
       return;
@@ -405,7 +476,7 @@ export class LevelTxnLog implements TxnLog {
   private writeRecords(batch: readonly PendingAppend[]): Promise<void> {
     const chained = this.db.batch();
     try {
-      for (const pending of batch) chained.put(logKey(pending.zxid), pending.record);
+      for (const pending of batch) chained.put(pending.key, pending.stored);
     } catch (error) {
       void chained.close();
       throw error;
@@ -419,11 +490,23 @@ export class LevelTxnLog implements TxnLog {
     while (count < this.queued.length && count < this.batchTxnsMax) {
       const next = this.queued[count];
       assert(next !== undefined, "queue index in range");
-      if (count > 0 && bytes + next.record.byteLength > this.batchBytesMax) break;
-      bytes += next.record.byteLength;
+      if (count > 0 && bytes + next.recordBytes > this.batchBytesMax) break;
+      bytes += next.recordBytes;
       count += 1;
     }
     return this.queued.splice(0, count);
+  }
+
+  /** Durably moves the watermark to `zxid`; a failure fail-stops the log like any write's. */
+  private async moveWatermark(zxid: number): Promise<void> {
+    if (this.watermark === undefined) return;
+    if (this.failure !== undefined) throw this.failure;
+    try {
+      await this.watermark.set(zxid);
+    } catch (cause) {
+      throw this.fail(cause);
+    }
+    this.watermarkZxid = zxid;
   }
 
   /** Runs one database write; any failure (real or injected) fail-stops the whole log. */
@@ -483,26 +566,104 @@ export class LevelTxnLog implements TxnLog {
 
   // --- stable store -----------------------------------------------------------------------------
 
+  /** Rejects with StorageDamagedError when the stored number does not read back. */
   private getNumber(name: string): Promise<number | undefined> {
     const key = stableKey(name);
     if (this.failure !== undefined) return Promise.reject(this.failure);
     if (this.closing) return Promise.reject(new TxnLogClosedError());
-    return this.db.get(key).then((bytes) => (bytes === undefined ? undefined : decodeStableNumber(bytes)));
+    return readNumber(this.db, this.dir, key);
   }
 
   /** Argument errors throw at once (a bug); disk errors reject. */
   private putNumber(name: string, value: number): Promise<void> {
     const key = stableKey(name);
-    const bytes = encodeStableNumber(value);
+    const bytes = encodeStableNumber(key, value);
     if (this.failure !== undefined) return Promise.reject(this.failure);
     if (this.closing) return Promise.reject(new TxnLogClosedError());
     return this.write("stable", () => this.db.put(key, bytes, { sync: true }));
   }
 }
 
+/**
+ * Reads the whole database once and checks every value in it: each record's checksum and link, each
+ * stored number's checksum. Recovery itself reads only the log after the newest snapshot; a table
+ * LevelDB cannot read back anywhere else would otherwise surface later, in the middle of a write.
+ */
+async function verifyDatabase(db: Db, dir: string): Promise<void> {
+  const chain = new LogChain();
+  for await (const [key, value] of entriesOf(db.iterator(), dir)) {
+    const prefix = key[0];
+    if (prefix === LOG_KEY_PREFIX) checkedRecord(key, value, chain, dir);
+    else if (prefix === META_KEY_PREFIX || prefix === STABLE_KEY_PREFIX) {
+      const decoded = decodeStableNumber(key, value);
+      if (!decoded.ok) throw new StorageDamagedError(dir, `stored number ${key.subarray(1).toString("utf8")}: ${decoded.reason}`);
+    } else {
+      throw new StorageDamagedError(dir, `a key this log never writes: ${key.toString("hex")}`);
+    }
+  }
+}
+
+/** An iterator's entries, read a thousand at a time; LevelDB refusing to read a file back is damage. */
+async function* entriesOf(
+  iterator: { nextv(size: number): Promise<[Buffer, Uint8Array][]>; close(): Promise<void> },
+  dir: string,
+): AsyncGenerator<[Buffer, Uint8Array]> {
+  try {
+    for (;;) {
+      let entries: [Buffer, Uint8Array][];
+      try {
+        entries = await iterator.nextv(1000);
+      } catch (error) {
+        throw levelDbDamage(error, dir) ?? error;
+      }
+      if (entries.length === 0) return;
+      yield* entries;
+    }
+  } finally {
+    await iterator.close();
+  }
+}
+
+/** One stored txn record, checked: its key, its checksum, and its link to the record read before it. */
+function checkedRecord(key: Buffer, value: Uint8Array, chain: LogChain, dir: string): LogEntry {
+  const zxid = zxidOfLogKey(key);
+  if (zxid === undefined) throw new StorageDamagedError(dir, `a log key that is no zxid: ${key.toString("hex")}`);
+  const decoded = decodeLogRecord(key, value);
+  if (!decoded.ok) throw new StorageDamagedError(dir, `record ${hexZxid(zxid)}: ${decoded.reason}`);
+  const broken = chain.next(zxid, decoded.prevZxid);
+  if (broken !== undefined) throw new StorageDamagedError(dir, broken);
+  return { zxid, record: decoded.payload, prevZxid: decoded.prevZxid };
+}
+
 /** The lowest (or highest) zxid stored in the log range, 0 when it is empty. */
-async function boundaryZxid(db: Db, highest: boolean): Promise<number> {
-  const keys = await db.keys({ gt: LOG_RANGE_START, lt: LOG_RANGE_END, reverse: highest, limit: 1 }).all();
+async function boundaryZxid(db: Db, dir: string, highest: boolean): Promise<number> {
+  let keys: Buffer[];
+  try {
+    keys = await db.keys({ gt: LOG_RANGE_START, lt: LOG_RANGE_END, reverse: highest, limit: 1 }).all();
+  } catch (error) {
+    throw levelDbDamage(error, dir) ?? error;
+  }
   const key = keys[0];
-  return key === undefined ? 0 : zxidOfLogKey(key);
+  if (key === undefined) return 0;
+  const zxid = zxidOfLogKey(key);
+  if (zxid === undefined) throw new StorageDamagedError(dir, `a log key that is no zxid: ${key.toString("hex")}`);
+  return zxid;
+}
+
+/** A stored number (log metadata, a stable number), or undefined when it was never put. */
+async function readNumber(db: Db, dir: string, key: Buffer): Promise<number | undefined> {
+  let bytes: Uint8Array | undefined;
+  try {
+    bytes = await db.get(key);
+  } catch (error) {
+    throw levelDbDamage(error, dir) ?? error;
+  }
+  if (bytes === undefined) return undefined;
+  const decoded = decodeStableNumber(key, bytes);
+  if (!decoded.ok) throw new StorageDamagedError(dir, `stored number ${key.subarray(1).toString("utf8")}: ${decoded.reason}`);
+  return decoded.value;
+}
+
+function hexZxid(zxid: number): string {
+  return `0x${zxid.toString(16)}`;
 }

@@ -1,15 +1,23 @@
 /**
  * Liveness after the final heal: every workload completes an operation successfully again — a
- * register op, a set add, a lock grant. Safety checkers cannot see a lock that is never granted
+ * register op, a set add, an id taken, a lock grant. Safety checkers cannot see a lock that is never granted
  * again (the 30-minute run's ghost lock node, owned by a live session, was one); this can.
  */
 import type { Op, Verdict } from "../history.js";
 
 export const LIVENESS_CHECKER = "liveness";
 
-export type Workload = "register" | "set" | "lock";
+export type Workload = "register" | "set" | "ids" | "lock" | "queue" | "counter" | "watches";
 
-const PROGRESS: Record<Workload, readonly Op["f"][]> = { register: ["write", "cas", "read"], set: ["add"], lock: ["acquire"] };
+const PROGRESS: Record<Workload, readonly Op["f"][]> = {
+  register: ["write", "cas", "read"],
+  set: ["add"],
+  ids: ["take-id"],
+  lock: ["acquire"],
+  queue: ["enqueue", "dequeue"],
+  counter: ["increment"],
+  watches: ["watch-write"],
+};
 
 /** When `workload` first completed an operation successfully at or after `from` (for the lock: a grant). */
 export function firstProgressAfter(ops: readonly Op[], workload: Workload, from: number): number | undefined {

@@ -4,7 +4,7 @@
  * appear that no one tried to add (or whose create definitively failed), and the servers must agree.
  */
 import type { AddOp, FinalSetRead, Op, Verdict } from "../history.js";
-import { describeOp, Findings } from "./format.js";
+import { describeOp, Findings, verdictOf } from "./format.js";
 
 export const SET_CHECKER = "set";
 
@@ -61,14 +61,11 @@ export function checkSet(ops: readonly Op[], finals: readonly FinalSetRead[]): V
     }
   }
 
-  // With adds but no final read nothing was verified; calling that valid would pass a broken run.
-  const undecided = finals.length === 0 && addsOf.size > 0;
-  if (undecided) findings.add("no final read of the set: acknowledged adds cannot be checked");
-  return {
-    checker: SET_CHECKER,
-    valid: undecided ? "unknown" : findings.total === 0,
-    violations: findings.list(),
-    stats: {
+  const unread = finals.length === 0 && addsOf.size > 0 ? "no final read of the set: acknowledged adds cannot be checked" : undefined;
+  return verdictOf(
+    SET_CHECKER,
+    findings,
+    {
       attempted: addsOf.size,
       acknowledged: acknowledged.length,
       unknown: unknown.length,
@@ -76,5 +73,6 @@ export function checkSet(ops: readonly Op[], finals: readonly FinalSetRead[]): V
       lost: lost.size,
       serversRead: finals.length,
     },
-  };
+    unread,
+  );
 }

@@ -28,6 +28,12 @@ export interface NetworkFaults {
   electionDuplicate: number;
   /** Zab streams: the chance that a message breaks its stream. */
   streamBreak: number;
+  /**
+   * The chance that a partition or a crash breaks a stream silently (its ends are not told; only
+   * their timeouts tell), else noisily; a half unless set. Scripted tests set 0 or 1 so that what
+   * they show does not hang on how many draws came before.
+   */
+  silentBreak?: number;
 }
 
 interface Stream {
@@ -114,7 +120,7 @@ export class SimNetwork {
     const member = this.members.get(id);
     if (!member) return;
     this.members.delete(id);
-    const silent = this.prng.chance(0.5);
+    const silent = this.prng.chance(this.silentBreakChance);
     if (member.leaderStream) this.close(member.leaderStream, "crash", !silent);
     for (const stream of member.learnerStreams.values()) this.close(stream, "crash", !silent);
   }
@@ -208,8 +214,9 @@ export class SimNetwork {
     const to = toLeader ? stream.leader : stream.learner;
     this.onQuorumSend?.(from, to, message, stream.leaderTerm);
     if (this.isBlocked(from, to)) {
-      // A partition stalls the stream: half the time both ends learn at once, else only timeouts tell.
-      this.close(stream, "partitioned", this.prng.chance(0.5));
+      // A partition stalls the stream: both ends learn at once, or only timeouts tell. (Drawn as the
+      // chance of the former, as ever, so that recorded seeds replay.)
+      this.close(stream, "partitioned", this.prng.chance(1 - this.silentBreakChance));
       return;
     }
     if (this.prng.chance(this.faults.streamBreak)) {
@@ -256,6 +263,10 @@ export class SimNetwork {
       },
       id,
     );
+  }
+
+  private get silentBreakChance(): number {
+    return this.faults.silentBreak ?? 0.5;
   }
 
   private delay(): number {

@@ -55,6 +55,7 @@ function notificationBodySize(n: Notification, state: number, configBytes: numbe
     uint53Field(n.round) +
     configFieldsSize(n.config, configBytes) +
     configFieldsSize(n.pending, pendingBytes) +
+    (n.repairing === undefined ? 0 : uint32Field(n.repairing)) +
     uint53Field(n.applied ?? 0)
   );
 }
@@ -99,6 +100,7 @@ export function encodeNotificationBatch(notifications: readonly Notification[], 
     p = putUint53Field(frame, p, 0x18, n.round);
     p = putConfigFields(frame, p, 0x20, 0x2a, n.config, configBytes);
     p = putConfigFields(frame, p, 0x30, 0x3a, n.pending, pendingBytes);
+    if (n.repairing !== undefined) p = putUint32Field(frame, p, 0x40, n.repairing);
     p = putUint53Field(frame, p, 0x48, n.applied ?? 0);
   }
   if (p !== total) assert(false, `notification batch sized ${total} but wrote ${p}`);
@@ -118,6 +120,7 @@ function readNotification(r: ProtoReader, from: number, end: number): Notificati
   let configText = "";
   let pendingVersion = 0;
   let pendingText = "";
+  let repairing = 0;
   let applied = 0;
   while (r.pos < end) {
     const tag = r.tag(end);
@@ -140,12 +143,14 @@ function readNotification(r: ProtoReader, from: number, end: number): Notificati
     else if (tag === 0x2a) configText = readConfigText(r, end);
     else if (tag === 0x30) pendingVersion = r.uint53(end);
     else if (tag === 0x3a) pendingText = readConfigText(r, end);
+    else if (tag === 0x40) repairing = r.varint32(end);
     else if (tag === 0x48) applied = r.uint53(end);
     else r.skip(tag, end);
   }
   const n: Notification = { from, state, vote: { leader, zxid, peerEpoch }, round };
   if (configText !== "") n.config = { version: configVersion, text: configText };
   if (pendingText !== "") n.pending = { version: pendingVersion, text: pendingText };
+  if (repairing !== 0) n.repairing = repairing;
   if (applied !== 0) n.applied = applied;
   return n;
 }

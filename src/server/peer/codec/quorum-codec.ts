@@ -52,6 +52,7 @@ const FIELD = {
   syncTxns: 22,
   newLeader: 23,
   upToDate: 24,
+  treeDigest: 25,
 } as const satisfies Record<QuorumMessage["type"], number>;
 
 // -------------------------------------------------------------------------------------------------
@@ -96,7 +97,14 @@ export function quorumBodySize(m: QuorumMessage): number {
       return sfixed64Field(m.sessionId) + (m.valid ? 2 : 0);
     case "learnerInfo":
       if (!(m.role === "participant" || m.role === "observer")) assert(false, `learner role ${String(m.role)}`);
-      return uint32Field(m.sid) + (m.role === "observer" ? 2 : 0) + uint53Field(m.acceptedEpoch) + uint53Field(m.lastZxid) + uint32Field(m.protocolVersion);
+      return (
+        uint32Field(m.sid) +
+        (m.role === "observer" ? 2 : 0) +
+        uint53Field(m.acceptedEpoch) +
+        uint53Field(m.lastZxid) +
+        uint32Field(m.protocolVersion) +
+        (m.repairing === true ? 2 : 0)
+      );
     case "leaderInfo":
       return uint53Field(m.newEpoch) + uint32Field(m.protocolVersion);
     case "ackEpoch":
@@ -112,6 +120,8 @@ export function quorumBodySize(m: QuorumMessage): number {
     }
     case "upToDate":
       return 0;
+    case "treeDigest":
+      return uint53Field(m.zxid) + bytesField(digestBytes(m.digest));
     default:
       throw new AssertionError(`unknown quorum message ${JSON.stringify((m as { type?: unknown }).type)}`);
   }
@@ -184,7 +194,8 @@ function putQuorumBody(o: Uint8Array, p: number, m: QuorumMessage): number {
       if (m.role === "observer") p = putUint32Field(o, p, 0x10, 1);
       p = putUint53Field(o, p, 0x18, m.acceptedEpoch);
       p = putUint53Field(o, p, 0x20, m.lastZxid);
-      return putUint32Field(o, p, 0x28, m.protocolVersion);
+      p = putUint32Field(o, p, 0x28, m.protocolVersion);
+      return m.repairing === true ? putUint32Field(o, p, 0x30, 1) : p;
     case "leaderInfo":
       p = putUint53Field(o, p, 0x08, m.newEpoch);
       return putUint32Field(o, p, 0x10, m.protocolVersion);
@@ -205,7 +216,16 @@ function putQuorumBody(o: Uint8Array, p: number, m: QuorumMessage): number {
       return m.committed ? putUint32Field(o, p, 0x10, 1) : p;
     case "upToDate":
       return p;
+    case "treeDigest":
+      p = putUint53Field(o, p, 0x08, m.zxid);
+      return putBytesField(o, p, 0x12, digestBytes(m.digest));
   }
+}
+
+/** A tree digest's 16 hex digits as its 8 bytes on the wire (asserted well-formed: our own). */
+function digestBytes(digest: string): Uint8Array {
+  if (!/^[0-9a-f]{16}$/.test(digest)) assert(false, `tree digest ${JSON.stringify(digest)}`);
+  return Buffer.from(digest, "hex");
 }
 
 /**
@@ -426,6 +446,21 @@ function readQuorumBody(r: ProtoReader, field: number, end: number): QuorumMessa
     case 24:
       while (r.pos < end) r.skip(r.tag(end), end);
       return { type: "upToDate" };
+    case 25: {
+      let zxid = 0;
+      let digest: string | undefined;
+      while (r.pos < end) {
+        const tag = r.tag(end);
+        if (tag === 0x08) zxid = r.uint53(end);
+        else if (tag === 0x12) {
+          const bytes = r.bytesView(end);
+          if (bytes.length !== 8) throw new PeerCodecError(`tree digest of ${bytes.length} bytes`);
+          digest = Buffer.from(bytes.buffer, bytes.byteOffset, 8).toString("hex");
+        } else r.skip(tag, end);
+      }
+      if (digest === undefined) throw new PeerCodecError("tree digest without its digest");
+      return { type: "treeDigest", zxid, digest };
+    }
     default:
       throw new PeerCodecError(`quorum message member ${field}`);
   }
@@ -437,11 +472,15 @@ function readLearnerInfo(r: ProtoReader, end: number): QuorumMessage {
   let acceptedEpoch = 0;
   let lastZxid = 0;
   let protocolVersion = 0;
+  let repairing = false;
   while (r.pos < end) {
     const tag = r.tag(end);
     switch (tag) {
       case 0x08:
         sid = r.varint32(end);
+        break;
+      case 0x30:
+        repairing = r.bool(end);
         break;
       case 0x10: {
         const value = r.varint32(end);
@@ -462,7 +501,9 @@ function readLearnerInfo(r: ProtoReader, end: number): QuorumMessage {
         r.skip(tag, end);
     }
   }
-  return { type: "learnerInfo", sid, role, acceptedEpoch, lastZxid, protocolVersion };
+  return repairing
+    ? { type: "learnerInfo", sid, role, acceptedEpoch, lastZxid, protocolVersion, repairing }
+    : { type: "learnerInfo", sid, role, acceptedEpoch, lastZxid, protocolVersion };
 }
 
 function readQuorumMessage(r: ProtoReader, end: number): QuorumMessage {
@@ -485,7 +526,7 @@ function readQuorumMessage(r: ProtoReader, end: number): QuorumMessage {
   while (r.pos < end) {
     const tag = r.tag(end);
     const field = tag >>> 3;
-    if ((tag & 7) === 2 && ((field >= 1 && field <= 10) || (field >= 16 && field <= 24))) {
+    if ((tag & 7) === 2 && ((field >= 1 && field <= 10) || (field >= 16 && field <= 25))) {
       if (message !== undefined) throw new PeerCodecError("a quorum message with two members");
       const to = r.delimited(end);
       message = readQuorumBody(r, field, to);
