@@ -126,18 +126,33 @@ function info(message: string): void {
   process.stderr.write(`[overload] ${message}\n`);
 }
 
-/** Runs one worker process to its end; its last stdout line is its result. */
-function worker<T>(args: string[]): Promise<T> {
+/**
+ * A worker still running this long after its own deadline is killed: a client library can hang for
+ * good once its servers die (node-zookeeper-client's did, for 20 minutes, after ZooKeeper's
+ * OutOfMemoryErrors), and the table should still come out, saying so.
+ */
+const WORKER_GRACE_MS = 120_000;
+
+/** Runs one worker process to its end; its last stdout line is its result, or undefined if it had to be killed after `limitMs`. */
+function worker<T>(args: string[], limitMs: number): Promise<T | undefined> {
   return new Promise((resolve, reject) => {
     // The storm's buffers are off-heap, but node-zookeeper-client copies each request on the heap.
     const child = spawn(process.execPath, ["--max-old-space-size=8192", WORKER_JS, ...args], { stdio: ["ignore", "pipe", "inherit"] });
     let out = "";
+    let killed = false;
+    const timer = setTimeout(() => {
+      killed = true;
+      info(`worker ${args.slice(0, 2).join(" ")} still running after ${Math.round(limitMs / 1000)} s: killed`);
+      child.kill("SIGKILL");
+    }, limitMs);
     child.stdout.setEncoding("utf8");
     child.stdout.on("data", (chunk: string) => (out += chunk));
     child.on("error", reject);
     child.on("exit", (code) => {
+      clearTimeout(timer);
       const last = out.trim().split("\n").at(-1) ?? "";
-      if (code !== 0 || last === "") reject(new Error(`worker ${args.join(" ")} exited ${code}`));
+      if (killed) resolve(undefined);
+      else if (code !== 0 || last === "") reject(new Error(`worker ${args.join(" ")} exited ${code}`));
       else resolve(JSON.parse(last) as T);
     });
   });
@@ -226,19 +241,31 @@ async function runOne(run: RunName, options: OverloadOptions): Promise<OverloadR
     const bystanderPath = "/overload/bystander";
     await prepare(target, hosts[0]!, znodes, bystanderPath);
     const follower = (await someFollower(cluster)) ?? cluster.serverIds[0]!;
+    const runMs = options.durationS * 1000 + WORKER_GRACE_MS;
+    const hungStorm = (clients: number, inflight: number): StormResult => ({
+      role: "storm",
+      clients,
+      inflight,
+      valueBytes: options.valueBytes,
+      durationS: options.durationS,
+      acked: 0,
+      ackedBytes: 0,
+      unanswered: 0,
+      errors: { "worker hung, killed": clients },
+      connectFailures: 0,
+    });
     const stormWorkers = (clients: number, inflight: number) => {
       const workers: Promise<StormResult>[] = [];
       for (let first = 0; first < clients; first += CLIENTS_PER_WORKER) {
         const count = Math.min(CLIENTS_PER_WORKER, clients - first);
         // Rotate the hosts so that client i goes to server i % 3 across all workers.
         const rotated = hosts.map((_, i) => hosts[(first + i) % hosts.length]!);
-        workers.push(
-          worker<StormResult>([
-            ...["--role", "storm", "--target", targetName, "--hosts", rotated.join(",")],
-            ...["--clients", String(count), "--inflight", String(inflight), "--value-bytes", String(options.valueBytes)],
-            ...["--znodes", znodes.join(","), "--duration-s", String(options.durationS)],
-          ]),
-        );
+        const args = [
+          ...["--role", "storm", "--target", targetName, "--hosts", rotated.join(",")],
+          ...["--clients", String(count), "--inflight", String(inflight), "--value-bytes", String(options.valueBytes)],
+          ...["--znodes", znodes.join(","), "--duration-s", String(options.durationS)],
+        ];
+        workers.push(worker<StormResult>(args, runMs).then((result) => result ?? hungStorm(count, inflight)));
       }
       return Promise.all(workers);
     };
@@ -269,24 +296,23 @@ async function runOne(run: RunName, options: OverloadOptions): Promise<OverloadR
     const sampler = new ClusterSampler(cluster);
     const [stormResults, bystander] = await Promise.all([
       stormWorkers(options.clients, options.inflight),
-      worker<BystanderResult>([
-        ...["--role", "bystander", "--target", targetName, "--hosts", hostOf(follower)],
-        ...["--path", bystanderPath, "--interval-ms", String(options.intervalMs), "--duration-s", String(options.durationS)],
-      ]),
+      worker<BystanderResult>(
+        [
+          ...["--role", "bystander", "--target", targetName, "--hosts", hostOf(follower)],
+          ...["--path", bystanderPath, "--interval-ms", String(options.intervalMs), "--duration-s", String(options.durationS)],
+        ],
+        runMs,
+      ).then(
+        (result): BystanderResult =>
+          result ?? { role: "bystander", ok: 0, failed: 0, errors: { "worker hung, killed": 1 }, p50Ms: null, p99Ms: null, maxMs: null, lastAcked: "" },
+      ),
     ]);
     const storm = merge(stormResults);
-    const probeResult = await worker<ProbeResult>([
-      "--role",
-      "probe",
-      "--target",
-      targetName,
-      "--hosts",
-      hostOf(follower),
-      "--path",
-      bystanderPath,
-      "--limit-ms",
-      "20000",
-    ]);
+    const probeLimitMs = 20_000;
+    const probeResult: ProbeResult = (await worker<ProbeResult>(
+      ["--role", "probe", "--target", targetName, "--hosts", hostOf(follower), "--path", bystanderPath, "--limit-ms", String(probeLimitMs)],
+      probeLimitMs + WORKER_GRACE_MS,
+    )) ?? { role: "probe", connectMs: null, readMs: null, value: null, error: "worker hung, killed" };
     await sampler.stop();
     const epochsSeen = [...sampler.epochs].sort((a, b) => a - b);
     const row: OverloadRow = {
