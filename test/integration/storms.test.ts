@@ -338,12 +338,16 @@ describe("storms on a three-voter cluster", () => {
         Client.connect(cluster.server((i % 3) + 1).connectString, { sessionTimeoutMs: LISTER_SESSION_TIMEOUT_MS, connectTimeoutMs: 30_000 }),
       ),
     );
-    await Promise.all(listers.map((lister) => lister.sync("/wide")));
-    const before = await electionState();
-    const counts = await Promise.all(listers.map(async (lister) => (await lister.getChildren("/wide")).length));
-    assert.deepEqual(new Set(counts), new Set([SIZES.children]), "every lister got every child");
-    await assertNoElectionSince(before);
-    await Promise.all(listers.map((lister) => lister.close()));
+    try {
+      await Promise.all(listers.map((lister) => lister.sync("/wide")));
+      const before = await electionState();
+      const counts = await Promise.all(listers.map(async (lister) => (await lister.getChildren("/wide")).length));
+      assert.deepEqual(new Set(counts), new Set([SIZES.children]), "every lister got every child");
+      await assertNoElectionSince(before);
+    } finally {
+      // Closed whatever happens: a client left open keeps reconnecting, and the test process with it.
+      await Promise.all(listers.map((lister) => lister.close()));
+    }
   });
 
   test("many sessions expiring in the same tick: no election, and the leader keeps answering", async () => {
