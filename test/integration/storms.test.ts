@@ -16,6 +16,9 @@
  * same file at the sizes of the overload issue (STORM_SCALE=full).
  */
 import assert from "node:assert/strict";
+import { mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { Client, op } from "../../src/index.js";
 import { Perms } from "../../src/common/znode.js";
@@ -232,6 +235,14 @@ describe("storms on a three-voter cluster", () => {
 
   const zkAddresses = (): string[] => [1, 2, 3].map((id) => cluster.server(id).zkConnectString);
 
+  /** Writes each server's log and the clients' own account to a directory that outlives the test, and names it. */
+  const keepLogs = async (storm: string, clients: readonly string[]): Promise<string> => {
+    const dir = await mkdtemp(join(tmpdir(), `corral-storm-${storm}-`));
+    for (const id of [1, 2, 3]) await writeFile(join(dir, `server-${id}.log`), cluster.server(id).stderr);
+    await writeFile(join(dir, "clients.log"), clients.join("\n") + "\n");
+    return dir;
+  };
+
   /** Each server's role line (role, leader, epoch) and looking_count: what a storm that starts no election leaves as it was. */
   const electionState = async () => ({
     roles: cluster.roles(),
@@ -333,16 +344,40 @@ describe("storms on a three-voter cluster", () => {
     // A client that lists a million children asks for a session long enough to receive its 15 MB
     // answer behind the others': like ZooKeeper's clients, the SDK reconnects after 2/3 of the
     // timeout without an answer, and here one process decodes every lister's answers in turn.
+    // What each lister's client says (state changes, its own warnings), kept with the servers' logs
+    // when a listing fails: a lister that lost its connection is told apart from one a server dropped.
+    const started = Date.now();
+    const said: string[] = [];
     const listers = await Promise.all(
-      range(SIZES.listers).map((i) =>
-        Client.connect(cluster.server((i % 3) + 1).connectString, { sessionTimeoutMs: LISTER_SESSION_TIMEOUT_MS, connectTimeoutMs: 30_000 }),
-      ),
+      range(SIZES.listers).map(async (i) => {
+        const heard = (level: string) => (obj: object, msg?: string) =>
+          said.push(`${Date.now() - started} ms lister ${i} ${level} ${msg ?? ""} ${JSON.stringify(obj)}`);
+        const lister = await Client.connect(cluster.server((i % 3) + 1).connectString, {
+          sessionTimeoutMs: LISTER_SESSION_TIMEOUT_MS,
+          connectTimeoutMs: 30_000,
+          logger: { debug: () => {}, info: heard("info"), warn: heard("warn"), error: heard("error") },
+        });
+        lister.on("state", (state: string) => said.push(`${Date.now() - started} ms lister ${i} state ${state}`));
+        return lister;
+      }),
     );
     try {
       await Promise.all(listers.map((lister) => lister.sync("/wide")));
       const before = await electionState();
-      const counts = await Promise.all(listers.map(async (lister) => (await lister.getChildren("/wide")).length));
-      assert.deepEqual(new Set(counts), new Set([SIZES.children]), "every lister got every child");
+      const counts = await Promise.all(
+        listers.map(async (lister, i) => {
+          try {
+            return (await lister.getChildren("/wide")).length;
+          } catch (err) {
+            said.push(`${Date.now() - started} ms lister ${i} getChildren failed: ${String(err)}`);
+            return -1;
+          }
+        }),
+      );
+      if (!counts.every((count) => count === SIZES.children)) {
+        const kept = await keepLogs("wide-listing", said);
+        assert.fail(`${counts.filter((count) => count !== SIZES.children).length} of ${counts.length} listers did not get every child; logs kept in ${kept}`);
+      }
       await assertNoElectionSince(before);
     } finally {
       // Closed whatever happens: a client left open keeps reconnecting, and the test process with it.
