@@ -8,8 +8,21 @@ export const systemClock: Clock = {
   nowMs: () => performance.timeOrigin + performance.now(),
   wallMs: () => Date.now(),
   every: (intervalMs, run) => {
-    const timer = setInterval(run, intervalMs);
-    return () => clearInterval(timer);
+    // Each tick runs after the loop's I/O poll, not in its timers phase: after the process was held
+    // up (a long turn, a pause), what peers sent meanwhile is read before a tick judges who fell
+    // silent, so a server that was itself stalled does not blame the others for its stall.
+    let stopped = false;
+    const timer = setInterval(
+      () =>
+        setImmediate(() => {
+          if (!stopped) run();
+        }),
+      intervalMs,
+    );
+    return () => {
+      stopped = true;
+      clearInterval(timer);
+    };
   },
 };
 

@@ -150,7 +150,10 @@ export class ServerProcess {
       String(o.snapshotRetainCount ?? 3),
       ...(o.extraArgs ?? []),
     ];
-    const child = spawn(process.execPath, args, {
+    // An investigation's Node flags for every server a test starts (e.g. "--cpu-prof --cpu-prof-dir=DIR"),
+    // which NODE_OPTIONS refuses.
+    const nodeArgs = process.env["CORRAL_TEST_SERVER_NODE_ARGS"]?.split(" ").filter((arg) => arg !== "") ?? [];
+    const child = spawn(process.execPath, [...nodeArgs, ...args], {
       stdio: ["ignore", "ignore", "pipe"],
       env: { ...process.env, CORRAL_LOG_LEVEL: o.logLevel ?? "warn", ...env },
     });

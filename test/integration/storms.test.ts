@@ -51,8 +51,22 @@ const SIZES = FULL
   ? { connectAttempts: 10_000, zkWatchers: 15_000, grpcWatchers: 85_000, writesMax: 200_000, listers: 100, children: 1_000_000, expiring: 10_000 }
   : { connectAttempts: 2_000, zkWatchers: 300, grpcWatchers: 300, writesMax: 40_000, listers: 100, children: 10_000, expiring: 600 };
 
-/** The listers' sessions (within the cluster's maxSessionTimeoutMs). */
-const LISTER_SESSION_TIMEOUT_MS = 30_000;
+/**
+ * The SDK sessions this process keeps through a storm: the writer that triggers each storm and the
+ * wide listing's clients. This process also opens the storm's own connections in the same event
+ * loop (100,000 of them at full size), so its pings may wait seconds; a 4 s session would expire
+ * for the generator's sake, not the server's. Within the cluster's maxSessionTimeoutMs.
+ */
+const CLIENT_SESSION_TIMEOUT_MS = 30_000;
+
+/**
+ * The wide listing's clients. Their sessions share three HTTP/2 connections, one per server, and
+ * HTTP/2 divides each connection among every answer in transfer (up to globalUnsentBytesMax of
+ * them, about 17 answers of 15 MB at full size), so each answer arrives near the end of all of
+ * them, about 30 s here. The SDK takes only a whole frame as a sign of life (ZooKeeper's clients
+ * take any byte), so a lister's session must outlast that. Within the cluster's maxSessionTimeoutMs.
+ */
+const LISTER_SESSION_TIMEOUT_MS = FULL ? 120_000 : CLIENT_SESSION_TIMEOUT_MS;
 
 const OPEN_ACL = [{ perms: Perms.ALL, id: { scheme: "world", id: "anyone" } }];
 
@@ -213,19 +227,32 @@ describe("storms on a three-voter cluster", () => {
   let cluster: ClusterProcess;
   let leader: number;
   let writer: Client;
+  /** What the writer's client said (state changes, its log lines), kept with the servers' logs on a failure. */
+  const writerSaid: string[] = [];
   const UNSENT_BYTES_MAX = 256 * 1024;
 
   before(async () => {
     cluster = await ClusterProcess.start({
       voters: 3,
+      // A short tick for the mass expiry's short sessions; syncLimit stays at its default span
+      // (10 s), so that a second's stall while 33,000 streams end at once is no reason for an election,
+      // as it would not be in a production cluster.
       tickMs: 200,
+      syncLimitTicks: 50,
       httpPorts: true,
       config: { maxClientCnxns: 0, connectionUnsentBytesMax: UNSENT_BYTES_MAX, minSessionTimeoutMs: 400, maxSessionTimeoutMs: SESSION_TIMEOUT_MS },
     });
     leader = await waitForLeader(cluster);
     // Every server serves before a storm is aimed at it (a follower still syncing refuses connects).
     for (const id of [1, 2, 3]) await (await connectTo(cluster, id)).close();
-    writer = await connectTo(cluster, leader);
+    const heard = (level: string) => (obj: object, msg?: string) =>
+      writerSaid.push(`${new Date().toISOString()} writer ${level} ${msg ?? ""} ${JSON.stringify(obj)}`);
+    writer = await Client.connect(cluster.server(leader).connectString, {
+      sessionTimeoutMs: CLIENT_SESSION_TIMEOUT_MS,
+      connectTimeoutMs: 30_000,
+      logger: { debug: heard("debug"), info: heard("info"), warn: heard("warn"), error: heard("error") },
+    });
+    writer.on("state", (state: string) => writerSaid.push(`${new Date().toISOString()} writer state ${state}`));
   });
 
   after(async () => {
@@ -239,8 +266,18 @@ describe("storms on a three-voter cluster", () => {
   const keepLogs = async (storm: string, clients: readonly string[]): Promise<string> => {
     const dir = await mkdtemp(join(tmpdir(), `corral-storm-${storm}-`));
     for (const id of [1, 2, 3]) await writeFile(join(dir, `server-${id}.log`), cluster.server(id).stderr);
-    await writeFile(join(dir, "clients.log"), clients.join("\n") + "\n");
+    await writeFile(join(dir, "clients.log"), [...writerSaid, ...clients].join("\n") + "\n");
     return dir;
+  };
+  /** A storm test's body, whose failure keeps the servers' logs and names their directory. */
+  const keepingLogs = (storm: string, body: () => Promise<void>) => async (): Promise<void> => {
+    try {
+      await body();
+    } catch (err) {
+      const kept = await keepLogs(storm, []);
+      if (err instanceof Error) err.message += ` (servers' logs kept in ${kept})`;
+      throw err;
+    }
   };
 
   /** Each server's role line (role, leader, epoch) and looking_count: what a storm that starts no election leaves as it was. */
@@ -257,148 +294,157 @@ describe("storms on a three-voter cluster", () => {
     assert.deepEqual(after.looking, before.looking, "no server went looking");
   };
 
-  test("the watch fan-out through both doors: every session watching a znode gets its event when it changes", async () => {
-    await writer.create("/fan", "0");
-    const addresses = zkAddresses();
-    const zkWatchers: JuteClient[] = [];
-    const grpcWatchers: RawStream[] = [];
-    try {
-      await inBatches(range(SIZES.zkWatchers), 200, async (i) => {
-        const client = await JuteClient.connect(addresses[i % 3]!, { timeoutMs: SESSION_TIMEOUT_MS });
-        zkWatchers.push(client);
-        const reply = await client.request(OpCode.exists, ExistsRequest, { path: "/fan", watch: true });
-        assert.equal(reply.header.err, 0);
-      });
-      // RawStream.open makes a channel per stream; grpc-js shares one connection among equal channels.
-      const grpcEvents = await inBatches(range(SIZES.grpcWatchers), 500, async (i) => {
-        const stream = RawStream.open(cluster.server((i % 3) + 1).connectString);
-        grpcWatchers.push(stream);
-        await stream.connect({ timeoutMs: SESSION_TIMEOUT_MS });
-        assert.equal((await stream.request({ exists: { path: "/fan", watch: true } })).err, 0);
-        return { event: stream.next() }; // wrapped: the batch must not wait for the event
-      });
-      await writer.setData("/fan", "1");
-      await waitFor("every ZooKeeper-port watcher's event", () => (zkWatchers.every((w) => w.events.length > 0) ? true : undefined), 120_000);
-      for (const watcher of zkWatchers) assert.deepEqual(watcher.events, [{ type: 3, state: 3, path: "/fan" }], "one NodeDataChanged each");
-      for (const frame of await Promise.all(grpcEvents.map((watcher) => watcher.event))) {
-        assert.equal(frame?.frame, "event");
-        if (frame?.frame === "event") assert.deepEqual([frame.event.type, frame.event.path], [3, "/fan"], "a NodeDataChanged for /fan");
-      }
-      for (const id of [1, 2, 3]) assert.ok(cluster.server(id).running, `server ${id} is up`);
-    } finally {
-      await inBatches(zkWatchers, 200, (watcher) => watcher.close());
-      for (const stream of grpcWatchers) stream.end();
-    }
-  });
-
-  test("a recursive watch on / that stops reading is ended at connectionUnsentBytesMax on either door; a reading one gets every event", async () => {
-    // Long paths make each event about 3 KiB, so that the socket buffers fill within the storm.
-    const name = "x".repeat(3000);
-    const paths = range(16).map((i) => `/r${i}-${name}`);
-    await writer.multi(paths.map((path) => op.create(path, "")));
-
-    const stalledZk = await JuteClient.connect(cluster.server(leader).zkConnectString);
-    assert.equal((await stalledZk.request(OpCode.addWatch, AddWatchRequest, { path: "/", mode: 1 })).header.err, 0);
-    const stalledGrpc = RawStream.open(cluster.server(leader).connectString);
-    await stalledGrpc.connect({ timeoutMs: 10_000 });
-    assert.equal((await stalledGrpc.request({ xid: 1, addWatch: { path: "/", mode: 1 } })).err, 0);
-    stalledGrpc.pauseReading();
-    stalledZk.pauseReading();
-
-    let received = 0;
-    const reader = await connectTo(cluster, leader);
-    await reader.addWatch("/", () => (received += 1), "persistent-recursive");
-
-    // Written in rounds until the leader has ended both stalled connections (a client that does not
-    // read sees that only once it reads again): how many writes that takes depends on the kernel's
-    // socket buffers, which take several MiB on loopback before the server's own count grows.
-    const leaderLog = () => cluster.server(leader).stderr;
-    const endedBoth = () =>
-      leaderLog().includes('"details":"the client does not read its answers"') && leaderLog().includes('"reason":"the client does not read its answers"');
-    let acknowledged = 0;
-    try {
-      while (!endedBoth() && acknowledged < SIZES.writesMax) {
-        await inBatches(range(500), 50, (i) => writer.setData(paths[(acknowledged + i) % paths.length]!, "w"));
-        acknowledged += 500;
-      }
-      assert.ok(endedBoth(), `the leader ended both stalled connections within ${acknowledged} writes`);
-      stalledGrpc.resumeReading();
-      stalledZk.resumeReading();
-      assert.equal((await stalledGrpc.status).details, "the client does not read its answers");
-      await stalledZk.closed;
-    } finally {
-      stalledGrpc.abandon();
-      await stalledZk.close();
-    }
-    await waitFor("the reading watcher's events", () => (received >= acknowledged ? true : undefined), 60_000);
-    assert.equal(received, acknowledged, "one event per write, none lost, none doubled");
-    for (const id of [1, 2, 3]) assert.ok(cluster.server(id).running, `server ${id} is up`);
-    await reader.close();
-  });
-
-  test("many clients listing a parent of many children at once all get the whole list, and no election", async () => {
-    await writer.create("/wide", "");
-    for (let at = 0; at < SIZES.children; at += 1000) {
-      await writer.multi(range(Math.min(1000, SIZES.children - at)).map((i) => op.create(`/wide/child-${String(at + i).padStart(7, "0")}`, "")));
-    }
-    // A client that lists a million children asks for a session long enough to receive its 15 MB
-    // answer behind the others': like ZooKeeper's clients, the SDK reconnects after 2/3 of the
-    // timeout without an answer, and here one process decodes every lister's answers in turn.
-    // What each lister's client says (state changes, its own warnings), kept with the servers' logs
-    // when a listing fails: a lister that lost its connection is told apart from one a server dropped.
-    const started = Date.now();
-    const said: string[] = [];
-    const listers = await Promise.all(
-      range(SIZES.listers).map(async (i) => {
-        const heard = (level: string) => (obj: object, msg?: string) =>
-          said.push(`${Date.now() - started} ms lister ${i} ${level} ${msg ?? ""} ${JSON.stringify(obj)}`);
-        const lister = await Client.connect(cluster.server((i % 3) + 1).connectString, {
-          sessionTimeoutMs: LISTER_SESSION_TIMEOUT_MS,
-          connectTimeoutMs: 30_000,
-          logger: { debug: () => {}, info: heard("info"), warn: heard("warn"), error: heard("error") },
+  test(
+    "the watch fan-out through both doors: every session watching a znode gets its event when it changes",
+    keepingLogs("fan-out", async () => {
+      await writer.create("/fan", "0");
+      const addresses = zkAddresses();
+      const zkWatchers: JuteClient[] = [];
+      const grpcWatchers: RawStream[] = [];
+      try {
+        await inBatches(range(SIZES.zkWatchers), 200, async (i) => {
+          const client = await JuteClient.connect(addresses[i % 3]!, { timeoutMs: SESSION_TIMEOUT_MS });
+          zkWatchers.push(client);
+          const reply = await client.request(OpCode.exists, ExistsRequest, { path: "/fan", watch: true });
+          assert.equal(reply.header.err, 0);
         });
-        lister.on("state", (state: string) => said.push(`${Date.now() - started} ms lister ${i} state ${state}`));
-        return lister;
-      }),
-    );
-    try {
-      await Promise.all(listers.map((lister) => lister.sync("/wide")));
-      const before = await electionState();
-      const counts = await Promise.all(
-        listers.map(async (lister, i) => {
-          try {
-            return (await lister.getChildren("/wide")).length;
-          } catch (err) {
-            said.push(`${Date.now() - started} ms lister ${i} getChildren failed: ${String(err)}`);
-            return -1;
-          }
+        // RawStream.open makes a channel per stream; grpc-js shares one connection among equal channels.
+        const grpcEvents = await inBatches(range(SIZES.grpcWatchers), 500, async (i) => {
+          const stream = RawStream.open(cluster.server((i % 3) + 1).connectString);
+          grpcWatchers.push(stream);
+          await stream.connect({ timeoutMs: SESSION_TIMEOUT_MS });
+          assert.equal((await stream.request({ exists: { path: "/fan", watch: true } })).err, 0);
+          return { event: stream.next() }; // wrapped: the batch must not wait for the event
+        });
+        await writer.setData("/fan", "1");
+        await waitFor("every ZooKeeper-port watcher's event", () => (zkWatchers.every((w) => w.events.length > 0) ? true : undefined), 120_000);
+        for (const watcher of zkWatchers) assert.deepEqual(watcher.events, [{ type: 3, state: 3, path: "/fan" }], "one NodeDataChanged each");
+        for (const frame of await Promise.all(grpcEvents.map((watcher) => watcher.event))) {
+          assert.equal(frame?.frame, "event");
+          if (frame?.frame === "event") assert.deepEqual([frame.event.type, frame.event.path], [3, "/fan"], "a NodeDataChanged for /fan");
+        }
+        for (const id of [1, 2, 3]) assert.ok(cluster.server(id).running, `server ${id} is up`);
+      } finally {
+        await inBatches(zkWatchers, 200, (watcher) => watcher.close());
+        for (const stream of grpcWatchers) stream.end();
+      }
+    }),
+  );
+
+  test(
+    "a recursive watch on / that stops reading is ended at connectionUnsentBytesMax on either door; a reading one gets every event",
+    keepingLogs("recursive-watch", async () => {
+      // Long paths make each event about 3 KiB, so that the socket buffers fill within the storm.
+      const name = "x".repeat(3000);
+      const paths = range(16).map((i) => `/r${i}-${name}`);
+      await writer.multi(paths.map((path) => op.create(path, "")));
+
+      const stalledZk = await JuteClient.connect(cluster.server(leader).zkConnectString);
+      assert.equal((await stalledZk.request(OpCode.addWatch, AddWatchRequest, { path: "/", mode: 1 })).header.err, 0);
+      const stalledGrpc = RawStream.open(cluster.server(leader).connectString);
+      await stalledGrpc.connect({ timeoutMs: 10_000 });
+      assert.equal((await stalledGrpc.request({ xid: 1, addWatch: { path: "/", mode: 1 } })).err, 0);
+      stalledGrpc.pauseReading();
+      stalledZk.pauseReading();
+
+      let received = 0;
+      const reader = await connectTo(cluster, leader);
+      await reader.addWatch("/", () => (received += 1), "persistent-recursive");
+
+      // Written in rounds until the leader has ended both stalled connections (a client that does not
+      // read sees that only once it reads again): how many writes that takes depends on the kernel's
+      // socket buffers, which take several MiB on loopback before the server's own count grows.
+      const leaderLog = () => cluster.server(leader).stderr;
+      const endedBoth = () =>
+        leaderLog().includes('"details":"the client does not read its answers"') && leaderLog().includes('"reason":"the client does not read its answers"');
+      let acknowledged = 0;
+      try {
+        while (!endedBoth() && acknowledged < SIZES.writesMax) {
+          await inBatches(range(500), 50, (i) => writer.setData(paths[(acknowledged + i) % paths.length]!, "w"));
+          acknowledged += 500;
+        }
+        assert.ok(endedBoth(), `the leader ended both stalled connections within ${acknowledged} writes`);
+        stalledGrpc.resumeReading();
+        stalledZk.resumeReading();
+        assert.equal((await stalledGrpc.status).details, "the client does not read its answers");
+        await stalledZk.closed;
+      } finally {
+        stalledGrpc.abandon();
+        await stalledZk.close();
+      }
+      await waitFor("the reading watcher's events", () => (received >= acknowledged ? true : undefined), 60_000);
+      assert.equal(received, acknowledged, "one event per write, none lost, none doubled");
+      for (const id of [1, 2, 3]) assert.ok(cluster.server(id).running, `server ${id} is up`);
+      await reader.close();
+    }),
+  );
+
+  test(
+    "many clients listing a parent of many children at once all get the whole list, and no election",
+    keepingLogs("wide-listing", async () => {
+      await writer.create("/wide", "");
+      for (let at = 0; at < SIZES.children; at += 1000) {
+        await writer.multi(range(Math.min(1000, SIZES.children - at)).map((i) => op.create(`/wide/child-${String(at + i).padStart(7, "0")}`, "")));
+      }
+      // What each lister's client says (state changes, its own warnings), kept with the servers' logs
+      // when a listing fails: a lister that lost its connection is told apart from one a server dropped.
+      const started = Date.now();
+      const said: string[] = [];
+      const listers = await Promise.all(
+        range(SIZES.listers).map(async (i) => {
+          const heard = (level: string) => (obj: object, msg?: string) =>
+            said.push(`${Date.now() - started} ms lister ${i} ${level} ${msg ?? ""} ${JSON.stringify(obj)}`);
+          const lister = await Client.connect(cluster.server((i % 3) + 1).connectString, {
+            sessionTimeoutMs: LISTER_SESSION_TIMEOUT_MS,
+            connectTimeoutMs: 30_000,
+            logger: { debug: () => {}, info: heard("info"), warn: heard("warn"), error: heard("error") },
+          });
+          lister.on("state", (state: string) => said.push(`${Date.now() - started} ms lister ${i} state ${state}`));
+          return lister;
         }),
       );
-      if (!counts.every((count) => count === SIZES.children)) {
-        const kept = await keepLogs("wide-listing", said);
-        assert.fail(`${counts.filter((count) => count !== SIZES.children).length} of ${counts.length} listers did not get every child; logs kept in ${kept}`);
+      try {
+        await Promise.all(listers.map((lister) => lister.sync("/wide")));
+        const before = await electionState();
+        const counts = await Promise.all(
+          listers.map(async (lister, i) => {
+            try {
+              return (await lister.getChildren("/wide")).length;
+            } catch (err) {
+              said.push(`${Date.now() - started} ms lister ${i} getChildren failed: ${String(err)}`);
+              return -1;
+            }
+          }),
+        );
+        if (!counts.every((count) => count === SIZES.children)) {
+          const kept = await keepLogs("wide-listing-clients", said);
+          assert.fail(`${counts.filter((count) => count !== SIZES.children).length} of ${counts.length} listers did not get every child; logs kept in ${kept}`);
+        }
+        await assertNoElectionSince(before);
+      } finally {
+        // Closed whatever happens: a client left open keeps reconnecting, and the test process with it.
+        await Promise.all(listers.map((lister) => lister.close()));
       }
-      await assertNoElectionSince(before);
-    } finally {
-      // Closed whatever happens: a client left open keeps reconnecting, and the test process with it.
-      await Promise.all(listers.map((lister) => lister.close()));
-    }
-  });
+    }),
+  );
 
-  test("many sessions expiring in the same tick: no election, and the leader keeps answering", async () => {
-    await writer.create("/expiring", "");
-    const before = await electionState();
-    const addresses = zkAddresses();
-    const doomed = await inBatches(range(SIZES.expiring), 200, async (i) => {
-      const client = await JuteClient.connect(addresses[i % 3]!, { timeoutMs: 400 });
-      const reply = await client.request(OpCode.create, CreateRequest, { path: `/expiring/e-${i}`, data: new Uint8Array(0), acl: OPEN_ACL, flags: 1 });
-      assert.equal(reply.header.err, 0);
-      return client;
-    });
-    // Dropped together, without closing: their sessions expire in the same tick or two.
-    await Promise.all(doomed.map((client) => client.close()));
-    await waitFor("every ephemeral gone", async () => ((await writer.getChildren("/expiring")).length === 0 ? true : undefined), 60_000);
-    await writer.setData("/expiring", "still answering");
-    await assertNoElectionSince(before);
-  });
+  test(
+    "many sessions expiring in the same tick: no election, and the leader keeps answering",
+    keepingLogs("mass-expiry", async () => {
+      await writer.create("/expiring", "");
+      const before = await electionState();
+      const addresses = zkAddresses();
+      const doomed = await inBatches(range(SIZES.expiring), 200, async (i) => {
+        const client = await JuteClient.connect(addresses[i % 3]!, { timeoutMs: 400 });
+        const reply = await client.request(OpCode.create, CreateRequest, { path: `/expiring/e-${i}`, data: new Uint8Array(0), acl: OPEN_ACL, flags: 1 });
+        assert.equal(reply.header.err, 0);
+        return client;
+      });
+      // Dropped together, without closing: their sessions expire in the same tick or two.
+      await Promise.all(doomed.map((client) => client.close()));
+      await waitFor("every ephemeral gone", async () => ((await writer.getChildren("/expiring")).length === 0 ? true : undefined), 60_000);
+      await writer.setData("/expiring", "still answering");
+      await assertNoElectionSince(before);
+    }),
+  );
 });
