@@ -88,7 +88,10 @@ export class OutboundBudget {
     if (this.bytesValue > this.peakBytesValue) this.peakBytesValue = this.bytesValue;
     if (delta > 0 && this.nextTurn !== undefined) {
       this.turnBytes += delta;
-      if (this.turnBytes >= this.limits.turnBytesMax && !this.turnScheduled) {
+      // The count starts again at every turn that queued answers, not only at one that reached the
+      // bound: counted across turns, steady small answers closed the gate every turnBytesMax and
+      // made reads wait a turn for no reason (getData throughput fell by a quarter).
+      if (!this.turnScheduled) {
         this.turnScheduled = true;
         this.nextTurn(() => this.turnEnded());
       }

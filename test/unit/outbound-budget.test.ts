@@ -117,6 +117,22 @@ describe("reads at the server's outbound bound", () => {
     assert.deepEqual(order, ["reader:1", "reader:2", "reader:3"]);
   });
 
+  test("the bytes one turn may queue count that turn's answers only, not those of turns before it", () => {
+    const turns: (() => void)[] = [];
+    const { budget, connect, order } = fixture(100, { turnBytesMax: 250, nextTurn: (run) => turns.push(run) });
+    const reader = connect("reader");
+    const endTurn = (): void => {
+      reader.connection.account.add(-budget.bytes); // the doors wrote everything out
+      while (turns.length > 0) turns.shift()!();
+    };
+    reader.read(1);
+    endTurn();
+    // A turn of three answers: 300 bytes, the third read starting at 200 (under 250).
+    for (const xid of [2, 3, 4]) reader.read(xid);
+    assert.deepEqual(order, ["reader:1", "reader:2", "reader:3", "reader:4"]);
+    assert.equal(budget.readsWaited, 0, "no read waited: the turn had queued 200 bytes when the last one ran");
+  });
+
   test("a connection that goes away stops counting, and what it writes later is not counted again", () => {
     const { budget } = fixture(0);
     const gone = budget.connection();
