@@ -8,18 +8,17 @@ import { describe, test } from "node:test";
 import { COUNTER_CHECKER, QUEUE_CHECKER, UNIQUE_IDS_CHECKER, WATCHES_CHECKER } from "./checkers/index.js";
 import { explain, run, RUN_LIMIT_MS, SECONDS } from "./chaos-harness.js";
 
+/** Three voters for up to 30 s, without the register, set and lock workloads: each test adds its own. */
+const RECIPE_RUN = { voters: 3, timeMs: Math.min(SECONDS, 30) * 1000, registerWorkers: 0, setWorkers: 0, lockWorkers: 0 };
+
 describe(`chaos: recipe workloads for up to 30 s on three voters`, () => {
   test(
     "unique ids: sequential creates under partitions and kills take ids never handed out twice, increasing in real time, none lost",
     { timeout: RUN_LIMIT_MS },
     async () => {
       const { result, seed, dir } = await run("ids", {
-        voters: 3,
-        timeMs: Math.min(SECONDS, 30) * 1000,
+        ...RECIPE_RUN,
         nemeses: ["partition", "kill"],
-        registerWorkers: 0,
-        setWorkers: 0,
-        lockWorkers: 0,
         idWorkers: 4,
       });
       assert.ok(result.faults.length > 0, "the nemesis injected faults");
@@ -38,12 +37,8 @@ describe(`chaos: recipe workloads for up to 30 s on three voters`, () => {
     { timeout: RUN_LIMIT_MS },
     async () => {
       const { result, seed, dir } = await run("recipes", {
-        voters: 3,
-        timeMs: Math.min(SECONDS, 30) * 1000,
+        ...RECIPE_RUN,
         nemeses: ["partition", "kill", "pause"],
-        registerWorkers: 0,
-        setWorkers: 0,
-        lockWorkers: 0,
         idWorkers: 0,
         queueWorkers: 3,
         counterWorkers: 3,
