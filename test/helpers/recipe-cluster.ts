@@ -15,8 +15,14 @@ export class RecipeCluster {
 
   private constructor(readonly cluster: ClusterProcess) {}
 
+  /**
+   * Without a per-address connection limit (maxClientCnxns=0, as kazoo's harness runs ZooKeeper):
+   * a test file keeps every session it opened until it ends, all from 127.0.0.1, and after a few
+   * leader kills most of them sit on one server; at the default of 60 that server then refused a
+   * test's direct connection to it.
+   */
   static async start(): Promise<RecipeCluster> {
-    const cluster = await ClusterProcess.start({ voters: 3, tickMs: TICK_MS, initLimitTicks: 20, syncLimitTicks: 10 });
+    const cluster = await ClusterProcess.start({ voters: 3, tickMs: TICK_MS, initLimitTicks: 20, syncLimitTicks: 10, config: { maxClientCnxns: 0 } });
     const recipes = new RecipeCluster(cluster);
     await recipes.leader();
     return recipes;
