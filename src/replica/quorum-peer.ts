@@ -26,6 +26,7 @@ import { decodeTxn } from "../store/txn-codec.js";
 import type { Id } from "../store/types.js";
 import { formatZxid as hex } from "../store/zxid.js";
 import type { RevalidationOutcome, WriteBroadcast } from "./broadcast.js";
+import { CoreAnswerWaiters } from "./core-answer-waiters.js";
 import { configOfTxnData, quorumOf } from "./cluster-config.js";
 import type { AdmittedRequest, LeaderAdmissionFactory } from "./leader-admission.js";
 import { beginTerm, LOOKING, termStateOf, type InTerm, type Learning, type PeerRole } from "./peer-role.js";
@@ -137,10 +138,7 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
   private stopped = false;
   /** Mirrors the current core's `serving` as of its last Ready; clients are accepted only while it is true. */
   private acceptingClients = false;
-  private nextSyncId = 1;
-  private readonly pendingSyncs = new Map<number, (zxid: number) => void>();
-  /** Learner only: connects waiting for the leader's answer to their session's revalidation. */
-  private readonly pendingRevalidations = new Map<bigint, ((outcome: RevalidationOutcome) => void)[]>();
+  private readonly waiters = new CoreAnswerWaiters();
   private readonly heldLearnerMessages = new Map<number, QuorumMessage[]>();
   /** When this server last left service (entered LOOKING) while serving or at start; cleared when it serves again. */
   private unavailableSinceMs: number | undefined;
@@ -372,10 +370,7 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
     const role = this.current;
     if (role.state === "looking" || !role.zab.serving) return done("unavailable");
     if (role.state === "leading") return done(role.admission.revalidate(sessionId, timeoutMs, this.deps.config.serverId) ? "valid" : "expired");
-    const waiting = this.pendingRevalidations.get(sessionId);
-    if (waiting) return void waiting.push(done);
-    this.pendingRevalidations.set(sessionId, [done]);
-    this.handle(role.zab.revalidate(sessionId, timeoutMs), this.generation);
+    if (this.waiters.addRevalidation(sessionId, done)) this.handle(role.zab.revalidate(sessionId, timeoutMs), this.generation);
   }
 
   submitCreateSession(sessionId: bigint, timeoutMs: number, password: Uint8Array): void {
@@ -393,9 +388,7 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
     if (role.state === "looking" || !role.zab.serving) return;
     // Even on the leader a sync waits for a quorum to confirm it still leads: a paused leader
     // that resumes must not answer from stale state.
-    const syncId = this.nextSyncId++;
-    this.pendingSyncs.set(syncId, ready);
-    this.handle(role.zab.requestSync(syncId), this.generation);
+    this.handle(role.zab.requestSync(this.waiters.addSync(ready)), this.generation);
   }
 
   /** A session was heard from: read-only mode tracks it, the leader's tracker, or a learner's next ping. */
@@ -413,10 +406,7 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
     const { transport, sessions, clock, membership, metrics, logger, database } = this.deps;
     this.generation += 1;
     this.current = LOOKING;
-    this.pendingSyncs.clear();
-    const revalidations = [...this.pendingRevalidations.values()].flat();
-    this.pendingRevalidations.clear();
-    for (const done of revalidations) done("unavailable");
+    this.waiters.termEnded();
     this.acceptingClients = false;
     transport.stopFollowing();
     sessions.reset();
@@ -602,16 +592,8 @@ export class QuorumPeer implements WriteBroadcast, StatusSource {
     }
     for (const id of ready.disconnect) transport.closeLearner(id);
     for (const touch of ready.touches) tracker.touch(touch.sessionId, touch.timeoutMs);
-    for (const done of ready.syncsDone) {
-      const waiting = this.pendingSyncs.get(done.syncId);
-      this.pendingSyncs.delete(done.syncId);
-      waiting?.(done.zxid);
-    }
-    for (const { sessionId, valid } of ready.revalidated) {
-      const waiting = this.pendingRevalidations.get(sessionId) ?? [];
-      this.pendingRevalidations.delete(sessionId);
-      for (const done of waiting) done(valid ? "valid" : "expired");
-    }
+    for (const done of ready.syncsDone) this.waiters.syncDone(done.syncId, done.zxid);
+    for (const { sessionId, valid } of ready.revalidated) this.waiters.revalidated(sessionId, valid);
     // A repairing member serves only once its snapshot from the leader is installed; a diverged one not at all.
     this.acceptingClients = ready.serving && !this.deps.repair.active && divergence === undefined;
     if (this.acceptingClients && !wasServing) this.beginServing(role);
