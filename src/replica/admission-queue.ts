@@ -115,6 +115,16 @@ export class AdmissionQueue<T extends Queued> {
     }
   }
 
+  /**
+   * A write of `bytes` found nothing waiting and went without entering the queue: the bookkeeping
+   * its push and shift would have done (after a large one, as many bytes of small ones go before
+   * the next large one).
+   */
+  wentInTurn(bytes: number): void {
+    assert(this.countValue === 0, "a write goes without a turn only when nothing waits");
+    if (bytes > this.quantumBytes) this.smallAllowance = bytes;
+  }
+
   /** `sessionId`'s next write, out of turn (its place in the turns goes to the write after it). */
   shiftSession(sessionId: bigint): T | undefined {
     const lane = this.lanes.get(sessionId);

@@ -173,6 +173,7 @@ export class LeaderAdmission {
     };
     if (this.decidesAtOnce()) {
       this.deps.hops?.hop("submit", { session: hex64(sessionId), cxid, queuedBytes: 0 });
+      this.waiting.wentInTurn(write.bytes);
       return this.decide(write);
     }
     this.waiting.push(sessionId, write);
@@ -207,6 +208,7 @@ export class LeaderAdmission {
     };
     if (this.decidesAtOnce()) {
       this.deps.hops?.hop("arrive", { session: hex64(forwarded.sessionId), cxid: forwarded.cxid, from: forwarded.from, bytes: write.bytes, queuedBytes: 0 });
+      this.waiting.wentInTurn(write.bytes);
       this.decide(write);
       return true;
     }

@@ -129,3 +129,19 @@ test("a session's next write taken out of turn leaves the others' turns as they 
   assert.equal(queue.shiftSession(4n), undefined);
   assert.deepEqual(drain(queue), ["s1.1", "s3.1", "s2.2", "s1.2", "s3.2"]);
 });
+
+test("a large write that went at once, with nothing waiting, counts as its turn, as if it had gone through the queue", () => {
+  const asQueued = new AdmissionQueue<Write>(1_000);
+  asQueued.push(1n, write("big0", 1, 2_000));
+  assert.equal(asQueued.shift()?.name, "big0");
+  const atOnce = new AdmissionQueue<Write>(1_000);
+  atOnce.wentInTurn(2_000);
+  const orders = [asQueued, atOnce].map((queue) => {
+    queue.push(1n, write("big1", 1, 2_000));
+    for (let session = 2n; session < 5n; session++) queue.push(session, write(`small${session}`, 1, 1_000));
+    return drain(queue);
+  });
+  // Small ones take as many bytes as the large one that went, then the next large one goes.
+  assert.deepEqual(orders[0], ["small2", "small3", "big1", "small4"]);
+  assert.deepEqual(orders[1], orders[0]);
+});
