@@ -171,14 +171,9 @@ export class LeaderAdmission {
       authInfo,
       queuedMs: this.deps.clock.nowMs(),
     };
-    if (this.decidesAtOnce()) {
-      this.deps.hops?.hop("submit", { session: hex64(sessionId), cxid, queuedBytes: 0 });
-      this.waiting.wentInTurn(write.bytes);
-      return this.decide(write);
-    }
-    this.waiting.push(sessionId, write);
-    this.deps.hops?.hop("submit", { session: hex64(sessionId), cxid, queuedBytes: this.waiting.bytes });
-    this.pump();
+    const atOnce = this.enter(sessionId, write);
+    this.deps.hops?.hop("submit", { session: hex64(sessionId), cxid, queuedBytes: atOnce ? 0 : this.waiting.bytes });
+    this.decideOrPump(write, atOnce);
   }
 
   /**
@@ -206,22 +201,32 @@ export class LeaderAdmission {
       forwarded,
       queuedMs: this.deps.clock.nowMs(),
     };
-    if (this.decidesAtOnce()) {
-      this.deps.hops?.hop("arrive", { session: hex64(forwarded.sessionId), cxid: forwarded.cxid, from: forwarded.from, bytes: write.bytes, queuedBytes: 0 });
-      this.waiting.wentInTurn(write.bytes);
-      this.decide(write);
-      return true;
-    }
-    this.waiting.push(forwarded.sessionId, write);
+    const atOnce = this.enter(forwarded.sessionId, write);
     this.deps.hops?.hop("arrive", {
       session: hex64(forwarded.sessionId),
       cxid: forwarded.cxid,
       from: forwarded.from,
-      bytes: forwarded.request.byteLength,
-      queuedBytes: this.waiting.bytes,
+      bytes: write.bytes,
+      queuedBytes: atOnce ? 0 : this.waiting.bytes,
     });
-    this.pump();
+    this.decideOrPump(write, atOnce);
     return true;
+  }
+
+  /** Whether `write` goes at once (see decidesAtOnce), counted as its turn; if not, it waits in the queue. */
+  private enter(sessionId: bigint, write: PendingWrite): boolean {
+    if (this.decidesAtOnce()) {
+      this.waiting.wentInTurn(write.bytes);
+      return true;
+    }
+    this.waiting.push(sessionId, write);
+    return false;
+  }
+
+  /** After `enter` (and its hop): the write is decided, or the queue hands out what may go. */
+  private decideOrPump(write: PendingWrite, atOnce: boolean): void {
+    if (atOnce) this.decide(write);
+    else this.pump();
   }
 
   private decide(write: PendingWrite): void {
