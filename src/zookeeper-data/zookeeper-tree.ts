@@ -65,7 +65,15 @@ export class ZooKeeperTree {
   private snapshotDigest: ZooKeeperZxidDigest | undefined;
   private highestZxid = 0n;
   lastProcessedZxid = 0n;
-  readonly digestMismatches: DigestMismatch[] = [];
+  private readonly settledMismatches: DigestMismatch[] = [];
+  /**
+   * A difference from the digest ZooKeeper recorded at the snapshot's own zxid, which only a later
+   * txn's digest can settle: ZooKeeper records the digest of the last txn it finished, so a txn
+   * applied while the snapshot was written but not yet finished can be in the nodes the snapshot
+   * holds and missing from the digest beside them. Replaying that txn (always logged: ZooKeeper
+   * logs before it applies) brings the tree to the state the txn's own digest names.
+   */
+  private unsettledSnapshotMismatch: DigestMismatch | undefined;
   /** How many recorded digests were compared (and matched or not). */
   digestsCompared = 0;
   /** Txns whose zxid was below one already replayed (ZooKeeper logs and applies them). */
@@ -111,7 +119,7 @@ export class ZooKeeperTree {
     tree.lastProcessedZxid = zxid;
     tree.highestZxid = zxid;
     tree.snapshotDigest = snapshot.digest;
-    if (tree.snapshotDigest !== undefined) tree.compareSnapshotDigest(zxid);
+    if (tree.snapshotDigest !== undefined) tree.unsettledSnapshotMismatch = tree.compareSnapshotDigest(zxid);
     return tree;
   }
 
@@ -124,8 +132,16 @@ export class ZooKeeperTree {
     else if (txn.type === "closeSession") this.sessions.delete(header.sessionId);
     this.processTxn(header, txn, false);
     if (entry.digest !== undefined && this.snapshotDigest === undefined && entry.digest.version === DIGEST_VERSION) {
-      this.compareDigest(header.zxid, entry.digest.treeDigest);
+      this.recordMismatch(this.compareDigest(header.zxid, entry.digest.treeDigest));
     }
+  }
+
+  /**
+   * Where this tree's digest and the ones ZooKeeper recorded differ. A difference at the snapshot's
+   * own zxid counts only while no later txn's digest has been compared.
+   */
+  get digestMismatches(): readonly DigestMismatch[] {
+    return this.unsettledSnapshotMismatch === undefined ? this.settledMismatches : [this.unsettledSnapshotMismatch, ...this.settledMismatches];
   }
 
   /** The highest zxid replayed (or the snapshot's): where the tree stands. */
@@ -195,7 +211,7 @@ export class ZooKeeperTree {
     }
     if (!isSubTxn) {
       if (header.zxid > this.lastProcessedZxid) this.lastProcessedZxid = header.zxid;
-      if (this.snapshotDigest !== undefined) this.compareSnapshotDigest(header.zxid);
+      if (this.snapshotDigest !== undefined) this.recordMismatch(this.compareSnapshotDigest(header.zxid));
     }
     return err;
   }
@@ -455,18 +471,24 @@ export class ZooKeeperTree {
     this.digestSum = BigInt.asUintN(64, this.digestSum + nodeDigest(path, node));
   }
 
-  private compareSnapshotDigest(zxid: bigint): void {
+  /** The snapshot's recorded digest against the tree, once replay stands at its zxid. */
+  private compareSnapshotDigest(zxid: bigint): DigestMismatch | undefined {
     const recorded = this.snapshotDigest!;
-    if (zxid !== recorded.zxid) return;
+    if (zxid !== recorded.zxid) return undefined;
     this.snapshotDigest = undefined;
-    if (recorded.version === DIGEST_VERSION) this.compareDigest(zxid, recorded.digest);
+    return recorded.version === DIGEST_VERSION ? this.compareDigest(zxid, recorded.digest) : undefined;
   }
 
-  private compareDigest(zxid: bigint, recorded: bigint): void {
+  private compareDigest(zxid: bigint, recorded: bigint): DigestMismatch | undefined {
     this.digestsCompared += 1;
+    this.unsettledSnapshotMismatch = undefined;
     const computed = this.digestSum;
-    if (BigInt.asUintN(64, recorded) !== computed)
-      this.digestMismatches.push({ zxid, recorded: BigInt.asIntN(64, recorded), computed: BigInt.asIntN(64, computed) });
+    if (BigInt.asUintN(64, recorded) === computed) return undefined;
+    return { zxid, recorded: BigInt.asIntN(64, recorded), computed: BigInt.asIntN(64, computed) };
+  }
+
+  private recordMismatch(mismatch: DigestMismatch | undefined): void {
+    if (mismatch !== undefined) this.settledMismatches.push(mismatch);
   }
 }
 

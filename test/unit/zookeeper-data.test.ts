@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { cp, readdir, readFile, rm, truncate, unlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { NULL_DATA } from "../../src/common/znode.js";
+import { NULL_DATA, OPEN_ACL_UNSAFE } from "../../src/common/znode.js";
 import { clientStat, type DataTree } from "../../src/store/data-tree.js";
 import { treeFromImage } from "../../src/store/tree-image.js";
 import { adler32 } from "../../src/zookeeper-data/adler32.js";
@@ -20,7 +20,7 @@ import { decodeSnappyJavaStream, snappyUncompress, SnappyError } from "../../src
 import { decodeZooKeeperSnapshot, encodeZooKeeperSnapshot } from "../../src/zookeeper-data/snapshot-file.js";
 import { readZooKeeperTxnLog } from "../../src/zookeeper-data/txn-log-file.js";
 import { recoverZooKeeperDataDir, zookeeperFiles, type SnapshotCompression } from "../../src/zookeeper-data/zookeeper-data-dir.js";
-import { ZooKeeperTree } from "../../src/zookeeper-data/zookeeper-tree.js";
+import { DIGEST_VERSION, ZooKeeperTree } from "../../src/zookeeper-data/zookeeper-tree.js";
 import { long } from "../helpers/nzk.js";
 import { RealZooKeeper } from "../helpers/real-zookeeper.js";
 import { makeTempDir } from "../helpers/temp-dir.js";
@@ -234,6 +234,44 @@ test("an exported snapshot reads back to the same znodes, stats, sessions and di
   assert.deepEqual(reloaded.digestMismatches, []);
   assert.deepEqual(treeDifferences(viewOf(corral), viewOf(corralTreeOf(reloaded))), []);
   assert.deepEqual([...decoded.sessions.keys()].sort(), [...corral.sessions.keys()].sort());
+});
+
+test("a snapshot holding a txn ZooKeeper applied after the digest beside it is settled by that txn's digest, and damage is not", () => {
+  // ZooKeeper records the digest of the last txn it finished; a txn applied while the snapshot was
+  // written, and not yet finished, can be in the snapshot's nodes but not in that digest.
+  const create = (zxid: bigint, path: string, data: number): Parameters<ZooKeeperTree["replay"]>[0] => ({
+    header: { sessionId: 1n, cxid: Number(zxid), zxid, timeMs: 1_000n, opcode: 1 },
+    txn: { type: "create", opcode: 1, path, data: new Uint8Array([data]), acl: [...OPEN_ACL_UNSAFE], ephemeral: false, parentCVersion: 1 },
+    digest: undefined,
+  });
+  const served = ZooKeeperTree.empty();
+  served.replay(create(1n, "/a", 1));
+  const digestAt1 = served.digest;
+  served.replay(create(2n, "/a/b", 2));
+  const txn2 = { ...create(2n, "/a/b", 2), digest: { version: DIGEST_VERSION, treeDigest: served.digest } };
+  const fuzzy = { ...zookeeperImageOf(corralTreeOf(served)), digest: { zxid: 1n, version: DIGEST_VERSION, digest: digestAt1 } };
+  const load = (image: typeof fuzzy): ZooKeeperTree =>
+    ZooKeeperTree.fromSnapshot(decodeZooKeeperSnapshot(encodeZooKeeperSnapshot(image), "fuzzy"), 1n, "fuzzy");
+
+  const alone = load(fuzzy);
+  assert.deepEqual(
+    alone.digestMismatches.map((m) => m.zxid),
+    [1n],
+    "with no later txn to settle it, the difference stands",
+  );
+  const replayed = load(fuzzy);
+  replayed.replay(txn2);
+  assert.equal(replayed.digestsCompared, 2);
+  assert.deepEqual(replayed.digestMismatches, [], "txn 2, replayed over the node it made, brings the tree to its own digest");
+
+  const damagedNodes = [...fuzzy.nodes].map((node) => (node.path === "/a" ? { ...node, data: new Uint8Array([9]) } : node));
+  const damaged = load({ ...fuzzy, nodes: damagedNodes });
+  damaged.replay(txn2);
+  assert.deepEqual(
+    damaged.digestMismatches.map((m) => m.zxid),
+    [2n],
+    "a changed node is still a difference after the txn",
+  );
 });
 
 test("a snapshot whose node refers to an ACL the cache lacks, or comes before its parent, is refused", () => {
