@@ -62,6 +62,10 @@ export interface KazooCase {
   message: string;
   /** Seconds, as pytest measured them (setup, call and teardown). */
   seconds: number;
+  /** A failed or errored case's traceback and captured output, as the JUnit XML has them. */
+  detail?: string;
+  /** Why the plugin ran the case a second time (a known race in kazoo's client lost once). */
+  rerun?: string;
 }
 
 export interface KazooRun {
@@ -106,6 +110,11 @@ function caseId(classname: string, name: string): string {
   return [file, ...parts.slice(fileAt + 1), name].join("::");
 }
 
+/** An element's text: its tags dropped, its entities read. */
+function textOf(xml: string): string {
+  return unescapeXml(xml.replace(/<[^>]*>/g, ""));
+}
+
 /** The test cases of pytest's JUnit XML (junit_family xunit1 or xunit2). */
 export function parseJunit(xml: string): KazooCase[] {
   const cases: KazooCase[] = [];
@@ -125,10 +134,12 @@ export function parseJunit(xml: string): KazooCase[] {
     const error = child("error");
     const failure = child("failure");
     const skipped = child("skipped");
-    if (error !== undefined) cases.push({ id, outcome: "error", message: error, seconds });
-    else if (failure !== undefined) cases.push({ id, outcome: "failed", message: failure, seconds });
-    else if (skipped !== undefined) cases.push({ id, outcome: "skipped", message: skipped, seconds });
-    else cases.push({ id, outcome: "passed", message: "", seconds });
+    const rerun = /<property name="corral-rerun" value="([^"]*)"/.exec(body);
+    const also = rerun === null ? {} : { rerun: unescapeXml(rerun[1]!) };
+    if (error !== undefined) cases.push({ id, outcome: "error", message: error, seconds, detail: textOf(body), ...also });
+    else if (failure !== undefined) cases.push({ id, outcome: "failed", message: failure, seconds, detail: textOf(body), ...also });
+    else if (skipped !== undefined) cases.push({ id, outcome: "skipped", message: skipped, seconds, ...also });
+    else cases.push({ id, outcome: "passed", message: "", seconds, ...also });
   }
   return cases;
 }
@@ -160,6 +171,44 @@ export function verdict(run: Pick<KazooRun, "cases" | "exitCode"> & { timedOut?:
   if (run.exitCode !== 0 && run.exitCode !== 1) problems.push(`pytest exited with code ${run.exitCode}`);
   if (run.exitCode === 1 && problems.length === 0) problems.push("pytest exited with code 1 but its report shows no failure");
   return problems;
+}
+
+/** A log line without its leading time of day, to tell repeats of one message apart from new ones. */
+const LEADING_TIME = /^\d\d:\d\d:\d\d\.\d{3} /;
+
+/** `text` with each run of lines that differ only in their leading time written once, with its count ("(× 40)"). */
+export function collapseRepeatedLines(text: string): string {
+  const out: string[] = [];
+  let first: string | undefined;
+  let key: string | undefined;
+  let count = 0;
+  const flush = () => {
+    if (first !== undefined) out.push(count > 1 ? `${first}   (× ${count})` : first);
+  };
+  for (const line of text.split("\n")) {
+    const lineKey = line.replace(LEADING_TIME, "");
+    if (lineKey === key) {
+      count += 1;
+      continue;
+    }
+    flush();
+    first = line;
+    key = lineKey;
+    count = 1;
+  }
+  flush();
+  return out.join("\n");
+}
+
+/**
+ * What a failed run's report shows of each failed case: its traceback and the log lines pytest
+ * captured for it (clients left by earlier tests repeat theirs, so runs are collapsed).
+ */
+export function failedCaseDetails(run: Pick<KazooRun, "cases">, charsPerCase = 6_000): string {
+  return run.cases
+    .filter((c) => c.detail !== undefined)
+    .map((c) => `--- ${c.outcome}: ${c.id} (${c.seconds.toFixed(1)} s) ---\n${collapseRepeatedLines(c.detail!).slice(-charsPerCase)}`)
+    .join("\n");
 }
 
 /** pytest processes still running when the test process exits are killed with their process group. */

@@ -40,6 +40,34 @@ _RECONFIG = OnlyStandalone(
     "run against the three-voter cluster"
 )
 
+class ClientRace(str):
+    """Why a kazoo test can fail on the client's side alone: its failure says `signature` at once."""
+
+    def __new__(cls, reason, signature, seconds_max):
+        race = str.__new__(cls, reason)
+        race.signature = signature
+        race.seconds_max = seconds_max
+        return race
+
+
+_START_RACE = ClientRace(
+    "KazooClient.start() waits for CONNECTED, which kazoo sets before its SASL exchange: when the "
+    "server's AUTHFAILED is read before start() looks again, start() finds the client no longer "
+    "connected and raises KazooTimeoutError('Connection time-out') at once instead of letting the "
+    "AuthFailedError the test expects surface (17 of 300 such starts against one loaded corral)",
+    signature="KazooTimeoutError: Connection time-out",
+    # A real time-out takes start()'s 15 s; the race fails in well under a second.
+    seconds_max=5.0,
+)
+
+# kazoo tests that race in kazoo's own client on a loaded machine, whatever the server: a failure
+# that matches the race's signature is run once more, and the JUnit XML says so (a property named
+# corral-rerun), so that a race is visible and anything else still fails.
+CLIENT_RACES = {
+    "kazoo/tests/test_sasl.py::TestLegacySASLDigestAuthentication::test_invalid_sasl_auth": _START_RACE,
+    "kazoo/tests/test_sasl.py::TestSASLDigestAuthentication::test_invalid_sasl_auth": _START_RACE,
+}
+
 # Node ids as "kazoo/tests/<file>::<class>::<test>", whatever pytest's rootdir.
 SKIPS = {
     # Reconfig (ZooKeeper's dynamic reconfiguration).
@@ -224,3 +252,30 @@ def pytest_collection_modifyitems(session, config, items):
 
 def pytest_runtest_setup(item):
     _patch_everywhere()
+
+
+def _lost_the_race(reports, race):
+    """Whether the test's call failed as `race` fails, and only that way."""
+    calls = [r for r in reports if r.when == "call"]
+    others_failed = any(r.failed for r in reports if r.when != "call")
+    if others_failed or len(calls) != 1 or not calls[0].failed:
+        return False
+    return race.signature in str(calls[0].longrepr) and calls[0].duration < race.seconds_max
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    race = CLIENT_RACES.get(_kazoo_node_id(item))
+    if race is None:
+        return None
+    from _pytest.runner import runtestprotocol
+
+    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+    reports = runtestprotocol(item, nextitem=nextitem, log=False)
+    if _lost_the_race(reports, race):
+        item.user_properties.append(("corral-rerun", "kazoo's client race: " + race))
+        reports = runtestprotocol(item, nextitem=nextitem, log=False)
+    for report in reports:
+        item.ihook.pytest_runtest_logreport(report=report)
+    item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    return True

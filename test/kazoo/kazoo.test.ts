@@ -20,7 +20,7 @@ import { join } from "node:path";
 import { describe, test, type TestContext } from "node:test";
 import { Client } from "../../src/index.js";
 import { ClusterProcess } from "../helpers/cluster-process.js";
-import { removeRunFiles, runKazooSuite, skipOrigin, verdict, type KazooRun } from "../helpers/kazoo-suite.js";
+import { collapseRepeatedLines, failedCaseDetails, removeRunFiles, runKazooSuite, skipOrigin, verdict, type KazooRun } from "../helpers/kazoo-suite.js";
 import { freePort, ServerProcess } from "../helpers/server-process.js";
 import { makeTempDir } from "../helpers/temp-dir.js";
 import { waitFor } from "../helpers/wait.js";
@@ -70,8 +70,21 @@ function report(t: TestContext, label: string, run: KazooRun): void {
   for (const c of run.cases) {
     if (c.outcome === "skipped") t.diagnostic(`  skipped (${skipOrigin(c.message)}): ${c.id}: ${c.message}`);
   }
+  for (const c of run.cases) {
+    if (c.rerun !== undefined) t.diagnostic(`  run twice (${c.outcome} the second time): ${c.id}: ${c.rerun}`);
+  }
   const slow = [...run.cases].sort((a, b) => b.seconds - a.seconds).slice(0, 5);
   t.diagnostic(`  slowest: ${slow.map((c) => `${c.id} ${c.seconds.toFixed(1)} s`).join(", ")}`);
+}
+
+/** A server's log lines at pino's warn level or above (40+), with their times. */
+function warningLines(stderr: string): string[] {
+  const lines: string[] = [];
+  for (const line of stderr.split("\n")) {
+    const level = /"level":(\d+)/.exec(line);
+    if (level !== null && Number(level[1]) >= 40) lines.push(line.length > 600 ? `${line.slice(0, 600)}…` : line);
+  }
+  return lines;
 }
 
 /**
@@ -88,7 +101,11 @@ async function gate(t: TestContext, label: string, name: string, servers: readon
       if (!server.running)
         problems.push(`server ${i} (${server.zkConnectString}) is not running after the run (exit code ${server.exitCode}):\n${server.stderr.slice(-4_000)}`);
     });
-    assert.deepEqual(problems, [], `kazoo's suite against ${label}:\n${problems.join("\n")}\n--- pytest's last output ---\n${run.tail.slice(-6_000)}`);
+    if (problems.length > 0) {
+      const serverWarnings = servers.map((server, i) => `--- server ${i}'s last warnings ---\n${warningLines(server.stderr).slice(-30).join("\n")}`);
+      const report = [...problems, failedCaseDetails(run), ...serverWarnings, `--- pytest's last output ---\n${collapseRepeatedLines(run.tail).slice(-3_000)}`];
+      assert.fail(`kazoo's suite against ${label}:\n${report.join("\n")}`);
+    }
   } finally {
     const reportDir = process.env.KAZOO_REPORT_DIR;
     await removeRunFiles(run, reportDir ? { dir: reportDir, name } : undefined);

@@ -4,8 +4,13 @@
  * nor one of the environment skips kazoo decides itself.
  */
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { test } from "node:test";
-import { countOutcomes, parseJunit, skipOrigin, verdict } from "../helpers/kazoo-suite.js";
+import { collapseRepeatedLines, countOutcomes, failedCaseDetails, parseJunit, PLUGIN_DIR, skipOrigin, verdict } from "../helpers/kazoo-suite.js";
+import { makeTempDir } from "../helpers/temp-dir.js";
 
 const XML = `<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" errors="1" failures="1" skipped="3" tests="7">
 <testcase classname="kazoo.tests.test_barrier.KazooBarrierTests" name="test_barrier_exists" file="kazoo/tests/test_barrier.py" line="10" time="0.012" />
@@ -58,4 +63,93 @@ test("the verdict names every failure, error and unexpected skip; a clean report
   assert.match(verdict({ cases: passing, exitCode: 1 })[0]!, /no failure/);
   assert.match(verdict({ cases: [], exitCode: 0 })[0]!, /no test case/);
   assert.match(verdict({ cases: passing, exitCode: null, timedOut: true })[0]!, /did not finish in time/);
+});
+
+test("a failed case's report carries its traceback and captured log, with repeated lines written once and counted", () => {
+  const xml = `<testsuite><testcase classname="kazoo.tests.test_sasl.TestLegacySASLDigestAuthentication" name="test_invalid_sasl_auth" time="15.2"><failure message="KazooTimeoutError: Connection time-out">Traceback
+kazoo.handlers.threading.KazooTimeoutError: Connection time-out</failure><system-err>--- Captured log ---
+23:01:02.003 kazoo.client WARNING Connection dropped: socket connection broken
+23:01:02.004 kazoo.client WARNING Connection dropped: socket connection broken
+23:01:03.500 kazoo.client WARNING Connection dropped: socket connection broken
+23:01:05.100 kazoo.client WARNING Connection time-out: &lt;timeout&gt;</system-err></testcase>
+<testcase classname="kazoo.tests.test_paths.PathTestCase" name="test_join" time="0.001"></testcase></testsuite>`;
+  const cases = parseJunit(xml);
+  assert.equal(cases[1]!.detail, undefined, "a passed case has none");
+  const details = failedCaseDetails({ cases });
+  assert.match(details, /^--- failed: kazoo\/tests\/test_sasl.py::TestLegacySASLDigestAuthentication::test_invalid_sasl_auth \(15.2 s\) ---/);
+  assert.match(details, /KazooTimeoutError: Connection time-out/);
+  assert.match(
+    details,
+    /23:01:02.003 kazoo.client WARNING Connection dropped: socket connection broken {3}\(× 3\)\n23:01:05.100 kazoo.client WARNING Connection time-out: <timeout>/,
+  );
+  assert.equal(collapseRepeatedLines("a\na\nb\na"), "a   (× 2)\nb\na");
+});
+
+test("the plugin runs a test on its client-race list once more when it fails as the race does, and says so; other failures stand", async () => {
+  const dir = await makeTempDir("corral-kazoo-race-");
+  try {
+    const tests = join(dir.path, "kazoo", "tests");
+    await mkdir(tests, { recursive: true });
+    await writeFile(
+      join(tests, "conftest.py"),
+      [
+        "import corral_kazoo_plugin as plugin",
+        'for name in ("test_loses_the_race_once", "test_fails_otherwise"):',
+        '    plugin.CLIENT_RACES["kazoo/tests/test_races.py::" + name] = plugin._START_RACE',
+      ].join("\n"),
+    );
+    await writeFile(
+      join(tests, "test_races.py"),
+      [
+        "import os",
+        "from kazoo.handlers.threading import KazooTimeoutError",
+        'MARK = os.path.join(os.path.dirname(__file__), "lost-once")',
+        "def test_loses_the_race_once():",
+        "    if not os.path.exists(MARK):",
+        '        open(MARK, "w").close()',
+        '        raise KazooTimeoutError("Connection time-out")',
+        "def test_fails_otherwise():",
+        '    assert False, "not the race"',
+        "def test_not_on_the_list():",
+        '    raise KazooTimeoutError("Connection time-out")',
+      ].join("\n"),
+    );
+    const junit = join(dir.path, "junit.xml");
+    const python = existsSync("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+    const args = [
+      "-m",
+      "pytest",
+      "-p",
+      "corral_kazoo_plugin",
+      "-p",
+      "no:cacheprovider",
+      "-c",
+      join(PLUGIN_DIR, "pytest.ini"),
+      "--rootdir",
+      dir.path,
+      `--junitxml=${junit}`,
+      "-q",
+      tests,
+    ];
+    const env = { ...process.env, PYTHONPATH: PLUGIN_DIR, PYTHONDONTWRITEBYTECODE: "1", CORRAL_KAZOO_HOSTS: "127.0.0.1:1" };
+    await new Promise<void>((resolve, reject) => {
+      execFile(python, args, { cwd: dir.path, env }, (error, stdout) => {
+        // pytest's exit code 1: some tests failed, as two of these do.
+        if (error === null || error.code === 1) resolve();
+        else reject(new Error(`pytest did not run the tests (${error.message}): ${stdout}`));
+      });
+    });
+    const cases = parseJunit(await readFile(junit, "utf8"));
+    assert.deepEqual(
+      cases.map((c) => [c.id.split("::")[1], c.outcome, c.rerun !== undefined]),
+      [
+        ["test_loses_the_race_once", "passed", true],
+        ["test_fails_otherwise", "failed", false],
+        ["test_not_on_the_list", "failed", false],
+      ],
+    );
+    assert.match(cases[0]!.rerun!, /^kazoo's client race: KazooClient.start\(\) waits for CONNECTED/);
+  } finally {
+    await dir.remove();
+  }
 });
