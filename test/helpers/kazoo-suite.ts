@@ -276,16 +276,9 @@ export interface KazooRunOptions {
   signal?: AbortSignal;
 }
 
-export async function runKazooSuite(options: KazooRunOptions): Promise<KazooRun> {
-  const python = kazooPython();
-  const testsDir = kazooTestsDir(python);
-  const siteDir = dirname(dirname(testsDir));
-  const dir = await makeTempDir("corral-kazoo-");
-  const junit = join(dir.path, "junit.xml");
-  const logFile = join(dir.path, "pytest.log");
-  const whole = options.select === undefined && options.pytestArgs === undefined;
-  const targets = options.select?.map((s) => join(testsDir, s)) ?? [testsDir];
-  const args = [
+/** pytest's arguments with the plugin and its settings, rooted at `rootdir`, writing JUnit XML to `junit`. */
+export function pytestWithPlugin(rootdir: string, junit: string): string[] {
+  return [
     "-m",
     "pytest",
     "-p",
@@ -295,13 +288,22 @@ export async function runKazooSuite(options: KazooRunOptions): Promise<KazooRun>
     "-c",
     join(PLUGIN_DIR, "pytest.ini"),
     "--rootdir",
-    siteDir,
+    rootdir,
     `--junitxml=${junit}`,
     "-q",
-    "-rfEs",
-    ...(options.pytestArgs ?? []),
-    ...targets,
   ];
+}
+
+export async function runKazooSuite(options: KazooRunOptions): Promise<KazooRun> {
+  const python = kazooPython();
+  const testsDir = kazooTestsDir(python);
+  const siteDir = dirname(dirname(testsDir));
+  const dir = await makeTempDir("corral-kazoo-");
+  const junit = join(dir.path, "junit.xml");
+  const logFile = join(dir.path, "pytest.log");
+  const whole = options.select === undefined && options.pytestArgs === undefined;
+  const targets = options.select?.map((s) => join(testsDir, s)) ?? [testsDir];
+  const args = [...pytestWithPlugin(siteDir, junit), "-rfEs", ...(options.pytestArgs ?? []), ...targets];
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith("ZOOKEEPER_") && k !== "TRAVIS") env[k] = v;
   Object.assign(env, {

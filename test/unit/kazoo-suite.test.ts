@@ -5,11 +5,20 @@
  */
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { existsSync } from "node:fs";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { test } from "node:test";
-import { collapseRepeatedLines, countOutcomes, failedCaseDetails, parseJunit, PLUGIN_DIR, skipOrigin, verdict } from "../helpers/kazoo-suite.js";
+import {
+  collapseRepeatedLines,
+  countOutcomes,
+  failedCaseDetails,
+  kazooPython,
+  parseJunit,
+  PLUGIN_DIR,
+  pytestWithPlugin,
+  skipOrigin,
+  verdict,
+} from "../helpers/kazoo-suite.js";
 import { makeTempDir } from "../helpers/temp-dir.js";
 
 const XML = `<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" errors="1" failures="1" skipped="3" tests="7">
@@ -115,22 +124,8 @@ test("the plugin runs a test on its client-race list once more when it fails as 
       ].join("\n"),
     );
     const junit = join(dir.path, "junit.xml");
-    const python = existsSync("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
-    const args = [
-      "-m",
-      "pytest",
-      "-p",
-      "corral_kazoo_plugin",
-      "-p",
-      "no:cacheprovider",
-      "-c",
-      join(PLUGIN_DIR, "pytest.ini"),
-      "--rootdir",
-      dir.path,
-      `--junitxml=${junit}`,
-      "-q",
-      tests,
-    ];
+    const python = kazooPython();
+    const args = [...pytestWithPlugin(dir.path, junit), tests];
     const env = { ...process.env, PYTHONPATH: PLUGIN_DIR, PYTHONDONTWRITEBYTECODE: "1", CORRAL_KAZOO_HOSTS: "127.0.0.1:1" };
     await new Promise<void>((resolve, reject) => {
       execFile(python, args, { cwd: dir.path, env }, (error, stdout) => {
