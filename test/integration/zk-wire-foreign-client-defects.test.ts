@@ -30,6 +30,7 @@ import { makeTempDir } from "../helpers/temp-dir.js";
 
 const OPEN_ACL: ACL[] = [{ perms: 31, id: { scheme: "world", id: "anyone" } }];
 const LONG_NAME = "n".repeat(2_000);
+const BYSTANDER_SESSION_MS = 30_000;
 /** The largest data whose create request still fits ZooKeeper's 1 MiB − 1 request frame. */
 const LARGE_DATA_BYTES = 1_048_500;
 
@@ -64,8 +65,11 @@ describe("what foreign ZooKeeper clients found, on a live server", () => {
 
   before(async () => {
     dir = await makeTempDir("corral-zk-foreign-");
-    server = await ServerProcess.start({ dataDir: dir.path, zkPort: await freePort() });
-    bystander = await Client.connect(server.connectString);
+    // The test servers' tick of 100 ms caps sessions at 2 s. The bystander must outlive this test
+    // process decoding 20 MB answers on its own event loop on a loaded machine, which can hold its
+    // pings back past 2 s: its session is long so that only the server can fail it.
+    server = await ServerProcess.start({ dataDir: dir.path, zkPort: await freePort(), extraArgs: ["--max-session-timeout-ms", String(BYSTANDER_SESSION_MS)] });
+    bystander = await Client.connect(server.connectString, { sessionTimeoutMs: BYSTANDER_SESSION_MS });
     await bystander.create("/bystander", "0");
   });
 
