@@ -67,13 +67,15 @@ export class ZooKeeperTree {
   lastProcessedZxid = 0n;
   private readonly settledMismatches: DigestMismatch[] = [];
   /**
-   * A difference from the digest ZooKeeper recorded at the snapshot's own zxid, which only a later
-   * txn's digest can settle: ZooKeeper records the digest of the last txn it finished, so a txn
-   * applied while the snapshot was written but not yet finished can be in the nodes the snapshot
-   * holds and missing from the digest beside them. Replaying that txn (always logged: ZooKeeper
-   * logs before it applies) brings the tree to the state the txn's own digest names.
+   * The zxid of the digest recorded beside the snapshot, until a comparison past it: up to there a
+   * difference is held, not counted. ZooKeeper records there the digest of the last txn it
+   * finished, so the txn after it, applied while the snapshot was written but not finished, can be
+   * in the snapshot's nodes and missing from that digest (and from every digest up to it).
+   * Replaying that txn (always logged: ZooKeeper logs before it applies) brings the tree to the
+   * digest the txn carries, so the first comparison past the held zxid settles the question.
    */
-  private unsettledSnapshotMismatch: DigestMismatch | undefined;
+  private fuzzyThroughZxid: bigint | undefined;
+  private heldMismatch: DigestMismatch | undefined;
   /** How many recorded digests were compared (and matched or not). */
   digestsCompared = 0;
   /** Txns whose zxid was below one already replayed (ZooKeeper logs and applies them). */
@@ -119,7 +121,8 @@ export class ZooKeeperTree {
     tree.lastProcessedZxid = zxid;
     tree.highestZxid = zxid;
     tree.snapshotDigest = snapshot.digest;
-    if (tree.snapshotDigest !== undefined) tree.unsettledSnapshotMismatch = tree.compareSnapshotDigest(zxid);
+    tree.fuzzyThroughZxid = snapshot.digest?.zxid;
+    if (tree.snapshotDigest !== undefined) tree.compareSnapshotDigest(zxid);
     return tree;
   }
 
@@ -132,16 +135,16 @@ export class ZooKeeperTree {
     else if (txn.type === "closeSession") this.sessions.delete(header.sessionId);
     this.processTxn(header, txn, false);
     if (entry.digest !== undefined && this.snapshotDigest === undefined && entry.digest.version === DIGEST_VERSION) {
-      this.recordMismatch(this.compareDigest(header.zxid, entry.digest.treeDigest));
+      this.compareDigest(header.zxid, entry.digest.treeDigest);
     }
   }
 
   /**
-   * Where this tree's digest and the ones ZooKeeper recorded differ. A difference at the snapshot's
-   * own zxid counts only while no later txn's digest has been compared.
+   * Where this tree's digest and the ones ZooKeeper recorded differ. A difference up to the zxid of
+   * the snapshot's own digest counts only while no later txn's digest has been compared.
    */
   get digestMismatches(): readonly DigestMismatch[] {
-    return this.unsettledSnapshotMismatch === undefined ? this.settledMismatches : [this.unsettledSnapshotMismatch, ...this.settledMismatches];
+    return this.heldMismatch === undefined ? this.settledMismatches : [this.heldMismatch, ...this.settledMismatches];
   }
 
   /** The highest zxid replayed (or the snapshot's): where the tree stands. */
@@ -211,7 +214,7 @@ export class ZooKeeperTree {
     }
     if (!isSubTxn) {
       if (header.zxid > this.lastProcessedZxid) this.lastProcessedZxid = header.zxid;
-      if (this.snapshotDigest !== undefined) this.recordMismatch(this.compareSnapshotDigest(header.zxid));
+      if (this.snapshotDigest !== undefined) this.compareSnapshotDigest(header.zxid);
     }
     return err;
   }
@@ -472,22 +475,24 @@ export class ZooKeeperTree {
   }
 
   /** The snapshot's recorded digest against the tree, once replay stands at its zxid. */
-  private compareSnapshotDigest(zxid: bigint): DigestMismatch | undefined {
+  private compareSnapshotDigest(zxid: bigint): void {
     const recorded = this.snapshotDigest!;
-    if (zxid !== recorded.zxid) return undefined;
+    if (zxid !== recorded.zxid) return;
     this.snapshotDigest = undefined;
-    return recorded.version === DIGEST_VERSION ? this.compareDigest(zxid, recorded.digest) : undefined;
+    if (recorded.version === DIGEST_VERSION) this.compareDigest(zxid, recorded.digest);
   }
 
-  private compareDigest(zxid: bigint, recorded: bigint): DigestMismatch | undefined {
+  private compareDigest(zxid: bigint, recorded: bigint): void {
     this.digestsCompared += 1;
-    this.unsettledSnapshotMismatch = undefined;
     const computed = this.digestSum;
-    if (BigInt.asUintN(64, recorded) === computed) return undefined;
-    return { zxid, recorded: BigInt.asIntN(64, recorded), computed: BigInt.asIntN(64, computed) };
-  }
-
-  private recordMismatch(mismatch: DigestMismatch | undefined): void {
+    const mismatch =
+      BigInt.asUintN(64, recorded) === computed ? undefined : { zxid, recorded: BigInt.asIntN(64, recorded), computed: BigInt.asIntN(64, computed) };
+    if (this.fuzzyThroughZxid !== undefined && zxid <= this.fuzzyThroughZxid) {
+      this.heldMismatch ??= mismatch;
+      return;
+    }
+    this.fuzzyThroughZxid = undefined;
+    this.heldMismatch = undefined;
     if (mismatch !== undefined) this.settledMismatches.push(mismatch);
   }
 }

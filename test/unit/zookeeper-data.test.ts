@@ -273,6 +273,32 @@ test("a snapshot holding a txn ZooKeeper applied after the digest beside it is s
     "a changed node is still a difference after the txn",
   );
 });
+test("when the digest beside a snapshot is for a later zxid than the snapshot's, a difference there is held until the txn after it", () => {
+  // The snapshot is named for the zxid at which writing it began; the digest beside it is the one
+  // of the txn finished last when it ended (2 here), and txn 3 was being applied then.
+  const create = (zxid: bigint, path: string, parentCVersion: number): Parameters<ZooKeeperTree["replay"]>[0] => ({
+    header: { sessionId: 1n, cxid: Number(zxid), zxid, timeMs: 1_000n, opcode: 1 },
+    txn: { type: "create", opcode: 1, path, data: new Uint8Array([Number(zxid)]), acl: [...OPEN_ACL_UNSAFE], ephemeral: false, parentCVersion },
+    digest: undefined,
+  });
+  const served = ZooKeeperTree.empty();
+  served.replay(create(1n, "/a", 1));
+  served.replay(create(2n, "/a/b", 1));
+  const txn2 = { ...create(2n, "/a/b", 1), digest: { version: DIGEST_VERSION, treeDigest: served.digest } };
+  served.replay(create(3n, "/a/c", 2));
+  const txn3 = { ...create(3n, "/a/c", 2), digest: { version: DIGEST_VERSION, treeDigest: served.digest } };
+  const image = { ...zookeeperImageOf(corralTreeOf(served)), digest: { zxid: 2n, version: DIGEST_VERSION, digest: txn2.digest.treeDigest } };
+  const loaded = ZooKeeperTree.fromSnapshot(decodeZooKeeperSnapshot(encodeZooKeeperSnapshot(image), "fuzzy"), 1n, "fuzzy");
+  loaded.replay(txn2);
+  assert.deepEqual(
+    loaded.digestMismatches.map((m) => m.zxid),
+    [2n],
+    "at txn 2 the tree holds txn 3's node, which neither digest of zxid 2 has",
+  );
+  loaded.replay(txn3);
+  assert.equal(loaded.digestsCompared, 3);
+  assert.deepEqual(loaded.digestMismatches, [], "txn 3 replayed: the tree is the one its digest names");
+});
 
 test("a snapshot whose node refers to an ACL the cache lacks, or comes before its parent, is refused", () => {
   const base = { sessions: new Map(), digest: undefined };
